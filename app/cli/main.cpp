@@ -1,0 +1,41 @@
+// fp8scope-cli: the headless front end. Every command shares its parsing, numerics and storage with the GUI
+// through fp8scope_core.
+#include "generatecommand.h"
+#include "statscommand.h"
+
+#include <QCoreApplication>
+#include <QTextStream>
+
+int main(int argc, char **argv)
+{
+    QCoreApplication app(argc, argv);
+    QCoreApplication::setApplicationName(QStringLiteral("fp8scope-cli"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(FP8SCOPE_VERSION));
+    QStringList args = QCoreApplication::arguments();
+    QTextStream err(stderr);
+    const QString usage = QStringLiteral(
+        "usage: fp8scope-cli COMMAND [options]\n"
+        "commands:\n"
+        "  stats FILE[:DATASET]   FP8 metrics of one tensor (--recipe, --format, --what-if, --json)\n"
+        "  generate OUT.h5        write a synthetic tensor dump in the fp8scope-dump HDF5 layout\n"
+        "run 'fp8scope-cli COMMAND --help' for a command's options\n");
+    if (args.size() < 2) {
+        err << usage;
+        return 2;
+    }
+    if (args[1] == QLatin1String("--help") || args[1] == QLatin1String("-h")) {
+        QTextStream(stdout) << usage;
+        return 0;
+    }
+    const QString command = args.takeAt(1);
+    if (command == QLatin1String("stats"))
+        return fp8scope::cli::runStats(args);
+    if (command == QLatin1String("generate"))
+        return fp8scope::cli::runGenerate(args);
+    if (command == QLatin1String("--version")) {
+        QTextStream(stdout) << "fp8scope-cli " << QCoreApplication::applicationVersion() << '\n';
+        return 0;
+    }
+    err << "fp8scope-cli: unknown command '" << command << "'\n" << usage;
+    return 2;
+}

@@ -1,0 +1,219 @@
+#include "statscommand.h"
+
+#include "core/numerics/cpubackend.h"
+#include "core/numerics/metricsengine.h"
+
+#include <QCommandLineParser>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QTextStream>
+
+#include <cmath>
+
+namespace fp8scope::cli {
+
+namespace {
+
+QString num(double v, int precision = 6)
+{
+    if (std::isnan(v))
+        return QStringLiteral("-");
+    return QString::number(v, 'g', precision);
+}
+
+void printTable(QTextStream &out, const TensorInfo &info, const TensorMetrics &m)
+{
+    const auto row = [&](const QString &name, const QString &value) {
+        out << "  " << name.leftJustified(28) << value << '\n';
+    };
+    out << "tensor   " << info.file << (info.name.isEmpty() ? QString() : QStringLiteral(":") + info.name) << '\n';
+    QStringList dims;
+    for (int64_t d : info.shape)
+        dims << QString::number(d);
+    out << "dtype    " << dtypeName(info.dtype) << "  shape [" << dims.join(QStringLiteral(", ")) << "]\n";
+    out << "recipe   " << m.recipe << "  format " << formatName(m.format) << "  backend " << m.backend << "\n\n";
+    row(QStringLiteral("numel"), QString::number(m.numel));
+    row(QStringLiteral("zeros"), QString::number(m.zeros));
+    row(QStringLiteral("nan / inf"), QStringLiteral("%1 / %2").arg(m.nans).arg(m.infs));
+    row(QStringLiteral("amax"), num(m.amax));
+    row(QStringLiteral("smallest non-zero |x|"), num(m.aminNonzero));
+    row(QStringLiteral("dynamic range (log2)"), num(m.dynamicRange, 4));
+    row(QStringLiteral("mean / std"), QStringLiteral("%1 / %2").arg(num(m.mean), num(m.std)));
+    row(QStringLiteral("excess kurtosis"), num(m.excessKurtosis, 4));
+    row(QStringLiteral("underflow %"), num(m.underflowPct, 4));
+    row(QStringLiteral("saturation %"), num(m.saturationPct, 4));
+    row(QStringLiteral("MSE"), num(m.mse));
+    row(QStringLiteral("cosine similarity"), num(m.cosine, 8));
+    row(QStringLiteral("SQNR (dB)"), num(m.sqnrDb, 4));
+    row(QStringLiteral("relative error"), num(m.relativeError, 4));
+    if (m.blocks > 0) {
+        row(QStringLiteral("blocks (zero amax)"), QStringLiteral("%1 (%2)").arg(m.blocks).arg(m.zeroAmaxBlocks));
+        row(QStringLiteral("scale_inv min / max"), QStringLiteral("%1 / %2").arg(num(m.scaleInvMin), num(m.scaleInvMax)));
+        row(QStringLiteral("mean log2 scale_inv"), num(m.meanLog2ScaleInv, 4));
+    } else {
+        row(QStringLiteral("scale / scale_inv"), QStringLiteral("%1 / %2").arg(num(m.scale), num(m.scaleInvMin)));
+    }
+    if (!std::isnan(m.delayedOverCurrentLog2))
+        row(QStringLiteral("log2(delayed / current)"), num(m.delayedOverCurrentLog2, 4));
+    out << "\n  log2|x| histogram (before -> after scaling):\n";
+    for (int i = 0; i < fp8math::kHistBins; ++i) {
+        const qint64 a = m.histIn[size_t(i)];
+        const qint64 b = m.histScaled[size_t(i)];
+        if (a || b)
+            out << "    " << QString::number(fp8math::histBinLog2(i)).rightJustified(5) << "  "
+                << QString::number(a).rightJustified(12) << "  " << QString::number(b).rightJustified(12) << '\n';
+    }
+}
+
+void printWhatIf(QTextStream &out, const TensorInfo &info, const std::vector<TensorMetrics> &all)
+{
+    out << "tensor   " << info.file << (info.name.isEmpty() ? QString() : QStringLiteral(":") + info.name) << "  ("
+        << dtypeName(info.dtype) << ", " << info.numel << " elements)\n";
+    out << "backend  " << (all.empty() ? QString() : all.front().backend) << "\n\n";
+    out << "  " << QStringLiteral("recipe").leftJustified(40) << QStringLiteral("format").leftJustified(10)
+        << QStringLiteral("underflow%").rightJustified(11) << QStringLiteral("saturated%").rightJustified(11)
+        << QStringLiteral("MSE").rightJustified(13) << QStringLiteral("SQNR dB").rightJustified(9)
+        << QStringLiteral("cosine").rightJustified(12) << '\n';
+    for (const TensorMetrics &m : all) {
+        out << "  " << m.recipe.leftJustified(40) << formatName(m.format).leftJustified(10)
+            << num(m.underflowPct, 4).rightJustified(11) << num(m.saturationPct, 4).rightJustified(11)
+            << num(m.mse, 4).rightJustified(13) << num(m.sqnrDb, 4).rightJustified(9)
+            << num(m.cosine, 7).rightJustified(12) << '\n';
+    }
+}
+
+} // namespace
+
+int runStats(const QStringList &args)
+{
+    QTextStream out(stdout);
+    QTextStream err(stderr);
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("FP8 metrics of one tensor from a dump (HDF5, safetensors, .npy)."));
+    parser.addHelpOption();
+    parser.addPositionalArgument(QStringLiteral("tensor"), QStringLiteral("FILE or FILE:DATASET"));
+    const QCommandLineOption recipeOpt(QStringLiteral("recipe"),
+                                       QStringLiteral("delayed[:margin=M,history=H,reduce=max|most_recent], current, "
+                                                      "current-pow2, mxfp8[-col][-ocp], block1x128, block128x128[-fp32], "
+                                                      "nvfp4, bf16 (default: current)"),
+                                       QStringLiteral("recipe"), QStringLiteral("current"));
+    const QCommandLineOption formatOpt(QStringLiteral("format"),
+                                       QStringLiteral("e4m3, e5m2, e4m3fnuz, e5m2fnuz, e2m1, bf16 (default: the recipe's)"),
+                                       QStringLiteral("format"));
+    const QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("print JSON"));
+    const QCommandLineOption whatIfOpt(QStringLiteral("what-if"), QStringLiteral("one row per recipe/format combination"));
+    const QCommandLineOption threadsOpt(QStringLiteral("threads"), QStringLiteral("CPU threads (default: all)"),
+                                        QStringLiteral("n"), QStringLiteral("0"));
+    const QCommandLineOption historyOpt(QStringLiteral("amax-history"),
+                                        QStringLiteral("comma-separated amax history for delayed scaling, newest first "
+                                                       "(default: the dump's amax_history attribute)"),
+                                        QStringLiteral("values"));
+    const QCommandLineOption listOpt(QStringLiteral("list"), QStringLiteral("list the tensors in FILE and exit"));
+    parser.addOptions({recipeOpt, formatOpt, jsonOpt, whatIfOpt, threadsOpt, historyOpt, listOpt});
+    if (!parser.parse(args)) {
+        err << "fp8scope-cli stats: " << parser.errorText() << '\n';
+        return 2;
+    }
+    if (parser.isSet(QStringLiteral("help"))) {
+        out << parser.helpText();
+        return 0;
+    }
+    if (parser.positionalArguments().size() != 1) {
+        err << "fp8scope-cli stats: expected one FILE[:DATASET]\n";
+        return 2;
+    }
+    const QString spec = parser.positionalArguments().front();
+    Problem problem;
+    if (parser.isSet(listOpt)) {
+        const QStringList names = listTensors(spec, &problem);
+        if (!problem.message.isEmpty()) {
+            err << "fp8scope-cli: " << problem.toString() << '\n';
+            return 1;
+        }
+        for (const QString &n : names)
+            out << n << '\n';
+        return 0;
+    }
+
+    std::optional<Format> format;
+    if (parser.isSet(formatOpt)) {
+        format = formatFromName(parser.value(formatOpt));
+        if (!format) {
+            err << "fp8scope-cli: unknown format '" << parser.value(formatOpt) << "'\n";
+            return 2;
+        }
+    }
+    std::vector<Recipe> recipes;
+    QString error;
+    if (parser.isSet(whatIfOpt)) {
+        recipes = Recipe::whatIfSet();
+    } else {
+        const auto recipe = Recipe::parse(parser.value(recipeOpt), format, &error);
+        if (!recipe) {
+            err << "fp8scope-cli: " << error << '\n';
+            return 2;
+        }
+        recipes.push_back(*recipe);
+    }
+    bool threadsOk = false;
+    const int threads = parser.value(threadsOpt).toInt(&threadsOk);
+    if (!threadsOk || threads < 0) {
+        err << "fp8scope-cli: --threads takes a non-negative integer\n";
+        return 2;
+    }
+
+    auto reader = openTensor(spec, &problem);
+    if (!reader) {
+        err << "fp8scope-cli: " << problem.toString() << '\n';
+        return 1;
+    }
+    std::vector<float> history = reader->amaxHistory();
+    if (parser.isSet(historyOpt)) {
+        history.clear();
+        for (const QString &v : parser.value(historyOpt).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+            bool ok = false;
+            history.push_back(v.trimmed().toFloat(&ok));
+            if (!ok) {
+                err << "fp8scope-cli: bad --amax-history value '" << v << "'\n";
+                return 2;
+            }
+        }
+    }
+    for (Recipe &r : recipes)
+        r.amaxHistory = history;
+
+    CpuBackend backend(threads);
+    MetricsEngine engine(backend);
+    const auto results = engine.compute(*reader, recipes, &problem);
+    if (!results) {
+        err << "fp8scope-cli: " << problem.toString() << '\n';
+        return 1;
+    }
+    const TensorInfo &info = reader->info();
+    if (parser.isSet(jsonOpt)) {
+        QJsonArray shape;
+        for (int64_t d : info.shape)
+            shape.append(double(d));
+        QJsonObject tensor{{QStringLiteral("file"), info.file},
+                           {QStringLiteral("name"), info.name},
+                           {QStringLiteral("dtype"), dtypeName(info.dtype)},
+                           {QStringLiteral("shape"), shape}};
+        QJsonObject doc{{QStringLiteral("tensor"), tensor}};
+        if (parser.isSet(whatIfOpt)) {
+            QJsonArray rows;
+            for (const TensorMetrics &m : *results)
+                rows.append(m.toJson());
+            doc.insert(QStringLiteral("what_if"), rows);
+        } else {
+            doc.insert(QStringLiteral("metrics"), results->front().toJson());
+        }
+        out << QJsonDocument(doc).toJson(QJsonDocument::Indented);
+    } else if (parser.isSet(whatIfOpt)) {
+        printWhatIf(out, info, *results);
+    } else {
+        printTable(out, info, results->front());
+    }
+    return 0;
+}
+
+} // namespace fp8scope::cli

@@ -1,0 +1,25 @@
+// The CPU metrics backend: the chunk is split over worker threads, each converting small tiles to float32
+// in cache and running the vectorised kernels of cpukernels.h.
+#pragma once
+
+#include "metricsbackend.h"
+
+namespace fp8scope {
+
+class CpuBackend : public MetricsBackend
+{
+public:
+    // threads <= 0: one per hardware thread.
+    explicit CpuBackend(int threads = 0);
+
+    QString name() const override;
+    float amax(const ChunkView &chunk) override;
+    void accumulate(const ChunkView &chunk, const fp8math::QuantPlan &plan, fp8math::MetricSums &sums) override;
+
+    int threads() const { return m_threads; }
+
+private:
+    int m_threads;
+};
+
+} // namespace fp8scope

@@ -1,0 +1,38 @@
+// The interface every metrics backend implements (the multi-threaded CPU one here, the CUDA one in gpu/):
+// the two passes the engine needs over a chunk of a tensor. Views and the CLI never know which one ran.
+#pragma once
+
+#include "core/tensors/dtype.h"
+#include "metricsums.h"
+#include "quantplan.h"
+
+#include <QString>
+
+#include <cstdint>
+
+namespace fp8scope {
+
+// A row-major chunk in the dump's dtype. For a 1-D tensor rows is 1 and cols the chunk length (a multiple
+// of 128 except at the end). For 2-D tensors a chunk holds whole rows, a multiple of 128 except at the end,
+// so that no block or tile crosses chunks.
+struct ChunkView {
+    DType dtype = DType::F32;
+    const void *data = nullptr;
+    int64_t rows = 0;
+    int64_t cols = 0;
+    int64_t numel() const { return rows * cols; }
+};
+
+class MetricsBackend
+{
+public:
+    virtual ~MetricsBackend() = default;
+    // e.g. "CPU (AVX3, 2 threads)"
+    virtual QString name() const = 0;
+    // Largest finite |x| of the chunk.
+    virtual float amax(const ChunkView &chunk) = 0;
+    // Adds the chunk's contribution under the plan to sums.
+    virtual void accumulate(const ChunkView &chunk, const fp8math::QuantPlan &plan, fp8math::MetricSums &sums) = 0;
+};
+
+} // namespace fp8scope

@@ -1,0 +1,121 @@
+#include "metricsengine.h"
+
+#include <numeric>
+
+namespace fp8scope {
+
+using fp8math::BlockRule;
+using fp8math::QuantPlan;
+using fp8math::ScaleMode;
+
+MetricsEngine::MetricsEngine(MetricsBackend &backend, int64_t chunkBytes)
+    : m_backend(backend)
+    , m_chunkBytes(chunkBytes)
+{
+}
+
+int64_t MetricsEngine::chunkElements(const TensorInfo &info, int64_t alignment, int64_t chunkBytes)
+{
+    const int64_t band = info.rows > 1 ? info.cols * 128 : 128;
+    const int64_t unit = std::lcm(std::max<int64_t>(band, 1), std::max<int64_t>(alignment, 1));
+    const int64_t budget = chunkBytes / dtypeSize(info.dtype);
+    return std::max<int64_t>(unit, budget / unit * unit);
+}
+
+QuantPlan MetricsEngine::planFor(const Recipe &recipe, float tensorAmax)
+{
+    QuantPlan p;
+    p.format = recipe.format;
+    const float fmax = fp8math::formatSpec(recipe.format).maxFinite;
+    switch (recipe.kind) {
+    case RecipeKind::Delayed:
+        p.mode = ScaleMode::Tensor;
+        p.tensorScale = recipe.delayedScale();
+        p.tensorScaleInv = 1.0f / p.tensorScale;
+        break;
+    case RecipeKind::Current:
+        p.mode = ScaleMode::Tensor;
+        p.tensorScale = fp8math::amaxScale(fmax, tensorAmax, recipe.pow2);
+        p.tensorScaleInv = 1.0f / p.tensorScale;
+        break;
+    case RecipeKind::Bf16:
+        p.mode = ScaleMode::Tensor;
+        break;
+    case RecipeKind::MxFp8:
+        p.mode = recipe.blockRows > 1 ? ScaleMode::TileBlocks : ScaleMode::RowBlocks;
+        p.rule = recipe.ocpRule ? BlockRule::MxOcp : BlockRule::MxTe;
+        p.blockRows = recipe.blockRows;
+        p.blockCols = recipe.blockCols;
+        break;
+    case RecipeKind::Block:
+        p.mode = recipe.blockRows > 1 ? ScaleMode::TileBlocks : ScaleMode::RowBlocks;
+        p.rule = recipe.pow2 ? BlockRule::AmaxPow2 : BlockRule::AmaxExact;
+        p.blockRows = recipe.blockRows;
+        p.blockCols = recipe.blockCols;
+        break;
+    case RecipeKind::NvFp4:
+        p.mode = ScaleMode::RowBlocks;
+        p.rule = BlockRule::Nvfp4;
+        p.blockCols = 16;
+        p.globalEncode = fp8math::nvfp4GlobalEncodeScale(tensorAmax);
+        break;
+    }
+    return p;
+}
+
+std::optional<std::vector<TensorMetrics>> MetricsEngine::compute(TensorReader &reader,
+                                                                 const std::vector<Recipe> &recipes, Problem *problem,
+                                                                 const Progress &progress)
+{
+    const TensorInfo &info = reader.info();
+    const int64_t n = info.numel;
+    const int64_t chunk = chunkElements(info, reader.alignment(), m_chunkBytes);
+    const int64_t rowLen = info.rows > 1 ? info.cols : 0;
+    std::vector<char> buffer(size_t(std::min(chunk, std::max<int64_t>(n, 1)) * dtypeSize(info.dtype)));
+
+    bool needAmax = false;
+    for (const Recipe &r : recipes)
+        needAmax = needAmax || r.needsTensorAmax();
+    const int64_t total = n * (needAmax ? 2 : 1);
+    int64_t done = 0;
+
+    auto forEachChunk = [&](const std::function<void(const ChunkView &)> &body) -> bool {
+        for (int64_t first = 0; first < n; first += chunk) {
+            const int64_t count = std::min(chunk, n - first);
+            if (!reader.read(first, count, buffer.data(), problem))
+                return false;
+            ChunkView view{info.dtype, buffer.data(), rowLen ? count / rowLen : 1, rowLen ? rowLen : count};
+            body(view);
+            done += count;
+            if (progress && !progress(done, total)) {
+                *problem = {info.file, -1, QStringLiteral("cancelled")};
+                return false;
+            }
+        }
+        return true;
+    };
+
+    float tensorAmax = 0.0f;
+    if (needAmax && !forEachChunk([&](const ChunkView &c) { tensorAmax = std::max(tensorAmax, m_backend.amax(c)); }))
+        return std::nullopt;
+
+    std::vector<QuantPlan> plans;
+    for (const Recipe &r : recipes)
+        plans.push_back(planFor(r, tensorAmax));
+    std::vector<fp8math::MetricSums> sums(recipes.size());
+    if (!forEachChunk([&](const ChunkView &c) {
+            for (size_t i = 0; i < recipes.size(); ++i)
+                m_backend.accumulate(c, plans[i], sums[i]);
+        }))
+        return std::nullopt;
+
+    std::vector<TensorMetrics> out;
+    for (size_t i = 0; i < recipes.size(); ++i) {
+        const bool tensorMode = plans[i].mode == ScaleMode::Tensor;
+        out.push_back(TensorMetrics::fromSums(sums[i], recipes[i], tensorMode ? plans[i].tensorScale : 0.0,
+                                              tensorMode ? plans[i].tensorScaleInv : 0.0, m_backend.name()));
+    }
+    return out;
+}
+
+} // namespace fp8scope

@@ -1,0 +1,39 @@
+// Computes the metrics of one tensor under one or more recipes by streaming it chunk by chunk through a
+// backend: an amax pass first when a recipe needs the tensor amax (current scaling, NVFP4), then one
+// fused pass whose every chunk serves all the recipes.
+#pragma once
+
+#include "core/tensors/tensorreader.h"
+#include "metricsbackend.h"
+#include "tensormetrics.h"
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+namespace fp8scope {
+
+class MetricsEngine
+{
+public:
+    // Progress: (elements done, elements total over all passes); returning false cancels.
+    using Progress = std::function<bool(int64_t done, int64_t total)>;
+
+    explicit MetricsEngine(MetricsBackend &backend, int64_t chunkBytes = int64_t(64) << 20);
+
+    std::optional<std::vector<TensorMetrics>> compute(TensorReader &reader, const std::vector<Recipe> &recipes,
+                                                      Problem *problem, const Progress &progress = {});
+
+    // Elements per chunk for a tensor: whole 128-row bands (2-D) or 128-element runs (1-D), aligned to the
+    // reader, within the byte budget where possible.
+    static int64_t chunkElements(const TensorInfo &info, int64_t alignment, int64_t chunkBytes);
+
+    // The plan a recipe resolves to, given the tensor amax (only read for recipes that need it).
+    static fp8math::QuantPlan planFor(const Recipe &recipe, float tensorAmax);
+
+private:
+    MetricsBackend &m_backend;
+    int64_t m_chunkBytes;
+};
+
+} // namespace fp8scope

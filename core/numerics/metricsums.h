@@ -1,0 +1,149 @@
+// The additive state of the fused metrics pass: counts, double-precision sums and histograms that any
+// backend (CPU lanes, CUDA blocks) accumulates independently and merges. Plain C++ so CUDA code shares it.
+#pragma once
+
+#include "fp8math.h"
+
+#include <cmath>
+#include <cstdint>
+
+namespace fp8scope::fp8math {
+
+// One bin per binade: bin i holds values whose float32 exponent field is i, that is
+// floor(log2|v|) == i - 127 for i in 1..254; bin 0 holds float32 subnormals, bin 255 holds inf.
+// Zeros and NaN are counted elsewhere, never binned.
+constexpr int kHistBins = 256;
+
+FP8_HD int histBinLog2(int bin)
+{
+    return bin - 127;
+}
+
+struct MetricSums {
+    int64_t numel = 0;
+    int64_t zeros = 0;
+    int64_t nans = 0;
+    int64_t infs = 0;
+    int64_t nonzeroQ = 0;     // quantized values != 0 (NaN counts as non-zero, as torch.count_nonzero does)
+    int64_t saturated = 0;    // |x * scale| > fmax (inf inputs included)
+    double amax = 0.0;        // max |x| over finite x
+    double aminNonzero = INFINITY;
+    double sum = 0.0;         // moments of finite x
+    double sumSq = 0.0;
+    double sumCube = 0.0;
+    double sumQuad = 0.0;
+    double errSq = 0.0;       // sum (x - q)^2 over finite x
+    double dotXQ = 0.0;
+    double sumQSq = 0.0;
+    int64_t histIn[kHistBins] = {};
+    int64_t histScaled[kHistBins] = {};
+    // Block recipes: statistics of the per-block decode scales (scale_inv).
+    int64_t blocks = 0;
+    int64_t zeroAmaxBlocks = 0;
+    double scaleInvMin = INFINITY;
+    double scaleInvMax = 0.0;
+    double log2ScaleInvSum = 0.0;
+
+    void merge(const MetricSums &o)
+    {
+        numel += o.numel;
+        zeros += o.zeros;
+        nans += o.nans;
+        infs += o.infs;
+        nonzeroQ += o.nonzeroQ;
+        saturated += o.saturated;
+        amax = amax > o.amax ? amax : o.amax;
+        aminNonzero = aminNonzero < o.aminNonzero ? aminNonzero : o.aminNonzero;
+        sum += o.sum;
+        sumSq += o.sumSq;
+        sumCube += o.sumCube;
+        sumQuad += o.sumQuad;
+        errSq += o.errSq;
+        dotXQ += o.dotXQ;
+        sumQSq += o.sumQSq;
+        for (int i = 0; i < kHistBins; ++i) {
+            histIn[i] += o.histIn[i];
+            histScaled[i] += o.histScaled[i];
+        }
+        blocks += o.blocks;
+        zeroAmaxBlocks += o.zeroAmaxBlocks;
+        scaleInvMin = scaleInvMin < o.scaleInvMin ? scaleInvMin : o.scaleInvMin;
+        scaleInvMax = scaleInvMax > o.scaleInvMax ? scaleInvMax : o.scaleInvMax;
+        log2ScaleInvSum += o.log2ScaleInvSum;
+    }
+
+    void addBlock(float blockAmax, float scaleInv)
+    {
+        ++blocks;
+        if (!(blockAmax > 0.0f))
+            ++zeroAmaxBlocks;
+        const double d = scaleInv;
+        scaleInvMin = d < scaleInvMin ? d : scaleInvMin;
+        scaleInvMax = d > scaleInvMax ? d : scaleInvMax;
+        if (d > 0.0)
+            log2ScaleInvSum += std::log2(d);
+    }
+};
+
+// Bin of |v| (bits without sign): the float32 exponent field.
+FP8_HD int histBin(uint32_t absBits)
+{
+    return int(absBits >> 23);
+}
+
+// Dequantized value of x under (scale, scaleInv) in `f`, as the training kernel would compute it:
+// cast(x * scale) then multiply by scaleInv. Returned in double: the product of a code and a float
+// scale is exact there.
+FP8_HD double dequantize(uint32_t code, Format f, float scaleInv)
+{
+    return double(decodeCode(code, f)) * double(scaleInv);
+}
+
+// Adds one element's contribution. Every backend's vector path must match this, element for element.
+FP8_HD void accumulateElement(float x, float scale, float scaleInv, Format f, MetricSums &m)
+{
+    const FormatSpec s = formatSpec(f);
+    const uint32_t absBits = floatBits(x) & 0x7FFFFFFFu;
+    ++m.numel;
+    const float scaled = x * scale;
+    const uint32_t scaledAbs = floatBits(scaled) & 0x7FFFFFFFu;
+    if (absBits > 0x7F800000u) {
+        ++m.nans;
+        ++m.nonzeroQ;
+        return;
+    }
+    if (absBits == 0)
+        ++m.zeros;
+    else
+        ++m.histIn[histBin(absBits)];
+    if (scaledAbs != 0 && scaledAbs <= 0x7F800000u)
+        ++m.histScaled[histBin(scaledAbs)];
+    const float scaledMag = bitsFloat(scaledAbs);
+    if (scaledMag > s.maxFinite)
+        ++m.saturated;
+    const uint32_t code = castToCode(scaled, f);
+    const uint32_t mag = code & ~s.signBit;
+    if (mag != 0 || scaledAbs > 0x7F800000u)
+        ++m.nonzeroQ;
+    if (absBits == 0x7F800000u) {
+        ++m.infs;
+        return;
+    }
+    const double xd = x;
+    const double ax = bitsFloat(absBits);
+    m.amax = ax > m.amax ? ax : m.amax;
+    if (absBits != 0 && ax < m.aminNonzero)
+        m.aminNonzero = ax;
+    const double q = dequantize(code, f, scaleInv);
+    const double sq = xd * xd;
+    m.sum += xd;
+    m.sumSq += sq;
+    m.sumCube += sq * xd;
+    m.sumQuad += sq * sq;
+    const double err = xd - q;
+    m.errSq += err * err;
+    m.dotXQ += xd * q;
+    m.sumQSq += q * q;
+}
+
+} // namespace fp8scope::fp8math

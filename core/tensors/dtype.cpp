@@ -1,0 +1,38 @@
+#include "dtype.h"
+
+namespace fp8scope {
+
+int dtypeSize(DType t)
+{
+    switch (t) {
+    case DType::F32: return 4;
+    case DType::F16:
+    case DType::BF16: return 2;
+    case DType::F8E4M3:
+    case DType::F8E5M2: return 1;
+    }
+    return 0;
+}
+
+QString dtypeName(DType t)
+{
+    switch (t) {
+    case DType::F32: return QStringLiteral("float32");
+    case DType::F16: return QStringLiteral("float16");
+    case DType::BF16: return QStringLiteral("bfloat16");
+    case DType::F8E4M3: return QStringLiteral("float8_e4m3");
+    case DType::F8E5M2: return QStringLiteral("float8_e5m2");
+    }
+    return {};
+}
+
+std::optional<DType> dtypeFromName(const QString &name)
+{
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F8E4M3, DType::F8E5M2}) {
+        if (dtypeName(t) == name)
+            return t;
+    }
+    return std::nullopt;
+}
+
+} // namespace fp8scope

@@ -1,0 +1,193 @@
+#include "safetensorsreader.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+namespace fp8scope {
+
+namespace {
+
+constexpr qint64 kMaxHeader = 100 << 20; // the reference implementation's limit
+
+std::optional<DType> safetensorsDType(const QString &s)
+{
+    if (s == QLatin1String("F32"))
+        return DType::F32;
+    if (s == QLatin1String("F16"))
+        return DType::F16;
+    if (s == QLatin1String("BF16"))
+        return DType::BF16;
+    if (s == QLatin1String("F8_E4M3"))
+        return DType::F8E4M3;
+    if (s == QLatin1String("F8_E5M2"))
+        return DType::F8E5M2;
+    return std::nullopt;
+}
+
+} // namespace
+
+bool parseSafetensorsHeader(const QByteArray &json, qint64 dataSize, std::vector<SafetensorsEntry> *entries,
+                            QString *error)
+{
+    QJsonParseError pe;
+    const QJsonDocument doc = QJsonDocument::fromJson(json, &pe);
+    if (pe.error != QJsonParseError::NoError) {
+        *error = QStringLiteral("header JSON: %1 at header byte %2").arg(pe.errorString()).arg(pe.offset);
+        return false;
+    }
+    if (!doc.isObject()) {
+        *error = QStringLiteral("header is not a JSON object");
+        return false;
+    }
+    const QJsonObject root = doc.object();
+    entries->clear();
+    for (auto it = root.begin(); it != root.end(); ++it) {
+        if (it.key() == QLatin1String("__metadata__"))
+            continue;
+        const QJsonObject o = it.value().toObject();
+        SafetensorsEntry e;
+        e.name = it.key();
+        const QString dt = o.value(QLatin1String("dtype")).toString();
+        const auto dtype = safetensorsDType(dt);
+        if (!dtype) {
+            *error = QStringLiteral("tensor '%1': unsupported dtype '%2' (F32, F16, BF16, F8_E4M3, F8_E5M2 are read)")
+                         .arg(e.name, dt);
+            return false;
+        }
+        e.dtype = *dtype;
+        const QJsonArray shape = o.value(QLatin1String("shape")).toArray();
+        const QJsonArray offsets = o.value(QLatin1String("data_offsets")).toArray();
+        for (const QJsonValue &v : shape) {
+            const double d = v.toDouble(-1);
+            if (!v.isDouble() || d < 0 || d > 9.0e15 || d != double(int64_t(d))) {
+                *error = QStringLiteral("tensor '%1': bad shape").arg(e.name);
+                return false;
+            }
+            e.shape.push_back(int64_t(d));
+        }
+        if (offsets.size() != 2 || !offsets[0].isDouble() || !offsets[1].isDouble()) {
+            *error = QStringLiteral("tensor '%1': data_offsets must be two integers").arg(e.name);
+            return false;
+        }
+        const double b = offsets[0].toDouble();
+        const double en = offsets[1].toDouble();
+        if (b < 0 || en < b || en > double(dataSize)) {
+            *error = QStringLiteral("tensor '%1': data_offsets [%2, %3] outside the %4-byte data section")
+                         .arg(e.name)
+                         .arg(b, 0, 'f', 0)
+                         .arg(en, 0, 'f', 0)
+                         .arg(dataSize);
+            return false;
+        }
+        e.begin = int64_t(b);
+        e.end = int64_t(en);
+        TensorInfo probe;
+        probe.shape = e.shape;
+        if (!finishTensorInfo(probe) || probe.numel > (e.end - e.begin) / dtypeSize(e.dtype)
+            || probe.numel * dtypeSize(e.dtype) != e.end - e.begin) {
+            *error = QStringLiteral("tensor '%1': shape and dtype need a different byte count than data_offsets give")
+                         .arg(e.name);
+            return false;
+        }
+        entries->push_back(std::move(e));
+    }
+    return true;
+}
+
+bool SafetensorsReader::readHeader(QFile &file, std::vector<SafetensorsEntry> *entries, qint64 *dataStart,
+                                   Problem *problem)
+{
+    const QString path = file.fileName();
+    const QByteArray lenBytes = file.read(8);
+    if (lenBytes.size() != 8) {
+        *problem = {path, 0, QStringLiteral("file too short for a safetensors header")};
+        return false;
+    }
+    quint64 len = 0;
+    for (int i = 7; i >= 0; --i)
+        len = (len << 8) | uchar(lenBytes[i]);
+    if (len > quint64(kMaxHeader) || qint64(len) > file.size() - 8) {
+        *problem = {path, 0, QStringLiteral("header length %1 exceeds the file (%2 bytes)").arg(len).arg(file.size())};
+        return false;
+    }
+    const QByteArray json = file.read(qint64(len));
+    if (json.size() != qint64(len)) {
+        *problem = {path, 8, QStringLiteral("truncated header")};
+        return false;
+    }
+    *dataStart = 8 + qint64(len);
+    QString error;
+    if (!parseSafetensorsHeader(json, file.size() - *dataStart, entries, &error)) {
+        *problem = {path, 8, error};
+        return false;
+    }
+    return true;
+}
+
+QStringList SafetensorsReader::names(const QString &path, Problem *problem)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) {
+        *problem = {path, -1, f.errorString()};
+        return {};
+    }
+    std::vector<SafetensorsEntry> entries;
+    qint64 dataStart = 0;
+    if (!readHeader(f, &entries, &dataStart, problem))
+        return {};
+    QStringList out;
+    for (const auto &e : entries)
+        out << e.name;
+    out.sort();
+    return out;
+}
+
+std::unique_ptr<SafetensorsReader> SafetensorsReader::open(const QString &path, const QString &name,
+                                                           Problem *problem)
+{
+    auto r = std::unique_ptr<SafetensorsReader>(new SafetensorsReader);
+    r->m_file.setFileName(path);
+    if (!r->m_file.open(QIODevice::ReadOnly)) {
+        *problem = {path, -1, r->m_file.errorString()};
+        return nullptr;
+    }
+    std::vector<SafetensorsEntry> entries;
+    qint64 dataStart = 0;
+    if (!readHeader(r->m_file, &entries, &dataStart, problem))
+        return nullptr;
+    const SafetensorsEntry *found = nullptr;
+    if (name.isEmpty() && entries.size() == 1)
+        found = &entries.front();
+    for (const auto &e : entries) {
+        if (!name.isEmpty() && e.name == name)
+            found = &e;
+    }
+    if (!found) {
+        *problem = {path, -1,
+                    name.isEmpty() ? QStringLiteral("the file holds %1 tensors; name one as FILE:NAME").arg(entries.size())
+                                   : QStringLiteral("no tensor named '%1'").arg(name)};
+        return nullptr;
+    }
+    r->m_info.file = path;
+    r->m_info.name = found->name;
+    r->m_info.dtype = found->dtype;
+    r->m_info.shape = found->shape;
+    finishTensorInfo(r->m_info);
+    r->m_dataOffset = dataStart + found->begin;
+    return r;
+}
+
+bool SafetensorsReader::read(int64_t first, int64_t count, void *dst, Problem *problem)
+{
+    const int size = dtypeSize(m_info.dtype);
+    const qint64 offset = m_dataOffset + first * size;
+    const qint64 bytes = count * size;
+    if (!m_file.seek(offset) || m_file.read(static_cast<char *>(dst), bytes) != bytes) {
+        *problem = {m_info.file, offset, QStringLiteral("short read of %1 bytes").arg(bytes)};
+        return false;
+    }
+    return true;
+}
+
+} // namespace fp8scope

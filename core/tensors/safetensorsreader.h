@@ -1,0 +1,39 @@
+// Reader of safetensors files: an 8-byte little-endian header length, a JSON header, then raw data.
+#pragma once
+
+#include "tensorreader.h"
+
+#include <QByteArray>
+#include <QFile>
+
+namespace fp8scope {
+
+struct SafetensorsEntry {
+    QString name;
+    DType dtype = DType::F32;
+    std::vector<int64_t> shape;
+    int64_t begin = 0; // offsets relative to the start of the data section
+    int64_t end = 0;
+};
+
+// Parses the JSON header of a file whose data section is `dataSize` bytes, checking every entry's offsets
+// against it and against its dtype and shape. Used by SafetensorsReader and the fuzz target.
+bool parseSafetensorsHeader(const QByteArray &json, qint64 dataSize, std::vector<SafetensorsEntry> *entries,
+                            QString *error);
+
+class SafetensorsReader : public TensorReader
+{
+public:
+    // name may be empty when the file holds exactly one tensor.
+    static std::unique_ptr<SafetensorsReader> open(const QString &path, const QString &name, Problem *problem);
+    static QStringList names(const QString &path, Problem *problem);
+    bool read(int64_t first, int64_t count, void *dst, Problem *problem) override;
+
+private:
+    static bool readHeader(QFile &file, std::vector<SafetensorsEntry> *entries, qint64 *dataStart, Problem *problem);
+
+    QFile m_file;
+    int64_t m_dataOffset = 0;
+};
+
+} // namespace fp8scope

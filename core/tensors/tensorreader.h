@@ -1,0 +1,59 @@
+// Streams the elements of one tensor in a dump file, chunk by chunk, so that tensors larger than memory
+// can be processed. Each format (HDF5, safetensors, .npy) implements it; openTensor() picks one.
+#pragma once
+
+#include "dtype.h"
+#include "problem.h"
+
+#include <QString>
+#include <QStringList>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace fp8scope {
+
+struct TensorInfo {
+    QString file;
+    QString name;          // dataset path or tensor name; empty for a single-tensor .npy
+    DType dtype = DType::F32;
+    std::vector<int64_t> shape;
+    int64_t numel = 0;
+    // Row-major 2-D view: all dimensions but the last are rows; a 1-D tensor is one row.
+    int64_t rows = 1;
+    int64_t cols = 0;
+};
+
+class TensorReader
+{
+public:
+    virtual ~TensorReader() = default;
+
+    const TensorInfo &info() const { return m_info; }
+
+    // read() ranges must start and end on multiples of this many elements (HDF5 reads whole slices of
+    // the first dimension; the other formats take any range).
+    virtual int64_t alignment() const { return 1; }
+
+    // Copies elements [first, first + count) in the file's dtype into dst (count * dtypeSize bytes).
+    virtual bool read(int64_t first, int64_t count, void *dst, Problem *problem) = 0;
+
+    // The amax history (newest first) the training run stored with the tensor, if any (HDF5 dumps).
+    virtual std::vector<float> amaxHistory() const { return {}; }
+
+protected:
+    TensorInfo m_info;
+};
+
+// Fills the derived fields (numel, rows, cols) of info from its shape; false on overflow or negative sizes.
+bool finishTensorInfo(TensorInfo &info);
+
+// Opens FILE or FILE:DATASET (HDF5 dataset path or safetensors tensor name). A file holding exactly one
+// tensor needs no name. Returns null with *problem set on any error; a .pt file is refused (pickle runs code).
+std::unique_ptr<TensorReader> openTensor(const QString &spec, Problem *problem);
+
+// Names of the tensors a dump file holds (HDF5 dataset paths, safetensors names, or {""} for .npy).
+QStringList listTensors(const QString &file, Problem *problem);
+
+} // namespace fp8scope
