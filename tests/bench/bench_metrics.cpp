@@ -1,0 +1,142 @@
+// Throughput of the fused metrics pass on a 256 MiB in-memory tensor (float32 and bfloat16), per recipe,
+// with 1 and 2 threads, as GB/s of input and as a ratio to a plain vectorised read pass (sum) over the same
+// buffer with the same threads, measured in the same run; plus the scalar definition as a baseline.
+// Prints a table; asserts nothing about time. Usage: bench_metrics [MiB] [repeats]
+#include "core/numerics/cpubackend.h"
+#include "core/numerics/cpukernels.h"
+#include "core/numerics/metricsengine.h"
+#include "core/numerics/scalarkernels.h"
+
+#include <QString>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <thread>
+#include <vector>
+
+using namespace fp8scope;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double medianSeconds(int repeats, const std::function<void()> &body)
+{
+    std::vector<double> t;
+    for (int i = 0; i < repeats; ++i) {
+        const auto a = Clock::now();
+        body();
+        t.push_back(std::chrono::duration<double>(Clock::now() - a).count());
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+volatile double g_sink;
+
+double readPass(DType dtype, const void *data, int64_t n, int threads)
+{
+    std::vector<std::thread> pool;
+    std::vector<double> part(static_cast<size_t>(threads));
+    for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+            const int64_t b = n / threads * t;
+            const int64_t e = t + 1 == threads ? n : n / threads * (t + 1);
+            part[size_t(t)] = dtype == DType::F32 ? cpukernels::sumFloat(static_cast<const float *>(data) + b, size_t(e - b))
+                                                  : cpukernels::sumBf16(static_cast<const uint16_t *>(data) + b, size_t(e - b));
+        });
+    }
+    for (auto &th : pool)
+        th.join();
+    double s = 0;
+    for (double v : part)
+        s += v;
+    return s;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    const int64_t mib = argc > 1 ? std::atoll(argv[1]) : 256;
+    const int repeats = argc > 2 ? std::atoi(argv[2]) : 5;
+    const int64_t cols = 8192;
+    std::printf("fp8scope metrics benchmark: %lld MiB tensors, %d repeats (median), SIMD target %s, %u hardware threads\n",
+                (long long)mib, repeats, cpukernels::simdTarget(), std::thread::hardware_concurrency());
+    std::printf("%-8s %-14s %7s %10s %10s %8s %12s\n", "dtype", "recipe", "threads", "GB/s", "read GB/s", "ratio", "x scalar");
+
+    std::mt19937 rng(1);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    QString error;
+    const char *recipeNames[] = {"delayed", "current", "current-pow2", "mxfp8", "mxfp8-ocp", "mxfp8-col",
+                                 "block1x128", "block128x128", "nvfp4", "bf16"};
+    for (DType dtype : {DType::F32, DType::BF16}) {
+        const int64_t n = mib * (int64_t(1) << 20) / dtypeSize(dtype);
+        const int64_t rows = n / cols;
+        std::vector<float> f32;
+        std::vector<uint16_t> b16;
+        if (dtype == DType::F32) {
+            f32.resize(size_t(n));
+            for (float &v : f32)
+                v = normal(rng) * std::exp2(-12.0f + 16.0f * u(rng));
+        } else {
+            b16.resize(size_t(n));
+            for (uint16_t &v : b16)
+                v = uint16_t(fp8math::castToCode(normal(rng) * std::exp2(-12.0f + 16.0f * u(rng)), fp8math::Format::BF16));
+        }
+        const void *data = dtype == DType::F32 ? static_cast<const void *>(f32.data()) : b16.data();
+        const double gb = double(n) * dtypeSize(dtype) / 1e9;
+
+        // Scalar definition on a 1/16 slice (float32 view), extrapolated per GB of input.
+        const int64_t sliceRows = std::max<int64_t>(128, rows / 16 / 128 * 128);
+        std::vector<float> slice(size_t(sliceRows * cols));
+        for (size_t i = 0; i < slice.size(); ++i)
+            slice[i] = dtype == DType::F32 ? f32[i] : fp8math::decodeCode(b16[i], fp8math::Format::BF16);
+        const double sliceGb = double(sliceRows * cols) * dtypeSize(dtype) / 1e9;
+
+        for (const char *name : recipeNames) {
+            const Recipe recipe = *Recipe::parse(QString::fromLatin1(name), std::nullopt, &error);
+            // Scalar baseline (one thread).
+            const fp8math::QuantPlan scalarPlan = MetricsEngine::planFor(recipe, 1.0f);
+            std::vector<float> scratch(size_t(2 * cols));
+            const double scalarSec = medianSeconds(1, [&] {
+                fp8math::MetricSums m;
+                if (recipe.needsTensorAmax())
+                    g_sink = fp8math::scalarAmax(slice.data(), slice.size());
+                switch (scalarPlan.mode) {
+                case fp8math::ScaleMode::Tensor:
+                    fp8math::scalarAccumulateUniform(slice.data(), slice.size(), scalarPlan.tensorScale,
+                                                     scalarPlan.tensorScaleInv, scalarPlan.format, m);
+                    break;
+                case fp8math::ScaleMode::RowBlocks:
+                    fp8math::scalarAccumulateRowBlocks(slice.data(), size_t(cols), size_t(sliceRows), scalarPlan, m);
+                    break;
+                case fp8math::ScaleMode::TileBlocks:
+                    fp8math::scalarAccumulateTiles(slice.data(), size_t(cols), size_t(sliceRows), scalarPlan, m,
+                                                   scratch.data(), scratch.data() + cols);
+                    break;
+                }
+                g_sink = m.errSq;
+            });
+            const double scalarGbs = sliceGb / scalarSec;
+            for (int threads : {1, 2}) {
+                CpuBackend backend(threads);
+                const ChunkView view{dtype, data, rows, cols};
+                const double readSec = medianSeconds(repeats, [&] { g_sink = readPass(dtype, data, n, threads); });
+                const double sec = medianSeconds(repeats, [&] {
+                    const float amax = recipe.needsTensorAmax() ? backend.amax(view) : 1.0f;
+                    fp8math::MetricSums m;
+                    backend.accumulate(view, MetricsEngine::planFor(recipe, amax), m);
+                    g_sink = m.errSq;
+                });
+                std::printf("%-8s %-14s %7d %10.2f %10.2f %8.2f %12.1f\n", dtype == DType::F32 ? "float32" : "bfloat16",
+                            name, threads, gb / sec, gb / readSec, readSec / sec, (gb / sec) / scalarGbs);
+            }
+        }
+    }
+    return 0;
+}

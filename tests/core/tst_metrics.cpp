@@ -1,0 +1,257 @@
+// The fused metrics pass (engine + CPU backend) against the double-precision reference in reference.h, for
+// every recipe, the three input dtypes, odd 1-D sizes and 2-D shapes, on data with zeros, subnormals, NaN,
+// inf and huge outliers; plus invariance to thread count and chunking.
+#include "core/numerics/cpubackend.h"
+#include "core/numerics/cpukernels.h"
+#include "core/numerics/metricsengine.h"
+#include "core/numerics/scalarkernels.h"
+#include "memoryreader.h"
+#include "reference.h"
+
+#include <QTest>
+
+#include <cmath>
+#include <random>
+
+using namespace fp8scope;
+
+namespace {
+
+std::vector<float> makeData(size_t n, uint32_t seed)
+{
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    std::vector<float> x(n);
+    for (float &v : x) {
+        const float k = u(rng);
+        if (k < 0.05f)
+            v = 0.0f;
+        else if (k < 0.06f)
+            v = normal(rng) * 1e-40f; // float32 subnormal
+        else if (k < 0.065f)
+            v = NAN;
+        else if (k < 0.07f)
+            v = u(rng) < 0.5f ? INFINITY : -INFINITY;
+        else if (k < 0.075f)
+            v = normal(rng) * 3e4f; // outlier
+        else
+            v = normal(rng) * std::exp2(-24.0f + 30.0f * u(rng));
+    }
+    return x;
+}
+
+QByteArray encode(const std::vector<float> &x, DType dtype, std::vector<float> *widened)
+{
+    QByteArray out;
+    widened->resize(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+        if (dtype == DType::F32) {
+            out.append(reinterpret_cast<const char *>(&x[i]), 4);
+            (*widened)[i] = x[i];
+        } else if (dtype == DType::BF16) {
+            const uint16_t b = uint16_t(fp8math::castToCode(x[i], fp8math::Format::BF16));
+            out.append(reinterpret_cast<const char *>(&b), 2);
+            (*widened)[i] = fp8math::decodeCode(b, fp8math::Format::BF16);
+        } else {
+            // float16 by way of the compiler's conversion (round to nearest even)
+            const _Float16 h = static_cast<_Float16>(x[i]);
+            uint16_t bits;
+            std::memcpy(&bits, &h, 2);
+            out.append(reinterpret_cast<const char *>(&bits), 2);
+            (*widened)[i] = fp8math::halfToFloat(bits);
+        }
+    }
+    return out;
+}
+
+bool close(double a, double b, double rel)
+{
+    if (std::isnan(a) || std::isnan(b))
+        return std::isnan(a) && std::isnan(b);
+    if (std::isinf(a) || std::isinf(b))
+        return a == b;
+    return std::fabs(a - b) <= rel * std::max(std::fabs(a), std::fabs(b)) + 1e-300;
+}
+
+} // namespace
+
+Q_DECLARE_METATYPE(fp8scope::DType)
+Q_DECLARE_METATYPE(std::vector<int64_t>)
+
+class TestMetrics : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void againstReference_data();
+    void againstReference();
+    void threadsAndChunksAgree();
+    void nanOnlyAndEmpty();
+    void kernelsMatchScalarDefinition();
+};
+
+void TestMetrics::againstReference_data()
+{
+    QTest::addColumn<QString>("recipe");
+    QTest::addColumn<QString>("format");
+    QTest::addColumn<DType>("dtype");
+    QTest::addColumn<std::vector<int64_t>>("shape");
+    const QStringList recipes{QStringLiteral("delayed:margin=1"), QStringLiteral("current"), QStringLiteral("current-pow2"),
+                              QStringLiteral("mxfp8"), QStringLiteral("mxfp8-ocp"), QStringLiteral("mxfp8-col"),
+                              QStringLiteral("mxfp8-col-ocp"), QStringLiteral("block1x128"), QStringLiteral("block128x128"),
+                              QStringLiteral("block1x128-fp32"), QStringLiteral("nvfp4"), QStringLiteral("bf16")};
+    const std::vector<std::vector<int64_t>> shapes{{0}, {1}, {31}, {33}, {4097}, {129, 257}, {256, 160}};
+    for (const QString &r : recipes) {
+        QStringList formats{QString()};
+        if (r != QLatin1String("nvfp4") && r != QLatin1String("bf16"))
+            formats = {QStringLiteral("e4m3"), QStringLiteral("e5m2")};
+        if (r == QLatin1String("current"))
+            formats << QStringLiteral("e4m3fnuz") << QStringLiteral("e5m2fnuz");
+        for (const QString &f : formats) {
+            for (DType d : {DType::F32, DType::BF16, DType::F16}) {
+                for (const auto &s : shapes) {
+                    QStringList dims;
+                    for (int64_t v : s)
+                        dims << QString::number(v);
+                    const QString name = r + QLatin1Char('/') + (f.isEmpty() ? QStringLiteral("default") : f)
+                        + QLatin1Char('/') + dtypeName(d) + QLatin1Char('/') + dims.join(QLatin1Char('x'));
+                    QTest::newRow(qPrintable(name)) << r << f << d << s;
+                }
+            }
+        }
+    }
+}
+
+void TestMetrics::againstReference()
+{
+    QFETCH(QString, recipe);
+    QFETCH(QString, format);
+    QFETCH(DType, dtype);
+    QFETCH(std::vector<int64_t>, shape);
+    QString error;
+    auto r = Recipe::parse(recipe, format.isEmpty() ? std::nullopt : formatFromName(format), &error);
+    QVERIFY2(r, qPrintable(error));
+    r->amaxHistory = {3.0f, 900.0f, 2.0f};
+    int64_t n = 1;
+    for (int64_t d : shape)
+        n *= d;
+    std::vector<float> widened;
+    const QByteArray bytes = encode(makeData(size_t(n), uint32_t(n * 7 + 1)), dtype, &widened);
+    MemoryReader reader(dtype, shape, bytes);
+    CpuBackend backend(2);
+    MetricsEngine engine(backend);
+    Problem problem;
+    const auto out = engine.compute(reader, {*r}, &problem);
+    QVERIFY(out);
+    const TensorMetrics &m = out->front();
+    const int64_t rows = shape.size() > 1 ? shape[0] : 1;
+    const reference::Result ref = reference::compute(widened, rows, shape.back(), *r);
+
+    QCOMPARE(m.numel, ref.numel);
+    QCOMPARE(m.zeros, ref.zeros);
+    QCOMPARE(m.nans, ref.nans);
+    QCOMPARE(m.infs, ref.infs);
+    QCOMPARE(m.nonzeroQ, ref.nonzeroQ);
+    QCOMPARE(m.saturated, ref.saturated);
+    QCOMPARE(m.amax, ref.amax);
+    QVERIFY(close(m.aminNonzero, std::isinf(ref.aminNonzero) ? NAN : ref.aminNonzero, 0));
+    QVERIFY(close(m.underflowPct, ref.underflowPct, 1e-12));
+    QVERIFY(close(m.saturationPct, ref.saturationPct, 1e-12));
+    QVERIFY2(std::fabs(m.mean - ref.mean) <= 1e-9 * (std::fabs(ref.mean) + ref.std) || (std::isnan(m.mean) && std::isnan(ref.mean)),
+             qPrintable(QStringLiteral("mean %1 vs %2").arg(m.mean).arg(ref.mean)));
+    QVERIFY2(close(m.std, ref.std, 1e-9), qPrintable(QStringLiteral("std %1 vs %2").arg(m.std).arg(ref.std)));
+    QVERIFY2(close(m.excessKurtosis, ref.kurtosis, 1e-6),
+             qPrintable(QStringLiteral("kurtosis %1 vs %2").arg(m.excessKurtosis).arg(ref.kurtosis)));
+    QVERIFY2(close(m.mse, ref.mse, 1e-9), qPrintable(QStringLiteral("mse %1 vs %2").arg(m.mse).arg(ref.mse)));
+    QVERIFY2(close(m.cosine, ref.cosine, 1e-9), qPrintable(QStringLiteral("cos %1 vs %2").arg(m.cosine).arg(ref.cosine)));
+    QVERIFY2(close(m.sqnrDb, ref.sqnrDb, 1e-9), qPrintable(QStringLiteral("sqnr %1 vs %2").arg(m.sqnrDb).arg(ref.sqnrDb)));
+    QVERIFY(close(m.relativeError, ref.relativeError, 1e-9));
+    if (ref.blocks > 0 || m.blocks > 0) {
+        QCOMPARE(m.blocks, ref.blocks);
+        QCOMPARE(m.scaleInvMin, ref.scaleInvMin);
+        QCOMPARE(m.scaleInvMax, ref.scaleInvMax);
+    } else if (r->kind != RecipeKind::Bf16 && n > 0) {
+        QCOMPARE(m.scaleInvMin, ref.scaleInvMin);
+    }
+    for (int b = 0; b < fp8math::kHistBins; ++b) {
+        const int log2 = fp8math::histBinLog2(b);
+        const auto in = ref.histIn.find(log2);
+        const auto sc = ref.histScaled.find(log2);
+        QCOMPARE(m.histIn[size_t(b)], in == ref.histIn.end() ? 0 : in->second);
+        QCOMPARE(m.histScaled[size_t(b)], sc == ref.histScaled.end() ? 0 : sc->second);
+    }
+}
+
+void TestMetrics::threadsAndChunksAgree()
+{
+    const std::vector<int64_t> shape{1000, 384};
+    std::vector<float> widened;
+    const QByteArray bytes = encode(makeData(384000, 3), DType::BF16, &widened);
+    QString error;
+    std::vector<Recipe> recipes = Recipe::whatIfSet();
+    std::vector<std::vector<TensorMetrics>> runs;
+    for (auto [threads, chunk] : {std::pair{1, int64_t(64) << 20}, std::pair{2, int64_t(64) << 20}, std::pair{2, int64_t(1)}}) {
+        MemoryReader reader(DType::BF16, shape, bytes);
+        CpuBackend backend(threads);
+        MetricsEngine engine(backend, chunk);
+        Problem problem;
+        auto out = engine.compute(reader, recipes, &problem);
+        QVERIFY(out);
+        runs.push_back(*out);
+    }
+    for (size_t i = 0; i < recipes.size(); ++i) {
+        for (size_t k = 1; k < runs.size(); ++k) {
+            QCOMPARE(runs[k][i].nonzeroQ, runs[0][i].nonzeroQ);
+            QCOMPARE(runs[k][i].saturated, runs[0][i].saturated);
+            QCOMPARE(runs[k][i].blocks, runs[0][i].blocks);
+            QCOMPARE(runs[k][i].histScaled, runs[0][i].histScaled);
+            QVERIFY(close(runs[k][i].mse, runs[0][i].mse, 1e-12));
+        }
+    }
+}
+
+void TestMetrics::nanOnlyAndEmpty()
+{
+    std::vector<float> nans(100, NAN);
+    MemoryReader reader(DType::F32, {100}, QByteArray(reinterpret_cast<const char *>(nans.data()), 400));
+    CpuBackend backend(2);
+    MetricsEngine engine(backend);
+    Problem problem;
+    QString error;
+    const auto out = engine.compute(reader, {*Recipe::parse(QStringLiteral("current"), std::nullopt, &error)}, &problem);
+    QVERIFY(out);
+    QCOMPARE(out->front().nans, 100);
+    QCOMPARE(out->front().underflowPct, 0.0);
+    QVERIFY(std::isnan(out->front().mse));
+    QCOMPARE(out->front().scale, 1.0); // amax 0 keeps scale 1
+    MemoryReader empty(DType::F32, {0, 16}, QByteArray());
+    const auto none = engine.compute(empty, Recipe::whatIfSet(), &problem);
+    QVERIFY(none);
+    QCOMPARE(none->front().numel, 0);
+    QVERIFY(std::isnan(none->front().underflowPct));
+}
+
+void TestMetrics::kernelsMatchScalarDefinition()
+{
+    // The vector kernel against the element-wise definition, on the raw sums (same order-free counts).
+    const std::vector<float> x = makeData(10007, 11);
+    for (fp8math::Format f : {fp8math::Format::E4M3, fp8math::Format::E5M2, fp8math::Format::E4M3FNUZ,
+                              fp8math::Format::E5M2FNUZ, fp8math::Format::E2M1, fp8math::Format::BF16}) {
+        fp8math::MetricSums a, b;
+        cpukernels::accumulateUniform(x.data(), x.size(), 3.5f, 1.0f / 3.5f, f, a);
+        fp8math::scalarAccumulateUniform(x.data(), x.size(), 3.5f, 1.0f / 3.5f, f, b);
+        QCOMPARE(a.nonzeroQ, b.nonzeroQ);
+        QCOMPARE(a.saturated, b.saturated);
+        QCOMPARE(a.zeros, b.zeros);
+        QCOMPARE(a.amax, b.amax);
+        QVERIFY(close(a.errSq, b.errSq, 1e-12));
+        QVERIFY(close(a.sumQSq, b.sumQSq, 1e-12));
+        for (int i = 0; i < fp8math::kHistBins; ++i) {
+            QCOMPARE(a.histIn[i], b.histIn[i]);
+            QCOMPARE(a.histScaled[i], b.histScaled[i]);
+        }
+    }
+}
+
+QTEST_APPLESS_MAIN(TestMetrics)
+#include "tst_metrics.moc"

@@ -1,0 +1,267 @@
+// Tensor dump readers: round trips through HDF5 (float32, float16, bfloat16), safetensors and .npy v1-v3,
+// chunked reads, and every kind of bad input (truncated files, lying headers, wrong dtypes, pickles).
+#include "core/numerics/fp8math.h"
+#include "core/tensors/dumplayout.h"
+#include "core/tensors/hdf5dumpwriter.h"
+#include "core/tensors/npyreader.h"
+#include "core/tensors/safetensorsreader.h"
+#include "core/tensors/tensorreader.h"
+
+#include <QFile>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cstring>
+
+using namespace fp8scope;
+
+namespace {
+
+QByteArray npy(int major, const QByteArray &dict, const QByteArray &data)
+{
+    QByteArray h = dict;
+    const int prefix = major == 1 ? 10 : 12;
+    while ((prefix + h.size() + 1) % 64 != 0)
+        h.append(' ');
+    h.append('\n');
+    QByteArray out("\x93NUMPY", 6);
+    out.append(char(major));
+    out.append(char(0));
+    const quint32 len = quint32(h.size());
+    out.append(char(len & 0xFF));
+    out.append(char((len >> 8) & 0xFF));
+    if (major > 1) {
+        out.append(char((len >> 16) & 0xFF));
+        out.append(char((len >> 24) & 0xFF));
+    }
+    return out + h + data;
+}
+
+QByteArray safetensors(const QByteArray &json, const QByteArray &data)
+{
+    QByteArray out(8, '\0');
+    quint64 len = quint64(json.size());
+    for (int i = 0; i < 8; ++i)
+        out[i] = char((len >> (8 * i)) & 0xFF);
+    return out + json + data;
+}
+
+QByteArray floats(const std::vector<float> &v)
+{
+    return QByteArray(reinterpret_cast<const char *>(v.data()), qsizetype(v.size() * 4));
+}
+
+} // namespace
+
+class TestReaders : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void npyVersions_data();
+    void npyVersions();
+    void safetensorsRoundTrip();
+    void hdf5RoundTrip_data();
+    void hdf5RoundTrip();
+    void badInput_data();
+    void badInput();
+    void pickleRefused();
+    void dumpPaths();
+
+private:
+    QString write(const QString &name, const QByteArray &bytes)
+    {
+        const QString path = m_dir.filePath(name);
+        QFile f(path);
+        f.open(QIODevice::WriteOnly);
+        f.write(bytes);
+        return path;
+    }
+    QTemporaryDir m_dir;
+};
+
+void TestReaders::npyVersions_data()
+{
+    QTest::addColumn<int>("major");
+    QTest::newRow("1.0") << 1;
+    QTest::newRow("2.0") << 2;
+    QTest::newRow("3.0") << 3;
+}
+
+void TestReaders::npyVersions()
+{
+    QFETCH(int, major);
+    const std::vector<float> v{1.0f, -2.0f, 3.5f, 0.0f, 1e-3f, 7.0f};
+    const QString path = write(QStringLiteral("v%1.npy").arg(major),
+                               npy(major, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", floats(v)));
+    Problem p;
+    auto r = openTensor(path, &p);
+    QVERIFY2(r, qPrintable(p.toString()));
+    QCOMPARE(r->info().dtype, DType::F32);
+    QCOMPARE(r->info().rows, 2);
+    QCOMPARE(r->info().cols, 3);
+    std::vector<float> back(4);
+    QVERIFY(r->read(2, 4, back.data(), &p));
+    QCOMPARE(back[0], 3.5f);
+    QCOMPARE(back[3], 7.0f);
+}
+
+void TestReaders::safetensorsRoundTrip()
+{
+    const std::vector<float> a{1, 2, 3, 4};
+    const uint16_t b[3] = {0x3F80, 0xC000, 0x0000}; // bf16 1, -2, 0
+    const uint8_t c[2] = {0x38, 0x7E};              // e4m3 1, 448
+    QByteArray data = floats(a) + QByteArray(reinterpret_cast<const char *>(b), 6) + QByteArray(reinterpret_cast<const char *>(c), 2);
+    const QByteArray json = R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},)"
+                            R"("b":{"dtype":"BF16","shape":[3],"data_offsets":[16,22]},"c":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[22,24]}})";
+    const QString path = write(QStringLiteral("t.safetensors"), safetensors(json, data));
+    Problem p;
+    QCOMPARE(listTensors(path, &p), QStringList({QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c")}));
+    auto rb = openTensor(path + QStringLiteral(":b"), &p);
+    QVERIFY2(rb, qPrintable(p.toString()));
+    QCOMPARE(rb->info().dtype, DType::BF16);
+    uint16_t back[3];
+    QVERIFY(rb->read(0, 3, back, &p));
+    QCOMPARE(back[1], uint16_t(0xC000));
+    auto rc = openTensor(path + QStringLiteral(":c"), &p);
+    QVERIFY(rc);
+    QCOMPARE(rc->info().dtype, DType::F8E4M3);
+    QVERIFY(!openTensor(path, &p)); // three tensors: a name is needed
+    QVERIFY(p.message.contains(QLatin1String("name one")));
+}
+
+void TestReaders::hdf5RoundTrip_data()
+{
+    QTest::addColumn<int>("dtype");
+    QTest::newRow("float32") << int(DType::F32);
+    QTest::newRow("float16") << int(DType::F16);
+    QTest::newRow("bfloat16") << int(DType::BF16);
+}
+
+void TestReaders::hdf5RoundTrip()
+{
+    QFETCH(int, dtype);
+    const DType d = DType(dtype);
+    const int64_t rows = 300;
+    const int64_t cols = 77;
+    std::vector<float> values(size_t(rows * cols));
+    for (size_t i = 0; i < values.size(); ++i)
+        values[i] = float(int(i % 1000) - 500) * 0.25f;
+    QByteArray raw;
+    for (float v : values) {
+        if (d == DType::F32) {
+            raw.append(reinterpret_cast<const char *>(&v), 4);
+        } else if (d == DType::BF16) {
+            const uint16_t b = uint16_t(fp8math::castToCode(v, fp8math::Format::BF16));
+            raw.append(reinterpret_cast<const char *>(&b), 2);
+        } else {
+            const _Float16 h = static_cast<_Float16>(v);
+            raw.append(reinterpret_cast<const char *>(&h), 2);
+        }
+    }
+    const QString path = m_dir.filePath(QStringLiteral("dump%1.h5").arg(dtype));
+    Problem p;
+    {
+        auto w = Hdf5DumpWriter::create(path, &p);
+        QVERIFY(w);
+        DumpTensorAttributes a;
+        a.amaxHistory = {2.0f, 1.0f};
+        QVERIFY(w->writeTensor(QStringLiteral("/iter_000010/model.layers.3.mlp.fc1/activation"), d, {rows, cols},
+                               raw.constData(), a, &p));
+        QVERIFY(w->writeTensor(QStringLiteral("/iter_000010/model.layers.3.mlp.fc1/weight"), DType::F32, {4},
+                               values.data(), a, &p));
+    }
+    QCOMPARE(listTensors(path, &p).size(), 2);
+    auto r = openTensor(path + QStringLiteral(":/iter_000010/model.layers.3.mlp.fc1/activation"), &p);
+    QVERIFY2(r, qPrintable(p.toString()));
+    QCOMPARE(r->info().dtype, d);
+    QCOMPARE(r->info().rows, rows);
+    QCOMPARE(r->alignment(), cols);
+    QCOMPARE(r->amaxHistory(), std::vector<float>({2.0f, 1.0f}));
+    // Read in uneven whole-row chunks and compare with what was written.
+    QByteArray back(raw.size(), '\0');
+    const int size = dtypeSize(d);
+    for (int64_t row = 0; row < rows; row += 37) {
+        const int64_t n = std::min<int64_t>(37, rows - row) * cols;
+        QVERIFY(r->read(row * cols, n, back.data() + row * cols * size, &p));
+    }
+    QCOMPARE(back, raw);
+}
+
+void TestReaders::badInput_data()
+{
+    QTest::addColumn<QByteArray>("bytes");
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<QString>("expected");
+    const QByteArray f4 = floats({1, 2, 3, 4});
+    QTest::newRow("npy truncated data") << npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (8,), }", f4)
+                                        << QStringLiteral("a.npy") << QStringLiteral("declares 32 bytes");
+    QTest::newRow("npy lying header length") << QByteArray("\x93NUMPY\x01\x00\xff\xff{'descr'", 17) << QStringLiteral("b.npy")
+                                             << QStringLiteral("exceeds the file");
+    QTest::newRow("npy wrong dtype") << npy(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }", f4)
+                                     << QStringLiteral("c.npy") << QStringLiteral("unsupported dtype '<i4'");
+    QTest::newRow("npy fortran") << npy(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", f4)
+                                 << QStringLiteral("d.npy") << QStringLiteral("Fortran");
+    QTest::newRow("npy bad version") << npy(9, "{}", f4) << QStringLiteral("e.npy") << QStringLiteral("version 9");
+    QTest::newRow("npy negative shape") << npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-4,), }", f4)
+                                        << QStringLiteral("f.npy") << QStringLiteral("bad shape");
+    QTest::newRow("npy huge shape") << npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", f4)
+                                    << QStringLiteral("g.npy") << QStringLiteral("overflows");
+    QTest::newRow("safetensors header past end") << QByteArray("\xff\xff\x00\x00\x00\x00\x00\x00{}", 10)
+                                                 << QStringLiteral("h.safetensors") << QStringLiteral("exceeds the file");
+    QTest::newRow("safetensors offsets past end")
+        << safetensors(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,64]}})", f4) << QStringLiteral("i.safetensors")
+        << QStringLiteral("outside the 16-byte data section");
+    QTest::newRow("safetensors shape lies")
+        << safetensors(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", f4) << QStringLiteral("j.safetensors")
+        << QStringLiteral("different byte count");
+    QTest::newRow("safetensors wrong dtype")
+        << safetensors(R"({"a":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}})", f4) << QStringLiteral("k.safetensors")
+        << QStringLiteral("unsupported dtype 'I64'");
+    QTest::newRow("safetensors bad json") << safetensors(R"({"a":{"dtype":)", f4) << QStringLiteral("l.safetensors")
+                                          << QStringLiteral("header JSON");
+    QTest::newRow("not a dump") << QByteArray("hello world, not a tensor") << QStringLiteral("m.txt")
+                                << QStringLiteral("not a tensor dump");
+    QTest::newRow("hdf5 truncated") << QByteArray("\x89HDF\r\n\x1a\n\x00\x00\x00", 11) << QStringLiteral("n.h5")
+                                    << QStringLiteral("HDF5");
+}
+
+void TestReaders::badInput()
+{
+    QFETCH(QByteArray, bytes);
+    QFETCH(QString, name);
+    QFETCH(QString, expected);
+    const QString path = write(name, bytes);
+    Problem p;
+    QVERIFY(!openTensor(path, &p));
+    QVERIFY2(p.toString().contains(expected), qPrintable(p.toString()));
+    QVERIFY(p.toString().startsWith(path));
+}
+
+void TestReaders::pickleRefused()
+{
+    const QString path = write(QStringLiteral("model.pt"), QByteArray("PK\x03\x04 zip of pickles", 20));
+    Problem p;
+    QVERIFY(!openTensor(path, &p));
+    QVERIFY(p.message.contains(QLatin1String("never loaded")));
+    QVERIFY(!openTensor(m_dir.filePath(QStringLiteral("missing.h5")), &p));
+    QVERIFY(p.message.contains(QLatin1String("no such file")));
+}
+
+void TestReaders::dumpPaths()
+{
+    QString error;
+    const auto p = parseDumpPath(QStringLiteral("/iter_000120/model.layers.0.self_attention.linear_qkv/activation_fp8"), &error);
+    QVERIFY(p);
+    QCOMPARE(p->iteration, 120);
+    QCOMPARE(p->layer, QStringLiteral("model.layers.0.self_attention.linear_qkv"));
+    QCOMPARE(p->tensorKind, QStringLiteral("activation"));
+    QVERIFY(p->quantized);
+    QVERIFY(!parseDumpPath(QStringLiteral("/iter_12/x/y"), &error));
+    QVERIFY(!parseDumpPath(QStringLiteral("/iter_000001/_fp8"), &error));
+    QCOMPARE(dumpElementType(StoredClass::UnsignedInteger, 2, QStringLiteral("bfloat16"), {}, &error), DType::BF16);
+    QVERIFY(!dumpElementType(StoredClass::UnsignedInteger, 2, {}, {}, &error));
+    QCOMPARE(dumpElementType(StoredClass::UnsignedInteger, 1, {}, QStringLiteral("E5M2"), &error), DType::F8E5M2);
+}
+
+QTEST_APPLESS_MAIN(TestReaders)
+#include "tst_readers.moc"

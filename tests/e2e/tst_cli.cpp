@@ -1,0 +1,122 @@
+// fp8scope-cli end to end: generate a dump, read its metrics as JSON and as a what-if table, and get clear
+// one-line errors with a non-zero exit for every kind of bad request.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+class TestCli : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void statsJson();
+    void whatIf();
+    void errors_data();
+    void errors();
+
+private:
+    struct Run {
+        int code;
+        QByteArray out;
+        QByteArray err;
+    };
+    Run cli(const QStringList &args)
+    {
+        QProcess p;
+        p.start(qEnvironmentVariable("FP8SCOPE_CLI"), args);
+        p.waitForFinished(300000);
+        return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput(),
+                p.readAllStandardError()};
+    }
+    QTemporaryDir m_dir;
+    QString m_dump;
+    const QString m_grad = QStringLiteral(":/iter_000100/model.layers.0.self_attention.linear_qkv/gradient");
+};
+
+void TestCli::initTestCase()
+{
+    m_dump = m_dir.filePath(QStringLiteral("dump.h5"));
+    const Run r = cli({QStringLiteral("generate"), m_dump, QStringLiteral("--rows"), QStringLiteral("256"),
+                       QStringLiteral("--cols"), QStringLiteral("384")});
+    QVERIFY2(r.code == 0, r.err.constData());
+}
+
+void TestCli::statsJson()
+{
+    const Run r = cli({QStringLiteral("stats"), m_dump + m_grad, QStringLiteral("--recipe"), QStringLiteral("delayed"),
+                       QStringLiteral("--json")});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const QJsonObject doc = QJsonDocument::fromJson(r.out).object();
+    const QJsonObject m = doc.value(QStringLiteral("metrics")).toObject();
+    QCOMPARE(m.value(QStringLiteral("numel")).toDouble(), 256.0 * 384.0);
+    QCOMPARE(m.value(QStringLiteral("recipe")).toString(), QStringLiteral("delayed"));
+    // The dump's stale amax history (0.5) gives scale 448/0.5 = 896 while the tensor amax is <= 2^-4.
+    QCOMPARE(m.value(QStringLiteral("scale")).toDouble(), 896.0);
+    QVERIFY(m.value(QStringLiteral("delayed_over_current_log2")).toDouble() < -2.9);
+    QVERIFY(m.value(QStringLiteral("underflow_pct")).toDouble() > 30.0);
+    QVERIFY(m.value(QStringLiteral("hist_log2_abs")).toObject().value(QStringLiteral("count")).toArray().size() > 20);
+    QCOMPARE(doc.value(QStringLiteral("tensor")).toObject().value(QStringLiteral("dtype")).toString(), QStringLiteral("float32"));
+}
+
+void TestCli::whatIf()
+{
+    const Run r = cli({QStringLiteral("stats"), m_dump + m_grad, QStringLiteral("--what-if"), QStringLiteral("--json")});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const QJsonArray rows = QJsonDocument::fromJson(r.out).object().value(QStringLiteral("what_if")).toArray();
+    QCOMPARE(rows.size(), 18);
+    double delayedUnderflow = -1;
+    double mxUnderflow = -1;
+    for (const QJsonValue &v : rows) {
+        const QJsonObject o = v.toObject();
+        if (o.value(QStringLiteral("recipe")).toString() == QLatin1String("delayed") && o.value(QStringLiteral("format")).toString() == QLatin1String("e4m3"))
+            delayedUnderflow = o.value(QStringLiteral("underflow_pct")).toDouble();
+        if (o.value(QStringLiteral("recipe")).toString() == QLatin1String("mxfp8") && o.value(QStringLiteral("format")).toString() == QLatin1String("e4m3"))
+            mxUnderflow = o.value(QStringLiteral("underflow_pct")).toDouble();
+    }
+    // Per-block scales rescue the gradients that one stale tensor scale loses.
+    QVERIFY(mxUnderflow >= 0 && delayedUnderflow > mxUnderflow);
+    const Run table = cli({QStringLiteral("stats"), m_dump + m_grad, QStringLiteral("--what-if")});
+    QCOMPARE(table.code, 0);
+    QVERIFY(table.out.contains("nvfp4"));
+    QVERIFY(table.out.contains("block128x128"));
+}
+
+void TestCli::errors_data()
+{
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<int>("code");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("missing file") << QStringList{QStringLiteral("stats"), QStringLiteral("/nonexistent/x.h5")} << 1
+                                  << QStringLiteral("no such file");
+    QTest::newRow("bad dataset") << QStringList{QStringLiteral("stats"), QStringLiteral("DUMP:/iter_000100/nope")} << 1
+                                 << QStringLiteral("no dataset '/iter_000100/nope'");
+    QTest::newRow("bad recipe") << QStringList{QStringLiteral("stats"), QStringLiteral("DUMP"), QStringLiteral("--recipe"), QStringLiteral("fancy")}
+                                << 2 << QStringLiteral("unknown recipe 'fancy'");
+    QTest::newRow("bad format") << QStringList{QStringLiteral("stats"), QStringLiteral("DUMP"), QStringLiteral("--format"), QStringLiteral("e3m4")}
+                                << 2 << QStringLiteral("unknown format 'e3m4'");
+    QTest::newRow("format mismatch") << QStringList{QStringLiteral("stats"), QStringLiteral("DUMP"), QStringLiteral("--recipe"), QStringLiteral("nvfp4"), QStringLiteral("--format"), QStringLiteral("e4m3")}
+                                     << 2 << QStringLiteral("nvfp4 uses e2m1");
+    QTest::newRow("no dataset named") << QStringList{QStringLiteral("stats"), QStringLiteral("DUMP")} << 1
+                                      << QStringLiteral("holds 6 datasets");
+    QTest::newRow("unknown command") << QStringList{QStringLiteral("frobnicate")} << 2 << QStringLiteral("unknown command");
+}
+
+void TestCli::errors()
+{
+    QFETCH(QStringList, args);
+    QFETCH(int, code);
+    QFETCH(QString, message);
+    for (QString &a : args)
+        a.replace(QLatin1String("DUMP"), m_dump);
+    const Run r = cli(args);
+    QCOMPARE(r.code, code);
+    const QString err = QString::fromUtf8(r.err);
+    QVERIFY2(err.contains(message), qPrintable(err));
+    QVERIFY(r.out.isEmpty());
+}
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "tst_cli.moc"
