@@ -64,6 +64,7 @@ int main(int argc, char **argv)
     const int64_t mib = argc > 1 ? std::atoll(argv[1]) : 256;
     const int repeats = argc > 2 ? std::atoi(argv[2]) : 5;
     const int64_t cols = 8192;
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
     std::printf("fp8scope metrics benchmark: %lld MiB tensors, %d repeats (median), SIMD target %s, %u hardware threads\n",
                 (long long)mib, repeats, cpukernels::simdTarget(), std::thread::hardware_concurrency());
     std::printf("%-8s %-14s %7s %10s %10s %8s %12s\n", "dtype", "recipe", "threads", "GB/s", "read GB/s", "ratio", "x scalar");
