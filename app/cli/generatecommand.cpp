@@ -31,11 +31,11 @@ int runGenerate(const QStringList &args)
     parser.addHelpOption();
     parser.addPositionalArgument(QStringLiteral("out"), QStringLiteral("output .h5 file"));
     const QCommandLineOption rowsOpt(QStringLiteral("rows"), QStringLiteral("rows per tensor (default 1024)"),
-                                     QStringLiteral("n"), QStringLiteral("1024"));
+        QStringLiteral("n"), QStringLiteral("1024"));
     const QCommandLineOption colsOpt(QStringLiteral("cols"), QStringLiteral("columns per tensor (default 1024)"),
-                                     QStringLiteral("n"), QStringLiteral("1024"));
-    const QCommandLineOption seedOpt(QStringLiteral("seed"), QStringLiteral("random seed (default 1)"),
-                                     QStringLiteral("n"), QStringLiteral("1"));
+        QStringLiteral("n"), QStringLiteral("1024"));
+    const QCommandLineOption seedOpt(
+        QStringLiteral("seed"), QStringLiteral("random seed (default 1)"), QStringLiteral("n"), QStringLiteral("1"));
     parser.addOptions({rowsOpt, colsOpt, seedOpt});
     if (!parser.parse(args)) {
         err << "fp8scope-cli generate: " << parser.errorText() << '\n';
@@ -70,10 +70,10 @@ int runGenerate(const QStringList &args)
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
     const size_t n = size_t(rows * cols);
-    const std::vector<int64_t> shape{rows, cols};
+    const std::vector<int64_t> shape {rows, cols};
 
-    const QString layers[] = {QStringLiteral("model.layers.0.self_attention.linear_qkv"),
-                              QStringLiteral("model.layers.11.mlp.linear_fc2")};
+    const QString layers[] = {
+        QStringLiteral("model.layers.0.self_attention.linear_qkv"), QStringLiteral("model.layers.11.mlp.linear_fc2")};
     for (const QString &layer : layers) {
         const QString base = QStringLiteral("/iter_000100/") + layer + QLatin1Char('/');
         // Activations: unit Gaussian with rare outliers 300x larger than the recent amax history knew.

@@ -13,12 +13,12 @@ int main(int argc, char **argv)
     QCoreApplication::setApplicationVersion(QStringLiteral(FP8SCOPE_VERSION));
     QStringList args = QCoreApplication::arguments();
     QTextStream err(stderr);
-    const QString usage = QStringLiteral(
-        "usage: fp8scope-cli COMMAND [options]\n"
-        "commands:\n"
-        "  stats FILE[:DATASET]   FP8 metrics of one tensor (--recipe, --format, --what-if, --json)\n"
-        "  generate OUT.h5        write a synthetic tensor dump in the fp8scope-dump HDF5 layout\n"
-        "run 'fp8scope-cli COMMAND --help' for a command's options\n");
+    const QString usage
+        = QStringLiteral("usage: fp8scope-cli COMMAND [options]\n"
+                         "commands:\n"
+                         "  stats FILE[:DATASET]   FP8 metrics of one tensor (--recipe, --format, --what-if, --json)\n"
+                         "  generate OUT.h5        write a synthetic tensor dump in the fp8scope-dump HDF5 layout\n"
+                         "run 'fp8scope-cli COMMAND --help' for a command's options\n");
     if (args.size() < 2) {
         err << usage;
         return 2;

@@ -23,9 +23,8 @@ QString num(double v, int precision = 6)
 
 void printTable(QTextStream &out, const TensorInfo &info, const TensorMetrics &m)
 {
-    const auto row = [&](const QString &name, const QString &value) {
-        out << "  " << name.leftJustified(28) << value << '\n';
-    };
+    const auto row
+        = [&](const QString &name, const QString &value) { out << "  " << name.leftJustified(28) << value << '\n'; };
     out << "tensor   " << info.file << (info.name.isEmpty() ? QString() : QStringLiteral(":") + info.name) << '\n';
     QStringList dims;
     for (int64_t d : info.shape)
@@ -48,7 +47,8 @@ void printTable(QTextStream &out, const TensorInfo &info, const TensorMetrics &m
     row(QStringLiteral("relative error"), num(m.relativeError, 4));
     if (m.blocks > 0) {
         row(QStringLiteral("blocks (zero amax)"), QStringLiteral("%1 (%2)").arg(m.blocks).arg(m.zeroAmaxBlocks));
-        row(QStringLiteral("scale_inv min / max"), QStringLiteral("%1 / %2").arg(num(m.scaleInvMin), num(m.scaleInvMax)));
+        row(QStringLiteral("scale_inv min / max"),
+            QStringLiteral("%1 / %2").arg(num(m.scaleInvMin), num(m.scaleInvMax)));
         row(QStringLiteral("mean log2 scale_inv"), num(m.meanLog2ScaleInv, 4));
     } else {
         row(QStringLiteral("scale / scale_inv"), QStringLiteral("%1 / %2").arg(num(m.scale), num(m.scaleInvMin)));
@@ -89,25 +89,26 @@ int runStats(const QStringList &args)
     QTextStream out(stdout);
     QTextStream err(stderr);
     QCommandLineParser parser;
-    parser.setApplicationDescription(QStringLiteral("FP8 metrics of one tensor from a dump (HDF5, safetensors, .npy)."));
+    parser.setApplicationDescription(
+        QStringLiteral("FP8 metrics of one tensor from a dump (HDF5, safetensors, .npy)."));
     parser.addHelpOption();
     parser.addPositionalArgument(QStringLiteral("tensor"), QStringLiteral("FILE or FILE:DATASET"));
     const QCommandLineOption recipeOpt(QStringLiteral("recipe"),
-                                       QStringLiteral("delayed[:margin=M,history=H,reduce=max|most_recent], current, "
-                                                      "current-pow2, mxfp8[-col][-ocp], block1x128, block128x128[-fp32], "
-                                                      "nvfp4, bf16 (default: current)"),
-                                       QStringLiteral("recipe"), QStringLiteral("current"));
+        QStringLiteral("delayed[:margin=M,history=H,reduce=max|most_recent], current, "
+                       "current-pow2, mxfp8[-col][-ocp], block1x128, block128x128[-fp32], "
+                       "nvfp4, bf16 (default: current)"),
+        QStringLiteral("recipe"), QStringLiteral("current"));
     const QCommandLineOption formatOpt(QStringLiteral("format"),
-                                       QStringLiteral("e4m3, e5m2, e4m3fnuz, e5m2fnuz, e2m1, bf16 (default: the recipe's)"),
-                                       QStringLiteral("format"));
+        QStringLiteral("e4m3, e5m2, e4m3fnuz, e5m2fnuz, e2m1, bf16 (default: the recipe's)"), QStringLiteral("format"));
     const QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("print JSON"));
-    const QCommandLineOption whatIfOpt(QStringLiteral("what-if"), QStringLiteral("one row per recipe/format combination"));
+    const QCommandLineOption whatIfOpt(
+        QStringLiteral("what-if"), QStringLiteral("one row per recipe/format combination"));
     const QCommandLineOption threadsOpt(QStringLiteral("threads"), QStringLiteral("CPU threads (default: all)"),
-                                        QStringLiteral("n"), QStringLiteral("0"));
+        QStringLiteral("n"), QStringLiteral("0"));
     const QCommandLineOption historyOpt(QStringLiteral("amax-history"),
-                                        QStringLiteral("comma-separated amax history for delayed scaling, newest first "
-                                                       "(default: the dump's amax_history attribute)"),
-                                        QStringLiteral("values"));
+        QStringLiteral("comma-separated amax history for delayed scaling, newest first "
+                       "(default: the dump's amax_history attribute)"),
+        QStringLiteral("values"));
     const QCommandLineOption listOpt(QStringLiteral("list"), QStringLiteral("list the tensors in FILE and exit"));
     parser.addOptions({recipeOpt, formatOpt, jsonOpt, whatIfOpt, threadsOpt, historyOpt, listOpt});
     if (!parser.parse(args)) {
@@ -194,11 +195,9 @@ int runStats(const QStringList &args)
         QJsonArray shape;
         for (int64_t d : info.shape)
             shape.append(double(d));
-        QJsonObject tensor{{QStringLiteral("file"), info.file},
-                           {QStringLiteral("name"), info.name},
-                           {QStringLiteral("dtype"), dtypeName(info.dtype)},
-                           {QStringLiteral("shape"), shape}};
-        QJsonObject doc{{QStringLiteral("tensor"), tensor}};
+        QJsonObject tensor {{QStringLiteral("file"), info.file}, {QStringLiteral("name"), info.name},
+            {QStringLiteral("dtype"), dtypeName(info.dtype)}, {QStringLiteral("shape"), shape}};
+        QJsonObject doc {{QStringLiteral("tensor"), tensor}};
         if (parser.isSet(whatIfOpt)) {
             QJsonArray rows;
             for (const TensorMetrics &m : *results)

@@ -21,17 +21,16 @@ constexpr int64_t kTile = 1 << 15;
 // Work is split into units that never cut a block: `unit` elements, with rowLen the length the kernels
 // treat as a row inside each piece.
 struct Partition {
-    int64_t unit;     // elements per indivisible unit
-    int64_t units;    // how many units in the chunk
-    int64_t rowLen;   // row length handed to the kernels (0: the piece itself is one row)
+    int64_t unit; // elements per indivisible unit
+    int64_t units; // how many units in the chunk
+    int64_t rowLen; // row length handed to the kernels (0: the piece itself is one row)
 };
 
 Partition partitionFor(const ChunkView &c, const QuantPlan &plan)
 {
     const int64_t n = c.numel();
     switch (plan.mode) {
-    case ScaleMode::Tensor:
-        return {1, n, 0};
+    case ScaleMode::Tensor: return {1, n, 0};
     case ScaleMode::RowBlocks:
         if (c.rows == 1 || c.cols % plan.blockCols == 0)
             return {plan.blockCols, (n + plan.blockCols - 1) / plan.blockCols, 0};
@@ -51,12 +50,8 @@ const float *asFloat(const ChunkView &c, int64_t first, int64_t count, std::vect
     buffer.resize(size_t(count));
     const size_t n = size_t(count);
     switch (c.dtype) {
-    case DType::BF16:
-        cpukernels::bf16ToFloat(static_cast<const uint16_t *>(c.data) + first, n, buffer.data());
-        break;
-    case DType::F16:
-        cpukernels::f16ToFloat(static_cast<const uint16_t *>(c.data) + first, n, buffer.data());
-        break;
+    case DType::BF16: cpukernels::bf16ToFloat(static_cast<const uint16_t *>(c.data) + first, n, buffer.data()); break;
+    case DType::F16: cpukernels::f16ToFloat(static_cast<const uint16_t *>(c.data) + first, n, buffer.data()); break;
     case DType::F8E4M3:
     case DType::F8E5M2: {
         const fp8math::Format f = c.dtype == DType::F8E4M3 ? fp8math::Format::E4M3 : fp8math::Format::E5M2;
@@ -68,8 +63,7 @@ const float *asFloat(const ChunkView &c, int64_t first, int64_t count, std::vect
             buffer[i] = lut[src[i]];
         break;
     }
-    case DType::F32:
-        break;
+    case DType::F32: break;
     }
     return buffer.data();
 }
@@ -154,9 +148,7 @@ void CpuBackend::accumulate(const ChunkView &chunk, const QuantPlan &plan, Metri
             case ScaleMode::Tensor:
                 cpukernels::accumulateUniform(x, size_t(count), plan.tensorScale, plan.tensorScaleInv, plan.format, m);
                 break;
-            case ScaleMode::RowBlocks:
-                cpukernels::accumulateRowBlocks(x, rowLen, rows, plan, m);
-                break;
+            case ScaleMode::RowBlocks: cpukernels::accumulateRowBlocks(x, rowLen, rows, plan, m); break;
             case ScaleMode::TileBlocks:
                 scratch.resize(3 * rowLen);
                 if (p.rowLen == 0) {

@@ -33,8 +33,7 @@ void AccumulateRowBlocks(const float *x, size_t rowLen, size_t rows, const Quant
 {
     scalarAccumulateRowBlocks(x, rowLen, rows, plan, m);
 }
-void AccumulateTiles(const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m,
-                     float *scratch)
+void AccumulateTiles(const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, float *scratch)
 {
     scalarAccumulateTiles(x, rowLen, rows, plan, m, scratch, scratch + rowLen);
 }
@@ -188,7 +187,7 @@ HWY_INLINE VF decodeMagnitudeV(VU mag, const FormatSpec &s)
     const DI di;
     const auto sub = hn::Lt(mag, hn::Set(du, 1u << s.manBits));
     const VF subValue = hn::Mul(hn::ConvertTo(df, hn::BitCast(di, mag)),
-                                hn::Set(df, bitsFloat(uint32_t(s.minNormalExp - s.manBits + 127) << 23)));
+        hn::Set(df, bitsFloat(uint32_t(s.minNormalExp - s.manBits + 127) << 23)));
     const uint32_t offset = uint32_t(s.minNormalExp - 1 + 127) << s.manBits;
     const VU normalBits = hn::operator<<(hn::Add(mag, hn::Set(du, offset)), hn::Set(du, uint32_t(23 - s.manBits)));
     return hn::IfThenElse(hn::RebindMask(df, sub), subValue, hn::BitCast(df, normalBits));
@@ -216,8 +215,8 @@ HWY_INLINE void processVec(VF v, VF scaleV, VD scaleInvLo, VD scaleInvHi, const 
     const VF absV = hn::BitCast(df, ab);
     const auto finiteF = hn::RebindMask(df, finite);
     a.amax = hn::Max(a.amax, hn::IfThenElseZero(finiteF, absV));
-    a.amin = hn::Min(a.amin, hn::IfThenElse(hn::RebindMask(df, hn::AndNot(isZero, finite)), absV,
-                                            hn::Set(df, bitsFloat(kInfBits))));
+    a.amin = hn::Min(
+        a.amin, hn::IfThenElse(hn::RebindMask(df, hn::AndNot(isZero, finite)), absV, hn::Set(df, bitsFloat(kInfBits))));
 
     const VF sc = hn::Mul(v, scaleV);
     const VU sb = hn::BitCast(du, sc);
@@ -230,7 +229,8 @@ HWY_INLINE void processVec(VF v, VF scaleV, VD scaleInvLo, VD scaleInvHi, const 
     VF qMag;
     VU mag;
     if constexpr (kBf16) {
-        const VU rounded = hn::Add(hn::Add(sab, hn::Set(du, 0x7FFFu)), hn::And(hn::ShiftRight<16>(sab), hn::Set(du, 1u)));
+        const VU rounded
+            = hn::Add(hn::Add(sab, hn::Set(du, 0x7FFFu)), hn::And(hn::ShiftRight<16>(sab), hn::Set(du, 1u)));
         const VU r = hn::And(rounded, hn::Set(du, 0xFFFF0000u));
         qMag = hn::BitCast(df, r);
         mag = hn::ShiftRight<16>(r);
@@ -255,7 +255,7 @@ HWY_INLINE void processVec(VF v, VF scaleV, VD scaleInvLo, VD scaleInvHi, const 
     const VF qf = hn::IfThenElseZero(finiteF, q);
     const VD xs[2] = {hn::PromoteTo(dd, hn::LowerHalf(dh, xf)), hn::PromoteTo(dd, hn::UpperHalf(dh, xf))};
     const VD qs[2] = {hn::Mul(hn::PromoteTo(dd, hn::LowerHalf(dh, qf)), scaleInvLo),
-                      hn::Mul(hn::PromoteTo(dd, hn::UpperHalf(dh, qf)), scaleInvHi)};
+        hn::Mul(hn::PromoteTo(dd, hn::UpperHalf(dh, qf)), scaleInvHi)};
     for (int h = 0; h < 2; ++h) {
         const VD x = xs[h];
         const VD qd = qs[h];
@@ -273,8 +273,8 @@ HWY_INLINE void processVec(VF v, VF scaleV, VD scaleInvLo, VD scaleInvHi, const 
 }
 
 template <bool kBf16>
-HWY_INLINE void uniformRun(const float *x, size_t n, float scale, float scaleInv, const FormatSpec &s, Acc &a,
-                           MetricSums &m, Format f)
+HWY_INLINE void uniformRun(
+    const float *x, size_t n, float scale, float scaleInv, const FormatSpec &s, Acc &a, MetricSums &m, Format f)
 {
     const DF df;
     const DD dd;
@@ -363,8 +363,7 @@ void AccumulateRowBlocks(const float *x, size_t rowLen, size_t rows, const Quant
         rowBlocksImpl<false>(x, rowLen, rows, plan, m);
 }
 
-void AccumulateTiles(const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m,
-                     float *scratch)
+void AccumulateTiles(const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, float *scratch)
 {
     const DF df;
     const DU du;
@@ -532,8 +531,7 @@ void accumulateRowBlocks(const float *x, size_t rowLen, size_t rows, const Quant
     HWY_DYNAMIC_DISPATCH(AccumulateRowBlocks)(x, rowLen, rows, plan, m);
 }
 
-void accumulateTiles(const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m,
-                     float *scratch)
+void accumulateTiles(const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, float *scratch)
 {
     HWY_DYNAMIC_DISPATCH(AccumulateTiles)(x, rowLen, rows, plan, m, scratch);
 }

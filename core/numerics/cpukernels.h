@@ -25,8 +25,7 @@ void accumulateUniform(const float *x, size_t n, float scale, float scaleInv, Fo
 void accumulateRowBlocks(const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m);
 
 // blockRows x blockCols tiles; `scratch` holds 3 * rowLen floats.
-void accumulateTiles(const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m,
-                     float *scratch);
+void accumulateTiles(const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, float *scratch);
 
 // Widening conversions into float32.
 void bf16ToFloat(const uint16_t *src, size_t n, float *dst);

@@ -18,12 +18,12 @@ namespace fp8scope::fp8math {
 enum class Format : uint8_t { E4M3, E5M2, E4M3FNUZ, E5M2FNUZ, E2M1, E8M0, BF16 };
 
 struct FormatSpec {
-    int manBits;        // explicit mantissa bits
-    int minNormalExp;   // unbiased exponent of the smallest normal value
-    uint32_t maxCode;   // code (without sign) of the largest finite magnitude
-    uint32_t signBit;   // where the sign lives in the code; 0 for unsigned formats
-    uint32_t nanCode;   // the code a NaN input becomes (NVIDIA's choice for formats without NaN)
-    bool fnuz;          // no negative zero: -0 and values that round to zero become +0
+    int manBits; // explicit mantissa bits
+    int minNormalExp; // unbiased exponent of the smallest normal value
+    uint32_t maxCode; // code (without sign) of the largest finite magnitude
+    uint32_t signBit; // where the sign lives in the code; 0 for unsigned formats
+    uint32_t nanCode; // the code a NaN input becomes (NVIDIA's choice for formats without NaN)
+    bool fnuz; // no negative zero: -0 and values that round to zero become +0
     float maxFinite;
     float minNormal;
     float minSubnormal;
@@ -271,8 +271,8 @@ FP8_HD float nvfp4GlobalEncodeScale(float globalAmax)
 }
 
 struct BlockScale {
-    float encode;   // multiply before the cast
-    float decode;   // multiply after the cast (the scale_inv the kernel would store)
+    float encode; // multiply before the cast
+    float decode; // multiply after the cast (the scale_inv the kernel would store)
 };
 
 FP8_HD BlockScale nvfp4BlockScale(float blockAmax, float globalEncode)

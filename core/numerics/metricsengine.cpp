@@ -38,9 +38,7 @@ QuantPlan MetricsEngine::planFor(const Recipe &recipe, float tensorAmax)
         p.tensorScale = fp8math::amaxScale(fmax, tensorAmax, recipe.pow2);
         p.tensorScaleInv = 1.0f / p.tensorScale;
         break;
-    case RecipeKind::Bf16:
-        p.mode = ScaleMode::Tensor;
-        break;
+    case RecipeKind::Bf16: p.mode = ScaleMode::Tensor; break;
     case RecipeKind::MxFp8:
         p.mode = recipe.blockRows > 1 ? ScaleMode::TileBlocks : ScaleMode::RowBlocks;
         p.rule = recipe.ocpRule ? BlockRule::MxOcp : BlockRule::MxTe;
@@ -63,9 +61,8 @@ QuantPlan MetricsEngine::planFor(const Recipe &recipe, float tensorAmax)
     return p;
 }
 
-std::optional<std::vector<TensorMetrics>> MetricsEngine::compute(TensorReader &reader,
-                                                                 const std::vector<Recipe> &recipes, Problem *problem,
-                                                                 const Progress &progress)
+std::optional<std::vector<TensorMetrics>> MetricsEngine::compute(
+    TensorReader &reader, const std::vector<Recipe> &recipes, Problem *problem, const Progress &progress)
 {
     const TensorInfo &info = reader.info();
     const int64_t n = info.numel;
@@ -84,7 +81,7 @@ std::optional<std::vector<TensorMetrics>> MetricsEngine::compute(TensorReader &r
             const int64_t count = std::min(chunk, n - first);
             if (!reader.read(first, count, buffer.data(), problem))
                 return false;
-            ChunkView view{info.dtype, buffer.data(), rowLen ? count / rowLen : 1, rowLen ? rowLen : count};
+            ChunkView view {info.dtype, buffer.data(), rowLen ? count / rowLen : 1, rowLen ? rowLen : count};
             body(view);
             done += count;
             if (progress && !progress(done, total)) {
@@ -113,7 +110,7 @@ std::optional<std::vector<TensorMetrics>> MetricsEngine::compute(TensorReader &r
     for (size_t i = 0; i < recipes.size(); ++i) {
         const bool tensorMode = plans[i].mode == ScaleMode::Tensor;
         out.push_back(TensorMetrics::fromSums(sums[i], recipes[i], tensorMode ? plans[i].tensorScale : 0.0,
-                                              tensorMode ? plans[i].tensorScaleInv : 0.0, m_backend.name()));
+            tensorMode ? plans[i].tensorScaleInv : 0.0, m_backend.name()));
     }
     return out;
 }

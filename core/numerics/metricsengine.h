@@ -21,8 +21,8 @@ public:
 
     explicit MetricsEngine(MetricsBackend &backend, int64_t chunkBytes = int64_t(64) << 20);
 
-    std::optional<std::vector<TensorMetrics>> compute(TensorReader &reader, const std::vector<Recipe> &recipes,
-                                                      Problem *problem, const Progress &progress = {});
+    std::optional<std::vector<TensorMetrics>> compute(
+        TensorReader &reader, const std::vector<Recipe> &recipes, Problem *problem, const Progress &progress = {});
 
     // Elements per chunk for a tensor: whole 128-row bands (2-D) or 128-element runs (1-D), aligned to the
     // reader, within the byte budget where possible.

@@ -24,15 +24,15 @@ struct MetricSums {
     int64_t zeros = 0;
     int64_t nans = 0;
     int64_t infs = 0;
-    int64_t nonzeroQ = 0;     // quantized values != 0 (NaN counts as non-zero, as torch.count_nonzero does)
-    int64_t saturated = 0;    // |x * scale| > fmax (inf inputs included)
-    double amax = 0.0;        // max |x| over finite x
+    int64_t nonzeroQ = 0; // quantized values != 0 (NaN counts as non-zero, as torch.count_nonzero does)
+    int64_t saturated = 0; // |x * scale| > fmax (inf inputs included)
+    double amax = 0.0; // max |x| over finite x
     double aminNonzero = INFINITY;
-    double sum = 0.0;         // moments of finite x
+    double sum = 0.0; // moments of finite x
     double sumSq = 0.0;
     double sumCube = 0.0;
     double sumQuad = 0.0;
-    double errSq = 0.0;       // sum (x - q)^2 over finite x
+    double errSq = 0.0; // sum (x - q)^2 over finite x
     double dotXQ = 0.0;
     double sumQSq = 0.0;
     int64_t histIn[kHistBins] = {};

@@ -7,17 +7,17 @@
 namespace fp8scope::fp8math {
 
 enum class ScaleMode : uint8_t {
-    Tensor,     // one scale for the whole tensor (delayed, current, BF16)
-    RowBlocks,  // 1 x blockCols blocks along each row (MXFP8 1x32, 1x128, NVFP4 1x16)
+    Tensor, // one scale for the whole tensor (delayed, current, BF16)
+    RowBlocks, // 1 x blockCols blocks along each row (MXFP8 1x32, 1x128, NVFP4 1x16)
     TileBlocks, // blockRows x blockCols tiles (MXFP8 32x1 column-wise, 128x128)
 };
 
 enum class BlockRule : uint8_t {
     AmaxExact, // fmax / amax, FP32
-    AmaxPow2,  // fmax / amax rounded down to a power of two
-    MxTe,      // E8M0, Transformer Engine rounding (exponent rounded up)
-    MxOcp,     // E8M0, OCP MX v1.0 rule (floor(log2 amax) - emax)
-    Nvfp4,     // E4M3 block scale under an FP32 global scale
+    AmaxPow2, // fmax / amax rounded down to a power of two
+    MxTe, // E8M0, Transformer Engine rounding (exponent rounded up)
+    MxOcp, // E8M0, OCP MX v1.0 rule (floor(log2 amax) - emax)
+    Nvfp4, // E4M3 block scale under an FP32 global scale
 };
 
 struct QuantPlan {
@@ -26,9 +26,9 @@ struct QuantPlan {
     BlockRule rule = BlockRule::AmaxExact;
     int blockRows = 1;
     int blockCols = 1;
-    float tensorScale = 1.0f;     // Tensor mode
+    float tensorScale = 1.0f; // Tensor mode
     float tensorScaleInv = 1.0f;
-    float globalEncode = 1.0f;    // NVFP4
+    float globalEncode = 1.0f; // NVFP4
 };
 
 // Encode and decode scale of one block whose finite amax is `amax`.
@@ -47,8 +47,7 @@ FP8_HD BlockScale blockScaleFor(float amax, const QuantPlan &plan)
         // 2^(127 - code) for the encode side; code 0 decodes to 2^-127 and encodes as 2^127.
         return {e8m0ToFloat(254 - code), e8m0ToFloat(code)};
     }
-    case BlockRule::Nvfp4:
-        return nvfp4BlockScale(amax, plan.globalEncode);
+    case BlockRule::Nvfp4: return nvfp4BlockScale(amax, plan.globalEncode);
     }
     return {1.0f, 1.0f};
 }

@@ -23,8 +23,8 @@ QString formatName(Format f)
 std::optional<Format> formatFromName(const QString &name)
 {
     const QString n = name.toLower();
-    for (Format f : {Format::E4M3, Format::E5M2, Format::E4M3FNUZ, Format::E5M2FNUZ, Format::E2M1, Format::E8M0,
-                     Format::BF16}) {
+    for (Format f :
+        {Format::E4M3, Format::E5M2, Format::E4M3FNUZ, Format::E5M2FNUZ, Format::E2M1, Format::E8M0, Format::BF16}) {
         if (formatName(f) == n)
             return f;
     }
@@ -45,19 +45,18 @@ QString Recipe::name() const
             options << QStringLiteral("history=%1").arg(historyLength);
         if (reduce != AmaxReduce::Max)
             options << QStringLiteral("reduce=most_recent");
-        return options.isEmpty() ? QStringLiteral("delayed") : QStringLiteral("delayed:") + options.join(QLatin1Char(','));
+        return options.isEmpty() ? QStringLiteral("delayed")
+                                 : QStringLiteral("delayed:") + options.join(QLatin1Char(','));
     }
-    case RecipeKind::Current:
-        return pow2 ? QStringLiteral("current-pow2") : QStringLiteral("current");
+    case RecipeKind::Current: return pow2 ? QStringLiteral("current-pow2") : QStringLiteral("current");
     case RecipeKind::MxFp8:
         return QStringLiteral("mxfp8") + (blockRows > 1 ? QStringLiteral("-col") : QString())
             + (ocpRule ? QStringLiteral("-ocp") : QString());
     case RecipeKind::Block:
-        return QStringLiteral("block%1x%2").arg(blockRows).arg(blockCols) + (pow2 ? QString() : QStringLiteral("-fp32"));
-    case RecipeKind::NvFp4:
-        return QStringLiteral("nvfp4");
-    case RecipeKind::Bf16:
-        return QStringLiteral("bf16");
+        return QStringLiteral("block%1x%2").arg(blockRows).arg(blockCols)
+            + (pow2 ? QString() : QStringLiteral("-fp32"));
+    case RecipeKind::NvFp4: return QStringLiteral("nvfp4");
+    case RecipeKind::Bf16: return QStringLiteral("bf16");
     }
     return {};
 }
@@ -86,7 +85,8 @@ std::optional<Recipe> Recipe::parse(const QString &text, std::optional<Format> f
 {
     const qsizetype colon = text.indexOf(QLatin1Char(':'));
     const QString head = (colon < 0 ? text : text.left(colon)).trimmed().toLower();
-    const QStringList options = colon < 0 ? QStringList() : text.mid(colon + 1).split(QLatin1Char(','), Qt::SkipEmptyParts);
+    const QStringList options
+        = colon < 0 ? QStringList() : text.mid(colon + 1).split(QLatin1Char(','), Qt::SkipEmptyParts);
     Recipe r;
     if (head == QLatin1String("delayed")) {
         r.kind = RecipeKind::Delayed;
@@ -181,8 +181,8 @@ std::optional<Recipe> Recipe::parse(const QString &text, std::optional<Format> f
 std::vector<Recipe> Recipe::whatIfSet()
 {
     std::vector<Recipe> out;
-    const char *names[] = {"delayed", "current", "current-pow2", "mxfp8", "mxfp8-ocp", "mxfp8-col", "block1x128",
-                           "block128x128"};
+    const char *names[]
+        = {"delayed", "current", "current-pow2", "mxfp8", "mxfp8-ocp", "mxfp8-col", "block1x128", "block128x128"};
     QString error;
     for (Format f : {Format::E4M3, Format::E5M2}) {
         for (const char *n : names)

@@ -21,8 +21,7 @@ FP8_HD float scalarAmax(const float *x, size_t n)
     return amax;
 }
 
-FP8_HD void scalarAccumulateUniform(const float *x, size_t n, float scale, float scaleInv, Format f,
-                                    MetricSums &m)
+FP8_HD void scalarAccumulateUniform(const float *x, size_t n, float scale, float scaleInv, Format f, MetricSums &m)
 {
     for (size_t i = 0; i < n; ++i)
         accumulateElement(x[i], scale, scaleInv, f, m);
@@ -30,8 +29,7 @@ FP8_HD void scalarAccumulateUniform(const float *x, size_t n, float scale, float
 
 // `rows` rows of `rowLen` elements; blocks of plan.blockCols restart at every row (the last one of a row
 // may be short).
-FP8_HD void scalarAccumulateRowBlocks(const float *x, size_t rowLen, size_t rows, const QuantPlan &plan,
-                                      MetricSums &m)
+FP8_HD void scalarAccumulateRowBlocks(const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m)
 {
     const size_t b = size_t(plan.blockCols);
     for (size_t r = 0; r < rows; ++r) {
@@ -48,8 +46,8 @@ FP8_HD void scalarAccumulateRowBlocks(const float *x, size_t rowLen, size_t rows
 
 // Tiles of plan.blockRows x plan.blockCols over `rows` rows (a multiple of blockRows except at the end of
 // the tensor). `colScale` and `colScaleInv` are scratch of rowLen floats each.
-FP8_HD void scalarAccumulateTiles(const float *x, size_t rowLen, size_t rows, const QuantPlan &plan,
-                                  MetricSums &m, float *colScale, float *colScaleInv)
+FP8_HD void scalarAccumulateTiles(const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m,
+    float *colScale, float *colScaleInv)
 {
     const size_t br = size_t(plan.blockRows);
     const size_t bc = size_t(plan.blockCols);

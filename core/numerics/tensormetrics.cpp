@@ -7,7 +7,7 @@
 namespace fp8scope {
 
 TensorMetrics TensorMetrics::fromSums(const fp8math::MetricSums &s, const Recipe &recipe, double tensorScale,
-                                      double tensorScaleInv, const QString &backend)
+    double tensorScaleInv, const QString &backend)
 {
     const double nan = std::nan("");
     TensorMetrics m;
@@ -99,7 +99,7 @@ QJsonObject histogram(const std::array<qint64, fp8math::kHistBins> &h)
 QJsonObject TensorMetrics::toJson() const
 {
     const fp8math::FormatSpec spec = fp8math::formatSpec(format);
-    QJsonObject o{
+    QJsonObject o {
         {QStringLiteral("recipe"), recipe},
         {QStringLiteral("format"), formatName(format)},
         {QStringLiteral("backend"), backend},

@@ -23,29 +23,29 @@ struct TensorMetrics {
     qint64 nonzeroQ = 0;
     qint64 saturated = 0;
     double amax = 0;
-    double aminNonzero = 0;    // NaN when there is no finite non-zero element
-    double dynamicRange = 0;   // log2(amax) - log2(amin non-zero)
+    double aminNonzero = 0; // NaN when there is no finite non-zero element
+    double dynamicRange = 0; // log2(amax) - log2(amin non-zero)
     double mean = 0;
     double std = 0;
     double excessKurtosis = 0;
-    double underflowPct = 0;   // (nonzero(x) - nonzero(q)) / numel * 100, Transformer Engine's definition
+    double underflowPct = 0; // (nonzero(x) - nonzero(q)) / numel * 100, Transformer Engine's definition
     double saturationPct = 0;
-    double mse = 0;            // over finite elements
+    double mse = 0; // over finite elements
     double cosine = 0;
     double sqnrDb = 0;
-    double relativeError = 0;  // ||x - q|| / ||x||
-    double scale = 0;          // per-tensor recipes: the scale used; NaN for block recipes
+    double relativeError = 0; // ||x - q|| / ||x||
+    double scale = 0; // per-tensor recipes: the scale used; NaN for block recipes
     double scaleInvMin = 0;
     double scaleInvMax = 0;
     double delayedOverCurrentLog2 = 0; // delayed recipe: log2(scale used / fmax/amax(x)); NaN otherwise
     qint64 blocks = 0;
     qint64 zeroAmaxBlocks = 0;
     double meanLog2ScaleInv = 0;
-    std::array<qint64, fp8math::kHistBins> histIn{};
-    std::array<qint64, fp8math::kHistBins> histScaled{};
+    std::array<qint64, fp8math::kHistBins> histIn {};
+    std::array<qint64, fp8math::kHistBins> histScaled {};
 
     static TensorMetrics fromSums(const fp8math::MetricSums &s, const Recipe &recipe, double tensorScale,
-                                  double tensorScaleInv, const QString &backend);
+        double tensorScaleInv, const QString &backend);
     QJsonObject toJson() const;
 };
 

@@ -36,8 +36,8 @@ std::optional<DumpPath> parseDumpPath(const QString &path, QString *error)
     return p;
 }
 
-std::optional<DType> dumpElementType(StoredClass cls, int bytes, const QString &dtypeAttr, const QString &fp8FormatAttr,
-                                     QString *error)
+std::optional<DType> dumpElementType(
+    StoredClass cls, int bytes, const QString &dtypeAttr, const QString &fp8FormatAttr, QString *error)
 {
     if (cls == StoredClass::Float && bytes == 4)
         return DType::F32;
@@ -60,9 +60,9 @@ std::optional<DType> dumpElementType(StoredClass cls, int bytes, const QString &
     }
     *error = QStringLiteral("unsupported element type (%1-byte %2)")
                  .arg(bytes)
-                 .arg(cls == StoredClass::Float ? QStringLiteral("float")
-                                                : cls == StoredClass::UnsignedInteger ? QStringLiteral("unsigned integer")
-                                                                                      : QStringLiteral("non-numeric"));
+                 .arg(cls == StoredClass::Float                ? QStringLiteral("float")
+                         : cls == StoredClass::UnsignedInteger ? QStringLiteral("unsigned integer")
+                                                               : QStringLiteral("non-numeric"));
     return std::nullopt;
 }
 

@@ -55,7 +55,7 @@ void Hdf5DumpWriter::setRootAttribute(const char *name, const QString &value)
 }
 
 bool Hdf5DumpWriter::writeTensor(const QString &datasetPath, DType dtype, const std::vector<int64_t> &shape,
-                                 const void *data, const DumpTensorAttributes &attributes, Problem *problem)
+    const void *data, const DumpTensorAttributes &attributes, Problem *problem)
 {
     const int rank = int(shape.size());
     std::vector<hsize_t> dims(shape.begin(), shape.end());
@@ -73,9 +73,15 @@ bool Hdf5DumpWriter::writeTensor(const QString &datasetPath, DType dtype, const 
     switch (dtype) {
     case DType::F32: break;
     case DType::F16: fileType = memType = H5T_IEEE_F32LE; break;
-    case DType::BF16: fileType = H5T_STD_U16LE; memType = H5T_NATIVE_UINT16; break;
+    case DType::BF16:
+        fileType = H5T_STD_U16LE;
+        memType = H5T_NATIVE_UINT16;
+        break;
     case DType::F8E4M3:
-    case DType::F8E5M2: fileType = H5T_STD_U8LE; memType = H5T_NATIVE_UINT8; break;
+    case DType::F8E5M2:
+        fileType = H5T_STD_U8LE;
+        memType = H5T_NATIVE_UINT8;
+        break;
     }
     hid_t halfType = -1;
     if (dtype == DType::F16) {

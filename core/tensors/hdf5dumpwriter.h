@@ -29,7 +29,7 @@ public:
     void setRootAttribute(const char *name, const QString &value);
     // data holds numel elements of dtype (bfloat16 as raw uint16).
     bool writeTensor(const QString &datasetPath, DType dtype, const std::vector<int64_t> &shape, const void *data,
-                     const DumpTensorAttributes &attributes, Problem *problem);
+        const DumpTensorAttributes &attributes, Problem *problem);
 
 private:
     Hdf5DumpWriter() = default;

@@ -117,7 +117,8 @@ std::unique_ptr<Hdf5Reader> Hdf5Reader::open(const QString &path, const QString 
     if (name.isEmpty()) {
         const QStringList all = datasets(path, problem);
         if (all.size() != 1) {
-            *problem = {path, -1, QStringLiteral("the file holds %1 datasets; name one as FILE:/path/to/dataset").arg(all.size())};
+            *problem = {path, -1,
+                QStringLiteral("the file holds %1 datasets; name one as FILE:/path/to/dataset").arg(all.size())};
             return nullptr;
         }
         name = all.front();
@@ -134,10 +135,9 @@ std::unique_ptr<Hdf5Reader> Hdf5Reader::open(const QString &path, const QString 
     const bool littleEndian = H5Tget_order(type) == H5T_ORDER_LE || bytes == 1;
     QString error;
     const auto dtype = dumpElementType(cls == H5T_FLOAT ? StoredClass::Float
-                                       : isUnsigned    ? StoredClass::UnsignedInteger
-                                                       : StoredClass::Other,
-                                       bytes, readStringAttribute(r->m_dataset, "dtype"),
-                                       readStringAttribute(r->m_dataset, "fp8_format"), &error);
+            : isUnsigned                                ? StoredClass::UnsignedInteger
+                                                        : StoredClass::Other,
+        bytes, readStringAttribute(r->m_dataset, "dtype"), readStringAttribute(r->m_dataset, "fp8_format"), &error);
     if (dtype && *dtype == DType::F16 && !littleEndian)
         error = QStringLiteral("big-endian float16 is not supported");
     if (!dtype || !error.isEmpty()) {
@@ -187,7 +187,8 @@ std::unique_ptr<Hdf5Reader> Hdf5Reader::open(const QString &path, const QString 
             chunkBytes *= int64_t(chunk[i]);
         if (crank < 0 || chunkBytes > kMaxChunkBytes) {
             H5Pclose(dcpl);
-            *problem = {path, -1, QStringLiteral("dataset '%1': chunk of more than %2 MiB").arg(name).arg(kMaxChunkBytes >> 20)};
+            *problem = {path, -1,
+                QStringLiteral("dataset '%1': chunk of more than %2 MiB").arg(name).arg(kMaxChunkBytes >> 20)};
             return nullptr;
         }
     } else if (H5Pget_layout(dcpl) == H5D_CONTIGUOUS && r->m_info.numel > 0) {
@@ -197,7 +198,7 @@ std::unique_ptr<Hdf5Reader> Hdf5Reader::open(const QString &path, const QString 
         if (addr == HADDR_UNDEF || qint64(addr) > fileSize || need > fileSize - qint64(addr)) {
             H5Pclose(dcpl);
             *problem = {path, addr == HADDR_UNDEF ? -1 : qint64(addr),
-                        QStringLiteral("dataset '%1' declares %2 bytes past the end of the file").arg(name).arg(need)};
+                QStringLiteral("dataset '%1' declares %2 bytes past the end of the file").arg(name).arg(need)};
             return nullptr;
         }
     }
@@ -254,10 +255,10 @@ bool Hdf5Reader::read(int64_t first, int64_t count, void *dst, Problem *problem)
     H5Sclose(fileSpace);
     if (status < 0) {
         *problem = {m_info.file, -1,
-                    QStringLiteral("dataset '%1': cannot read elements %2..%3 (corrupt or truncated file)")
-                        .arg(m_info.name)
-                        .arg(first)
-                        .arg(first + count)};
+            QStringLiteral("dataset '%1': cannot read elements %2..%3 (corrupt or truncated file)")
+                .arg(m_info.name)
+                .arg(first)
+                .arg(first + count)};
         return false;
     }
     return true;

@@ -49,8 +49,8 @@ bool parseNpyHeader(const QByteArray &head, qint64 fileSize, NpyHeader *header, 
     const auto fortran = fortranRe.match(dict);
     const auto shape = shapeRe.match(dict);
     if (!descr.hasMatch() || !fortran.hasMatch() || !shape.hasMatch())
-        return fail(error, errorOffset, start,
-                    QStringLiteral("header dictionary lacks 'descr', 'fortran_order' or 'shape'"));
+        return fail(
+            error, errorOffset, start, QStringLiteral("header dictionary lacks 'descr', 'fortran_order' or 'shape'"));
     const QString d = descr.captured(1);
     if (d == QLatin1String("<f4"))
         header->dtype = DType::F32;
@@ -58,7 +58,7 @@ bool parseNpyHeader(const QByteArray &head, qint64 fileSize, NpyHeader *header, 
         header->dtype = DType::F16;
     else
         return fail(error, errorOffset, start,
-                    QStringLiteral("unsupported dtype '%1' (float32 '<f4' and float16 '<f2' are read)").arg(d));
+            QStringLiteral("unsupported dtype '%1' (float32 '<f4' and float16 '<f2' are read)").arg(d));
     if (fortran.captured(1) == QLatin1String("True"))
         return fail(error, errorOffset, start, QStringLiteral("Fortran-order arrays are not supported"));
     header->shape.clear();
@@ -78,9 +78,9 @@ bool parseNpyHeader(const QByteArray &head, qint64 fileSize, NpyHeader *header, 
     const qint64 bytes = probe.numel * dtypeSize(header->dtype);
     if (bytes > fileSize - header->dataOffset)
         return fail(error, errorOffset, header->dataOffset,
-                    QStringLiteral("header declares %1 bytes of data but the file holds %2")
-                        .arg(bytes)
-                        .arg(fileSize - header->dataOffset));
+            QStringLiteral("header declares %1 bytes of data but the file holds %2")
+                .arg(bytes)
+                .arg(fileSize - header->dataOffset));
     return true;
 }
 

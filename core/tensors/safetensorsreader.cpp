@@ -27,8 +27,8 @@ std::optional<DType> safetensorsDType(const QString &s)
 
 } // namespace
 
-bool parseSafetensorsHeader(const QByteArray &json, qint64 dataSize, std::vector<SafetensorsEntry> *entries,
-                            QString *error)
+bool parseSafetensorsHeader(
+    const QByteArray &json, qint64 dataSize, std::vector<SafetensorsEntry> *entries, QString *error)
 {
     QJsonParseError pe;
     const QJsonDocument doc = QJsonDocument::fromJson(json, &pe);
@@ -95,8 +95,8 @@ bool parseSafetensorsHeader(const QByteArray &json, qint64 dataSize, std::vector
     return true;
 }
 
-bool SafetensorsReader::readHeader(QFile &file, std::vector<SafetensorsEntry> *entries, qint64 *dataStart,
-                                   Problem *problem)
+bool SafetensorsReader::readHeader(
+    QFile &file, std::vector<SafetensorsEntry> *entries, qint64 *dataStart, Problem *problem)
 {
     const QString path = file.fileName();
     const QByteArray lenBytes = file.read(8);
@@ -143,8 +143,7 @@ QStringList SafetensorsReader::names(const QString &path, Problem *problem)
     return out;
 }
 
-std::unique_ptr<SafetensorsReader> SafetensorsReader::open(const QString &path, const QString &name,
-                                                           Problem *problem)
+std::unique_ptr<SafetensorsReader> SafetensorsReader::open(const QString &path, const QString &name, Problem *problem)
 {
     auto r = std::unique_ptr<SafetensorsReader>(new SafetensorsReader);
     r->m_file.setFileName(path);
@@ -165,8 +164,8 @@ std::unique_ptr<SafetensorsReader> SafetensorsReader::open(const QString &path, 
     }
     if (!found) {
         *problem = {path, -1,
-                    name.isEmpty() ? QStringLiteral("the file holds %1 tensors; name one as FILE:NAME").arg(entries.size())
-                                   : QStringLiteral("no tensor named '%1'").arg(name)};
+            name.isEmpty() ? QStringLiteral("the file holds %1 tensors; name one as FILE:NAME").arg(entries.size())
+                           : QStringLiteral("no tensor named '%1'").arg(name)};
         return nullptr;
     }
     r->m_info.file = path;

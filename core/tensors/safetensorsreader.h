@@ -18,8 +18,8 @@ struct SafetensorsEntry {
 
 // Parses the JSON header of a file whose data section is `dataSize` bytes, checking every entry's offsets
 // against it and against its dtype and shape. Used by SafetensorsReader and the fuzz target.
-bool parseSafetensorsHeader(const QByteArray &json, qint64 dataSize, std::vector<SafetensorsEntry> *entries,
-                            QString *error);
+bool parseSafetensorsHeader(
+    const QByteArray &json, qint64 dataSize, std::vector<SafetensorsEntry> *entries, QString *error);
 
 class SafetensorsReader : public TensorReader
 {

@@ -39,8 +39,8 @@ FileKind sniff(const QString &path)
         return FileKind::Missing;
     const QByteArray head = f.read(16);
     if (path.endsWith(QLatin1String(".pt")) || path.endsWith(QLatin1String(".pth"))
-        || path.endsWith(QLatin1String(".bin")) || path.endsWith(QLatin1String(".pkl"))
-        || head.startsWith("PK\x03\x04") || (head.size() >= 2 && uchar(head[0]) == 0x80 && uchar(head[1]) <= 5))
+        || path.endsWith(QLatin1String(".bin")) || path.endsWith(QLatin1String(".pkl")) || head.startsWith("PK\x03\x04")
+        || (head.size() >= 2 && uchar(head[0]) == 0x80 && uchar(head[1]) <= 5))
         return FileKind::Pickle;
     if (head.startsWith("\x93NUMPY"))
         return FileKind::Npy;
@@ -57,8 +57,8 @@ Problem kindProblem(const QString &path, FileKind kind)
         return {path, -1, QStringLiteral("no such file")};
     if (kind == FileKind::Pickle)
         return {path, -1,
-                QStringLiteral("PyTorch pickle files are never loaded (unpickling runs code); convert the tensors "
-                               "to safetensors first, e.g. safetensors.torch.save_file(tensors, 'dump.safetensors')")};
+            QStringLiteral("PyTorch pickle files are never loaded (unpickling runs code); convert the tensors "
+                           "to safetensors first, e.g. safetensors.torch.save_file(tensors, 'dump.safetensors')")};
     return {path, 0, QStringLiteral("not a tensor dump (HDF5, safetensors or .npy expected)")};
 }
 
@@ -87,19 +87,15 @@ std::unique_ptr<TensorReader> openTensor(const QString &spec, Problem *problem)
     splitSpec(spec, &file, &name);
     const FileKind kind = sniff(file);
     switch (kind) {
-    case FileKind::Hdf5:
-        return Hdf5Reader::open(file, name, problem);
-    case FileKind::Safetensors:
-        return SafetensorsReader::open(file, name, problem);
+    case FileKind::Hdf5: return Hdf5Reader::open(file, name, problem);
+    case FileKind::Safetensors: return SafetensorsReader::open(file, name, problem);
     case FileKind::Npy:
         if (!name.isEmpty()) {
             *problem = {file, -1, QStringLiteral(".npy files hold one unnamed tensor; drop ':%1'").arg(name)};
             return nullptr;
         }
         return NpyReader::open(file, problem);
-    default:
-        *problem = kindProblem(file, kind);
-        return nullptr;
+    default: *problem = kindProblem(file, kind); return nullptr;
     }
 }
 
@@ -107,15 +103,10 @@ QStringList listTensors(const QString &file, Problem *problem)
 {
     const FileKind kind = sniff(file);
     switch (kind) {
-    case FileKind::Hdf5:
-        return Hdf5Reader::datasets(file, problem);
-    case FileKind::Safetensors:
-        return SafetensorsReader::names(file, problem);
-    case FileKind::Npy:
-        return {QString()};
-    default:
-        *problem = kindProblem(file, kind);
-        return {};
+    case FileKind::Hdf5: return Hdf5Reader::datasets(file, problem);
+    case FileKind::Safetensors: return SafetensorsReader::names(file, problem);
+    case FileKind::Npy: return {QString()};
+    default: *problem = kindProblem(file, kind); return {};
     }
 }
 

@@ -16,7 +16,7 @@ namespace fp8scope {
 
 struct TensorInfo {
     QString file;
-    QString name;          // dataset path or tensor name; empty for a single-tensor .npy
+    QString name; // dataset path or tensor name; empty for a single-tensor .npy
     DType dtype = DType::F32;
     std::vector<int64_t> shape;
     int64_t numel = 0;

@@ -45,8 +45,9 @@ double readPass(DType dtype, const void *data, int64_t n, int threads)
         pool.emplace_back([&, t] {
             const int64_t b = n / threads * t;
             const int64_t e = t + 1 == threads ? n : n / threads * (t + 1);
-            part[size_t(t)] = dtype == DType::F32 ? cpukernels::sumFloat(static_cast<const float *>(data) + b, size_t(e - b))
-                                                  : cpukernels::sumBf16(static_cast<const uint16_t *>(data) + b, size_t(e - b));
+            part[size_t(t)] = dtype == DType::F32
+                ? cpukernels::sumFloat(static_cast<const float *>(data) + b, size_t(e - b))
+                : cpukernels::sumBf16(static_cast<const uint16_t *>(data) + b, size_t(e - b));
         });
     }
     for (auto &th : pool)
@@ -65,16 +66,18 @@ int main(int argc, char **argv)
     const int repeats = argc > 2 ? std::atoi(argv[2]) : 5;
     const int64_t cols = 8192;
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
-    std::printf("fp8scope metrics benchmark: %lld MiB tensors, %d repeats (median), SIMD target %s, %u hardware threads\n",
-                (long long)mib, repeats, cpukernels::simdTarget(), std::thread::hardware_concurrency());
-    std::printf("%-8s %-14s %7s %10s %10s %8s %12s\n", "dtype", "recipe", "threads", "GB/s", "read GB/s", "ratio", "x scalar");
+    std::printf(
+        "fp8scope metrics benchmark: %lld MiB tensors, %d repeats (median), SIMD target %s, %u hardware threads\n",
+        (long long)mib, repeats, cpukernels::simdTarget(), std::thread::hardware_concurrency());
+    std::printf(
+        "%-8s %-14s %7s %10s %10s %8s %12s\n", "dtype", "recipe", "threads", "GB/s", "read GB/s", "ratio", "x scalar");
 
     std::mt19937 rng(1);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::uniform_real_distribution<float> u(0.0f, 1.0f);
     QString error;
-    const char *recipeNames[] = {"delayed", "current", "current-pow2", "mxfp8", "mxfp8-ocp", "mxfp8-col",
-                                 "block1x128", "block128x128", "nvfp4", "bf16"};
+    const char *recipeNames[] = {"delayed", "current", "current-pow2", "mxfp8", "mxfp8-ocp", "mxfp8-col", "block1x128",
+        "block128x128", "nvfp4", "bf16"};
     for (DType dtype : {DType::F32, DType::BF16}) {
         const int64_t n = mib * (int64_t(1) << 20) / dtypeSize(dtype);
         const int64_t rows = n / cols;
@@ -87,7 +90,8 @@ int main(int argc, char **argv)
         } else {
             b16.resize(size_t(n));
             for (uint16_t &v : b16)
-                v = uint16_t(fp8math::castToCode(normal(rng) * std::exp2(-12.0f + 16.0f * u(rng)), fp8math::Format::BF16));
+                v = uint16_t(
+                    fp8math::castToCode(normal(rng) * std::exp2(-12.0f + 16.0f * u(rng)), fp8math::Format::BF16));
         }
         const void *data = dtype == DType::F32 ? static_cast<const void *>(f32.data()) : b16.data();
         const double gb = double(n) * dtypeSize(dtype) / 1e9;
@@ -111,14 +115,14 @@ int main(int argc, char **argv)
                 switch (scalarPlan.mode) {
                 case fp8math::ScaleMode::Tensor:
                     fp8math::scalarAccumulateUniform(slice.data(), slice.size(), scalarPlan.tensorScale,
-                                                     scalarPlan.tensorScaleInv, scalarPlan.format, m);
+                        scalarPlan.tensorScaleInv, scalarPlan.format, m);
                     break;
                 case fp8math::ScaleMode::RowBlocks:
                     fp8math::scalarAccumulateRowBlocks(slice.data(), size_t(cols), size_t(sliceRows), scalarPlan, m);
                     break;
                 case fp8math::ScaleMode::TileBlocks:
                     fp8math::scalarAccumulateTiles(slice.data(), size_t(cols), size_t(sliceRows), scalarPlan, m,
-                                                   scratch.data(), scratch.data() + cols);
+                        scratch.data(), scratch.data() + cols);
                     break;
                 }
                 g_sink = m.errSq;
@@ -126,7 +130,7 @@ int main(int argc, char **argv)
             const double scalarGbs = sliceGb / scalarSec;
             for (int threads : {1, 2}) {
                 CpuBackend backend(threads);
-                const ChunkView view{dtype, data, rows, cols};
+                const ChunkView view {dtype, data, rows, cols};
                 const double readSec = medianSeconds(repeats, [&] { g_sink = readPass(dtype, data, n, threads); });
                 const double sec = medianSeconds(repeats, [&] {
                     const float amax = recipe.needsTensorAmax() ? backend.amax(view) : 1.0f;
@@ -135,7 +139,7 @@ int main(int argc, char **argv)
                     g_sink = m.errSq;
                 });
                 std::printf("%-8s %-14s %7d %10.2f %10.2f %8.2f %12.1f\n", dtype == DType::F32 ? "float32" : "bfloat16",
-                            name, threads, gb / sec, gb / readSec, readSec / sec, (gb / sec) / scalarGbs);
+                    name, threads, gb / sec, gb / readSec, readSec / sec, (gb / sec) / scalarGbs);
             }
         }
     }

@@ -56,8 +56,8 @@ void TestExhaustive::allFloat32Patterns()
         }
     };
     const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-    std::atomic<uint64_t> mismatches{0};
-    std::atomic<uint64_t> firstBad{~uint64_t(0)};
+    std::atomic<uint64_t> mismatches {0};
+    std::atomic<uint64_t> firstBad {~uint64_t(0)};
     std::vector<std::thread> pool;
     const uint64_t total = uint64_t(1) << 32;
     for (unsigned t = 0; t < threads; ++t) {

@@ -178,7 +178,10 @@ void TestFp8Math::fnuzAgainstNearestSearch()
     for (uint32_t p = 0; p < 0x10000u; ++p) {
         const float x = bf16(p);
         if (castToCode(x, format) != nearestCode(x, format))
-            QFAIL(qPrintable(QStringLiteral("bf16 0x%1: %2 vs %3").arg(p, 4, 16).arg(castToCode(x, format)).arg(nearestCode(x, format))));
+            QFAIL(qPrintable(QStringLiteral("bf16 0x%1: %2 vs %3")
+                                 .arg(p, 4, 16)
+                                 .arg(castToCode(x, format))
+                                 .arg(nearestCode(x, format))));
     }
     std::mt19937 rng(7);
     std::uniform_int_distribution<uint32_t> exp(100, 140);

@@ -96,13 +96,14 @@ void TestMetrics::againstReference_data()
     QTest::addColumn<QString>("format");
     QTest::addColumn<DType>("dtype");
     QTest::addColumn<std::vector<int64_t>>("shape");
-    const QStringList recipes{QStringLiteral("delayed:margin=1"), QStringLiteral("current"), QStringLiteral("current-pow2"),
-                              QStringLiteral("mxfp8"), QStringLiteral("mxfp8-ocp"), QStringLiteral("mxfp8-col"),
-                              QStringLiteral("mxfp8-col-ocp"), QStringLiteral("block1x128"), QStringLiteral("block128x128"),
-                              QStringLiteral("block1x128-fp32"), QStringLiteral("nvfp4"), QStringLiteral("bf16")};
-    const std::vector<std::vector<int64_t>> shapes{{0}, {1}, {31}, {33}, {4097}, {129, 257}, {256, 160}};
+    const QStringList recipes {QStringLiteral("delayed:margin=1"), QStringLiteral("current"),
+        QStringLiteral("current-pow2"), QStringLiteral("mxfp8"), QStringLiteral("mxfp8-ocp"),
+        QStringLiteral("mxfp8-col"), QStringLiteral("mxfp8-col-ocp"), QStringLiteral("block1x128"),
+        QStringLiteral("block128x128"), QStringLiteral("block1x128-fp32"), QStringLiteral("nvfp4"),
+        QStringLiteral("bf16")};
+    const std::vector<std::vector<int64_t>> shapes {{0}, {1}, {31}, {33}, {4097}, {129, 257}, {256, 160}};
     for (const QString &r : recipes) {
-        QStringList formats{QString()};
+        QStringList formats {QString()};
         if (r != QLatin1String("nvfp4") && r != QLatin1String("bf16"))
             formats = {QStringLiteral("e4m3"), QStringLiteral("e5m2")};
         if (r == QLatin1String("current"))
@@ -157,14 +158,17 @@ void TestMetrics::againstReference()
     QVERIFY(close(m.aminNonzero, std::isinf(ref.aminNonzero) ? NAN : ref.aminNonzero, 0));
     QVERIFY(close(m.underflowPct, ref.underflowPct, 1e-12));
     QVERIFY(close(m.saturationPct, ref.saturationPct, 1e-12));
-    QVERIFY2(std::fabs(m.mean - ref.mean) <= 1e-9 * (std::fabs(ref.mean) + ref.std) || (std::isnan(m.mean) && std::isnan(ref.mean)),
-             qPrintable(QStringLiteral("mean %1 vs %2").arg(m.mean).arg(ref.mean)));
+    QVERIFY2(std::fabs(m.mean - ref.mean) <= 1e-9 * (std::fabs(ref.mean) + ref.std)
+            || (std::isnan(m.mean) && std::isnan(ref.mean)),
+        qPrintable(QStringLiteral("mean %1 vs %2").arg(m.mean).arg(ref.mean)));
     QVERIFY2(close(m.std, ref.std, 1e-9), qPrintable(QStringLiteral("std %1 vs %2").arg(m.std).arg(ref.std)));
     QVERIFY2(close(m.excessKurtosis, ref.kurtosis, 1e-6),
-             qPrintable(QStringLiteral("kurtosis %1 vs %2").arg(m.excessKurtosis).arg(ref.kurtosis)));
+        qPrintable(QStringLiteral("kurtosis %1 vs %2").arg(m.excessKurtosis).arg(ref.kurtosis)));
     QVERIFY2(close(m.mse, ref.mse, 1e-9), qPrintable(QStringLiteral("mse %1 vs %2").arg(m.mse).arg(ref.mse)));
-    QVERIFY2(close(m.cosine, ref.cosine, 1e-9), qPrintable(QStringLiteral("cos %1 vs %2").arg(m.cosine).arg(ref.cosine)));
-    QVERIFY2(close(m.sqnrDb, ref.sqnrDb, 1e-9), qPrintable(QStringLiteral("sqnr %1 vs %2").arg(m.sqnrDb).arg(ref.sqnrDb)));
+    QVERIFY2(
+        close(m.cosine, ref.cosine, 1e-9), qPrintable(QStringLiteral("cos %1 vs %2").arg(m.cosine).arg(ref.cosine)));
+    QVERIFY2(
+        close(m.sqnrDb, ref.sqnrDb, 1e-9), qPrintable(QStringLiteral("sqnr %1 vs %2").arg(m.sqnrDb).arg(ref.sqnrDb)));
     QVERIFY(close(m.relativeError, ref.relativeError, 1e-9));
     if (ref.blocks > 0 || m.blocks > 0) {
         QCOMPARE(m.blocks, ref.blocks);
@@ -184,13 +188,14 @@ void TestMetrics::againstReference()
 
 void TestMetrics::threadsAndChunksAgree()
 {
-    const std::vector<int64_t> shape{1000, 384};
+    const std::vector<int64_t> shape {1000, 384};
     std::vector<float> widened;
     const QByteArray bytes = encode(makeData(384000, 3), DType::BF16, &widened);
     QString error;
     std::vector<Recipe> recipes = Recipe::whatIfSet();
     std::vector<std::vector<TensorMetrics>> runs;
-    for (auto [threads, chunk] : {std::pair{1, int64_t(64) << 20}, std::pair{2, int64_t(64) << 20}, std::pair{2, int64_t(1)}}) {
+    for (auto [threads, chunk] :
+        {std::pair {1, int64_t(64) << 20}, std::pair {2, int64_t(64) << 20}, std::pair {2, int64_t(1)}}) {
         MemoryReader reader(DType::BF16, shape, bytes);
         CpuBackend backend(threads);
         MetricsEngine engine(backend, chunk);
@@ -218,7 +223,8 @@ void TestMetrics::nanOnlyAndEmpty()
     MetricsEngine engine(backend);
     Problem problem;
     QString error;
-    const auto out = engine.compute(reader, {*Recipe::parse(QStringLiteral("current"), std::nullopt, &error)}, &problem);
+    const auto out
+        = engine.compute(reader, {*Recipe::parse(QStringLiteral("current"), std::nullopt, &error)}, &problem);
     QVERIFY(out);
     QCOMPARE(out->front().nans, 100);
     QCOMPARE(out->front().underflowPct, 0.0);
@@ -236,7 +242,7 @@ void TestMetrics::kernelsMatchScalarDefinition()
     // The vector kernel against the element-wise definition, on the raw sums (same order-free counts).
     const std::vector<float> x = makeData(10007, 11);
     for (fp8math::Format f : {fp8math::Format::E4M3, fp8math::Format::E5M2, fp8math::Format::E4M3FNUZ,
-                              fp8math::Format::E5M2FNUZ, fp8math::Format::E2M1, fp8math::Format::BF16}) {
+             fp8math::Format::E5M2FNUZ, fp8math::Format::E2M1, fp8math::Format::BF16}) {
         fp8math::MetricSums a, b;
         cpukernels::accumulateUniform(x.data(), x.size(), 3.5f, 1.0f / 3.5f, f, a);
         fp8math::scalarAccumulateUniform(x.data(), x.size(), 3.5f, 1.0f / 3.5f, f, b);

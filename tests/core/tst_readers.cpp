@@ -90,9 +90,9 @@ void TestReaders::npyVersions_data()
 void TestReaders::npyVersions()
 {
     QFETCH(int, major);
-    const std::vector<float> v{1.0f, -2.0f, 3.5f, 0.0f, 1e-3f, 7.0f};
+    const std::vector<float> v {1.0f, -2.0f, 3.5f, 0.0f, 1e-3f, 7.0f};
     const QString path = write(QStringLiteral("v%1.npy").arg(major),
-                               npy(major, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", floats(v)));
+        npy(major, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", floats(v)));
     Problem p;
     auto r = openTensor(path, &p);
     QVERIFY2(r, qPrintable(p.toString()));
@@ -107,12 +107,14 @@ void TestReaders::npyVersions()
 
 void TestReaders::safetensorsRoundTrip()
 {
-    const std::vector<float> a{1, 2, 3, 4};
+    const std::vector<float> a {1, 2, 3, 4};
     const uint16_t b[3] = {0x3F80, 0xC000, 0x0000}; // bf16 1, -2, 0
-    const uint8_t c[2] = {0x38, 0x7E};              // e4m3 1, 448
-    QByteArray data = floats(a) + QByteArray(reinterpret_cast<const char *>(b), 6) + QByteArray(reinterpret_cast<const char *>(c), 2);
-    const QByteArray json = R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},)"
-                            R"("b":{"dtype":"BF16","shape":[3],"data_offsets":[16,22]},"c":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[22,24]}})";
+    const uint8_t c[2] = {0x38, 0x7E}; // e4m3 1, 448
+    QByteArray data = floats(a) + QByteArray(reinterpret_cast<const char *>(b), 6)
+        + QByteArray(reinterpret_cast<const char *>(c), 2);
+    const QByteArray json
+        = R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},)"
+          R"("b":{"dtype":"BF16","shape":[3],"data_offsets":[16,22]},"c":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[22,24]}})";
     const QString path = write(QStringLiteral("t.safetensors"), safetensors(json, data));
     Problem p;
     QCOMPARE(listTensors(path, &p), QStringList({QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c")}));
@@ -165,10 +167,10 @@ void TestReaders::hdf5RoundTrip()
         QVERIFY(w);
         DumpTensorAttributes a;
         a.amaxHistory = {2.0f, 1.0f};
-        QVERIFY(w->writeTensor(QStringLiteral("/iter_000010/model.layers.3.mlp.fc1/activation"), d, {rows, cols},
-                               raw.constData(), a, &p));
-        QVERIFY(w->writeTensor(QStringLiteral("/iter_000010/model.layers.3.mlp.fc1/weight"), DType::F32, {4},
-                               values.data(), a, &p));
+        QVERIFY(w->writeTensor(
+            QStringLiteral("/iter_000010/model.layers.3.mlp.fc1/activation"), d, {rows, cols}, raw.constData(), a, &p));
+        QVERIFY(w->writeTensor(
+            QStringLiteral("/iter_000010/model.layers.3.mlp.fc1/weight"), DType::F32, {4}, values.data(), a, &p));
     }
     QCOMPARE(listTensors(path, &p).size(), 2);
     auto r = openTensor(path + QStringLiteral(":/iter_000010/model.layers.3.mlp.fc1/activation"), &p);
@@ -195,8 +197,8 @@ void TestReaders::badInput_data()
     const QByteArray f4 = floats({1, 2, 3, 4});
     QTest::newRow("npy truncated data") << npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (8,), }", f4)
                                         << QStringLiteral("a.npy") << QStringLiteral("declares 32 bytes");
-    QTest::newRow("npy lying header length") << QByteArray("\x93NUMPY\x01\x00\xff\xff{'descr'", 17) << QStringLiteral("b.npy")
-                                             << QStringLiteral("exceeds the file");
+    QTest::newRow("npy lying header length") << QByteArray("\x93NUMPY\x01\x00\xff\xff{'descr'", 17)
+                                             << QStringLiteral("b.npy") << QStringLiteral("exceeds the file");
     QTest::newRow("npy wrong dtype") << npy(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }", f4)
                                      << QStringLiteral("c.npy") << QStringLiteral("unsupported dtype '<i4'");
     QTest::newRow("npy fortran") << npy(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", f4)
@@ -204,21 +206,22 @@ void TestReaders::badInput_data()
     QTest::newRow("npy bad version") << npy(9, "{}", f4) << QStringLiteral("e.npy") << QStringLiteral("version 9");
     QTest::newRow("npy negative shape") << npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-4,), }", f4)
                                         << QStringLiteral("f.npy") << QStringLiteral("bad shape");
-    QTest::newRow("npy huge shape") << npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", f4)
+    QTest::newRow("npy huge shape") << npy(
+        1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", f4)
                                     << QStringLiteral("g.npy") << QStringLiteral("overflows");
-    QTest::newRow("safetensors header past end") << QByteArray("\xff\xff\x00\x00\x00\x00\x00\x00{}", 10)
-                                                 << QStringLiteral("h.safetensors") << QStringLiteral("exceeds the file");
+    QTest::newRow("safetensors header past end") << QByteArray("\xff\xff\x00\x00\x00\x00\x00\x00{}",
+        10) << QStringLiteral("h.safetensors") << QStringLiteral("exceeds the file");
     QTest::newRow("safetensors offsets past end")
-        << safetensors(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,64]}})", f4) << QStringLiteral("i.safetensors")
-        << QStringLiteral("outside the 16-byte data section");
+        << safetensors(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,64]}})", f4)
+        << QStringLiteral("i.safetensors") << QStringLiteral("outside the 16-byte data section");
     QTest::newRow("safetensors shape lies")
-        << safetensors(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", f4) << QStringLiteral("j.safetensors")
-        << QStringLiteral("different byte count");
+        << safetensors(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", f4)
+        << QStringLiteral("j.safetensors") << QStringLiteral("different byte count");
     QTest::newRow("safetensors wrong dtype")
-        << safetensors(R"({"a":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}})", f4) << QStringLiteral("k.safetensors")
-        << QStringLiteral("unsupported dtype 'I64'");
-    QTest::newRow("safetensors bad json") << safetensors(R"({"a":{"dtype":)", f4) << QStringLiteral("l.safetensors")
-                                          << QStringLiteral("header JSON");
+        << safetensors(R"({"a":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}})", f4)
+        << QStringLiteral("k.safetensors") << QStringLiteral("unsupported dtype 'I64'");
+    QTest::newRow("safetensors bad json")
+        << safetensors(R"({"a":{"dtype":)", f4) << QStringLiteral("l.safetensors") << QStringLiteral("header JSON");
     QTest::newRow("not a dump") << QByteArray("hello world, not a tensor") << QStringLiteral("m.txt")
                                 << QStringLiteral("not a tensor dump");
     QTest::newRow("hdf5 truncated") << QByteArray("\x89HDF\r\n\x1a\n\x00\x00\x00", 11) << QStringLiteral("n.h5")
@@ -250,7 +253,8 @@ void TestReaders::pickleRefused()
 void TestReaders::dumpPaths()
 {
     QString error;
-    const auto p = parseDumpPath(QStringLiteral("/iter_000120/model.layers.0.self_attention.linear_qkv/activation_fp8"), &error);
+    const auto p
+        = parseDumpPath(QStringLiteral("/iter_000120/model.layers.0.self_attention.linear_qkv/activation_fp8"), &error);
     QVERIFY(p);
     QCOMPARE(p->iteration, 120);
     QCOMPARE(p->layer, QStringLiteral("model.layers.0.self_attention.linear_qkv"));

@@ -28,8 +28,9 @@ void TestTorchOracle::initTestCase()
     if (python.isEmpty() || !QFile::exists(python))
         QSKIP("no test Python (packaging/install-deps.sh --python-venv build/venv makes one)");
     QProcess p;
-    p.start(python, {qEnvironmentVariable("FP8SCOPE_SOURCE_DIR") + QStringLiteral("/tests/core/oracles/torch_casts.py"),
-                     m_dir.path()});
+    p.start(python,
+        {qEnvironmentVariable("FP8SCOPE_SOURCE_DIR") + QStringLiteral("/tests/core/oracles/torch_casts.py"),
+            m_dir.path()});
     QVERIFY(p.waitForFinished(600000));
     if (p.exitCode() == 3)
         QSKIP("torch is not importable in the test Python");

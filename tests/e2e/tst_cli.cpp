@@ -29,7 +29,7 @@ private:
         p.start(qEnvironmentVariable("FP8SCOPE_CLI"), args);
         p.waitForFinished(300000);
         return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput(),
-                p.readAllStandardError()};
+            p.readAllStandardError()};
     }
     QTemporaryDir m_dir;
     QString m_dump;
@@ -40,14 +40,14 @@ void TestCli::initTestCase()
 {
     m_dump = m_dir.filePath(QStringLiteral("dump.h5"));
     const Run r = cli({QStringLiteral("generate"), m_dump, QStringLiteral("--rows"), QStringLiteral("256"),
-                       QStringLiteral("--cols"), QStringLiteral("384")});
+        QStringLiteral("--cols"), QStringLiteral("384")});
     QVERIFY2(r.code == 0, r.err.constData());
 }
 
 void TestCli::statsJson()
 {
     const Run r = cli({QStringLiteral("stats"), m_dump + m_grad, QStringLiteral("--recipe"), QStringLiteral("delayed"),
-                       QStringLiteral("--json")});
+        QStringLiteral("--json")});
     QVERIFY2(r.code == 0, r.err.constData());
     const QJsonObject doc = QJsonDocument::fromJson(r.out).object();
     const QJsonObject m = doc.value(QStringLiteral("metrics")).toObject();
@@ -58,12 +58,14 @@ void TestCli::statsJson()
     QVERIFY(m.value(QStringLiteral("delayed_over_current_log2")).toDouble() < -2.9);
     QVERIFY(m.value(QStringLiteral("underflow_pct")).toDouble() > 30.0);
     QVERIFY(m.value(QStringLiteral("hist_log2_abs")).toObject().value(QStringLiteral("count")).toArray().size() > 20);
-    QCOMPARE(doc.value(QStringLiteral("tensor")).toObject().value(QStringLiteral("dtype")).toString(), QStringLiteral("float32"));
+    QCOMPARE(doc.value(QStringLiteral("tensor")).toObject().value(QStringLiteral("dtype")).toString(),
+        QStringLiteral("float32"));
 }
 
 void TestCli::whatIf()
 {
-    const Run r = cli({QStringLiteral("stats"), m_dump + m_grad, QStringLiteral("--what-if"), QStringLiteral("--json")});
+    const Run r
+        = cli({QStringLiteral("stats"), m_dump + m_grad, QStringLiteral("--what-if"), QStringLiteral("--json")});
     QVERIFY2(r.code == 0, r.err.constData());
     const QJsonArray rows = QJsonDocument::fromJson(r.out).object().value(QStringLiteral("what_if")).toArray();
     QCOMPARE(rows.size(), 18);
@@ -71,9 +73,11 @@ void TestCli::whatIf()
     double mxUnderflow = -1;
     for (const QJsonValue &v : rows) {
         const QJsonObject o = v.toObject();
-        if (o.value(QStringLiteral("recipe")).toString() == QLatin1String("delayed") && o.value(QStringLiteral("format")).toString() == QLatin1String("e4m3"))
+        if (o.value(QStringLiteral("recipe")).toString() == QLatin1String("delayed")
+            && o.value(QStringLiteral("format")).toString() == QLatin1String("e4m3"))
             delayedUnderflow = o.value(QStringLiteral("underflow_pct")).toDouble();
-        if (o.value(QStringLiteral("recipe")).toString() == QLatin1String("mxfp8") && o.value(QStringLiteral("format")).toString() == QLatin1String("e4m3"))
+        if (o.value(QStringLiteral("recipe")).toString() == QLatin1String("mxfp8")
+            && o.value(QStringLiteral("format")).toString() == QLatin1String("e4m3"))
             mxUnderflow = o.value(QStringLiteral("underflow_pct")).toDouble();
     }
     // Per-block scales rescue the gradients that one stale tensor scale loses.
@@ -89,19 +93,23 @@ void TestCli::errors_data()
     QTest::addColumn<QStringList>("args");
     QTest::addColumn<int>("code");
     QTest::addColumn<QString>("message");
-    QTest::newRow("missing file") << QStringList{QStringLiteral("stats"), QStringLiteral("/nonexistent/x.h5")} << 1
+    QTest::newRow("missing file") << QStringList {QStringLiteral("stats"), QStringLiteral("/nonexistent/x.h5")} << 1
                                   << QStringLiteral("no such file");
-    QTest::newRow("bad dataset") << QStringList{QStringLiteral("stats"), QStringLiteral("DUMP:/iter_000100/nope")} << 1
+    QTest::newRow("bad dataset") << QStringList {QStringLiteral("stats"), QStringLiteral("DUMP:/iter_000100/nope")} << 1
                                  << QStringLiteral("no dataset '/iter_000100/nope'");
-    QTest::newRow("bad recipe") << QStringList{QStringLiteral("stats"), QStringLiteral("DUMP"), QStringLiteral("--recipe"), QStringLiteral("fancy")}
+    QTest::newRow("bad recipe") << QStringList {QStringLiteral("stats"), QStringLiteral("DUMP"),
+        QStringLiteral("--recipe"), QStringLiteral("fancy")}
                                 << 2 << QStringLiteral("unknown recipe 'fancy'");
-    QTest::newRow("bad format") << QStringList{QStringLiteral("stats"), QStringLiteral("DUMP"), QStringLiteral("--format"), QStringLiteral("e3m4")}
+    QTest::newRow("bad format") << QStringList {QStringLiteral("stats"), QStringLiteral("DUMP"),
+        QStringLiteral("--format"), QStringLiteral("e3m4")}
                                 << 2 << QStringLiteral("unknown format 'e3m4'");
-    QTest::newRow("format mismatch") << QStringList{QStringLiteral("stats"), QStringLiteral("DUMP"), QStringLiteral("--recipe"), QStringLiteral("nvfp4"), QStringLiteral("--format"), QStringLiteral("e4m3")}
+    QTest::newRow("format mismatch") << QStringList {QStringLiteral("stats"), QStringLiteral("DUMP"),
+        QStringLiteral("--recipe"), QStringLiteral("nvfp4"), QStringLiteral("--format"), QStringLiteral("e4m3")}
                                      << 2 << QStringLiteral("nvfp4 uses e2m1");
-    QTest::newRow("no dataset named") << QStringList{QStringLiteral("stats"), QStringLiteral("DUMP")} << 1
+    QTest::newRow("no dataset named") << QStringList {QStringLiteral("stats"), QStringLiteral("DUMP")} << 1
                                       << QStringLiteral("holds 6 datasets");
-    QTest::newRow("unknown command") << QStringList{QStringLiteral("frobnicate")} << 2 << QStringLiteral("unknown command");
+    QTest::newRow("unknown command") << QStringList {QStringLiteral("frobnicate")} << 2
+                                     << QStringLiteral("unknown command");
 }
 
 void TestCli::errors()

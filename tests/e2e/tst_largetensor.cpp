@@ -43,15 +43,18 @@ void TestLargeTensor::fourGiBUnder512MiB()
     }
     QProcess p;
     p.start(qEnvironmentVariable("FP8SCOPE_CLI"),
-            {QStringLiteral("stats"), path, QStringLiteral("--recipe"), QStringLiteral("current"), QStringLiteral("--json")});
+        {QStringLiteral("stats"), path, QStringLiteral("--recipe"), QStringLiteral("current"),
+            QStringLiteral("--json")});
     QVERIFY(p.waitForFinished(600000));
     QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
-    struct rusage usage {};
+    struct rusage usage {
+    };
     getrusage(RUSAGE_CHILDREN, &usage);
     const double peakMiB = double(usage.ru_maxrss) / 1024.0;
     qInfo("peak resident memory of fp8scope-cli on a 4 GiB tensor: %.1f MiB", peakMiB);
     QVERIFY2(peakMiB < 512.0, qPrintable(QStringLiteral("peak RSS %1 MiB").arg(peakMiB)));
-    const QJsonObject m = QJsonDocument::fromJson(p.readAllStandardOutput()).object().value(QStringLiteral("metrics")).toObject();
+    const QJsonObject m
+        = QJsonDocument::fromJson(p.readAllStandardOutput()).object().value(QStringLiteral("metrics")).toObject();
     QCOMPARE(m.value(QStringLiteral("numel")).toDouble(), double(elements));
     QCOMPARE(m.value(QStringLiteral("zeros")).toDouble(), double(elements - 5));
     QCOMPARE(m.value(QStringLiteral("amax")).toDouble(), 300.0);
