@@ -129,13 +129,39 @@ float CpuBackend::amax(const ChunkView &chunk)
 
 void CpuBackend::accumulate(const ChunkView &chunk, const QuantPlan &plan, MetricSums &sums)
 {
-    const Partition p = partitionFor(chunk, plan);
     const int64_t n = chunk.numel();
     std::vector<MetricSums> partial(static_cast<size_t>(m_threads));
+    if (plan.mode == ScaleMode::Tensor && (chunk.dtype == DType::BF16 || chunk.dtype == DType::F16)) {
+        // 16-bit inputs under one scale: count patterns, then evaluate each pattern that occurred once.
+        const int64_t tiles = (n + kTile - 1) / kTile;
+        parallelFor(m_threads, tiles, [&](int64_t t0, int64_t t1, int thread) {
+            std::vector<uint32_t> counts(size_t(65536) * 4, 0u);
+            const auto *src = static_cast<const uint16_t *>(chunk.data);
+            int64_t pending = 0;
+            MetricSums &m = partial[size_t(thread)];
+            for (int64_t t = t0; t < t1; ++t) {
+                const int64_t first = t * kTile;
+                const int64_t count = std::min(kTile, n - first);
+                if (pending + count >= (int64_t(1) << 31)) {
+                    cpukernels::foldPatternCounts(counts.data(), chunk.dtype == DType::BF16, plan.tensorScale,
+                        plan.tensorScaleInv, plan.format, m);
+                    pending = 0;
+                }
+                cpukernels::countPatterns16(src + first, size_t(count), counts.data());
+                pending += count;
+            }
+            cpukernels::foldPatternCounts(counts.data(), chunk.dtype == DType::BF16, plan.tensorScale,
+                plan.tensorScaleInv, plan.format, m);
+        });
+        for (const MetricSums &m : partial)
+            sums.merge(m);
+        return;
+    }
+    const Partition p = partitionFor(chunk, plan);
     parallelFor(m_threads, p.units, [&](int64_t u0, int64_t u1, int thread) {
         MetricSums &m = partial[size_t(thread)];
         std::vector<float> buffer;
-        std::vector<float> scratch;
+        cpukernels::KernelScratch scratch;
         // Units per tile: as many as fit the tile budget, at least one.
         const int64_t step = std::max<int64_t>(1, kTile / p.unit);
         for (int64_t u = u0; u < u1; u += step) {
@@ -146,22 +172,23 @@ void CpuBackend::accumulate(const ChunkView &chunk, const QuantPlan &plan, Metri
             const size_t rows = size_t(count) / rowLen;
             switch (plan.mode) {
             case ScaleMode::Tensor:
-                cpukernels::accumulateUniform(x, size_t(count), plan.tensorScale, plan.tensorScaleInv, plan.format, m);
+                cpukernels::accumulateUniform(
+                    x, size_t(count), plan.tensorScale, plan.tensorScaleInv, plan.format, m, scratch);
                 break;
-            case ScaleMode::RowBlocks: cpukernels::accumulateRowBlocks(x, rowLen, rows, plan, m); break;
+            case ScaleMode::RowBlocks: cpukernels::accumulateRowBlocks(x, rowLen, rows, plan, m, scratch); break;
             case ScaleMode::TileBlocks:
-                scratch.resize(3 * rowLen);
                 if (p.rowLen == 0) {
                     // 1-D: one row, tiles degenerate to blockCols-long runs.
                     QuantPlan flat = plan;
                     flat.blockRows = 1;
-                    cpukernels::accumulateTiles(x, rowLen, 1, flat, m, scratch.data());
+                    cpukernels::accumulateTiles(x, rowLen, 1, flat, m, scratch);
                 } else {
-                    cpukernels::accumulateTiles(x, rowLen, rows, plan, m, scratch.data());
+                    cpukernels::accumulateTiles(x, rowLen, rows, plan, m, scratch);
                 }
                 break;
             }
         }
+        scratch.flushInto(m);
     });
     for (const MetricSums &m : partial)
         sums.merge(m);

@@ -21,7 +21,7 @@ using namespace fp8scope::fp8math;
 
 #if HWY_TARGET == HWY_SCALAR
 // The one-lane baseline (only chosen on CPUs without SSSE3) runs the scalar definition itself.
-void AccumulateUniform(const float *x, size_t n, float scale, float scaleInv, Format f, MetricSums &m)
+void AccumulateUniform(const float *x, size_t n, float scale, float scaleInv, Format f, MetricSums &m, KernelScratch &)
 {
     scalarAccumulateUniform(x, n, scale, scaleInv, f, m);
 }
@@ -29,13 +29,17 @@ float AmaxAbs(const float *x, size_t n)
 {
     return scalarAmax(x, n);
 }
-void AccumulateRowBlocks(const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m)
+void AccumulateRowBlocks(
+    const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &)
 {
     scalarAccumulateRowBlocks(x, rowLen, rows, plan, m);
 }
-void AccumulateTiles(const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, float *scratch)
+void AccumulateTiles(
+    const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
 {
-    scalarAccumulateTiles(x, rowLen, rows, plan, m, scratch, scratch + rowLen);
+    scratch.tileScratch.resize(2 * rowLen);
+    scalarAccumulateTiles(
+        x, rowLen, rows, plan, m, scratch.tileScratch.data(), scratch.tileScratch.data() + rowLen);
 }
 void Bf16ToFloat(const uint16_t *src, size_t n, float *dst)
 {
@@ -74,14 +78,11 @@ using VD = hn::Vec<DD>;
 
 constexpr uint32_t kInfBits = 0x7F800000u;
 
-// Running vector state of one kernel call, folded into MetricSums once at the end.
+// Running vector state of one kernel call, folded into MetricSums by flush().
 struct Acc {
     VU zeros, nans, infs, nonzeroQ, saturated, scaledZero, scaledNan;
     VF amax, amin;
     VD sum, sumSq, sumCube, sumQuad, errSq, dotXQ, sumQSq;
-    // Four interleaved copies so that runs of equal bins do not serialise on one counter.
-    uint32_t histIn[4][kHistBins];
-    uint32_t histScaled[4][kHistBins];
     size_t numel = 0;
 
     Acc()
@@ -93,8 +94,31 @@ struct Acc {
         amax = hn::Zero(df);
         amin = hn::Set(df, bitsFloat(kInfBits));
         sum = sumSq = sumCube = sumQuad = errSq = dotXQ = sumQSq = hn::Zero(dd);
-        std::memset(histIn, 0, sizeof histIn);
-        std::memset(histScaled, 0, sizeof histScaled);
+    }
+};
+
+// What processVec needs of the element format, as vectors.
+struct FormatConsts {
+    VU halfMinusOne; // 2^(shift-1) - 1, shift = 23 - manBits
+    VU keepMask; // clears the bits below the element's last mantissa bit
+    VU minNormalBits; // float32 bits of the smallest normal of the element format
+    VU maxFiniteBits;
+    VF subnormalMagic; // 2^(minNormalExp - manBits + 23): x + magic - magic rounds to the subnormal step
+    VF maxFinite;
+    int shift;
+
+    explicit FormatConsts(Format f)
+    {
+        const DF df;
+        const DU du;
+        const FormatSpec s = formatSpec(f);
+        shift = 23 - s.manBits;
+        halfMinusOne = hn::Set(du, (1u << (shift - 1)) - 1u);
+        keepMask = hn::Set(du, ~((1u << shift) - 1u));
+        minNormalBits = hn::Set(du, floatBits(s.minNormal));
+        maxFiniteBits = hn::Set(du, floatBits(s.maxFinite));
+        subnormalMagic = hn::Set(df, bitsFloat(uint32_t(s.minNormalExp - s.manBits + 23 + 127) << 23));
+        maxFinite = hn::Set(df, s.maxFinite);
     }
 };
 
@@ -137,11 +161,7 @@ HWY_INLINE void flush(Acc &a, MetricSums &m)
     m.errSq += laneSum(a.errSq);
     m.dotXQ += laneSum(a.dotXQ);
     m.sumQSq += laneSum(a.sumQSq);
-    for (int b = 0; b < kHistBins; ++b) {
-        m.histIn[b] += int64_t(a.histIn[0][b]) + a.histIn[1][b] + a.histIn[2][b] + a.histIn[3][b];
-        m.histScaled[b] += int64_t(a.histScaled[0][b]) + a.histScaled[1][b] + a.histScaled[2][b] + a.histScaled[3][b];
-    }
-    // Zeros and NaN landed in bins 0 and 255 of the vector histograms; they are not binned by definition.
+    // Zeros and NaN land in bins 0 and 255 of the joint histogram; they are not binned by definition.
     m.histIn[0] -= zeros;
     m.histIn[kHistBins - 1] -= nans;
     m.histScaled[0] -= int64_t(laneSum(a.scaledZero));
@@ -155,46 +175,12 @@ HWY_INLINE VU count(VU c, hn::Mask<DU> m)
     return hn::Sub(c, hn::VecFromMask(du, m));
 }
 
-// Rounds |scaled| (bits in `sab`) to the code magnitude of a sign-magnitude minifloat; see
-// fp8math::roundMagnitude, of which this is the lane-wise copy.
-HWY_INLINE VU roundMagnitudeV(VU sab, const FormatSpec &s)
-{
-    const DU du;
-    const DI di;
-    const VU exp32 = hn::ShiftRight<23>(sab);
-    const VU man = hn::And(sab, hn::Set(du, 0x7FFFFFu));
-    const auto e = hn::Sub(hn::BitCast(di, hn::Max(exp32, hn::Set(du, 1u))), hn::Set(di, 127));
-    const auto normal = hn::RebindMask(du, hn::Gt(e, hn::Set(di, s.minNormalExp - 1)));
-    const VU fullNormal = hn::Or(hn::ShiftLeft<23>(hn::BitCast(du, hn::Sub(e, hn::Set(di, s.minNormalExp - 1)))), man);
-    const VU sig = hn::IfThenElse(hn::Eq(exp32, hn::Zero(du)), man, hn::Or(man, hn::Set(du, 0x800000u)));
-    const VU full = hn::IfThenElse(normal, fullNormal, sig);
-    const auto subShift = hn::Min(hn::Sub(hn::Set(di, 23 - s.manBits + s.minNormalExp), e), hn::Set(di, 31));
-    const VU shift = hn::IfThenElse(normal, hn::Set(du, uint32_t(23 - s.manBits)), hn::BitCast(du, subShift));
-    const VU one = hn::Set(du, 1u);
-    const VU q = hn::operator>>(full, shift);
-    const VU rem = hn::And(full, hn::Sub(hn::operator<<(one, shift), one));
-    const VU half = hn::operator<<(one, hn::Sub(shift, one));
-    const auto up = hn::Or(hn::Gt(rem, half), hn::And(hn::Eq(rem, half), hn::Eq(hn::And(q, one), one)));
-    const VU mag = hn::Sub(q, hn::VecFromMask(du, up));
-    return hn::Min(mag, hn::Set(du, s.maxCode));
-}
-
-// Magnitude of the decoded value for a code magnitude.
-HWY_INLINE VF decodeMagnitudeV(VU mag, const FormatSpec &s)
-{
-    const DF df;
-    const DU du;
-    const DI di;
-    const auto sub = hn::Lt(mag, hn::Set(du, 1u << s.manBits));
-    const VF subValue = hn::Mul(hn::ConvertTo(df, hn::BitCast(di, mag)),
-        hn::Set(df, bitsFloat(uint32_t(s.minNormalExp - s.manBits + 127) << 23)));
-    const uint32_t offset = uint32_t(s.minNormalExp - 1 + 127) << s.manBits;
-    const VU normalBits = hn::operator<<(hn::Add(mag, hn::Set(du, offset)), hn::Set(du, uint32_t(23 - s.manBits)));
-    return hn::IfThenElse(hn::RebindMask(df, sub), subValue, hn::BitCast(df, normalBits));
-}
-
+// One vector of elements, each scaled by its lane of scaleV, cast to the element format (round to
+// nearest even, saturating), dequantized with scaleInv (double, low and high halves) and accumulated.
+// Must agree with fp8math::accumulateElement lane by lane.
 template <bool kBf16>
-HWY_INLINE void processVec(VF v, VF scaleV, VD scaleInvLo, VD scaleInvHi, const FormatSpec &s, Acc &a)
+HWY_INLINE void processVec(
+    VF v, VF scaleV, VD scaleInvLo, VD scaleInvHi, const FormatConsts &fc, Acc &a, uint32_t *joint)
 {
     const DF df;
     const DU du;
@@ -203,53 +189,56 @@ HWY_INLINE void processVec(VF v, VF scaleV, VD scaleInvLo, VD scaleInvHi, const 
     const VU signMask = hn::Set(du, 0x80000000u);
     const VU absMask = hn::Set(du, 0x7FFFFFFFu);
     const VU infBits = hn::Set(du, kInfBits);
+    const VU zeroU = hn::Zero(du);
 
     const VU ab = hn::And(hn::BitCast(du, v), absMask);
-    const auto isZero = hn::Eq(ab, hn::Zero(du));
-    const auto isNan = hn::Gt(ab, infBits);
-    const auto finite = hn::Lt(ab, infBits);
-    a.zeros = count(a.zeros, isZero);
-    a.nans = count(a.nans, isNan);
-    a.infs = count(a.infs, hn::Eq(ab, infBits));
-
     const VF absV = hn::BitCast(df, ab);
-    const auto finiteF = hn::RebindMask(df, finite);
-    a.amax = hn::Max(a.amax, hn::IfThenElseZero(finiteF, absV));
-    a.amin = hn::Min(
-        a.amin, hn::IfThenElse(hn::RebindMask(df, hn::AndNot(isZero, finite)), absV, hn::Set(df, bitsFloat(kInfBits))));
-
     const VF sc = hn::Mul(v, scaleV);
     const VU sb = hn::BitCast(du, sc);
     const VU sab = hn::And(sb, absMask);
-    const auto scaledNan = hn::Gt(sab, infBits);
-    a.scaledZero = count(a.scaledZero, hn::Eq(sab, hn::Zero(du)));
-    a.scaledNan = count(a.scaledNan, scaledNan);
-    a.saturated = count(a.saturated, hn::RebindMask(du, hn::Gt(hn::BitCast(df, sab), hn::Set(df, s.maxFinite))));
+    const auto finite = hn::Lt(ab, infBits);
+    const auto finiteF = hn::RebindMask(df, finite);
 
-    VF qMag;
-    VU mag;
-    if constexpr (kBf16) {
-        const VU rounded
-            = hn::Add(hn::Add(sab, hn::Set(du, 0x7FFFu)), hn::And(hn::ShiftRight<16>(sab), hn::Set(du, 1u)));
-        const VU r = hn::And(rounded, hn::Set(du, 0xFFFF0000u));
-        qMag = hn::BitCast(df, r);
-        mag = hn::ShiftRight<16>(r);
+    // Zero, NaN and inf inputs and values that scale to zero are rare: count them only when present.
+    const auto scaledZero = hn::Eq(sab, zeroU);
+    if (HWY_UNLIKELY(!hn::AllFalse(du, hn::Or(scaledZero, hn::Not(finite))))) {
+        a.zeros = count(a.zeros, hn::Eq(ab, zeroU));
+        a.nans = count(a.nans, hn::Gt(ab, infBits));
+        a.infs = count(a.infs, hn::Eq(ab, infBits));
+        a.scaledZero = count(a.scaledZero, scaledZero);
+        a.scaledNan = count(a.scaledNan, hn::Gt(sab, infBits));
+        a.amin = hn::Min(a.amin,
+            hn::IfThenElse(hn::RebindMask(df, hn::AndNot(hn::Eq(ab, zeroU), finite)), absV, hn::BitCast(df, infBits)));
     } else {
-        mag = roundMagnitudeV(sab, s);
-        qMag = decodeMagnitudeV(mag, s);
+        a.amin = hn::Min(a.amin, absV);
     }
-    a.nonzeroQ = count(a.nonzeroQ, hn::Or(hn::Ne(mag, hn::Zero(du)), scaledNan));
-    const VF q = hn::BitCast(df, hn::Or(hn::BitCast(du, qMag), hn::And(sb, signMask)));
+    a.amax = hn::Max(a.amax, hn::IfThenElseZero(finiteF, absV));
+    a.saturated = count(a.saturated, hn::RebindMask(du, hn::Gt(hn::BitCast(df, sab), fc.maxFinite)));
 
-    // Histogram bins are the exponent fields; zeros and NaN are subtracted in flush().
-    HWY_ALIGN uint32_t binIn[hn::MaxLanes(du)];
-    HWY_ALIGN uint32_t binScaled[hn::MaxLanes(du)];
-    hn::Store(hn::ShiftRight<23>(ab), du, binIn);
-    hn::Store(hn::ShiftRight<23>(sab), du, binScaled);
-    for (size_t i = 0; i < hn::Lanes(du); ++i) {
-        ++a.histIn[i & 3][binIn[i]];
-        ++a.histScaled[i & 3][binScaled[i]];
+    // Quantized magnitude as float32 bits. Normal range: round the float32 bits at the element's last
+    // mantissa bit (a carry moves into the exponent as it should). Subnormal range: the float addition
+    // x + magic - magic rounds to the subnormal step, ties to even. Then saturate. NaN lanes end at max (non-zero).
+    VU qb;
+    if constexpr (kBf16) {
+        const VU lsb = hn::And(hn::ShiftRight<16>(sab), hn::Set(du, 1u));
+        qb = hn::And(hn::Add(hn::Add(sab, hn::Set(du, 0x7FFFu)), lsb), hn::Set(du, 0xFFFF0000u));
+    } else {
+        const VU lsb = hn::And(hn::ShiftRightSame(sab, fc.shift), hn::Set(du, 1u));
+        const VU normal = hn::And(hn::Add(hn::Add(sab, fc.halfMinusOne), lsb), fc.keepMask);
+        const VF sub = hn::Sub(hn::Add(hn::BitCast(df, sab), fc.subnormalMagic), fc.subnormalMagic);
+        qb = hn::Min(hn::IfThenElse(hn::Lt(sab, fc.minNormalBits), hn::BitCast(du, sub), normal), fc.maxFiniteBits);
     }
+    a.nonzeroQ = count(a.nonzeroQ, hn::Ne(qb, zeroU));
+    const VF q = hn::BitCast(df, hn::Or(qb, hn::And(sb, signMask)));
+
+    // Joint histogram key (input binade, scaled binade), times four copies, plus the lane's copy.
+    const VU laneCopy = hn::And(hn::Iota(du, 0), hn::Set(du, uint32_t(KernelScratch::kCopies - 1)));
+    const VU key = hn::Or(hn::Or(hn::ShiftLeft<10>(hn::ShiftRight<23>(ab)), hn::ShiftLeft<2>(hn::ShiftRight<23>(sab))),
+        laneCopy);
+    HWY_ALIGN uint32_t keys[hn::MaxLanes(du)];
+    hn::Store(key, du, keys);
+    for (size_t i = 0; i < hn::Lanes(du); ++i)
+        ++joint[keys[i]];
 
     const VF xf = hn::IfThenElseZero(finiteF, v);
     const VF qf = hn::IfThenElseZero(finiteF, q);
@@ -273,34 +262,32 @@ HWY_INLINE void processVec(VF v, VF scaleV, VD scaleInvLo, VD scaleInvHi, const 
 }
 
 template <bool kBf16>
-HWY_INLINE void uniformRun(
-    const float *x, size_t n, float scale, float scaleInv, const FormatSpec &s, Acc &a, MetricSums &m, Format f)
+HWY_INLINE void uniformRun(const float *x, size_t n, float scale, float scaleInv, Format f, MetricSums &m,
+    KernelScratch &scratch)
 {
     const DF df;
     const DD dd;
+    const FormatConsts fc(f);
     const size_t lanes = hn::Lanes(df);
     const VF scaleV = hn::Set(df, scale);
     const VD scaleInvD = hn::Set(dd, double(scaleInv));
+    uint32_t *joint = scratch.joint.data();
+    Acc a;
     size_t i = 0;
     for (; i + lanes <= n; i += lanes)
-        processVec<kBf16>(hn::LoadU(df, x + i), scaleV, scaleInvD, scaleInvD, s, a);
+        processVec<kBf16>(hn::LoadU(df, x + i), scaleV, scaleInvD, scaleInvD, fc, a, joint);
+    scratch.pending += int64_t(i);
+    flush(a, m);
     scalarAccumulateUniform(x + i, n - i, scale, scaleInv, f, m);
 }
 
-void AccumulateUniform(const float *x, size_t n, float scale, float scaleInv, Format f, MetricSums &m)
+void AccumulateUniform(const float *x, size_t n, float scale, float scaleInv, Format f, MetricSums &m,
+    KernelScratch &scratch)
 {
-    const FormatSpec s = formatSpec(f);
-    auto acc = std::make_unique<Acc>();
-    // Lane counters are 32-bit: keep each run well below 2^32 elements per lane.
-    constexpr size_t kRun = size_t(1) << 28;
-    for (size_t off = 0; off < n; off += kRun) {
-        const size_t len = std::min(kRun, n - off);
-        if (f == Format::BF16)
-            uniformRun<true>(x + off, len, scale, scaleInv, s, *acc, m, f);
-        else
-            uniformRun<false>(x + off, len, scale, scaleInv, s, *acc, m, f);
-        flush(*acc, m);
-    }
+    if (f == Format::BF16)
+        uniformRun<true>(x, n, scale, scaleInv, f, m, scratch);
+    else
+        uniformRun<false>(x, n, scale, scaleInv, f, m, scratch);
 }
 
 float AmaxAbs(const float *x, size_t n)
@@ -321,64 +308,131 @@ float AmaxAbs(const float *x, size_t n)
     return tail > r ? tail : r;
 }
 
+// NVFP4 block scales come from an E4M3 code: tabulate encode, decode and log2(decode) per code once per
+// global scale, exactly as fp8math::nvfp4BlockScale computes them.
+void prepareNvfp4(KernelScratch &s, float globalEncode)
+{
+    if (s.nvfp4Global == globalEncode)
+        return;
+    s.nvfp4Global = globalEncode;
+    const float globalDecode = 1.0f / globalEncode;
+    for (uint32_t code = 0; code < 256; ++code) {
+        const float decode = decodeCode(code, Format::E4M3) * globalDecode;
+        if (!(decode > 0.0f)) {
+            s.nvfp4Encode[code] = 0.0f;
+            s.nvfp4Decode[code] = 0.0f;
+            s.nvfp4Log2[code] = 0.0;
+            continue;
+        }
+        const float encode = 1.0f / decode;
+        s.nvfp4Encode[code] = encode <= kFloatMax ? encode : kFloatMax;
+        s.nvfp4Decode[code] = decode;
+        s.nvfp4Log2[code] = MetricSums::exactLog2(decode);
+    }
+}
+
 template <bool kBf16>
-HWY_INLINE void rowBlocksImpl(const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m)
+HWY_INLINE void rowBlocksImpl(
+    const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
 {
     const DF df;
     const DD dd;
-    const FormatSpec s = formatSpec(plan.format);
+    const FormatConsts fc(plan.format);
     const size_t lanes = hn::Lanes(df);
     const size_t b = size_t(plan.blockCols);
-    auto acc = std::make_unique<Acc>();
-    size_t sinceFlush = 0;
-    for (size_t r = 0; r < rows; ++r) {
+    const DU du;
+    const VU absMask = hn::Set(du, 0x7FFFFFFFu);
+    const VU infBits = hn::Set(du, kInfBits);
+    const bool nvfp4 = plan.rule == BlockRule::Nvfp4;
+    if (nvfp4)
+        prepareNvfp4(scratch, plan.globalEncode);
+    uint32_t *joint = scratch.joint.data();
+    // Three sweeps so that the scalar scale arithmetic of one block never waits on the vector work of the
+    // previous one: block amaxes, then block scales, then the elements.
+    const size_t perRow = (rowLen + b - 1) / b;
+    const size_t blocks = perRow * rows;
+    scratch.tileScratch.resize(3 * blocks);
+    float *blockAmax = scratch.tileScratch.data();
+    float *blockEncode = blockAmax + blocks;
+    float *blockDecode = blockEncode + blocks;
+    for (size_t r = 0, k = 0; r < rows; ++r) {
         const float *row = x + r * rowLen;
-        for (size_t c = 0; c < rowLen; c += b) {
+        for (size_t c = 0; c < rowLen; c += b, ++k) {
             const size_t len = std::min(b, rowLen - c);
             const float *blk = row + c;
-            const float amax = AmaxAbs(blk, len);
-            const BlockScale bs = blockScaleFor(amax, plan);
-            m.addBlock(amax, bs.decode);
-            const VF scaleV = hn::Set(df, bs.encode);
-            const VD scaleInvD = hn::Set(dd, double(bs.decode));
-            size_t i = 0;
-            for (; i + lanes <= len; i += lanes)
-                processVec<kBf16>(hn::LoadU(df, blk + i), scaleV, scaleInvD, scaleInvD, s, *acc);
-            scalarAccumulateUniform(blk + i, len - i, bs.encode, bs.decode, plan.format, m);
-        }
-        sinceFlush += rowLen;
-        if (sinceFlush > (size_t(1) << 28)) {
-            flush(*acc, m);
-            sinceFlush = 0;
+            if (len % lanes == 0) {
+                VF am = hn::Zero(df);
+                for (size_t i = 0; i < len; i += lanes) {
+                    const VU ab = hn::And(hn::BitCast(du, hn::LoadU(df, blk + i)), absMask);
+                    am = hn::Max(am, hn::IfThenElseZero(hn::RebindMask(df, hn::Lt(ab, infBits)), hn::BitCast(df, ab)));
+                }
+                blockAmax[k] = hn::GetLane(hn::MaxOfLanes(df, am));
+            } else {
+                blockAmax[k] = AmaxAbs(blk, len);
+            }
         }
     }
-    flush(*acc, m);
+    for (size_t k = 0; k < blocks; ++k) {
+        const float amax = blockAmax[k];
+        BlockScale bs;
+        if (nvfp4) {
+            const uint32_t code = castToCode(amax * (1.0f / 6.0f) * plan.globalEncode, Format::E4M3);
+            bs = {scratch.nvfp4Encode[code], scratch.nvfp4Decode[code]};
+            m.addBlockLog2(amax, bs.decode, scratch.nvfp4Log2[code]);
+        } else {
+            bs = blockScaleFor(amax, plan);
+            m.addBlock(amax, bs.decode);
+        }
+        blockEncode[k] = bs.encode;
+        blockDecode[k] = bs.decode;
+    }
+    Acc a;
+    for (size_t r = 0, k = 0; r < rows; ++r) {
+        const float *row = x + r * rowLen;
+        for (size_t c = 0; c < rowLen; c += b, ++k) {
+            const size_t len = std::min(b, rowLen - c);
+            const float *blk = row + c;
+            const VF scaleV = hn::Set(df, blockEncode[k]);
+            const VD scaleInvD = hn::Set(dd, double(blockDecode[k]));
+            size_t i = 0;
+            for (; i + lanes <= len; i += lanes)
+                processVec<kBf16>(hn::LoadU(df, blk + i), scaleV, scaleInvD, scaleInvD, fc, a, joint);
+            scratch.pending += int64_t(i);
+            if (i < len)
+                scalarAccumulateUniform(blk + i, len - i, blockEncode[k], blockDecode[k], plan.format, m);
+        }
+    }
+    flush(a, m);
 }
 
-void AccumulateRowBlocks(const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m)
+void AccumulateRowBlocks(
+    const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
 {
     if (plan.format == Format::BF16)
-        rowBlocksImpl<true>(x, rowLen, rows, plan, m);
+        rowBlocksImpl<true>(x, rowLen, rows, plan, m, scratch);
     else
-        rowBlocksImpl<false>(x, rowLen, rows, plan, m);
+        rowBlocksImpl<false>(x, rowLen, rows, plan, m, scratch);
 }
 
-void AccumulateTiles(const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, float *scratch)
+void AccumulateTiles(
+    const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
 {
     const DF df;
     const DU du;
     const DH dh;
     const DD dd;
-    const FormatSpec s = formatSpec(plan.format);
+    const FormatConsts fc(plan.format);
     const size_t lanes = hn::Lanes(df);
     const size_t br = size_t(plan.blockRows);
     const size_t bc = size_t(plan.blockCols);
-    float *colScale = scratch;
-    float *colScaleInv = scratch + rowLen;
-    float *colAmax = scratch + 2 * rowLen;
+    scratch.tileScratch.resize(3 * rowLen);
+    float *colScale = scratch.tileScratch.data();
+    float *colScaleInv = colScale + rowLen;
+    float *colAmax = colScale + 2 * rowLen;
+    uint32_t *joint = scratch.joint.data();
     const VU absMask = hn::Set(du, 0x7FFFFFFFu);
     const VU infBits = hn::Set(du, kInfBits);
-    auto acc = std::make_unique<Acc>();
+    Acc acc;
     for (size_t r0 = 0; r0 < rows; r0 += br) {
         const size_t nr = std::min(br, rows - r0);
         // Per-column amax over the band, lanes along the columns; then each tile reduces its columns.
@@ -413,15 +467,16 @@ void AccumulateTiles(const float *x, size_t rowLen, size_t rows, const QuantPlan
                 const VD invLo = hn::PromoteTo(dd, hn::LowerHalf(dh, inv));
                 const VD invHi = hn::PromoteTo(dd, hn::UpperHalf(dh, inv));
                 if (plan.format == Format::BF16)
-                    processVec<true>(hn::LoadU(df, row + c), hn::LoadU(df, colScale + c), invLo, invHi, s, *acc);
+                    processVec<true>(hn::LoadU(df, row + c), hn::LoadU(df, colScale + c), invLo, invHi, fc, acc, joint);
                 else
-                    processVec<false>(hn::LoadU(df, row + c), hn::LoadU(df, colScale + c), invLo, invHi, s, *acc);
+                    processVec<false>(hn::LoadU(df, row + c), hn::LoadU(df, colScale + c), invLo, invHi, fc, acc, joint);
             }
+            scratch.pending += int64_t(c);
             for (; c < rowLen; ++c)
                 accumulateElement(row[c], colScale[c], colScaleInv[c], plan.format, m);
         }
-        flush(*acc, m);
     }
+    flush(acc, m);
 }
 
 void Bf16ToFloat(const uint16_t *src, size_t n, float *dst)
@@ -516,24 +571,103 @@ HWY_EXPORT(SumFloat);
 HWY_EXPORT(SumBf16);
 HWY_EXPORT(SimdTarget);
 
+KernelScratch::KernelScratch()
+    : joint(kJointSize, 0u)
+{
+}
+
+void KernelScratch::flushInto(MetricSums &m)
+{
+    if (pending == 0)
+        return;
+    for (size_t key = 0; key < size_t(fp8math::kHistBins) * fp8math::kHistBins; ++key) {
+        const uint32_t *c = joint.data() + key * kCopies;
+        const int64_t n = int64_t(c[0]) + c[1] + c[2] + c[3];
+        if (n == 0)
+            continue;
+        m.histIn[key >> 8] += n;
+        m.histScaled[key & 0xFF] += n;
+    }
+    std::fill(joint.begin(), joint.end(), 0u);
+    pending = 0;
+}
+
+namespace {
+
+// Keeps every counter of the joint table below 2^32: flush before a call could overflow one.
+constexpr int64_t kFlushAt = int64_t(1) << 31;
+constexpr size_t kMaxRun = size_t(1) << 30;
+
+void flushIfNeeded(KernelScratch &s, MetricSums &m, size_t next)
+{
+    if (s.pending + int64_t(next) >= kFlushAt)
+        s.flushInto(m);
+}
+
+} // namespace
+
 float amaxAbs(const float *x, size_t n)
 {
     return HWY_DYNAMIC_DISPATCH(AmaxAbs)(x, n);
 }
 
-void accumulateUniform(const float *x, size_t n, float scale, float scaleInv, Format f, MetricSums &m)
+void accumulateUniform(
+    const float *x, size_t n, float scale, float scaleInv, Format f, MetricSums &m, KernelScratch &scratch)
 {
-    HWY_DYNAMIC_DISPATCH(AccumulateUniform)(x, n, scale, scaleInv, f, m);
+    for (size_t off = 0; off < n; off += kMaxRun) {
+        const size_t len = std::min(kMaxRun, n - off);
+        flushIfNeeded(scratch, m, len);
+        HWY_DYNAMIC_DISPATCH(AccumulateUniform)(x + off, len, scale, scaleInv, f, m, scratch);
+    }
 }
 
-void accumulateRowBlocks(const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m)
+void accumulateRowBlocks(
+    const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
 {
-    HWY_DYNAMIC_DISPATCH(AccumulateRowBlocks)(x, rowLen, rows, plan, m);
+    const size_t rowsPerRun = std::max<size_t>(1, kMaxRun / std::max<size_t>(rowLen, 1));
+    for (size_t r = 0; r < rows; r += rowsPerRun) {
+        const size_t nr = std::min(rowsPerRun, rows - r);
+        flushIfNeeded(scratch, m, nr * rowLen);
+        HWY_DYNAMIC_DISPATCH(AccumulateRowBlocks)(x + r * rowLen, rowLen, nr, plan, m, scratch);
+    }
 }
 
-void accumulateTiles(const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, float *scratch)
+void accumulateTiles(
+    const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
 {
-    HWY_DYNAMIC_DISPATCH(AccumulateTiles)(x, rowLen, rows, plan, m, scratch);
+    const size_t br = size_t(std::max(plan.blockRows, 1));
+    const size_t bandsPerRun = std::max<size_t>(1, kMaxRun / std::max<size_t>(rowLen * br, 1));
+    for (size_t r = 0; r < rows; r += bandsPerRun * br) {
+        const size_t nr = std::min(bandsPerRun * br, rows - r);
+        flushIfNeeded(scratch, m, nr * rowLen);
+        HWY_DYNAMIC_DISPATCH(AccumulateTiles)(x + r * rowLen, rowLen, nr, plan, m, scratch);
+    }
+}
+
+void countPatterns16(const uint16_t *src, size_t n, uint32_t *counts)
+{
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        ++counts[size_t(src[i]) * 4];
+        ++counts[size_t(src[i + 1]) * 4 + 1];
+        ++counts[size_t(src[i + 2]) * 4 + 2];
+        ++counts[size_t(src[i + 3]) * 4 + 3];
+    }
+    for (; i < n; ++i)
+        ++counts[size_t(src[i]) * 4];
+}
+
+void foldPatternCounts(uint32_t *counts, bool bf16, float scale, float scaleInv, Format f, MetricSums &m)
+{
+    for (uint32_t p = 0; p < 65536; ++p) {
+        uint32_t *c = counts + size_t(p) * 4;
+        const int64_t n = int64_t(c[0]) + c[1] + c[2] + c[3];
+        if (n == 0)
+            continue;
+        c[0] = c[1] = c[2] = c[3] = 0;
+        const float x = bf16 ? fp8math::bitsFloat(p << 16) : fp8math::halfToFloat(uint16_t(p));
+        fp8math::accumulateElement(x, scale, scaleInv, f, m, n);
+    }
 }
 
 void bf16ToFloat(const uint16_t *src, size_t n, float *dst)

@@ -72,7 +72,8 @@ struct MetricSums {
         log2ScaleInvSum += o.log2ScaleInvSum;
     }
 
-    void addBlock(float blockAmax, float scaleInv)
+    // log2Value must be log2(scaleInv) when scaleInv > 0; see addBlock.
+    FP8_HD void addBlockLog2(float blockAmax, float scaleInv, double log2Value)
     {
         ++blocks;
         if (!(blockAmax > 0.0f))
@@ -81,7 +82,19 @@ struct MetricSums {
         scaleInvMin = d < scaleInvMin ? d : scaleInvMin;
         scaleInvMax = d > scaleInvMax ? d : scaleInvMax;
         if (d > 0.0)
-            log2ScaleInvSum += std::log2(d);
+            log2ScaleInvSum += log2Value;
+    }
+
+    FP8_HD void addBlock(float blockAmax, float scaleInv) { addBlockLog2(blockAmax, scaleInv, exactLog2(scaleInv)); }
+
+    // log2 of a positive float; powers of two (every MXFP8 and pow2 block scale) without calling log2.
+    FP8_HD static double exactLog2(float v)
+    {
+        const uint32_t b = floatBits(v);
+        const uint32_t e = b >> 23;
+        if ((b & 0x7FFFFFu) == 0 && e > 0 && e < 255)
+            return double(int(e) - 127);
+        return v > 0.0f ? std::log2(double(v)) : 0.0;
     }
 };
 
@@ -99,36 +112,38 @@ FP8_HD double dequantize(uint32_t code, Format f, float scaleInv)
     return double(decodeCode(code, f)) * double(scaleInv);
 }
 
-// Adds one element's contribution. Every backend's vector path must match this, element for element.
-FP8_HD void accumulateElement(float x, float scale, float scaleInv, Format f, MetricSums &m)
+// Adds one element's contribution, `weight` times (a histogram of equal inputs folds in with its count).
+// Every backend's vector path must match this, element for element.
+FP8_HD void accumulateElement(float x, float scale, float scaleInv, Format f, MetricSums &m, int64_t weight = 1)
 {
     const FormatSpec s = formatSpec(f);
     const uint32_t absBits = floatBits(x) & 0x7FFFFFFFu;
-    ++m.numel;
+    m.numel += weight;
     const float scaled = x * scale;
     const uint32_t scaledAbs = floatBits(scaled) & 0x7FFFFFFFu;
     if (absBits > 0x7F800000u) {
-        ++m.nans;
-        ++m.nonzeroQ;
+        m.nans += weight;
+        m.nonzeroQ += weight;
         return;
     }
     if (absBits == 0)
-        ++m.zeros;
+        m.zeros += weight;
     else
-        ++m.histIn[histBin(absBits)];
+        m.histIn[histBin(absBits)] += weight;
     if (scaledAbs != 0 && scaledAbs <= 0x7F800000u)
-        ++m.histScaled[histBin(scaledAbs)];
+        m.histScaled[histBin(scaledAbs)] += weight;
     const float scaledMag = bitsFloat(scaledAbs);
     if (scaledMag > s.maxFinite)
-        ++m.saturated;
+        m.saturated += weight;
     const uint32_t code = castToCode(scaled, f);
     const uint32_t mag = code & ~s.signBit;
     if (mag != 0 || scaledAbs > 0x7F800000u)
-        ++m.nonzeroQ;
+        m.nonzeroQ += weight;
     if (absBits == 0x7F800000u) {
-        ++m.infs;
+        m.infs += weight;
         return;
     }
+    const double w = double(weight);
     const double xd = x;
     const double ax = bitsFloat(absBits);
     m.amax = ax > m.amax ? ax : m.amax;
@@ -136,14 +151,14 @@ FP8_HD void accumulateElement(float x, float scale, float scaleInv, Format f, Me
         m.aminNonzero = ax;
     const double q = dequantize(code, f, scaleInv);
     const double sq = xd * xd;
-    m.sum += xd;
-    m.sumSq += sq;
-    m.sumCube += sq * xd;
-    m.sumQuad += sq * sq;
+    m.sum += w * xd;
+    m.sumSq += w * sq;
+    m.sumCube += w * (sq * xd);
+    m.sumQuad += w * (sq * sq);
     const double err = xd - q;
-    m.errSq += err * err;
-    m.dotXQ += xd * q;
-    m.sumQSq += q * q;
+    m.errSq += w * (err * err);
+    m.dotXQ += w * (xd * q);
+    m.sumQSq += w * (q * q);
 }
 
 } // namespace fp8scope::fp8math

@@ -240,18 +240,40 @@ void TestMetrics::nanOnlyAndEmpty()
 void TestMetrics::kernelsMatchScalarDefinition()
 {
     // The vector kernel against the element-wise definition, on the raw sums (same order-free counts).
-    const std::vector<float> x = makeData(10007, 11);
+    std::vector<float> x = makeData(10007, 11);
+    // Rounding edges of every element format: exact ties, one ulp either side, the largest and smallest
+    // mantissas, for binades from far below the subnormal range to beyond the largest finite value.
+    for (uint32_t e = 80; e < 175; ++e) {
+        for (uint32_t shift : {16u, 20u, 21u, 22u}) {
+            for (uint32_t j = 0; j < 8; ++j) {
+                for (int d : {-1, 0, 1}) {
+                    const uint32_t man = ((j << shift) + (1u << (shift - 1)) + uint32_t(d)) & 0x7FFFFFu;
+                    x.push_back(fp8math::bitsFloat((e << 23) | man));
+                    x.push_back(-fp8math::bitsFloat((e << 23) | man));
+                }
+            }
+        }
+        x.push_back(fp8math::bitsFloat(e << 23));
+        x.push_back(fp8math::bitsFloat((e << 23) | 0x7FFFFFu));
+    }
     for (fp8math::Format f : {fp8math::Format::E4M3, fp8math::Format::E5M2, fp8math::Format::E4M3FNUZ,
              fp8math::Format::E5M2FNUZ, fp8math::Format::E2M1, fp8math::Format::BF16}) {
         fp8math::MetricSums a, b;
-        cpukernels::accumulateUniform(x.data(), x.size(), 3.5f, 1.0f / 3.5f, f, a);
-        fp8math::scalarAccumulateUniform(x.data(), x.size(), 3.5f, 1.0f / 3.5f, f, b);
+        cpukernels::KernelScratch scratch;
+        for (float scale : {1.0f, 3.5f}) {
+            cpukernels::accumulateUniform(x.data(), x.size(), scale, 1.0f / scale, f, a, scratch);
+            fp8math::scalarAccumulateUniform(x.data(), x.size(), scale, 1.0f / scale, f, b);
+        }
+        scratch.flushInto(a);
         QCOMPARE(a.nonzeroQ, b.nonzeroQ);
         QCOMPARE(a.saturated, b.saturated);
         QCOMPARE(a.zeros, b.zeros);
         QCOMPARE(a.amax, b.amax);
+        QCOMPARE(a.numel, b.numel);
         QVERIFY(close(a.errSq, b.errSq, 1e-12));
         QVERIFY(close(a.sumQSq, b.sumQSq, 1e-12));
+        QVERIFY(close(a.dotXQ, b.dotXQ, 1e-12));
+        QVERIFY(close(a.sum, b.sum, 1e-12));
         for (int i = 0; i < fp8math::kHistBins; ++i) {
             QCOMPARE(a.histIn[i], b.histIn[i]);
             QCOMPARE(a.histScaled[i], b.histScaled[i]);
