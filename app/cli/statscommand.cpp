@@ -1,14 +1,21 @@
 #include "statscommand.h"
 
-#include "core/numerics/cpubackend.h"
+#include "app/cudafactory.h"
+#include "core/jobs/jobqueue.h"
+#include "core/numerics/backendselect.h"
 #include "core/numerics/metricsengine.h"
 
 #include <QCommandLineParser>
+#include <QEventLoop>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QTextStream>
 
 #include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include <unistd.h>
 
 namespace fp8scope::cli {
 
@@ -110,7 +117,10 @@ int runStats(const QStringList &args)
                        "(default: the dump's amax_history attribute)"),
         QStringLiteral("values"));
     const QCommandLineOption listOpt(QStringLiteral("list"), QStringLiteral("list the tensors in FILE and exit"));
-    parser.addOptions({recipeOpt, formatOpt, jsonOpt, whatIfOpt, threadsOpt, historyOpt, listOpt});
+    const QCommandLineOption backendOpt(QStringLiteral("backend"),
+        QStringLiteral("auto (CUDA when a device answers, else CPU), cpu or cuda (default: auto)"),
+        QStringLiteral("backend"), QStringLiteral("auto"));
+    parser.addOptions({recipeOpt, formatOpt, jsonOpt, whatIfOpt, threadsOpt, historyOpt, listOpt, backendOpt});
     if (!parser.parse(args)) {
         err << "fp8scope-cli stats: " << parser.errorText() << '\n';
         return 2;
@@ -156,6 +166,11 @@ int runStats(const QStringList &args)
         }
         recipes.push_back(*recipe);
     }
+    const auto backendChoice = backendChoiceFromName(parser.value(backendOpt));
+    if (!backendChoice) {
+        err << "fp8scope-cli: --backend takes auto, cpu or cuda\n";
+        return 2;
+    }
     bool threadsOk = false;
     const int threads = parser.value(threadsOpt).toInt(&threadsOk);
     if (!threadsOk || threads < 0) {
@@ -183,11 +198,47 @@ int runStats(const QStringList &args)
     for (Recipe &r : recipes)
         r.amaxHistory = history;
 
-    CpuBackend backend(threads);
-    MetricsEngine engine(backend);
-    const auto results = engine.compute(*reader, recipes, &problem);
+    // The computation runs as a job on the queue's worker thread, which also creates (and so owns) the
+    // backend, as in the GUI; this thread waits in an event loop and shows progress on a terminal.
+    struct Outcome {
+        std::optional<std::vector<TensorMetrics>> results;
+        Problem problem;
+        QString error;
+    };
+    auto outcome = std::make_shared<Outcome>();
+    JobQueue queue;
+    QEventLoop loop;
+    const bool showProgress = isatty(fileno(stderr)) != 0;
+    JobQueue::Request request;
+    request.work = [&, outcome](JobContext &ctx) -> QVariant {
+        BackendSelection selection = selectBackend(*backendChoice, threads, cudaFactory());
+        if (!selection.backend) {
+            outcome->error = selection.error;
+            return {};
+        }
+        MetricsEngine engine(*selection.backend);
+        outcome->results = engine.compute(*reader, recipes, &outcome->problem, [&ctx](int64_t done, int64_t total) {
+            ctx.setProgress(done, total, QStringLiteral("computing"));
+            return !ctx.isCancelled();
+        });
+        return {};
+    };
+    queue.submit(
+        std::move(request), &loop, [&loop](const JobResult &) { loop.quit(); },
+        [&err, showProgress](const JobProgress &p) {
+            if (showProgress && p.total > 0)
+                err << "\r" << p.message << ' ' << (100 * p.done / p.total) << "% " << Qt::flush;
+        });
+    loop.exec();
+    if (showProgress)
+        err << "\r" << QString(20, QLatin1Char(' ')) << '\r' << Qt::flush;
+    if (!outcome->error.isEmpty()) {
+        err << "fp8scope-cli: " << outcome->error << '\n';
+        return 1;
+    }
+    const auto &results = outcome->results;
     if (!results) {
-        err << "fp8scope-cli: " << problem.toString() << '\n';
+        err << "fp8scope-cli: " << outcome->problem.toString() << '\n';
         return 1;
     }
     const TensorInfo &info = reader->info();

@@ -103,10 +103,11 @@ CpuBackend::CpuBackend(int threads)
 
 QString CpuBackend::name() const
 {
-    return QStringLiteral("CPU (%1, %2 thread%3)")
-        .arg(QString::fromLatin1(cpukernels::simdTarget()))
-        .arg(m_threads)
-        .arg(m_threads == 1 ? QString() : QStringLiteral("s"));
+    const QString base = QStringLiteral("CPU (%1, %2 thread%3)")
+                             .arg(QString::fromLatin1(cpukernels::simdTarget()))
+                             .arg(m_threads)
+                             .arg(m_threads == 1 ? QString() : QStringLiteral("s"));
+    return m_note.isEmpty() ? base : base + QStringLiteral(": ") + m_note;
 }
 
 float CpuBackend::amax(const ChunkView &chunk)

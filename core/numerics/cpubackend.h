@@ -17,9 +17,12 @@ public:
     void accumulate(const ChunkView &chunk, const fp8math::QuantPlan &plan, fp8math::MetricSums &sums) override;
 
     int threads() const { return m_threads; }
+    // Why the CPU serves when a GPU was wanted ("no CUDA device found"); shown in name().
+    void setNote(const QString &note) { m_note = note; }
 
 private:
     int m_threads;
+    QString m_note;
 };
 
 } // namespace fp8scope

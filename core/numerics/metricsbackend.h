@@ -8,7 +8,9 @@
 
 #include <QString>
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 
 namespace fp8scope {
 
@@ -33,6 +35,18 @@ public:
     virtual float amax(const ChunkView &chunk) = 0;
     // Adds the chunk's contribution under the plan to sums.
     virtual void accumulate(const ChunkView &chunk, const fp8math::QuantPlan &plan, fp8math::MetricSums &sums) = 0;
+    // The engine's chunk buffer: a backend that copies chunks to a device may page-lock it for the
+    // duration of a compute() so that copies run asynchronously. Default: nothing to do.
+    virtual void pinHostMemory(void *data, size_t bytes)
+    {
+        (void)data;
+        (void)bytes;
+    }
+    virtual void unpinHostMemory(void *data) { (void)data; }
 };
+
+// Which backend a user asked for: the CUDA one when a device answers (auto), or one in particular.
+enum class BackendChoice { Auto, Cpu, Cuda };
+std::optional<BackendChoice> backendChoiceFromName(const QString &name);
 
 } // namespace fp8scope

@@ -4,6 +4,17 @@
 
 namespace fp8scope {
 
+std::optional<BackendChoice> backendChoiceFromName(const QString &name)
+{
+    if (name == QLatin1String("auto"))
+        return BackendChoice::Auto;
+    if (name == QLatin1String("cpu"))
+        return BackendChoice::Cpu;
+    if (name == QLatin1String("cuda"))
+        return BackendChoice::Cuda;
+    return std::nullopt;
+}
+
 using fp8math::BlockRule;
 using fp8math::QuantPlan;
 using fp8math::ScaleMode;
@@ -69,6 +80,12 @@ std::optional<std::vector<TensorMetrics>> MetricsEngine::compute(
     const int64_t chunk = chunkElements(info, reader.alignment(), m_chunkBytes);
     const int64_t rowLen = info.rows > 1 ? info.cols : 0;
     std::vector<char> buffer(size_t(std::min(chunk, std::max<int64_t>(n, 1)) * dtypeSize(info.dtype)));
+    m_backend.pinHostMemory(buffer.data(), buffer.size());
+    struct Unpin {
+        MetricsBackend &backend;
+        void *data;
+        ~Unpin() { backend.unpinHostMemory(data); }
+    } unpin {m_backend, buffer.data()};
 
     bool needAmax = false;
     for (const Recipe &r : recipes)

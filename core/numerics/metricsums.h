@@ -112,53 +112,83 @@ FP8_HD double dequantize(uint32_t code, Format f, float scaleInv)
     return double(decodeCode(code, f)) * double(scaleInv);
 }
 
-// Adds one element's contribution, `weight` times (a histogram of equal inputs folds in with its count).
-// Every backend's vector path must match this, element for element.
-FP8_HD void accumulateElement(float x, float scale, float scaleInv, Format f, MetricSums &m, int64_t weight = 1)
+// What one element contributes under (scale, scaleInv) in format f: the single definition every backend
+// (scalar, vector CPU, CUDA) follows. Bins are -1 where the element is not binned.
+struct ElementEval {
+    bool nan = false;
+    bool inf = false;
+    bool zero = false;
+    bool saturated = false;
+    bool nonzeroQ = false;
+    bool finite = false; // contributes to amax, amin and the sums
+    int binIn = -1;
+    int binScaled = -1;
+    float absX = 0.0f;
+    double x = 0.0;
+    double q = 0.0; // dequantized value
+};
+
+FP8_HD ElementEval evaluateElement(float x, float scale, float scaleInv, Format f)
 {
+    ElementEval e;
     const FormatSpec s = formatSpec(f);
     const uint32_t absBits = floatBits(x) & 0x7FFFFFFFu;
-    m.numel += weight;
     const float scaled = x * scale;
     const uint32_t scaledAbs = floatBits(scaled) & 0x7FFFFFFFu;
     if (absBits > 0x7F800000u) {
-        m.nans += weight;
-        m.nonzeroQ += weight;
-        return;
+        e.nan = true;
+        e.nonzeroQ = true;
+        return e;
     }
-    if (absBits == 0)
-        m.zeros += weight;
-    else
-        m.histIn[histBin(absBits)] += weight;
+    e.zero = absBits == 0;
+    if (!e.zero)
+        e.binIn = histBin(absBits);
     if (scaledAbs != 0 && scaledAbs <= 0x7F800000u)
-        m.histScaled[histBin(scaledAbs)] += weight;
-    const float scaledMag = bitsFloat(scaledAbs);
-    if (scaledMag > s.maxFinite)
-        m.saturated += weight;
+        e.binScaled = histBin(scaledAbs);
+    e.saturated = bitsFloat(scaledAbs) > s.maxFinite;
     const uint32_t code = castToCode(scaled, f);
-    const uint32_t mag = code & ~s.signBit;
-    if (mag != 0 || scaledAbs > 0x7F800000u)
-        m.nonzeroQ += weight;
+    e.nonzeroQ = (code & ~s.signBit) != 0 || scaledAbs > 0x7F800000u;
     if (absBits == 0x7F800000u) {
-        m.infs += weight;
-        return;
+        e.inf = true;
+        return e;
     }
-    const double w = double(weight);
-    const double xd = x;
-    const double ax = bitsFloat(absBits);
+    e.finite = true;
+    e.absX = bitsFloat(absBits);
+    e.x = x;
+    e.q = dequantize(code, f, scaleInv);
+    return e;
+}
+
+// Adds one element's contribution, `weight` times (a histogram of equal inputs folds in with its count).
+FP8_HD void accumulateElement(float x, float scale, float scaleInv, Format f, MetricSums &m, int64_t weight = 1)
+{
+    const ElementEval e = evaluateElement(x, scale, scaleInv, f);
+    m.numel += weight;
+    m.nans += e.nan ? weight : 0;
+    m.infs += e.inf ? weight : 0;
+    m.zeros += e.zero ? weight : 0;
+    m.saturated += e.saturated ? weight : 0;
+    m.nonzeroQ += e.nonzeroQ ? weight : 0;
+    if (e.binIn >= 0)
+        m.histIn[e.binIn] += weight;
+    if (e.binScaled >= 0)
+        m.histScaled[e.binScaled] += weight;
+    if (!e.finite)
+        return;
+    const double ax = e.absX;
     m.amax = ax > m.amax ? ax : m.amax;
-    if (absBits != 0 && ax < m.aminNonzero)
+    if (!e.zero && ax < m.aminNonzero)
         m.aminNonzero = ax;
-    const double q = dequantize(code, f, scaleInv);
-    const double sq = xd * xd;
-    m.sum += w * xd;
+    const double w = double(weight);
+    const double sq = e.x * e.x;
+    m.sum += w * e.x;
     m.sumSq += w * sq;
-    m.sumCube += w * (sq * xd);
+    m.sumCube += w * (sq * e.x);
     m.sumQuad += w * (sq * sq);
-    const double err = xd - q;
+    const double err = e.x - e.q;
     m.errSq += w * (err * err);
-    m.dotXQ += w * (xd * q);
-    m.sumQSq += w * (q * q);
+    m.dotXQ += w * (e.x * e.q);
+    m.sumQSq += w * (e.q * e.q);
 }
 
 } // namespace fp8scope::fp8math
