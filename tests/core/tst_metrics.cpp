@@ -7,6 +7,7 @@
 #include "core/numerics/scalarkernels.h"
 #include "memoryreader.h"
 #include "reference.h"
+#include "testdata.h"
 
 #include <QTest>
 
@@ -14,67 +15,7 @@
 #include <random>
 
 using namespace fp8scope;
-
-namespace {
-
-std::vector<float> makeData(size_t n, uint32_t seed)
-{
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::uniform_real_distribution<float> u(0.0f, 1.0f);
-    std::vector<float> x(n);
-    for (float &v : x) {
-        const float k = u(rng);
-        if (k < 0.05f)
-            v = 0.0f;
-        else if (k < 0.06f)
-            v = normal(rng) * 1e-40f; // float32 subnormal
-        else if (k < 0.065f)
-            v = NAN;
-        else if (k < 0.07f)
-            v = u(rng) < 0.5f ? INFINITY : -INFINITY;
-        else if (k < 0.075f)
-            v = normal(rng) * 3e4f; // outlier
-        else
-            v = normal(rng) * std::exp2(-24.0f + 30.0f * u(rng));
-    }
-    return x;
-}
-
-QByteArray encode(const std::vector<float> &x, DType dtype, std::vector<float> *widened)
-{
-    QByteArray out;
-    widened->resize(x.size());
-    for (size_t i = 0; i < x.size(); ++i) {
-        if (dtype == DType::F32) {
-            out.append(reinterpret_cast<const char *>(&x[i]), 4);
-            (*widened)[i] = x[i];
-        } else if (dtype == DType::BF16) {
-            const uint16_t b = uint16_t(fp8math::castToCode(x[i], fp8math::Format::BF16));
-            out.append(reinterpret_cast<const char *>(&b), 2);
-            (*widened)[i] = fp8math::decodeCode(b, fp8math::Format::BF16);
-        } else {
-            // float16 by way of the compiler's conversion (round to nearest even)
-            const _Float16 h = static_cast<_Float16>(x[i]);
-            uint16_t bits;
-            std::memcpy(&bits, &h, 2);
-            out.append(reinterpret_cast<const char *>(&bits), 2);
-            (*widened)[i] = fp8math::halfToFloat(bits);
-        }
-    }
-    return out;
-}
-
-bool close(double a, double b, double rel)
-{
-    if (std::isnan(a) || std::isnan(b))
-        return std::isnan(a) && std::isnan(b);
-    if (std::isinf(a) || std::isinf(b))
-        return a == b;
-    return std::fabs(a - b) <= rel * std::max(std::fabs(a), std::fabs(b)) + 1e-300;
-}
-
-} // namespace
+using namespace fp8scope::testdata;
 
 Q_DECLARE_METATYPE(fp8scope::DType)
 Q_DECLARE_METATYPE(std::vector<int64_t>)
