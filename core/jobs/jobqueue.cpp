@@ -1,7 +1,6 @@
 #include "jobqueue.h"
 
 #include <QMetaObject>
-#include <QPointer>
 
 #include <atomic>
 #include <chrono>
