@@ -22,7 +22,8 @@ struct CudaFailure {
 void check(cudaError_t e, const char *what)
 {
     if (e != cudaSuccess)
-        throw CudaFailure {QStringLiteral("CUDA error in %1: %2").arg(QLatin1String(what), QLatin1String(cudaGetErrorString(e)))};
+        throw CudaFailure {
+            QStringLiteral("CUDA error in %1: %2").arg(QLatin1String(what), QLatin1String(cudaGetErrorString(e)))};
 }
 
 gpu::InputType inputType(DType t)
@@ -124,8 +125,7 @@ struct CudaBackend::Impl {
     }
 
     // Streams a host chunk through the two buffers; `launch` enqueues the kernels of one piece.
-    template <class Launch>
-    void streamChunk(const ChunkView &chunk, const Launch &launch)
+    template <class Launch> void streamChunk(const ChunkView &chunk, const Launch &launch)
     {
         const auto pieces = piecesOf(chunk, kPieceBytes);
         const int64_t es = dtypeSize(chunk.dtype);
@@ -227,7 +227,8 @@ void CudaBackend::accumulate(const ChunkView &chunk, const fp8math::QuantPlan &p
     if (!d->failed && chunk.numel() > 0) {
         try {
             if (plan.mode == fp8math::ScaleMode::TileBlocks && !gpu::tileShapeSupported(plan))
-                throw CudaFailure {QStringLiteral("tile shape %1x%2 has no CUDA kernel").arg(plan.blockRows).arg(plan.blockCols)};
+                throw CudaFailure {
+                    QStringLiteral("tile shape %1x%2 has no CUDA kernel").arg(plan.blockRows).arg(plan.blockCols)};
             d->resetSums();
             const gpu::InputType t = inputType(chunk.dtype);
             d->streamChunk(chunk, [&](void *buf, const Piece &p, cudaStream_t s) {

@@ -85,8 +85,7 @@ struct ThreadAcc {
     }
 };
 
-template <class T, class Op>
-__device__ T blockReduce(T v, Op op, T *scratch, T identity)
+template <class T, class Op> __device__ T blockReduce(T v, Op op, T *scratch, T identity)
 {
     for (int off = 16; off > 0; off /= 2)
         v = op(v, __shfl_down_sync(0xFFFFFFFFu, v, off));
@@ -106,8 +105,7 @@ __device__ T blockReduce(T v, Op op, T *scratch, T identity)
 }
 
 struct Plus {
-    template <class T>
-    __device__ T operator()(T a, T b) const { return a + b; }
+    template <class T> __device__ T operator()(T a, T b) const { return a + b; }
 };
 struct Max {
     __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
@@ -210,8 +208,8 @@ __global__ void uniformKernel(const void *data, InputType type, int64_t n, Quant
 // 1 x B blocks along rows (B = 16, 32 or 128), one fused pass: a group of G = min(B, 32) lanes loads a block
 // into registers (at most 4 elements a lane), reduces its amax with shuffles, derives the scale and
 // accumulates. A warp walks 32 / G consecutive blocks so that every lane takes part in every shuffle.
-__global__ void rowBlocksKernel(const void *data, InputType type, int64_t rows, int64_t cols, QuantPlan plan,
-    DeviceSums *out)
+__global__ void rowBlocksKernel(
+    const void *data, InputType type, int64_t rows, int64_t cols, QuantPlan plan, DeviceSums *out)
 {
     __shared__ unsigned histIn[kHistBins];
     __shared__ unsigned histScaled[kHistBins];
@@ -260,8 +258,8 @@ __global__ void rowBlocksKernel(const void *data, InputType type, int64_t rows, 
 // blockRows x blockCols tiles (32 x 1 column-wise MXFP8, 128 x 128). A thread block takes 128 consecutive
 // columns of one band of blockRows rows: column amaxes, tile amaxes in shared memory, tile scales, then the
 // elements again (the second read of the band comes from cache).
-__global__ void tilesKernel(const void *data, InputType type, int64_t rows, int64_t cols, QuantPlan plan,
-    DeviceSums *out)
+__global__ void tilesKernel(
+    const void *data, InputType type, int64_t rows, int64_t cols, QuantPlan plan, DeviceSums *out)
 {
     __shared__ unsigned histIn[kHistBins];
     __shared__ unsigned histScaled[kHistBins];
@@ -301,8 +299,8 @@ __global__ void tilesKernel(const void *data, InputType type, int64_t rows, int6
             const float enc = tileEncode[t / bc];
             const float dec = tileDecode[t / bc];
             for (int64_t r = r0; r < r0 + nr; ++r)
-                acc.add(fp8math::evaluateElement(loadElement(data, type, r * cols + c), enc, dec, plan.format),
-                    histIn, histScaled);
+                acc.add(fp8math::evaluateElement(loadElement(data, type, r * cols + c), enc, dec, plan.format), histIn,
+                    histScaled);
         }
         __syncthreads(); // the shared tile scales are rewritten by the next band
     }
@@ -377,8 +375,8 @@ int launchAmax(const void *data, InputType type, int64_t numel, DeviceSums *out,
     return int(cudaGetLastError());
 }
 
-int launchAccumulate(const void *data, InputType type, int64_t rows, int64_t cols, const QuantPlan &plan,
-    DeviceSums *out, void *stream)
+int launchAccumulate(
+    const void *data, InputType type, int64_t rows, int64_t cols, const QuantPlan &plan, DeviceSums *out, void *stream)
 {
     const int64_t n = rows * cols;
     if (n == 0)

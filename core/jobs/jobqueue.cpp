@@ -257,7 +257,8 @@ void JobQueue::postProgress(const std::shared_ptr<Job> &job, const JobProgress &
     std::lock_guard lock(d->mutex);
     for (const Subscriber &s : job->subscribers) {
         if (s.onProgress)
-            QMetaObject::invokeMethod(s.receiver, [cb = s.onProgress, p] { cb(p); }, Qt::QueuedConnection);
+            QMetaObject::invokeMethod(
+                s.receiver, [cb = s.onProgress, p] { cb(p); }, Qt::QueuedConnection);
     }
     QMetaObject::invokeMethod(
         this, [this, p] { Q_EMIT progressChanged(p.done, p.total, p.message); }, Qt::QueuedConnection);
@@ -297,7 +298,8 @@ void JobQueue::run()
                     if (it != d->slotTicket.end() && it->second == s.ticket)
                         d->slotTicket.erase(it);
                 }
-                QMetaObject::invokeMethod(s.receiver, [cb = s.onFinished, r] { cb(r); }, Qt::QueuedConnection);
+                QMetaObject::invokeMethod(
+                    s.receiver, [cb = s.onFinished, r] { cb(r); }, Qt::QueuedConnection);
             }
             job->subscribers.clear();
             idle = d->queue.empty();

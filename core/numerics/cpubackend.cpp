@@ -151,8 +151,8 @@ void CpuBackend::accumulate(const ChunkView &chunk, const QuantPlan &plan, Metri
                 cpukernels::countPatterns16(src + first, size_t(count), counts.data());
                 pending += count;
             }
-            cpukernels::foldPatternCounts(counts.data(), chunk.dtype == DType::BF16, plan.tensorScale,
-                plan.tensorScaleInv, plan.format, m);
+            cpukernels::foldPatternCounts(
+                counts.data(), chunk.dtype == DType::BF16, plan.tensorScale, plan.tensorScaleInv, plan.format, m);
         });
         for (const MetricSums &m : partial)
             sums.merge(m);

@@ -38,8 +38,7 @@ void AccumulateTiles(
     const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
 {
     scratch.tileScratch.resize(2 * rowLen);
-    scalarAccumulateTiles(
-        x, rowLen, rows, plan, m, scratch.tileScratch.data(), scratch.tileScratch.data() + rowLen);
+    scalarAccumulateTiles(x, rowLen, rows, plan, m, scratch.tileScratch.data(), scratch.tileScratch.data() + rowLen);
 }
 void Bf16ToFloat(const uint16_t *src, size_t n, float *dst)
 {
@@ -233,8 +232,8 @@ HWY_INLINE void processVec(
 
     // Joint histogram key (input binade, scaled binade), times four copies, plus the lane's copy.
     const VU laneCopy = hn::And(hn::Iota(du, 0), hn::Set(du, uint32_t(KernelScratch::kCopies - 1)));
-    const VU key = hn::Or(hn::Or(hn::ShiftLeft<10>(hn::ShiftRight<23>(ab)), hn::ShiftLeft<2>(hn::ShiftRight<23>(sab))),
-        laneCopy);
+    const VU key = hn::Or(
+        hn::Or(hn::ShiftLeft<10>(hn::ShiftRight<23>(ab)), hn::ShiftLeft<2>(hn::ShiftRight<23>(sab))), laneCopy);
     HWY_ALIGN uint32_t keys[hn::MaxLanes(du)];
     hn::Store(key, du, keys);
     for (size_t i = 0; i < hn::Lanes(du); ++i)
@@ -262,8 +261,8 @@ HWY_INLINE void processVec(
 }
 
 template <bool kBf16>
-HWY_INLINE void uniformRun(const float *x, size_t n, float scale, float scaleInv, Format f, MetricSums &m,
-    KernelScratch &scratch)
+HWY_INLINE void uniformRun(
+    const float *x, size_t n, float scale, float scaleInv, Format f, MetricSums &m, KernelScratch &scratch)
 {
     const DF df;
     const DD dd;
@@ -281,8 +280,8 @@ HWY_INLINE void uniformRun(const float *x, size_t n, float scale, float scaleInv
     scalarAccumulateUniform(x + i, n - i, scale, scaleInv, f, m);
 }
 
-void AccumulateUniform(const float *x, size_t n, float scale, float scaleInv, Format f, MetricSums &m,
-    KernelScratch &scratch)
+void AccumulateUniform(
+    const float *x, size_t n, float scale, float scaleInv, Format f, MetricSums &m, KernelScratch &scratch)
 {
     if (f == Format::BF16)
         uniformRun<true>(x, n, scale, scaleInv, f, m, scratch);
@@ -469,7 +468,8 @@ void AccumulateTiles(
                 if (plan.format == Format::BF16)
                     processVec<true>(hn::LoadU(df, row + c), hn::LoadU(df, colScale + c), invLo, invHi, fc, acc, joint);
                 else
-                    processVec<false>(hn::LoadU(df, row + c), hn::LoadU(df, colScale + c), invLo, invHi, fc, acc, joint);
+                    processVec<false>(
+                        hn::LoadU(df, row + c), hn::LoadU(df, colScale + c), invLo, invHi, fc, acc, joint);
             }
             scratch.pending += int64_t(c);
             for (; c < rowLen; ++c)

@@ -4,6 +4,7 @@
 // pinned host memory through the backend's double-buffered streaming, as a ratio to a plain pinned
 // host-to-device copy; target >= 0.8. Prints a table; without a device it says why and exits 0.
 // Usage: bench_gpu [MiB] [repeats]
+#include "benchutil.h"
 #include "core/numerics/fp8math.h"
 #include "core/numerics/metricsengine.h"
 #include "gpu/cudabackend.h"
@@ -18,22 +19,9 @@
 #include <vector>
 
 using namespace fp8scope;
-using Clock = std::chrono::steady_clock;
+using fp8scope::bench::medianSeconds;
 
 namespace {
-
-double medianSeconds(int repeats, const std::function<void()> &body)
-{
-    body(); // warm-up
-    std::vector<double> t;
-    for (int i = 0; i < repeats; ++i) {
-        const auto a = Clock::now();
-        body();
-        t.push_back(std::chrono::duration<double>(Clock::now() - a).count());
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
 
 bool ok(cudaError_t e, const char *what)
 {
@@ -79,19 +67,26 @@ int main(int argc, char **argv)
     if (!ok(cudaMemcpy(dev, host, size_t(bytes), cudaMemcpyHostToDevice), "cudaMemcpy"))
         return 1;
 
-    const double d2dSec = medianSeconds(repeats, [&] {
-        cudaMemcpy(dev2, dev, size_t(bytes), cudaMemcpyDeviceToDevice);
-        cudaDeviceSynchronize();
-    });
+    const double d2dSec = medianSeconds(
+        repeats,
+        [&] {
+            cudaMemcpy(dev2, dev, size_t(bytes), cudaMemcpyDeviceToDevice);
+            cudaDeviceSynchronize();
+        },
+        true);
     const double d2dGbs = 2.0 * double(bytes) / d2dSec / 1e9;
-    const double h2dSec = medianSeconds(repeats, [&] {
-        cudaMemcpy(dev2, host, size_t(bytes), cudaMemcpyHostToDevice);
-        cudaDeviceSynchronize();
-    });
+    const double h2dSec = medianSeconds(
+        repeats,
+        [&] {
+            cudaMemcpy(dev2, host, size_t(bytes), cudaMemcpyHostToDevice);
+            cudaDeviceSynchronize();
+        },
+        true);
     const double h2dGbs = double(bytes) / h2dSec / 1e9;
     std::printf("fp8scope GPU benchmark: %s, %lld MiB bfloat16 [%lld x %lld], %d repeats (median)\n",
         qPrintable(cuda->deviceName()), (long long)mib, (long long)rows, (long long)cols, repeats);
-    std::printf("device-to-device copy %.0f GB/s (read+written); pinned host-to-device copy %.1f GB/s\n", d2dGbs, h2dGbs);
+    std::printf(
+        "device-to-device copy %.0f GB/s (read+written); pinned host-to-device copy %.1f GB/s\n", d2dGbs, h2dGbs);
     std::printf("%-14s %12s %10s %14s %10s\n", "recipe", "device GB/s", "vs d2d", "from host GB/s", "vs h2d");
 
     const char *recipeNames[] = {"delayed", "current", "current-pow2", "mxfp8", "mxfp8-ocp", "mxfp8-col", "block1x128",
@@ -103,18 +98,24 @@ int main(int argc, char **argv)
         const ChunkView deviceView {DType::BF16, dev, rows, cols};
         const ChunkView hostView {DType::BF16, host, rows, cols};
         bool good = true;
-        const double devSec = medianSeconds(repeats, [&] {
-            float amax = 1.0f;
-            if (recipe.needsTensorAmax())
-                good = good && cuda->amaxResident(deviceView, &amax, &error);
-            fp8math::MetricSums m;
-            good = good && cuda->accumulateResident(deviceView, MetricsEngine::planFor(recipe, amax), m, &error);
-        });
-        const double hostSec = medianSeconds(repeats, [&] {
-            const float amax = recipe.needsTensorAmax() ? cuda->amax(hostView) : 1.0f;
-            fp8math::MetricSums m;
-            cuda->accumulate(hostView, MetricsEngine::planFor(recipe, amax), m);
-        });
+        const double devSec = medianSeconds(
+            repeats,
+            [&] {
+                float amax = 1.0f;
+                if (recipe.needsTensorAmax())
+                    good = good && cuda->amaxResident(deviceView, &amax, &error);
+                fp8math::MetricSums m;
+                good = good && cuda->accumulateResident(deviceView, MetricsEngine::planFor(recipe, amax), m, &error);
+            },
+            true);
+        const double hostSec = medianSeconds(
+            repeats,
+            [&] {
+                const float amax = recipe.needsTensorAmax() ? cuda->amax(hostView) : 1.0f;
+                fp8math::MetricSums m;
+                cuda->accumulate(hostView, MetricsEngine::planFor(recipe, amax), m);
+            },
+            true);
         if (!good || cuda->fellBack()) {
             std::printf("%-14s failed: %s %s\n", name, qPrintable(error), qPrintable(cuda->name()));
             ++failures;

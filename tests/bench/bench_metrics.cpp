@@ -2,6 +2,7 @@
 // with 1 and 2 threads, as GB/s of input and as a ratio to a plain vectorised read pass (sum) over the same
 // buffer with the same threads, measured in the same run; plus the scalar definition as a baseline.
 // Prints a table; asserts nothing about time. Usage: bench_metrics [MiB] [repeats]
+#include "benchutil.h"
 #include "core/numerics/cpubackend.h"
 #include "core/numerics/cpukernels.h"
 #include "core/numerics/metricsengine.h"
@@ -19,21 +20,9 @@
 #include <vector>
 
 using namespace fp8scope;
-using Clock = std::chrono::steady_clock;
+using fp8scope::bench::medianSeconds;
 
 namespace {
-
-double medianSeconds(int repeats, const std::function<void()> &body)
-{
-    std::vector<double> t;
-    for (int i = 0; i < repeats; ++i) {
-        const auto a = Clock::now();
-        body();
-        t.push_back(std::chrono::duration<double>(Clock::now() - a).count());
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
 
 volatile double g_sink;
 

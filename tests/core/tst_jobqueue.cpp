@@ -56,9 +56,12 @@ void TestJobQueue::deliversOnRequesterThreadWithValue()
     QThread *deliveryThread = nullptr;
     JobResult got;
     int calls = 0;
-    queue.submit(
-        request({}, {}, [&](JobContext &) { workThread = QThread::currentThread(); return QVariant(42); }), &receiver,
-        [&](const JobResult &r) {
+    queue.submit(request({}, {},
+                     [&](JobContext &) {
+                         workThread = QThread::currentThread();
+                         return QVariant(42);
+                     }),
+        &receiver, [&](const JobResult &r) {
             deliveryThread = QThread::currentThread();
             got = r;
             ++calls;
@@ -109,15 +112,14 @@ void TestJobQueue::cancelStopsRunningWork()
     std::atomic<bool> started {false};
     std::atomic<bool> sawCancel {false};
     bool delivered = false;
-    const quint64 t = queue.submit(
-        request({}, {},
-            [&](JobContext &ctx) {
-                started = true;
-                while (!ctx.isCancelled())
-                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-                sawCancel = true;
-                return QVariant();
-            }),
+    const quint64 t = queue.submit(request({}, {},
+                                       [&](JobContext &ctx) {
+                                           started = true;
+                                           while (!ctx.isCancelled())
+                                               std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                                           sawCancel = true;
+                                           return QVariant();
+                                       }),
         &receiver, [&](const JobResult &) { delivered = true; });
     QTRY_VERIFY(started);
     queue.cancel(t);
@@ -134,11 +136,19 @@ void TestJobQueue::cancelQueuedNeverRuns()
     Gate gate;
     std::atomic<int> ran {0};
     int results = 0;
-    queue.submit(request({}, {}, [&](JobContext &) { gate.wait(); return QVariant(); }), &receiver,
-        [&](const JobResult &) { ++results; });
+    queue.submit(request({}, {},
+                     [&](JobContext &) {
+                         gate.wait();
+                         return QVariant();
+                     }),
+        &receiver, [&](const JobResult &) { ++results; });
     QTRY_VERIFY(gate.entered);
-    const quint64 second
-        = queue.submit(request({}, {}, [&](JobContext &) { ++ran; return QVariant(); }), &receiver, [&](const JobResult &) { ++results; });
+    const quint64 second = queue.submit(request({}, {},
+                                            [&](JobContext &) {
+                                                ++ran;
+                                                return QVariant();
+                                            }),
+        &receiver, [&](const JobResult &) { ++results; });
     QCOMPARE(queue.queuedJobs(), 1);
     queue.cancel(second);
     QCOMPARE(queue.queuedJobs(), 0);
@@ -156,7 +166,12 @@ void TestJobQueue::identicalRequestsCoalesce()
     std::atomic<int> runs {0};
     std::vector<JobResult> results;
     auto collect = [&](const JobResult &r) { results.push_back(r); };
-    queue.submit(request({}, {}, [&](JobContext &) { gate.wait(); return QVariant(); }), &a, collect);
+    queue.submit(request({}, {},
+                     [&](JobContext &) {
+                         gate.wait();
+                         return QVariant();
+                     }),
+        &a, collect);
     QTRY_VERIFY(gate.entered);
     auto work = [&](JobContext &) {
         ++runs;
@@ -187,7 +202,12 @@ void TestJobQueue::newerRequestInSlotReplacesQueuedOne()
     Gate gate;
     std::vector<int> ranSteps;
     std::vector<JobResult> results;
-    queue.submit(request({}, {}, [&](JobContext &) { gate.wait(); return QVariant(); }), &view, [](const JobResult &) {});
+    queue.submit(request({}, {},
+                     [&](JobContext &) {
+                         gate.wait();
+                         return QVariant();
+                     }),
+        &view, [](const JobResult &) {});
     QTRY_VERIFY(gate.entered);
     for (int step : {100, 200, 300}) {
         queue.submit(request({}, QStringLiteral("histogram"),
@@ -232,8 +252,12 @@ void TestJobQueue::deadReceiverGetsNothing()
     Gate gate;
     int delivered = 0;
     auto *receiver = new QObject;
-    queue.submit(request({}, {}, [&](JobContext &) { gate.wait(); return QVariant(); }), receiver,
-        [&](const JobResult &) { ++delivered; });
+    queue.submit(request({}, {},
+                     [&](JobContext &) {
+                         gate.wait();
+                         return QVariant();
+                     }),
+        receiver, [&](const JobResult &) { ++delivered; });
     QTRY_VERIFY(gate.entered);
     delete receiver;
     gate.open = true;

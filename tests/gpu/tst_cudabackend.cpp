@@ -43,8 +43,10 @@ void TestCudaBackend::matchesCpu_data()
     QTest::addColumn<qint64>("cols");
     const QStringList recipes {QStringLiteral("delayed"), QStringLiteral("current"), QStringLiteral("current-pow2"),
         QStringLiteral("mxfp8"), QStringLiteral("mxfp8-ocp"), QStringLiteral("mxfp8-col"), QStringLiteral("block1x128"),
-        QStringLiteral("block128x128"), QStringLiteral("block1x128-fp32"), QStringLiteral("nvfp4"), QStringLiteral("bf16")};
-    const std::vector<std::pair<qint64, qint64>> shapes {{1, 0}, {1, 1}, {1, 31}, {1, 33}, {1, 4097}, {129, 257}, {300, 160}};
+        QStringLiteral("block128x128"), QStringLiteral("block1x128-fp32"), QStringLiteral("nvfp4"),
+        QStringLiteral("bf16")};
+    const std::vector<std::pair<qint64, qint64>> shapes {
+        {1, 0}, {1, 1}, {1, 31}, {1, 33}, {1, 4097}, {129, 257}, {300, 160}};
     for (const QString &r : recipes) {
         for (DType d : {DType::F32, DType::BF16, DType::F16, DType::F8E4M3, DType::F8E5M2}) {
             for (const auto &[rows, cols] : shapes) {
@@ -75,9 +77,9 @@ void compareSums(const fp8math::MetricSums &g, const fp8math::MetricSums &c)
         QCOMPARE(g.histIn[b], c.histIn[b]);
         QCOMPARE(g.histScaled[b], c.histScaled[b]);
     }
-    const std::pair<double, double> sums[] = {{g.sum, c.sum}, {g.sumSq, c.sumSq}, {g.sumCube, c.sumCube},
-        {g.sumQuad, c.sumQuad}, {g.errSq, c.errSq}, {g.dotXQ, c.dotXQ}, {g.sumQSq, c.sumQSq},
-        {g.log2ScaleInvSum, c.log2ScaleInvSum}};
+    const std::pair<double, double> sums[]
+        = {{g.sum, c.sum}, {g.sumSq, c.sumSq}, {g.sumCube, c.sumCube}, {g.sumQuad, c.sumQuad}, {g.errSq, c.errSq},
+            {g.dotXQ, c.dotXQ}, {g.sumQSq, c.sumQSq}, {g.log2ScaleInvSum, c.log2ScaleInvSum}};
     for (const auto &[a, b] : sums)
         QVERIFY2(close(a, b, 1e-9), qPrintable(QStringLiteral("%1 vs %2").arg(a, 0, 'g', 17).arg(b, 0, 'g', 17)));
 }
