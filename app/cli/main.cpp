@@ -2,6 +2,7 @@
 // through fp8scope_core.
 #include "generatecommand.h"
 #include "statscommand.h"
+#include "storecommands.h"
 
 #include <QCoreApplication>
 #include <QTextStream>
@@ -18,6 +19,10 @@ int main(int argc, char **argv)
                          "commands:\n"
                          "  stats FILE[:DATASET]   FP8 metrics of one tensor (--recipe, --format, --what-if, --json)\n"
                          "  generate OUT.h5        write a synthetic tensor dump in the fp8scope-dump HDF5 layout\n"
+                         "  ingest FOLDER          read a run folder (logs, evals, configs, dumps) into its store\n"
+                         "  runs FOLDER            list the runs of an ingested folder\n"
+                         "  series FOLDER          print one series (--run, --stat, [--layer, --tensor], --csv)\n"
+                         "  heatmap FOLDER         print a layers x steps matrix (--run, --stat, --tensor, --csv)\n"
                          "run 'fp8scope-cli COMMAND --help' for a command's options\n");
     if (args.size() < 2) {
         err << usage;
@@ -32,6 +37,14 @@ int main(int argc, char **argv)
         return fp8scope::cli::runStats(args);
     if (command == QLatin1String("generate"))
         return fp8scope::cli::runGenerate(args);
+    if (command == QLatin1String("ingest"))
+        return fp8scope::cli::runIngest(args);
+    if (command == QLatin1String("runs"))
+        return fp8scope::cli::runRuns(args);
+    if (command == QLatin1String("series"))
+        return fp8scope::cli::runSeries(args);
+    if (command == QLatin1String("heatmap"))
+        return fp8scope::cli::runHeatmap(args);
     if (command == QLatin1String("--version")) {
         QTextStream(stdout) << "fp8scope-cli " << QCoreApplication::applicationVersion() << '\n';
         return 0;

@@ -1,0 +1,263 @@
+#include "storecommands.h"
+
+#include "core/jobs/jobqueue.h"
+#include "core/store/runstore.h"
+
+#include <QCommandLineParser>
+#include <QEventLoop>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTextStream>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include <unistd.h>
+
+namespace fp8scope::cli {
+
+namespace {
+
+// Parses the common "COMMAND FOLDER [options]" shape; prints usage errors. Returns 0 to go on.
+int parse(QCommandLineParser &parser, const QStringList &args, const QString &what)
+{
+    parser.setApplicationDescription(what);
+    parser.addHelpOption();
+    parser.addPositionalArgument(QStringLiteral("folder"), QStringLiteral("run folder or workspace"));
+    QTextStream err(stderr);
+    if (!parser.parse(args)) {
+        err << "fp8scope-cli: " << parser.errorText() << '\n';
+        return 2;
+    }
+    if (parser.isSet(QStringLiteral("help"))) {
+        QTextStream(stdout) << parser.helpText();
+        return -1;
+    }
+    if (parser.positionalArguments().size() != 1) {
+        err << "fp8scope-cli: expected one FOLDER\n";
+        return 2;
+    }
+    return 0;
+}
+
+bool openStore(RunStore &store, const QString &folder)
+{
+    QString error;
+    if (!store.open(folder, &error)) {
+        QTextStream(stderr) << "fp8scope-cli: " << error << '\n';
+        return false;
+    }
+    return true;
+}
+
+std::optional<RunInfo> findRun(const RunStore &store, const QString &name)
+{
+    auto r = store.run(name);
+    if (!r) {
+        QTextStream err(stderr);
+        err << "fp8scope-cli: no run '" << name << "'; runs:";
+        for (const RunInfo &i : store.runs())
+            err << ' ' << i.name;
+        err << '\n';
+    }
+    return r;
+}
+
+QString number(double v)
+{
+    return std::isnan(v) ? QStringLiteral("nan") : QString::number(v, 'g', 10);
+}
+
+} // namespace
+
+int runIngest(const QStringList &args)
+{
+    QCommandLineParser parser;
+    const QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("print JSON"));
+    parser.addOption(jsonOpt);
+    if (const int rc = parse(parser, args, QStringLiteral("Read a run folder into its store.")))
+        return rc < 0 ? 0 : rc;
+    const QString folder = parser.positionalArguments().front();
+    QTextStream out(stdout);
+    QTextStream err(stderr);
+    RunStore store;
+    if (!openStore(store, folder))
+        return 1;
+    // The ingest runs as a job, as in the GUI; this thread shows its progress on a terminal.
+    IngestReport report;
+    JobQueue queue;
+    QEventLoop loop;
+    const bool tty = isatty(fileno(stderr)) != 0;
+    JobQueue::Request request;
+    request.work = [&](JobContext &ctx) -> QVariant {
+        report = store.ingest([&](int done, int total, const QString &file) {
+            ctx.setProgress(done, total, file);
+            return !ctx.isCancelled();
+        });
+        return {};
+    };
+    queue.submit(
+        std::move(request), &loop, [&](const JobResult &) { loop.quit(); },
+        [&](const JobProgress &p) {
+            if (tty)
+                err << "\r\033[K" << p.done << '/' << p.total << ' ' << p.message << Qt::flush;
+        });
+    loop.exec();
+    if (tty)
+        err << "\r\033[K" << Qt::flush;
+    const auto runs = store.runs();
+    const auto problems = store.problems();
+    if (parser.isSet(jsonOpt)) {
+        QJsonArray runArray;
+        for (const RunInfo &r : runs)
+            runArray.append(QJsonObject {{QStringLiteral("name"), r.name}, {QStringLiteral("precision"), r.precision},
+                {QStringLiteral("series"), double(r.seriesCount)}, {QStringLiteral("points"), double(r.pointCount)},
+                {QStringLiteral("evals"), double(store.evals(r.id).size())}});
+        QJsonArray problemArray;
+        for (const ProblemRecord &p : problems)
+            problemArray.append(QJsonObject {{QStringLiteral("file"), p.file}, {QStringLiteral("line"), double(p.line)},
+                {QStringLiteral("offset"), double(p.offset)}, {QStringLiteral("message"), p.message}});
+        QJsonObject doc {{QStringLiteral("store"), store.path()}, {QStringLiteral("runs"), runArray},
+            {QStringLiteral("problems"), problemArray},
+            {QStringLiteral("files"),
+                QJsonObject {{QStringLiteral("read"), report.filesRead},
+                    {QStringLiteral("resumed"), report.filesResumed},
+                    {QStringLiteral("unchanged"), report.filesUnchanged},
+                    {QStringLiteral("failed"), report.filesFailed}}},
+            {QStringLiteral("points_written"), double(report.pointsWritten)},
+            {QStringLiteral("unrecognised"), QJsonArray::fromStringList(report.unrecognised)}};
+        out << QJsonDocument(doc).toJson(QJsonDocument::Indented);
+    } else {
+        out << "store    " << store.path() << '\n';
+        out << "files    " << report.filesRead << " read, " << report.filesResumed << " resumed, "
+            << report.filesUnchanged << " unchanged, " << report.filesFailed << " failed; " << report.pointsWritten
+            << " points written\n";
+        for (const RunInfo &r : runs)
+            out << "run      " << r.name << ": " << r.seriesCount << " series, " << r.pointCount << " points, "
+                << store.evals(r.id).size() << " evals\n";
+        for (const ProblemRecord &p : problems)
+            out << "problem  " << p.file << ':' << p.line
+                << (p.offset >= 0 ? QStringLiteral(" (byte %1)").arg(p.offset) : QString()) << ": " << p.message
+                << '\n';
+    }
+    return report.filesFailed > 0 ? 1 : 0;
+}
+
+int runRuns(const QStringList &args)
+{
+    QCommandLineParser parser;
+    if (const int rc = parse(parser, args, QStringLiteral("List the runs of an ingested folder.")))
+        return rc < 0 ? 0 : rc;
+    RunStore store;
+    if (!openStore(store, parser.positionalArguments().front()))
+        return 1;
+    QTextStream out(stdout);
+    for (const RunInfo &r : store.runs()) {
+        out << r.name << "\tprecision=" << (r.precision.isEmpty() ? QStringLiteral("?") : r.precision)
+            << "\trecipe=" << r.recipe << "\tbaseline=" << r.baseline << "\tseries=" << r.seriesCount
+            << "\tpoints=" << r.pointCount << '\n';
+    }
+    return 0;
+}
+
+int runSeries(const QStringList &args)
+{
+    QCommandLineParser parser;
+    const QCommandLineOption runOpt(QStringLiteral("run"), QStringLiteral("run name"), QStringLiteral("run"));
+    const QCommandLineOption statOpt(
+        QStringLiteral("stat"), QStringLiteral("statistic, e.g. 'lm loss'"), QStringLiteral("stat"));
+    const QCommandLineOption layerOpt(QStringLiteral("layer"), QStringLiteral("layer name"), QStringLiteral("layer"));
+    const QCommandLineOption tensorOpt(
+        QStringLiteral("tensor"), QStringLiteral("tensor kind"), QStringLiteral("tensor"));
+    const QCommandLineOption sourceOpt(
+        QStringLiteral("source"), QStringLiteral("source (default: the first)"), QStringLiteral("source"));
+    const QCommandLineOption bucketsOpt(QStringLiteral("buckets"),
+        QStringLiteral("at most N points (min/max per bucket)"), QStringLiteral("n"), QStringLiteral("0"));
+    const QCommandLineOption csvOpt(QStringLiteral("csv"), QStringLiteral("print CSV"));
+    parser.addOptions({runOpt, statOpt, layerOpt, tensorOpt, sourceOpt, bucketsOpt, csvOpt});
+    if (const int rc = parse(parser, args, QStringLiteral("Print one series of a run.")))
+        return rc < 0 ? 0 : rc;
+    if (!parser.isSet(runOpt) || !parser.isSet(statOpt)) {
+        QTextStream(stderr) << "fp8scope-cli series: --run and --stat are required\n";
+        return 2;
+    }
+    RunStore store;
+    if (!openStore(store, parser.positionalArguments().front()))
+        return 1;
+    const auto run = findRun(store, parser.value(runOpt));
+    if (!run)
+        return 1;
+    const auto found = store.findSeries(run->id,
+        {parser.value(layerOpt), parser.value(tensorOpt), parser.value(statOpt), parser.value(sourceOpt), QString()});
+    if (found.empty()) {
+        QTextStream(stderr) << "fp8scope-cli: no series '" << parser.value(statOpt) << "' in run " << run->name << '\n';
+        return 1;
+    }
+    const SeriesInfo &s = found.front();
+    const auto pts = store.points(s.id, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+        parser.value(bucketsOpt).toInt());
+    QTextStream out(stdout);
+    const bool csv = parser.isSet(csvOpt);
+    if (csv)
+        out << "step,value,min,max,count\n";
+    else
+        out << "# " << run->name << " | " << s.key.stat << " | layer=" << s.key.layer << " tensor=" << s.key.tensor
+            << " source=" << s.key.source << " | " << s.points << " points\n";
+    for (const SeriesPoint &p : pts) {
+        if (csv)
+            out << p.step << ',' << number(p.value) << ',' << number(p.min) << ',' << number(p.max) << ',' << p.count
+                << '\n';
+        else if (p.count == 1)
+            out << p.step << '\t' << number(p.value) << '\n';
+        else
+            out << p.step << '-' << p.lastStep << "\tmin " << number(p.min) << "\tmax " << number(p.max) << '\n';
+    }
+    return 0;
+}
+
+int runHeatmap(const QStringList &args)
+{
+    QCommandLineParser parser;
+    const QCommandLineOption runOpt(QStringLiteral("run"), QStringLiteral("run name"), QStringLiteral("run"));
+    const QCommandLineOption statOpt(
+        QStringLiteral("stat"), QStringLiteral("statistic, e.g. underflows%"), QStringLiteral("stat"));
+    const QCommandLineOption tensorOpt(
+        QStringLiteral("tensor"), QStringLiteral("tensor kind"), QStringLiteral("tensor"));
+    const QCommandLineOption csvOpt(QStringLiteral("csv"), QStringLiteral("print CSV"));
+    parser.addOptions({runOpt, statOpt, tensorOpt, csvOpt});
+    if (const int rc = parse(parser, args, QStringLiteral("Print a layers x steps matrix of one statistic.")))
+        return rc < 0 ? 0 : rc;
+    if (!parser.isSet(runOpt) || !parser.isSet(statOpt) || !parser.isSet(tensorOpt)) {
+        QTextStream(stderr) << "fp8scope-cli heatmap: --run, --stat and --tensor are required\n";
+        return 2;
+    }
+    RunStore store;
+    if (!openStore(store, parser.positionalArguments().front()))
+        return 1;
+    const auto run = findRun(store, parser.value(runOpt));
+    if (!run)
+        return 1;
+    const Heatmap h = store.heatmap(run->id, parser.value(statOpt), parser.value(tensorOpt));
+    if (h.layers.isEmpty()) {
+        QTextStream(stderr) << "fp8scope-cli: no " << parser.value(statOpt) << " of " << parser.value(tensorOpt)
+                            << " in run " << run->name << '\n';
+        return 1;
+    }
+    QTextStream out(stdout);
+    const QChar sep = parser.isSet(csvOpt) ? QLatin1Char(',') : QLatin1Char('\t');
+    out << "layer";
+    for (int64_t s : h.steps)
+        out << sep << s;
+    out << '\n';
+    for (qsizetype l = 0; l < h.layers.size(); ++l) {
+        out << h.layers.at(l);
+        for (size_t s = 0; s < h.steps.size(); ++s)
+            out << sep << number(h.at(l, s));
+        out << '\n';
+    }
+    return 0;
+}
+
+} // namespace fp8scope::cli

@@ -1,0 +1,13 @@
+// fp8scope-cli ingest / runs / series / heatmap: the run store from the command line.
+#pragma once
+
+#include <QStringList>
+
+namespace fp8scope::cli {
+
+int runIngest(const QStringList &args);
+int runRuns(const QStringList &args);
+int runSeries(const QStringList &args);
+int runHeatmap(const QStringList &args);
+
+} // namespace fp8scope::cli

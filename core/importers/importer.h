@@ -1,0 +1,74 @@
+// The importer interface: one implementation per input format (one file each), registered in
+// importers.cpp. An importer reads one file, from the start or from where the last ingest stopped, and
+// hands what it finds to an IngestSink (the run store, or a test's collector).
+#pragma once
+
+#include <QByteArray>
+#include <QString>
+
+#include <cmath>
+#include <cstdint>
+
+namespace fp8scope {
+
+// A series is keyed by run (the sink's current run) and these; empty strings mean "none".
+struct SeriesKey {
+    QString layer;
+    QString tensor;
+    QString stat;
+    QString source;
+    QString recipe;
+};
+
+struct EvalRecord {
+    QString task;
+    QString metric;
+    double value = NAN;
+    double stderrValue = NAN; // NaN when not given or "N/A"
+    QString inference; // inference precision when known (bf16, fp8, ...)
+};
+
+struct DumpRecord {
+    QString dataset; // inside the file ("" for single-tensor files)
+    QString layer;
+    QString tensor;
+    int64_t step = -1;
+    QString dtype;
+    QString shape; // e.g. "1024x4096"
+};
+
+class IngestSink
+{
+public:
+    virtual ~IngestSink() = default;
+    // Records after this call belong to the named run (a long CSV's run column); the scanner's run by default.
+    virtual void useRun(const QString &name) = 0;
+    virtual void point(const SeriesKey &key, int64_t step, double value, double wallTime = NAN) = 0;
+    virtual void eval(const EvalRecord &e) = 0;
+    virtual void config(const QString &key, const QString &value) = 0;
+    // precision, recipe, baseline, inference_precision, notes, display_name
+    virtual void runInfo(const QString &field, const QString &value) = 0;
+    virtual void dump(const DumpRecord &d) = 0;
+    // line is 1-based (0 when unknown), offset in bytes (-1 when unknown).
+    virtual void problem(int64_t line, int64_t offset, const QString &message) = 0;
+};
+
+// Where a read stopped: the byte offset and line count of the end of the last complete record.
+struct ReadPosition {
+    int64_t offset = 0;
+    int64_t line = 0;
+};
+
+class Importer
+{
+public:
+    virtual ~Importer() = default;
+    virtual QString name() const = 0;
+    // Decides from the file name and its first bytes (up to 4 KiB).
+    virtual bool recognises(const QString &fileName, const QByteArray &head) const = 0;
+    // Line-based formats resume a grown file at the last position; others re-read the whole file.
+    virtual bool resumable() const { return false; }
+    virtual ReadPosition read(const QString &path, const ReadPosition &from, IngestSink &sink) = 0;
+};
+
+} // namespace fp8scope

@@ -1,0 +1,40 @@
+#include "importers.h"
+
+#include "jsonimporters.h"
+#include "megatronlogimporter.h"
+#include "otherimporters.h"
+#include "tableimporters.h"
+#include "tedebugimporter.h"
+
+namespace fp8scope {
+
+const std::vector<std::unique_ptr<Importer>> &allImporters()
+{
+    // Order matters where recognisers overlap: the specific formats before the general ones.
+    static const std::vector<std::unique_ptr<Importer>> list = [] {
+        std::vector<std::unique_ptr<Importer>> l;
+        l.push_back(std::make_unique<ManifestImporter>());
+        l.push_back(std::make_unique<TeDebugImporter>());
+        l.push_back(std::make_unique<MegatronLogImporter>());
+        l.push_back(std::make_unique<GoldenValuesImporter>());
+        l.push_back(std::make_unique<LmEvalImporter>());
+        l.push_back(std::make_unique<JsonConfigImporter>());
+        l.push_back(std::make_unique<YamlConfigImporter>());
+        l.push_back(std::make_unique<CsvImporter>());
+        l.push_back(std::make_unique<JsonlImporter>());
+        l.push_back(std::make_unique<TensorDumpImporter>());
+        return l;
+    }();
+    return list;
+}
+
+Importer *importerFor(const QString &fileName, const QByteArray &head)
+{
+    for (const auto &i : allImporters()) {
+        if (i->recognises(fileName, head))
+            return i.get();
+    }
+    return nullptr;
+}
+
+} // namespace fp8scope

@@ -1,0 +1,223 @@
+#include "jsonimporters.h"
+
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+namespace fp8scope {
+
+namespace {
+
+constexpr qint64 kMaxJson = qint64(256) << 20;
+
+// Parses the whole file; reports a problem (with the byte offset of a syntax error) on failure.
+bool loadJson(const QString &path, IngestSink &sink, QJsonDocument *doc, ReadPosition *end)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) {
+        sink.problem(0, -1, QStringLiteral("cannot open: %1").arg(f.errorString()));
+        return false;
+    }
+    if (f.size() > kMaxJson) {
+        sink.problem(0, -1, QStringLiteral("JSON file larger than %1 MiB").arg(kMaxJson >> 20));
+        return false;
+    }
+    const QByteArray bytes = f.readAll();
+    QJsonParseError err;
+    *doc = QJsonDocument::fromJson(bytes, &err);
+    end->offset = bytes.size();
+    if (err.error != QJsonParseError::NoError) {
+        const int64_t line = 1 + bytes.left(err.offset).count('\n');
+        sink.problem(line, err.offset, QStringLiteral("invalid JSON: %1").arg(err.errorString()));
+        return false;
+    }
+    return true;
+}
+
+bool isJsonName(const QString &fileName)
+{
+    return fileName.endsWith(QLatin1String(".json"));
+}
+
+double numberOrNan(const QJsonValue &v)
+{
+    return v.isDouble() ? v.toDouble() : NAN;
+}
+
+} // namespace
+
+void flattenConfig(const QString &prefix, const QJsonValue &v, IngestSink &sink)
+{
+    if (v.isObject()) {
+        const QJsonObject o = v.toObject();
+        for (auto it = o.begin(); it != o.end(); ++it)
+            flattenConfig(prefix.isEmpty() ? it.key() : prefix + QLatin1Char('.') + it.key(), it.value(), sink);
+    } else if (v.isArray()) {
+        const QJsonArray a = v.toArray();
+        for (qsizetype i = 0; i < a.size(); ++i)
+            flattenConfig(prefix + QStringLiteral("[%1]").arg(i), a.at(i), sink);
+    } else if (v.isBool()) {
+        sink.config(prefix, v.toBool() ? QStringLiteral("true") : QStringLiteral("false"));
+    } else if (v.isDouble()) {
+        sink.config(prefix, QString::number(v.toDouble(), 'g', 17));
+    } else if (v.isString()) {
+        sink.config(prefix, v.toString());
+    } else if (v.isNull()) {
+        sink.config(prefix, QStringLiteral("null"));
+    }
+}
+
+bool GoldenValuesImporter::recognises(const QString &fileName, const QByteArray &head) const
+{
+    return isJsonName(fileName) && head.contains("\"start_step\"") && head.contains("\"values\"");
+}
+
+ReadPosition GoldenValuesImporter::read(const QString &path, const ReadPosition &, IngestSink &sink)
+{
+    QJsonDocument doc;
+    ReadPosition end;
+    if (!loadJson(path, sink, &doc, &end))
+        return end;
+    if (!doc.isObject()) {
+        sink.problem(1, 0, QStringLiteral("golden values: expected an object of metrics"));
+        return end;
+    }
+    const QString source = QStringLiteral("golden:") + QFileInfo(path).completeBaseName();
+    const QJsonObject metrics = doc.object();
+    for (auto it = metrics.begin(); it != metrics.end(); ++it) {
+        const QJsonObject m = it.value().toObject();
+        const QJsonValue values = m.value(QStringLiteral("values"));
+        const SeriesKey key {QString(), QString(), it.key(), source, QString()};
+        if (values.isArray()) {
+            if (!m.value(QStringLiteral("start_step")).isDouble()
+                || !m.value(QStringLiteral("step_interval")).isDouble()) {
+                sink.problem(0, -1, QStringLiteral("golden values: '%1' lacks start_step/step_interval").arg(it.key()));
+                continue;
+            }
+            const int64_t start = int64_t(m.value(QStringLiteral("start_step")).toDouble());
+            const int64_t interval = int64_t(m.value(QStringLiteral("step_interval")).toDouble());
+            const QJsonArray a = values.toArray();
+            for (qsizetype i = 0; i < a.size(); ++i) {
+                // "nan" strings stand for steps without a value.
+                const double v = a.at(i).isDouble() ? a.at(i).toDouble() : NAN;
+                sink.point(key, start + i * interval, v);
+            }
+        } else if (values.isObject()) {
+            const QJsonObject o = values.toObject();
+            for (auto v = o.begin(); v != o.end(); ++v) {
+                bool ok = false;
+                const int64_t step = v.key().toLongLong(&ok);
+                if (!ok) {
+                    sink.problem(0, -1,
+                        QStringLiteral("golden values: step '%1' of '%2' is not a number").arg(v.key(), it.key()));
+                    continue;
+                }
+                sink.point(key, step, numberOrNan(v.value()));
+            }
+        } else {
+            sink.problem(0, -1, QStringLiteral("golden values: '%1' has no values list or object").arg(it.key()));
+        }
+    }
+    return end;
+}
+
+bool LmEvalImporter::recognises(const QString &fileName, const QByteArray &head) const
+{
+    return isJsonName(fileName) && head.contains("\"results\"")
+        && (head.contains("\"versions\"") || head.contains("_stderr") || head.contains("\"n-shot\"")
+            || head.contains("\"config\"") || head.contains("\"acc"));
+}
+
+ReadPosition LmEvalImporter::read(const QString &path, const ReadPosition &, IngestSink &sink)
+{
+    QJsonDocument doc;
+    ReadPosition end;
+    if (!loadJson(path, sink, &doc, &end))
+        return end;
+    const QJsonObject root = doc.object();
+    const QJsonValue results = root.value(QStringLiteral("results"));
+    if (!results.isObject()) {
+        sink.problem(1, 0, QStringLiteral("lm-eval: no \"results\" object"));
+        return end;
+    }
+    // Inference precision from the model arguments when they name one (dtype=bfloat16, fp8, ...).
+    QString inference;
+    const QString modelArgs
+        = root.value(QStringLiteral("config")).toObject().value(QStringLiteral("model_args")).toString();
+    for (const QString &part : modelArgs.split(QLatin1Char(','))) {
+        if (part.startsWith(QLatin1String("dtype=")) || part.startsWith(QLatin1String("precision=")))
+            inference = part.section(QLatin1Char('='), 1);
+    }
+    if (inference == QLatin1String("bfloat16"))
+        inference = QStringLiteral("bf16");
+    const QJsonObject tasks = results.toObject();
+    for (auto t = tasks.begin(); t != tasks.end(); ++t) {
+        const QJsonObject metrics = t.value().toObject();
+        for (auto m = metrics.begin(); m != metrics.end(); ++m) {
+            const QString key = m.key();
+            // v0.4: "acc,none"; v0.3: "acc". Stderr entries are read with their metric.
+            const QString metric = key.section(QLatin1Char(','), 0, 0);
+            const QString filter = key.contains(QLatin1Char(',')) ? key.section(QLatin1Char(','), 1) : QString();
+            if (metric.endsWith(QLatin1String("_stderr")) || !m.value().isDouble())
+                continue;
+            const QString stderrKey = filter.isEmpty() ? QString(metric + QStringLiteral("_stderr"))
+                                                       : QString(metric + QStringLiteral("_stderr,") + filter);
+            const QString name = filter.isEmpty() || filter == QLatin1String("none")
+                ? metric
+                : QString(metric + QLatin1Char(',') + filter);
+            sink.eval({t.key(), name, m.value().toDouble(), numberOrNan(metrics.value(stderrKey)), inference});
+        }
+    }
+    return end;
+}
+
+bool ManifestImporter::recognises(const QString &fileName, const QByteArray &) const
+{
+    return fileName == QLatin1String("fp8scope.json");
+}
+
+ReadPosition ManifestImporter::read(const QString &path, const ReadPosition &, IngestSink &sink)
+{
+    QJsonDocument doc;
+    ReadPosition end;
+    if (!loadJson(path, sink, &doc, &end))
+        return end;
+    if (!doc.isObject()) {
+        sink.problem(1, 0, QStringLiteral("manifest: expected an object"));
+        return end;
+    }
+    const QJsonObject o = doc.object();
+    static const QStringList fields {QStringLiteral("name"), QStringLiteral("precision"), QStringLiteral("recipe"),
+        QStringLiteral("baseline"), QStringLiteral("inference_precision"), QStringLiteral("notes")};
+    for (auto it = o.begin(); it != o.end(); ++it) {
+        if (!fields.contains(it.key())) {
+            sink.problem(0, -1, QStringLiteral("manifest: unknown field '%1'").arg(it.key()));
+            continue;
+        }
+        if (!it.value().isString()) {
+            sink.problem(0, -1, QStringLiteral("manifest: '%1' must be a string").arg(it.key()));
+            continue;
+        }
+        sink.runInfo(
+            it.key() == QLatin1String("name") ? QStringLiteral("display_name") : it.key(), it.value().toString());
+    }
+    return end;
+}
+
+bool JsonConfigImporter::recognises(const QString &fileName, const QByteArray &) const
+{
+    return isJsonName(fileName) && fileName.contains(QLatin1String("config"), Qt::CaseInsensitive);
+}
+
+ReadPosition JsonConfigImporter::read(const QString &path, const ReadPosition &, IngestSink &sink)
+{
+    QJsonDocument doc;
+    ReadPosition end;
+    if (loadJson(path, sink, &doc, &end))
+        flattenConfig(QString(), doc.isObject() ? QJsonValue(doc.object()) : QJsonValue(doc.array()), sink);
+    return end;
+}
+
+} // namespace fp8scope

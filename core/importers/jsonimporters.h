@@ -1,0 +1,47 @@
+// Importers of whole-file JSON formats: Megatron golden values (list and dict layouts), lm-evaluation-harness
+// results (v0.4 "acc,none" and v0.3 plain keys; stderr "N/A"), the fp8scope.json run manifest, and run
+// configs in JSON (flattened to dotted keys).
+#pragma once
+
+#include "importer.h"
+
+class QJsonValue;
+
+namespace fp8scope {
+
+class GoldenValuesImporter : public Importer
+{
+public:
+    QString name() const override { return QStringLiteral("golden-values"); }
+    bool recognises(const QString &fileName, const QByteArray &head) const override;
+    ReadPosition read(const QString &path, const ReadPosition &from, IngestSink &sink) override;
+};
+
+class LmEvalImporter : public Importer
+{
+public:
+    QString name() const override { return QStringLiteral("lm-eval"); }
+    bool recognises(const QString &fileName, const QByteArray &head) const override;
+    ReadPosition read(const QString &path, const ReadPosition &from, IngestSink &sink) override;
+};
+
+class ManifestImporter : public Importer
+{
+public:
+    QString name() const override { return QStringLiteral("manifest"); }
+    bool recognises(const QString &fileName, const QByteArray &head) const override;
+    ReadPosition read(const QString &path, const ReadPosition &from, IngestSink &sink) override;
+};
+
+class JsonConfigImporter : public Importer
+{
+public:
+    QString name() const override { return QStringLiteral("config-json"); }
+    bool recognises(const QString &fileName, const QByteArray &head) const override;
+    ReadPosition read(const QString &path, const ReadPosition &from, IngestSink &sink) override;
+};
+
+// Adds every scalar under `v` as a config entry with a dotted key (arrays as [i]).
+void flattenConfig(const QString &prefix, const QJsonValue &v, IngestSink &sink);
+
+} // namespace fp8scope

@@ -1,0 +1,29 @@
+// Reads a text file line by line from a byte offset, in blocks, without holding the file in memory.
+// Lines longer than kMaxLine are skipped with a problem; invalid UTF-8 is reported; a final line without
+// a newline is handed over with `complete == false` so that an importer can leave it for the next ingest
+// (a live log mid-write).
+#pragma once
+
+#include "importer.h"
+
+#include <QFile>
+
+#include <functional>
+
+namespace fp8scope {
+
+struct TextLine {
+    QString text; // without the line terminator
+    int64_t number = 0; // 1-based
+    int64_t offset = 0; // byte offset of the line start
+    bool complete = true;
+};
+
+// Calls handle(line) for every line from `from`; returns the position after the last complete line the
+// handler accepted (handle returns false to leave an incomplete last line unconsumed).
+ReadPosition readLines(const QString &path, const ReadPosition &from, IngestSink &sink,
+    const std::function<bool(const TextLine &)> &handle);
+
+constexpr int64_t kMaxLine = int64_t(1) << 20;
+
+} // namespace fp8scope

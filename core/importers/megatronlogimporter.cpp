@@ -1,0 +1,87 @@
+#include "megatronlogimporter.h"
+
+#include "linereader.h"
+
+namespace fp8scope {
+
+namespace {
+
+const QString kSource = QStringLiteral("megatron-log");
+
+// "key: value" fields after the first "|"-separated part; false if a field's value is not a number.
+bool readFields(QStringView rest, int64_t step, const QString &prefix, IngestSink &sink, QString *bad)
+{
+    for (QStringView field : rest.split(QLatin1Char('|'))) {
+        field = field.trimmed();
+        if (field.isEmpty())
+            continue;
+        const qsizetype colon = field.lastIndexOf(QLatin1Char(':'));
+        if (colon <= 0) {
+            *bad = field.toString();
+            return false;
+        }
+        bool ok = false;
+        const double v = field.mid(colon + 1).trimmed().toDouble(&ok);
+        if (!ok) {
+            *bad = field.toString();
+            return false;
+        }
+        sink.point(
+            {QString(), QString(), prefix + field.left(colon).trimmed().toString(), kSource, QString()}, step, v);
+    }
+    return true;
+}
+
+} // namespace
+
+bool MegatronLogImporter::recognises(const QString &fileName, const QByteArray &head) const
+{
+    // Slurm output files (.out) often start with pages of shell tracing: take them by name, since lines
+    // that are not Megatron's are ignored anyway. Other text logs need a Megatron marker in their head.
+    if (fileName.endsWith(QLatin1String(".out")))
+        return true;
+    const bool textName = fileName.endsWith(QLatin1String(".log")) || fileName.endsWith(QLatin1String(".txt"));
+    return textName
+        && (head.contains(" iteration ") || head.contains("using world size") || head.contains("Megatron")
+            || head.contains("megatron") || head.contains("consumed samples"));
+}
+
+ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &from, IngestSink &sink)
+{
+    return readLines(path, from, sink, [&](const TextLine &l) {
+        const QStringView line = QStringView(l.text).trimmed();
+        QString bad;
+        if (line.startsWith(QLatin1String("iteration ")) && line.contains(QLatin1Char('|'))) {
+            const qsizetype bar = line.indexOf(QLatin1Char('|'));
+            const QStringView head = line.mid(10, bar - 10).trimmed(); // "N/ M"
+            bool ok = false;
+            const int64_t step = head.left(head.indexOf(QLatin1Char('/'))).trimmed().toLongLong(&ok);
+            if (!ok || !line.endsWith(QLatin1Char('|'))) {
+                if (!l.complete)
+                    return false;
+                sink.problem(l.number, l.offset, QStringLiteral("unreadable iteration line"));
+                return true;
+            }
+            if (!readFields(line.mid(bar + 1), step, QString(), sink, &bad))
+                sink.problem(l.number, l.offset, QStringLiteral("unreadable field '%1'").arg(bad));
+            return true;
+        }
+        if (line.startsWith(QLatin1String("validation loss at iteration "))) {
+            const qsizetype bar = line.indexOf(QLatin1Char('|'));
+            bool ok = false;
+            const int64_t step = line.mid(29, bar < 0 ? -1 : bar - 29).trimmed().toLongLong(&ok);
+            if (!ok || bar < 0 || !line.endsWith(QLatin1Char('|'))) {
+                if (!l.complete)
+                    return false;
+                sink.problem(l.number, l.offset, QStringLiteral("unreadable validation line"));
+                return true;
+            }
+            if (!readFields(line.mid(bar + 1), step, QStringLiteral("validation "), sink, &bad))
+                sink.problem(l.number, l.offset, QStringLiteral("unreadable field '%1'").arg(bad));
+            return true;
+        }
+        return true;
+    });
+}
+
+} // namespace fp8scope

@@ -1,0 +1,104 @@
+#include "otherimporters.h"
+
+#include "core/tensors/dumplayout.h"
+#include "core/tensors/tensorreader.h"
+
+#include <QFileInfo>
+#include <QRegularExpression>
+
+#include <yaml-cpp/yaml.h>
+
+namespace fp8scope {
+
+namespace {
+
+void flattenYaml(const QString &prefix, const YAML::Node &n, IngestSink &sink)
+{
+    switch (n.Type()) {
+    case YAML::NodeType::Map:
+        for (const auto &kv : n)
+            flattenYaml((prefix.isEmpty() ? QString() : prefix + QLatin1Char('.'))
+                    + QString::fromStdString(kv.first.as<std::string>()),
+                kv.second, sink);
+        break;
+    case YAML::NodeType::Sequence:
+        for (std::size_t i = 0; i < n.size(); ++i)
+            flattenYaml(prefix + QStringLiteral("[%1]").arg(i), n[i], sink);
+        break;
+    case YAML::NodeType::Scalar: sink.config(prefix, QString::fromStdString(n.Scalar())); break;
+    case YAML::NodeType::Null: sink.config(prefix, QStringLiteral("null")); break;
+    case YAML::NodeType::Undefined: break;
+    }
+}
+
+} // namespace
+
+bool YamlConfigImporter::recognises(const QString &fileName, const QByteArray &) const
+{
+    return fileName.endsWith(QLatin1String(".yaml")) || fileName.endsWith(QLatin1String(".yml"));
+}
+
+ReadPosition YamlConfigImporter::read(const QString &path, const ReadPosition &, IngestSink &sink)
+{
+    ReadPosition end {QFileInfo(path).size(), 0};
+    try {
+        const YAML::Node root = YAML::LoadFile(path.toStdString());
+        flattenYaml(QString(), root, sink);
+    } catch (const YAML::Exception &e) {
+        sink.problem(e.mark.is_null() ? 0 : e.mark.line + 1, e.mark.is_null() ? -1 : e.mark.pos,
+            QStringLiteral("invalid YAML: %1").arg(QString::fromStdString(e.msg)));
+    }
+    return end;
+}
+
+bool TensorDumpImporter::recognises(const QString &fileName, const QByteArray &head) const
+{
+    if (fileName.endsWith(QLatin1String(".h5")) || fileName.endsWith(QLatin1String(".hdf5")))
+        return head.startsWith("\x89HDF\r\n\x1a\n");
+    if (fileName.endsWith(QLatin1String(".npy")))
+        return head.startsWith("\x93NUMPY");
+    return fileName.endsWith(QLatin1String(".safetensors")) || fileName.endsWith(QLatin1String(".pt"));
+}
+
+ReadPosition TensorDumpImporter::read(const QString &path, const ReadPosition &, IngestSink &sink)
+{
+    ReadPosition end {QFileInfo(path).size(), 0};
+    Problem problem;
+    const QStringList names = listTensors(path, &problem);
+    if (!problem.message.isEmpty()) {
+        sink.problem(0, problem.offset, problem.message);
+        return end;
+    }
+    static const QRegularExpression iterRe(QStringLiteral("iter(?:ation)?_?(\\d+)"));
+    const auto fileIter = iterRe.match(QFileInfo(path).fileName());
+    for (const QString &name : names) {
+        auto reader = openTensor(name.isEmpty() ? path : path + QLatin1Char(':') + name, &problem);
+        if (!reader) {
+            sink.problem(0, problem.offset, QStringLiteral("%1: %2").arg(name, problem.message));
+            continue;
+        }
+        const TensorInfo &info = reader->info();
+        QStringList dims;
+        for (int64_t d : info.shape)
+            dims << QString::number(d);
+        DumpRecord d;
+        d.dataset = name;
+        d.dtype = dtypeName(info.dtype);
+        d.shape = dims.join(QLatin1Char('x'));
+        QString error;
+        if (const auto p = parseDumpPath(name, &error)) {
+            d.step = p->iteration;
+            d.layer = p->layer;
+            d.tensor = p->quantized ? p->tensorKind + QStringLiteral("_fp8") : p->tensorKind;
+        } else {
+            // safetensors/.npy: the tensor name is the layer; a step may sit in the file name.
+            const QString base = name.isEmpty() ? QFileInfo(path).completeBaseName() : name;
+            d.layer = base;
+            d.step = fileIter.hasMatch() ? fileIter.captured(1).toLongLong() : -1;
+        }
+        sink.dump(d);
+    }
+    return end;
+}
+
+} // namespace fp8scope

@@ -1,0 +1,180 @@
+#include "tableimporters.h"
+
+#include "linereader.h"
+
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+namespace fp8scope {
+
+namespace {
+
+const QStringList &stepNames()
+{
+    static const QStringList n {QStringLiteral("step"), QStringLiteral("_step"), QStringLiteral("iteration"),
+        QStringLiteral("global_step"), QStringLiteral("iter"), QStringLiteral("trainer/global_step")};
+    return n;
+}
+
+// W&B exports one run per history file: `history_<run id>.csv`.
+QString runFromFileName(const QString &path)
+{
+    const QString stem = QFileInfo(path).completeBaseName();
+    return stem.startsWith(QLatin1String("history_")) ? stem : QString();
+}
+
+// The header of a CSV file (line 1), needed when resuming a grown file.
+QStringList csvHeader(const QString &path)
+{
+    QFile f(path);
+    QStringList fields;
+    if (f.open(QIODevice::ReadOnly))
+        CsvImporter::splitRecord(QString::fromUtf8(f.readLine(kMaxLine)).trimmed(), &fields);
+    return fields;
+}
+
+} // namespace
+
+int stepColumn(const QStringList &names)
+{
+    for (const QString &s : stepNames()) {
+        const qsizetype i = names.indexOf(s);
+        if (i >= 0)
+            return int(i);
+    }
+    return -1;
+}
+
+bool CsvImporter::splitRecord(const QString &line, QStringList *fields)
+{
+    fields->clear();
+    QString cur;
+    bool quoted = false;
+    for (qsizetype i = 0; i < line.size(); ++i) {
+        const QChar c = line.at(i);
+        if (quoted) {
+            if (c == QLatin1Char('"')) {
+                if (i + 1 < line.size() && line.at(i + 1) == QLatin1Char('"')) {
+                    cur += c;
+                    ++i;
+                } else {
+                    quoted = false;
+                }
+            } else {
+                cur += c;
+            }
+        } else if (c == QLatin1Char('"')) {
+            quoted = true;
+        } else if (c == QLatin1Char(',')) {
+            fields->append(cur);
+            cur.clear();
+        } else {
+            cur += c;
+        }
+    }
+    fields->append(cur);
+    return !quoted;
+}
+
+bool CsvImporter::recognises(const QString &fileName, const QByteArray &head) const
+{
+    if (!fileName.endsWith(QLatin1String(".csv")))
+        return false;
+    QStringList header;
+    splitRecord(QString::fromUtf8(head.left(head.indexOf('\n'))).trimmed(), &header);
+    return stepColumn(header) >= 0;
+}
+
+ReadPosition CsvImporter::read(const QString &path, const ReadPosition &from, IngestSink &sink)
+{
+    QStringList header = from.line > 0 ? csvHeader(path) : QStringList();
+    int stepCol = stepColumn(header);
+    int runCol = int(header.indexOf(QStringLiteral("run")));
+    const QString fileRun = runFromFileName(path);
+    if (!fileRun.isEmpty())
+        sink.useRun(fileRun);
+    const QString source = QStringLiteral("csv");
+    QStringList fields;
+    return readLines(path, from, sink, [&](const TextLine &l) {
+        if (l.number == 1) {
+            splitRecord(l.text.trimmed(), &header);
+            stepCol = stepColumn(header);
+            runCol = int(header.indexOf(QStringLiteral("run")));
+            if (stepCol < 0)
+                sink.problem(1, 0, QStringLiteral("CSV header has no step column (step, _step, iteration, ...)"));
+            return true;
+        }
+        if (stepCol < 0 || l.text.trimmed().isEmpty())
+            return true;
+        if (!splitRecord(l.text, &fields) || fields.size() != header.size()) {
+            if (!l.complete)
+                return false;
+            sink.problem(l.number, l.offset,
+                QStringLiteral("expected %1 fields, found %2").arg(header.size()).arg(fields.size()));
+            return true;
+        }
+        bool ok = false;
+        const int64_t step = int64_t(fields.at(stepCol).toDouble(&ok));
+        if (!ok) {
+            sink.problem(l.number, l.offset, QStringLiteral("step '%1' is not a number").arg(fields.at(stepCol)));
+            return true;
+        }
+        if (runCol >= 0)
+            sink.useRun(fields.at(runCol));
+        for (qsizetype c = 0; c < fields.size(); ++c) {
+            if (c == stepCol || c == runCol || fields.at(c).isEmpty())
+                continue;
+            const double v = fields.at(c).toDouble(&ok);
+            if (ok)
+                sink.point({QString(), QString(), header.at(c), source, QString()}, step, v);
+            else if (fields.at(c) != QLatin1String("nan") && fields.at(c) != QLatin1String("NaN"))
+                sink.problem(l.number, l.offset,
+                    QStringLiteral("'%1' in column '%2' is not a number").arg(fields.at(c), header.at(c)));
+        }
+        return true;
+    });
+}
+
+bool JsonlImporter::recognises(const QString &fileName, const QByteArray &head) const
+{
+    return (fileName.endsWith(QLatin1String(".jsonl")) || fileName.endsWith(QLatin1String(".ndjson")))
+        && head.trimmed().startsWith('{');
+}
+
+ReadPosition JsonlImporter::read(const QString &path, const ReadPosition &from, IngestSink &sink)
+{
+    const QString source = QStringLiteral("jsonl");
+    return readLines(path, from, sink, [&](const TextLine &l) {
+        if (l.text.trimmed().isEmpty())
+            return true;
+        QJsonParseError err;
+        const QJsonDocument doc = QJsonDocument::fromJson(l.text.toUtf8(), &err);
+        if (err.error != QJsonParseError::NoError || !doc.isObject()) {
+            if (!l.complete)
+                return false;
+            sink.problem(l.number, l.offset,
+                err.error != QJsonParseError::NoError ? QStringLiteral("invalid JSON: %1").arg(err.errorString())
+                                                      : QStringLiteral("expected one JSON object per line"));
+            return true;
+        }
+        const QJsonObject o = doc.object();
+        const int stepKey = stepColumn(o.keys());
+        if (stepKey < 0 || !o.value(o.keys().at(stepKey)).isDouble()) {
+            sink.problem(l.number, l.offset, QStringLiteral("no numeric step (step, _step, iteration, ...)"));
+            return true;
+        }
+        const QString stepName = o.keys().at(stepKey);
+        if (o.value(QStringLiteral("run")).isString())
+            sink.useRun(o.value(QStringLiteral("run")).toString());
+        const int64_t step = int64_t(o.value(stepName).toDouble());
+        for (auto it = o.begin(); it != o.end(); ++it) {
+            if (it.key() != stepName && it.value().isDouble())
+                sink.point({QString(), QString(), it.key(), source, QString()}, step, it.value().toDouble());
+        }
+        return true;
+    });
+}
+
+} // namespace fp8scope

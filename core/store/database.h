@@ -1,0 +1,83 @@
+// A thin RAII wrapper over the sqlite3 C API: one connection, prepared statements with bound parameters,
+// transactions that roll back unless committed. Errors are values (a message), never exceptions.
+#pragma once
+
+#include <QString>
+
+#include <cstdint>
+#include <memory>
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace fp8scope {
+
+class Statement
+{
+public:
+    Statement() = default;
+    Statement(sqlite3 *db, const char *sql, QString *error);
+    ~Statement();
+    Statement(Statement &&o) noexcept;
+    Statement &operator=(Statement &&o) noexcept;
+    Statement(const Statement &) = delete;
+    Statement &operator=(const Statement &) = delete;
+
+    bool isValid() const { return m_stmt != nullptr; }
+    // Parameters are 1-based, as in SQLite.
+    Statement &bind(int i, int64_t v);
+    Statement &bind(int i, double v); // NaN binds NULL
+    Statement &bind(int i, const QString &v);
+    Statement &bindNull(int i);
+    // Steps once: true while a row is available. exec() steps to the end and resets.
+    bool next();
+    bool exec();
+    void reset();
+
+    int64_t int64(int col) const;
+    double real(int col) const; // NULL reads as NaN
+    QString text(int col) const;
+    bool isNull(int col) const;
+    QString error() const;
+
+private:
+    sqlite3_stmt *m_stmt = nullptr;
+    sqlite3 *m_db = nullptr;
+};
+
+class Database
+{
+public:
+    Database() = default;
+    ~Database();
+    Database(const Database &) = delete;
+    Database &operator=(const Database &) = delete;
+
+    // Opens (creating) the file in WAL mode.
+    bool open(const QString &path, QString *error);
+    bool isOpen() const { return m_db != nullptr; }
+    bool exec(const char *sql, QString *error = nullptr);
+    Statement prepare(const char *sql, QString *error = nullptr);
+    int64_t lastInsertId() const;
+    QString lastError() const;
+    sqlite3 *handle() const { return m_db; }
+
+private:
+    sqlite3 *m_db = nullptr;
+};
+
+// BEGIN IMMEDIATE on construction; ROLLBACK on destruction unless commit() succeeded.
+class Transaction
+{
+public:
+    explicit Transaction(Database &db);
+    ~Transaction();
+    bool isActive() const { return m_active; }
+    bool commit(QString *error = nullptr);
+
+private:
+    Database &m_db;
+    bool m_active = false;
+};
+
+} // namespace fp8scope

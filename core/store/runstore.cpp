@@ -1,0 +1,551 @@
+#include "runstore.h"
+
+#include "core/importers/folderscanner.h"
+
+#include <QCryptographicHash>
+#include <QDateTime>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QStandardPaths>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace fp8scope {
+
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+// Version 1. Every statistic is a series keyed by (run, layer, tensor, stat, source, recipe); empty text
+// stands for "none" so that the key stays unique.
+const char *const kSchemaV1 = R"(
+CREATE TABLE runs(
+    id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, display_name TEXT, precision TEXT, recipe TEXT,
+    baseline TEXT, inference_precision TEXT, notes TEXT);
+CREATE TABLE files(
+    id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, run_id INTEGER REFERENCES runs(id), importer TEXT NOT NULL,
+    size INTEGER NOT NULL, mtime INTEGER NOT NULL, head_len INTEGER NOT NULL, head_hash TEXT NOT NULL,
+    consumed INTEGER NOT NULL, lines INTEGER NOT NULL);
+CREATE TABLE series(
+    id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), layer TEXT NOT NULL, tensor TEXT NOT NULL,
+    stat TEXT NOT NULL, source TEXT NOT NULL, recipe TEXT NOT NULL,
+    UNIQUE(run_id, stat, tensor, layer, source, recipe));
+CREATE TABLE points(
+    series_id INTEGER NOT NULL REFERENCES series(id), step INTEGER NOT NULL, value REAL, wall_time REAL,
+    PRIMARY KEY(series_id, step)) WITHOUT ROWID;
+CREATE TABLE evals(
+    run_id INTEGER NOT NULL REFERENCES runs(id), file_id INTEGER REFERENCES files(id), task TEXT NOT NULL,
+    metric TEXT NOT NULL, inference TEXT NOT NULL, value REAL, stderr REAL,
+    PRIMARY KEY(run_id, task, metric, inference));
+CREATE TABLE configs(
+    run_id INTEGER NOT NULL REFERENCES runs(id), file_id INTEGER REFERENCES files(id), key TEXT NOT NULL,
+    value TEXT, PRIMARY KEY(run_id, key));
+CREATE TABLE dumps(
+    id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), file_id INTEGER NOT NULL REFERENCES files(id),
+    dataset TEXT NOT NULL, layer TEXT, tensor TEXT, step INTEGER, dtype TEXT, shape TEXT,
+    UNIQUE(file_id, dataset));
+CREATE TABLE problems(
+    id INTEGER PRIMARY KEY, file_id INTEGER REFERENCES files(id), line INTEGER, offset INTEGER, message TEXT NOT NULL);
+CREATE INDEX problems_file ON problems(file_id, line);
+)";
+
+QString seriesCacheKey(int64_t run, const SeriesKey &k)
+{
+    return QString::number(run) + QChar(0x1f) + k.layer + QChar(0x1f) + k.tensor + QChar(0x1f) + k.stat + QChar(0x1f)
+        + k.source + QChar(0x1f) + k.recipe;
+}
+
+QByteArray headHash(const QString &path, qint64 len)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    return QCryptographicHash::hash(f.read(len), QCryptographicHash::Sha256).toHex();
+}
+
+// Writes one file's records inside the ingest transaction.
+class FileSink : public IngestSink
+{
+public:
+    FileSink(Database &db, int64_t fileId, const QString &defaultRun)
+        : m_db(db)
+        , m_fileId(fileId)
+    {
+        m_insertPoint = db.prepare("INSERT OR REPLACE INTO points(series_id, step, value, wall_time) VALUES(?,?,?,?)");
+        m_findSeries = db.prepare(
+            "SELECT id FROM series WHERE run_id=? AND layer=? AND tensor=? AND stat=? AND source=? AND recipe=?");
+        m_insertSeries
+            = db.prepare("INSERT INTO series(run_id, layer, tensor, stat, source, recipe) VALUES(?,?,?,?,?,?)");
+        m_defaultRun = runId(defaultRun);
+        m_run = m_defaultRun;
+    }
+
+    int64_t runId(const QString &name)
+    {
+        const auto it = m_runs.find(name);
+        if (it != m_runs.end())
+            return it.value();
+        Statement ins = m_db.prepare("INSERT OR IGNORE INTO runs(name) VALUES(?)");
+        ins.bind(1, name).exec();
+        Statement sel = m_db.prepare("SELECT id FROM runs WHERE name=?");
+        sel.bind(1, name);
+        const int64_t id = sel.next() ? sel.int64(0) : 0;
+        m_runs.insert(name, id);
+        return id;
+    }
+
+    void useRun(const QString &name) override { m_run = name.isEmpty() ? m_defaultRun : runId(name); }
+
+    void point(const SeriesKey &key, int64_t step, double value, double wallTime) override
+    {
+        const QString ck = seriesCacheKey(m_run, key);
+        auto it = m_series.find(ck);
+        if (it == m_series.end()) {
+            m_findSeries.bind(1, m_run)
+                .bind(2, key.layer)
+                .bind(3, key.tensor)
+                .bind(4, key.stat)
+                .bind(5, key.source)
+                .bind(6, key.recipe);
+            int64_t id = 0;
+            if (m_findSeries.next()) {
+                id = m_findSeries.int64(0);
+            } else {
+                m_insertSeries.bind(1, m_run)
+                    .bind(2, key.layer)
+                    .bind(3, key.tensor)
+                    .bind(4, key.stat)
+                    .bind(5, key.source)
+                    .bind(6, key.recipe);
+                m_insertSeries.exec();
+                id = m_db.lastInsertId();
+            }
+            m_findSeries.reset();
+            it = m_series.insert(ck, id);
+        }
+        m_insertPoint.bind(1, it.value()).bind(2, step).bind(3, value).bind(4, wallTime);
+        if (m_insertPoint.exec())
+            ++points;
+        else
+            ++failures;
+    }
+
+    void eval(const EvalRecord &e) override
+    {
+        Statement s
+            = m_db.prepare("INSERT OR REPLACE INTO evals(run_id, file_id, task, metric, inference, value, stderr) "
+                           "VALUES(?,?,?,?,?,?,?)");
+        s.bind(1, m_run)
+            .bind(2, m_fileId)
+            .bind(3, e.task)
+            .bind(4, e.metric)
+            .bind(5, e.inference)
+            .bind(6, e.value)
+            .bind(7, e.stderrValue);
+        s.exec();
+    }
+
+    void config(const QString &key, const QString &value) override
+    {
+        if (!m_insertConfig.isValid())
+            m_insertConfig
+                = m_db.prepare("INSERT OR REPLACE INTO configs(run_id, file_id, key, value) VALUES(?,?,?,?)");
+        m_insertConfig.bind(1, m_run).bind(2, m_fileId).bind(3, key).bind(4, value);
+        m_insertConfig.exec();
+    }
+
+    void runInfo(const QString &field, const QString &value) override
+    {
+        static const std::map<QString, const char *> columns {
+            {QStringLiteral("display_name"), "UPDATE runs SET display_name=? WHERE id=?"},
+            {QStringLiteral("precision"), "UPDATE runs SET precision=? WHERE id=?"},
+            {QStringLiteral("recipe"), "UPDATE runs SET recipe=? WHERE id=?"},
+            {QStringLiteral("baseline"), "UPDATE runs SET baseline=? WHERE id=?"},
+            {QStringLiteral("inference_precision"), "UPDATE runs SET inference_precision=? WHERE id=?"},
+            {QStringLiteral("notes"), "UPDATE runs SET notes=? WHERE id=?"}};
+        const auto it = columns.find(field);
+        if (it == columns.end())
+            return;
+        Statement s = m_db.prepare(it->second);
+        s.bind(1, value).bind(2, m_run).exec();
+    }
+
+    void dump(const DumpRecord &d) override
+    {
+        Statement s
+            = m_db.prepare("INSERT OR REPLACE INTO dumps(run_id, file_id, dataset, layer, tensor, step, dtype, shape) "
+                           "VALUES(?,?,?,?,?,?,?,?)");
+        s.bind(1, m_run)
+            .bind(2, m_fileId)
+            .bind(3, d.dataset)
+            .bind(4, d.layer)
+            .bind(5, d.tensor)
+            .bind(6, d.step)
+            .bind(7, d.dtype)
+            .bind(8, d.shape)
+            .exec();
+    }
+
+    void problem(int64_t line, int64_t offset, const QString &message) override
+    {
+        Statement s = m_db.prepare("INSERT INTO problems(file_id, line, offset, message) VALUES(?,?,?,?)");
+        s.bind(1, m_fileId).bind(2, line).bind(3, offset).bind(4, message).exec();
+        ++problems;
+    }
+
+    int64_t points = 0;
+    int64_t failures = 0;
+    int problems = 0;
+
+private:
+    Database &m_db;
+    int64_t m_fileId;
+    int64_t m_defaultRun = 0;
+    int64_t m_run = 0;
+    QHash<QString, int64_t> m_runs;
+    QHash<QString, int64_t> m_series;
+    Statement m_insertPoint, m_findSeries, m_insertSeries, m_insertConfig;
+};
+
+} // namespace
+
+bool layerLess(const QString &a, const QString &b)
+{
+    qsizetype i = 0, j = 0;
+    while (i < a.size() && j < b.size()) {
+        if (a.at(i).isDigit() && b.at(j).isDigit()) {
+            qsizetype ie = i, je = j;
+            while (ie < a.size() && a.at(ie).isDigit())
+                ++ie;
+            while (je < b.size() && b.at(je).isDigit())
+                ++je;
+            const qulonglong x = a.mid(i, ie - i).toULongLong();
+            const qulonglong y = b.mid(j, je - j).toULongLong();
+            if (x != y)
+                return x < y;
+            i = ie;
+            j = je;
+        } else {
+            if (a.at(i) != b.at(j))
+                return a.at(i) < b.at(j);
+            ++i;
+            ++j;
+        }
+    }
+    return a.size() - i < b.size() - j;
+}
+
+QString RunStore::storePathFor(const QString &folder)
+{
+    const QString inside = QDir(folder).absoluteFilePath(QStringLiteral(".fp8scope"));
+    if (QDir().mkpath(inside) && QFileInfo(inside).isWritable())
+        return inside + QStringLiteral("/store.sqlite");
+    const QString key = QString::fromLatin1(
+        QCryptographicHash::hash(QDir(folder).absolutePath().toUtf8(), QCryptographicHash::Sha1).toHex().left(16));
+    const QString cache
+        = QStandardPaths::writableLocation(QStandardPaths::CacheLocation) + QStringLiteral("/stores/") + key;
+    QDir().mkpath(cache);
+    return cache + QStringLiteral("/store.sqlite");
+}
+
+bool RunStore::open(const QString &folder, QString *error)
+{
+    if (!QFileInfo(folder).isDir()) {
+        *error = QStringLiteral("%1: not a folder").arg(folder);
+        return false;
+    }
+    return openFile(storePathFor(folder), folder, error);
+}
+
+bool RunStore::openFile(const QString &storePath, const QString &folder, QString *error)
+{
+    m_path = storePath;
+    m_folder = QDir(folder).absolutePath();
+    return m_db.open(storePath, error) && migrate(error);
+}
+
+bool RunStore::migrate(QString *error)
+{
+    if (!m_db.exec("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)", error))
+        return false;
+    Statement s = m_db.prepare("SELECT value FROM meta WHERE key='schema_version'");
+    const int version = s.next() ? s.text(0).toInt() : 0;
+    if (version > kSchemaVersion) {
+        *error = QStringLiteral("%1: store schema %2 is newer than this fp8scope (%3)")
+                     .arg(m_path)
+                     .arg(version)
+                     .arg(kSchemaVersion);
+        return false;
+    }
+    if (version == kSchemaVersion)
+        return true;
+    Transaction t(m_db);
+    // Migrations run in order; version 1 is the first schema.
+    if (version < 1 && !m_db.exec(kSchemaV1, error))
+        return false;
+    Statement set = m_db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)");
+    set.bind(1, QString::number(kSchemaVersion)).exec();
+    return t.commit(error);
+}
+
+IngestReport RunStore::ingest(const Progress &progress)
+{
+    IngestReport report;
+    const FolderScan scan = scanFolder(m_folder);
+    report.unrecognised = scan.unrecognised;
+    int done = 0;
+    const int total = int(scan.files.size());
+    for (const ScannedFile &f : scan.files) {
+        if (progress && !progress(done, total, f.relativePath))
+            break;
+        ++done;
+        const QFileInfo info(f.absolutePath);
+        const int64_t size = info.size();
+        const int64_t mtime = info.lastModified().toMSecsSinceEpoch();
+        Statement q = m_db.prepare(
+            "SELECT id, size, mtime, head_len, head_hash, consumed, lines, importer FROM files WHERE path=?");
+        q.bind(1, f.relativePath);
+        int64_t fileId = 0;
+        ReadPosition from;
+        bool resume = false;
+        if (q.next()) {
+            fileId = q.int64(0);
+            const int64_t oldSize = q.int64(1);
+            if (oldSize == size && q.int64(2) == mtime && q.text(7) == f.importer->name()) {
+                ++report.filesUnchanged;
+                continue;
+            }
+            resume = f.importer->resumable() && size >= oldSize && q.text(7) == f.importer->name()
+                && headHash(f.absolutePath, q.int64(3)) == q.text(4).toLatin1();
+            if (resume)
+                from = {q.int64(5), q.int64(6)};
+        }
+        q.reset();
+        Transaction t(m_db);
+        if (!t.isActive()) {
+            ++report.filesFailed;
+            continue;
+        }
+        const qint64 headLen = std::min<qint64>(size, kHeadBytes);
+        const QString hash = QString::fromLatin1(headHash(f.absolutePath, headLen));
+        if (fileId == 0) {
+            Statement ins
+                = m_db.prepare("INSERT INTO files(path, importer, size, mtime, head_len, head_hash, consumed, lines) "
+                               "VALUES(?,?,0,0,0,'',0,0)");
+            ins.bind(1, f.relativePath).bind(2, f.importer->name()).exec();
+            fileId = m_db.lastInsertId();
+        } else if (!resume) {
+            // A rewritten file: what it contributed before, other than points (re-keyed below), goes.
+            for (const char *sql : {"DELETE FROM problems WHERE file_id=?", "DELETE FROM evals WHERE file_id=?",
+                     "DELETE FROM configs WHERE file_id=?", "DELETE FROM dumps WHERE file_id=?"}) {
+                Statement d = m_db.prepare(sql);
+                d.bind(1, fileId).exec();
+            }
+        } else {
+            // The last line may have been reported as incomplete; it is read again.
+            Statement d = m_db.prepare("DELETE FROM problems WHERE file_id=? AND line>?");
+            d.bind(1, fileId).bind(2, from.line).exec();
+        }
+        FileSink sink(m_db, fileId, f.run);
+        const ReadPosition end = f.importer->read(f.absolutePath, from, sink);
+        Statement upd = m_db.prepare("UPDATE files SET run_id=?, importer=?, size=?, mtime=?, head_len=?, head_hash=?, "
+                                     "consumed=?, lines=? WHERE id=?");
+        upd.bind(1, sink.runId(f.run))
+            .bind(2, f.importer->name())
+            .bind(3, size)
+            .bind(4, mtime)
+            .bind(5, int64_t(headLen))
+            .bind(6, hash)
+            .bind(7, end.offset)
+            .bind(8, end.line)
+            .bind(9, fileId);
+        QString error;
+        if (sink.failures > 0 || !upd.exec() || !t.commit(&error)) {
+            ++report.filesFailed;
+            continue;
+        }
+        resume ? ++report.filesResumed : ++report.filesRead;
+        report.pointsWritten += sink.points;
+        report.problems += sink.problems;
+    }
+    return report;
+}
+
+std::vector<RunInfo> RunStore::runs() const
+{
+    std::vector<RunInfo> out;
+    Statement s = const_cast<Database &>(m_db).prepare(
+        "SELECT r.id, r.name, r.display_name, r.precision, r.recipe, r.baseline, r.inference_precision, r.notes, "
+        "(SELECT COUNT(*) FROM series WHERE run_id=r.id), "
+        "(SELECT COUNT(*) FROM points p JOIN series s ON p.series_id=s.id WHERE s.run_id=r.id) "
+        "FROM runs r ORDER BY r.name");
+    while (s.next())
+        out.push_back({s.int64(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7),
+            s.int64(8), s.int64(9)});
+    return out;
+}
+
+std::optional<RunInfo> RunStore::run(const QString &name) const
+{
+    for (const RunInfo &r : runs()) {
+        if (r.name == name || r.displayName == name)
+            return r;
+    }
+    return std::nullopt;
+}
+
+std::vector<SeriesInfo> RunStore::series(int64_t runId) const
+{
+    return findSeries(runId, {});
+}
+
+std::vector<SeriesInfo> RunStore::findSeries(int64_t runId, const SeriesKey &key) const
+{
+    std::vector<SeriesInfo> out;
+    Statement s = const_cast<Database &>(m_db).prepare(
+        "SELECT s.id, s.layer, s.tensor, s.stat, s.source, s.recipe, COUNT(p.step), MIN(p.step), MAX(p.step) "
+        "FROM series s LEFT JOIN points p ON p.series_id=s.id WHERE s.run_id=?1 "
+        "AND (?2='' OR s.layer=?2) AND (?3='' OR s.tensor=?3) AND (?4='' OR s.stat=?4) AND (?5='' OR s.source=?5) "
+        "AND (?6='' OR s.recipe=?6) GROUP BY s.id ORDER BY s.stat, s.tensor, s.layer, s.source");
+    s.bind(1, runId).bind(2, key.layer).bind(3, key.tensor).bind(4, key.stat).bind(5, key.source).bind(6, key.recipe);
+    while (s.next())
+        out.push_back({s.int64(0), runId, {s.text(1), s.text(2), s.text(3), s.text(4), s.text(5)}, s.int64(6),
+            s.int64(7), s.int64(8)});
+    std::stable_sort(out.begin(), out.end(), [](const SeriesInfo &a, const SeriesInfo &b) {
+        if (a.key.stat != b.key.stat || a.key.tensor != b.key.tensor)
+            return false;
+        return layerLess(a.key.layer, b.key.layer);
+    });
+    return out;
+}
+
+std::vector<SeriesPoint> RunStore::points(int64_t seriesId, int64_t from, int64_t to, int maxPoints) const
+{
+    std::vector<SeriesPoint> out;
+    auto &db = const_cast<Database &>(m_db);
+    Statement count = db.prepare("SELECT COUNT(*) FROM points WHERE series_id=? AND step BETWEEN ? AND ?");
+    count.bind(1, seriesId).bind(2, from).bind(3, to);
+    const int64_t n = count.next() ? count.int64(0) : 0;
+    if (n <= maxPoints || maxPoints <= 0) {
+        Statement s
+            = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step BETWEEN ? AND ? ORDER BY step");
+        s.bind(1, seriesId).bind(2, from).bind(3, to);
+        while (s.next()) {
+            const double v = s.real(1);
+            out.push_back({s.int64(0), s.int64(0), v, v, v, 1});
+        }
+        return out;
+    }
+    // Bounds of the data inside the range, so that buckets cover what exists.
+    Statement bounds = db.prepare("SELECT MIN(step), MAX(step) FROM points WHERE series_id=? AND step BETWEEN ? AND ?");
+    bounds.bind(1, seriesId).bind(2, from).bind(3, to);
+    bounds.next();
+    const int64_t lo = bounds.int64(0), hi = bounds.int64(1);
+    Statement s = db.prepare("SELECT MIN(step), MAX(step), MIN(value), MAX(value), COUNT(*), "
+                             "(step - ?2) * ?4 / (?3 - ?2 + 1) AS b FROM points "
+                             "WHERE series_id=?1 AND step BETWEEN ?2 AND ?3 GROUP BY b ORDER BY b");
+    s.bind(1, seriesId).bind(2, lo).bind(3, hi).bind(4, int64_t(maxPoints));
+    while (s.next())
+        out.push_back({s.int64(0), s.int64(1), s.real(2), s.real(2), s.real(3), s.int64(4)});
+    return out;
+}
+
+Heatmap RunStore::heatmap(int64_t runId, const QString &stat, const QString &tensor, const QString &source) const
+{
+    Heatmap h;
+    auto &db = const_cast<Database &>(m_db);
+    QString src = source;
+    if (src.isEmpty()) {
+        Statement first = db.prepare("SELECT MIN(source) FROM series WHERE run_id=? AND stat=? AND tensor=?");
+        first.bind(1, runId).bind(2, stat).bind(3, tensor);
+        if (first.next())
+            src = first.text(0);
+    }
+    Statement s = db.prepare("SELECT s.layer, p.step, p.value FROM series s JOIN points p ON p.series_id=s.id "
+                             "WHERE s.run_id=? AND s.stat=? AND s.tensor=? AND s.source=?");
+    s.bind(1, runId).bind(2, stat).bind(3, tensor).bind(4, src);
+    std::vector<std::tuple<QString, int64_t, double>> rows;
+    std::set<int64_t> steps;
+    QSet<QString> layers;
+    while (s.next()) {
+        rows.emplace_back(s.text(0), s.int64(1), s.real(2));
+        steps.insert(s.int64(1));
+        layers.insert(s.text(0));
+    }
+    h.layers = QStringList(layers.begin(), layers.end());
+    std::sort(h.layers.begin(), h.layers.end(), layerLess);
+    h.steps.assign(steps.begin(), steps.end());
+    h.values.assign(size_t(h.layers.size()) * h.steps.size(), NAN);
+    QHash<QString, qsizetype> layerIndex;
+    for (qsizetype i = 0; i < h.layers.size(); ++i)
+        layerIndex.insert(h.layers.at(i), i);
+    for (const auto &[layer, step, value] : rows) {
+        const size_t col = size_t(std::lower_bound(h.steps.begin(), h.steps.end(), step) - h.steps.begin());
+        h.values[size_t(layerIndex.value(layer)) * h.steps.size() + col] = value;
+    }
+    return h;
+}
+
+std::vector<EvalRecord> RunStore::evals(int64_t runId) const
+{
+    std::vector<EvalRecord> out;
+    Statement s = const_cast<Database &>(m_db).prepare(
+        "SELECT task, metric, value, stderr, inference FROM evals WHERE run_id=? ORDER BY task, metric, inference");
+    s.bind(1, runId);
+    while (s.next())
+        out.push_back({s.text(0), s.text(1), s.real(2), s.real(3), s.text(4)});
+    return out;
+}
+
+std::vector<std::pair<QString, QString>> RunStore::configs(int64_t runId) const
+{
+    std::vector<std::pair<QString, QString>> out;
+    Statement s = const_cast<Database &>(m_db).prepare("SELECT key, value FROM configs WHERE run_id=? ORDER BY key");
+    s.bind(1, runId);
+    while (s.next())
+        out.emplace_back(s.text(0), s.text(1));
+    return out;
+}
+
+std::vector<ProblemRecord> RunStore::problems() const
+{
+    std::vector<ProblemRecord> out;
+    Statement s = const_cast<Database &>(m_db).prepare("SELECT f.path, p.line, p.offset, p.message FROM problems p "
+                                                       "JOIN files f ON f.id=p.file_id ORDER BY f.path, p.line");
+    while (s.next())
+        out.push_back({s.text(0), s.int64(1), s.isNull(2) ? -1 : s.int64(2), s.text(3)});
+    return out;
+}
+
+std::vector<std::pair<QString, DumpRecord>> RunStore::dumps(int64_t runId) const
+{
+    std::vector<std::pair<QString, DumpRecord>> out;
+    Statement s = const_cast<Database &>(m_db).prepare("SELECT f.path, d.dataset, d.layer, d.tensor, d.step, d.dtype, "
+                                                       "d.shape FROM dumps d JOIN files f ON f.id=d.file_id "
+                                                       "WHERE d.run_id=? ORDER BY d.step, d.layer, d.tensor");
+    s.bind(1, runId);
+    while (s.next())
+        out.emplace_back(s.text(0), DumpRecord {s.text(1), s.text(2), s.text(3), s.int64(4), s.text(5), s.text(6)});
+    return out;
+}
+
+bool RunStore::storeRecomputed(int64_t runId, const DumpRecord &d, const QString &recipe,
+    const std::vector<std::pair<QString, double>> &stats, QString *error)
+{
+    Transaction t(m_db);
+    Statement run = m_db.prepare("SELECT name FROM runs WHERE id=?");
+    run.bind(1, runId);
+    if (!run.next()) {
+        *error = QStringLiteral("no run %1").arg(runId);
+        return false;
+    }
+    FileSink sink(m_db, 0, run.text(0));
+    for (const auto &[stat, value] : stats)
+        sink.point({d.layer, d.tensor, stat, QStringLiteral("recomputed"), recipe}, d.step, value, NAN);
+    return sink.failures == 0 && t.commit(error);
+}
+
+} // namespace fp8scope
