@@ -66,6 +66,9 @@ ReadPosition readLines(const QString &path, const ReadPosition &from, IngestSink
         if (emitLine(pending, false)) {
             pos.line += 1;
             pos.offset = f.pos();
+        } else {
+            sink.problem(pos.line + 1, lineStart,
+                QStringLiteral("incomplete last line (no newline); it is read again at the next ingest"));
         }
     }
     return pos;

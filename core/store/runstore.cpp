@@ -371,7 +371,37 @@ IngestReport RunStore::ingest(const Progress &progress)
         report.pointsWritten += sink.points;
         report.problems += sink.problems;
     }
+    inferPrecision();
     return report;
+}
+
+void RunStore::inferPrecision()
+{
+    // Runs without a manifest: the training precision from the flags their configs record.
+    Statement runs = m_db.prepare("SELECT id FROM runs WHERE precision IS NULL OR precision=''");
+    std::vector<int64_t> ids;
+    while (runs.next())
+        ids.push_back(runs.int64(0));
+    for (int64_t id : ids) {
+        QString precision;
+        for (const auto &[key, value] : configs(id)) {
+            const QString k = key.section(QLatin1Char('.'), -1).toLower();
+            const bool on
+                = value == QLatin1String("true") || value == QLatin1String("True") || value == QLatin1String("1");
+            if ((k.contains(QLatin1String("fp8-format")) || k.contains(QLatin1String("fp8_format"))
+                    || k == QLatin1String("--fp8"))
+                && !value.isEmpty() && value != QLatin1String("null") && value != QLatin1String("false"))
+                precision = QStringLiteral("fp8");
+            else if (precision.isEmpty() && (k == QLatin1String("--bf16") || k == QLatin1String("bf16")) && on)
+                precision = QStringLiteral("bf16");
+            else if (precision.isEmpty() && (k == QLatin1String("--fp16") || k == QLatin1String("fp16")) && on)
+                precision = QStringLiteral("fp16");
+        }
+        if (precision.isEmpty())
+            continue;
+        Statement u = m_db.prepare("UPDATE runs SET precision=? WHERE id=?");
+        u.bind(1, precision).bind(2, id).exec();
+    }
 }
 
 std::vector<RunInfo> RunStore::runs() const

@@ -109,6 +109,7 @@ public:
 
 private:
     bool migrate(QString *error);
+    void inferPrecision();
     Database m_db;
     QString m_path;
     QString m_folder;

@@ -1,0 +1,391 @@
+// Importers and the run store on the real public files of ../shared/fixtures/real (values spot-checked
+// against the files) and on generated bad input: every problem carries its file and line or offset,
+// nothing crashes, nothing stored before is lost; re-ingest is idempotent and a grown log is read on.
+#include "core/importers/importers.h"
+#include "core/importers/tableimporters.h"
+#include "core/importers/tedebugimporter.h"
+#include "core/store/runstore.h"
+
+#include <QCryptographicHash>
+#include <QDir>
+#include <QFile>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cmath>
+#include <limits>
+
+using namespace fp8scope;
+
+namespace {
+
+QString fixtures()
+{
+    return QDir(QString::fromLocal8Bit(qgetenv("FP8SCOPE_SOURCE_DIR")))
+        .absoluteFilePath(QStringLiteral("../shared/fixtures/real"));
+}
+
+void write(const QString &path, const QByteArray &bytes, bool append = false)
+{
+    QDir().mkpath(QFileInfo(path).absolutePath());
+    QFile f(path);
+    QVERIFY(f.open(append ? QIODevice::Append : QIODevice::WriteOnly));
+    f.write(bytes);
+}
+
+double pointAt(const RunStore &s, const QString &run, const SeriesKey &key, int64_t step)
+{
+    const auto r = s.run(run);
+    if (!r)
+        return -1e300;
+    const auto found = s.findSeries(r->id, key);
+    if (found.empty())
+        return -2e300;
+    for (const SeriesPoint &p : s.points(found.front().id, step, step, 0))
+        return p.value;
+    return -3e300;
+}
+
+// Everything the store holds, in a canonical order, hashed: equal stores have equal digests.
+QByteArray digest(RunStore &s)
+{
+    QCryptographicHash h(QCryptographicHash::Sha256);
+    for (const char *sql :
+        {"SELECT r.name, s.layer, s.tensor, s.stat, s.source, s.recipe, p.step, p.value FROM points p "
+         "JOIN series s ON s.id=p.series_id JOIN runs r ON r.id=s.run_id "
+         "ORDER BY r.name, s.stat, s.layer, s.tensor, s.source, s.recipe, p.step",
+            "SELECT r.name, e.task, e.metric, e.inference, e.value, e.stderr FROM evals e JOIN runs r ON r.id=e.run_id "
+            "ORDER BY 1, 2, 3, 4",
+            "SELECT f.path, p.line, p.message FROM problems p JOIN files f ON f.id=p.file_id ORDER BY 1, 2, 3"}) {
+        Statement st = s.database().prepare(sql);
+        while (st.next()) {
+            for (int c = 0; c < 8; ++c)
+                h.addData(QByteArray(st.text(c).toUtf8() + '\x1f'));
+        }
+    }
+    return h.result().toHex();
+}
+
+} // namespace
+
+class TestImporters : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void teNames_data();
+    void teNames();
+    void csvRecords();
+    void realFixtures();
+    void badInput();
+    void idempotentAndIncremental();
+    void earlierDataSurvivesABadFile();
+    void bucketsAndHeatmapOrder();
+};
+
+void TestImporters::initTestCase()
+{
+    QStandardPaths::setTestModeEnabled(true);
+}
+
+void TestImporters::teNames_data()
+{
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<QString>("layer");
+    QTest::addColumn<QString>("tensor");
+    QTest::addColumn<QString>("recipe");
+    QTest::addColumn<QString>("stat");
+    QTest::newRow("plain") << "model.esm.encoder.layers.1.self_attention.layernorm_qkv_activation_underflows%"
+                           << "model.esm.encoder.layers.1.self_attention.layernorm_qkv"
+                           << "activation"
+                           << ""
+                           << "underflows%";
+    QTest::newRow("scale_inv_min over min") << "decoder.layers.0.mlp.linear_fc1_gradient_scale_inv_min"
+                                            << "decoder.layers.0.mlp.linear_fc1"
+                                            << "gradient"
+                                            << ""
+                                            << "scale_inv_min";
+    QTest::newRow("recipe prefix") << "layers.3.linear_fc2_activation_mxfp8_underflows%"
+                                   << "layers.3.linear_fc2"
+                                   << "activation"
+                                   << "mxfp8"
+                                   << "underflows%";
+    QTest::newRow("block recipe, columnwise") << "layers.3.linear_fc2_weight_fp8_block_scaling_mse_columnwise"
+                                              << "layers.3.linear_fc2"
+                                              << "weight"
+                                              << "fp8_block_scaling"
+                                              << "mse_columnwise";
+    QTest::newRow("tensor word inside layer") << "my_weight_layer_gradient_weight_l2_norm"
+                                              << "my_weight_layer_gradient"
+                                              << "weight"
+                                              << ""
+                                              << "l2_norm";
+    QTest::newRow("wgrad dynamic_range") << "layers.0.proj_wgrad_dynamic_range"
+                                         << "layers.0.proj"
+                                         << "wgrad"
+                                         << ""
+                                         << "dynamic_range";
+}
+
+void TestImporters::teNames()
+{
+    QFETCH(QString, name);
+    TeStatName n;
+    QVERIFY(TeDebugImporter::splitName(name, &n));
+    QTEST(n.layer, "layer");
+    QTEST(n.tensor, "tensor");
+    QTEST(n.recipe, "recipe");
+    QTEST(n.stat, "stat");
+    QVERIFY(!TeDebugImporter::splitName(QStringLiteral("layers.0.proj_banana_mse"), &n));
+    QVERIFY(!TeDebugImporter::splitName(QStringLiteral("layers.0.proj_activation_sparkle"), &n));
+}
+
+void TestImporters::csvRecords()
+{
+    QStringList f;
+    QVERIFY(CsvImporter::splitRecord(QStringLiteral("a,\"b,c\",\"say \"\"hi\"\"\",,e"), &f));
+    QCOMPARE(f,
+        QStringList({QStringLiteral("a"), QStringLiteral("b,c"), QStringLiteral("say \"hi\""), QString(),
+            QStringLiteral("e")}));
+    QVERIFY(!CsvImporter::splitRecord(QStringLiteral("a,\"open"), &f));
+}
+
+void TestImporters::realFixtures()
+{
+    if (!QFileInfo(fixtures()).isDir())
+        QSKIP("../shared/fixtures/real is absent");
+    // The fixtures are read-only: the store goes to the (test-mode) cache directory.
+    RunStore store;
+    QString error;
+    QVERIFY2(store.open(fixtures(), &error), qPrintable(error));
+    const IngestReport report = store.ingest();
+    QCOMPARE(report.filesFailed, 0);
+    const auto problems = store.problems();
+    for (const ProblemRecord &p : problems)
+        qWarning("%s:%lld: %s", qPrintable(p.file), (long long)p.line, qPrintable(p.message));
+    QCOMPARE(problems.size(), size_t(0));
+
+    // Transformer Engine statistics: 6 layers x 3 tensors x 4 stats, iterations 0..240 every 10.
+    const auto te = store.run(QStringLiteral("nvdlfw_inspect_esm2"));
+    QVERIFY(te);
+    QCOMPARE(te->seriesCount, 72);
+    QCOMPARE(te->pointCount, 1800);
+    const QString l1 = QStringLiteral("model.esm.encoder.layers.1.self_attention.layernorm_qkv");
+    QCOMPARE(
+        pointAt(store, te->name, {l1, QStringLiteral("activation"), QStringLiteral("underflows%"), {}, {}}, 0), 4.7781);
+    const Heatmap h = store.heatmap(te->id, QStringLiteral("underflows%"), QStringLiteral("activation"));
+    QCOMPARE(h.layers.size(), 6);
+    QCOMPARE(h.layers.front(), l1);
+    QCOMPARE(h.steps.size(), size_t(25));
+    QCOMPARE(h.steps.back(), 240);
+
+    // Megatron stdout: the first interval was all skipped (no lm loss), then lm loss 1.203115E+01.
+    const QString meg = QStringLiteral("megatron_stdout");
+    QCOMPARE(pointAt(store, meg, {{}, {}, QStringLiteral("lm loss"), {}, {}}, 20), 12.03115);
+    QCOMPARE(pointAt(store, meg, {{}, {}, QStringLiteral("number of skipped iterations"), {}, {}}, 10), 10.0);
+    QVERIFY(pointAt(store, meg, {{}, {}, QStringLiteral("lm loss"), {}, {}}, 10) < -1e299); // absent
+    QCOMPARE(pointAt(store, meg, {{}, {}, QStringLiteral("validation lm loss value"), {}, {}}, 100), 8.017406);
+
+    // Golden values, list layout, opened as the workspace of its two runs; precision from their configs.
+    RunStore goldenStore;
+    QVERIFY(goldenStore.open(fixtures() + QStringLiteral("/megatron_golden_values"), &error));
+    goldenStore.ingest();
+    QCOMPARE(goldenStore.problems().size(), size_t(0));
+    const auto fp8
+        = goldenStore.run(QStringLiteral("gpt3_345m_weekly_dgx_h100_1N8G_mcore_tp1_pp1_fp8_no_model_parallel"));
+    const auto base = goldenStore.run(QStringLiteral("gpt3_345m_weekly_dgx_h100_1N8G_mcore_tp1_pp1_bf16_baseline"));
+    QVERIFY(fp8 && base);
+    QCOMPARE(fp8->precision, QStringLiteral("fp8"));
+    QCOMPARE(base->precision, QStringLiteral("fp16")); // the "bf16" baseline really trains in FP16
+    const SeriesKey fp8Loss {
+        {}, {}, QStringLiteral("lm loss"), QStringLiteral("golden:golden_values_dev_dgx_a100"), {}};
+    const auto loss = goldenStore.findSeries(fp8->id, fp8Loss);
+    QCOMPARE(loss.size(), size_t(1));
+    QCOMPARE(loss.front().points, 400);
+    QCOMPARE(pointAt(goldenStore, fp8->name, fp8Loss, 0), 10.8833);
+    QCOMPARE(pointAt(goldenStore, fp8->name, fp8Loss, 5), 10.90234);
+    QCOMPARE(pointAt(goldenStore, fp8->name, fp8Loss, 1995), 4.64493);
+
+    // lm-eval v0.4 and the "N/A" stderr of the regression file.
+    const auto lm = store.run(QStringLiteral("lm_eval"));
+    QVERIFY(lm);
+    bool winogrande = false, arcEasy = false;
+    for (const EvalRecord &e : store.evals(lm->id)) {
+        if (e.task == QLatin1String("winogrande") && e.metric == QLatin1String("acc")) {
+            QCOMPARE(e.value, 0.734017363851618);
+            QCOMPARE(e.stderrValue, 0.012418323153051048);
+            winogrande = true;
+        }
+        if (e.task == QLatin1String("arc_easy") && e.metric == QLatin1String("acc")) {
+            QCOMPARE(e.value, 0.3);
+            QVERIFY(std::isnan(e.stderrValue));
+            arcEasy = true;
+        }
+    }
+    QVERIFY(winogrande && arcEasy);
+
+    // W&B history exports: one run per file, 500 rows of two metrics.
+    const auto wb = store.run(QStringLiteral("history_98xg86yz"));
+    QVERIFY(wb);
+    QCOMPARE(wb->pointCount, 1000);
+    QCOMPARE(pointAt(store, wb->name, {{}, {}, QStringLiteral("train/loss"), {}, {}}, 8), 3.83203125);
+    QCOMPARE(pointAt(store, wb->name, {{}, {}, QStringLiteral("train/loss"), {}, {}}, 48779), 1.0383809804916382);
+}
+
+void TestImporters::badInput()
+{
+    QTemporaryDir dir;
+    const QString run = dir.path() + QStringLiteral("/run");
+    const QByteArray good
+        = "2026-01-15 23:06:41,584 - INFO - layers.1.fc1_activation_mse \t iteration=000010 \t value=0.5000\n";
+    QByteArray te = good;
+    te += "complete garbage here iteration=abc value=\n";
+    te += "2026-01-15 23:06:41,584 - INFO - layers.1.fc1_activation_sparkle \t iteration=000010 \t value=1.0\n";
+    te += "2026-01-15 - INFO - layers.1.fc1_activation_mse \t iteration=000020 \t value=\xff\xfe\n";
+    te += "2026-01-15 - INFO - layers.1.fc1_activation_mse iteration=000030 value=" + QByteArray(10 << 20, '7') + "\n";
+    te += "2026-01-15 23:06:41,584 - INFO - layers.1.fc1_activation_mse \t iteration=000040 \t va"; // truncated
+    write(run + QStringLiteral("/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log"), te);
+    write(run + QStringLiteral("/metrics.csv"), "step,loss\n1,2.5\n2,abc\n3\n4,1.5\n");
+    write(run + QStringLiteral("/metrics.jsonl"),
+        "{\"step\": 1, \"loss\": 2}\n[1,2]\n{\"step\": 2, \"loss\": \n{\"loss\": 3}\n");
+    write(run + QStringLiteral("/golden_values.json"), "{\"lm loss\": {\"start_step\": 1, \"values\": 7}}");
+    write(run + QStringLiteral("/fp8scope.json"), "[1, 2, 3]");
+    write(run + QStringLiteral("/results.json"),
+        "{\"results\": {\"arc\": {\"acc,none\": 0.5, \"acc_stderr,none\": \"N/A\"}}, \"versions\": {");
+    write(run + QStringLiteral("/config.yaml"), "a: [1, 2\nb: : :\n");
+    RunStore store;
+    QString error;
+    QVERIFY2(store.open(run, &error), qPrintable(error));
+    const IngestReport report = store.ingest();
+    QCOMPARE(report.filesFailed, 0);
+    QMap<QString, QList<int64_t>> lines;
+    for (const ProblemRecord &p : store.problems()) {
+        QVERIFY(!p.message.isEmpty());
+        QVERIFY(p.line > 0 || p.offset >= 0 || p.file.endsWith(QLatin1String(".json")));
+        lines[QFileInfo(p.file).fileName()] << p.line;
+    }
+    QCOMPARE(lines.value(QStringLiteral("nvdlfw_inspect_globalrank-0.log")), QList<int64_t>({2, 3, 4, 5, 6}));
+    QCOMPARE(lines.value(QStringLiteral("metrics.csv")), QList<int64_t>({3, 4}));
+    QCOMPARE(lines.value(QStringLiteral("metrics.jsonl")), QList<int64_t>({2, 3, 4}));
+    QVERIFY(lines.contains(QStringLiteral("golden_values.json")));
+    QVERIFY(lines.contains(QStringLiteral("fp8scope.json")));
+    QVERIFY(lines.contains(QStringLiteral("results.json")));
+    QVERIFY(lines.contains(QStringLiteral("config.yaml")));
+    // What was readable is stored.
+    QCOMPARE(pointAt(store, QStringLiteral("run"),
+                 {QStringLiteral("layers.1.fc1"), QStringLiteral("activation"), QStringLiteral("mse"), {}, {}}, 10),
+        0.5);
+    QCOMPARE(
+        pointAt(store, QStringLiteral("run"), {{}, {}, QStringLiteral("loss"), QStringLiteral("csv"), {}}, 4), 1.5);
+    QCOMPARE(
+        pointAt(store, QStringLiteral("run"), {{}, {}, QStringLiteral("loss"), QStringLiteral("jsonl"), {}}, 1), 2.0);
+}
+
+void TestImporters::idempotentAndIncremental()
+{
+    QTemporaryDir dir;
+    const QString log
+        = dir.path() + QStringLiteral("/rank_0/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log");
+    QByteArray first;
+    for (int it = 0; it < 50; ++it)
+        first += "x - INFO - layers." + QByteArray::number(it % 5) + ".fc2_activation_underflows% iteration="
+            + QByteArray::number(it / 5 * 10).rightJustified(6, '0') + " value=" + QByteArray::number(it * 0.5) + "\n";
+    write(log, first + "x - INFO - layers.0.fc2_activation_underflows% iteration=000");
+    RunStore store;
+    QString error;
+    QVERIFY2(store.open(dir.path(), &error), qPrintable(error));
+    IngestReport r = store.ingest();
+    QCOMPARE(r.filesRead, 1);
+    QCOMPARE(r.pointsWritten, 50);
+    QCOMPARE(store.problems().size(), size_t(1)); // the unfinished last line, for now
+    const QByteArray before = digest(store);
+    r = store.ingest();
+    QCOMPARE(r.filesUnchanged, 1);
+    QCOMPARE(digest(store), before);
+
+    // The writer finishes the line and appends more: only the new lines are read.
+    write(log, "100 value=9.5\nx - INFO - layers.1.fc2_activation_underflows% iteration=000100 value=7.25\n", true);
+    r = store.ingest();
+    QCOMPARE(r.filesResumed, 1);
+    QCOMPARE(r.pointsWritten, 2);
+    QCOMPARE(store.problems().size(), size_t(0));
+    QCOMPARE(
+        pointAt(store, QFileInfo(dir.path()).fileName(),
+            {QStringLiteral("layers.0.fc2"), QStringLiteral("activation"), QStringLiteral("underflows%"), {}, {}}, 100),
+        9.5);
+
+    // A store built in one go from the final file is the same store.
+    QTemporaryDir other;
+    QVERIFY(QDir().mkpath(other.path() + QStringLiteral("/rank_0/nvdlfw_inspect_statistics_logs")));
+    QVERIFY(QFile::copy(
+        log, other.path() + QStringLiteral("/rank_0/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log")));
+    RunStore fresh;
+    QVERIFY(fresh.open(other.path(), &error));
+    fresh.ingest();
+    // Run names follow the folder names; compare the points under one name.
+    Statement rename = fresh.database().prepare("UPDATE runs SET name=?");
+    rename.bind(1, QFileInfo(dir.path()).fileName()).exec();
+    QCOMPARE(digest(fresh), digest(store));
+}
+
+void TestImporters::earlierDataSurvivesABadFile()
+{
+    QTemporaryDir dir;
+    write(dir.path() + QStringLiteral("/a.csv"), "step,loss\n1,3.0\n2,2.0\n");
+    RunStore store;
+    QString error;
+    QVERIFY(store.open(dir.path(), &error));
+    store.ingest();
+    const QString run = QFileInfo(dir.path()).fileName();
+    QCOMPARE(pointAt(store, run, {{}, {}, QStringLiteral("loss"), {}, {}}, 2), 2.0);
+    // The file is replaced by garbage: its problems are reported, the points read before stay.
+    write(dir.path() + QStringLiteral("/a.csv"), "step,loss\n\x01\x02\x03 not csv at all\n");
+    store.ingest();
+    QCOMPARE(pointAt(store, run, {{}, {}, QStringLiteral("loss"), {}, {}}, 2), 2.0);
+    QCOMPARE(store.problems().size(), size_t(1));
+    QCOMPARE(store.problems().front().line, 2);
+}
+
+void TestImporters::bucketsAndHeatmapOrder()
+{
+    QTemporaryDir dir;
+    QByteArray csv = "step,loss\n";
+    for (int i = 0; i < 10000; ++i)
+        csv += QByteArray::number(i) + ',' + QByteArray::number(std::sin(i * 0.01) + (i == 4321 ? 100.0 : 0.0)) + '\n';
+    write(dir.path() + QStringLiteral("/a.csv"), csv);
+    QByteArray te;
+    for (int layer : {10, 2, 1})
+        te += "t - INFO - decoder.layers." + QByteArray::number(layer) + ".mlp_weight_mse iteration=000005 value=1\n";
+    write(dir.path() + QStringLiteral("/nvdlfw_inspect_globalrank-0.log"), te);
+    RunStore store;
+    QString error;
+    QVERIFY(store.open(dir.path(), &error));
+    store.ingest();
+    const auto run = store.run(QFileInfo(dir.path()).fileName());
+    QVERIFY(run);
+    const auto s = store.findSeries(run->id, {{}, {}, QStringLiteral("loss"), {}, {}});
+    QCOMPARE(s.size(), size_t(1));
+    const auto all = store.points(s.front().id, 0, 9999, 20000);
+    QCOMPARE(all.size(), size_t(10000));
+    const auto buckets = store.points(s.front().id, 0, 9999, 100);
+    QVERIFY(buckets.size() <= 100 && buckets.size() >= 99);
+    int64_t covered = 0;
+    bool spike = false;
+    for (const SeriesPoint &b : buckets) {
+        covered += b.count;
+        QVERIFY(b.min <= b.max);
+        spike = spike || (b.max > 50 && b.step <= 4321 && b.lastStep >= 4321);
+    }
+    QCOMPARE(covered, 10000); // every point falls in one bucket
+    QVERIFY(spike); // an outlier survives the reduction
+    const Heatmap h = store.heatmap(run->id, QStringLiteral("mse"), QStringLiteral("weight"));
+    QCOMPARE(h.layers,
+        QStringList({QStringLiteral("decoder.layers.1.mlp"), QStringLiteral("decoder.layers.2.mlp"),
+            QStringLiteral("decoder.layers.10.mlp")}));
+    QVERIFY(layerLess(QStringLiteral("a.2.b"), QStringLiteral("a.10.b")));
+    QVERIFY(!layerLess(QStringLiteral("a.10.b"), QStringLiteral("a.2.b")));
+}
+
+QTEST_GUILESS_MAIN(TestImporters)
+#include "tst_importers.moc"
