@@ -5,6 +5,7 @@
 #include "otherimporters.h"
 #include "tableimporters.h"
 #include "tedebugimporter.h"
+#include "tfeventsimporter.h"
 
 namespace fp8scope {
 
@@ -22,6 +23,7 @@ const std::vector<std::unique_ptr<Importer>> &allImporters()
         l.push_back(std::make_unique<YamlConfigImporter>());
         l.push_back(std::make_unique<CsvImporter>());
         l.push_back(std::make_unique<JsonlImporter>());
+        l.push_back(std::make_unique<TfEventsImporter>());
         l.push_back(std::make_unique<TensorDumpImporter>());
         return l;
     }();

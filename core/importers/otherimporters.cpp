@@ -94,6 +94,12 @@ ReadPosition TensorDumpImporter::read(const QString &path, const ReadPosition &,
             // safetensors/.npy: the tensor name is the layer; a step may sit in the file name.
             const QString base = name.isEmpty() ? QFileInfo(path).completeBaseName() : name;
             d.layer = base;
+            for (const QString &kind : {QStringLiteral("weight"), QStringLiteral("bias")}) {
+                if (base.endsWith(QLatin1Char('.') + kind)) {
+                    d.layer = base.left(base.size() - kind.size() - 1);
+                    d.tensor = kind;
+                }
+            }
             d.step = fileIter.hasMatch() ? fileIter.captured(1).toLongLong() : -1;
         }
         sink.dump(d);

@@ -8,12 +8,14 @@
 
 #include <QCryptographicHash>
 #include <QDir>
+#include <QProcess>
 #include <QFile>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 using namespace fp8scope;
@@ -82,6 +84,7 @@ private Q_SLOTS:
     void idempotentAndIncremental();
     void earlierDataSurvivesABadFile();
     void bucketsAndHeatmapOrder();
+    void formatsWrittenByRealLibraries();
 };
 
 void TestImporters::initTestCase()
@@ -385,6 +388,72 @@ void TestImporters::bucketsAndHeatmapOrder()
             QStringLiteral("decoder.layers.10.mlp")}));
     QVERIFY(layerLess(QStringLiteral("a.2.b"), QStringLiteral("a.10.b")));
     QVERIFY(!layerLess(QStringLiteral("a.10.b"), QStringLiteral("a.2.b")));
+}
+
+void TestImporters::formatsWrittenByRealLibraries()
+{
+    const QString python = QString::fromLocal8Bit(qgetenv("FP8SCOPE_TEST_PYTHON"));
+    if (python.isEmpty() || !QFileInfo::exists(python))
+        QSKIP("no test Python (FP8SCOPE_TEST_PYTHON) with tensorboard and safetensors");
+    QTemporaryDir dir;
+    QProcess p;
+    p.start(python, {QString::fromLocal8Bit(qgetenv("FP8SCOPE_SOURCE_DIR")) + QStringLiteral("/tests/core/oracles/write_formats.py"), dir.path()});
+    QVERIFY(p.waitForFinished(300000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+
+    // A copy of the event file with one record's payload corrupted.
+    const QString tb = dir.path() + QStringLiteral("/tb");
+    const QStringList events = QDir(tb).entryList({QStringLiteral("events.out.tfevents.*")});
+    QCOMPARE(events.size(), 1);
+    QFile src(tb + QLatin1Char('/') + events.front());
+    QVERIFY(src.open(QIODevice::ReadOnly));
+    QByteArray bytes = src.readAll();
+    std::vector<qint64> records;
+    for (qint64 pos = 0; pos + 12 <= bytes.size();) {
+        records.push_back(pos);
+        uint64_t len = 0;
+        std::memcpy(&len, bytes.constData() + pos, 8);
+        pos += 12 + qint64(len) + 4;
+    }
+    QVERIFY(records.size() > 10);
+    const qint64 victim = records[6];
+    bytes[victim + 14] = char(bytes[victim + 14] ^ 0x5A);
+    write(dir.path() + QStringLiteral("/bad/events.out.tfevents.1.bad.0"), bytes);
+
+    RunStore store;
+    QString error;
+    QVERIFY(store.open(dir.path(), &error));
+    store.ingest();
+    // Scalars (simple_value and new-style tensors), the histogram, the text summary.
+    const QString tbRun = QStringLiteral("tb");
+    for (int step = 0; step < 10; ++step) {
+        QCOMPARE(pointAt(store, tbRun, {{}, {}, QStringLiteral("loss"), {}, {}}, step), double(1.0f / float(step + 1)));
+        QCOMPARE(pointAt(store, tbRun, {{}, {}, QStringLiteral("lr"), {}, {}}, step), 0.5 * step);
+    }
+    QCOMPARE(pointAt(store, tbRun, {{}, {}, QStringLiteral("w (min)"), {}, {}}, 3), -2.0);
+    QCOMPARE(pointAt(store, tbRun, {{}, {}, QStringLiteral("w (max)"), {}, {}}, 3), 3.0);
+    QCOMPARE(pointAt(store, tbRun, {{}, {}, QStringLiteral("w (count)"), {}, {}}, 3), 4.0);
+    bool args = false;
+    for (const auto &[k, v] : store.configs(store.run(tbRun)->id))
+        args = args || (k.startsWith(QLatin1String("args")) && v == QLatin1String("lr=0.1 fp8=hybrid"));
+    QVERIFY(args);
+    // The corrupted copy: one problem at the record's offset, every other record read.
+    const auto problems = store.problems();
+    QCOMPARE(problems.size(), size_t(1));
+    QCOMPARE(problems.front().offset, victim);
+    const auto bad = store.run(QStringLiteral("bad"));
+    QVERIFY(bad);
+    QCOMPARE(bad->pointCount, store.run(tbRun)->pointCount - 1);
+    // safetensors written by the safetensors package land in the dump index.
+    const auto dumps = store.dumps(store.run(QStringLiteral("dumps"))->id);
+    QCOMPARE(dumps.size(), size_t(2));
+    QCOMPARE(dumps[0].second.layer, QStringLiteral("layers.0.fc1"));
+    QCOMPARE(dumps[0].second.tensor, QStringLiteral("weight"));
+    QCOMPARE(dumps[0].second.step, 50);
+    QCOMPARE(dumps[0].second.dtype, QStringLiteral("float32"));
+    QCOMPARE(dumps[0].second.shape, QStringLiteral("4x8"));
+    QCOMPARE(dumps[1].second.dtype, QStringLiteral("bfloat16"));
+    QCOMPARE(dumps[1].second.shape, QStringLiteral("2x16"));
 }
 
 QTEST_GUILESS_MAIN(TestImporters)
