@@ -43,7 +43,13 @@ public:
     virtual ~IngestSink() = default;
     // Records after this call belong to the named run (a long CSV's run column); the scanner's run by default.
     virtual void useRun(const QString &name) = 0;
-    virtual void point(const SeriesKey &key, int64_t step, double value, double wallTime = NAN) = 0;
+    // A handle for the series `key` of the current run; importers cache it for repeated points.
+    virtual int64_t series(const SeriesKey &key) = 0;
+    virtual void point(int64_t series, int64_t step, double value, double wallTime = NAN) = 0;
+    void point(const SeriesKey &key, int64_t step, double value, double wallTime = NAN)
+    {
+        point(series(key), step, value, wallTime);
+    }
     virtual void eval(const EvalRecord &e) = 0;
     virtual void config(const QString &key, const QString &value) = 0;
     // precision, recipe, baseline, inference_precision, notes, display_name

@@ -24,6 +24,17 @@ struct TextLine {
 ReadPosition readLines(const QString &path, const ReadPosition &from, IngestSink &sink,
     const std::function<bool(const TextLine &)> &handle);
 
+// The same over raw bytes, for the hot importers: `bytes` is valid UTF-8 (checked) and lives only during
+// the call.
+struct ByteLine {
+    QByteArrayView bytes;
+    int64_t number = 0;
+    int64_t offset = 0;
+    bool complete = true;
+};
+ReadPosition readByteLines(const QString &path, const ReadPosition &from, IngestSink &sink,
+    const std::function<bool(const ByteLine &)> &handle);
+
 constexpr int64_t kMaxLine = int64_t(1) << 20;
 
 } // namespace fp8scope

@@ -2,7 +2,10 @@
 
 #include "linereader.h"
 
+#include <QHash>
 #include <QRegularExpression>
+
+#include <charconv>
 
 namespace fp8scope {
 
@@ -86,40 +89,59 @@ bool TeDebugImporter::recognises(const QString &fileName, const QByteArray &head
     return fileName.endsWith(QLatin1String(".log")) && head.contains("iteration=") && head.contains("value=");
 }
 
+namespace {
+
+qsizetype skipSpaces(QByteArrayView v, qsizetype i)
+{
+    while (i < v.size() && (v[i] == ' ' || v[i] == '\t'))
+        ++i;
+    return i;
+}
+
+} // namespace
+
 ReadPosition TeDebugImporter::read(const QString &path, const ReadPosition &from, IngestSink &sink)
 {
     const QString source = QStringLiteral("te-debug rank %1").arg(rankOf(path));
-    return readLines(path, from, sink, [&](const TextLine &l) {
-        const QStringView line(l.text);
-        const qsizetype it = line.indexOf(QLatin1String("iteration="));
-        const qsizetype val = line.indexOf(QLatin1String("value="));
-        if (it < 0 || val < 0) {
-            // The main debug log shares the folder layout; only statistic lines matter here.
-            if (!line.trimmed().isEmpty() && !l.complete)
-                return false;
-            return true;
-        }
-        qsizetype nameStart = line.indexOf(QLatin1String(" - INFO - "));
-        nameStart = nameStart < 0 ? 0 : nameStart + 9;
-        const QStringView name = line.mid(nameStart, it - nameStart).trimmed();
-        bool okStep = false, okValue = false;
-        qsizetype stepEnd = it + 10;
-        while (stepEnd < line.size() && line.at(stepEnd).isDigit())
-            ++stepEnd;
-        const int64_t step = line.mid(it + 10, stepEnd - it - 10).toLongLong(&okStep);
-        const double value = line.mid(val + 6).trimmed().toDouble(&okValue);
-        if (!okStep || !okValue || val < stepEnd) {
+    // Statistic names repeat every iteration: split each once.
+    QHash<QByteArray, int64_t> handles;
+    return readByteLines(path, from, sink, [&](const ByteLine &l) {
+        const QByteArrayView line = l.bytes;
+        const qsizetype it = line.indexOf("iteration=");
+        const qsizetype val = it < 0 ? -1 : line.indexOf("value=", it);
+        if (it < 0 || val < 0)
+            return l.complete || line.trimmed().isEmpty(); // other lines of the log are not statistics
+        qsizetype nameStart = line.indexOf(" - INFO - ");
+        nameStart = nameStart < 0 || nameStart > it ? 0 : nameStart + 10;
+        const QByteArrayView name = line.sliced(nameStart, it - nameStart).trimmed();
+        int64_t step = 0;
+        const char *stepBegin = line.data() + it + 10;
+        const auto [stepEnd, stepErr] = std::from_chars(stepBegin, line.data() + val, step);
+        double value = 0;
+        const qsizetype vStart = skipSpaces(line, val + 6);
+        const char *valueEnd = line.data() + line.size();
+        while (valueEnd > line.data() + vStart && (valueEnd[-1] == ' ' || valueEnd[-1] == '\t'))
+            --valueEnd;
+        const auto [vEnd, vErr] = std::from_chars(line.data() + vStart, valueEnd, value);
+        const bool stepOk = stepErr == std::errc() && skipSpaces(line, stepEnd - line.data()) == val;
+        const bool valueOk = vErr == std::errc() && vEnd == valueEnd && vEnd > line.data() + vStart;
+        if (!stepOk || !valueOk) {
             if (!l.complete)
                 return false; // still being written
             sink.problem(l.number, l.offset, QStringLiteral("unreadable statistic line"));
             return true;
         }
-        TeStatName n;
-        if (!splitName(name.toString(), &n)) {
-            sink.problem(l.number, l.offset, QStringLiteral("unknown statistic name '%1'").arg(name));
-            return true;
+        auto h = handles.find(QByteArray::fromRawData(name.data(), name.size()));
+        if (h == handles.end()) {
+            TeStatName n;
+            const QString nameText = QString::fromUtf8(name);
+            if (!splitName(nameText, &n)) {
+                sink.problem(l.number, l.offset, QStringLiteral("unknown statistic name '%1'").arg(nameText));
+                return true;
+            }
+            h = handles.insert(name.toByteArray(), sink.series({n.layer, n.tensor, n.stat, source, n.recipe}));
         }
-        sink.point({n.layer, n.tensor, n.stat, source, n.recipe}, step, value);
+        sink.point(h.value(), step, value);
         return true;
     });
 }

@@ -34,7 +34,7 @@ CREATE TABLE series(
     stat TEXT NOT NULL, source TEXT NOT NULL, recipe TEXT NOT NULL,
     UNIQUE(run_id, stat, tensor, layer, source, recipe));
 CREATE TABLE points(
-    series_id INTEGER NOT NULL REFERENCES series(id), step INTEGER NOT NULL, value REAL, wall_time REAL,
+    series_id INTEGER NOT NULL, step INTEGER NOT NULL, value REAL, wall_time REAL,
     PRIMARY KEY(series_id, step)) WITHOUT ROWID;
 CREATE TABLE evals(
     run_id INTEGER NOT NULL REFERENCES runs(id), file_id INTEGER REFERENCES files(id), task TEXT NOT NULL,
@@ -99,38 +99,49 @@ public:
 
     void useRun(const QString &name) override { m_run = name.isEmpty() ? m_defaultRun : runId(name); }
 
-    void point(const SeriesKey &key, int64_t step, double value, double wallTime) override
+    int64_t series(const SeriesKey &key) override
     {
         const QString ck = seriesCacheKey(m_run, key);
         auto it = m_series.find(ck);
-        if (it == m_series.end()) {
-            m_findSeries.bind(1, m_run)
-                .bind(2, key.layer)
-                .bind(3, key.tensor)
-                .bind(4, key.stat)
-                .bind(5, key.source)
-                .bind(6, key.recipe);
-            int64_t id = 0;
-            if (m_findSeries.next()) {
-                id = m_findSeries.int64(0);
-            } else {
-                m_insertSeries.bind(1, m_run)
-                    .bind(2, key.layer)
-                    .bind(3, key.tensor)
-                    .bind(4, key.stat)
-                    .bind(5, key.source)
-                    .bind(6, key.recipe);
-                m_insertSeries.exec();
-                id = m_db.lastInsertId();
-            }
-            m_findSeries.reset();
-            it = m_series.insert(ck, id);
+        if (it != m_series.end())
+            return it.value();
+        m_findSeries.bind(1, m_run).bind(2, key.layer).bind(3, key.tensor).bind(4, key.stat).bind(5, key.source).bind(6, key.recipe);
+        int64_t id = 0;
+        if (m_findSeries.next()) {
+            id = m_findSeries.int64(0);
+        } else {
+            m_insertSeries.bind(1, m_run).bind(2, key.layer).bind(3, key.tensor).bind(4, key.stat).bind(5, key.source).bind(6, key.recipe);
+            if (!m_insertSeries.exec())
+                ++failures;
+            id = m_db.lastInsertId();
         }
-        m_insertPoint.bind(1, it.value()).bind(2, step).bind(3, value).bind(4, wallTime);
-        if (m_insertPoint.exec())
-            ++points;
-        else
-            ++failures;
+        m_findSeries.reset();
+        m_series.insert(ck, id);
+        return id;
+    }
+
+    void point(int64_t series, int64_t step, double value, double wallTime) override
+    {
+        m_rows.push_back({series, step, value, wallTime});
+        if (m_rows.size() >= kBatch)
+            flushPoints();
+    }
+
+    // Points are written sorted by (series, step): appends to the clustered index instead of random
+    // inserts. Later duplicates of a key win, as they would one by one.
+    void flushPoints()
+    {
+        std::stable_sort(m_rows.begin(), m_rows.end(), [](const Row &a, const Row &b) {
+            return a.series != b.series ? a.series < b.series : a.step < b.step;
+        });
+        for (const Row &r : m_rows) {
+            m_insertPoint.bind(1, r.series).bind(2, r.step).bind(3, r.value).bind(4, r.wall);
+            if (m_insertPoint.exec())
+                ++points;
+            else
+                ++failures;
+        }
+        m_rows.clear();
     }
 
     void eval(const EvalRecord &e) override
@@ -208,6 +219,14 @@ private:
     QHash<QString, int64_t> m_runs;
     QHash<QString, int64_t> m_series;
     Statement m_insertPoint, m_findSeries, m_insertSeries, m_insertConfig;
+    struct Row {
+        int64_t series;
+        int64_t step;
+        double value;
+        double wall;
+    };
+    static constexpr size_t kBatch = 1 << 20;
+    std::vector<Row> m_rows;
 };
 
 } // namespace
@@ -351,6 +370,7 @@ IngestReport RunStore::ingest(const Progress &progress)
         }
         FileSink sink(m_db, fileId, f.run);
         const ReadPosition end = f.importer->read(f.absolutePath, from, sink);
+        sink.flushPoints();
         Statement upd = m_db.prepare("UPDATE files SET run_id=?, importer=?, size=?, mtime=?, head_len=?, head_hash=?, "
                                      "consumed=?, lines=? WHERE id=?");
         upd.bind(1, sink.runId(f.run))
@@ -574,7 +594,8 @@ bool RunStore::storeRecomputed(int64_t runId, const DumpRecord &d, const QString
     }
     FileSink sink(m_db, 0, run.text(0));
     for (const auto &[stat, value] : stats)
-        sink.point({d.layer, d.tensor, stat, QStringLiteral("recomputed"), recipe}, d.step, value, NAN);
+        sink.point(sink.series({d.layer, d.tensor, stat, QStringLiteral("recomputed"), recipe}), d.step, value, NAN);
+    sink.flushPoints();
     return sink.failures == 0 && t.commit(error);
 }
 

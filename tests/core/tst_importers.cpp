@@ -5,6 +5,7 @@
 #include "core/importers/tableimporters.h"
 #include "core/importers/tedebugimporter.h"
 #include "core/store/runstore.h"
+#include "storedigest.h"
 
 #include <QCryptographicHash>
 #include <QDir>
@@ -47,26 +48,6 @@ double pointAt(const RunStore &s, const QString &run, const SeriesKey &key, int6
     for (const SeriesPoint &p : s.points(found.front().id, step, step, 0))
         return p.value;
     return -3e300;
-}
-
-// Everything the store holds, in a canonical order, hashed: equal stores have equal digests.
-QByteArray digest(RunStore &s)
-{
-    QCryptographicHash h(QCryptographicHash::Sha256);
-    for (const char *sql :
-        {"SELECT r.name, s.layer, s.tensor, s.stat, s.source, s.recipe, p.step, p.value FROM points p "
-         "JOIN series s ON s.id=p.series_id JOIN runs r ON r.id=s.run_id "
-         "ORDER BY r.name, s.stat, s.layer, s.tensor, s.source, s.recipe, p.step",
-            "SELECT r.name, e.task, e.metric, e.inference, e.value, e.stderr FROM evals e JOIN runs r ON r.id=e.run_id "
-            "ORDER BY 1, 2, 3, 4",
-            "SELECT f.path, p.line, p.message FROM problems p JOIN files f ON f.id=p.file_id ORDER BY 1, 2, 3"}) {
-        Statement st = s.database().prepare(sql);
-        while (st.next()) {
-            for (int c = 0; c < 8; ++c)
-                h.addData(QByteArray(st.text(c).toUtf8() + '\x1f'));
-        }
-    }
-    return h.result().toHex();
 }
 
 } // namespace
@@ -302,10 +283,10 @@ void TestImporters::idempotentAndIncremental()
     QCOMPARE(r.filesRead, 1);
     QCOMPARE(r.pointsWritten, 50);
     QCOMPARE(store.problems().size(), size_t(1)); // the unfinished last line, for now
-    const QByteArray before = digest(store);
+    const QByteArray before = testing::storeDigest(store);
     r = store.ingest();
     QCOMPARE(r.filesUnchanged, 1);
-    QCOMPARE(digest(store), before);
+    QCOMPARE(testing::storeDigest(store), before);
 
     // The writer finishes the line and appends more: only the new lines are read.
     write(log, "100 value=9.5\nx - INFO - layers.1.fc2_activation_underflows% iteration=000100 value=7.25\n", true);
@@ -329,7 +310,7 @@ void TestImporters::idempotentAndIncremental()
     // Run names follow the folder names; compare the points under one name.
     Statement rename = fresh.database().prepare("UPDATE runs SET name=?");
     rename.bind(1, QFileInfo(dir.path()).fileName()).exec();
-    QCOMPARE(digest(fresh), digest(store));
+    QCOMPARE(testing::storeDigest(fresh), testing::storeDigest(store));
 }
 
 void TestImporters::earlierDataSurvivesABadFile()

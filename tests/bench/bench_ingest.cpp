@@ -1,0 +1,173 @@
+// Ingest throughput on a generated Transformer Engine statistics log in the real format (200 layers x 3
+// tensors x 4 stats per iteration, ~2,084 iterations: 5,000,000 lines by default). Prints, in one run:
+//   parse only (importer into a sink that keeps nothing), lines/s;
+//   end to end into a new store (fp8scope-cli ingest in a child process), lines/s and its peak RSS;
+//   the sqlite3 shell's `.import` of the same rows as CSV into an equivalent table, rows/s, and the ratio;
+//   reopening the store and fetching the 200 x iterations heatmap of one stat, ms;
+//   a 1,000,000-point series at 2,000 buckets, ms.
+// Asserts nothing about time. Usage: bench_ingest [lines] [workdir]
+#include "benchutil.h"
+#include "core/importers/tedebugimporter.h"
+#include "core/store/runstore.h"
+
+#include <QDir>
+#include <QFile>
+#include <QProcess>
+#include <QTemporaryDir>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace fp8scope;
+
+namespace {
+
+class NullSink : public IngestSink
+{
+public:
+    void useRun(const QString &) override {}
+    int64_t series(const SeriesKey &) override { return ++n; }
+    void point(int64_t, int64_t, double, double) override { ++points; }
+    void eval(const EvalRecord &) override {}
+    void config(const QString &, const QString &) override {}
+    void runInfo(const QString &, const QString &) override {}
+    void dump(const DumpRecord &) override {}
+    void problem(int64_t, int64_t, const QString &) override { ++problems; }
+    int64_t n = 0, points = 0, problems = 0;
+};
+
+// Runs a program, returns (seconds, peak RSS in MiB of the child).
+std::pair<double, double> runChild(const QString &program, const QStringList &args, const QString &stdinFile = QString())
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    const pid_t pid = fork();
+    if (pid == 0) {
+        if (!stdinFile.isEmpty())
+            freopen(stdinFile.toLocal8Bit().constData(), "r", stdin);
+        freopen("/dev/null", "w", stdout);
+        std::vector<QByteArray> store;
+        std::vector<char *> argv;
+        store.push_back(program.toLocal8Bit());
+        for (const QString &a : args)
+            store.push_back(a.toLocal8Bit());
+        for (QByteArray &b : store)
+            argv.push_back(b.data());
+        argv.push_back(nullptr);
+        execvp(argv[0], argv.data());
+        _exit(127);
+    }
+    int status = 0;
+    rusage ru {};
+    wait4(pid, &status, 0, &ru);
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        std::printf("warning: %s exited with %d\n", qPrintable(program), WEXITSTATUS(status));
+    return {sec, double(ru.ru_maxrss) / 1024.0};
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    const int64_t lines = argc > 1 ? std::atoll(argv[1]) : 5000000;
+    QTemporaryDir tmp;
+    const QString work = argc > 2 ? QString::fromLocal8Bit(argv[2]) : tmp.path();
+    const QString cli = QString::fromLocal8Bit(qgetenv("FP8SCOPE_CLI"));
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    const QString runDir = work + QStringLiteral("/run");
+    QDir(runDir).removeRecursively();
+    QDir().mkpath(runDir + QStringLiteral("/nvdlfw_inspect_statistics_logs"));
+    const QString log = runDir + QStringLiteral("/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log");
+    const QString csv = work + QStringLiteral("/rows.csv");
+    {
+        QFile f(log), c(csv);
+        if (!f.open(QIODevice::WriteOnly) || !c.open(QIODevice::WriteOnly))
+            return 1;
+        std::mt19937 rng(3);
+        std::uniform_real_distribution<double> u(0.0, 5.0);
+        const char *tensors[] = {"activation", "gradient", "weight"};
+        const char *stats[] = {"underflows%", "scale_inv_min", "scale_inv_max", "mse"};
+        QByteArray buf, cbuf;
+        int64_t n = 0;
+        for (int64_t it = 0; n < lines; ++it) {
+            for (int l = 0; l < 200 && n < lines; ++l) {
+                for (const char *t : tensors) {
+                    for (const char *s : stats) {
+                        if (n++ >= lines)
+                            break;
+                        const QByteArray value = QByteArray::number(u(rng), 'f', 4);
+                        const QByteArray layer = "model.decoder.layers." + QByteArray::number(l) + ".mlp.linear_fc1";
+                        buf += "2026-01-15 23:06:41,584 - INFO - " + layer + '_' + t + '_' + s + " \t\t\t\t iteration="
+                            + QByteArray::number(it).rightJustified(6, '0') + " \t\t\t\t value=" + value + '\n';
+                        cbuf += layer + ',' + t + ',' + s + ',' + QByteArray::number(it) + ',' + value + '\n';
+                    }
+                }
+            }
+            if (buf.size() > (4 << 20)) {
+                f.write(buf);
+                c.write(cbuf);
+                buf.clear();
+                cbuf.clear();
+            }
+        }
+        f.write(buf);
+        c.write(cbuf);
+    }
+    const double mb = double(QFileInfo(log).size()) / 1e6;
+    std::printf("fp8scope ingest benchmark: %lld lines (%.0f MB), %u hardware threads\n", (long long)lines, mb,
+        std::thread::hardware_concurrency());
+
+    const double parseSec = bench::medianSeconds(3, [&] {
+        NullSink sink;
+        TeDebugImporter().read(log, {}, sink);
+    });
+    std::printf("%-44s %10.0f lines/s\n", "parse only (TE importer, null sink)", double(lines) / parseSec);
+
+    QDir(runDir + QStringLiteral("/.fp8scope")).removeRecursively();
+    const auto [ingestSec, ingestRss] = runChild(cli, {QStringLiteral("ingest"), runDir});
+    std::printf("%-44s %10.0f lines/s   peak RSS %.0f MiB\n", "end to end: fp8scope-cli ingest", double(lines) / ingestSec, ingestRss);
+
+    const QString db = work + QStringLiteral("/shell.sqlite");
+    QFile::remove(db);
+    const QString script = work + QStringLiteral("/import.sql");
+    {
+        QFile s(script);
+        s.open(QIODevice::WriteOnly);
+        s.write("PRAGMA journal_mode=WAL;\nCREATE TABLE points(layer TEXT, tensor TEXT, stat TEXT, step INTEGER, value REAL, "
+                "PRIMARY KEY(layer, tensor, stat, step)) WITHOUT ROWID;\n.mode csv\n.import " + csv.toLocal8Bit() + " points\n");
+    }
+    const auto [shellSec, shellRss] = runChild(QStringLiteral("sqlite3"), {db}, script);
+    std::printf("%-44s %10.0f rows/s    peak RSS %.0f MiB\n", "sqlite3 shell .import of the same rows (CSV)",
+        double(lines) / shellSec, shellRss);
+    std::printf("%-44s %10.2f x\n", "ratio: fp8scope / sqlite3 shell", shellSec / ingestSec);
+
+    RunStore store;
+    QString error;
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!store.open(runDir, &error))
+        return 1;
+    const auto run = store.runs().front();
+    const Heatmap h = store.heatmap(run.id, QStringLiteral("underflows%"), QStringLiteral("activation"));
+    const double heatMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("%-44s %10.1f ms (%lld x %zu)\n", "reopen + heatmap of one stat", heatMs, (long long)h.layers.size(), h.steps.size());
+
+    // A 1,000,000-point series, then 2,000 buckets of it.
+    {
+        Transaction t(store.database());
+        store.database().exec("INSERT INTO series(run_id, layer, tensor, stat, source, recipe) VALUES(1,'','','bench','bench','')");
+        const int64_t sid = store.database().lastInsertId();
+        Statement ins = store.database().prepare("INSERT INTO points(series_id, step, value) VALUES(?,?,?)");
+        for (int64_t i = 0; i < 1000000; ++i)
+            ins.bind(1, sid).bind(2, i).bind(3, std::sin(double(i) * 1e-3)).exec();
+        t.commit();
+        const double ms = 1000.0 * bench::medianSeconds(5, [&] { (void)store.points(sid, 0, 999999, 2000); });
+        std::printf("%-44s %10.1f ms\n", "1,000,000-point series at 2,000 buckets", ms);
+    }
+    return 0;
+}
