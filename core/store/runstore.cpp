@@ -10,6 +10,8 @@
 #include <QStandardPaths>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -17,7 +19,9 @@ namespace fp8scope {
 
 namespace {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
+// Points per summary block (point_blocks) that long-range series queries read instead of the points.
+constexpr int64_t kBlockPoints = 256;
 
 // Version 1. Every statistic is a series keyed by (run, layer, tensor, stat, source, recipe); empty text
 // stands for "none" so that the key stays unique.
@@ -51,6 +55,52 @@ CREATE TABLE problems(
     id INTEGER PRIMARY KEY, file_id INTEGER REFERENCES files(id), line INTEGER, offset INTEGER, message TEXT NOT NULL);
 CREATE INDEX problems_file ON problems(file_id, line);
 )";
+
+// Version 2: min/max summaries of consecutive runs of kBlockPoints points, for screen-resolution queries.
+const char *const kSchemaV2 = R"(
+CREATE TABLE point_blocks(
+    series_id INTEGER NOT NULL, first_step INTEGER NOT NULL, last_step INTEGER NOT NULL, n INTEGER NOT NULL,
+    min REAL, max REAL, PRIMARY KEY(series_id, first_step)) WITHOUT ROWID;
+)";
+
+// Rebuilds the summary blocks of one series from the block holding `fromStep` on.
+bool rebuildBlocks(Database &db, int64_t series, int64_t fromStep)
+{
+    Statement start = db.prepare("SELECT MAX(first_step) FROM point_blocks WHERE series_id=? AND first_step<=?");
+    start.bind(1, series).bind(2, fromStep);
+    const int64_t begin = start.next() && !start.isNull(0) ? start.int64(0) : std::numeric_limits<int64_t>::min();
+    Statement del = db.prepare("DELETE FROM point_blocks WHERE series_id=? AND first_step>=?");
+    if (!del.bind(1, series).bind(2, begin).exec())
+        return false;
+    Statement pts = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step>=? ORDER BY step");
+    pts.bind(1, series).bind(2, begin);
+    Statement ins = db.prepare("INSERT INTO point_blocks(series_id, first_step, last_step, n, min, max) VALUES(?,?,?,?,?,?)");
+    int64_t n = 0, first = 0, last = 0;
+    double lo = NAN, hi = NAN;
+    auto emit = [&] {
+        ins.bind(1, series).bind(2, first).bind(3, last).bind(4, n).bind(5, lo).bind(6, hi);
+        return ins.exec();
+    };
+    while (pts.next()) {
+        const int64_t step = pts.int64(0);
+        const double v = pts.real(1);
+        if (n == 0) {
+            first = step;
+            lo = hi = NAN;
+        }
+        last = step;
+        if (!std::isnan(v)) {
+            lo = std::isnan(lo) ? v : std::min(lo, v);
+            hi = std::isnan(hi) ? v : std::max(hi, v);
+        }
+        if (++n == kBlockPoints) {
+            if (!emit())
+                return false;
+            n = 0;
+        }
+    }
+    return n == 0 || emit();
+}
 
 QString seriesCacheKey(int64_t run, const SeriesKey &k)
 {
@@ -135,6 +185,11 @@ public:
             return a.series != b.series ? a.series < b.series : a.step < b.step;
         });
         for (const Row &r : m_rows) {
+            auto t = m_touched.find(r.series);
+            if (t == m_touched.end())
+                m_touched.insert(r.series, r.step);
+            else if (r.step < t.value())
+                t.value() = r.step;
             m_insertPoint.bind(1, r.series).bind(2, r.step).bind(3, r.value).bind(4, r.wall);
             if (m_insertPoint.exec())
                 ++points;
@@ -142,6 +197,17 @@ public:
                 ++failures;
         }
         m_rows.clear();
+    }
+
+    // Brings the summary blocks of every series this file touched up to date.
+    void finish()
+    {
+        flushPoints();
+        for (auto it = m_touched.begin(); it != m_touched.end(); ++it) {
+            if (!rebuildBlocks(m_db, it.key(), it.value()))
+                ++failures;
+        }
+        m_touched.clear();
     }
 
     void eval(const EvalRecord &e) override
@@ -227,6 +293,7 @@ private:
     };
     static constexpr size_t kBatch = 1 << 20;
     std::vector<Row> m_rows;
+    QHash<int64_t, int64_t> m_touched; // series -> smallest step written
 };
 
 } // namespace
@@ -305,6 +372,20 @@ bool RunStore::migrate(QString *error)
     // Migrations run in order; version 1 is the first schema.
     if (version < 1 && !m_db.exec(kSchemaV1, error))
         return false;
+    if (version < 2) {
+        if (!m_db.exec(kSchemaV2, error))
+            return false;
+        Statement all = m_db.prepare("SELECT id FROM series");
+        std::vector<int64_t> ids;
+        while (all.next())
+            ids.push_back(all.int64(0));
+        for (int64_t id : ids) {
+            if (!rebuildBlocks(m_db, id, std::numeric_limits<int64_t>::min())) {
+                *error = m_db.lastError();
+                return false;
+            }
+        }
+    }
     Statement set = m_db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)");
     set.bind(1, QString::number(kSchemaVersion)).exec();
     return t.commit(error);
@@ -370,7 +451,7 @@ IngestReport RunStore::ingest(const Progress &progress)
         }
         FileSink sink(m_db, fileId, f.run);
         const ReadPosition end = f.importer->read(f.absolutePath, from, sink);
-        sink.flushPoints();
+        sink.finish();
         Statement upd = m_db.prepare("UPDATE files SET run_id=?, importer=?, size=?, mtime=?, head_len=?, head_hash=?, "
                                      "consumed=?, lines=? WHERE id=?");
         upd.bind(1, sink.runId(f.run))
@@ -476,30 +557,67 @@ std::vector<SeriesPoint> RunStore::points(int64_t seriesId, int64_t from, int64_
 {
     std::vector<SeriesPoint> out;
     auto &db = const_cast<Database &>(m_db);
-    Statement count = db.prepare("SELECT COUNT(*) FROM points WHERE series_id=? AND step BETWEEN ? AND ?");
+    // How many points the range holds, from the summary blocks (exact but for the two edge blocks).
+    Statement count = db.prepare(
+        "SELECT COALESCE(SUM(n), 0), MIN(first_step), MAX(last_step) FROM point_blocks "
+        "WHERE series_id=? AND last_step>=? AND first_step<=?");
     count.bind(1, seriesId).bind(2, from).bind(3, to);
-    const int64_t n = count.next() ? count.int64(0) : 0;
-    if (n <= maxPoints || maxPoints <= 0) {
-        Statement s
-            = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step BETWEEN ? AND ? ORDER BY step");
+    count.next();
+    const int64_t approx = count.int64(0);
+    if (maxPoints <= 0 || approx <= maxPoints) {
+        Statement s = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step BETWEEN ? AND ? ORDER BY step");
         s.bind(1, seriesId).bind(2, from).bind(3, to);
         while (s.next()) {
             const double v = s.real(1);
             out.push_back({s.int64(0), s.int64(0), v, v, v, 1});
         }
-        return out;
+        if (maxPoints <= 0 || int64_t(out.size()) <= maxPoints)
+            return out;
+        out.clear();
     }
-    // Bounds of the data inside the range, so that buckets cover what exists.
-    Statement bounds = db.prepare("SELECT MIN(step), MAX(step) FROM points WHERE series_id=? AND step BETWEEN ? AND ?");
-    bounds.bind(1, seriesId).bind(2, from).bind(3, to);
-    bounds.next();
-    const int64_t lo = bounds.int64(0), hi = bounds.int64(1);
-    Statement s = db.prepare("SELECT MIN(step), MAX(step), MIN(value), MAX(value), COUNT(*), "
-                             "(step - ?2) * ?4 / (?3 - ?2 + 1) AS b FROM points "
-                             "WHERE series_id=?1 AND step BETWEEN ?2 AND ?3 GROUP BY b ORDER BY b");
-    s.bind(1, seriesId).bind(2, lo).bind(3, hi).bind(4, int64_t(maxPoints));
-    while (s.next())
-        out.push_back({s.int64(0), s.int64(1), s.real(2), s.real(2), s.real(3), s.int64(4)});
+    const int64_t lo = std::max(from, count.int64(1));
+    const int64_t hi = std::min(to, count.int64(2));
+    const double width = double(hi - lo + 1) / double(maxPoints);
+    auto bucketOf = [&](int64_t step) { return std::min<int64_t>(maxPoints - 1, int64_t(double(step - lo) / width)); };
+    std::vector<SeriesPoint> buckets(size_t(maxPoints), SeriesPoint {0, 0, NAN, NAN, NAN, 0});
+    auto add = [&](int64_t first, int64_t last, double mn, double mx, int64_t n) {
+        SeriesPoint &b = buckets[size_t(bucketOf(first))];
+        if (b.count == 0) {
+            b.step = first;
+            b.value = mn;
+        }
+        b.lastStep = std::max(b.lastStep, last);
+        b.min = std::isnan(b.min) ? mn : (std::isnan(mn) ? b.min : std::min(b.min, mn));
+        b.max = std::isnan(b.max) ? mx : (std::isnan(mx) ? b.max : std::max(b.max, mx));
+        b.count += n;
+    };
+    if (approx / maxPoints >= 2 * kBlockPoints) {
+        // Many points per bucket: whole blocks inside the range by their summaries, the edges point by point.
+        // A block counts in the bucket where it starts (it spans at most half a bucket).
+        Statement blocks = db.prepare("SELECT first_step, last_step, n, min, max FROM point_blocks "
+                                      "WHERE series_id=? AND first_step>=? AND last_step<=? ORDER BY first_step");
+        blocks.bind(1, seriesId).bind(2, from).bind(3, to);
+        int64_t innerFirst = std::numeric_limits<int64_t>::max(), innerLast = std::numeric_limits<int64_t>::min();
+        while (blocks.next()) {
+            innerFirst = std::min(innerFirst, blocks.int64(0));
+            innerLast = std::max(innerLast, blocks.int64(1));
+            add(blocks.int64(0), blocks.int64(1), blocks.real(3), blocks.real(4), blocks.int64(2));
+        }
+        Statement edge = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step BETWEEN ? AND ? "
+                                    "AND (step<? OR step>?) ORDER BY step");
+        edge.bind(1, seriesId).bind(2, from).bind(3, to).bind(4, innerFirst).bind(5, innerLast);
+        while (edge.next())
+            add(edge.int64(0), edge.int64(0), edge.real(1), edge.real(1), 1);
+    } else {
+        Statement s = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step BETWEEN ? AND ? ORDER BY step");
+        s.bind(1, seriesId).bind(2, from).bind(3, to);
+        while (s.next())
+            add(s.int64(0), s.int64(0), s.real(1), s.real(1), 1);
+    }
+    for (const SeriesPoint &b : buckets) {
+        if (b.count > 0)
+            out.push_back(b);
+    }
     return out;
 }
 
@@ -514,27 +632,35 @@ Heatmap RunStore::heatmap(int64_t runId, const QString &stat, const QString &ten
         if (first.next())
             src = first.text(0);
     }
-    Statement s = db.prepare("SELECT s.layer, p.step, p.value FROM series s JOIN points p ON p.series_id=s.id "
-                             "WHERE s.run_id=? AND s.stat=? AND s.tensor=? AND s.source=?");
-    s.bind(1, runId).bind(2, stat).bind(3, tensor).bind(4, src);
-    std::vector<std::tuple<QString, int64_t, double>> rows;
-    std::set<int64_t> steps;
-    QSet<QString> layers;
-    while (s.next()) {
-        rows.emplace_back(s.text(0), s.int64(1), s.real(2));
-        steps.insert(s.int64(1));
-        layers.insert(s.text(0));
+    Statement ids = db.prepare("SELECT id, layer FROM series WHERE run_id=? AND stat=? AND tensor=? AND source=?");
+    ids.bind(1, runId).bind(2, stat).bind(3, tensor).bind(4, src);
+    std::vector<std::pair<QString, int64_t>> layerSeries;
+    while (ids.next())
+        layerSeries.emplace_back(ids.text(1), ids.int64(0));
+    std::sort(layerSeries.begin(), layerSeries.end(), [](const auto &a, const auto &b) { return layerLess(a.first, b.first); });
+    std::vector<std::vector<std::pair<int64_t, double>>> rows(layerSeries.size());
+    Statement pts = db.prepare("SELECT step, value FROM points WHERE series_id=? ORDER BY step");
+    std::vector<int64_t> steps;
+    for (size_t i = 0; i < layerSeries.size(); ++i) {
+        h.layers << layerSeries[i].first;
+        pts.bind(1, layerSeries[i].second);
+        while (pts.next()) {
+            rows[i].emplace_back(pts.int64(0), pts.real(1));
+            steps.push_back(pts.int64(0));
+        }
+        pts.reset();
     }
-    h.layers = QStringList(layers.begin(), layers.end());
-    std::sort(h.layers.begin(), h.layers.end(), layerLess);
-    h.steps.assign(steps.begin(), steps.end());
+    std::sort(steps.begin(), steps.end());
+    steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+    h.steps = std::move(steps);
     h.values.assign(size_t(h.layers.size()) * h.steps.size(), NAN);
-    QHash<QString, qsizetype> layerIndex;
-    for (qsizetype i = 0; i < h.layers.size(); ++i)
-        layerIndex.insert(h.layers.at(i), i);
-    for (const auto &[layer, step, value] : rows) {
-        const size_t col = size_t(std::lower_bound(h.steps.begin(), h.steps.end(), step) - h.steps.begin());
-        h.values[size_t(layerIndex.value(layer)) * h.steps.size() + col] = value;
+    for (size_t i = 0; i < rows.size(); ++i) {
+        size_t col = 0;
+        for (const auto &[step, value] : rows[i]) {
+            while (h.steps[col] < step)
+                ++col; // both sorted
+            h.values[i * h.steps.size() + col] = value;
+        }
     }
     return h;
 }
@@ -595,7 +721,7 @@ bool RunStore::storeRecomputed(int64_t runId, const DumpRecord &d, const QString
     FileSink sink(m_db, 0, run.text(0));
     for (const auto &[stat, value] : stats)
         sink.point(sink.series({d.layer, d.tensor, stat, QStringLiteral("recomputed"), recipe}), d.step, value, NAN);
-    sink.flushPoints();
+    sink.finish();
     return sink.failures == 0 && t.commit(error);
 }
 

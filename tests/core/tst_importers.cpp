@@ -9,6 +9,7 @@
 
 #include <QCryptographicHash>
 #include <QDir>
+#include <QDirIterator>
 #include <QProcess>
 #include <QFile>
 #include <QStandardPaths>
@@ -139,10 +140,21 @@ void TestImporters::realFixtures()
 {
     if (!QFileInfo(fixtures()).isDir())
         QSKIP("../shared/fixtures/real is absent");
-    // The fixtures are read-only: the store goes to the (test-mode) cache directory.
+    // A private copy: the shared fixtures stay untouched (a store would otherwise land beside them
+    // whenever the process may write there).
+    QTemporaryDir copy;
+    const QString root = copy.path() + QStringLiteral("/real");
+    QDirIterator it(fixtures(), QDir::Files, QDirIterator::Subdirectories);
+    while (it.hasNext()) {
+        const QString src = it.next();
+        const QString dst = root + QLatin1Char('/') + QDir(fixtures()).relativeFilePath(src);
+        QDir().mkpath(QFileInfo(dst).absolutePath());
+        QVERIFY(QFile::copy(src, dst));
+        QFile::setPermissions(dst, QFile::ReadOwner | QFile::WriteOwner);
+    }
     RunStore store;
     QString error;
-    QVERIFY2(store.open(fixtures(), &error), qPrintable(error));
+    QVERIFY2(store.open(root, &error), qPrintable(error));
     const IngestReport report = store.ingest();
     QCOMPARE(report.filesFailed, 0);
     const auto problems = store.problems();
@@ -173,7 +185,7 @@ void TestImporters::realFixtures()
 
     // Golden values, list layout, opened as the workspace of its two runs; precision from their configs.
     RunStore goldenStore;
-    QVERIFY(goldenStore.open(fixtures() + QStringLiteral("/megatron_golden_values"), &error));
+    QVERIFY(goldenStore.open(root + QStringLiteral("/megatron_golden_values"), &error));
     goldenStore.ingest();
     QCOMPARE(goldenStore.problems().size(), size_t(0));
     const auto fp8
@@ -363,6 +375,28 @@ void TestImporters::bucketsAndHeatmapOrder()
     }
     QCOMPARE(covered, 10000); // every point falls in one bucket
     QVERIFY(spike); // an outlier survives the reduction
+    // Long series: buckets come from the 256-point summary blocks plus the edge points.
+    QByteArray longCsv = "step,long\n";
+    for (int i = 0; i < 200000; ++i)
+        longCsv += QByteArray::number(i * 3) + ',' + QByteArray::number(i == 123457 ? 500.0 : std::cos(i * 1e-3)) + '\n';
+    write(dir.path() + QStringLiteral("/b.csv"), longCsv);
+    store.ingest();
+    const auto longSeries = store.findSeries(run->id, {{}, {}, QStringLiteral("long"), {}, {}});
+    QCOMPARE(longSeries.size(), size_t(1));
+    for (const auto &[from, to] : std::vector<std::pair<int64_t, int64_t>> {{0, 599997}, {1000, 500000}}) {
+        const auto coarse = store.points(longSeries.front().id, from, to, 100);
+        QVERIFY(coarse.size() <= 100 && coarse.size() >= 95);
+        int64_t n = 0;
+        double top = -1;
+        for (const SeriesPoint &b : coarse) {
+            n += b.count;
+            QVERIFY(b.min <= b.max && b.step >= from && b.lastStep <= to);
+            if (b.max > top)
+                top = b.max;
+        }
+        QCOMPARE(n, (to - (from + 2) / 3 * 3) / 3 + 1); // every point of the range, once
+        QCOMPARE(top, 500.0); // the spike at step 370371 survives
+    }
     const Heatmap h = store.heatmap(run->id, QStringLiteral("mse"), QStringLiteral("weight"));
     QCOMPARE(h.layers,
         QStringList({QStringLiteral("decoder.layers.1.mlp"), QStringLiteral("decoder.layers.2.mlp"),
