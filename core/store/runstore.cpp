@@ -21,7 +21,7 @@ namespace {
 
 constexpr int kSchemaVersion = 2;
 // Points per summary block (point_blocks) that long-range series queries read instead of the points.
-constexpr int64_t kBlockPoints = 256;
+constexpr int64_t kBlockPoints = 64;
 
 // Version 1. Every statistic is a series keyed by (run, layer, tensor, stat, source, recipe); empty text
 // stands for "none" so that the key stays unique.
@@ -511,7 +511,7 @@ std::vector<RunInfo> RunStore::runs() const
     Statement s = const_cast<Database &>(m_db).prepare(
         "SELECT r.id, r.name, r.display_name, r.precision, r.recipe, r.baseline, r.inference_precision, r.notes, "
         "(SELECT COUNT(*) FROM series WHERE run_id=r.id), "
-        "(SELECT COUNT(*) FROM points p JOIN series s ON p.series_id=s.id WHERE s.run_id=r.id) "
+        "(SELECT COALESCE(SUM(b.n), 0) FROM point_blocks b JOIN series s ON b.series_id=s.id WHERE s.run_id=r.id) "
         "FROM runs r ORDER BY r.name");
     while (s.next())
         out.push_back({s.int64(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7),
@@ -603,11 +603,19 @@ std::vector<SeriesPoint> RunStore::points(int64_t seriesId, int64_t from, int64_
             innerLast = std::max(innerLast, blocks.int64(1));
             add(blocks.int64(0), blocks.int64(1), blocks.real(3), blocks.real(4), blocks.int64(2));
         }
-        Statement edge = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step BETWEEN ? AND ? "
-                                    "AND (step<? OR step>?) ORDER BY step");
-        edge.bind(1, seriesId).bind(2, from).bind(3, to).bind(4, innerFirst).bind(5, innerLast);
-        while (edge.next())
-            add(edge.int64(0), edge.int64(0), edge.real(1), edge.real(1), 1);
+        // Two range seeks (an OR would scan the whole range).
+        Statement edge = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step BETWEEN ? AND ?");
+        const std::pair<int64_t, int64_t> edges[] = {
+            {from, innerFirst == std::numeric_limits<int64_t>::max() ? to : innerFirst - 1},
+            {innerLast == std::numeric_limits<int64_t>::min() ? to + 1 : innerLast + 1, to}};
+        for (const auto &[a, b] : edges) {
+            if (a > b)
+                continue;
+            edge.bind(1, seriesId).bind(2, a).bind(3, b);
+            while (edge.next())
+                add(edge.int64(0), edge.int64(0), edge.real(1), edge.real(1), 1);
+            edge.reset();
+        }
     } else {
         Statement s = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step BETWEEN ? AND ? ORDER BY step");
         s.bind(1, seriesId).bind(2, from).bind(3, to);

@@ -375,7 +375,7 @@ void TestImporters::bucketsAndHeatmapOrder()
     }
     QCOMPARE(covered, 10000); // every point falls in one bucket
     QVERIFY(spike); // an outlier survives the reduction
-    // Long series: buckets come from the 256-point summary blocks plus the edge points.
+    // Long series: buckets come from the 64-point summary blocks plus the edge points.
     QByteArray longCsv = "step,long\n";
     for (int i = 0; i < 200000; ++i)
         longCsv += QByteArray::number(i * 3) + ',' + QByteArray::number(i == 123457 ? 500.0 : std::cos(i * 1e-3)) + '\n';
