@@ -14,16 +14,17 @@ int main(int argc, char **argv)
     QCoreApplication::setApplicationVersion(QStringLiteral(FP8SCOPE_VERSION));
     QStringList args = QCoreApplication::arguments();
     QTextStream err(stderr);
-    const QString usage
-        = QStringLiteral("usage: fp8scope-cli COMMAND [options]\n"
-                         "commands:\n"
-                         "  stats FILE[:DATASET]   FP8 metrics of one tensor (--recipe, --format, --what-if, --json)\n"
-                         "  generate OUT.h5        write a synthetic tensor dump in the fp8scope-dump HDF5 layout\n"
-                         "  ingest FOLDER          read a run folder (logs, evals, configs, dumps) into its store\n"
-                         "  runs FOLDER            list the runs of an ingested folder\n"
-                         "  series FOLDER          print one series (--run, --stat, [--layer, --tensor], --csv)\n"
-                         "  heatmap FOLDER         print a layers x steps matrix (--run, --stat, --tensor, --csv)\n"
-                         "run 'fp8scope-cli COMMAND --help' for a command's options\n");
+    const QString usage = QStringLiteral(
+        "usage: fp8scope-cli COMMAND [options]\n"
+        "commands:\n"
+        "  stats FILE[:DATASET]   FP8 metrics of one tensor (--recipe, --format, --what-if, --json)\n"
+        "  generate OUT.h5        write a synthetic tensor dump in the fp8scope-dump HDF5 layout\n"
+        "  ingest FOLDER          read a run folder (logs, evals, configs, dumps) into its store\n"
+        "  runs FOLDER            list the runs of an ingested folder\n"
+        "  series FOLDER          print one series (--run, --stat, [--layer, --tensor], --csv)\n"
+        "  heatmap FOLDER         print a layers x steps matrix (--run, --stat, --tensor, --csv)\n"
+        "  recompute FOLDER       FP8 metrics of every indexed dump into the store (--recipe, --backend)\n"
+        "run 'fp8scope-cli COMMAND --help' for a command's options\n");
     if (args.size() < 2) {
         err << usage;
         return 2;
@@ -45,6 +46,8 @@ int main(int argc, char **argv)
         return fp8scope::cli::runSeries(args);
     if (command == QLatin1String("heatmap"))
         return fp8scope::cli::runHeatmap(args);
+    if (command == QLatin1String("recompute"))
+        return fp8scope::cli::runRecompute(args);
     if (command == QLatin1String("--version")) {
         QTextStream(stdout) << "fp8scope-cli " << QCoreApplication::applicationVersion() << '\n';
         return 0;

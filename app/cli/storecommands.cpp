@@ -1,9 +1,13 @@
 #include "storecommands.h"
 
+#include "app/cudafactory.h"
 #include "core/jobs/jobqueue.h"
+#include "core/numerics/backendselect.h"
+#include "core/numerics/metricsengine.h"
 #include "core/store/runstore.h"
 
 #include <QCommandLineParser>
+#include <QDir>
 #include <QEventLoop>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -65,9 +69,10 @@ std::optional<RunInfo> findRun(const RunStore &store, const QString &name)
     return r;
 }
 
-QString number(double v)
+// CSV keeps every digit (round trip); tables print 10 significant digits.
+QString number(double v, bool exact = false)
 {
-    return std::isnan(v) ? QStringLiteral("nan") : QString::number(v, 'g', 10);
+    return std::isnan(v) ? QStringLiteral("nan") : QString::number(v, 'g', exact ? 17 : 10);
 }
 
 } // namespace
@@ -207,8 +212,8 @@ int runSeries(const QStringList &args)
             << " source=" << s.key.source << " | " << s.points << " points\n";
     for (const SeriesPoint &p : pts) {
         if (csv)
-            out << p.step << ',' << number(p.value) << ',' << number(p.min) << ',' << number(p.max) << ',' << p.count
-                << '\n';
+            out << p.step << ',' << number(p.value, true) << ',' << number(p.min, true) << ',' << number(p.max, true)
+                << ',' << p.count << '\n';
         else if (p.count == 1)
             out << p.step << '\t' << number(p.value) << '\n';
         else
@@ -254,10 +259,130 @@ int runHeatmap(const QStringList &args)
     for (qsizetype l = 0; l < h.layers.size(); ++l) {
         out << h.layers.at(l);
         for (size_t s = 0; s < h.steps.size(); ++s)
-            out << sep << number(h.at(l, s));
+            out << sep << number(h.at(l, s), parser.isSet(csvOpt));
         out << '\n';
     }
     return 0;
+}
+
+int runRecompute(const QStringList &args)
+{
+    QCommandLineParser parser;
+    const QCommandLineOption recipeOpt(QStringLiteral("recipe"),
+        QStringLiteral("recipe (repeatable; default: current); see `stats --help`"), QStringLiteral("recipe"));
+    const QCommandLineOption backendOpt(QStringLiteral("backend"), QStringLiteral("auto, cpu or cuda (default: auto)"),
+        QStringLiteral("backend"), QStringLiteral("auto"));
+    const QCommandLineOption threadsOpt(QStringLiteral("threads"), QStringLiteral("CPU threads (default: all)"),
+        QStringLiteral("n"), QStringLiteral("0"));
+    parser.addOptions({recipeOpt, backendOpt, threadsOpt});
+    if (const int rc = parse(parser, args, QStringLiteral("Recompute FP8 metrics for every indexed tensor dump.")))
+        return rc < 0 ? 0 : rc;
+    QTextStream out(stdout);
+    QTextStream err(stderr);
+    std::vector<Recipe> recipes;
+    QString error;
+    const QStringList names
+        = parser.isSet(recipeOpt) ? parser.values(recipeOpt) : QStringList {QStringLiteral("current")};
+    for (const QString &n : names) {
+        auto r = Recipe::parse(n, std::nullopt, &error);
+        if (!r) {
+            err << "fp8scope-cli: " << error << '\n';
+            return 2;
+        }
+        recipes.push_back(*r);
+    }
+    const auto choice = backendChoiceFromName(parser.value(backendOpt));
+    if (!choice) {
+        err << "fp8scope-cli: --backend takes auto, cpu or cuda\n";
+        return 2;
+    }
+    const int threads = parser.value(threadsOpt).toInt();
+    const QString folder = parser.positionalArguments().front();
+    RunStore store;
+    if (!openStore(store, folder))
+        return 1;
+    store.ingest(); // the dump index must be current
+    struct Work {
+        int64_t run;
+        QString file;
+        DumpRecord dump;
+    };
+    std::vector<Work> work;
+    for (const RunInfo &r : store.runs()) {
+        for (const auto &[file, d] : store.dumps(r.id)) {
+            if (!d.tensor.endsWith(QLatin1String("_fp8")))
+                work.push_back({r.id, file, d});
+        }
+    }
+    if (work.empty()) {
+        err << "fp8scope-cli: no tensor dumps indexed in " << folder << '\n';
+        return 1;
+    }
+    int failures = 0;
+    QString backendName;
+    QStringList errors; // written by the job, printed here afterwards
+    JobQueue queue;
+    QEventLoop loop;
+    const bool tty = isatty(fileno(stderr)) != 0;
+    JobQueue::Request request;
+    request.work = [&](JobContext &ctx) -> QVariant {
+        BackendSelection selection = selectBackend(*choice, threads, cudaFactory());
+        if (!selection.backend) {
+            errors << selection.error;
+            failures = int(work.size());
+            return {};
+        }
+        backendName = selection.status;
+        MetricsEngine engine(*selection.backend);
+        for (size_t i = 0; i < work.size() && !ctx.isCancelled(); ++i) {
+            const Work &w = work[i];
+            ctx.setProgress(qint64(i), qint64(work.size()), w.dump.layer + QLatin1Char('/') + w.dump.tensor);
+            Problem problem;
+            const QString path = QDir(folder).absoluteFilePath(w.file);
+            auto reader
+                = openTensor(w.dump.dataset.isEmpty() ? path : path + QLatin1Char(':') + w.dump.dataset, &problem);
+            std::vector<Recipe> rs = recipes;
+            if (reader) {
+                for (Recipe &r : rs)
+                    r.amaxHistory = reader->amaxHistory();
+            }
+            const auto results = reader ? engine.compute(*reader, rs, &problem) : std::nullopt;
+            if (!results) {
+                errors << problem.toString();
+                ++failures;
+                continue;
+            }
+            for (size_t k = 0; k < results->size(); ++k) {
+                const TensorMetrics &m = (*results)[k];
+                const std::vector<std::pair<QString, double>> stats {{QStringLiteral("underflows%"), m.underflowPct},
+                    {QStringLiteral("overflows%"), m.saturationPct}, {QStringLiteral("mse"), m.mse},
+                    {QStringLiteral("cur_amax"), m.amax}, {QStringLiteral("dynamic_range"), m.dynamicRange},
+                    {QStringLiteral("scale_inv_min"), m.scaleInvMin}, {QStringLiteral("scale_inv_max"), m.scaleInvMax},
+                    {QStringLiteral("mean"), m.mean}, {QStringLiteral("std"), m.std},
+                    {QStringLiteral("cosine"), m.cosine}, {QStringLiteral("sqnr_db"), m.sqnrDb},
+                    {QStringLiteral("relative_error"), m.relativeError}};
+                if (!store.storeRecomputed(w.run, w.dump, rs[k].name(), stats, &error)) {
+                    errors << error;
+                    ++failures;
+                }
+            }
+        }
+        return {};
+    };
+    queue.submit(
+        std::move(request), &loop, [&](const JobResult &) { loop.quit(); },
+        [&](const JobProgress &p) {
+            if (tty)
+                err << "\r\033[K" << p.done << '/' << p.total << ' ' << p.message << Qt::flush;
+        });
+    loop.exec();
+    if (tty)
+        err << "\r\033[K" << Qt::flush;
+    for (const QString &e : errors)
+        err << "fp8scope-cli: " << e << '\n';
+    out << "recomputed " << (work.size() - size_t(failures)) << " of " << work.size() << " tensors x " << recipes.size()
+        << " recipe(s) on " << backendName << '\n';
+    return failures ? 1 : 0;
 }
 
 } // namespace fp8scope::cli

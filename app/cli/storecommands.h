@@ -1,4 +1,4 @@
-// fp8scope-cli ingest / runs / series / heatmap: the run store from the command line.
+// fp8scope-cli ingest / runs / series / heatmap / recompute: the run store from the command line.
 #pragma once
 
 #include <QStringList>
@@ -9,5 +9,6 @@ int runIngest(const QStringList &args);
 int runRuns(const QStringList &args);
 int runSeries(const QStringList &args);
 int runHeatmap(const QStringList &args);
+int runRecompute(const QStringList &args);
 
 } // namespace fp8scope::cli

@@ -132,7 +132,8 @@ bool Database::open(const QString &path, QString *error)
     }
     sqlite3_busy_timeout(m_db, 5000);
     return exec("PRAGMA page_size=16384; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
-                      "PRAGMA cache_size=-65536;", error);
+                "PRAGMA cache_size=-65536;",
+        error);
 }
 
 bool Database::exec(const char *sql, QString *error)

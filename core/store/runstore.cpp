@@ -74,7 +74,8 @@ bool rebuildBlocks(Database &db, int64_t series, int64_t fromStep)
         return false;
     Statement pts = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step>=? ORDER BY step");
     pts.bind(1, series).bind(2, begin);
-    Statement ins = db.prepare("INSERT INTO point_blocks(series_id, first_step, last_step, n, min, max) VALUES(?,?,?,?,?,?)");
+    Statement ins
+        = db.prepare("INSERT INTO point_blocks(series_id, first_step, last_step, n, min, max) VALUES(?,?,?,?,?,?)");
     int64_t n = 0, first = 0, last = 0;
     double lo = NAN, hi = NAN;
     auto emit = [&] {
@@ -155,12 +156,22 @@ public:
         auto it = m_series.find(ck);
         if (it != m_series.end())
             return it.value();
-        m_findSeries.bind(1, m_run).bind(2, key.layer).bind(3, key.tensor).bind(4, key.stat).bind(5, key.source).bind(6, key.recipe);
+        m_findSeries.bind(1, m_run)
+            .bind(2, key.layer)
+            .bind(3, key.tensor)
+            .bind(4, key.stat)
+            .bind(5, key.source)
+            .bind(6, key.recipe);
         int64_t id = 0;
         if (m_findSeries.next()) {
             id = m_findSeries.int64(0);
         } else {
-            m_insertSeries.bind(1, m_run).bind(2, key.layer).bind(3, key.tensor).bind(4, key.stat).bind(5, key.source).bind(6, key.recipe);
+            m_insertSeries.bind(1, m_run)
+                .bind(2, key.layer)
+                .bind(3, key.tensor)
+                .bind(4, key.stat)
+                .bind(5, key.source)
+                .bind(6, key.recipe);
             if (!m_insertSeries.exec())
                 ++failures;
             id = m_db.lastInsertId();
@@ -181,9 +192,8 @@ public:
     // inserts. Later duplicates of a key win, as they would one by one.
     void flushPoints()
     {
-        std::stable_sort(m_rows.begin(), m_rows.end(), [](const Row &a, const Row &b) {
-            return a.series != b.series ? a.series < b.series : a.step < b.step;
-        });
+        std::stable_sort(m_rows.begin(), m_rows.end(),
+            [](const Row &a, const Row &b) { return a.series != b.series ? a.series < b.series : a.step < b.step; });
         for (const Row &r : m_rows) {
             auto t = m_touched.find(r.series);
             if (t == m_touched.end())
@@ -558,14 +568,14 @@ std::vector<SeriesPoint> RunStore::points(int64_t seriesId, int64_t from, int64_
     std::vector<SeriesPoint> out;
     auto &db = const_cast<Database &>(m_db);
     // How many points the range holds, from the summary blocks (exact but for the two edge blocks).
-    Statement count = db.prepare(
-        "SELECT COALESCE(SUM(n), 0), MIN(first_step), MAX(last_step) FROM point_blocks "
-        "WHERE series_id=? AND last_step>=? AND first_step<=?");
+    Statement count = db.prepare("SELECT COALESCE(SUM(n), 0), MIN(first_step), MAX(last_step) FROM point_blocks "
+                                 "WHERE series_id=? AND last_step>=? AND first_step<=?");
     count.bind(1, seriesId).bind(2, from).bind(3, to);
     count.next();
     const int64_t approx = count.int64(0);
     if (maxPoints <= 0 || approx <= maxPoints) {
-        Statement s = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step BETWEEN ? AND ? ORDER BY step");
+        Statement s
+            = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step BETWEEN ? AND ? ORDER BY step");
         s.bind(1, seriesId).bind(2, from).bind(3, to);
         while (s.next()) {
             const double v = s.real(1);
@@ -605,9 +615,9 @@ std::vector<SeriesPoint> RunStore::points(int64_t seriesId, int64_t from, int64_
         }
         // Two range seeks (an OR would scan the whole range).
         Statement edge = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step BETWEEN ? AND ?");
-        const std::pair<int64_t, int64_t> edges[] = {
-            {from, innerFirst == std::numeric_limits<int64_t>::max() ? to : innerFirst - 1},
-            {innerLast == std::numeric_limits<int64_t>::min() ? to + 1 : innerLast + 1, to}};
+        const std::pair<int64_t, int64_t> edges[]
+            = {{from, innerFirst == std::numeric_limits<int64_t>::max() ? to : innerFirst - 1},
+                {innerLast == std::numeric_limits<int64_t>::min() ? to + 1 : innerLast + 1, to}};
         for (const auto &[a, b] : edges) {
             if (a > b)
                 continue;
@@ -617,7 +627,8 @@ std::vector<SeriesPoint> RunStore::points(int64_t seriesId, int64_t from, int64_
             edge.reset();
         }
     } else {
-        Statement s = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step BETWEEN ? AND ? ORDER BY step");
+        Statement s
+            = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step BETWEEN ? AND ? ORDER BY step");
         s.bind(1, seriesId).bind(2, from).bind(3, to);
         while (s.next())
             add(s.int64(0), s.int64(0), s.real(1), s.real(1), 1);
@@ -645,7 +656,8 @@ Heatmap RunStore::heatmap(int64_t runId, const QString &stat, const QString &ten
     std::vector<std::pair<QString, int64_t>> layerSeries;
     while (ids.next())
         layerSeries.emplace_back(ids.text(1), ids.int64(0));
-    std::sort(layerSeries.begin(), layerSeries.end(), [](const auto &a, const auto &b) { return layerLess(a.first, b.first); });
+    std::sort(layerSeries.begin(), layerSeries.end(),
+        [](const auto &a, const auto &b) { return layerLess(a.first, b.first); });
     std::vector<std::vector<std::pair<int64_t, double>>> rows(layerSeries.size());
     Statement pts = db.prepare("SELECT step, value FROM points WHERE series_id=? ORDER BY step");
     std::vector<int64_t> steps;

@@ -32,19 +32,20 @@ namespace {
 class NullSink : public IngestSink
 {
 public:
-    void useRun(const QString &) override {}
+    void useRun(const QString &) override { }
     int64_t series(const SeriesKey &) override { return ++n; }
     void point(int64_t, int64_t, double, double) override { ++points; }
-    void eval(const EvalRecord &) override {}
-    void config(const QString &, const QString &) override {}
-    void runInfo(const QString &, const QString &) override {}
-    void dump(const DumpRecord &) override {}
+    void eval(const EvalRecord &) override { }
+    void config(const QString &, const QString &) override { }
+    void runInfo(const QString &, const QString &) override { }
+    void dump(const DumpRecord &) override { }
     void problem(int64_t, int64_t, const QString &) override { ++problems; }
     int64_t n = 0, points = 0, problems = 0;
 };
 
 // Runs a program, returns (seconds, peak RSS in MiB of the child).
-std::pair<double, double> runChild(const QString &program, const QStringList &args, const QString &stdinFile = QString())
+std::pair<double, double> runChild(
+    const QString &program, const QStringList &args, const QString &stdinFile = QString())
 {
     const auto t0 = std::chrono::steady_clock::now();
     const pid_t pid = fork();
@@ -132,7 +133,8 @@ int main(int argc, char **argv)
 
     QDir(runDir + QStringLiteral("/.fp8scope")).removeRecursively();
     const auto [ingestSec, ingestRss] = runChild(cli, {QStringLiteral("ingest"), runDir});
-    std::printf("%-44s %10.0f lines/s   peak RSS %.0f MiB\n", "end to end: fp8scope-cli ingest", double(lines) / ingestSec, ingestRss);
+    std::printf("%-44s %10.0f lines/s   peak RSS %.0f MiB\n", "end to end: fp8scope-cli ingest",
+        double(lines) / ingestSec, ingestRss);
 
     const QString db = work + QStringLiteral("/shell.sqlite");
     QFile::remove(db);
@@ -140,8 +142,10 @@ int main(int argc, char **argv)
     {
         QFile s(script);
         s.open(QIODevice::WriteOnly);
-        s.write("PRAGMA journal_mode=WAL;\nCREATE TABLE points(layer TEXT, tensor TEXT, stat TEXT, step INTEGER, value REAL, "
-                "PRIMARY KEY(layer, tensor, stat, step)) WITHOUT ROWID;\n.mode csv\n.import " + csv.toLocal8Bit() + " points\n");
+        s.write("PRAGMA journal_mode=WAL;\nCREATE TABLE points(layer TEXT, tensor TEXT, stat TEXT, step INTEGER, value "
+                "REAL, "
+                "PRIMARY KEY(layer, tensor, stat, step)) WITHOUT ROWID;\n.mode csv\n.import "
+            + csv.toLocal8Bit() + " points\n");
     }
     const auto [shellSec, shellRss] = runChild(QStringLiteral("sqlite3"), {db}, script);
     std::printf("%-44s %10.0f rows/s    peak RSS %.0f MiB\n", "sqlite3 shell .import of the same rows (CSV)",
@@ -156,7 +160,8 @@ int main(int argc, char **argv)
     const auto run = store.runs().front();
     const Heatmap h = store.heatmap(run.id, QStringLiteral("underflows%"), QStringLiteral("activation"));
     const double heatMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("%-44s %10.1f ms (%lld x %zu)\n", "reopen + heatmap of one stat", heatMs, (long long)h.layers.size(), h.steps.size());
+    std::printf("%-44s %10.1f ms (%lld x %zu)\n", "reopen + heatmap of one stat", heatMs, (long long)h.layers.size(),
+        h.steps.size());
 
     // A 1,000,000-point series (a CSV ingested into its own store), then 2,000 buckets of it.
     {
@@ -178,7 +183,8 @@ int main(int argc, char **argv)
         const auto r = longStore.runs().front();
         const auto sid = longStore.findSeries(r.id, {{}, {}, QStringLiteral("value"), {}, {}}).front().id;
         size_t buckets = 0;
-        const double ms = 1000.0 * bench::medianSeconds(5, [&] { buckets = longStore.points(sid, 0, 999999, 2000).size(); });
+        const double ms
+            = 1000.0 * bench::medianSeconds(5, [&] { buckets = longStore.points(sid, 0, 999999, 2000).size(); });
         std::printf("%-44s %10.1f ms (%zu buckets)\n", "1,000,000-point series at 2,000 buckets", ms, buckets);
     }
     return 0;

@@ -1,5 +1,7 @@
 // fp8scope-cli end to end: generate a dump, read its metrics as JSON and as a what-if table, and get clear
 // one-line errors with a non-zero exit for every kind of bad request.
+#include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -16,6 +18,7 @@ private Q_SLOTS:
     void whatIf();
     void errors_data();
     void errors();
+    void ingestRecomputeAndQuery();
 
 private:
     struct Run {
@@ -124,6 +127,51 @@ void TestCli::errors()
     const QString err = QString::fromUtf8(r.err);
     QVERIFY2(err.contains(message), qPrintable(err));
     QVERIFY(r.out.isEmpty());
+}
+
+void TestCli::ingestRecomputeAndQuery()
+{
+    // A run folder holding the dump: ingest indexes it, recompute stores its metrics as series that the
+    // series and heatmap commands return, equal to what stats computes for the same tensor.
+    QTemporaryDir run;
+    QVERIFY(QFile::copy(m_dump, run.filePath(QStringLiteral("dump.h5"))));
+    Run r = cli({QStringLiteral("ingest"), run.path(), QStringLiteral("--json")});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const QJsonObject ingest = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(ingest.value(QStringLiteral("problems")).toArray().size(), 0);
+    r = cli({QStringLiteral("recompute"), run.path(), QStringLiteral("--recipe"), QStringLiteral("current"),
+        QStringLiteral("--backend"), QStringLiteral("cpu")});
+    QVERIFY2(r.code == 0, r.err.constData());
+    QVERIFY(r.out.startsWith("recomputed 6 of 6 tensors"));
+    const QString runName = QFileInfo(run.path()).fileName();
+    r = cli({QStringLiteral("series"), run.path(), QStringLiteral("--run"), runName, QStringLiteral("--stat"),
+        QStringLiteral("underflows%"), QStringLiteral("--layer"),
+        QStringLiteral("model.layers.0.self_attention.linear_qkv"), QStringLiteral("--tensor"),
+        QStringLiteral("gradient"), QStringLiteral("--source"), QStringLiteral("recomputed"), QStringLiteral("--csv")});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const QList<QByteArray> lines = r.out.trimmed().split('\n');
+    QCOMPARE(lines.size(), 2);
+    const QList<QByteArray> row = lines[1].split(',');
+    QCOMPARE(row[0], QByteArray("100"));
+    const Run stats = cli({QStringLiteral("stats"), m_dump + m_grad, QStringLiteral("--recipe"),
+        QStringLiteral("current"), QStringLiteral("--json"), QStringLiteral("--backend"), QStringLiteral("cpu")});
+    const double expected = QJsonDocument::fromJson(stats.out)
+                                .object()
+                                .value(QStringLiteral("metrics"))
+                                .toObject()
+                                .value(QStringLiteral("underflow_pct"))
+                                .toDouble();
+    QVERIFY(expected > 0);
+    QCOMPARE(row[1].toDouble(), expected);
+    r = cli({QStringLiteral("heatmap"), run.path(), QStringLiteral("--run"), runName, QStringLiteral("--stat"),
+        QStringLiteral("underflows%"), QStringLiteral("--tensor"), QStringLiteral("gradient"),
+        QStringLiteral("--csv")});
+    QVERIFY2(r.code == 0, r.err.constData());
+    QVERIFY(r.out.startsWith("layer,100\n"));
+    r = cli({QStringLiteral("series"), run.path(), QStringLiteral("--run"), QStringLiteral("nope"),
+        QStringLiteral("--stat"), QStringLiteral("x")});
+    QCOMPARE(r.code, 1);
+    QVERIFY(r.err.contains("no run 'nope'"));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

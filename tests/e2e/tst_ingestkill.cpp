@@ -25,8 +25,9 @@ void makeRun(const QString &dir, int64_t lines)
     QVERIFY(log.open(QIODevice::WriteOnly));
     QByteArray buf;
     for (int64_t i = 0; i < lines; ++i) {
-        buf += "t - INFO - layers." + QByteArray::number(i % 100) + ".fc1_activation_underflows% iteration="
-            + QByteArray::number(i / 100).rightJustified(6, '0') + " value=" + QByteArray::number(double(i % 977) * 0.01) + '\n';
+        buf += "t - INFO - layers." + QByteArray::number(i % 100)
+            + ".fc1_activation_underflows% iteration=" + QByteArray::number(i / 100).rightJustified(6, '0')
+            + " value=" + QByteArray::number(double(i % 977) * 0.01) + '\n';
         if (buf.size() > (1 << 22)) {
             log.write(buf);
             buf.clear();
@@ -37,7 +38,8 @@ void makeRun(const QString &dir, int64_t lines)
 
 int64_t teRows(RunStore &s)
 {
-    Statement st = s.database().prepare("SELECT COUNT(*) FROM points p JOIN series s ON s.id=p.series_id WHERE s.tensor='activation'");
+    Statement st = s.database().prepare(
+        "SELECT COUNT(*) FROM points p JOIN series s ON s.id=p.series_id WHERE s.tensor='activation'");
     return st.next() ? st.int64(0) : -1;
 }
 
