@@ -1,12 +1,12 @@
 #include "statscommand.h"
 
 #include "app/cudafactory.h"
+#include "clijob.h"
 #include "core/jobs/jobqueue.h"
 #include "core/numerics/backendselect.h"
 #include "core/numerics/metricsengine.h"
 
 #include <QCommandLineParser>
-#include <QEventLoop>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QTextStream>
@@ -206,32 +206,18 @@ int runStats(const QStringList &args)
         QString error;
     };
     auto outcome = std::make_shared<Outcome>();
-    JobQueue queue;
-    QEventLoop loop;
-    const bool showProgress = isatty(fileno(stderr)) != 0;
-    JobQueue::Request request;
-    request.work = [&, outcome](JobContext &ctx) -> QVariant {
+    runJob([&](JobContext &ctx) {
         BackendSelection selection = selectBackend(*backendChoice, threads, cudaFactory());
         if (!selection.backend) {
             outcome->error = selection.error;
-            return {};
+            return;
         }
         MetricsEngine engine(*selection.backend);
         outcome->results = engine.compute(*reader, recipes, &outcome->problem, [&ctx](int64_t done, int64_t total) {
             ctx.setProgress(done, total, QStringLiteral("computing"));
             return !ctx.isCancelled();
         });
-        return {};
-    };
-    queue.submit(
-        std::move(request), &loop, [&loop](const JobResult &) { loop.quit(); },
-        [&err, showProgress](const JobProgress &p) {
-            if (showProgress && p.total > 0)
-                err << "\r" << p.message << ' ' << (100 * p.done / p.total) << "% " << Qt::flush;
-        });
-    loop.exec();
-    if (showProgress)
-        err << "\r" << QString(20, QLatin1Char(' ')) << '\r' << Qt::flush;
+    });
     if (!outcome->error.isEmpty()) {
         err << "fp8scope-cli: " << outcome->error << '\n';
         return 1;

@@ -1,5 +1,7 @@
 #include "storecommands.h"
 
+#include "clijob.h"
+
 #include "app/cudafactory.h"
 #include "core/jobs/jobqueue.h"
 #include "core/numerics/backendselect.h"
@@ -8,7 +10,6 @@
 
 #include <QCommandLineParser>
 #include <QDir>
-#include <QEventLoop>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -92,26 +93,12 @@ int runIngest(const QStringList &args)
         return 1;
     // The ingest runs as a job, as in the GUI; this thread shows its progress on a terminal.
     IngestReport report;
-    JobQueue queue;
-    QEventLoop loop;
-    const bool tty = isatty(fileno(stderr)) != 0;
-    JobQueue::Request request;
-    request.work = [&](JobContext &ctx) -> QVariant {
+    runJob([&](JobContext &ctx) {
         report = store.ingest([&](int done, int total, const QString &file) {
             ctx.setProgress(done, total, file);
             return !ctx.isCancelled();
         });
-        return {};
-    };
-    queue.submit(
-        std::move(request), &loop, [&](const JobResult &) { loop.quit(); },
-        [&](const JobProgress &p) {
-            if (tty)
-                err << "\r\033[K" << p.done << '/' << p.total << ' ' << p.message << Qt::flush;
-        });
-    loop.exec();
-    if (tty)
-        err << "\r\033[K" << Qt::flush;
+    });
     const auto runs = store.runs();
     const auto problems = store.problems();
     if (parser.isSet(jsonOpt)) {
@@ -321,16 +308,12 @@ int runRecompute(const QStringList &args)
     int failures = 0;
     QString backendName;
     QStringList errors; // written by the job, printed here afterwards
-    JobQueue queue;
-    QEventLoop loop;
-    const bool tty = isatty(fileno(stderr)) != 0;
-    JobQueue::Request request;
-    request.work = [&](JobContext &ctx) -> QVariant {
+    runJob([&](JobContext &ctx) {
         BackendSelection selection = selectBackend(*choice, threads, cudaFactory());
         if (!selection.backend) {
             errors << selection.error;
             failures = int(work.size());
-            return {};
+            return;
         }
         backendName = selection.status;
         MetricsEngine engine(*selection.backend);
@@ -367,17 +350,7 @@ int runRecompute(const QStringList &args)
                 }
             }
         }
-        return {};
-    };
-    queue.submit(
-        std::move(request), &loop, [&](const JobResult &) { loop.quit(); },
-        [&](const JobProgress &p) {
-            if (tty)
-                err << "\r\033[K" << p.done << '/' << p.total << ' ' << p.message << Qt::flush;
-        });
-    loop.exec();
-    if (tty)
-        err << "\r\033[K" << Qt::flush;
+    });
     for (const QString &e : errors)
         err << "fp8scope-cli: " << e << '\n';
     out << "recomputed " << (work.size() - size_t(failures)) << " of " << work.size() << " tensors x " << recipes.size()
