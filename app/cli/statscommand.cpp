@@ -12,10 +12,8 @@
 #include <QTextStream>
 
 #include <cmath>
-#include <cstdio>
 #include <memory>
 
-#include <unistd.h>
 
 namespace fp8scope::cli {
 

@@ -16,10 +16,8 @@
 #include <QTextStream>
 
 #include <cmath>
-#include <cstdio>
 #include <limits>
 
-#include <unistd.h>
 
 namespace fp8scope::cli {
 
