@@ -1,5 +1,6 @@
 // fp8scope-cli: the headless front end. Every command shares its parsing, numerics and storage with the GUI
 // through fp8scope_core.
+#include "democommand.h"
 #include "generatecommand.h"
 #include "statscommand.h"
 #include "storecommands.h"
@@ -48,6 +49,8 @@ int main(int argc, char **argv)
         return fp8scope::cli::runHeatmap(args);
     if (command == QLatin1String("recompute"))
         return fp8scope::cli::runRecompute(args);
+    if (command == QLatin1String("demo"))
+        return fp8scope::cli::runDemo(args);
     if (command == QLatin1String("--version")) {
         QTextStream(stdout) << "fp8scope-cli " << QCoreApplication::applicationVersion() << '\n';
         return 0;

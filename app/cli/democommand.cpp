@@ -1,0 +1,59 @@
+#include "democommand.h"
+
+#include "core/demo/demogenerator.h"
+
+#include <QCommandLineParser>
+#include <QTextStream>
+
+namespace fp8scope::cli {
+
+int runDemo(const QStringList &args)
+{
+    QCommandLineParser parser;
+    parser.setApplicationDescription(
+        QStringLiteral("Write a synthetic BF16 + FP8 run pair with planted problems (see OUTDIR/README.md)."));
+    parser.addHelpOption();
+    parser.addPositionalArgument(QStringLiteral("outdir"), QStringLiteral("folder to write"));
+    const QCommandLineOption seedOpt(
+        QStringLiteral("seed"), QStringLiteral("random seed (default 1)"), QStringLiteral("n"), QStringLiteral("1"));
+    const QCommandLineOption layersOpt(QStringLiteral("layers"), QStringLiteral("transformer layers (default 12)"),
+        QStringLiteral("n"), QStringLiteral("12"));
+    const QCommandLineOption stepsOpt(QStringLiteral("steps"), QStringLiteral("training steps (default 3000)"),
+        QStringLiteral("n"), QStringLiteral("3000"));
+    parser.addOptions({seedOpt, layersOpt, stepsOpt});
+    QTextStream err(stderr);
+    if (!parser.parse(args)) {
+        err << "fp8scope-cli demo: " << parser.errorText() << '\n';
+        return 2;
+    }
+    if (parser.isSet(QStringLiteral("help"))) {
+        QTextStream(stdout) << parser.helpText();
+        return 0;
+    }
+    if (parser.positionalArguments().size() != 1) {
+        err << "fp8scope-cli demo: expected one OUTDIR\n";
+        return 2;
+    }
+    DemoOptions o;
+    bool ok1 = false, ok2 = false, ok3 = false;
+    o.seed = parser.value(seedOpt).toULongLong(&ok1);
+    o.layers = parser.value(layersOpt).toInt(&ok2);
+    o.steps = parser.value(stepsOpt).toInt(&ok3);
+    if (!ok1 || !ok2 || !ok3 || o.layers < 4 || o.layers > 200 || o.steps < 500 || o.steps > 1000000) {
+        err << "fp8scope-cli demo: --seed is a number, --layers 4..200, --steps 500..1000000\n";
+        return 2;
+    }
+    DemoPlan plan;
+    QString error;
+    if (!generateDemo(parser.positionalArguments().front(), o, &plan, &error)) {
+        err << "fp8scope-cli: " << error << '\n';
+        return 1;
+    }
+    QTextStream(stdout) << "demo written to " << parser.positionalArguments().front() << ": FP8 departs at step "
+                        << plan.departureStep << ", " << plan.plantedLayerName << " activation underflows from step "
+                        << plan.underflowStart << ", weaker tasks " << plan.weakTasks.join(QStringLiteral(", "))
+                        << '\n';
+    return 0;
+}
+
+} // namespace fp8scope::cli

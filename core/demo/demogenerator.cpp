@@ -1,0 +1,377 @@
+#include "demogenerator.h"
+
+#include "core/numerics/cpubackend.h"
+#include "core/numerics/metricsengine.h"
+#include "core/numerics/tensormetrics.h"
+#include "core/tensors/hdf5dumpwriter.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace fp8scope {
+
+namespace {
+
+constexpr int kGlobalBatch = 256;
+const char *const kGemms[]
+    = {"self_attention.linear_qkv", "self_attention.linear_proj", "mlp.linear_fc1", "mlp.linear_fc2"};
+const char *const kTensors[] = {"activation", "weight", "gradient"};
+const char *const kTasks[] = {"arc_easy", "arc_challenge", "hellaswag", "winogrande", "piqa", "boolq"};
+
+// A seeded generator whose draws are the same on every platform (no std:: distributions).
+class Rng
+{
+public:
+    explicit Rng(uint64_t seed)
+        : m_engine(seed)
+    {
+    }
+    double uniform() { return double(m_engine() >> 11) * 0x1p-53; }
+    double normal()
+    {
+        // Box-Muller; the second value is dropped to keep the sequence simple to reason about.
+        const double u1 = std::max(uniform(), 1e-300);
+        const double u2 = uniform();
+        return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+    }
+    int64_t below(int64_t n) { return int64_t(uniform() * double(n)); }
+
+private:
+    std::mt19937_64 m_engine;
+};
+
+QString layerName(int layer, const char *gemm)
+{
+    return QStringLiteral("decoder.layers.%1.%2").arg(layer).arg(QLatin1String(gemm));
+}
+
+bool writeFile(const QString &path, const QByteArray &bytes, QString *error)
+{
+    QDir().mkpath(QFileInfo(path).absolutePath());
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size()) {
+        *error = QStringLiteral("%1: %2").arg(path, f.errorString());
+        return false;
+    }
+    return true;
+}
+
+QByteArray num(double v, int decimals)
+{
+    return QByteArray::number(v, 'f', decimals);
+}
+
+// The training loss both runs share: warm-up, then a power-law decay towards an entropy floor.
+double baseLoss(int64_t step, int steps)
+{
+    const double warm = std::max(1.0, steps * 0.03);
+    const double t = double(step) + 50.0;
+    const double decay = 1.85 + 9.0 * std::pow(t / 50.0, -0.45);
+    return step < warm ? 10.9 - (10.9 - decay) * (double(step) / warm) * 0.6 : decay;
+}
+
+struct LossTrack {
+    std::vector<double> loss;
+    std::vector<int> skipped;
+    std::vector<double> gradNorm;
+};
+
+LossTrack lossTrack(const DemoOptions &o, const DemoPlan &plan, bool fp8, Rng &rng)
+{
+    LossTrack t;
+    t.loss.resize(size_t(o.steps) + 1);
+    t.skipped.assign(size_t(o.steps) + 1, 0);
+    t.gradNorm.resize(size_t(o.steps) + 1);
+    double spike = 0.0;
+    const double spikeRate = fp8 ? 0.0035 : 0.0025;
+    // The FP8 run has one spike that needs repeated recovery: three bursts 40 steps apart.
+    const int64_t recurring = int64_t(o.steps * 0.3) + rng.below(int64_t(o.steps * 0.1));
+    for (int64_t s = 0; s <= o.steps; ++s) {
+        if (rng.uniform() < spikeRate && s > o.steps / 20)
+            spike += 0.4 + 1.2 * rng.uniform();
+        if (fp8 && (s == recurring || s == recurring + 40 || s == recurring + 80)) {
+            spike += 1.5;
+            t.skipped[size_t(s)] = 3;
+        }
+        double l = baseLoss(s, o.steps) + spike + 0.02 * rng.normal();
+        if (fp8 && s >= plan.departureStep)
+            l += 0.0009 * double(s - plan.departureStep) + 0.05;
+        t.loss[size_t(s)] = l;
+        t.gradNorm[size_t(s)] = 0.9 + 4.0 * spike + 0.05 * std::abs(rng.normal());
+        spike *= 0.86;
+    }
+    return t;
+}
+
+QByteArray megatronLog(const DemoOptions &o, const LossTrack &t, bool fp8)
+{
+    QByteArray out = "using world size: 8, data-parallel size: 8, tensor-model-parallel size: 1\n"
+                     "> building GPT model ...\n";
+    out += fp8 ? "> FP8 training enabled: format hybrid, recipe Float8CurrentScaling\n" : "> BF16 training\n";
+    int skippedInInterval = 0;
+    for (int64_t s = 1; s <= o.steps; ++s) {
+        skippedInInterval += t.skipped[size_t(s)];
+        if (s % 10 != 0)
+            continue;
+        const double lr = 3e-4 * std::min(1.0, double(s) / (o.steps * 0.03))
+            * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * double(s) / o.steps)));
+        out += " iteration " + QByteArray::number(s).rightJustified(8) + "/"
+            + QByteArray::number(o.steps).rightJustified(8) + " | consumed samples: "
+            + QByteArray::number(s * kGlobalBatch).rightJustified(12) + " | elapsed time per iteration (ms): "
+            + num(fp8 ? 812.4 : 1093.7, 1) + " | learning rate: " + QByteArray::number(lr, 'E', 3)
+            + " | global batch size: " + QByteArray::number(kGlobalBatch).rightJustified(5);
+        if (skippedInInterval < 10)
+            out += " | lm loss: " + QByteArray::number(t.loss[size_t(s)], 'E', 6)
+                + " | loss scale: 1.0 | grad norm: " + num(t.gradNorm[size_t(s)], 3);
+        else
+            out += " | loss scale: 1.0";
+        out += " | number of skipped iterations: " + QByteArray::number(skippedInInterval).rightJustified(3)
+            + " | number of nan iterations:   0 |\n";
+        skippedInInterval = 0;
+        if (s % 500 == 0) {
+            const double v = t.loss[size_t(s)] + 0.03;
+            out += " validation loss at iteration " + QByteArray::number(s)
+                + " | lm loss value: " + QByteArray::number(v, 'E', 6)
+                + " | lm loss PPL: " + QByteArray::number(std::exp(v), 'E', 6) + " | \n";
+        }
+    }
+    return out;
+}
+
+// One tensor of the FP8 run at a step, drawn so that its statistics tell the planted story.
+std::vector<float> drawTensor(
+    const DemoOptions &o, const DemoPlan &plan, int layer, int gemm, int tensor, int64_t step, Rng &rng, size_t n)
+{
+    std::vector<float> x(n);
+    const bool edge = layer == 0 || layer == o.layers - 1;
+    const bool planted = layer == plan.plantedLayer && gemm == 3 && tensor == 0;
+    double bulk = tensor == 1 ? 0.02 : (tensor == 2 ? 1e-4 : 1.0);
+    if (planted && step > plan.underflowStart)
+        bulk *= std::exp(-9.0 * double(step - plan.underflowStart)
+            / double(plan.departureStep - plan.underflowStart)); // drifts small
+    for (size_t i = 0; i < n; ++i) {
+        double v = rng.normal() * bulk;
+        if (edge) {
+            // First and last layers: heavier tails, so quantization costs more there.
+            const double w = std::abs(rng.normal()) + 0.15;
+            v /= w;
+        }
+        if (i % 512 == 0)
+            v = (rng.uniform() < 0.5 ? -1.0 : 1.0) * (tensor == 1 ? 0.1 : (tensor == 2 ? 5e-4 : 6.0)); // outliers
+        x[i] = float(v);
+    }
+    return x;
+}
+
+QByteArray teLine(const QString &layer, const char *tensor, const char *stat, int64_t step, double value)
+{
+    return "2026-11-30 12:00:00,000 - INFO - " + layer.toUtf8() + '_' + tensor + '_' + stat + " \t\t\t\t iteration="
+        + QByteArray::number(step).rightJustified(6, '0') + " \t\t\t\t value=" + num(value, 4) + '\n';
+}
+
+QByteArray evalJson(const QStringList &tasks, const std::vector<double> &acc, const QString &dtype)
+{
+    QJsonObject results;
+    for (qsizetype i = 0; i < tasks.size(); ++i)
+        results.insert(tasks.at(i),
+            QJsonObject {{QStringLiteral("acc,none"), acc[size_t(i)]}, {QStringLiteral("acc_stderr,none"), 0.0125},
+                {QStringLiteral("alias"), tasks.at(i)}});
+    QJsonObject versions;
+    for (const QString &t : tasks)
+        versions.insert(t, 1.0);
+    QJsonObject doc {{QStringLiteral("results"), results}, {QStringLiteral("versions"), versions},
+        {QStringLiteral("config"),
+            QJsonObject {{QStringLiteral("model"), QStringLiteral("hf")},
+                {QStringLiteral("model_args"), QString(QStringLiteral("pretrained=./checkpoint,dtype=") + dtype)}}}};
+    return QJsonDocument(doc).toJson(QJsonDocument::Indented);
+}
+
+} // namespace
+
+DemoPlan planDemo(const DemoOptions &o)
+{
+    Rng rng(o.seed * 0x9E3779B97F4A7C15ull + 17);
+    DemoPlan p;
+    p.departureStep = (int64_t(o.steps * 0.45) + rng.below(int64_t(o.steps * 0.2))) / 10 * 10;
+    p.underflowStart = p.departureStep - std::min<int64_t>(300, p.departureStep / 2);
+    p.plantedLayer = o.layers - 2 - int(rng.below(std::max(1, std::min(3, o.layers - 2))));
+    p.plantedLayerName = layerName(p.plantedLayer, kGemms[3]);
+    p.plantedTensor = QStringLiteral("activation");
+    QStringList tasks;
+    for (const char *t : kTasks)
+        tasks << QString::fromLatin1(t);
+    const int a = int(rng.below(tasks.size()));
+    int b = int(rng.below(tasks.size() - 1));
+    if (b >= a)
+        ++b;
+    p.weakTasks = {tasks.at(std::min(a, b)), tasks.at(std::max(a, b))};
+    for (int64_t s : {p.underflowStart - 100, p.underflowStart + 100, p.departureStep - 100, p.departureStep})
+        p.dumpSteps << QString::number(std::max<int64_t>(0, s / 10 * 10));
+    return p;
+}
+
+bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *planOut, QString *error)
+{
+    const DemoPlan plan = planDemo(o);
+    if (planOut)
+        *planOut = plan;
+    QDir().mkpath(outDir);
+    Rng rng(o.seed);
+
+    // Losses and Megatron stdout logs.
+    for (bool fp8 : {false, true}) {
+        const LossTrack t = lossTrack(o, plan, fp8, rng);
+        const QString run = outDir + (fp8 ? QStringLiteral("/fp8") : QStringLiteral("/bf16"));
+        if (!writeFile(run + QStringLiteral("/logs/train.out"), megatronLog(o, t, fp8), error))
+            return false;
+    }
+
+    // Transformer Engine statistics of the FP8 run, computed from drawn tensors by the numerics engine.
+    CpuBackend backend(1);
+    QString recipeError;
+    const Recipe current = *Recipe::parse(QStringLiteral("current"), fp8math::Format::E4M3, &recipeError);
+    QByteArray te;
+    constexpr size_t kElems = 2048;
+    for (int64_t step = 0; step <= o.steps; step += o.statInterval) {
+        for (int layer = 0; layer < o.layers; ++layer) {
+            for (int g = 0; g < 4; ++g) {
+                for (int k = 0; k < 3; ++k) {
+                    const std::vector<float> x = drawTensor(o, plan, layer, g, k, step, rng, kElems);
+                    const ChunkView view {DType::F32, x.data(), 1, int64_t(x.size())};
+                    const fp8math::QuantPlan qp = MetricsEngine::planFor(current, backend.amax(view));
+                    fp8math::MetricSums sums;
+                    backend.accumulate(view, qp, sums);
+                    const TensorMetrics m
+                        = TensorMetrics::fromSums(sums, current, qp.tensorScale, qp.tensorScaleInv, backend.name());
+                    const QString name = layerName(layer, kGemms[g]);
+                    te += teLine(name, kTensors[k], "underflows%", step, m.underflowPct);
+                    te += teLine(name, kTensors[k], "overflows%", step, m.saturationPct);
+                    te += teLine(name, kTensors[k], "mse", step, m.mse * 1e4); // printed with 4 decimals: scaled
+                    te += teLine(name, kTensors[k], "scale_inv_min", step, qp.tensorScaleInv);
+                    te += teLine(name, kTensors[k], "scale_inv_max", step, qp.tensorScaleInv);
+                    te += teLine(name, kTensors[k], "cur_amax", step, m.amax);
+                    te += teLine(name, kTensors[k], "dynamic_range", step, m.dynamicRange);
+                }
+            }
+        }
+    }
+    if (!writeFile(
+            outDir + QStringLiteral("/fp8/rank_0/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log"), te,
+            error))
+        return false;
+
+    // Tensor dumps of the FP8 run around the planted story: first, planted, a middle and the last layer.
+    QDir().mkpath(outDir + QStringLiteral("/fp8/dumps"));
+    for (const QString &stepText : plan.dumpSteps) {
+        const int64_t step = stepText.toLongLong();
+        Problem problem;
+        auto writer = Hdf5DumpWriter::create(
+            outDir + QStringLiteral("/fp8/dumps/iter_%1.h5").arg(step, 6, 10, QLatin1Char('0')), &problem);
+        if (!writer) {
+            *error = problem.toString();
+            return false;
+        }
+        writer->setRootAttribute("precision", QStringLiteral("fp8"));
+        writer->setRootAttribute("recipe", QStringLiteral("current"));
+        for (int layer : {0, plan.plantedLayer, o.layers / 2, o.layers - 1}) {
+            for (int k = 0; k < 3; ++k) {
+                std::vector<float> x = drawTensor(o, plan, layer, 3, k, step, rng, 64 * 256);
+                std::vector<uint16_t> bf(x.size());
+                for (size_t i = 0; i < x.size(); ++i)
+                    bf[i] = uint16_t(fp8math::castToCode(x[i], fp8math::Format::BF16));
+                const float amax = std::abs(
+                    *std::max_element(x.begin(), x.end(), [](float a, float b) { return std::abs(a) < std::abs(b); }));
+                DumpTensorAttributes attrs {
+                    QStringLiteral("current"), QStringLiteral("E4M3"), {amax, amax * 1.1f, amax * 0.9f}};
+                const QString path = QStringLiteral("/iter_%1/%2/%3")
+                                         .arg(step, 6, 10, QLatin1Char('0'))
+                                         .arg(layerName(layer, kGemms[3]), QLatin1String(kTensors[k]));
+                if (!writer->writeTensor(path, DType::BF16, {64, 256}, bf.data(), attrs, &problem)) {
+                    *error = problem.toString();
+                    return false;
+                }
+            }
+        }
+    }
+
+    // Downstream evals: the FP8 run scores lower on two tasks with BF16 inference, closer with FP8 inference.
+    QStringList tasks;
+    for (const char *t : kTasks)
+        tasks << QString::fromLatin1(t);
+    std::vector<double> base, fp8Bf16, fp8Fp8;
+    for (const QString &t : tasks) {
+        const double b = 0.45 + 0.3 * rng.uniform();
+        const bool weak = plan.weakTasks.contains(t);
+        const double gap = weak ? 0.035 + 0.02 * rng.uniform() : 0.004 * (rng.uniform() - 0.5);
+        base.push_back(b);
+        fp8Bf16.push_back(b - gap);
+        fp8Fp8.push_back(b - (weak ? gap * 0.3 : gap));
+    }
+    if (!writeFile(outDir + QStringLiteral("/bf16/eval/results_bf16_inference.json"),
+            evalJson(tasks, base, QStringLiteral("bfloat16")), error)
+        || !writeFile(outDir + QStringLiteral("/fp8/eval/results_bf16_inference.json"),
+            evalJson(tasks, fp8Bf16, QStringLiteral("bfloat16")), error)
+        || !writeFile(outDir + QStringLiteral("/fp8/eval/results_fp8_inference.json"),
+            evalJson(tasks, fp8Fp8, QStringLiteral("fp8")), error))
+        return false;
+
+    // Configs (the FP8 settings and one recently enabled option differ) and manifests.
+    const QByteArray common = "MODEL_ARGS:\n  --num-layers: " + QByteArray::number(o.layers)
+        + "\n  --hidden-size: 2048\n  --global-batch-size: " + QByteArray::number(kGlobalBatch) + "\n  --train-iters: "
+        + QByteArray::number(o.steps) + "\n  --bf16: true\n  --transformer-impl: transformer_engine\n";
+    if (!writeFile(outDir + QStringLiteral("/bf16/config.yaml"), common, error)
+        || !writeFile(outDir + QStringLiteral("/fp8/config.yaml"),
+            common + "  --fp8-format: hybrid\n  --fp8-recipe: tensorwise\n  --overlap-param-gather: true\n", error)
+        || !writeFile(outDir + QStringLiteral("/bf16/fp8scope.json"),
+            R"({"name": "BF16 baseline", "precision": "bf16", "notes": "synthetic demo data"})"
+            "\n",
+            error)
+        || !writeFile(outDir + QStringLiteral("/fp8/fp8scope.json"),
+            R"({"name": "FP8 run", "precision": "fp8", "recipe": "current", "baseline": "bf16", "inference_precision": "bf16", "notes": "synthetic demo data"})"
+            "\n",
+            error))
+        return false;
+
+    const QJsonObject planted {{QStringLiteral("seed"), double(o.seed)},
+        {QStringLiteral("departure_step"), double(plan.departureStep)},
+        {QStringLiteral("underflow_start_step"), double(plan.underflowStart)},
+        {QStringLiteral("layer"), plan.plantedLayerName}, {QStringLiteral("tensor"), plan.plantedTensor},
+        {QStringLiteral("weak_tasks"), QJsonArray::fromStringList(plan.weakTasks)},
+        {QStringLiteral("dump_steps"), QJsonArray::fromStringList(plan.dumpSteps)}};
+    const QByteArray readme = "# fp8scope demo (synthetic data)\n\n"
+                              "Everything here was generated by `fp8scope-cli demo` (seed "
+        + QByteArray::number(qulonglong(o.seed))
+        + "); no model was trained. Two runs, `bf16/` (the baseline) and `fp8/`, in the "
+          "formats fp8scope reads: Megatron stdout logs (`logs/train.out`), Transformer Engine debug statistics of the "
+          "FP8 run "
+          "(`rank_0/nvdlfw_inspect_statistics_logs/`, computed by fp8scope's numerics from tensors drawn at those "
+          "steps; `mse` "
+          "is printed x 1e4), HDF5 tensor dumps (`fp8/dumps/`), lm-evaluation-harness results (`eval/`), configs and "
+          "manifests.\n\n"
+          "## Planted\n\n"
+          "- The FP8 loss departs from the BF16 loss at step "
+        + QByteArray::number(plan.departureStep)
+        + " and keeps rising.\n"
+          "- From step "
+        + QByteArray::number(plan.underflowStart) + " the input activation of `" + plan.plantedLayerName.toUtf8()
+        + "` drifts small and underflows more and more.\n"
+          "- The first and last layers show larger quantization error (heavier tails) than the middle ones.\n"
+          "- The FP8 run has a few more loss spikes, one of which recurs three times (skipped iterations).\n"
+          "- Downstream, the FP8 run scores lower on "
+        + plan.weakTasks.join(QStringLiteral(" and ")).toUtf8()
+        + " with BF16 inference, and closer to BF16 with FP8 inference.\n\n"
+          "`planted.json` holds the same facts for programs.\n";
+    return writeFile(outDir + QStringLiteral("/README.md"), readme, error)
+        && writeFile(
+            outDir + QStringLiteral("/planted.json"), QJsonDocument(planted).toJson(QJsonDocument::Indented), error);
+}
+
+} // namespace fp8scope

@@ -1,0 +1,36 @@
+// Writes a synthetic BF16 + FP8 run pair, in the real formats the importers read, with problems planted
+// at known places (seeded): the ground truth of the demo, the GUI tests and the triage tests. Core code
+// (no widgets) so that `fp8scope-cli demo` and, later, `fp8scope --demo` share it.
+#pragma once
+
+#include <QString>
+#include <QStringList>
+
+#include <cstdint>
+
+namespace fp8scope {
+
+struct DemoOptions {
+    uint64_t seed = 1;
+    int layers = 12;
+    int steps = 3000;
+    int statInterval = 25; // Transformer Engine statistics every this many steps
+};
+
+// Where the problems were planted (also written to planted.json and README.md).
+struct DemoPlan {
+    int64_t departureStep = 0; // FP8 loss leaves the BF16 loss from here on
+    int64_t underflowStart = 0; // the planted activation starts to drift small
+    int plantedLayer = 0;
+    QString plantedLayerName; // e.g. decoder.layers.9.mlp.linear_fc2
+    QString plantedTensor; // "activation"
+    QStringList weakTasks; // lower with BF16 inference of the FP8 run
+    QStringList dumpSteps;
+};
+
+DemoPlan planDemo(const DemoOptions &o);
+
+// Writes the pair under outDir (created); false with *error on an I/O failure.
+bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *plan, QString *error);
+
+} // namespace fp8scope
