@@ -278,8 +278,10 @@ public:
 
     void problem(int64_t line, int64_t offset, const QString &message) override
     {
-        Statement s = m_db.prepare("INSERT INTO problems(file_id, line, offset, message) VALUES(?,?,?,?)");
-        s.bind(1, m_fileId).bind(2, line).bind(3, offset).bind(4, message).exec();
+        // A garbage file can report a problem on every line: one prepared statement for them all.
+        if (!m_insertProblem.isValid())
+            m_insertProblem = m_db.prepare("INSERT INTO problems(file_id, line, offset, message) VALUES(?,?,?,?)");
+        m_insertProblem.bind(1, m_fileId).bind(2, line).bind(3, offset).bind(4, message).exec();
         ++problems;
     }
 
@@ -294,7 +296,7 @@ private:
     int64_t m_run = 0;
     QHash<QString, int64_t> m_runs;
     QHash<QString, int64_t> m_series;
-    Statement m_insertPoint, m_findSeries, m_insertSeries, m_insertConfig;
+    Statement m_insertPoint, m_findSeries, m_insertSeries, m_insertConfig, m_insertProblem;
     struct Row {
         int64_t series;
         int64_t step;
