@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <random>
 #include <vector>
 
@@ -40,7 +41,7 @@ public:
         // Box-Muller; the second value is dropped to keep the sequence simple to reason about.
         const double u1 = std::max(uniform(), 1e-300);
         const double u2 = uniform();
-        return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+        return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
     }
     int64_t below(int64_t n) { return int64_t(uniform() * double(n)); }
 
@@ -122,7 +123,7 @@ QByteArray megatronLog(const DemoOptions &o, const LossTrack &t, bool fp8)
         if (s % 10 != 0)
             continue;
         const double lr = 3e-4 * std::min(1.0, double(s) / (o.steps * 0.03))
-            * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * double(s) / o.steps)));
+            * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(std::numbers::pi * double(s) / o.steps)));
         out += " iteration " + QByteArray::number(s).rightJustified(8) + "/"
             + QByteArray::number(o.steps).rightJustified(8) + " | consumed samples: "
             + QByteArray::number(s * kGlobalBatch).rightJustified(12) + " | elapsed time per iteration (ms): "
