@@ -290,8 +290,9 @@ bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *planOut
                     bf[i] = uint16_t(fp8math::castToCode(x[i], fp8math::Format::BF16));
                 const float amax = std::abs(
                     *std::max_element(x.begin(), x.end(), [](float a, float b) { return std::abs(a) < std::abs(b); }));
-                DumpTensorAttributes attrs {
-                    QStringLiteral("current"), QStringLiteral("E4M3"), {amax, amax * 1.1f, amax * 0.9f}};
+                // What the run trained with: current scaling, so scale_inv = amax / fmax(E4M3).
+                DumpTensorAttributes attrs {QStringLiteral("current"), QStringLiteral("E4M3"),
+                    {amax, amax * 1.1f, amax * 0.9f}, {amax / 448.0f}};
                 const QString path = QStringLiteral("/iter_%1/%2/%3")
                                          .arg(step, 6, 10, QLatin1Char('0'))
                                          .arg(layerName(layer, kGemms[3]), QLatin1String(kTensors[k]));

@@ -112,11 +112,15 @@ bool Hdf5DumpWriter::writeTensor(const QString &datasetPath, DType dtype, const 
             writeStringAttribute(ds, "recipe", attributes.recipe);
         if (!attributes.fp8Format.isEmpty())
             writeStringAttribute(ds, "fp8_format", attributes.fp8Format);
-        if (!attributes.amaxHistory.empty()) {
-            const hsize_t n = attributes.amaxHistory.size();
+        const std::pair<const char *, const std::vector<float> *> arrays[]
+            = {{"amax_history", &attributes.amaxHistory}, {"scale_inv", &attributes.scaleInv}};
+        for (const auto &[name, values] : arrays) {
+            if (values->empty())
+                continue;
+            const hsize_t n = values->size();
             const hid_t aspace = H5Screate_simple(1, &n, nullptr);
-            const hid_t attr = H5Acreate2(ds, "amax_history", H5T_IEEE_F32LE, aspace, H5P_DEFAULT, H5P_DEFAULT);
-            H5Awrite(attr, H5T_NATIVE_FLOAT, attributes.amaxHistory.data());
+            const hid_t attr = H5Acreate2(ds, name, H5T_IEEE_F32LE, aspace, H5P_DEFAULT, H5P_DEFAULT);
+            H5Awrite(attr, H5T_NATIVE_FLOAT, values->data());
             H5Aclose(attr);
             H5Sclose(aspace);
         }

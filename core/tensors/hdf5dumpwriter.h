@@ -18,6 +18,7 @@ struct DumpTensorAttributes {
     QString recipe;
     QString fp8Format;
     std::vector<float> amaxHistory; // newest first
+    std::vector<float> scaleInv; // one value (per-tensor) or one per block
 };
 
 class Hdf5DumpWriter

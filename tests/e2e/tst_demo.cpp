@@ -4,6 +4,7 @@
 #include "core/store/runstore.h"
 
 #include <QDir>
+
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -11,6 +12,7 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
+#include <hdf5.h>
 
 #include <cmath>
 #include <limits>
@@ -192,6 +194,20 @@ void TestDemo::plantedStoryIsFound()
     // Tensor dumps at the planted steps are indexed.
     const auto dumps = store.dumps(fp8->id);
     QCOMPARE(dumps.size(), size_t(4 * 4 * 3));
+    // ... and carry the scale_inv and amax history the run "trained" with.
+    const hid_t file = H5Fopen(dir.filePath(dumps.front().first).toUtf8().constData(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    QVERIFY(file >= 0);
+    const hid_t ds = H5Dopen2(file, dumps.front().second.dataset.toUtf8().constData(), H5P_DEFAULT);
+    QVERIFY(ds >= 0);
+    QVERIFY(H5Aexists(ds, "scale_inv") > 0);
+    QVERIFY(H5Aexists(ds, "amax_history") > 0);
+    float scaleInv = 0;
+    const hid_t attr = H5Aopen(ds, "scale_inv", H5P_DEFAULT);
+    H5Aread(attr, H5T_NATIVE_FLOAT, &scaleInv);
+    H5Aclose(attr);
+    H5Dclose(ds);
+    H5Fclose(file);
+    QVERIFY(scaleInv > 0 && std::isfinite(scaleInv));
 }
 
 void TestDemo::sameSeedSameLogs()
