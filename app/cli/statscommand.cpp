@@ -14,7 +14,6 @@
 #include <cmath>
 #include <memory>
 
-
 namespace fp8scope::cli {
 
 namespace {

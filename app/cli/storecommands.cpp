@@ -18,7 +18,6 @@
 #include <cmath>
 #include <limits>
 
-
 namespace fp8scope::cli {
 
 namespace {

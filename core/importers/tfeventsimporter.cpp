@@ -80,7 +80,8 @@ void histogramSeries(const QString &tag, int64_t step, double min, double max, d
     sink.point({QString(), QString(), tag + QStringLiteral(" (min)"), source, QString()}, step, min);
     sink.point({QString(), QString(), tag + QStringLiteral(" (max)"), source, QString()}, step, max);
     sink.point({QString(), QString(), tag + QStringLiteral(" (count)"), source, QString()}, step, num);
-    sink.point({QString(), QString(), tag + QStringLiteral(" (mean)"), source, QString()}, step, num > 0 ? sum / num : NAN);
+    sink.point(
+        {QString(), QString(), tag + QStringLiteral(" (mean)"), source, QString()}, step, num > 0 ? sum / num : NAN);
 }
 
 void handleEvent(const tfevents::Event &e, IngestSink &sink)
@@ -194,8 +195,9 @@ ReadPosition TfEventsImporter::read(const QString &path, const ReadPosition &, I
         if (!headerOk || len > kMaxRecord || pos + 12 + qint64(len) + 4 > size) {
             if (!resyncing) {
                 sink.problem(0, pos,
-                    pos + 12 + qint64(len) + 4 > size && headerOk ? QStringLiteral("truncated record")
-                                                                  : QStringLiteral("corrupted record header; looking for the next record"));
+                    pos + 12 + qint64(len) + 4 > size && headerOk
+                        ? QStringLiteral("truncated record")
+                        : QStringLiteral("corrupted record header; looking for the next record"));
                 resyncing = true;
             }
             ++pos; // resynchronise byte by byte on the next header whose CRC holds

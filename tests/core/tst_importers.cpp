@@ -10,8 +10,8 @@
 #include <QCryptographicHash>
 #include <QDir>
 #include <QDirIterator>
-#include <QProcess>
 #include <QFile>
+#include <QProcess>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
@@ -378,7 +378,8 @@ void TestImporters::bucketsAndHeatmapOrder()
     // Long series: buckets come from the 64-point summary blocks plus the edge points.
     QByteArray longCsv = "step,long\n";
     for (int i = 0; i < 200000; ++i)
-        longCsv += QByteArray::number(i * 3) + ',' + QByteArray::number(i == 123457 ? 500.0 : std::cos(i * 1e-3)) + '\n';
+        longCsv
+            += QByteArray::number(i * 3) + ',' + QByteArray::number(i == 123457 ? 500.0 : std::cos(i * 1e-3)) + '\n';
     write(dir.path() + QStringLiteral("/b.csv"), longCsv);
     store.ingest();
     const auto longSeries = store.findSeries(run->id, {{}, {}, QStringLiteral("long"), {}, {}});
@@ -412,7 +413,10 @@ void TestImporters::formatsWrittenByRealLibraries()
         QSKIP("no test Python (FP8SCOPE_TEST_PYTHON) with tensorboard and safetensors");
     QTemporaryDir dir;
     QProcess p;
-    p.start(python, {QString::fromLocal8Bit(qgetenv("FP8SCOPE_SOURCE_DIR")) + QStringLiteral("/tests/core/oracles/write_formats.py"), dir.path()});
+    p.start(python,
+        {QString::fromLocal8Bit(qgetenv("FP8SCOPE_SOURCE_DIR"))
+                + QStringLiteral("/tests/core/oracles/write_formats.py"),
+            dir.path()});
     QVERIFY(p.waitForFinished(300000));
     QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
 

@@ -19,7 +19,7 @@ namespace {
 class CheckingSink : public fp8scope::IngestSink
 {
 public:
-    void useRun(const QString &) override {}
+    void useRun(const QString &) override { }
     int64_t series(const fp8scope::SeriesKey &key) override
     {
         if (key.stat.isEmpty() && key.source.isEmpty())
@@ -31,10 +31,10 @@ public:
         if (series < 1 || series > m_series)
             std::abort(); // only handles the sink gave out
     }
-    void eval(const fp8scope::EvalRecord &) override {}
-    void config(const QString &, const QString &) override {}
-    void runInfo(const QString &, const QString &) override {}
-    void dump(const fp8scope::DumpRecord &) override {}
+    void eval(const fp8scope::EvalRecord &) override { }
+    void config(const QString &, const QString &) override { }
+    void runInfo(const QString &, const QString &) override { }
+    void dump(const fp8scope::DumpRecord &) override { }
     void problem(int64_t line, int64_t offset, const QString &message) override
     {
         if (message.isEmpty() || line < 0 || offset < -1)
