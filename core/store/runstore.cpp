@@ -635,9 +635,11 @@ std::vector<SeriesPoint> RunStore::points(int64_t seriesId, int64_t from, int64_
         while (s.next())
             add(s.int64(0), s.int64(0), s.real(1), s.real(1), 1);
     }
-    for (const SeriesPoint &b : buckets) {
-        if (b.count > 0)
+    for (SeriesPoint &b : buckets) {
+        if (b.count > 0) {
+            b.value = b.min;
             out.push_back(b);
+        }
     }
     return out;
 }

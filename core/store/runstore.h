@@ -43,7 +43,7 @@ struct SeriesInfo {
 struct SeriesPoint {
     int64_t step = 0;
     int64_t lastStep = 0;
-    double value = 0; // the value (exact) or the bucket's first... use min/max for buckets
+    double value = 0; // the point's value; for a bucket, its min (draw the bucket from min to max)
     double min = 0;
     double max = 0;
     int64_t count = 1;
