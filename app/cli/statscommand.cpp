@@ -12,7 +12,6 @@
 #include <QTextStream>
 
 #include <cmath>
-#include <memory>
 
 namespace fp8scope::cli {
 
@@ -197,31 +196,26 @@ int runStats(const QStringList &args)
 
     // The computation runs as a job on the queue's worker thread, which also creates (and so owns) the
     // backend, as in the GUI; this thread waits in an event loop and shows progress on a terminal.
-    struct Outcome {
-        std::optional<std::vector<TensorMetrics>> results;
-        Problem problem;
-        QString error;
-    };
-    auto outcome = std::make_shared<Outcome>();
+    std::optional<std::vector<TensorMetrics>> results;
+    QString backendError;
     runJob([&](JobContext &ctx) {
         BackendSelection selection = selectBackend(*backendChoice, threads, cudaFactory());
         if (!selection.backend) {
-            outcome->error = selection.error;
+            backendError = selection.error;
             return;
         }
         MetricsEngine engine(*selection.backend);
-        outcome->results = engine.compute(*reader, recipes, &outcome->problem, [&ctx](int64_t done, int64_t total) {
+        results = engine.compute(*reader, recipes, &problem, [&ctx](int64_t done, int64_t total) {
             ctx.setProgress(done, total, QStringLiteral("computing"));
             return !ctx.isCancelled();
         });
     });
-    if (!outcome->error.isEmpty()) {
-        err << "fp8scope-cli: " << outcome->error << '\n';
+    if (!backendError.isEmpty()) {
+        err << "fp8scope-cli: " << backendError << '\n';
         return 1;
     }
-    const auto &results = outcome->results;
     if (!results) {
-        err << "fp8scope-cli: " << outcome->problem.toString() << '\n';
+        err << "fp8scope-cli: " << problem.toString() << '\n';
         return 1;
     }
     const TensorInfo &info = reader->info();

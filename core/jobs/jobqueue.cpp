@@ -227,19 +227,6 @@ void JobQueue::cancel(quint64 ticket)
     d->dropTicket(ticket);
 }
 
-void JobQueue::cancelAll()
-{
-    std::lock_guard lock(d->mutex);
-    for (const auto &j : d->queue)
-        j->cancel = true;
-    d->queue.clear();
-    if (d->running) {
-        d->running->cancel = true;
-        d->running->subscribers.clear();
-    }
-    d->slotTicket.clear();
-}
-
 int JobQueue::queuedJobs() const
 {
     std::lock_guard lock(d->mutex);

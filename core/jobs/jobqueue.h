@@ -66,7 +66,6 @@ public:
     quint64 submit(Request request, QObject *receiver, Finished onFinished, ProgressCallback onProgress = {});
     // The ticket's result will not be delivered; its job stops when no other request shares it.
     void cancel(quint64 ticket);
-    void cancelAll();
 
     int queuedJobs() const; // waiting, not started
     bool isBusy() const; // a job queued or running
