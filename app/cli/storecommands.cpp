@@ -6,6 +6,7 @@
 #include "core/jobs/jobqueue.h"
 #include "core/numerics/backendselect.h"
 #include "core/numerics/metricsengine.h"
+#include "core/store/dumprecompute.h"
 #include "core/store/runstore.h"
 
 #include <QCommandLineParser>
@@ -286,12 +287,7 @@ int runRecompute(const QStringList &args)
     if (!openStore(store, folder))
         return 1;
     store.ingest(); // the dump index must be current
-    struct Work {
-        int64_t run;
-        QString file;
-        DumpRecord dump;
-    };
-    std::vector<Work> work;
+    std::vector<DumpRef> work;
     for (const RunInfo &r : store.runs()) {
         for (const auto &[file, d] : store.dumps(r.id)) {
             if (!d.tensor.endsWith(QLatin1String("_fp8")))
@@ -313,38 +309,13 @@ int runRecompute(const QStringList &args)
             return;
         }
         backendName = selection.status;
-        MetricsEngine engine(*selection.backend);
         for (size_t i = 0; i < work.size() && !ctx.isCancelled(); ++i) {
-            const Work &w = work[i];
+            const DumpRef &w = work[i];
             ctx.setProgress(qint64(i), qint64(work.size()), w.dump.layer + QLatin1Char('/') + w.dump.tensor);
-            Problem problem;
-            const QString path = QDir(folder).absoluteFilePath(w.file);
-            auto reader
-                = openTensor(w.dump.dataset.isEmpty() ? path : path + QLatin1Char(':') + w.dump.dataset, &problem);
-            std::vector<Recipe> rs = recipes;
-            if (reader) {
-                for (Recipe &r : rs)
-                    r.amaxHistory = reader->amaxHistory();
-            }
-            const auto results = reader ? engine.compute(*reader, rs, &problem) : std::nullopt;
-            if (!results) {
-                errors << problem.toString();
+            QString e;
+            if (!recomputeDump(store, *selection.backend, w, recipes, &e)) {
+                errors << e;
                 ++failures;
-                continue;
-            }
-            for (size_t k = 0; k < results->size(); ++k) {
-                const TensorMetrics &m = (*results)[k];
-                const std::vector<std::pair<QString, double>> stats {{QStringLiteral("underflows%"), m.underflowPct},
-                    {QStringLiteral("overflows%"), m.saturationPct}, {QStringLiteral("mse"), m.mse},
-                    {QStringLiteral("cur_amax"), m.amax}, {QStringLiteral("dynamic_range"), m.dynamicRange},
-                    {QStringLiteral("scale_inv_min"), m.scaleInvMin}, {QStringLiteral("scale_inv_max"), m.scaleInvMax},
-                    {QStringLiteral("mean"), m.mean}, {QStringLiteral("std"), m.std},
-                    {QStringLiteral("cosine"), m.cosine}, {QStringLiteral("sqnr_db"), m.sqnrDb},
-                    {QStringLiteral("relative_error"), m.relativeError}};
-                if (!store.storeRecomputed(w.run, w.dump, rs[k].name(), stats, &error)) {
-                    errors << error;
-                    ++failures;
-                }
             }
         }
     });

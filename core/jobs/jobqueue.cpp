@@ -227,6 +227,13 @@ void JobQueue::cancel(quint64 ticket)
     d->dropTicket(ticket);
 }
 
+void JobQueue::stopRunning()
+{
+    std::lock_guard lock(d->mutex);
+    if (d->running)
+        d->running->cancel = true;
+}
+
 int JobQueue::queuedJobs() const
 {
     std::lock_guard lock(d->mutex);

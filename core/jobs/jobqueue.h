@@ -67,6 +67,9 @@ public:
     // The ticket's result will not be delivered; its job stops when no other request shares it.
     void cancel(quint64 ticket);
 
+    // Stops the running job at its next cancellation check (a status bar's cancel button); unlike cancel(),
+    // its requesters still receive its result, marked cancelled, so they can show what was done.
+    void stopRunning();
     int queuedJobs() const; // waiting, not started
     bool isBusy() const; // a job queued or running
 

@@ -565,6 +565,32 @@ std::vector<SeriesInfo> RunStore::findSeries(int64_t runId, const SeriesKey &key
     return out;
 }
 
+std::vector<SeriesInfo> RunStore::seriesAt(int64_t runId, const QString &layer, const QString &tensor) const
+{
+    std::vector<SeriesInfo> out;
+    Statement s = const_cast<Database &>(m_db).prepare("SELECT id, stat, source, recipe FROM series WHERE run_id=? AND "
+                                                       "layer=? AND tensor=? ORDER BY stat, source, recipe");
+    s.bind(1, runId).bind(2, layer).bind(3, tensor);
+    while (s.next())
+        out.push_back({s.int64(0), runId, {layer, tensor, s.text(1), s.text(2), s.text(3)}, 0, 0, 0});
+    return out;
+}
+
+std::optional<SeriesPoint> RunStore::valueAt(int64_t seriesId, int64_t step) const
+{
+    auto &db = const_cast<Database &>(m_db);
+    Statement s = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step<=? ORDER BY step DESC LIMIT 1");
+    s.bind(1, seriesId).bind(2, step);
+    if (!s.next()) {
+        s = db.prepare("SELECT step, value FROM points WHERE series_id=? ORDER BY step LIMIT 1");
+        s.bind(1, seriesId);
+        if (!s.next())
+            return std::nullopt;
+    }
+    const double v = s.real(1);
+    return SeriesPoint {s.int64(0), s.int64(0), v, v, v, 1};
+}
+
 std::vector<SeriesPoint> RunStore::points(int64_t seriesId, int64_t from, int64_t to, int maxPoints) const
 {
     std::vector<SeriesPoint> out;
@@ -650,7 +676,9 @@ Heatmap RunStore::heatmap(int64_t runId, const QString &stat, const QString &ten
     auto &db = const_cast<Database &>(m_db);
     QString src = source;
     if (src.isEmpty()) {
-        Statement first = db.prepare("SELECT MIN(source) FROM series WHERE run_id=? AND stat=? AND tensor=?");
+        // Logged statistics first: recomputed ones cover a few dump steps and mix recipes.
+        Statement first = db.prepare("SELECT source FROM series WHERE run_id=? AND stat=? AND tensor=? "
+                                     "ORDER BY source='recomputed', source LIMIT 1");
         first.bind(1, runId).bind(2, stat).bind(3, tensor);
         if (first.next())
             src = first.text(0);

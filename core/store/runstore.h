@@ -94,8 +94,12 @@ public:
     std::vector<SeriesInfo> series(int64_t runId) const;
     // Series matching the key fields that are not empty (source "" means any).
     std::vector<SeriesInfo> findSeries(int64_t runId, const SeriesKey &key) const;
+    // Series whose layer and tensor are exactly these ("" for run-level series); no point counts (fast).
+    std::vector<SeriesInfo> seriesAt(int64_t runId, const QString &layer, const QString &tensor) const;
     // Points of one series in [from, to]; more than maxPoints are served as min/max per bucket.
     std::vector<SeriesPoint> points(int64_t seriesId, int64_t from, int64_t to, int maxPoints) const;
+    // The last point at or before `step` (the first point when all lie after it); nullopt for an empty series.
+    std::optional<SeriesPoint> valueAt(int64_t seriesId, int64_t step) const;
     Heatmap heatmap(int64_t runId, const QString &stat, const QString &tensor, const QString &source = QString()) const;
     std::vector<EvalRecord> evals(int64_t runId) const;
     std::vector<std::pair<QString, QString>> configs(int64_t runId) const;

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 using namespace fp8scope;
@@ -41,6 +42,7 @@ private Q_SLOTS:
     void progressIsThrottledAndOrdered();
     void cancelStopsRunningWork();
     void cancelQueuedNeverRuns();
+    void stopRunningDeliversCancelledResult();
     void identicalRequestsCoalesce();
     void newerRequestInSlotReplacesQueuedOne();
     void replacedRunningResultIsDropped();
@@ -127,6 +129,38 @@ void TestJobQueue::cancelStopsRunningWork()
     QTRY_VERIFY(!queue.isBusy());
     QTest::qWait(50);
     QVERIFY(!delivered); // a cancelled ticket gets no result
+}
+
+void TestJobQueue::stopRunningDeliversCancelledResult()
+{
+    JobQueue queue;
+    QObject receiver;
+    std::atomic<bool> started {false};
+    std::atomic<bool> secondRan {false};
+    std::optional<JobResult> result;
+    queue.submit(request({}, {},
+                     [&](JobContext &ctx) {
+                         started = true;
+                         int partial = 0;
+                         while (!ctx.isCancelled()) {
+                             ++partial;
+                             std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                         }
+                         return QVariant(partial);
+                     }),
+        &receiver, [&](const JobResult &r) { result = r; });
+    queue.submit(request({}, {},
+                     [&](JobContext &) {
+                         secondRan = true;
+                         return QVariant();
+                     }),
+        &receiver, [](const JobResult &) {});
+    QTRY_VERIFY(started);
+    queue.stopRunning();
+    QTRY_VERIFY(result.has_value());
+    QVERIFY(result->cancelled);
+    QVERIFY(result->value.toInt() > 0); // what the job had done comes back
+    QTRY_VERIFY(secondRan); // only the running job stops
 }
 
 void TestJobQueue::cancelQueuedNeverRuns()

@@ -1,0 +1,445 @@
+#include "mainwindow.h"
+
+#include "appsettings.h"
+#include "views/curves/curveview.h"
+#include "views/heatmap/heatmapview.h"
+#include "views/histogram/histogramview.h"
+#include "views/models/layertreemodel.h"
+#include "views/models/problemsmodel.h"
+#include "views/models/runlistmodel.h"
+#include "views/models/statstablemodel.h"
+#include "views/workspace/selection.h"
+#include "views/workspace/workspace.h"
+
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDockWidget>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QSortFilterProxyModel>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTableView>
+#include <QTimer>
+#include <QToolButton>
+#include <QTreeView>
+#include <QVBoxLayout>
+
+namespace fp8scope {
+
+namespace {
+
+QDockWidget *addDock(
+    QMainWindow *window, const QString &name, const QString &title, QWidget *widget, Qt::DockWidgetArea area)
+{
+    auto *dock = new QDockWidget(title, window);
+    dock->setObjectName(name);
+    dock->setWidget(widget);
+    window->addDockWidget(area, dock);
+    return dock;
+}
+
+QTableView *makeTable(const QString &name, QWidget *parent)
+{
+    auto *t = new QTableView(parent);
+    t->setObjectName(name);
+    t->setSelectionBehavior(QAbstractItemView::SelectRows);
+    t->setSelectionMode(QAbstractItemView::SingleSelection);
+    t->verticalHeader()->hide();
+    t->horizontalHeader()->setStretchLastSection(true);
+    t->setAlternatingRowColors(true);
+    t->setWordWrap(false);
+    return t;
+}
+
+// Lines around `line` (1-based) of a text file, read until that line only; `offset` when there is no line.
+QString problemContext(const QString &path, qint64 line, qint64 offset)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        return QObject::tr("%1: %2").arg(path, f.errorString());
+    QString out;
+    if (line > 0) {
+        qint64 n = 0;
+        while (!f.atEnd() && n < line + 2) {
+            const QByteArray text = f.readLine(1 << 20);
+            ++n;
+            if (n >= line - 2)
+                out += (n == line ? QStringLiteral("> %1: ") : QStringLiteral("  %1: ")).arg(n)
+                    + QString::fromUtf8(text).trimmed() + QLatin1Char('\n');
+        }
+        return out;
+    }
+    const qint64 start = std::max<qint64>(0, offset - 32);
+    f.seek(start);
+    const QByteArray bytes = f.read(96);
+    out = QObject::tr("bytes %1..%2 (problem at offset %3):\n").arg(start).arg(start + bytes.size()).arg(offset);
+    for (qsizetype i = 0; i < bytes.size(); i += 16)
+        out += QString::number(start + i, 16).rightJustified(8, QLatin1Char('0')) + QStringLiteral("  ")
+            + QString::fromLatin1(bytes.mid(i, 16).toHex(' ')) + QLatin1Char('\n');
+    return out;
+}
+
+} // namespace
+
+MainWindow::MainWindow(BackendChoice backend, CudaFactory cudaFactory, QWidget *parent)
+    : QMainWindow(parent)
+    , m_workspace(new Workspace(this))
+    , m_selection(new Selection(this))
+{
+    setObjectName(QStringLiteral("mainWindow"));
+    setAcceptDrops(true);
+    setDockNestingEnabled(true);
+    createViews();
+    createMenus();
+    createStatusBar();
+    restoreSettings();
+    updateTitle();
+    connect(m_workspace, &Workspace::loaded, this, &MainWindow::onLoaded);
+    connect(
+        m_workspace, &Workspace::message, this, [this](const QString &text) { statusBar()->showMessage(text, 10000); });
+    connect(m_selection, &Selection::changed, this, &MainWindow::syncTreeToSelection);
+    m_workspace->setBackend(backend, cudaFactory);
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::createViews()
+{
+    m_curves = new CurveView(m_workspace, m_selection, this);
+    setCentralWidget(m_curves);
+    m_heatmap = new HeatmapView(m_workspace, m_selection, this);
+    m_histogram = new HistogramView(m_workspace, m_selection, this);
+
+    m_runModel = new RunListModel(m_workspace, this);
+    m_runTable = makeTable(QStringLiteral("runTable"), this);
+    m_runTable->setModel(m_runModel);
+    connect(m_runTable->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+        [this](const QModelIndex &current) {
+            if (current.isValid())
+                m_selection->setRun(current.row());
+        });
+
+    auto *layerPane = new QWidget(this);
+    auto *layerLayout = new QVBoxLayout(layerPane);
+    layerLayout->setContentsMargins(0, 0, 0, 0);
+    m_layerFilter = new QLineEdit(layerPane);
+    m_layerFilter->setObjectName(QStringLiteral("layerFilter"));
+    m_layerFilter->setPlaceholderText(tr("Filter layers (e.g. layers.7.mlp)"));
+    m_layerFilter->setClearButtonEnabled(true);
+    m_layerModel = new LayerTreeModel(this);
+    m_layerProxy = new QSortFilterProxyModel(this);
+    m_layerProxy->setSourceModel(m_layerModel);
+    m_layerProxy->setRecursiveFilteringEnabled(true);
+    m_layerProxy->setFilterCaseSensitivity(Qt::CaseInsensitive);
+    m_layerProxy->setFilterRole(LayerTreeModel::PathRole);
+    m_layerTree = new QTreeView(layerPane);
+    m_layerTree->setObjectName(QStringLiteral("layerTree"));
+    m_layerTree->setModel(m_layerProxy);
+    m_layerTree->setHeaderHidden(true);
+    m_layerTree->setUniformRowHeights(true);
+    layerLayout->addWidget(m_layerFilter);
+    layerLayout->addWidget(m_layerTree);
+    connect(m_layerFilter, &QLineEdit::textChanged, this, [this](const QString &text) {
+        m_layerProxy->setFilterFixedString(text);
+        if (!text.isEmpty())
+            m_layerTree->expandAll();
+    });
+    connect(
+        m_layerTree->selectionModel(), &QItemSelectionModel::currentChanged, this, &MainWindow::onTreeCurrentChanged);
+
+    m_statsModel = new StatsTableModel(m_workspace, m_selection, this);
+    m_statsTable = makeTable(QStringLiteral("statsTable"), this);
+    m_statsTable->setModel(m_statsModel);
+
+    m_problemsModel = new ProblemsModel(m_workspace, this);
+    m_problemsTable = makeTable(QStringLiteral("problemsTable"), this);
+    m_problemsTable->setModel(m_problemsModel);
+    connect(m_problemsTable, &QTableView::doubleClicked, this, &MainWindow::showProblemLine);
+
+    addDock(this, QStringLiteral("runsDock"), tr("Runs"), m_runTable, Qt::LeftDockWidgetArea);
+    addDock(this, QStringLiteral("layersDock"), tr("Layers"), layerPane, Qt::LeftDockWidgetArea);
+    addDock(this, QStringLiteral("histogramDock"), tr("Histogram"), m_histogram, Qt::RightDockWidgetArea);
+    addDock(this, QStringLiteral("statsDock"), tr("Statistics"), m_statsTable, Qt::RightDockWidgetArea);
+    auto *heat = addDock(this, QStringLiteral("heatmapDock"), tr("Heatmap"), m_heatmap, Qt::BottomDockWidgetArea);
+    auto *problems
+        = addDock(this, QStringLiteral("problemsDock"), tr("Problems"), m_problemsTable, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(heat, problems);
+    heat->raise();
+    resize(1500, 950);
+    resizeDocks({heat}, {330}, Qt::Vertical);
+    resizeDocks({findChild<QDockWidget *>(QStringLiteral("runsDock"))}, {300}, Qt::Horizontal);
+    resizeDocks({findChild<QDockWidget *>(QStringLiteral("histogramDock"))}, {380}, Qt::Vertical);
+    resizeDocks({findChild<QDockWidget *>(QStringLiteral("histogramDock"))}, {430}, Qt::Horizontal);
+}
+
+void MainWindow::createMenus()
+{
+    QMenu *file = menuBar()->addMenu(tr("&File"));
+    QAction *open = file->addAction(tr("&Open Folder..."), this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a run folder or a folder of runs"));
+        if (!dir.isEmpty())
+            openFolders({dir});
+    });
+    open->setShortcut(QKeySequence::Open);
+    m_recentMenu = file->addMenu(tr("Open &Recent"));
+    m_recentMenu->setObjectName(QStringLiteral("recentMenu"));
+    file->addAction(tr("Open &Demo (synthetic data)"), this, &MainWindow::openDemo);
+    file->addSeparator();
+    QAction *quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+    quit->setShortcut(QKeySequence::Quit);
+
+    QMenu *view = menuBar()->addMenu(tr("&View"));
+    for (QDockWidget *dock : findChildren<QDockWidget *>())
+        view->addAction(dock->toggleViewAction());
+
+    QMenu *help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About fp8scope"), this, [this] {
+        QMessageBox::about(this, tr("About fp8scope"),
+            tr("<b>fp8scope</b> %1<br>An inspector for FP8 training runs.<br>GPL-3.0-or-later.")
+                .arg(QApplication::applicationVersion()));
+    });
+    updateRecentMenu();
+}
+
+void MainWindow::createStatusBar()
+{
+    m_backendLabel = new QLabel(tr("Compute: selecting..."), this);
+    m_backendLabel->setObjectName(QStringLiteral("backendStatus"));
+    m_progress = new QProgressBar(this);
+    m_progress->setObjectName(QStringLiteral("jobProgress"));
+    m_progress->setMaximumWidth(260);
+    m_progress->setTextVisible(true);
+    m_progress->hide();
+    m_cancel = new QToolButton(this);
+    m_cancel->setObjectName(QStringLiteral("cancelJob"));
+    m_cancel->setText(tr("Cancel"));
+    m_cancel->hide();
+    statusBar()->addPermanentWidget(m_progress);
+    statusBar()->addPermanentWidget(m_cancel);
+    statusBar()->addPermanentWidget(m_backendLabel);
+    connect(m_cancel, &QToolButton::clicked, this, [this] { m_workspace->jobs().stopRunning(); });
+    connect(m_workspace, &Workspace::backendStatusChanged, this,
+        [this](const QString &status) { m_backendLabel->setText(tr("Compute: %1").arg(status)); });
+    JobQueue *jobs = &m_workspace->jobs();
+    connect(jobs, &JobQueue::progressChanged, this, [this](qint64 done, qint64 total, const QString &message) {
+        // Percent of the running job; totals can exceed an int.
+        m_progress->setRange(0, total > 0 ? 1000 : 0);
+        m_progress->setValue(total > 0 ? int(done * 1000 / total) : 0);
+        m_progress->setFormat(message.isEmpty() ? QStringLiteral("%p%") : message + QStringLiteral(" %p%"));
+        m_progress->show();
+        m_cancel->show();
+    });
+    connect(jobs, &JobQueue::busyChanged, this, [this](bool busy) {
+        m_progress->setVisible(busy);
+        m_cancel->setVisible(busy);
+    });
+}
+
+QString MainWindow::backendStatus() const
+{
+    return m_backendLabel->text();
+}
+
+void MainWindow::restoreSettings()
+{
+    AppSettings s;
+    restoreGeometry(s.windowGeometry());
+    const QByteArray state = s.windowState();
+    if (!state.isEmpty())
+        restoreState(state, AppSettings::kWindowStateVersion);
+    m_curves->setSmoothing(Smoothing(std::clamp(s.smoothingKind(), 0, 3)), s.smoothingStrength());
+    m_curves->setLogY(s.curvesLogY());
+    m_heatmap->setLogColour(s.heatmapLogColour());
+}
+
+void MainWindow::saveSettings()
+{
+    AppSettings s;
+    s.setWindow(saveGeometry(), saveState(AppSettings::kWindowStateVersion));
+    s.setSmoothing(int(m_curves->smoothingKind()), m_curves->smoothingStrength());
+    s.setCurvesLogY(m_curves->logY());
+    s.setHeatmapLogColour(m_heatmap->logColour());
+}
+
+void MainWindow::updateRecentMenu()
+{
+    m_recentMenu->clear();
+    const QStringList recent = AppSettings().recentFolders();
+    for (const QString &folder : recent)
+        m_recentMenu->addAction(folder, this, [this, folder] { openFolders({folder}); });
+    if (!recent.isEmpty()) {
+        m_recentMenu->addSeparator();
+        m_recentMenu->addAction(tr("Clear"), this, [this] {
+            AppSettings().clearRecentFolders();
+            updateRecentMenu();
+        });
+    }
+    m_recentMenu->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::openFolders(const QStringList &folders)
+{
+    QStringList ok;
+    for (const QString &f : folders) {
+        if (QFileInfo(f).isDir())
+            ok << f;
+        else
+            statusBar()->showMessage(tr("%1 is not a folder").arg(f), 10000);
+    }
+    if (ok.isEmpty())
+        return;
+    AppSettings s;
+    for (const QString &f : ok)
+        s.addRecentFolder(QFileInfo(f).absoluteFilePath());
+    updateRecentMenu();
+    m_selection->clear();
+    m_workspace->open(ok);
+    updateTitle();
+}
+
+void MainWindow::openDemo()
+{
+    const QString dir = QStandardPaths::writableLocation(QStandardPaths::CacheLocation) + QStringLiteral("/demo-seed1");
+    m_selection->clear();
+    m_workspace->openDemo(dir, DemoOptions {});
+    updateTitle();
+}
+
+void MainWindow::updateTitle()
+{
+    QString what;
+    if (m_workspace->isDemo()) {
+        what = tr("demo (synthetic data)");
+    } else {
+        QStringList names;
+        for (const QString &f : m_workspace->folders())
+            names << QFileInfo(f).fileName();
+        what = names.join(QStringLiteral(", "));
+    }
+    setWindowTitle(what.isEmpty() ? tr("fp8scope") : tr("%1 — fp8scope").arg(what));
+}
+
+void MainWindow::onLoaded()
+{
+    m_layerModel->setLayers(m_workspace->layerTensors());
+    // Open the tree down to the first layer, so its siblings (the model's depth) are in view.
+    QModelIndex first = m_layerProxy->index(0, 0);
+    while (first.isValid()
+        && m_layerModel->data(m_layerProxy->mapToSource(first), LayerTreeModel::LayerRole).toString().isEmpty()) {
+        m_layerTree->expand(first);
+        first = m_layerProxy->index(0, 0, first);
+    }
+    m_runTable->resizeColumnsToContents();
+    if (m_selection->run() < 0 && m_workspace->runCount() > 0)
+        m_selection->setRun(m_heatmap->run() >= 0 ? m_heatmap->run() : 0);
+    updateTitle();
+    QTimer::singleShot(0, this, [this] { Q_EMIT ready(); });
+}
+
+void MainWindow::onTreeCurrentChanged()
+{
+    if (m_syncingTree)
+        return;
+    const QModelIndex index = m_layerProxy->mapToSource(m_layerTree->currentIndex());
+    const QString layer = m_layerModel->data(index, LayerTreeModel::LayerRole).toString();
+    if (layer.isEmpty())
+        return;
+    QString tensor = m_layerModel->data(index, LayerTreeModel::TensorRole).toString();
+    if (tensor.isEmpty()) {
+        // A layer: keep the tensor kind in view when this layer has it, else its first.
+        tensor = m_selection->tensor();
+        if (!m_layerModel->find(layer, tensor).isValid()) {
+            const QModelIndex firstTensor = m_layerModel->index(0, 0, index);
+            tensor = m_layerModel->data(firstTensor, LayerTreeModel::TensorRole).toString();
+        }
+    }
+    const int run = m_selection->run() >= 0 ? m_selection->run() : 0;
+    m_selection->set(run, layer, tensor, m_selection->step());
+}
+
+void MainWindow::syncTreeToSelection()
+{
+    const QModelIndex source = m_layerModel->find(m_selection->layer(), m_selection->tensor());
+    const QModelIndex proxy = m_layerProxy->mapFromSource(source);
+    if (!proxy.isValid() || proxy == m_layerTree->currentIndex())
+        return;
+    m_syncingTree = true;
+    m_layerTree->setCurrentIndex(proxy);
+    m_layerTree->scrollTo(proxy);
+    m_syncingTree = false;
+    if (m_selection->run() >= 0 && m_runTable->currentIndex().row() != m_selection->run())
+        m_runTable->selectRow(m_selection->run());
+}
+
+void MainWindow::showProblemLine(const QModelIndex &index)
+{
+    const QString path = index.data(ProblemsModel::PathRole).toString();
+    const qint64 line = index.data(ProblemsModel::LineRole).toLongLong();
+    const qint64 offset = index.data(ProblemsModel::OffsetRole).toLongLong();
+    // A log can be gigabytes: read up to the line off the GUI thread.
+    m_workspace->jobs().submit(
+        {QString(), QStringLiteral("problemLine"),
+            [path, line, offset](JobContext &) -> QVariant { return problemContext(path, line, offset); }},
+        this, [this, path](const JobResult &r) {
+            auto *dialog = new QDialog(this);
+            dialog->setObjectName(QStringLiteral("problemLineDialog"));
+            dialog->setAttribute(Qt::WA_DeleteOnClose);
+            dialog->setWindowTitle(QFileInfo(path).fileName());
+            auto *layout = new QVBoxLayout(dialog);
+            layout->addWidget(new QLabel(path, dialog));
+            auto *text = new QPlainTextEdit(r.value.toString(), dialog);
+            text->setObjectName(QStringLiteral("problemLineText"));
+            text->setReadOnly(true);
+            text->setLineWrapMode(QPlainTextEdit::NoWrap);
+            text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+            layout->addWidget(text);
+            auto *buttons = new QDialogButtonBox(QDialogButtonBox::Close, dialog);
+            connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::close);
+            layout->addWidget(buttons);
+            dialog->resize(800, 240);
+            dialog->show();
+        });
+}
+
+void MainWindow::closeEvent(QCloseEvent *event)
+{
+    saveSettings();
+    event->accept();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent *event)
+{
+    for (const QUrl &url : event->mimeData()->urls()) {
+        if (url.isLocalFile() && QFileInfo(url.toLocalFile()).isDir()) {
+            event->acceptProposedAction();
+            return;
+        }
+    }
+}
+
+void MainWindow::dropEvent(QDropEvent *event)
+{
+    QStringList folders;
+    for (const QUrl &url : event->mimeData()->urls()) {
+        if (url.isLocalFile() && QFileInfo(url.toLocalFile()).isDir())
+            folders << url.toLocalFile();
+    }
+    if (!folders.isEmpty()) {
+        event->acceptProposedAction();
+        openFolders(folders);
+    }
+}
+
+} // namespace fp8scope

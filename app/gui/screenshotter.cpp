@@ -1,0 +1,101 @@
+#include "screenshotter.h"
+
+#include "mainwindow.h"
+#include "views/curves/curveview.h"
+#include "views/heatmap/heatmapview.h"
+#include "views/histogram/histogramview.h"
+#include "views/workspace/selection.h"
+
+#include <QDir>
+#include <QPixmap>
+#include <QTextStream>
+#include <QTimer>
+
+#include <cmath>
+
+namespace fp8scope {
+
+Screenshotter::Screenshotter(MainWindow *window, const QString &outDir)
+    : QObject(window)
+    , m_window(window)
+    , m_outDir(outDir)
+{
+    QDir().mkpath(outDir);
+    m_steps.push_back([this] {
+        save(QStringLiteral("01-workspace.png"));
+        next();
+    });
+    m_steps.push_back([this] {
+        // What a user does first: click the hottest cell of the heatmap.
+        const Heatmap &h = m_window->heatmap()->heatmap();
+        size_t best = 0;
+        for (size_t i = 0; i < h.values.size(); ++i) {
+            if (std::isfinite(h.values[i]) && (!std::isfinite(h.values[best]) || h.values[i] > h.values[best]))
+                best = i;
+        }
+        if (h.values.empty()) {
+            m_ok = false;
+            next();
+            return;
+        }
+        const qsizetype layer = qsizetype(best / h.steps.size());
+        m_window->curves()->setStatistic(QStringLiteral("tensor:") + m_window->heatmap()->statistic());
+        m_window->selection()->set(
+            m_window->heatmap()->run(), h.layers[layer], m_window->heatmap()->tensor(), h.steps[best % h.steps.size()]);
+        afterHistogram([this] {
+            save(QStringLiteral("02-hottest-cell.png"));
+            next();
+        });
+    });
+    m_steps.push_back([this] {
+        m_window->histogram()->setRecipe(QStringLiteral("mxfp8"));
+        afterHistogram([this] {
+            save(QStringLiteral("03-mxfp8-what-if.png"));
+            next();
+        });
+    });
+    m_steps.push_back([this] {
+        m_window->heatmap()->setThreshold(true, 2.0);
+        m_window->curves()->setStatistic(QStringLiteral("lm loss"));
+        QTimer::singleShot(200, this, [this] {
+            save(QStringLiteral("04-threshold.png"));
+            next();
+        });
+    });
+    connect(window, &MainWindow::ready, this, [this] { QTimer::singleShot(300, this, &Screenshotter::next); });
+}
+
+void Screenshotter::next()
+{
+    if (m_at >= m_steps.size()) {
+        Q_EMIT finished(m_ok);
+        return;
+    }
+    m_steps[m_at++]();
+}
+
+void Screenshotter::save(const QString &name)
+{
+    const QString path = QDir(m_outDir).filePath(name);
+    if (!m_window->grab().save(path)) {
+        m_ok = false;
+        QTextStream(stderr) << "fp8scope: could not write " << path << '\n';
+        return;
+    }
+    QTextStream(stdout) << path << '\n';
+}
+
+void Screenshotter::afterHistogram(std::function<void()> then)
+{
+    auto *poll = new QTimer(this);
+    auto waited = std::make_shared<int>(0);
+    connect(poll, &QTimer::timeout, this, [this, poll, waited, then] {
+        if (m_window->histogram()->isComputing() && ++*waited < 600)
+            return;
+        poll->deleteLater();
+        QTimer::singleShot(200, this, then); // let the views paint
+    });
+    poll->start(100);
+}
+
+} // namespace fp8scope

@@ -1,0 +1,38 @@
+// Drives the window through a few states and saves a PNG of each (tests/screenshots.sh, docs/): the
+// loaded workspace, the hottest heatmap cell selected with its histogram, the same tensor under MXFP8,
+// and the heatmap with threshold colouring.
+#pragma once
+
+#include <QObject>
+#include <QString>
+
+#include <functional>
+#include <vector>
+
+namespace fp8scope {
+
+class MainWindow;
+
+class Screenshotter : public QObject
+{
+    Q_OBJECT
+public:
+    Screenshotter(MainWindow *window, const QString &outDir);
+
+Q_SIGNALS:
+    void finished(bool ok);
+
+private:
+    void next();
+    void save(const QString &name);
+    // Runs `then` once the histogram is no longer computing.
+    void afterHistogram(std::function<void()> then);
+
+    MainWindow *m_window;
+    QString m_outDir;
+    std::vector<std::function<void()>> m_steps;
+    size_t m_at = 0;
+    bool m_ok = true;
+};
+
+} // namespace fp8scope

@@ -1,0 +1,485 @@
+#include "curveview.h"
+
+#include "views/plotting/qcp.h"
+#include "views/workspace/selection.h"
+#include "views/workspace/workspace.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSlider>
+#include <QTimer>
+#include <QToolButton>
+#include <QToolTip>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+namespace fp8scope {
+
+namespace {
+
+const QString kTensorPrefix = QStringLiteral("tensor:");
+const QString kSamplesStat = QStringLiteral("consumed samples");
+
+// Linear interpolation of y(x) over sorted (x, y) pairs, extrapolating with the end segments.
+double interpolate(const std::vector<std::pair<double, double>> &xy, double x)
+{
+    if (xy.size() < 2)
+        return xy.empty() ? x : xy.front().second;
+    auto it = std::lower_bound(xy.begin(), xy.end(), x, [](const auto &p, double v) { return p.first < v; });
+    if (it == xy.begin())
+        ++it;
+    if (it == xy.end())
+        --it;
+    const auto &[x1, y1] = *it;
+    const auto &[x0, y0] = *(it - 1);
+    return x1 == x0 ? y0 : y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+}
+
+} // namespace
+
+CurveView::CurveView(Workspace *workspace, Selection *selection, QWidget *parent)
+    : PlotView(QStringLiteral("curves"), parent)
+    , m_workspace(workspace)
+    , m_selection(selection)
+    , m_statBox(new QComboBox(this))
+    , m_smoothBox(new QComboBox(this))
+    , m_strength(new QSlider(Qt::Horizontal, this))
+    , m_logY(new QCheckBox(tr("Log y"), this))
+    , m_xAxis(new QComboBox(this))
+    , m_refetch(new QTimer(this))
+    , m_cursor(new QCPItemStraightLine(plot()))
+{
+    m_statBox->setObjectName(QStringLiteral("curveStatistic"));
+    m_statBox->setMinimumContentsLength(18);
+    m_statBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_smoothBox->setObjectName(QStringLiteral("curveSmoothing"));
+    for (Smoothing s : {Smoothing::None, Smoothing::Ema, Smoothing::RunningMean, Smoothing::Gaussian})
+        m_smoothBox->addItem(smoothingName(s), int(s));
+    m_smoothBox->setCurrentIndex(1);
+    m_strength->setObjectName(QStringLiteral("curveSmoothingStrength"));
+    m_strength->setRange(0, 99);
+    m_strength->setValue(60);
+    m_strength->setMinimumWidth(90);
+    m_strength->setMaximumWidth(160);
+    m_strength->setToolTip(tr("Smoothing strength"));
+    m_logY->setObjectName(QStringLiteral("curveLogY"));
+    m_xAxis->setObjectName(QStringLiteral("curveXAxis"));
+    m_xAxis->addItem(tr("Step"));
+    m_xAxis->addItem(tr("Consumed samples"));
+    auto *reset = new QToolButton(this);
+    reset->setObjectName(QStringLiteral("curveReset"));
+    reset->setText(tr("Reset zoom"));
+
+    int at = 0;
+    controls()->insertWidget(at++, m_statBox, 1);
+    controls()->insertWidget(at++, new QLabel(tr("Smoothing"), this));
+    controls()->insertWidget(at++, m_smoothBox);
+    controls()->insertWidget(at++, m_strength);
+    controls()->insertWidget(at++, m_logY);
+    controls()->insertWidget(at++, new QLabel(tr("x"), this));
+    controls()->insertWidget(at++, m_xAxis);
+    controls()->insertWidget(at++, reset);
+
+    plot()->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    plot()->axisRect()->setRangeDrag(Qt::Horizontal);
+    plot()->axisRect()->setRangeZoom(Qt::Horizontal);
+    plot()->xAxis->setLabel(tr("step"));
+    plot()->legend->setVisible(true);
+    plot()->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    QPen cursorPen(palette().color(QPalette::Text), 1, Qt::DashLine);
+    m_cursor->setPen(cursorPen);
+    m_cursor->setVisible(false);
+    m_cursor->setSelectable(false);
+    m_refetch->setSingleShot(true);
+    m_refetch->setInterval(15);
+
+    connect(m_refetch, &QTimer::timeout, this, &CurveView::rebuild);
+    connect(m_statBox, &QComboBox::currentIndexChanged, this, [this] {
+        m_haveRange = false;
+        rebuild();
+    });
+    connect(m_smoothBox, &QComboBox::currentIndexChanged, this, &CurveView::applySmoothing);
+    connect(m_strength, &QSlider::valueChanged, this, &CurveView::applySmoothing);
+    connect(m_logY, &QCheckBox::toggled, this, [this](bool on) {
+        plot()->yAxis->setScaleType(on ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+        if (on)
+            plot()->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+        else
+            plot()->yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+        rebuild();
+    });
+    connect(m_xAxis, &QComboBox::currentIndexChanged, this, [this](int i) {
+        plot()->xAxis->setLabel(i == 1 ? tr("consumed samples") : tr("step"));
+        m_haveRange = false;
+        rebuild();
+    });
+    connect(reset, &QToolButton::clicked, this, &CurveView::resetZoom);
+    connect(plot()->xAxis, qOverload<const QCPRange &>(&QCPAxis::rangeChanged), this, [this] {
+        if (!m_inRebuild)
+            scheduleRefetch();
+    });
+    connect(plot(), &QCustomPlot::mouseMove, this, &CurveView::onMouseMove);
+    connect(plot(), &QCustomPlot::mousePress, this, &CurveView::onMousePress);
+    connect(plot(), &QCustomPlot::mouseRelease, this, &CurveView::onMouseRelease);
+
+    connect(workspace, &Workspace::loaded, this, &CurveView::reloadStatistics);
+    connect(workspace, &Workspace::closed, this, &CurveView::reloadStatistics);
+    connect(workspace, &Workspace::runVisibilityChanged, this, &CurveView::rebuild);
+    connect(workspace, &Workspace::statisticsChanged, this, [this] {
+        if (statistic().startsWith(kTensorPrefix))
+            rebuild();
+    });
+    connect(selection, &Selection::changed, this, [this](Selection::Parts parts) {
+        if ((parts & (Selection::Layer | Selection::Tensor)) && statistic().startsWith(kTensorPrefix)) {
+            m_haveRange = false;
+            rebuild();
+        } else if (parts & (Selection::Step | Selection::Run)) {
+            updateCursor();
+        }
+    });
+}
+
+void CurveView::setStatistic(const QString &key)
+{
+    const int i = m_statBox->findData(key);
+    if (i >= 0)
+        m_statBox->setCurrentIndex(i);
+}
+
+QString CurveView::statistic() const
+{
+    return m_statBox->currentData().toString();
+}
+
+void CurveView::setSmoothing(Smoothing kind, double strength)
+{
+    const QSignalBlocker b1(m_smoothBox), b2(m_strength);
+    m_smoothBox->setCurrentIndex(m_smoothBox->findData(int(kind)));
+    m_strength->setValue(int(std::lround(strength * 100)));
+    applySmoothing();
+}
+
+Smoothing CurveView::smoothingKind() const
+{
+    return Smoothing(m_smoothBox->currentData().toInt());
+}
+
+double CurveView::smoothingStrength() const
+{
+    return m_strength->value() / 100.0;
+}
+
+void CurveView::setLogY(bool on)
+{
+    m_logY->setChecked(on);
+}
+
+bool CurveView::logY() const
+{
+    return m_logY->isChecked();
+}
+
+void CurveView::setXBySamples(bool on)
+{
+    m_xAxis->setCurrentIndex(on ? 1 : 0);
+}
+
+void CurveView::resetZoom()
+{
+    m_haveRange = false;
+    rebuild();
+}
+
+void CurveView::reloadStatistics()
+{
+    m_samples.assign(size_t(m_workspace->runCount()), {});
+    std::set<QString> runStats, tensorStats;
+    for (int r = 0; r < m_workspace->runCount(); ++r) {
+        RunStore &store = m_workspace->store(r);
+        const int64_t runId = m_workspace->run(r).info.id;
+        for (const SeriesInfo &s : store.seriesAt(runId, QString(), QString())) {
+            runStats.insert(s.key.stat);
+            if (s.key.stat == kSamplesStat) {
+                for (const SeriesPoint &p :
+                    store.points(s.id, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), 0))
+                    m_samples[size_t(r)].emplace_back(double(p.step), p.value);
+            }
+        }
+        Statement st = store.database().prepare("SELECT DISTINCT stat FROM series WHERE run_id=? AND layer<>''");
+        st.bind(1, runId);
+        while (st.next())
+            tensorStats.insert(st.text(0));
+    }
+    const QString current = statistic();
+    {
+        const QSignalBlocker block(m_statBox);
+        m_statBox->clear();
+        for (const QString &s : runStats)
+            m_statBox->addItem(s, s);
+        if (!runStats.empty() && !tensorStats.empty())
+            m_statBox->insertSeparator(m_statBox->count());
+        for (const QString &s : tensorStats)
+            m_statBox->addItem(tr("%1 (selected tensor)").arg(s), QString(kTensorPrefix + s));
+        int i = m_statBox->findData(current);
+        if (i < 0)
+            i = m_statBox->findData(QStringLiteral("lm loss"));
+        m_statBox->setCurrentIndex(std::max(i, 0));
+    }
+    bool anySamples = false;
+    for (const auto &s : m_samples)
+        anySamples = anySamples || s.size() >= 2;
+    m_xAxis->setEnabled(anySamples);
+    if (!anySamples)
+        m_xAxis->setCurrentIndex(0);
+    m_haveRange = false;
+    rebuild();
+}
+
+void CurveView::scheduleRefetch()
+{
+    m_refetch->start();
+}
+
+void CurveView::refetchNow()
+{
+    m_refetch->stop();
+    rebuild();
+}
+
+double CurveView::xOfStep(int run, double step) const
+{
+    if (m_xAxis->currentIndex() != 1 || size_t(run) >= m_samples.size() || m_samples[size_t(run)].size() < 2)
+        return step;
+    return interpolate(m_samples[size_t(run)], step);
+}
+
+double CurveView::stepOfX(int run, double x) const
+{
+    if (m_xAxis->currentIndex() != 1 || size_t(run) >= m_samples.size() || m_samples[size_t(run)].size() < 2)
+        return x;
+    std::vector<std::pair<double, double>> inverse;
+    inverse.reserve(m_samples[size_t(run)].size());
+    for (const auto &[s, n] : m_samples[size_t(run)])
+        inverse.emplace_back(n, s);
+    return interpolate(inverse, x);
+}
+
+void CurveView::rebuild()
+{
+    m_refetch->stop();
+    m_inRebuild = true;
+    plot()->clearGraphs();
+    m_curves.clear();
+    const QString key = statistic();
+    const bool tensorLevel = key.startsWith(kTensorPrefix);
+    const QString stat = tensorLevel ? key.mid(kTensorPrefix.size()) : key;
+    const int maxPoints = std::max(100, plot()->axisRect()->width());
+    const QCPRange visible = plot()->xAxis->range();
+    double lo = std::numeric_limits<double>::max(), hi = std::numeric_limits<double>::lowest();
+    for (int r = 0; r < m_workspace->runCount() && !stat.isEmpty(); ++r) {
+        const WorkspaceRun &run = m_workspace->run(r);
+        if (!run.visible || (tensorLevel && (m_selection->layer().isEmpty() || m_selection->tensor().isEmpty())))
+            continue;
+        RunStore &store = m_workspace->store(r);
+        const auto candidates = tensorLevel ? store.seriesAt(run.info.id, m_selection->layer(), m_selection->tensor())
+                                            : store.seriesAt(run.info.id, QString(), QString());
+        const SeriesInfo *chosen = nullptr;
+        for (const SeriesInfo &s : candidates) {
+            if (s.key.stat == stat && (!chosen || chosen->key.source == QLatin1String("recomputed")))
+                chosen = &s;
+        }
+        if (!chosen)
+            continue;
+        int64_t from = std::numeric_limits<int64_t>::min(), to = std::numeric_limits<int64_t>::max();
+        if (m_haveRange) {
+            // The visible range and a margin, so lines run on past the edges while panning.
+            const double a = stepOfX(r, visible.lower), b = stepOfX(r, visible.upper);
+            const double margin = (b - a) * 0.05 + 1;
+            from = int64_t(std::floor(a - margin));
+            to = int64_t(std::ceil(b + margin));
+        }
+        RunCurve c;
+        c.run = r;
+        for (const SeriesPoint &p : store.points(chosen->id, from, to, maxPoints)) {
+            c.bucketed = c.bucketed || p.count > 1;
+            c.steps.push_back(double(p.step));
+            c.values.push_back(p.count > 1 ? 0.5 * (p.min + p.max) : p.value);
+            c.mins.push_back(p.min);
+            c.maxs.push_back(p.max);
+        }
+        if (c.steps.empty())
+            continue;
+        QVector<double> xs(qsizetype(c.steps.size()));
+        for (size_t i = 0; i < c.steps.size(); ++i)
+            xs[qsizetype(i)] = xOfStep(r, c.steps[i]);
+        lo = std::min(lo, xs.front());
+        hi = std::max(hi, xs.back());
+        QColor faint = run.colour;
+        faint.setAlpha(70);
+        const QString name = run.info.displayName.isEmpty() ? run.info.name : run.info.displayName;
+        if (c.bucketed) {
+            c.low = plot()->addGraph();
+            c.high = plot()->addGraph();
+            c.low->setName(name + tr(" min"));
+            c.high->setName(name + tr(" max"));
+            c.low->setPen(QPen(faint));
+            c.high->setPen(QPen(faint));
+            c.low->setBrush(QBrush(faint));
+            c.low->setChannelFillGraph(c.high);
+            c.low->setData(xs, QVector<double>(c.mins.begin(), c.mins.end()), true);
+            c.high->setData(xs, QVector<double>(c.maxs.begin(), c.maxs.end()), true);
+            c.low->removeFromLegend();
+            c.high->removeFromLegend();
+        } else {
+            c.raw = plot()->addGraph();
+            c.raw->setName(name + tr(" raw"));
+            c.raw->setPen(QPen(faint));
+            c.raw->setData(xs, QVector<double>(c.values.begin(), c.values.end()), true);
+            c.raw->removeFromLegend();
+        }
+        c.smoothed = plot()->addGraph();
+        c.smoothed->setName(name);
+        c.smoothed->setPen(QPen(run.colour, 1.5));
+        m_curves.push_back(std::move(c));
+    }
+    if (!m_haveRange && lo <= hi) {
+        plot()->xAxis->setRange(lo, hi > lo ? hi : lo + 1);
+        m_haveRange = true;
+    }
+    m_inRebuild = false;
+    applySmoothing();
+}
+
+void CurveView::applySmoothing()
+{
+    const Smoothing kind = smoothingKind();
+    const double strength = smoothingStrength();
+    for (RunCurve &c : m_curves) {
+        const std::vector<double> s = smooth(c.values, kind, strength);
+        QVector<double> xs(qsizetype(c.steps.size()));
+        for (size_t i = 0; i < c.steps.size(); ++i)
+            xs[qsizetype(i)] = xOfStep(c.run, c.steps[i]);
+        c.smoothed->setData(xs, QVector<double>(s.begin(), s.end()), true);
+        if (c.raw) {
+            QColor col = m_workspace->run(c.run).colour;
+            col.setAlpha(kind == Smoothing::None ? 255 : 70);
+            c.raw->setPen(QPen(col));
+            c.smoothed->setVisible(kind != Smoothing::None);
+        }
+    }
+    m_inRebuild = true;
+    bool found = false;
+    QCPRange yr;
+    for (const RunCurve &c : m_curves) {
+        for (QCPGraph *g : {c.raw, c.low, c.high, c.smoothed}) {
+            if (!g)
+                continue;
+            bool ok = false;
+            const QCPRange r = g->getValueRange(ok, m_logY->isChecked() ? QCP::sdPositive : QCP::sdBoth);
+            if (ok) {
+                yr = found ? QCPRange(std::min(yr.lower, r.lower), std::max(yr.upper, r.upper)) : r;
+                found = true;
+            }
+        }
+    }
+    if (found) {
+        if (m_logY->isChecked())
+            plot()->yAxis->setRange(yr.lower / 1.1, yr.upper * 1.1);
+        else {
+            const double pad = std::max(yr.size() * 0.05, std::abs(yr.upper) * 1e-6 + 1e-12);
+            plot()->yAxis->setRange(yr.lower - pad, yr.upper + pad);
+        }
+    }
+    m_inRebuild = false;
+    updateCursor();
+}
+
+void CurveView::updateCursor()
+{
+    const qint64 step = m_selection->step();
+    const int run = m_selection->run() >= 0 ? m_selection->run() : 0;
+    m_cursor->setVisible(step >= 0);
+    if (step >= 0) {
+        const double x = xOfStep(run, double(step));
+        m_cursor->point1->setCoords(x, 0);
+        m_cursor->point2->setCoords(x, 1);
+    }
+    plot()->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString CurveView::toolTipAt(double x) const
+{
+    QStringList lines;
+    for (const RunCurve &c : m_curves) {
+        const double step = stepOfX(c.run, x);
+        auto it = std::lower_bound(c.steps.begin(), c.steps.end(), step);
+        if (it == c.steps.end())
+            --it;
+        else if (it != c.steps.begin() && step - *(it - 1) < *it - step)
+            --it;
+        const size_t i = size_t(it - c.steps.begin());
+        const WorkspaceRun &run = m_workspace->run(c.run);
+        const QString value = c.bucketed
+            ? tr("%1 .. %2").arg(QString::number(c.mins[i], 'g', 5), QString::number(c.maxs[i], 'g', 5))
+            : QString::number(c.values[i], 'g', 6);
+        lines << tr("%1: %2 (step %3)").arg(run.info.name, value).arg(qint64(c.steps[i]));
+    }
+    return lines.join(QLatin1Char('\n'));
+}
+
+QString CurveView::csv() const
+{
+    QString out = QStringLiteral("run,step,x,value,min,max,smoothed\n");
+    for (const RunCurve &c : m_curves) {
+        const std::vector<double> s = smooth(c.values, smoothingKind(), smoothingStrength());
+        for (size_t i = 0; i < c.steps.size(); ++i) {
+            out += m_workspace->run(c.run).info.name + QLatin1Char(',') + QString::number(qint64(c.steps[i]))
+                + QLatin1Char(',') + QString::number(xOfStep(c.run, c.steps[i]), 'g', 17) + QLatin1Char(',')
+                + QString::number(c.values[i], 'g', 17) + QLatin1Char(',') + QString::number(c.mins[i], 'g', 17)
+                + QLatin1Char(',') + QString::number(c.maxs[i], 'g', 17) + QLatin1Char(',')
+                + QString::number(s[i], 'g', 17) + QLatin1Char('\n');
+        }
+    }
+    return out;
+}
+
+void CurveView::onMouseMove(QMouseEvent *event)
+{
+    if (event->buttons() != Qt::NoButton || m_curves.empty())
+        return;
+    const QString tip = toolTipAt(plot()->xAxis->pixelToCoord(event->position().x()));
+    QToolTip::showText(event->globalPosition().toPoint(), tip, plot());
+}
+
+void CurveView::onMousePress(QMouseEvent *event)
+{
+    m_pressPos = event->position().toPoint();
+}
+
+void CurveView::onMouseRelease(QMouseEvent *event)
+{
+    if ((event->position().toPoint() - m_pressPos).manhattanLength() > 3 || m_curves.empty())
+        return; // a drag (pan), not a click
+    const double x = plot()->xAxis->pixelToCoord(event->position().x());
+    const RunCurve *curve = &m_curves.front();
+    for (const RunCurve &c : m_curves) {
+        if (c.run == m_selection->run())
+            curve = &c;
+    }
+    const double step = stepOfX(curve->run, x);
+    auto it = std::lower_bound(curve->steps.begin(), curve->steps.end(), step);
+    if (it == curve->steps.end())
+        --it;
+    else if (it != curve->steps.begin() && step - *(it - 1) < *it - step)
+        --it;
+    if (m_selection->run() < 0)
+        m_selection->setRun(curve->run);
+    m_selection->setStep(qint64(*it));
+}
+
+} // namespace fp8scope

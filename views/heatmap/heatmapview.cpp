@@ -1,0 +1,397 @@
+#include "heatmapview.h"
+
+#include "views/plotting/qcp.h"
+#include "views/workspace/selection.h"
+#include "views/workspace/workspace.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QHBoxLayout>
+#include <QToolTip>
+
+#include <cmath>
+#include <set>
+
+namespace fp8scope {
+
+namespace {
+
+// Layer names without the prefix they all share ("decoder.layers."), so the axis stays readable.
+QStringList shortNames(const QStringList &layers)
+{
+    if (layers.size() < 2)
+        return layers;
+    qsizetype common = layers.front().size();
+    for (const QString &l : layers) {
+        qsizetype i = 0;
+        while (i < common && i < l.size() && l[i] == layers.front()[i])
+            ++i;
+        common = i;
+    }
+    common = layers.front().left(common).lastIndexOf(QLatin1Char('.')) + 1;
+    QStringList out;
+    for (const QString &l : layers)
+        out << l.mid(common);
+    return out;
+}
+
+} // namespace
+
+HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *parent)
+    : PlotView(QStringLiteral("heatmap"), parent)
+    , m_workspace(workspace)
+    , m_selection(selection)
+    , m_runBox(new QComboBox(this))
+    , m_statBox(new QComboBox(this))
+    , m_tensorBox(new QComboBox(this))
+    , m_logColour(new QCheckBox(tr("Log colour"), this))
+    , m_threshold(new QCheckBox(tr("Above"), this))
+    , m_thresholdValue(new QDoubleSpinBox(this))
+    , m_map(new QCPColorMap(plot()->xAxis, plot()->yAxis))
+    , m_scale(new QCPColorScale(plot()))
+{
+    m_runBox->setObjectName(QStringLiteral("heatmapRun"));
+    m_statBox->setObjectName(QStringLiteral("heatmapStatistic"));
+    m_tensorBox->setObjectName(QStringLiteral("heatmapTensor"));
+    m_logColour->setObjectName(QStringLiteral("heatmapLogColour"));
+    m_threshold->setObjectName(QStringLiteral("heatmapThreshold"));
+    m_threshold->setToolTip(tr("Colour the cells above this value in red"));
+    m_thresholdValue->setObjectName(QStringLiteral("heatmapThresholdValue"));
+    m_thresholdValue->setDecimals(4);
+    m_thresholdValue->setRange(-1e12, 1e12);
+    m_thresholdValue->setValue(2.0);
+    int at = 0;
+    controls()->insertWidget(at++, m_runBox);
+    controls()->insertWidget(at++, m_statBox);
+    controls()->insertWidget(at++, m_tensorBox);
+    controls()->insertWidget(at++, m_logColour);
+    controls()->insertWidget(at++, m_threshold);
+    controls()->insertWidget(at++, m_thresholdValue);
+
+    plot()->plotLayout()->addElement(0, 1, m_scale);
+    m_scale->setType(QCPAxis::atRight);
+    m_map->setColorScale(m_scale);
+    m_map->setInterpolate(false);
+    m_map->setTightBoundary(false);
+    plot()->yAxis->setRangeReversed(true);
+    plot()->xAxis->setLabel(tr("step"));
+    auto *margins = new QCPMarginGroup(plot());
+    plot()->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
+    m_scale->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
+    applyPalette();
+    applyGradient();
+
+    connect(m_runBox, &QComboBox::currentIndexChanged, this, [this] {
+        reloadPickers();
+        reload();
+    });
+    connect(m_statBox, &QComboBox::currentIndexChanged, this, &HeatmapView::reload);
+    connect(m_tensorBox, &QComboBox::currentIndexChanged, this, &HeatmapView::reload);
+    connect(m_logColour, &QCheckBox::toggled, this, &HeatmapView::redraw);
+    connect(m_threshold, &QCheckBox::toggled, this, &HeatmapView::redraw);
+    connect(m_thresholdValue, &QDoubleSpinBox::valueChanged, this, [this] {
+        if (m_threshold->isChecked())
+            redraw();
+    });
+    connect(plot(), &QCustomPlot::mouseMove, this, &HeatmapView::onMouseMove);
+    connect(plot(), &QCustomPlot::mousePress, this, &HeatmapView::onMousePress);
+    connect(plot(), &QCustomPlot::mouseRelease, this, &HeatmapView::onMouseRelease);
+    connect(workspace, &Workspace::loaded, this, [this] {
+        const QSignalBlocker block(m_runBox);
+        m_runBox->clear();
+        for (int r = 0; r < m_workspace->runCount(); ++r)
+            m_runBox->addItem(m_workspace->run(r).info.name, r);
+        // The run with per-layer statistics to show: the first that is not a BF16 baseline.
+        int pick = 0;
+        for (int r = 0; r < m_workspace->runCount(); ++r) {
+            if (m_workspace->run(r).info.precision != QLatin1String("bf16")) {
+                pick = r;
+                break;
+            }
+        }
+        m_runBox->setCurrentIndex(pick);
+        reloadPickers();
+        reload();
+    });
+    connect(workspace, &Workspace::closed, this, [this] {
+        m_runBox->clear();
+        setHeatmap({});
+    });
+    connect(selection, &Selection::changed, this, [this](Selection::Parts parts) {
+        if (parts & Selection::Run && m_selection->run() >= 0 && m_selection->run() != run())
+            setRun(m_selection->run());
+        if (parts & Selection::Tensor && !m_selection->tensor().isEmpty())
+            setTensor(m_selection->tensor());
+    });
+}
+
+void HeatmapView::setRun(int r)
+{
+    const int i = m_runBox->findData(r);
+    if (i >= 0)
+        m_runBox->setCurrentIndex(i);
+}
+
+int HeatmapView::run() const
+{
+    return m_runBox->currentIndex() < 0 ? -1 : m_runBox->currentData().toInt();
+}
+
+void HeatmapView::setStatistic(const QString &stat)
+{
+    const int i = m_statBox->findText(stat);
+    if (i >= 0)
+        m_statBox->setCurrentIndex(i);
+}
+
+QString HeatmapView::statistic() const
+{
+    return m_statBox->currentText();
+}
+
+void HeatmapView::setTensor(const QString &tensor)
+{
+    const int i = m_tensorBox->findText(tensor);
+    if (i >= 0)
+        m_tensorBox->setCurrentIndex(i);
+}
+
+QString HeatmapView::tensor() const
+{
+    return m_tensorBox->currentText();
+}
+
+void HeatmapView::setLogColour(bool on)
+{
+    m_logColour->setChecked(on);
+}
+
+bool HeatmapView::logColour() const
+{
+    return m_logColour->isChecked();
+}
+
+void HeatmapView::setThreshold(bool on, double value)
+{
+    const QSignalBlocker block(m_thresholdValue);
+    m_thresholdValue->setValue(value);
+    m_threshold->setChecked(on);
+    redraw();
+}
+
+void HeatmapView::reloadPickers()
+{
+    const int r = run();
+    const QString stat = statistic().isEmpty() ? QStringLiteral("underflows%") : statistic();
+    const QString tensorKind = tensor().isEmpty() ? QStringLiteral("activation") : tensor();
+    std::set<QString> stats, tensors;
+    if (r >= 0) {
+        Statement s = m_workspace->store(r).database().prepare(
+            "SELECT DISTINCT stat, tensor FROM series WHERE run_id=? AND layer<>'' AND tensor<>''");
+        s.bind(1, m_workspace->run(r).info.id);
+        while (s.next()) {
+            stats.insert(s.text(0));
+            tensors.insert(s.text(1));
+        }
+    }
+    const QSignalBlocker b1(m_statBox), b2(m_tensorBox);
+    m_statBox->clear();
+    m_tensorBox->clear();
+    for (const QString &s : stats)
+        m_statBox->addItem(s);
+    for (const QString &t : tensors)
+        m_tensorBox->addItem(t);
+    m_statBox->setCurrentIndex(std::max(0, m_statBox->findText(stat)));
+    m_tensorBox->setCurrentIndex(std::max(0, m_tensorBox->findText(tensorKind)));
+}
+
+void HeatmapView::reload()
+{
+    const int r = run();
+    if (r < 0 || statistic().isEmpty() || tensor().isEmpty()) {
+        setHeatmap({});
+        return;
+    }
+    setHeatmap(m_workspace->store(r).heatmap(m_workspace->run(r).info.id, statistic(), tensor()));
+}
+
+void HeatmapView::setHeatmap(Heatmap heatmap)
+{
+    m_data = std::move(heatmap);
+    const int nx = int(m_data.steps.size());
+    const int ny = int(m_data.layers.size());
+    QCPColorMapData *d = m_map->data();
+    d->setSize(std::max(nx, 1), std::max(ny, 1));
+    const double x0 = nx ? double(m_data.steps.front()) : 0;
+    const double x1 = nx > 1 ? double(m_data.steps.back()) : x0 + 1;
+    d->setRange(QCPRange(x0, x1), QCPRange(0, std::max(ny - 1, 1)));
+    if (!nx || !ny)
+        d->fill(std::nan(""));
+    for (int y = 0; y < ny; ++y) {
+        for (int x = 0; x < nx; ++x)
+            d->setCell(x, y, m_data.at(y, size_t(x)));
+    }
+    updateLayerTicks();
+    const double half = nx > 1 ? (x1 - x0) / (2.0 * (nx - 1)) : 0.5;
+    plot()->xAxis->setRange(x0 - half, x1 + half);
+    plot()->yAxis->setRange(-0.5, std::max(ny, 1) - 0.5);
+    m_scale->axis()->setLabel(statistic() + QLatin1Char(' ') + tensor());
+    redraw();
+}
+
+void HeatmapView::updateLayerTicks()
+{
+    // As many layer names as fit one above the other, the rest skipped evenly.
+    const int ny = int(m_data.layers.size());
+    const int rowPixels = fontMetrics().height() + 2;
+    const int fit = std::max(1, plot()->axisRect()->height() / rowPixels);
+    const int every = std::max(1, (ny + fit - 1) / fit);
+    auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+    const QStringList names = shortNames(m_data.layers);
+    for (int y = 0; y < ny; y += every)
+        ticker->addTick(y, names[y]);
+    plot()->yAxis->setTicker(ticker);
+}
+
+void HeatmapView::resizeEvent(QResizeEvent *event)
+{
+    PlotView::resizeEvent(event);
+    updateLayerTicks();
+    plot()->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void HeatmapView::redraw()
+{
+    double lo = INFINITY, hi = -INFINITY;
+    const bool logScale = m_logColour->isChecked();
+    for (double v : m_data.values) {
+        if (std::isfinite(v) && (!logScale || v > 0)) {
+            lo = std::min(lo, v);
+            hi = std::max(hi, v);
+        }
+    }
+    if (!(lo <= hi)) {
+        lo = logScale ? 1e-3 : 0;
+        hi = 1;
+    }
+    if (hi == lo)
+        hi = logScale ? lo * 10 : lo + 1;
+    m_map->setDataScaleType(logScale ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+    m_scale->axis()->setTicker(logScale ? QSharedPointer<QCPAxisTicker>(QSharedPointer<QCPAxisTickerLog>::create())
+                                        : QSharedPointer<QCPAxisTicker>::create());
+    m_map->setDataRange(QCPRange(lo, hi));
+    applyGradient();
+    plot()->replot();
+}
+
+void HeatmapView::applyGradient()
+{
+    // A perceptually even dark-blue to yellow ramp (viridis' end points), readable in grey print.
+    QCPColorGradient g;
+    g.clearColorStops();
+    g.setColorStopAt(0.0, QColor(68, 1, 84));
+    g.setColorStopAt(0.25, QColor(59, 82, 139));
+    g.setColorStopAt(0.5, QColor(33, 145, 140));
+    g.setColorStopAt(0.75, QColor(94, 201, 98));
+    g.setColorStopAt(1.0, QColor(253, 231, 37));
+    if (m_threshold->isChecked()) {
+        // Below the threshold a quiet grey ramp; above it a red ramp, with a hard edge at the threshold.
+        const QCPRange r = m_map->dataRange();
+        const double thr = m_thresholdValue->value();
+        double t = 0;
+        if (m_logColour->isChecked() && thr > 0 && r.lower > 0)
+            t = (std::log(thr) - std::log(r.lower)) / (std::log(r.upper) - std::log(r.lower));
+        else
+            t = (thr - r.lower) / (r.upper - r.lower);
+        t = std::clamp(t, 0.0, 1.0);
+        g = QCPColorGradient();
+        g.clearColorStops();
+        g.setColorStopAt(0, QColor(235, 235, 235));
+        g.setColorStopAt(std::max(0.0, t - 1e-6), QColor(150, 150, 150));
+        g.setColorStopAt(std::min(1.0, t + 1e-6), QColor(255, 170, 120));
+        g.setColorStopAt(1, QColor(180, 0, 0));
+        g.setLevelCount(1000);
+    }
+    g.setNanHandling(QCPColorGradient::nhTransparent);
+    m_map->setGradient(g);
+}
+
+bool HeatmapView::cellAt(const QPointF &pixel, int *layer, int *stepIndex) const
+{
+    if (m_data.steps.empty() || m_data.layers.isEmpty())
+        return false;
+    const double x = plot()->xAxis->pixelToCoord(pixel.x());
+    const double y = plot()->yAxis->pixelToCoord(pixel.y());
+    int cx = 0, cy = 0;
+    m_map->data()->coordToCell(x, y, &cx, &cy);
+    if (cx < 0 || cy < 0 || cx >= int(m_data.steps.size()) || cy >= m_data.layers.size())
+        return false;
+    if (!plot()->axisRect()->rect().contains(pixel.toPoint()))
+        return false;
+    *layer = cy;
+    *stepIndex = cx;
+    return true;
+}
+
+QPointF HeatmapView::cellCentre(int layer, int stepIndex) const
+{
+    double x = 0, y = 0;
+    m_map->data()->cellToCoord(stepIndex, layer, &x, &y);
+    return {plot()->xAxis->coordToPixel(x), plot()->yAxis->coordToPixel(y)};
+}
+
+QString HeatmapView::toolTipAt(const QPointF &pixel) const
+{
+    int layer = 0, col = 0;
+    if (!cellAt(pixel, &layer, &col))
+        return {};
+    const double v = m_data.at(layer, size_t(col));
+    return tr("%1\nstep %2\n%3 %4: %5")
+        .arg(m_data.layers[layer])
+        .arg(m_data.steps[size_t(col)])
+        .arg(tensor(), statistic(), std::isnan(v) ? tr("no value") : QString::number(v, 'g', 6));
+}
+
+QString HeatmapView::csv() const
+{
+    QString out = QStringLiteral("layer");
+    for (int64_t s : m_data.steps)
+        out += QLatin1Char(',') + QString::number(s);
+    out += QLatin1Char('\n');
+    for (qsizetype y = 0; y < m_data.layers.size(); ++y) {
+        out += m_data.layers[y];
+        for (size_t x = 0; x < m_data.steps.size(); ++x) {
+            const double v = m_data.at(y, x);
+            out += QLatin1Char(',') + (std::isnan(v) ? QString() : QString::number(v, 'g', 17));
+        }
+        out += QLatin1Char('\n');
+    }
+    return out;
+}
+
+void HeatmapView::onMouseMove(QMouseEvent *event)
+{
+    if (event->buttons() != Qt::NoButton)
+        return;
+    const QString tip = toolTipAt(event->position());
+    if (tip.isEmpty())
+        QToolTip::hideText();
+    else
+        QToolTip::showText(event->globalPosition().toPoint(), tip, plot());
+}
+
+void HeatmapView::onMousePress(QMouseEvent *event)
+{
+    m_pressPos = event->position();
+}
+
+void HeatmapView::onMouseRelease(QMouseEvent *event)
+{
+    int layer = 0, col = 0;
+    if ((event->position() - m_pressPos).manhattanLength() > 3 || !cellAt(event->position(), &layer, &col))
+        return;
+    m_selection->set(run(), m_data.layers[layer], tensor(), m_data.steps[size_t(col)]);
+}
+
+} // namespace fp8scope

@@ -1,0 +1,73 @@
+// Heatmap: one statistic of one tensor kind over layers (depth order, layer 0 on top) and steps, for one
+// run; linear or log colour scale with its legend, optional threshold colouring (cells above it in red),
+// a hover tooltip, and a click that selects the cell's layer and step in every view.
+#pragma once
+
+#include "core/store/runstore.h"
+#include "views/plotting/plotview.h"
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QCPColorMap;
+class QCPColorScale;
+
+namespace fp8scope {
+
+class Selection;
+class Workspace;
+
+class HeatmapView : public PlotView
+{
+    Q_OBJECT
+public:
+    HeatmapView(Workspace *workspace, Selection *selection, QWidget *parent = nullptr);
+
+    void setRun(int run);
+    int run() const;
+    void setStatistic(const QString &stat);
+    QString statistic() const;
+    void setTensor(const QString &tensor);
+    QString tensor() const;
+    void setLogColour(bool on);
+    bool logColour() const;
+    void setThreshold(bool on, double value);
+
+    // Draws a matrix directly (benchmarks; tests of the drawing); views normally load from the store.
+    void setHeatmap(Heatmap heatmap);
+    const Heatmap &heatmap() const { return m_data; }
+    // The cell under a pixel of the plot: false outside the map.
+    bool cellAt(const QPointF &pixel, int *layer, int *stepIndex) const;
+    // The pixel at the centre of a cell (for tests that click one).
+    QPointF cellCentre(int layer, int stepIndex) const;
+    QString toolTipAt(const QPointF &pixel) const;
+    QString csv() const override;
+
+protected:
+    void resizeEvent(QResizeEvent *event) override;
+
+private:
+    void updateLayerTicks();
+    void reloadPickers();
+    void reload();
+    void redraw();
+    void applyGradient();
+    void onMouseMove(QMouseEvent *event);
+    void onMousePress(QMouseEvent *event);
+    void onMouseRelease(QMouseEvent *event);
+
+    Workspace *m_workspace;
+    Selection *m_selection;
+    QComboBox *m_runBox;
+    QComboBox *m_statBox;
+    QComboBox *m_tensorBox;
+    QCheckBox *m_logColour;
+    QCheckBox *m_threshold;
+    QDoubleSpinBox *m_thresholdValue;
+    QCPColorMap *m_map;
+    QCPColorScale *m_scale;
+    Heatmap m_data;
+    QPointF m_pressPos;
+};
+
+} // namespace fp8scope

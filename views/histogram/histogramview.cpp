@@ -1,0 +1,282 @@
+#include "histogramview.h"
+
+#include "views/plotting/qcp.h"
+#include "views/workspace/selection.h"
+#include "views/workspace/workspace.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace fp8scope {
+
+HistogramView::HistogramView(Workspace *workspace, Selection *selection, QWidget *parent)
+    : PlotView(QStringLiteral("histogram"), parent)
+    , m_workspace(workspace)
+    , m_selection(selection)
+    , m_recipeBox(new QComboBox(this))
+    , m_formatBox(new QComboBox(this))
+    , m_scaled(new QCheckBox(tr("After scaling"), this))
+    , m_status(new QLabel(this))
+    , m_bars(new QCPBars(plot()->xAxis, plot()->yAxis))
+{
+    m_recipeBox->setObjectName(QStringLiteral("histogramRecipe"));
+    m_formatBox->setObjectName(QStringLiteral("histogramFormat"));
+    m_scaled->setObjectName(QStringLiteral("histogramScaled"));
+    m_status->setObjectName(QStringLiteral("histogramStatus"));
+    m_status->setWordWrap(true);
+    m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    for (const char *name : {"delayed", "current", "current-pow2", "mxfp8", "mxfp8-ocp", "mxfp8-col", "block1x128",
+             "block128x128", "nvfp4", "bf16"})
+        m_recipeBox->addItem(QString::fromLatin1(name));
+    m_recipeBox->setCurrentText(QStringLiteral("current"));
+    for (Format f : {Format::E4M3, Format::E5M2, Format::E4M3FNUZ, Format::E5M2FNUZ})
+        m_formatBox->addItem(formatName(f).toUpper(), formatName(f));
+    m_scaled->setChecked(true);
+    int at = 0;
+    controls()->insertWidget(at++, new QLabel(tr("Recipe"), this));
+    controls()->insertWidget(at++, m_recipeBox);
+    controls()->insertWidget(at++, m_formatBox);
+    controls()->insertWidget(at++, m_scaled);
+    static_cast<QVBoxLayout *>(layout())->addWidget(m_status);
+
+    plot()->xAxis->setLabel(tr("log2 |x|"));
+    plot()->yAxis->setLabel(tr("elements"));
+    m_bars->setWidth(1.0);
+    m_bars->setName(tr("log2|x| histogram"));
+    QColor fill = palette().color(QPalette::Highlight);
+    m_bars->setPen(QPen(fill.darker(130)));
+    fill.setAlpha(170);
+    m_bars->setBrush(fill);
+
+    connect(m_recipeBox, &QComboBox::currentIndexChanged, this, [this] {
+        const QString r = m_recipeBox->currentText();
+        m_formatBox->setEnabled(r != QLatin1String("nvfp4") && r != QLatin1String("bf16"));
+        request();
+    });
+    connect(m_formatBox, &QComboBox::currentIndexChanged, this, &HistogramView::request);
+    connect(m_scaled, &QCheckBox::toggled, this, &HistogramView::redraw);
+    connect(workspace, &Workspace::loaded, this, &HistogramView::reloadDumps);
+    connect(workspace, &Workspace::closed, this, &HistogramView::reloadDumps);
+    connect(selection, &Selection::changed, this, &HistogramView::selectionChanged);
+    reloadDumps();
+}
+
+void HistogramView::setRecipe(const QString &recipe, const QString &format)
+{
+    const QSignalBlocker b1(m_recipeBox), b2(m_formatBox);
+    m_recipeBox->setCurrentText(recipe);
+    if (!format.isEmpty())
+        m_formatBox->setCurrentIndex(std::max(0, m_formatBox->findData(format.toLower())));
+    m_formatBox->setEnabled(recipe != QLatin1String("nvfp4") && recipe != QLatin1String("bf16"));
+    request();
+}
+
+std::optional<Recipe> HistogramView::recipe() const
+{
+    QString error;
+    const QString name = m_recipeBox->currentText();
+    std::optional<Format> format;
+    if (m_formatBox->isEnabled())
+        format = formatFromName(m_formatBox->currentData().toString());
+    return Recipe::parse(name, format, &error);
+}
+
+void HistogramView::setAfterScaling(bool on)
+{
+    m_scaled->setChecked(on);
+}
+
+void HistogramView::reloadDumps()
+{
+    m_dumps.assign(size_t(m_workspace->runCount()), {});
+    for (int r = 0; r < m_workspace->runCount(); ++r) {
+        for (auto &d : m_workspace->store(r).dumps(m_workspace->run(r).info.id)) {
+            if (!d.second.tensor.endsWith(QLatin1String("_fp8")))
+                m_dumps[size_t(r)].push_back(std::move(d));
+        }
+    }
+    selectionChanged();
+}
+
+void HistogramView::selectionChanged()
+{
+    std::optional<DumpRef> pick;
+    const int r = m_selection->run();
+    if (r >= 0 && size_t(r) < m_dumps.size() && !m_selection->layer().isEmpty()) {
+        int64_t best = std::numeric_limits<int64_t>::max();
+        for (const auto &[file, d] : m_dumps[size_t(r)]) {
+            if (d.layer != m_selection->layer()
+                || (d.tensor != m_selection->tensor() && !m_selection->tensor().isEmpty()))
+                continue;
+            const int64_t distance = std::abs(d.step - m_selection->step());
+            if (distance < best) {
+                best = distance;
+                pick = DumpRef {m_workspace->run(r).info.id, file, d};
+            }
+        }
+    }
+    const bool same = pick && m_dump && pick->file == m_dump->file && pick->dump.dataset == m_dump->dump.dataset;
+    if (same || (!pick && !m_dump))
+        return;
+    m_dump = pick;
+    request();
+}
+
+void HistogramView::request()
+{
+    if (m_ticket)
+        m_workspace->jobs().cancel(m_ticket);
+    m_ticket = 0;
+    m_metrics.reset();
+    const auto rcp = recipe();
+    const int r = m_selection->run();
+    if (!m_dump || !rcp || r < 0) {
+        redraw();
+        Q_EMIT metricsChanged();
+        return;
+    }
+    m_ticket = m_workspace->recompute(r, *m_dump, *rcp, QStringLiteral("histogram"), this,
+        [this](const std::optional<TensorMetrics> &m, const QString &error) {
+            m_ticket = 0;
+            m_metrics = m;
+            if (!m)
+                m_status->setText(tr("Could not compute: %1").arg(error));
+            redraw();
+            Q_EMIT metricsChanged();
+        });
+    redraw();
+}
+
+QString HistogramView::statusText() const
+{
+    return m_status->text();
+}
+
+void HistogramView::redraw()
+{
+    plot()->clearItems();
+    m_bars->data()->clear();
+    if (!m_dump) {
+        m_status->setText(m_selection->layer().isEmpty()
+                ? tr("Select a layer and tensor (in the tree or the heatmap) to see its histogram.")
+                : tr("No tensor dump of %1 %2 in this run.").arg(m_selection->layer(), m_selection->tensor()));
+        plot()->replot();
+        return;
+    }
+    const DumpRecord &d = m_dump->dump;
+    const QString where = tr("%1 / %2 at step %3").arg(d.layer, d.tensor).arg(d.step)
+        + (d.step != m_selection->step() ? tr(" (nearest dump to step %1)").arg(m_selection->step()) : QString());
+    if (!m_metrics) {
+        if (m_ticket)
+            m_status->setText(tr("Computing %1 under %2...").arg(where, recipe() ? recipe()->name() : QString()));
+        plot()->replot();
+        return;
+    }
+    const TensorMetrics &m = *m_metrics;
+    const bool scaled = m_scaled->isChecked();
+    const auto &hist = scaled ? m.histScaled : m.histIn;
+    int first = -1, last = -1;
+    QVector<double> keys, values;
+    for (int i = 0; i < fp8math::kHistBins; ++i) {
+        if (hist[size_t(i)] == 0)
+            continue;
+        if (first < 0)
+            first = i;
+        last = i;
+        keys << fp8math::histBinLog2(i) + 0.5;
+        values << double(hist[size_t(i)]);
+    }
+    m_bars->setData(keys, values, true);
+
+    const fp8math::FormatSpec spec = fp8math::formatSpec(m.format);
+    // The format's range on this histogram's axis: after scaling as is; before scaling only when one
+    // tensor-wide scale applies (block recipes scale each block differently).
+    const bool perTensor = std::isfinite(m.scale) && m.scale > 0;
+    const bool showRange = scaled || perTensor;
+    const double shift = scaled ? 0 : -std::log2(m.scale);
+    const double lSub = std::log2(spec.minSubnormal) + shift;
+    const double lNorm = std::log2(spec.minNormal) + shift;
+    const double lMax = std::log2(spec.maxFinite) + shift;
+    double xlo = first >= 0 ? fp8math::histBinLog2(first) - 1 : -10;
+    double xhi = last >= 0 ? fp8math::histBinLog2(last) + 2 : 10;
+    if (showRange && m.format != Format::BF16) {
+        xlo = std::min(xlo, lSub - 2);
+        xhi = std::max(xhi, lMax + 2);
+    }
+    plot()->xAxis->setRange(xlo, xhi);
+    double ymax = 1;
+    for (double v : values)
+        ymax = std::max(ymax, v);
+    plot()->yAxis->setRange(0, ymax * 1.15);
+
+    const QColor text = palette().color(QPalette::Text);
+    auto shade = [&](double a, double b, const QColor &colour, const QString &label) {
+        auto *rect = new QCPItemRect(plot());
+        rect->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        rect->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        rect->topLeft->setCoords(a, 0);
+        rect->bottomRight->setCoords(b, 1);
+        QColor c = colour;
+        c.setAlpha(45);
+        rect->setBrush(c);
+        rect->setPen(Qt::NoPen);
+        auto *t = new QCPItemText(plot());
+        t->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        t->position->setCoords((a + b) / 2, 0.04);
+        t->setPositionAlignment(Qt::AlignHCenter | Qt::AlignTop);
+        t->setText(label);
+        t->setColor(colour.darker(120));
+    };
+    auto line = [&](double x, const QString &label, Qt::PenStyle style) {
+        auto *l = new QCPItemStraightLine(plot());
+        l->point1->setCoords(x, 0);
+        l->point2->setCoords(x, 1);
+        l->setPen(QPen(text, 1, style));
+        auto *t = new QCPItemText(plot());
+        t->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        t->position->setCoords(x, 0.12);
+        t->setRotation(-90);
+        t->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+        t->setText(label);
+        t->setColor(text);
+    };
+    if (showRange && m.format != Format::BF16) {
+        shade(xlo, lSub, QColor(0, 90, 200), tr("underflow %1 %").arg(m.underflowPct, 0, 'g', 3));
+        shade(lMax, xhi, QColor(200, 30, 0), tr("saturation %1 %").arg(m.saturationPct, 0, 'g', 3));
+        line(lSub, tr("min subnormal"), Qt::DotLine);
+        line(lNorm, tr("min normal"), Qt::DashLine);
+        line(lMax, tr("max %1").arg(double(spec.maxFinite), 0, 'g', 6), Qt::SolidLine);
+    }
+    QString text2 = tr("%1 — %2 (%3), computed on %4.\nunderflow %5 %, saturation %6 %, MSE %7, SQNR %8 dB.")
+                        .arg(where, m.recipe, formatName(m.format).toUpper(), m.backend)
+                        .arg(m.underflowPct, 0, 'g', 4)
+                        .arg(m.saturationPct, 0, 'g', 4)
+                        .arg(m.mse, 0, 'g', 4)
+                        .arg(m.sqnrDb, 0, 'f', 1);
+    if (!showRange)
+        text2 += tr(" Per-block scales: the format range is drawn after scaling only.");
+    m_status->setText(text2);
+    plot()->replot();
+}
+
+QString HistogramView::csv() const
+{
+    QString out = QStringLiteral("log2_low,count_before_scaling,count_after_scaling\n");
+    if (!m_metrics)
+        return out;
+    for (int i = 0; i < fp8math::kHistBins; ++i) {
+        if (m_metrics->histIn[size_t(i)] == 0 && m_metrics->histScaled[size_t(i)] == 0)
+            continue;
+        out += QString::number(fp8math::histBinLog2(i)) + QLatin1Char(',')
+            + QString::number(m_metrics->histIn[size_t(i)]) + QLatin1Char(',')
+            + QString::number(m_metrics->histScaled[size_t(i)]) + QLatin1Char('\n');
+    }
+    return out;
+}
+
+} // namespace fp8scope

@@ -1,0 +1,64 @@
+// Histogram: for the selected run, layer, tensor and step (the nearest step with a tensor dump), the
+// log2|x| histogram before or after the recipe's scaling, with the element format's min subnormal, min
+// normal and max drawn, the underflow and saturation regions shaded and their shares printed. Choosing
+// another recipe or format recomputes it in the job queue (on the GPU when there is one).
+#pragma once
+
+#include "core/numerics/tensormetrics.h"
+#include "core/store/dumprecompute.h"
+#include "views/plotting/plotview.h"
+
+#include <optional>
+#include <vector>
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QCPBars;
+
+namespace fp8scope {
+
+class Selection;
+class Workspace;
+
+class HistogramView : public PlotView
+{
+    Q_OBJECT
+public:
+    HistogramView(Workspace *workspace, Selection *selection, QWidget *parent = nullptr);
+
+    // "current", "mxfp8", ... (Recipe::parse names) and the element format ("e4m3", ...).
+    void setRecipe(const QString &recipe, const QString &format = QString());
+    std::optional<Recipe> recipe() const;
+    void setAfterScaling(bool on);
+
+    // The dump shown (valid once one matches the selection) and its metrics (once computed).
+    const std::optional<DumpRef> &dump() const { return m_dump; }
+    const std::optional<TensorMetrics> &metrics() const { return m_metrics; }
+    bool isComputing() const { return m_ticket != 0; }
+    QString statusText() const;
+    QString csv() const override;
+
+Q_SIGNALS:
+    void metricsChanged();
+
+private:
+    void reloadDumps();
+    void selectionChanged();
+    void request();
+    void redraw();
+
+    Workspace *m_workspace;
+    Selection *m_selection;
+    QComboBox *m_recipeBox;
+    QComboBox *m_formatBox;
+    QCheckBox *m_scaled;
+    QLabel *m_status;
+    QCPBars *m_bars;
+    std::vector<std::vector<std::pair<QString, DumpRecord>>> m_dumps; // per run
+    std::optional<DumpRef> m_dump;
+    std::optional<TensorMetrics> m_metrics;
+    quint64 m_ticket = 0;
+};
+
+} // namespace fp8scope

@@ -1,0 +1,132 @@
+#include "layertreemodel.h"
+
+#include <QHash>
+
+namespace fp8scope {
+
+struct LayerTreeModel::Node {
+    QString name;
+    QString path;
+    QString layer;
+    QString tensor;
+    Node *parent = nullptr;
+    int row = 0;
+    std::vector<std::unique_ptr<Node>> children;
+    QHash<QString, Node *> byName;
+
+    Node *child(const QString &childName)
+    {
+        if (Node *n = byName.value(childName))
+            return n;
+        auto n = std::make_unique<Node>();
+        n->name = childName;
+        n->path = path.isEmpty() ? childName : path + QLatin1Char('.') + childName;
+        n->parent = this;
+        n->row = int(children.size());
+        byName.insert(childName, n.get());
+        children.push_back(std::move(n));
+        return children.back().get();
+    }
+};
+
+LayerTreeModel::LayerTreeModel(QObject *parent)
+    : QAbstractItemModel(parent)
+    , m_root(std::make_unique<Node>())
+{
+}
+
+LayerTreeModel::~LayerTreeModel() = default;
+
+void LayerTreeModel::setLayers(const std::vector<std::pair<QString, QStringList>> &layers)
+{
+    beginResetModel();
+    m_root = std::make_unique<Node>();
+    // Layers arrive in depth order, so first appearance keeps every level in depth order too.
+    for (const auto &[layer, tensors] : layers) {
+        Node *n = m_root.get();
+        for (const QString &part : layer.split(QLatin1Char('.'), Qt::SkipEmptyParts))
+            n = n->child(part);
+        n->layer = layer;
+        for (const QString &t : tensors) {
+            Node *tn = n->child(t);
+            tn->layer = layer;
+            tn->tensor = t;
+        }
+    }
+    endResetModel();
+}
+
+QModelIndex LayerTreeModel::find(const QString &layer, const QString &tensor) const
+{
+    Node *n = m_root.get();
+    QStringList parts = layer.split(QLatin1Char('.'), Qt::SkipEmptyParts);
+    if (!tensor.isEmpty())
+        parts << tensor;
+    for (const QString &part : parts) {
+        n = n->byName.value(part);
+        if (!n)
+            return {};
+    }
+    return n == m_root.get() ? QModelIndex() : indexOf(n);
+}
+
+LayerTreeModel::Node *LayerTreeModel::nodeOf(const QModelIndex &index) const
+{
+    return index.isValid() ? static_cast<Node *>(index.internalPointer()) : m_root.get();
+}
+
+QModelIndex LayerTreeModel::indexOf(Node *node) const
+{
+    return createIndex(node->row, 0, node);
+}
+
+QModelIndex LayerTreeModel::index(int row, int column, const QModelIndex &parent) const
+{
+    if (!hasIndex(row, column, parent))
+        return {};
+    return createIndex(row, column, nodeOf(parent)->children[size_t(row)].get());
+}
+
+QModelIndex LayerTreeModel::parent(const QModelIndex &child) const
+{
+    if (!child.isValid())
+        return {};
+    Node *p = nodeOf(child)->parent;
+    return p == m_root.get() || !p ? QModelIndex() : indexOf(p);
+}
+
+int LayerTreeModel::rowCount(const QModelIndex &parent) const
+{
+    if (parent.column() > 0)
+        return 0;
+    return int(nodeOf(parent)->children.size());
+}
+
+int LayerTreeModel::columnCount(const QModelIndex &) const
+{
+    return ColumnCount;
+}
+
+QVariant LayerTreeModel::data(const QModelIndex &index, int role) const
+{
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid))
+        return {};
+    const Node *n = nodeOf(index);
+    switch (role) {
+    case Qt::DisplayRole: return n->name;
+    case Qt::ToolTipRole: return n->tensor.isEmpty() ? n->path : n->layer + QLatin1Char('/') + n->tensor;
+    case LayerRole: return n->layer;
+    case TensorRole: return n->tensor;
+    case PathRole: return n->path;
+    default: return {};
+    }
+}
+
+QVariant LayerTreeModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (section == NameColumn && orientation == Qt::Horizontal && role == Qt::DisplayRole)
+        return tr("Layer");
+    return {};
+}
+
+} // namespace fp8scope

@@ -1,0 +1,88 @@
+#include "statstablemodel.h"
+
+#include "views/workspace/selection.h"
+#include "views/workspace/workspace.h"
+
+#include <QLocale>
+
+namespace fp8scope {
+
+StatsTableModel::StatsTableModel(Workspace *workspace, Selection *selection, QObject *parent)
+    : QAbstractTableModel(parent)
+    , m_workspace(workspace)
+    , m_selection(selection)
+{
+    connect(selection, &Selection::changed, this, &StatsTableModel::refresh);
+    connect(workspace, &Workspace::statisticsChanged, this, &StatsTableModel::refresh);
+    connect(workspace, &Workspace::closed, this, &StatsTableModel::refresh);
+}
+
+void StatsTableModel::refresh()
+{
+    beginResetModel();
+    m_rows.clear();
+    const int run = m_selection->run();
+    if (run >= 0 && run < m_workspace->runCount() && m_selection->step() >= 0) {
+        RunStore &store = m_workspace->store(run);
+        const int64_t runId = m_workspace->run(run).info.id;
+        auto add = [&](const std::vector<SeriesInfo> &series, bool tensorLevel) {
+            for (const SeriesInfo &s : series) {
+                if (auto p = store.valueAt(s.id, m_selection->step()))
+                    m_rows.push_back({s.key.stat, p->value, p->step, s.key.source, s.key.recipe, tensorLevel});
+            }
+        };
+        if (!m_selection->layer().isEmpty() && !m_selection->tensor().isEmpty())
+            add(store.seriesAt(runId, m_selection->layer(), m_selection->tensor()), true);
+        add(store.seriesAt(runId, QString(), QString()), false);
+    }
+    endResetModel();
+}
+
+int StatsTableModel::rowCount(const QModelIndex &parent) const
+{
+    return parent.isValid() ? 0 : int(m_rows.size());
+}
+
+int StatsTableModel::columnCount(const QModelIndex &parent) const
+{
+    return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant StatsTableModel::data(const QModelIndex &index, int role) const
+{
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid))
+        return {};
+    const Row &r = m_rows[size_t(index.row())];
+    if (role == Qt::TextAlignmentRole && (index.column() == ValueColumn || index.column() == StepColumn))
+        return int(Qt::AlignRight | Qt::AlignVCenter);
+    if (role == SortValueRole && index.column() == ValueColumn)
+        return r.value;
+    if (role != Qt::DisplayRole && role != Qt::ToolTipRole)
+        return {};
+    switch (index.column()) {
+    case StatColumn: return r.stat;
+    case ValueColumn: return QLocale().toString(r.value, 'g', 6);
+    case StepColumn: return r.step;
+    case SourceColumn: return r.source;
+    case RecipeColumn: return r.recipe;
+    case ScopeColumn: return r.tensorLevel ? tr("tensor") : tr("run");
+    default: return {};
+    }
+}
+
+QVariant StatsTableModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+        return {};
+    switch (section) {
+    case StatColumn: return tr("Statistic");
+    case ValueColumn: return tr("Value");
+    case StepColumn: return tr("Step");
+    case SourceColumn: return tr("Source");
+    case RecipeColumn: return tr("Recipe");
+    case ScopeColumn: return tr("Scope");
+    default: return {};
+    }
+}
+
+} // namespace fp8scope

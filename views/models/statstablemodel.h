@@ -1,0 +1,45 @@
+// Every statistic known for the selection (run, layer, tensor, step): the tensor's series from the logs and
+// from recomputation, then the run-level series (loss, grad norm, ...), each at the selected step (or the
+// last point before it), with its source and recipe.
+#pragma once
+
+#include <QAbstractTableModel>
+
+#include <vector>
+
+namespace fp8scope {
+
+class Selection;
+class Workspace;
+
+class StatsTableModel : public QAbstractTableModel
+{
+    Q_OBJECT
+public:
+    enum Column { StatColumn, ValueColumn, StepColumn, SourceColumn, RecipeColumn, ScopeColumn, ColumnCount };
+    enum Role { SortValueRole = Qt::UserRole + 1 };
+
+    StatsTableModel(Workspace *workspace, Selection *selection, QObject *parent = nullptr);
+
+    void refresh();
+
+    int rowCount(const QModelIndex &parent = {}) const override;
+    int columnCount(const QModelIndex &parent = {}) const override;
+    QVariant data(const QModelIndex &index, int role) const override;
+    QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+
+private:
+    struct Row {
+        QString stat;
+        double value = 0;
+        qint64 step = 0;
+        QString source;
+        QString recipe;
+        bool tensorLevel = false;
+    };
+    Workspace *m_workspace;
+    Selection *m_selection;
+    std::vector<Row> m_rows;
+};
+
+} // namespace fp8scope

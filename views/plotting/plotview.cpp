@@ -1,0 +1,138 @@
+#include "plotview.h"
+
+#include "qcp.h"
+
+#include <QFileDialog>
+#include <QMenu>
+#include <QMessageBox>
+#include <QSaveFile>
+#include <QSvgGenerator>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+namespace fp8scope {
+
+PlotView::PlotView(const QString &name, QWidget *parent)
+    : QWidget(parent)
+    , m_controls(new QHBoxLayout)
+    , m_plot(new QCustomPlot(this))
+{
+    setObjectName(name);
+    m_plot->setObjectName(name + QStringLiteral("Plot"));
+    m_plot->setNoAntialiasingOnDrag(true);
+    auto *layout = new QVBoxLayout(this);
+    layout->setContentsMargins(2, 2, 2, 2);
+    layout->addLayout(m_controls);
+    layout->addWidget(m_plot, 1);
+    m_controls->setContentsMargins(0, 0, 0, 0);
+
+    auto *exportButton = new QToolButton(this);
+    exportButton->setObjectName(name + QStringLiteral("Export"));
+    exportButton->setText(tr("Export"));
+    exportButton->setPopupMode(QToolButton::InstantPopup);
+    auto *menu = new QMenu(exportButton);
+    menu->addAction(tr("Plot as PNG, SVG or PDF..."), this, &PlotView::askExportPlot);
+    menu->addAction(tr("Data as CSV..."), this, &PlotView::askExportCsv);
+    exportButton->setMenu(menu);
+    m_controls->addStretch(1);
+    m_controls->addWidget(exportButton);
+    applyPalette();
+}
+
+void PlotView::changeEvent(QEvent *event)
+{
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange)
+        applyPalette();
+}
+
+void PlotView::applyPalette()
+{
+    const QPalette pal = palette();
+    m_plot->setBackground(pal.base());
+    const QColor fg = pal.color(QPalette::Text);
+    QList<QCPAxis *> axes;
+    for (QCPAxisRect *rect : m_plot->axisRects())
+        axes << rect->axes();
+    for (QCPLayoutElement *e : m_plot->plotLayout()->elements(true)) {
+        if (auto *scale = qobject_cast<QCPColorScale *>(e))
+            axes << scale->axis();
+    }
+    for (QCPAxis *a : axes) {
+        a->setBasePen(QPen(fg));
+        a->setTickPen(QPen(fg));
+        a->setSubTickPen(QPen(fg));
+        a->setTickLabelColor(fg);
+        a->setLabelColor(fg);
+        QColor grid = fg;
+        grid.setAlpha(40);
+        a->grid()->setPen(QPen(grid, 0, Qt::DotLine));
+    }
+    if (m_plot->legend) {
+        m_plot->legend->setBrush(pal.base());
+        m_plot->legend->setTextColor(fg);
+        m_plot->legend->setBorderPen(QPen(fg));
+    }
+    m_plot->replot();
+}
+
+bool PlotView::exportPlot(const QString &path, QString *error) const
+{
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    const int w = std::max(m_plot->width(), 640);
+    const int h = std::max(m_plot->height(), 400);
+    bool ok = false;
+    if (suffix == QLatin1String("png")) {
+        ok = m_plot->savePng(path, w, h);
+    } else if (suffix == QLatin1String("pdf")) {
+        ok = m_plot->savePdf(path, w, h);
+    } else if (suffix == QLatin1String("svg")) {
+        QSvgGenerator svg;
+        svg.setFileName(path);
+        svg.setSize(QSize(w, h));
+        svg.setViewBox(QRect(0, 0, w, h));
+        svg.setTitle(objectName());
+        QCPPainter painter;
+        ok = painter.begin(&svg);
+        if (ok) {
+            m_plot->toPainter(&painter, w, h);
+            ok = painter.end();
+        }
+    } else {
+        *error = tr("%1: choose a .png, .svg or .pdf file name").arg(path);
+        return false;
+    }
+    if (!ok)
+        *error = tr("%1: could not be written").arg(path);
+    return ok;
+}
+
+bool PlotView::exportCsv(const QString &path, QString *error) const
+{
+    QSaveFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Text) || f.write(csv().toUtf8()) < 0 || !f.commit()) {
+        *error = tr("%1: %2").arg(path, f.errorString());
+        return false;
+    }
+    return true;
+}
+
+void PlotView::askExportPlot()
+{
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export plot"), objectName() + QStringLiteral(".png"), tr("Images (*.png *.svg *.pdf)"));
+    QString error;
+    if (!path.isEmpty() && !exportPlot(path, &error))
+        QMessageBox::warning(this, tr("Export plot"), error);
+}
+
+void PlotView::askExportCsv()
+{
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export data"), objectName() + QStringLiteral(".csv"), tr("CSV (*.csv)"));
+    QString error;
+    if (!path.isEmpty() && !exportCsv(path, &error))
+        QMessageBox::warning(this, tr("Export data"), error);
+}
+
+} // namespace fp8scope
