@@ -121,10 +121,12 @@ void MainWindow::createViews()
     setCentralWidget(m_curves);
     m_heatmap = new HeatmapView(m_workspace, m_selection, this);
     m_histogram = new HistogramView(m_workspace, m_selection, this);
+    m_histogram->setMinimumWidth(380);
 
     m_runModel = new RunListModel(m_workspace, this);
     m_runTable = makeTable(QStringLiteral("runTable"), this);
     m_runTable->setModel(m_runModel);
+    m_runTable->setMinimumWidth(240);
     connect(m_runTable->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
         [this](const QModelIndex &current) {
             if (current.isValid())
@@ -149,6 +151,8 @@ void MainWindow::createViews()
     m_layerTree->setModel(m_layerProxy);
     m_layerTree->setHeaderHidden(true);
     m_layerTree->setUniformRowHeights(true);
+    m_layerTree->setIndentation(12);
+    layerPane->setMinimumWidth(240);
     layerLayout->addWidget(m_layerFilter);
     layerLayout->addWidget(m_layerTree);
     connect(m_layerFilter, &QLineEdit::textChanged, this, [this](const QString &text) {
@@ -179,7 +183,6 @@ void MainWindow::createViews()
     heat->raise();
     resize(1500, 950);
     resizeDocks({heat}, {330}, Qt::Vertical);
-    resizeDocks({findChild<QDockWidget *>(QStringLiteral("runsDock"))}, {300}, Qt::Horizontal);
     resizeDocks({findChild<QDockWidget *>(QStringLiteral("histogramDock"))}, {380}, Qt::Vertical);
     resizeDocks({findChild<QDockWidget *>(QStringLiteral("histogramDock"))}, {430}, Qt::Horizontal);
 }
@@ -342,6 +345,9 @@ void MainWindow::onLoaded()
         first = m_layerProxy->index(0, 0, first);
     }
     m_runTable->resizeColumnsToContents();
+    if (!m_workspace->problems().empty())
+        statusBar()->showMessage(
+            tr("%n import problem(s): see the Problems panel", nullptr, int(m_workspace->problems().size())), 15000);
     if (m_selection->run() < 0 && m_workspace->runCount() > 0)
         m_selection->setRun(m_heatmap->run() >= 0 ? m_heatmap->run() : 0);
     updateTitle();

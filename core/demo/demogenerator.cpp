@@ -282,7 +282,13 @@ bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *planOut
         }
         writer->setRootAttribute("precision", QStringLiteral("fp8"));
         writer->setRootAttribute("recipe", QStringLiteral("current"));
+        // Small models can name one layer twice (the planted one may be the middle one).
+        std::vector<int> dumpLayers;
         for (int layer : {0, plan.plantedLayer, o.layers / 2, o.layers - 1}) {
+            if (std::find(dumpLayers.begin(), dumpLayers.end(), layer) == dumpLayers.end())
+                dumpLayers.push_back(layer);
+        }
+        for (int layer : dumpLayers) {
             for (int k = 0; k < 3; ++k) {
                 std::vector<float> x = drawTensor(o, plan, layer, 3, k, step, rng, 64 * 256);
                 std::vector<uint16_t> bf(x.size());

@@ -1,0 +1,461 @@
+// Drives the real window (offscreen) on a generated BF16/FP8 run pair: open, the layer tree, a heatmap
+// click reaching the histogram and the statistics table, the smoothing slider, a recompute under another
+// recipe, a corrupt log in the problems panel, export, drag and drop, settings and the demo.
+#include "app/gui/appsettings.h"
+#include "app/gui/mainwindow.h"
+#include "core/demo/demogenerator.h"
+#include "views/curves/curveview.h"
+#include "views/heatmap/heatmapview.h"
+#include "views/histogram/histogramview.h"
+#include "views/models/layertreemodel.h"
+#include "views/models/statstablemodel.h"
+#include "views/plotting/qcp.h"
+#include "views/workspace/selection.h"
+#include "views/workspace/workspace.h"
+
+#include <QAbstractItemModelTester>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDialog>
+#include <QDockWidget>
+#include <QFile>
+#include <QLabel>
+#include <QMenu>
+#include <QMimeData>
+#include <QPlainTextEdit>
+#include <QSignalSpy>
+#include <QSlider>
+#include <QSortFilterProxyModel>
+#include <QStandardPaths>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTreeView>
+
+#include <cmath>
+#include <memory>
+
+using namespace fp8scope;
+
+namespace {
+
+bool copyTree(const QString &from, const QString &to)
+{
+    QDir().mkpath(to);
+    for (const QFileInfo &fi : QDir(from).entryInfoList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden)) {
+        if (fi.fileName() == QLatin1String(".fp8scope"))
+            continue;
+        const QString target = to + QLatin1Char('/') + fi.fileName();
+        if (fi.isDir() ? !copyTree(fi.filePath(), target) : !QFile::copy(fi.filePath(), target))
+            return false;
+    }
+    return true;
+}
+
+bool appendTo(const QString &path, const QByteArray &bytes)
+{
+    QFile f(path);
+    return f.open(QIODevice::Append) && f.write(bytes) == bytes.size();
+}
+
+// Rows of the statistics table as (stat, step, source, recipe) strings.
+QStringList tableRows(QTableView *table)
+{
+    QStringList rows;
+    auto *m = table->model();
+    for (int r = 0; r < m->rowCount(); ++r) {
+        rows << m->index(r, StatsTableModel::StatColumn).data().toString() + QLatin1Char('|')
+                + m->index(r, StatsTableModel::StepColumn).data().toString() + QLatin1Char('|')
+                + m->index(r, StatsTableModel::SourceColumn).data().toString() + QLatin1Char('|')
+                + m->index(r, StatsTableModel::RecipeColumn).data().toString();
+    }
+    return rows;
+}
+
+} // namespace
+
+class TestMainWindow : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void opensFolderWithRunsTreeAndBackend();
+    void layerTreeSelectsLayerAndFilters();
+    void heatmapClickDrivesHistogramAndTable();
+    void smoothingSliderFollowsFormula();
+    void zoomRefetchesVisibleRange();
+    void hidingARunRemovesItsCurve();
+    void recomputeWithAnotherRecipe();
+    void exportsPlotsAndCsv();
+    void corruptLogShowsInProblemsPanel();
+    void dropOpensFolder();
+    void settingsPersist();
+    void demoOpensWithSyntheticTitle();
+    void cleanupTestCase();
+
+private:
+    void openAndWait(const QStringList &folders);
+
+    QTemporaryDir m_tmp;
+    QString m_pair;
+    DemoPlan m_plan;
+    std::unique_ptr<MainWindow> m_window;
+    std::vector<std::unique_ptr<QAbstractItemModelTester>> m_testers;
+};
+
+void TestMainWindow::initTestCase()
+{
+    QVERIFY(m_tmp.isValid());
+    // Settings and caches of this test stay in its own folder.
+    qputenv("XDG_CONFIG_HOME", QFile::encodeName(m_tmp.filePath(QStringLiteral("config"))));
+    qputenv("XDG_CACHE_HOME", QFile::encodeName(m_tmp.filePath(QStringLiteral("cache"))));
+    m_pair = m_tmp.filePath(QStringLiteral("pair"));
+    DemoOptions o;
+    o.seed = 3;
+    o.layers = 4;
+    o.steps = 800;
+    QString error;
+    QVERIFY2(generateDemo(m_pair, o, &m_plan, &error), qPrintable(error));
+    m_window = std::make_unique<MainWindow>(BackendChoice::Cpu, nullptr);
+    m_window->resize(1400, 900);
+    m_window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
+}
+
+void TestMainWindow::openAndWait(const QStringList &folders)
+{
+    QSignalSpy ready(m_window.get(), &MainWindow::ready);
+    m_window->openFolders(folders);
+    QVERIFY(ready.wait(60000));
+}
+
+void TestMainWindow::opensFolderWithRunsTreeAndBackend()
+{
+    openAndWait({m_pair});
+    Workspace *ws = m_window->workspace();
+    QCOMPARE(ws->runCount(), 2);
+    QCOMPARE(m_window->runTable()->model()->rowCount(), 2);
+    const int fp8 = ws->runIndex(QStringLiteral("fp8"));
+    QVERIFY(fp8 >= 0);
+    QCOMPARE(ws->run(fp8).info.precision, QStringLiteral("fp8"));
+    QCOMPARE(ws->baselineOf(fp8), ws->runIndex(QStringLiteral("bf16")));
+    QVERIFY(ws->run(0).colour != ws->run(1).colour);
+    QVERIFY(m_window->windowTitle().contains(QStringLiteral("pair")));
+    // Every model passes Qt's model checks, also through the changes the later tests make.
+    for (QAbstractItemModel *m : {m_window->runTable()->model(), m_window->layerTree()->model(),
+             m_window->statsTable()->model(), m_window->problemsTable()->model()})
+        m_testers.push_back(
+            std::make_unique<QAbstractItemModelTester>(m, QAbstractItemModelTester::FailureReportingMode::QtTest));
+    // The tree: decoder > layers > 0..3 in depth order, each layer's gemms with their tensors.
+    auto *tree = m_window->layerTree();
+    const QModelIndex decoder = tree->model()->index(0, 0);
+    QCOMPARE(decoder.data().toString(), QStringLiteral("decoder"));
+    const QModelIndex layers = tree->model()->index(0, 0, decoder);
+    QCOMPARE(tree->model()->rowCount(layers), 4);
+    for (int i = 0; i < 4; ++i)
+        QCOMPARE(tree->model()->index(i, 0, layers).data().toString(), QString::number(i));
+    // The curve view shows lm loss for both runs; the backend says where recomputation runs.
+    QCOMPARE(m_window->curves()->statistic(), QStringLiteral("lm loss"));
+    QCOMPARE(m_window->curves()->curves().size(), size_t(2));
+    QTRY_VERIFY(m_window->backendStatus().contains(QStringLiteral("CPU")));
+}
+
+void TestMainWindow::layerTreeSelectsLayerAndFilters()
+{
+    auto *tree = m_window->layerTree();
+    auto *proxy = qobject_cast<QSortFilterProxyModel *>(tree->model());
+    auto *model = qobject_cast<LayerTreeModel *>(proxy->sourceModel());
+    const QModelIndex target = proxy->mapFromSource(model->find(m_plan.plantedLayerName, QStringLiteral("weight")));
+    QVERIFY(target.isValid());
+    for (QModelIndex p = target.parent(); p.isValid(); p = p.parent())
+        tree->expand(p); // as the user opens the branches
+    tree->scrollTo(target);
+    QTest::mouseClick(tree->viewport(), Qt::LeftButton, {}, tree->visualRect(target).center());
+    QCOMPARE(m_window->selection()->layer(), m_plan.plantedLayerName);
+    QCOMPARE(m_window->selection()->tensor(), QStringLiteral("weight"));
+
+    // The filter keeps matching layers and their ancestors only.
+    auto *filter = m_window->findChild<QLineEdit *>(QStringLiteral("layerFilter"));
+    QVERIFY(filter);
+    QTest::keyClicks(filter, QStringLiteral("layers.1.mlp"));
+    const QModelIndex decoder = proxy->index(0, 0);
+    const QModelIndex layers = proxy->index(0, 0, decoder);
+    QCOMPARE(proxy->rowCount(layers), 1);
+    QCOMPARE(proxy->index(0, 0, layers).data().toString(), QStringLiteral("1"));
+    filter->clear();
+    QCOMPARE(proxy->rowCount(proxy->index(0, 0, proxy->index(0, 0))), 4);
+}
+
+void TestMainWindow::heatmapClickDrivesHistogramAndTable()
+{
+    HeatmapView *heat = m_window->heatmap();
+    Workspace *ws = m_window->workspace();
+    QCOMPARE(heat->run(), ws->runIndex(QStringLiteral("fp8")));
+    heat->setTensor(QStringLiteral("activation"));
+    heat->setStatistic(QStringLiteral("underflows%"));
+    const Heatmap &h = heat->heatmap();
+    const int row = int(h.layers.indexOf(m_plan.plantedLayerName));
+    QVERIFY(row >= 0);
+    // The column nearest the last dump step.
+    const int64_t dumpStep = m_plan.dumpSteps.last().toLongLong();
+    int col = 0;
+    for (size_t i = 0; i < h.steps.size(); ++i) {
+        if (std::abs(h.steps[i] - dumpStep) < std::abs(h.steps[size_t(col)] - dumpStep))
+            col = int(i);
+    }
+    const QPointF centre = heat->cellCentre(row, col);
+    QVERIFY(heat->toolTipAt(centre).contains(m_plan.plantedLayerName));
+    QTest::mouseClick(heat->plot(), Qt::LeftButton, {}, centre.toPoint());
+    Selection *sel = m_window->selection();
+    QCOMPARE(sel->layer(), m_plan.plantedLayerName);
+    QCOMPARE(sel->tensor(), QStringLiteral("activation"));
+    QCOMPARE(sel->step(), h.steps[size_t(col)]);
+    QCOMPARE(sel->run(), heat->run());
+    // The histogram shows the nearest dump of that layer and tensor, once computed.
+    HistogramView *hist = m_window->histogram();
+    QVERIFY(hist->dump().has_value());
+    QCOMPARE(hist->dump()->dump.layer, m_plan.plantedLayerName);
+    QCOMPARE(hist->dump()->dump.tensor, QStringLiteral("activation"));
+    QCOMPARE(hist->dump()->dump.step, dumpStep);
+    QTRY_VERIFY_WITH_TIMEOUT(hist->metrics().has_value(), 30000);
+    QVERIFY(hist->metrics()->numel == 64 * 256);
+    QVERIFY(hist->statusText().contains(m_plan.plantedLayerName));
+    const auto *bars = qobject_cast<QCPBars *>(hist->plot()->plottable(0));
+    QVERIFY(bars && bars->data()->size() > 0);
+    // The table lists the layer's logged statistics at the clicked step, and the run's loss.
+    const QStringList rows = tableRows(m_window->statsTable());
+    const QString step = QString::number(h.steps[size_t(col)]);
+    QVERIFY2(rows.contains(QStringLiteral("underflows%|") + step + QStringLiteral("|te-debug rank 0|")),
+        qPrintable(rows.join(QLatin1Char('\n'))));
+    bool loss = false;
+    for (const QString &r : rows)
+        loss = loss || r.startsWith(QStringLiteral("lm loss|"));
+    QVERIFY(loss);
+    // The curve view's cursor follows the step.
+    QVERIFY(m_window->curves()->toolTipAt(double(sel->step())).contains(QStringLiteral("step")));
+}
+
+void TestMainWindow::smoothingSliderFollowsFormula()
+{
+    CurveView *curves = m_window->curves();
+    curves->setStatistic(QStringLiteral("lm loss"));
+    auto *kind = curves->findChild<QComboBox *>(QStringLiteral("curveSmoothing"));
+    auto *slider = curves->findChild<QSlider *>(QStringLiteral("curveSmoothingStrength"));
+    QVERIFY(kind && slider);
+    kind->setCurrentIndex(kind->findData(int(Smoothing::Ema)));
+    auto plotted = [&]() {
+        QVector<double> out;
+        const auto &c = curves->curves().front();
+        for (auto it = c.smoothed->data()->constBegin(); it != c.smoothed->data()->constEnd(); ++it)
+            out << it->value;
+        return out;
+    };
+    slider->setValue(20);
+    const QVector<double> before = plotted();
+    QTest::keyClick(slider, Qt::Key_PageUp); // the user moves the slider by a page
+    const double w = slider->value() / 100.0;
+    QVERIFY(slider->value() > 20);
+    const QVector<double> after = plotted();
+    const auto &c = curves->curves().front();
+    QCOMPARE(after.size(), qsizetype(c.values.size()));
+    QVERIFY(!c.bucketed);
+    // Debiased EMA, written out: a_i = w a_{i-1} + (1-w) x_i, shown a_i / (1 - w^(i+1)).
+    double a = 0, wk = 1;
+    bool changed = false;
+    for (qsizetype i = 0; i < after.size(); ++i) {
+        a = w * a + (1 - w) * c.values[size_t(i)];
+        wk *= w;
+        QVERIFY2(std::abs(after[i] - a / (1 - wk)) <= 1e-12 * std::abs(after[i]), qPrintable(QString::number(i)));
+        changed = changed || after[i] != before[i];
+    }
+    QVERIFY(changed);
+    // The raw series stays drawn, faint, behind.
+    QVERIFY(c.raw && c.raw->data()->size() == after.size());
+    QVERIFY(c.raw->pen().color().alpha() < 255);
+}
+
+void TestMainWindow::zoomRefetchesVisibleRange()
+{
+    CurveView *curves = m_window->curves();
+    QCustomPlot *plot = curves->plot();
+    plot->xAxis->setRange(200, 400);
+    curves->refetchNow();
+    for (const auto &c : curves->curves()) {
+        QVERIFY(!c.steps.empty());
+        QVERIFY(c.steps.front() >= 200 - 0.05 * 200 - 2 && c.steps.back() <= 400 + 0.05 * 200 + 2);
+    }
+    auto *logY = curves->findChild<QCheckBox *>(QStringLiteral("curveLogY"));
+    logY->setChecked(true);
+    QCOMPARE(plot->yAxis->scaleType(), QCPAxis::stLogarithmic);
+    logY->setChecked(false);
+    curves->resetZoom();
+    for (const auto &c : curves->curves()) {
+        QVERIFY(c.steps.back() >= 790); // the whole run again
+        QVERIFY(plot->xAxis->range().contains(c.steps.front()) && plot->xAxis->range().contains(c.steps.back()));
+    }
+}
+
+void TestMainWindow::hidingARunRemovesItsCurve()
+{
+    auto *model = m_window->runTable()->model();
+    const int bf16 = m_window->workspace()->runIndex(QStringLiteral("bf16"));
+    QVERIFY(model->setData(model->index(bf16, 0), Qt::Unchecked, Qt::CheckStateRole));
+    QCOMPARE(m_window->curves()->curves().size(), size_t(1));
+    QCOMPARE(m_window->curves()->curves().front().run, m_window->workspace()->runIndex(QStringLiteral("fp8")));
+    QVERIFY(model->setData(model->index(bf16, 0), Qt::Checked, Qt::CheckStateRole));
+    QCOMPARE(m_window->curves()->curves().size(), size_t(2));
+}
+
+void TestMainWindow::recomputeWithAnotherRecipe()
+{
+    HistogramView *hist = m_window->histogram();
+    QTRY_VERIFY(hist->metrics().has_value());
+    const double before = hist->metrics()->mse;
+    auto *recipe = hist->findChild<QComboBox *>(QStringLiteral("histogramRecipe"));
+    QVERIFY(recipe);
+    recipe->setCurrentIndex(recipe->findText(QStringLiteral("mxfp8")));
+    QTRY_VERIFY_WITH_TIMEOUT(hist->metrics().has_value() && hist->metrics()->recipe == QLatin1String("mxfp8"), 30000);
+    QVERIFY(hist->metrics()->blocks == 64 * 256 / 32);
+    QVERIFY(hist->metrics()->mse != before);
+    // The new statistics arrive in the table, as recomputed under mxfp8 at the dump's step.
+    const QString step = QString::number(hist->dump()->dump.step);
+    QTRY_VERIFY(tableRows(m_window->statsTable())
+                    .contains(QStringLiteral("mse|") + step + QStringLiteral("|recomputed|mxfp8")));
+    // Another format of the same recipe is a separate result.
+    auto *format = hist->findChild<QComboBox *>(QStringLiteral("histogramFormat"));
+    format->setCurrentIndex(format->findData(QStringLiteral("e5m2")));
+    QTRY_VERIFY_WITH_TIMEOUT(hist->metrics().has_value() && hist->metrics()->format == Format::E5M2, 30000);
+    QTRY_VERIFY(tableRows(m_window->statsTable())
+                    .contains(QStringLiteral("mse|") + step + QStringLiteral("|recomputed|mxfp8 e5m2")));
+}
+
+void TestMainWindow::exportsPlotsAndCsv()
+{
+    const QString dir = m_tmp.filePath(QStringLiteral("export"));
+    QDir().mkpath(dir);
+    QString error;
+    const std::pair<QString, QByteArray> kinds[] = {{QStringLiteral("png"), QByteArray("\x89PNG")},
+        {QStringLiteral("pdf"), QByteArray("%PDF")}, {QStringLiteral("svg"), QByteArray("<?xml")}};
+    for (PlotView *view :
+        std::initializer_list<PlotView *> {m_window->curves(), m_window->heatmap(), m_window->histogram()}) {
+        for (const auto &[suffix, magic] : kinds) {
+            const QString path = dir + QLatin1Char('/') + view->objectName() + QLatin1Char('.') + suffix;
+            QVERIFY2(view->exportPlot(path, &error), qPrintable(error));
+            QFile f(path);
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            QVERIFY2(f.read(magic.size()) == magic, qPrintable(path));
+        }
+    }
+    QVERIFY(!m_window->curves()->exportPlot(dir + QStringLiteral("/x.bmp"), &error));
+    QVERIFY(error.contains(QStringLiteral(".png")));
+    // The curves' CSV: a header and one line per plotted point of every run.
+    const QString csvPath = dir + QStringLiteral("/curves.csv");
+    QVERIFY2(m_window->curves()->exportCsv(csvPath, &error), qPrintable(error));
+    QFile f(csvPath);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QList<QByteArray> lines = f.readAll().trimmed().split('\n');
+    size_t points = 0;
+    for (const auto &c : m_window->curves()->curves())
+        points += c.steps.size();
+    QCOMPARE(size_t(lines.size()), points + 1);
+    QVERIFY(lines.front().startsWith("run,step"));
+    // The heatmap's CSV: one line per layer.
+    const QString heatCsv = m_window->heatmap()->csv();
+    QCOMPARE(heatCsv.trimmed().split(QLatin1Char('\n')).size(), m_window->heatmap()->heatmap().layers.size() + 1);
+}
+
+void TestMainWindow::corruptLogShowsInProblemsPanel()
+{
+    const QString broken = m_tmp.filePath(QStringLiteral("broken"));
+    QVERIFY(copyTree(m_pair, broken));
+    const QString log = broken + QStringLiteral("/fp8/logs/train.out");
+    QVERIFY(QFileInfo::exists(log));
+    QVERIFY(appendTo(log, " iteration      801/     800 | lm loss: 1.0E+01x | grad norm: oops |\n"));
+    openAndWait({broken});
+    auto *problems = m_window->problemsTable()->model();
+    QVERIFY(problems->rowCount() >= 1);
+    int row = -1;
+    for (int r = 0; r < problems->rowCount(); ++r) {
+        if (problems->index(r, 0).data().toString() == QLatin1String("train.out"))
+            row = r;
+    }
+    QVERIFY(row >= 0);
+    QVERIFY(problems->index(row, 1).data().toString().startsWith(QStringLiteral("line ")));
+    // The rest still shows.
+    QCOMPARE(m_window->workspace()->runCount(), 2);
+    QVERIFY(!m_window->heatmap()->heatmap().layers.isEmpty());
+    QCOMPARE(m_window->curves()->curves().size(), size_t(2));
+    // Double-clicking the problem shows the line.
+    auto *table = m_window->problemsTable();
+    m_window->findChild<QDockWidget *>(QStringLiteral("problemsDock"))->raise(); // the user opens the tab
+    QTRY_VERIFY(table->isVisible());
+    const QModelIndex index = problems->index(row, 2);
+    table->scrollTo(index);
+    QSignalSpy doubleClicked(table, &QAbstractItemView::doubleClicked);
+    const QPoint at = table->visualRect(index).center();
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, at); // a double click's first press
+    QTest::mouseDClick(table->viewport(), Qt::LeftButton, {}, at);
+    QCOMPARE(doubleClicked.count(), 1);
+    QDialog *dialog = nullptr;
+    QTRY_VERIFY((dialog = m_window->findChild<QDialog *>(QStringLiteral("problemLineDialog"))) != nullptr);
+    auto *text = dialog->findChild<QPlainTextEdit *>(QStringLiteral("problemLineText"));
+    QVERIFY(text->toPlainText().contains(QStringLiteral("grad norm: oops")));
+    dialog->close();
+}
+
+void TestMainWindow::dropOpensFolder()
+{
+    QMimeData mime;
+    mime.setUrls({QUrl::fromLocalFile(m_pair)});
+    QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(m_window.get(), &enter);
+    QVERIFY(enter.isAccepted());
+    QSignalSpy ready(m_window.get(), &MainWindow::ready);
+    QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(m_window.get(), &drop);
+    QVERIFY(ready.wait(60000));
+    QCOMPARE(m_window->workspace()->folders(), QStringList {QFileInfo(m_pair).absoluteFilePath()});
+    QCOMPARE(m_window->problemsTable()->model()->rowCount(), 0);
+}
+
+void TestMainWindow::settingsPersist()
+{
+    CurveView *curves = m_window->curves();
+    curves->setSmoothing(Smoothing::Gaussian, 0.33);
+    curves->setLogY(true);
+    m_window->close(); // saves
+    AppSettings s;
+    QCOMPARE(s.recentFolders().front(), QFileInfo(m_pair).absoluteFilePath());
+    QVERIFY(s.recentFolders().contains(QFileInfo(m_tmp.filePath(QStringLiteral("broken"))).absoluteFilePath()));
+    QVERIFY(!s.windowState().isEmpty());
+    MainWindow second(BackendChoice::Cpu, nullptr);
+    QCOMPARE(second.curves()->smoothingKind(), Smoothing::Gaussian);
+    QCOMPARE(second.curves()->smoothingStrength(), 0.33);
+    QVERIFY(second.curves()->logY());
+    auto *recent = second.findChild<QMenu *>(QStringLiteral("recentMenu"));
+    QVERIFY(recent && recent->actions().size() >= 2);
+    QCOMPARE(recent->actions().front()->text(), QFileInfo(m_pair).absoluteFilePath());
+}
+
+void TestMainWindow::demoOpensWithSyntheticTitle()
+{
+    MainWindow window(BackendChoice::Cpu, nullptr);
+    window.show();
+    QSignalSpy ready(&window, &MainWindow::ready);
+    window.openDemo();
+    QVERIFY(ready.wait(120000));
+    QVERIFY(window.windowTitle().contains(QStringLiteral("demo (synthetic data)")));
+    QCOMPARE(window.workspace()->runCount(), 2);
+    QVERIFY(QFileInfo(window.workspace()->folders().front())
+                .absoluteFilePath()
+                .startsWith(QFileInfo(m_tmp.filePath(QStringLiteral("cache"))).absoluteFilePath()));
+}
+
+void TestMainWindow::cleanupTestCase()
+{
+    m_testers.clear();
+    m_window.reset();
+}
+
+QTEST_MAIN(TestMainWindow)
+#include "tst_mainwindow.moc"
