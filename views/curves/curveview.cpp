@@ -86,6 +86,9 @@ CurveView::CurveView(Workspace *workspace, Selection *selection, QWidget *parent
     controls()->insertWidget(at++, reset);
 
     plot()->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    // Min/max bands are filled polygons of a point per pixel: antialiasing them costs more than it shows.
+    plot()->setNotAntialiasedElements(QCP::aeFills);
+    plot()->setPlottingHints(QCP::phFastPolylines | QCP::phCacheLabels);
     plot()->axisRect()->setRangeDrag(Qt::Horizontal);
     plot()->axisRect()->setRangeZoom(Qt::Horizontal);
     plot()->xAxis->setLabel(tr("step"));

@@ -221,23 +221,61 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
     m_data = std::move(heatmap);
     const int nx = int(m_data.steps.size());
     const int ny = int(m_data.layers.size());
-    QCPColorMapData *d = m_map->data();
-    d->setSize(std::max(nx, 1), std::max(ny, 1));
     const double x0 = nx ? double(m_data.steps.front()) : 0;
     const double x1 = nx > 1 ? double(m_data.steps.back()) : x0 + 1;
-    d->setRange(QCPRange(x0, x1), QCPRange(0, std::max(ny - 1, 1)));
-    if (!nx || !ny)
-        d->fill(std::nan(""));
-    for (int y = 0; y < ny; ++y) {
-        for (int x = 0; x < nx; ++x)
-            d->setCell(x, y, m_data.at(y, size_t(x)));
-    }
-    updateLayerTicks();
     const double half = nx > 1 ? (x1 - x0) / (2.0 * (nx - 1)) : 0.5;
     plot()->xAxis->setRange(x0 - half, x1 + half);
     plot()->yAxis->setRange(-0.5, std::max(ny, 1) - 0.5);
     m_scale->axis()->setLabel(statistic() + QLatin1Char(' ') + tensor());
+    updateLayerTicks();
+    rebuildMap();
     redraw();
+}
+
+void HeatmapView::rebuildMap()
+{
+    // Served at screen resolution, as curves are: more steps than pixel columns are merged, each column
+    // showing the largest value of its steps so that a hot cell never disappears. Tooltips and clicks
+    // still read the full matrix.
+    const int nx = int(m_data.steps.size());
+    const int ny = int(m_data.layers.size());
+    const int columns = std::clamp(plot()->axisRect()->width(), 1, std::max(nx, 1));
+    QCPColorMapData *d = m_map->data();
+    d->setSize(std::max(columns, 1), std::max(ny, 1));
+    const double x0 = nx ? double(m_data.steps.front()) : 0;
+    const double x1 = nx > 1 ? double(m_data.steps.back()) : x0 + 1;
+    d->setRange(QCPRange(x0, x1), QCPRange(0, std::max(ny - 1, 1)));
+    if (!nx || !ny) {
+        d->fill(std::nan(""));
+        m_linearRange = m_logRange = {INFINITY, -INFINITY};
+        return;
+    }
+    // The colour range comes out of the same sweep: all finite values, and the positive ones for log.
+    double lo = INFINITY, hi = -INFINITY, posLo = INFINITY, posHi = -INFINITY;
+    for (int y = 0; y < ny; ++y) {
+        const double *row = m_data.values.data() + size_t(y) * size_t(nx);
+        for (int c = 0; c < columns; ++c) {
+            const int a = int(int64_t(c) * nx / columns);
+            const int b = std::max(a + 1, int(int64_t(c + 1) * nx / columns));
+            double v = NAN;
+            for (int x = a; x < b; ++x) {
+                const double r = row[x];
+                if (!std::isfinite(r))
+                    continue;
+                lo = std::min(lo, r);
+                hi = std::max(hi, r);
+                if (r > 0) {
+                    posLo = std::min(posLo, r);
+                    posHi = std::max(posHi, r);
+                }
+                if (std::isnan(v) || r > v)
+                    v = r;
+            }
+            d->setCell(c, y, v);
+        }
+    }
+    m_linearRange = {lo, hi};
+    m_logRange = {posLo, posHi};
 }
 
 void HeatmapView::updateLayerTicks()
@@ -258,19 +296,16 @@ void HeatmapView::resizeEvent(QResizeEvent *event)
 {
     PlotView::resizeEvent(event);
     updateLayerTicks();
+    if (m_map->data()->keySize() != std::min(plot()->axisRect()->width(), int(m_data.steps.size())))
+        rebuildMap();
     plot()->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void HeatmapView::redraw()
 {
-    double lo = INFINITY, hi = -INFINITY;
     const bool logScale = m_logColour->isChecked();
-    for (double v : m_data.values) {
-        if (std::isfinite(v) && (!logScale || v > 0)) {
-            lo = std::min(lo, v);
-            hi = std::max(hi, v);
-        }
-    }
+    double lo = logScale ? m_logRange.first : m_linearRange.first;
+    double hi = logScale ? m_logRange.second : m_linearRange.second;
     if (!(lo <= hi)) {
         lo = logScale ? 1e-3 : 0;
         hi = 1;
@@ -319,15 +354,17 @@ void HeatmapView::applyGradient()
 
 bool HeatmapView::cellAt(const QPointF &pixel, int *layer, int *stepIndex) const
 {
-    if (m_data.steps.empty() || m_data.layers.isEmpty())
+    const int nx = int(m_data.steps.size());
+    const int ny = int(m_data.layers.size());
+    if (!nx || !ny || !plot()->axisRect()->rect().contains(pixel.toPoint()))
         return false;
     const double x = plot()->xAxis->pixelToCoord(pixel.x());
     const double y = plot()->yAxis->pixelToCoord(pixel.y());
-    int cx = 0, cy = 0;
-    m_map->data()->coordToCell(x, y, &cx, &cy);
-    if (cx < 0 || cy < 0 || cx >= int(m_data.steps.size()) || cy >= m_data.layers.size())
-        return false;
-    if (!plot()->axisRect()->rect().contains(pixel.toPoint()))
+    const double x0 = double(m_data.steps.front());
+    const double x1 = nx > 1 ? double(m_data.steps.back()) : x0 + 1;
+    const int cx = nx > 1 ? int(std::lround((x - x0) / (x1 - x0) * (nx - 1))) : 0;
+    const int cy = int(std::lround(y));
+    if (cx < 0 || cy < 0 || cx >= nx || cy >= ny)
         return false;
     *layer = cy;
     *stepIndex = cx;
@@ -336,9 +373,11 @@ bool HeatmapView::cellAt(const QPointF &pixel, int *layer, int *stepIndex) const
 
 QPointF HeatmapView::cellCentre(int layer, int stepIndex) const
 {
-    double x = 0, y = 0;
-    m_map->data()->cellToCoord(stepIndex, layer, &x, &y);
-    return {plot()->xAxis->coordToPixel(x), plot()->yAxis->coordToPixel(y)};
+    const int nx = int(m_data.steps.size());
+    const double x0 = nx ? double(m_data.steps.front()) : 0;
+    const double x1 = nx > 1 ? double(m_data.steps.back()) : x0 + 1;
+    const double x = nx > 1 ? x0 + (x1 - x0) * stepIndex / (nx - 1) : x0;
+    return {plot()->xAxis->coordToPixel(x), plot()->yAxis->coordToPixel(layer)};
 }
 
 QString HeatmapView::toolTipAt(const QPointF &pixel) const

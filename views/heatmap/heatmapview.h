@@ -4,7 +4,10 @@
 #pragma once
 
 #include "core/store/runstore.h"
+
 #include "views/plotting/plotview.h"
+#include <cmath>
+#include <utility>
 
 class QCheckBox;
 class QComboBox;
@@ -48,6 +51,7 @@ protected:
 
 private:
     void updateLayerTicks();
+    void rebuildMap();
     void reloadPickers();
     void reload();
     void redraw();
@@ -67,6 +71,8 @@ private:
     QCPColorMap *m_map;
     QCPColorScale *m_scale;
     Heatmap m_data;
+    std::pair<double, double> m_linearRange {INFINITY, -INFINITY}; // finite values
+    std::pair<double, double> m_logRange {INFINITY, -INFINITY}; // positive values
     QPointF m_pressPos;
 };
 
