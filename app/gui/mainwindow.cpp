@@ -351,7 +351,12 @@ void MainWindow::onLoaded()
     if (m_selection->run() < 0 && m_workspace->runCount() > 0)
         m_selection->setRun(m_heatmap->run() >= 0 ? m_heatmap->run() : 0);
     updateTitle();
-    QTimer::singleShot(0, this, [this] { Q_EMIT ready(); });
+    // Ready once the heatmap's matrix has arrived from the query thread too.
+    auto emitReady = [this] { QTimer::singleShot(0, this, [this] { Q_EMIT ready(); }); };
+    if (m_heatmap->isLoading())
+        connect(m_heatmap, &HeatmapView::heatmapChanged, this, emitReady, Qt::SingleShotConnection);
+    else
+        emitReady();
 }
 
 void MainWindow::onTreeCurrentChanged()

@@ -82,6 +82,7 @@ private Q_SLOTS:
     void opensFolderWithRunsTreeAndBackend();
     void layerTreeSelectsLayerAndFilters();
     void heatmapClickDrivesHistogramAndTable();
+    void heatmapColoursAndScreenResolution();
     void smoothingSliderFollowsFormula();
     void zoomRefetchesVisibleRange();
     void hidingARunRemovesItsCurve();
@@ -193,7 +194,11 @@ void TestMainWindow::heatmapClickDrivesHistogramAndTable()
     QCOMPARE(heat->run(), ws->runIndex(QStringLiteral("fp8")));
     heat->setTensor(QStringLiteral("activation"));
     heat->setStatistic(QStringLiteral("underflows%"));
+    QTRY_VERIFY(!heat->isLoading()); // the matrix is read off the GUI thread
     const Heatmap &h = heat->heatmap();
+    QCOMPARE(h.layers.size(), 16); // 4 layers x 4 GEMMs, depth order
+    QVERIFY(h.layers.front().startsWith(QStringLiteral("decoder.layers.0.")));
+    QVERIFY(h.layers.back().startsWith(QStringLiteral("decoder.layers.3.")));
     const int row = int(h.layers.indexOf(m_plan.plantedLayerName));
     QVERIFY(row >= 0);
     // The column nearest the last dump step.
@@ -233,6 +238,47 @@ void TestMainWindow::heatmapClickDrivesHistogramAndTable()
     QVERIFY(loss);
     // The curve view's cursor follows the step.
     QVERIFY(m_window->curves()->toolTipAt(double(sel->step())).contains(QStringLiteral("step")));
+}
+
+void TestMainWindow::heatmapColoursAndScreenResolution()
+{
+    HeatmapView *heat = m_window->heatmap();
+    const Heatmap saved = heat->heatmap();
+    auto *map = qobject_cast<QCPColorMap *>(heat->plot()->plottable(0));
+    QVERIFY(map);
+    // More steps than pixels: each drawn column holds the largest value of its steps, so one hot cell
+    // among 20,000 still shows; the colour range spans the full matrix.
+    Heatmap h;
+    h.layers << QStringLiteral("a") << QStringLiteral("b");
+    for (int s = 0; s < 20000; ++s)
+        h.steps.push_back(s);
+    h.values.assign(2 * 20000, 1.0);
+    h.values[20000 + 12345] = 50.0;
+    h.values[7] = -3.0;
+    heat->setHeatmap(h);
+    QVERIFY(map->data()->keySize() < 20000);
+    QVERIFY(map->data()->keySize() <= heat->plot()->axisRect()->width());
+    double rowMax = -1;
+    for (int c = 0; c < map->data()->keySize(); ++c)
+        rowMax = std::max(rowMax, map->data()->cell(c, 1));
+    QCOMPARE(rowMax, 50.0);
+    QCOMPARE(map->dataRange().lower, -3.0);
+    QCOMPARE(map->dataRange().upper, 50.0);
+    // Tooltips and clicks still read the exact cell.
+    QVERIFY(heat->toolTipAt(heat->cellCentre(1, 12345)).contains(QStringLiteral("step 12345")));
+    // Threshold colouring: below the threshold grey, above it red.
+    heat->setThreshold(true, 10.0);
+    QCPColorGradient g = map->gradient(); // color() is not const (it caches its lookup table)
+    const QColor below = QColor::fromRgb(g.color(5.0, map->dataRange()));
+    const QColor above = QColor::fromRgb(g.color(20.0, map->dataRange()));
+    QVERIFY(std::abs(below.red() - below.green()) < 10 && std::abs(below.green() - below.blue()) < 10);
+    QVERIFY(above.red() > 150 && above.green() < 160 && above.blue() < 140);
+    heat->setThreshold(false, 10.0);
+    heat->setLogColour(true);
+    QCOMPARE(map->dataScaleType(), QCPAxis::stLogarithmic);
+    QVERIFY(map->dataRange().lower > 0); // only positive values set a log range
+    heat->setLogColour(false);
+    heat->setHeatmap(saved);
 }
 
 void TestMainWindow::smoothingSliderFollowsFormula()

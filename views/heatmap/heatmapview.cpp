@@ -115,6 +115,10 @@ HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *pa
         reload();
     });
     connect(workspace, &Workspace::closed, this, [this] {
+        if (m_pending)
+            m_workspace->queries().cancel(m_pending);
+        m_pending = 0;
+        const QSignalBlocker block(m_runBox);
         m_runBox->clear();
         setHeatmap({});
     });
@@ -208,12 +212,23 @@ void HeatmapView::reloadPickers()
 
 void HeatmapView::reload()
 {
+    if (m_pending)
+        m_workspace->queries().cancel(m_pending);
+    m_pending = 0;
     const int r = run();
     if (r < 0 || statistic().isEmpty() || tensor().isEmpty()) {
         setHeatmap({});
         return;
     }
-    setHeatmap(m_workspace->store(r).heatmap(m_workspace->run(r).info.id, statistic(), tensor()));
+    const int64_t runId = m_workspace->run(r).info.id;
+    const QString stat = statistic(), kind = tensor();
+    m_pending = m_workspace->query(
+        r, QStringLiteral("heatmap"),
+        [runId, stat, kind](RunStore &store) { return QVariant::fromValue(store.heatmap(runId, stat, kind)); }, this,
+        [this](const QVariant &value) {
+            m_pending = 0;
+            setHeatmap(value.value<Heatmap>());
+        });
 }
 
 void HeatmapView::setHeatmap(Heatmap heatmap)
@@ -230,6 +245,7 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
     updateLayerTicks();
     rebuildMap();
     redraw();
+    Q_EMIT heatmapChanged();
 }
 
 void HeatmapView::rebuildMap()

@@ -39,12 +39,17 @@ public:
     // Draws a matrix directly (benchmarks; tests of the drawing); views normally load from the store.
     void setHeatmap(Heatmap heatmap);
     const Heatmap &heatmap() const { return m_data; }
+    // A matrix is being read from the store (off the GUI thread); heatmapChanged() follows.
+    bool isLoading() const { return m_pending != 0; }
     // The cell under a pixel of the plot: false outside the map.
     bool cellAt(const QPointF &pixel, int *layer, int *stepIndex) const;
     // The pixel at the centre of a cell (for tests that click one).
     QPointF cellCentre(int layer, int stepIndex) const;
     QString toolTipAt(const QPointF &pixel) const;
     QString csv() const override;
+
+Q_SIGNALS:
+    void heatmapChanged();
 
 protected:
     void resizeEvent(QResizeEvent *event) override;
@@ -74,6 +79,7 @@ private:
     std::pair<double, double> m_linearRange {INFINITY, -INFINITY}; // finite values
     std::pair<double, double> m_logRange {INFINITY, -INFINITY}; // positive values
     QPointF m_pressPos;
+    quint64 m_pending = 0;
 };
 
 } // namespace fp8scope

@@ -4,6 +4,7 @@
 #include <QFileInfo>
 #include <QLoggingCategory>
 
+#include <map>
 #include <mutex>
 
 Q_LOGGING_CATEGORY(lcWorkspace, "fp8scope.views.workspace")
@@ -34,6 +35,23 @@ struct Workspace::BackendHolder {
     }
 };
 
+// Lives on the query queue's worker thread: one read connection per folder.
+struct Workspace::QueryStores {
+    std::map<QString, std::unique_ptr<RunStore>> stores;
+
+    RunStore *get(const QString &folder, QString *error)
+    {
+        auto &s = stores[folder];
+        if (!s) {
+            auto store = std::make_unique<RunStore>();
+            if (!store->open(folder, error))
+                return nullptr;
+            s = std::move(store);
+        }
+        return s.get();
+    }
+};
+
 QColor runColour(int index)
 {
     static const QColor colours[]
@@ -45,14 +63,37 @@ QColor runColour(int index)
 Workspace::Workspace(QObject *parent)
     : QObject(parent)
     , m_backend(std::make_shared<BackendHolder>())
+    , m_queryStores(std::make_shared<QueryStores>())
     , m_jobs(std::make_unique<JobQueue>())
+    , m_queries(std::make_unique<JobQueue>())
 {
     qRegisterMetaType<TensorMetrics>();
+    qRegisterMetaType<Heatmap>();
 }
 
 Workspace::~Workspace()
 {
-    m_jobs.reset(); // joins the worker before the stores close
+    // Join the workers before the stores close.
+    m_queries.reset();
+    m_jobs.reset();
+}
+
+quint64 Workspace::query(
+    int run, const QString &slot, Query work, QObject *receiver, std::function<void(const QVariant &value)> done)
+{
+    const QString folder = m_folders[m_runs[size_t(run)].source];
+    auto stores = m_queryStores;
+    return m_queries->submit({QString(), slot,
+                                 [stores, folder, work](JobContext &ctx) -> QVariant {
+                                     QString error;
+                                     RunStore *store = stores->get(folder, &error);
+                                     if (!store) {
+                                         ctx.setError(error);
+                                         return {};
+                                     }
+                                     return work(*store);
+                                 }},
+        receiver, [done](const JobResult &r) { done(r.value); });
 }
 
 void Workspace::setBackend(BackendChoice choice, CudaFactory cudaFactory)
@@ -85,6 +126,14 @@ void Workspace::close()
     if (m_loadTicket)
         m_jobs->cancel(m_loadTicket);
     m_loadTicket = 0;
+    // The query thread's connections belong to the folders being closed.
+    auto stores = m_queryStores;
+    m_queries->submit({QString(), QStringLiteral("close"),
+                          [stores](JobContext &) -> QVariant {
+                              stores->stores.clear();
+                              return {};
+                          }},
+        this, [](const JobResult &) {});
     m_runs.clear();
     m_stores.clear();
     m_problems.clear();

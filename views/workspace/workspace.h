@@ -21,6 +21,7 @@
 #include <vector>
 
 Q_DECLARE_METATYPE(fp8scope::TensorMetrics)
+Q_DECLARE_METATYPE(fp8scope::Heatmap)
 
 namespace fp8scope {
 
@@ -73,6 +74,14 @@ public:
 
     JobQueue &jobs() { return *m_jobs; }
 
+    // Store reads too large for the GUI thread (a layer x step matrix can hold millions of values) run on
+    // a second queue, with its own connection per folder, so they never wait behind a recomputation. The
+    // newest query of a slot replaces older ones; done runs on receiver's thread with the work's value.
+    using Query = std::function<QVariant(RunStore &store)>;
+    quint64 query(int run, const QString &slot, Query work, QObject *receiver,
+        std::function<void(const QVariant &value)> done);
+    JobQueue &queries() { return *m_queries; }
+
     // Recomputes one dump under one recipe in the job queue (a newer request of the same slot replaces an
     // older one); stores the statistics, emits statisticsChanged(run) and calls done on receiver's thread.
     using RecomputeDone = std::function<void(const std::optional<TensorMetrics> &metrics, const QString &error)>;
@@ -93,8 +102,11 @@ private:
     void ensureBackendJob();
 
     struct BackendHolder;
+    struct QueryStores;
     std::shared_ptr<BackendHolder> m_backend;
+    std::shared_ptr<QueryStores> m_queryStores;
     std::unique_ptr<JobQueue> m_jobs;
+    std::unique_ptr<JobQueue> m_queries;
     QString m_backendStatus;
     QStringList m_folders;
     std::vector<std::unique_ptr<RunStore>> m_stores;
