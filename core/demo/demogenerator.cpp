@@ -345,6 +345,11 @@ bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *planOut
         || !writeFile(outDir + QStringLiteral("/fp8/fp8scope.json"),
             R"({"name": "FP8 run", "precision": "fp8", "recipe": "current", "baseline": "bf16", "inference_precision": "bf16", "notes": "synthetic demo data"})"
             "\n",
+            error)
+        // The workspace manifest pairs the two runs (the FP8 run and its BF16 baseline).
+        || !writeFile(outDir + QStringLiteral("/fp8scope-workspace.json"),
+            R"({"runs": {"fp8": {"precision": "fp8", "baseline": "bf16"}, "bf16": {"precision": "bf16"}}})"
+            "\n",
             error))
         return false;
 

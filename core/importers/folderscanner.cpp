@@ -29,6 +29,7 @@ FolderScan scanFolder(const QString &folder)
     std::sort(paths.begin(), paths.end());
     QSet<QString> topDirs;
     bool rootFiles = false;
+    bool workspaceManifest = false;
     for (const QString &p : paths) {
         QFile f(p);
         const QByteArray head = f.open(QIODevice::ReadOnly) ? f.read(kHeadBytes) : QByteArray();
@@ -40,14 +41,25 @@ FolderScan scanFolder(const QString &folder)
         }
         if (rel.contains(QLatin1Char('/')))
             topDirs.insert(rel.section(QLatin1Char('/'), 0, 0));
+        else if (imp->name() == QLatin1String("workspace-manifest"))
+            workspaceManifest = true;
         else
             rootFiles = true;
         scan.files.push_back({rel, p, QString(), imp, head});
     }
-    scan.workspace = !rootFiles && topDirs.size() >= 2;
+    // A workspace manifest says so even for one run folder; files beside it at the root say otherwise.
+    scan.workspace = !rootFiles && (topDirs.size() >= 2 || (workspaceManifest && !topDirs.isEmpty()));
     const QString single = QFileInfo(QDir(folder).absolutePath()).fileName();
-    for (ScannedFile &f : scan.files)
-        f.run = scan.workspace ? f.relativePath.section(QLatin1Char('/'), 0, 0) : single;
+    QStringList dirs(topDirs.begin(), topDirs.end());
+    dirs.sort();
+    for (ScannedFile &f : scan.files) {
+        if (!scan.workspace)
+            f.run = single;
+        else if (f.relativePath.contains(QLatin1Char('/')))
+            f.run = f.relativePath.section(QLatin1Char('/'), 0, 0);
+        else
+            f.run = dirs.front(); // the workspace manifest: it names its runs itself; this one exists anyway
+    }
     return scan;
 }
 

@@ -1,6 +1,7 @@
 // Finds the files of a run folder that an importer recognises (by name and first bytes, at any depth) and
-// groups them into runs: a folder whose recognised files all sit in two or more subfolders is a workspace
-// of runs named after those subfolders; otherwise the folder is one run named after itself.
+// groups them into runs: a folder whose recognised files all sit in two or more subfolders (or in subfolders
+// beside an fp8scope-workspace.json) is a workspace of runs named after those subfolders; otherwise the
+// folder is one run named after itself.
 #pragma once
 
 #include "importer.h"

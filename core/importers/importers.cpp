@@ -15,6 +15,7 @@ const std::vector<std::unique_ptr<Importer>> &allImporters()
     static const std::vector<std::unique_ptr<Importer>> list = [] {
         std::vector<std::unique_ptr<Importer>> l;
         l.push_back(std::make_unique<ManifestImporter>());
+        l.push_back(std::make_unique<WorkspaceManifestImporter>());
         l.push_back(std::make_unique<TeDebugImporter>());
         l.push_back(std::make_unique<MegatronLogImporter>());
         l.push_back(std::make_unique<GoldenValuesImporter>());

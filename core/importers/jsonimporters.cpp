@@ -1,5 +1,6 @@
 #include "jsonimporters.h"
 
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
@@ -178,6 +179,34 @@ bool ManifestImporter::recognises(const QString &fileName, const QByteArray &) c
     return fileName == QLatin1String("fp8scope.json");
 }
 
+namespace {
+
+const QStringList &manifestFields()
+{
+    static const QStringList fields {QStringLiteral("name"), QStringLiteral("precision"), QStringLiteral("recipe"),
+        QStringLiteral("baseline"), QStringLiteral("inference_precision"), QStringLiteral("notes")};
+    return fields;
+}
+
+// The fields of one run's manifest object; `where` prefixes the problems ("manifest", "workspace manifest 'fp8'").
+void readManifestFields(const QJsonObject &o, const QString &where, IngestSink &sink)
+{
+    for (auto it = o.begin(); it != o.end(); ++it) {
+        if (!manifestFields().contains(it.key())) {
+            sink.problem(0, -1, QStringLiteral("%1: unknown field '%2'").arg(where, it.key()));
+            continue;
+        }
+        if (!it.value().isString()) {
+            sink.problem(0, -1, QStringLiteral("%1: '%2' must be a string").arg(where, it.key()));
+            continue;
+        }
+        sink.runInfo(
+            it.key() == QLatin1String("name") ? QStringLiteral("display_name") : it.key(), it.value().toString());
+    }
+}
+
+} // namespace
+
 ReadPosition ManifestImporter::read(const QString &path, const ReadPosition &, IngestSink &sink)
 {
     QJsonDocument doc;
@@ -188,21 +217,44 @@ ReadPosition ManifestImporter::read(const QString &path, const ReadPosition &, I
         sink.problem(1, 0, QStringLiteral("manifest: expected an object"));
         return end;
     }
-    const QJsonObject o = doc.object();
-    static const QStringList fields {QStringLiteral("name"), QStringLiteral("precision"), QStringLiteral("recipe"),
-        QStringLiteral("baseline"), QStringLiteral("inference_precision"), QStringLiteral("notes")};
-    for (auto it = o.begin(); it != o.end(); ++it) {
-        if (!fields.contains(it.key())) {
-            sink.problem(0, -1, QStringLiteral("manifest: unknown field '%1'").arg(it.key()));
-            continue;
-        }
-        if (!it.value().isString()) {
-            sink.problem(0, -1, QStringLiteral("manifest: '%1' must be a string").arg(it.key()));
-            continue;
-        }
-        sink.runInfo(
-            it.key() == QLatin1String("name") ? QStringLiteral("display_name") : it.key(), it.value().toString());
+    readManifestFields(doc.object(), QStringLiteral("manifest"), sink);
+    return end;
+}
+
+bool WorkspaceManifestImporter::recognises(const QString &fileName, const QByteArray &) const
+{
+    return fileName == QLatin1String(kFileName);
+}
+
+ReadPosition WorkspaceManifestImporter::read(const QString &path, const ReadPosition &, IngestSink &sink)
+{
+    QJsonDocument doc;
+    ReadPosition end;
+    if (!loadJson(path, sink, &doc, &end))
+        return end;
+    const QJsonValue runs = doc.object().value(QLatin1String("runs"));
+    if (!doc.isObject() || !runs.isObject()) {
+        sink.problem(1, 0, QStringLiteral("workspace manifest: expected {\"runs\": {\"<run folder>\": {...}}}"));
+        return end;
     }
+    const QDir root = QFileInfo(path).absoluteDir();
+    const QJsonObject o = runs.toObject();
+    for (auto it = o.begin(); it != o.end(); ++it) {
+        const QString where = QStringLiteral("workspace manifest '%1'").arg(it.key());
+        // A run is a folder beside the manifest; anything else would invent a run.
+        if (it.key().isEmpty() || it.key().contains(QLatin1Char('/')) || it.key().startsWith(QLatin1Char('.'))
+            || !root.exists(it.key())) {
+            sink.problem(0, -1, QStringLiteral("%1: no such run folder").arg(where));
+            continue;
+        }
+        if (!it.value().isObject()) {
+            sink.problem(0, -1, QStringLiteral("%1: expected an object").arg(where));
+            continue;
+        }
+        sink.useRun(it.key());
+        readManifestFields(it.value().toObject(), where, sink);
+    }
+    sink.useRun(QString());
     return end;
 }
 

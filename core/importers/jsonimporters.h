@@ -33,6 +33,17 @@ public:
     ReadPosition read(const QString &path, const ReadPosition &from, IngestSink &sink) override;
 };
 
+// fp8scope-workspace.json at the root of a folder of runs: {"runs": {"<run folder>": {<manifest fields>}}},
+// e.g. pairing an FP8 run with its BF16 baseline. Its presence makes the folder a workspace.
+class WorkspaceManifestImporter : public Importer
+{
+public:
+    static constexpr const char *kFileName = "fp8scope-workspace.json";
+    QString name() const override { return QStringLiteral("workspace-manifest"); }
+    bool recognises(const QString &fileName, const QByteArray &head) const override;
+    ReadPosition read(const QString &path, const ReadPosition &from, IngestSink &sink) override;
+};
+
 class JsonConfigImporter : public Importer
 {
 public:

@@ -1,6 +1,7 @@
 // Importers and the run store on the real public files of ../shared/fixtures/real (values spot-checked
 // against the files) and on generated bad input: every problem carries its file and line or offset,
 // nothing crashes, nothing stored before is lost; re-ingest is idempotent and a grown log is read on.
+#include "core/importers/folderscanner.h"
 #include "core/importers/importers.h"
 #include "core/importers/tableimporters.h"
 #include "core/importers/tedebugimporter.h"
@@ -66,6 +67,7 @@ private Q_SLOTS:
     void idempotentAndIncremental();
     void earlierDataSurvivesABadFile();
     void bucketsAndHeatmapOrder();
+    void workspaceManifest();
     void formatsWrittenByRealLibraries();
 };
 
@@ -341,6 +343,47 @@ void TestImporters::earlierDataSurvivesABadFile()
     QCOMPARE(pointAt(store, run, {{}, {}, QStringLiteral("loss"), {}, {}}, 2), 2.0);
     QCOMPARE(store.problems().size(), size_t(1));
     QCOMPARE(store.problems().front().line, 2);
+}
+
+void TestImporters::workspaceManifest()
+{
+    QTemporaryDir dir;
+    // One run folder only, but the manifest makes the folder a workspace and pairs the runs.
+    write(dir.path() + QStringLiteral("/fp8/a.csv"), "step,loss\n1,3.0\n");
+    write(dir.path() + QStringLiteral("/bf16/b.csv"), "step,loss\n1,2.9\n");
+    write(dir.path() + QStringLiteral("/fp8scope-workspace.json"),
+        R"({"runs": {"fp8": {"precision": "mxfp8", "baseline": "bf16", "name": "FP8 trial"},
+                     "ghost": {"precision": "fp8"}, "bf16": {"precision": 16}}})");
+    const FolderScan scan = scanFolder(dir.path());
+    QVERIFY(scan.workspace);
+    RunStore store;
+    QString error;
+    QVERIFY(store.open(dir.path(), &error));
+    store.ingest();
+    QStringList names;
+    for (const RunInfo &r : store.runs())
+        names << r.name;
+    names.sort();
+    QCOMPARE(names, (QStringList {QStringLiteral("bf16"), QStringLiteral("fp8")})); // no run for "ghost"
+    const auto fp8 = store.run(QStringLiteral("fp8"));
+    QCOMPARE(fp8->precision, QStringLiteral("mxfp8"));
+    QCOMPARE(fp8->baseline, QStringLiteral("bf16"));
+    QCOMPARE(fp8->displayName, QStringLiteral("FP8 trial"));
+    QStringList problems;
+    for (const ProblemRecord &p : store.problems())
+        problems << p.file + QLatin1Char(':') + p.message;
+    problems.sort();
+    QCOMPARE(problems,
+        (QStringList {QStringLiteral("fp8scope-workspace.json:workspace manifest 'bf16': 'precision' must be a string"),
+            QStringLiteral("fp8scope-workspace.json:workspace manifest 'ghost': no such run folder")}));
+    // Not JSON at all: one problem, the runs stay.
+    write(dir.path() + QStringLiteral("/fp8scope-workspace.json"), "{\"runs\": [");
+    store.ingest();
+    QCOMPARE(store.runs().size(), size_t(2));
+    bool reported = false;
+    for (const ProblemRecord &p : store.problems())
+        reported = reported || p.file == QLatin1String("fp8scope-workspace.json");
+    QVERIFY(reported);
 }
 
 void TestImporters::bucketsAndHeatmapOrder()
