@@ -85,6 +85,7 @@ private Q_SLOTS:
     void heatmapColoursAndScreenResolution();
     void smoothingSliderFollowsFormula();
     void zoomRefetchesVisibleRange();
+    void curveClickSetsStepAndSamplesAxis();
     void hidingARunRemovesItsCurve();
     void recomputeWithAnotherRecipe();
     void exportsPlotsAndCsv();
@@ -339,6 +340,42 @@ void TestMainWindow::zoomRefetchesVisibleRange()
         QVERIFY(c.steps.back() >= 790); // the whole run again
         QVERIFY(plot->xAxis->range().contains(c.steps.front()) && plot->xAxis->range().contains(c.steps.back()));
     }
+}
+
+void TestMainWindow::curveClickSetsStepAndSamplesAxis()
+{
+    CurveView *curves = m_window->curves();
+    curves->setStatistic(QStringLiteral("lm loss"));
+    curves->resetZoom();
+    QCustomPlot *plot = curves->plot();
+    const auto &c = curves->curves().front();
+    const double target = c.steps[c.steps.size() / 3];
+    const QPoint at(int(std::lround(plot->xAxis->coordToPixel(target))), plot->axisRect()->center().y());
+    const int run = m_window->selection()->run();
+    QTest::mouseClick(plot, Qt::LeftButton, {}, at);
+    // The nearest logged step to the click (within a pixel of the target).
+    QVERIFY(std::abs(double(m_window->selection()->step()) - target)
+        <= std::abs(plot->xAxis->pixelToCoord(at.x() + 1) - plot->xAxis->pixelToCoord(at.x())) + 1);
+    QCOMPARE(m_window->selection()->run(), run);
+    // x by consumed samples: each point sits at the run's consumed samples of its step.
+    curves->setXBySamples(true);
+    const auto &d = curves->curves().front();
+    RunStore &store = m_window->workspace()->store(d.run);
+    const auto samples = store.seriesAt(m_window->workspace()->run(d.run).info.id, QString(), QString());
+    int64_t samplesId = -1;
+    for (const SeriesInfo &s : samples) {
+        if (s.key.stat == QLatin1String("consumed samples"))
+            samplesId = s.id;
+    }
+    QVERIFY(samplesId >= 0);
+    const auto raw = d.raw ? d.raw : d.low;
+    for (size_t i : {size_t(0), d.steps.size() / 2, d.steps.size() - 1}) {
+        const auto p = store.valueAt(samplesId, int64_t(d.steps[i]));
+        QVERIFY(p && p->step == int64_t(d.steps[i])); // logged at the same steps
+        QCOMPARE((raw->data()->constBegin() + qsizetype(i))->key, p->value);
+    }
+    QVERIFY(plot->xAxis->label().contains(QStringLiteral("samples")));
+    curves->setXBySamples(false);
 }
 
 void TestMainWindow::hidingARunRemovesItsCurve()
