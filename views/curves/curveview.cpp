@@ -40,6 +40,17 @@ double interpolate(const std::vector<std::pair<double, double>> &xy, double x)
     return x1 == x0 ? y0 : y0 + (y1 - y0) * (x - x0) / (x1 - x0);
 }
 
+// Index of the value nearest to v in a sorted, non-empty vector.
+size_t nearestIndex(const std::vector<double> &sorted, double v)
+{
+    auto it = std::lower_bound(sorted.begin(), sorted.end(), v);
+    if (it == sorted.end())
+        --it;
+    else if (it != sorted.begin() && v - *(it - 1) < *it - v)
+        --it;
+    return size_t(it - sorted.begin());
+}
+
 } // namespace
 
 CurveView::CurveView(Workspace *workspace, Selection *selection, QWidget *parent)
@@ -317,9 +328,10 @@ void CurveView::rebuild()
         }
         if (c.steps.empty())
             continue;
-        QVector<double> xs(qsizetype(c.steps.size()));
+        c.xs.resize(qsizetype(c.steps.size()));
         for (size_t i = 0; i < c.steps.size(); ++i)
-            xs[qsizetype(i)] = xOfStep(r, c.steps[i]);
+            c.xs[qsizetype(i)] = xOfStep(r, c.steps[i]);
+        const QVector<double> &xs = c.xs;
         lo = std::min(lo, xs.front());
         hi = std::max(hi, xs.back());
         QColor faint = run.colour;
@@ -364,10 +376,7 @@ void CurveView::applySmoothing()
     const double strength = smoothingStrength();
     for (RunCurve &c : m_curves) {
         const std::vector<double> s = smooth(c.values, kind, strength);
-        QVector<double> xs(qsizetype(c.steps.size()));
-        for (size_t i = 0; i < c.steps.size(); ++i)
-            xs[qsizetype(i)] = xOfStep(c.run, c.steps[i]);
-        c.smoothed->setData(xs, QVector<double>(s.begin(), s.end()), true);
+        c.smoothed->setData(c.xs, QVector<double>(s.begin(), s.end()), true);
         if (c.raw) {
             QColor col = m_workspace->run(c.run).colour;
             col.setAlpha(kind == Smoothing::None ? 255 : 70);
@@ -419,13 +428,7 @@ QString CurveView::toolTipAt(double x) const
 {
     QStringList lines;
     for (const RunCurve &c : m_curves) {
-        const double step = stepOfX(c.run, x);
-        auto it = std::lower_bound(c.steps.begin(), c.steps.end(), step);
-        if (it == c.steps.end())
-            --it;
-        else if (it != c.steps.begin() && step - *(it - 1) < *it - step)
-            --it;
-        const size_t i = size_t(it - c.steps.begin());
+        const size_t i = nearestIndex(c.steps, stepOfX(c.run, x));
         const WorkspaceRun &run = m_workspace->run(c.run);
         const QString value = c.bucketed
             ? tr("%1 .. %2").arg(QString::number(c.mins[i], 'g', 5), QString::number(c.maxs[i], 'g', 5))
@@ -442,7 +445,7 @@ QString CurveView::csv() const
         const std::vector<double> s = smooth(c.values, smoothingKind(), smoothingStrength());
         for (size_t i = 0; i < c.steps.size(); ++i) {
             out += m_workspace->run(c.run).info.name + QLatin1Char(',') + QString::number(qint64(c.steps[i]))
-                + QLatin1Char(',') + QString::number(xOfStep(c.run, c.steps[i]), 'g', 17) + QLatin1Char(',')
+                + QLatin1Char(',') + QString::number(c.xs[qsizetype(i)], 'g', 17) + QLatin1Char(',')
                 + QString::number(c.values[i], 'g', 17) + QLatin1Char(',') + QString::number(c.mins[i], 'g', 17)
                 + QLatin1Char(',') + QString::number(c.maxs[i], 'g', 17) + QLatin1Char(',')
                 + QString::number(s[i], 'g', 17) + QLatin1Char('\n');
@@ -474,15 +477,10 @@ void CurveView::onMouseRelease(QMouseEvent *event)
         if (c.run == m_selection->run())
             curve = &c;
     }
-    const double step = stepOfX(curve->run, x);
-    auto it = std::lower_bound(curve->steps.begin(), curve->steps.end(), step);
-    if (it == curve->steps.end())
-        --it;
-    else if (it != curve->steps.begin() && step - *(it - 1) < *it - step)
-        --it;
+    const size_t i = nearestIndex(curve->steps, stepOfX(curve->run, x));
     if (m_selection->run() < 0)
         m_selection->setRun(curve->run);
-    m_selection->setStep(qint64(*it));
+    m_selection->setStep(qint64(curve->steps[i]));
 }
 
 } // namespace fp8scope

@@ -8,6 +8,8 @@
 #include "core/analysis/smoothing.h"
 #include "views/plotting/plotview.h"
 
+#include <QVector>
+
 #include <vector>
 
 class QCheckBox;
@@ -44,6 +46,7 @@ public:
     struct RunCurve {
         int run = -1;
         std::vector<double> steps;
+        QVector<double> xs; // plot x of each step (the step, or consumed samples)
         std::vector<double> values;
         std::vector<double> mins;
         std::vector<double> maxs;
