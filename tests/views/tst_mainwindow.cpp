@@ -91,6 +91,7 @@ private Q_SLOTS:
     void exportsPlotsAndCsv();
     void corruptLogShowsInProblemsPanel();
     void dropOpensFolder();
+    void longSeriesDrawsBucketsUntilZoomedIn();
     void settingsPersist();
     void demoOpensWithSyntheticTitle();
     void cleanupTestCase();
@@ -400,6 +401,23 @@ void TestMainWindow::recomputeWithAnotherRecipe()
     QTRY_VERIFY_WITH_TIMEOUT(hist->metrics().has_value() && hist->metrics()->recipe == QLatin1String("mxfp8"), 30000);
     QVERIFY(hist->metrics()->blocks == 64 * 256 / 32);
     QVERIFY(hist->metrics()->mse != before);
+    // Before/after scaling: the bars are the input's or the scaled values' binades.
+    auto *bars = qobject_cast<QCPBars *>(hist->plot()->plottable(0));
+    auto binsOf = [](const auto &hist) {
+        int n = 0;
+        for (auto v : hist)
+            n += v != 0;
+        return n;
+    };
+    hist->setAfterScaling(false);
+    QCOMPARE(bars->data()->size(), binsOf(hist->metrics()->histIn));
+    QCOMPARE(bars->data()->constBegin()->key,
+        fp8math::histBinLog2(int(
+            std::find_if(hist->metrics()->histIn.begin(), hist->metrics()->histIn.end(), [](auto v) { return v != 0; })
+            - hist->metrics()->histIn.begin()))
+            + 0.5);
+    hist->setAfterScaling(true);
+    QCOMPARE(bars->data()->size(), binsOf(hist->metrics()->histScaled));
     // The new statistics arrive in the table, as recomputed under mxfp8 at the dump's step.
     const QString step = QString::number(hist->dump()->dump.step);
     QTRY_VERIFY(tableRows(m_window->statsTable())
@@ -499,6 +517,40 @@ void TestMainWindow::dropOpensFolder()
     QVERIFY(ready.wait(60000));
     QCOMPARE(m_window->workspace()->folders(), QStringList {QFileInfo(m_pair).absoluteFilePath()});
     QCOMPARE(m_window->problemsTable()->model()->rowCount(), 0);
+}
+
+void TestMainWindow::longSeriesDrawsBucketsUntilZoomedIn()
+{
+    const QString dir = m_tmp.filePath(QStringLiteral("long"));
+    QDir().mkpath(dir);
+    QByteArray csv = "step,lm loss\n";
+    for (int i = 0; i < 20000; ++i)
+        csv += QByteArray::number(i) + ',' + QByteArray::number(i == 12345 ? 99.0 : 3.0 + (i % 7) * 0.01) + '\n';
+    QFile f(dir + QStringLiteral("/history_long.csv"));
+    QVERIFY(f.open(QIODevice::WriteOnly) && f.write(csv) == csv.size());
+    f.close();
+    openAndWait({dir});
+    CurveView *curves = m_window->curves();
+    curves->setStatistic(QStringLiteral("lm loss"));
+    QCOMPARE(curves->curves().size(), size_t(1));
+    const auto &all = curves->curves().front();
+    // More points than pixels: min/max buckets, no more than the plot is wide, the spike kept.
+    QVERIFY(all.bucketed);
+    // (the axis rect can narrow by a few pixels once the new tick labels are laid out)
+    QVERIFY(all.steps.size() <= size_t(1.1 * std::max(100, curves->plot()->axisRect()->width())));
+    QVERIFY(all.steps.size() < 20000 / 10);
+    QCOMPARE(*std::max_element(all.maxs.begin(), all.maxs.end()), 99.0);
+    QVERIFY(all.low && all.high);
+    // Zoomed in to fewer points than pixels: every point, as logged.
+    curves->plot()->xAxis->setRange(12300, 12400);
+    curves->refetchNow();
+    const auto &zoomed = curves->curves().front();
+    QVERIFY(!zoomed.bucketed);
+    QVERIFY(zoomed.steps.size() >= 101);
+    const auto spike = std::find(zoomed.steps.begin(), zoomed.steps.end(), 12345.0);
+    QVERIFY(spike != zoomed.steps.end());
+    QCOMPARE(zoomed.values[size_t(spike - zoomed.steps.begin())], 99.0);
+    openAndWait({m_pair});
 }
 
 void TestMainWindow::settingsPersist()
