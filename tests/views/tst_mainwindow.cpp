@@ -23,6 +23,7 @@
 #include <QMenu>
 #include <QMimeData>
 #include <QPlainTextEdit>
+#include <QProgressBar>
 #include <QSignalSpy>
 #include <QSlider>
 #include <QSortFilterProxyModel>
@@ -30,6 +31,7 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QToolButton>
 #include <QTreeView>
 
 #include <cmath>
@@ -92,6 +94,7 @@ private Q_SLOTS:
     void corruptLogShowsInProblemsPanel();
     void dropOpensFolder();
     void longSeriesDrawsBucketsUntilZoomedIn();
+    void cancelStopsLoadingAndKeepsWhatWasRead();
     void settingsPersist();
     void demoOpensWithSyntheticTitle();
     void cleanupTestCase();
@@ -550,6 +553,35 @@ void TestMainWindow::longSeriesDrawsBucketsUntilZoomedIn()
     const auto spike = std::find(zoomed.steps.begin(), zoomed.steps.end(), 12345.0);
     QVERIFY(spike != zoomed.steps.end());
     QCOMPARE(zoomed.values[size_t(spike - zoomed.steps.begin())], 99.0);
+    openAndWait({m_pair});
+}
+
+void TestMainWindow::cancelStopsLoadingAndKeepsWhatWasRead()
+{
+    // 40 files of 40,000 points: seconds of ingest, committed file by file.
+    const QString dir = m_tmp.filePath(QStringLiteral("many"));
+    QDir().mkpath(dir);
+    for (int f = 0; f < 40; ++f) {
+        QByteArray csv = "step,metric_" + QByteArray::number(f) + "\n";
+        for (int i = 0; i < 40000; ++i)
+            csv += QByteArray::number(i) + ",1.5\n";
+        QFile out(dir + QStringLiteral("/part_%1.csv").arg(f, 2, 10, QLatin1Char('0')));
+        QVERIFY(out.open(QIODevice::WriteOnly) && out.write(csv) == csv.size());
+    }
+    auto *progress = m_window->findChild<QProgressBar *>(QStringLiteral("jobProgress"));
+    auto *cancel = m_window->findChild<QToolButton *>(QStringLiteral("cancelJob"));
+    QVERIFY(progress && cancel);
+    QSignalSpy ready(m_window.get(), &MainWindow::ready);
+    m_window->openFolders({dir});
+    QTRY_VERIFY(cancel->isVisible() && progress->value() > 0); // reading, one file or more done
+    QTest::mouseClick(cancel, Qt::LeftButton);
+    QVERIFY(ready.wait(60000));
+    // What was committed before the cancel opens; the rest was never read.
+    QCOMPARE(m_window->workspace()->runCount(), 1);
+    const int64_t series = int64_t(
+        m_window->workspace()->store(0).seriesAt(m_window->workspace()->run(0).info.id, QString(), QString()).size());
+    QVERIFY2(series >= 1 && series < 40, qPrintable(QString::number(series)));
+    QTRY_VERIFY(!cancel->isVisible());
     openAndWait({m_pair});
 }
 

@@ -254,6 +254,14 @@ void CurveView::reloadStatistics()
     rebuild();
 }
 
+void CurveView::resizeEvent(QResizeEvent *event)
+{
+    PlotView::resizeEvent(event);
+    // Buckets are one per pixel column: a wider or narrower plot asks again.
+    if (m_haveRange)
+        scheduleRefetch();
+}
+
 void CurveView::scheduleRefetch()
 {
     m_refetch->start();

@@ -63,6 +63,9 @@ public:
     // Replots now (benchmarks, tests); normal updates are coalesced.
     void refetchNow();
 
+protected:
+    void resizeEvent(QResizeEvent *event) override;
+
 private:
     void reloadStatistics();
     void scheduleRefetch();
