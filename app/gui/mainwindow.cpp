@@ -198,7 +198,7 @@ void MainWindow::createMenus()
     open->setShortcut(QKeySequence::Open);
     m_recentMenu = file->addMenu(tr("Open &Recent"));
     m_recentMenu->setObjectName(QStringLiteral("recentMenu"));
-    file->addAction(tr("Open &Demo (synthetic data)"), this, &MainWindow::openDemo);
+    file->addAction(tr("Open &Demo (synthetic data)"), this, [this] { openDemo(); });
     file->addSeparator();
     QAction *quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
@@ -312,11 +312,13 @@ void MainWindow::openFolders(const QStringList &folders)
     updateTitle();
 }
 
-void MainWindow::openDemo()
+void MainWindow::openDemo(const DemoOptions &options)
 {
-    const QString dir = QStandardPaths::writableLocation(QStandardPaths::CacheLocation) + QStringLiteral("/demo-seed1");
+    // One folder per option set, so a cached pair always matches what was asked for.
+    const QString dir = QStandardPaths::writableLocation(QStandardPaths::CacheLocation)
+        + QStringLiteral("/demo-seed%1-layers%2-steps%3").arg(options.seed).arg(options.layers).arg(options.steps);
     m_selection->clear();
-    m_workspace->openDemo(dir, DemoOptions {});
+    m_workspace->openDemo(dir, options);
     updateTitle();
 }
 

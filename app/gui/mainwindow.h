@@ -4,6 +4,7 @@
 // job's progress and cancel button.
 #pragma once
 
+#include "core/demo/demogenerator.h"
 #include "core/numerics/backendselect.h"
 
 #include <QMainWindow>
@@ -39,7 +40,7 @@ public:
 
     void openFolders(const QStringList &folders);
     // Generates the demo pair once into the user cache directory and opens it.
-    void openDemo();
+    void openDemo(const DemoOptions &options = {});
 
     Workspace *workspace() const { return m_workspace; }
     Selection *selection() const { return m_selection; }

@@ -609,7 +609,10 @@ void TestMainWindow::demoOpensWithSyntheticTitle()
     MainWindow window(BackendChoice::Cpu, nullptr);
     window.show();
     QSignalSpy ready(&window, &MainWindow::ready);
-    window.openDemo();
+    DemoOptions small; // the default pair takes long under the sanitizers; the path is the same
+    small.layers = 4;
+    small.steps = 600;
+    window.openDemo(small);
     QVERIFY(ready.wait(120000));
     QVERIFY(window.windowTitle().contains(QStringLiteral("demo (synthetic data)")));
     QCOMPARE(window.workspace()->runCount(), 2);
