@@ -62,6 +62,12 @@ Statement &Statement::bind(int i, const QString &v)
     return *this;
 }
 
+Statement &Statement::bindUtf8(int i, std::string_view v)
+{
+    sqlite3_bind_text(m_stmt, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
+    return *this;
+}
+
 Statement &Statement::bindNull(int i)
 {
     sqlite3_bind_null(m_stmt, i);
@@ -106,6 +112,12 @@ QString Statement::text(int col) const
     return p ? QString::fromUtf8(p, sqlite3_column_bytes(m_stmt, col)) : QString();
 }
 
+std::string_view Statement::utf8(int col) const
+{
+    const auto *p = reinterpret_cast<const char *>(sqlite3_column_text(m_stmt, col));
+    return p ? std::string_view(p, size_t(sqlite3_column_bytes(m_stmt, col))) : std::string_view();
+}
+
 bool Statement::isNull(int col) const
 {
     return sqlite3_column_type(m_stmt, col) == SQLITE_NULL;
@@ -123,7 +135,8 @@ Database::~Database()
 
 bool Database::open(const QString &path, QString *error)
 {
-    if (sqlite3_open_v2(path.toUtf8().constData(), &m_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr)
+    if (sqlite3_open_v2(path.toUtf8().constData(), &m_db,
+            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr)
         != SQLITE_OK) {
         *error = QStringLiteral("%1: %2").arg(path, QString::fromUtf8(sqlite3_errmsg(m_db)));
         sqlite3_close_v2(m_db);

@@ -4,6 +4,8 @@
 
 #include <QString>
 
+#include <string_view>
+
 #include <cstdint>
 #include <memory>
 
@@ -29,6 +31,8 @@ public:
     Statement &bind(int i, double v); // NaN binds NULL
     Statement &bind(int i, const QString &v);
     Statement &bindNull(int i);
+    // UTF-8 text that is already encoded (copied by SQLite).
+    Statement &bindUtf8(int i, std::string_view v);
     // Steps once: true while a row is available. exec() steps to the end and resets.
     bool next();
     bool exec();
@@ -37,6 +41,8 @@ public:
     int64_t int64(int col) const;
     double real(int col) const; // NULL reads as NaN
     QString text(int col) const;
+    // The column's UTF-8 text without conversion; valid until the next step, reset or column call.
+    std::string_view utf8(int col) const;
     bool isNull(int col) const;
     QString error() const;
 

@@ -1,5 +1,7 @@
 #include "runstore.h"
 
+#include "pointchunks.h"
+
 #include "core/importers/folderscanner.h"
 
 #include <QCryptographicHash>
@@ -11,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <map>
 #include <set>
@@ -19,9 +22,8 @@ namespace fp8scope {
 
 namespace {
 
-constexpr int kSchemaVersion = 2;
-// Points per summary block (point_blocks) that long-range series queries read instead of the points.
-constexpr int64_t kBlockPoints = 64;
+constexpr int kSchemaVersion = 3;
+using pointchunks::kChunkPoints;
 
 // Version 1. Every statistic is a series keyed by (run, layer, tensor, stat, source, recipe); empty text
 // stands for "none" so that the key stays unique.
@@ -63,45 +65,22 @@ CREATE TABLE point_blocks(
     min REAL, max REAL, PRIMARY KEY(series_id, first_step)) WITHOUT ROWID;
 )";
 
-// Rebuilds the summary blocks of one series from the block holding `fromStep` on.
-bool rebuildBlocks(Database &db, int64_t series, int64_t fromStep)
-{
-    Statement start = db.prepare("SELECT MAX(first_step) FROM point_blocks WHERE series_id=? AND first_step<=?");
-    start.bind(1, series).bind(2, fromStep);
-    const int64_t begin = start.next() && !start.isNull(0) ? start.int64(0) : std::numeric_limits<int64_t>::min();
-    Statement del = db.prepare("DELETE FROM point_blocks WHERE series_id=? AND first_step>=?");
-    if (!del.bind(1, series).bind(2, begin).exec())
-        return false;
-    Statement pts = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step>=? ORDER BY step");
-    pts.bind(1, series).bind(2, begin);
-    Statement ins
-        = db.prepare("INSERT INTO point_blocks(series_id, first_step, last_step, n, min, max) VALUES(?,?,?,?,?,?)");
-    int64_t n = 0, first = 0, last = 0;
-    double lo = NAN, hi = NAN;
-    auto emit = [&] {
-        ins.bind(1, series).bind(2, first).bind(3, last).bind(4, n).bind(5, lo).bind(6, hi);
-        return ins.exec();
-    };
-    while (pts.next()) {
-        const int64_t step = pts.int64(0);
-        const double v = pts.real(1);
-        if (n == 0) {
-            first = step;
-            lo = hi = NAN;
-        }
-        last = step;
-        if (!std::isnan(v)) {
-            lo = std::isnan(lo) ? v : std::min(lo, v);
-            hi = std::isnan(hi) ? v : std::max(hi, v);
-        }
-        if (++n == kBlockPoints) {
-            if (!emit())
-                return false;
-            n = 0;
-        }
-    }
-    return n == 0 || emit();
-}
+// Version 3: points kept in chunks (core/store/pointchunks.h); the chunk rows carry the min/max summaries
+// that version 2 kept in point_blocks. `points` becomes a view with the version 1 columns.
+const char *const kSchemaV3Create = R"(
+CREATE TABLE point_chunks(
+    series_id INTEGER NOT NULL, first_step INTEGER NOT NULL, last_step INTEGER NOT NULL, n INTEGER NOT NULL,
+    min REAL, max REAL, data TEXT NOT NULL, PRIMARY KEY(series_id, first_step)) WITHOUT ROWID;
+-- The summaries without the data: what long-range queries scan.
+CREATE INDEX point_chunks_summary ON point_chunks(series_id, first_step, last_step, n, min, max);
+)";
+const char *const kSchemaV3Finish = R"(
+DROP TABLE points;
+DROP TABLE point_blocks;
+CREATE VIEW points(series_id, step, value, wall_time) AS
+    SELECT c.series_id, json_extract(e.value, '$[0]'), json_extract(e.value, '$[1]'), json_extract(e.value, '$[2]')
+    FROM point_chunks c, json_each(c.data) e;
+)";
 
 QString seriesCacheKey(int64_t run, const SeriesKey &k)
 {
@@ -125,7 +104,6 @@ public:
         : m_db(db)
         , m_fileId(fileId)
     {
-        m_insertPoint = db.prepare("INSERT OR REPLACE INTO points(series_id, step, value, wall_time) VALUES(?,?,?,?)");
         m_findSeries = db.prepare(
             "SELECT id FROM series WHERE run_id=? AND layer=? AND tensor=? AND stat=? AND source=? AND recipe=?");
         m_insertSeries
@@ -150,6 +128,7 @@ public:
 
     void useRun(const QString &name) override { m_run = name.isEmpty() ? m_defaultRun : runId(name); }
 
+    // The handle is a slot of this sink (dense, so a point finds its series' buffer without a lookup).
     int64_t series(const SeriesKey &key) override
     {
         const QString ck = seriesCacheKey(m_run, key);
@@ -177,48 +156,68 @@ public:
             id = m_db.lastInsertId();
         }
         m_findSeries.reset();
-        m_series.insert(ck, id);
-        return id;
+        const int64_t slot = int64_t(m_slots.size());
+        m_slots.push_back({id, {}, true});
+        m_series.insert(ck, slot);
+        return slot;
     }
 
     void point(int64_t series, int64_t step, double value, double wallTime) override
     {
-        m_rows.push_back({series, step, value, wallTime});
-        if (m_rows.size() >= kBatch)
+        Slot &slot = m_slots[size_t(series)];
+        slot.sorted = slot.sorted && (slot.points.empty() || slot.points.back().step <= step);
+        slot.points.push_back({step, value, wallTime});
+        if (++m_buffered >= kBatch)
             flushPoints();
     }
 
-    // Points are written sorted by (series, step): appends to the clustered index instead of random
-    // inserts. Later duplicates of a key win, as they would one by one.
+    // Each series' buffered points go to its chunks in step order; of equal steps the later wins, as it
+    // would one by one. The chunks are written on a second thread while the importer parses on (the
+    // connection is serialized; that thread only touches point_chunks, a WITHOUT ROWID table, so it never
+    // moves last_insert_rowid under series()). Logs arrive in step order, so sorting is the exception.
     void flushPoints()
     {
-        std::stable_sort(m_rows.begin(), m_rows.end(),
-            [](const Row &a, const Row &b) { return a.series != b.series ? a.series < b.series : a.step < b.step; });
-        for (const Row &r : m_rows) {
-            auto t = m_touched.find(r.series);
-            if (t == m_touched.end())
-                m_touched.insert(r.series, r.step);
-            else if (r.step < t.value())
-                t.value() = r.step;
-            m_insertPoint.bind(1, r.series).bind(2, r.step).bind(3, r.value).bind(4, r.wall);
-            if (m_insertPoint.exec())
-                ++points;
-            else
-                ++failures;
+        waitForWriter();
+        std::vector<Slot> batch;
+        batch.reserve(m_slots.size());
+        for (Slot &slot : m_slots) {
+            batch.push_back({slot.id, std::move(slot.points), slot.sorted});
+            slot.points = {};
+            slot.sorted = true;
         }
-        m_rows.clear();
+        m_buffered = 0;
+        m_writer = std::async(std::launch::async, [this, batch = std::move(batch)]() mutable {
+            WriteCount c;
+            for (Slot &slot : batch) {
+                if (slot.points.empty())
+                    continue;
+                if (!slot.sorted)
+                    std::stable_sort(slot.points.begin(), slot.points.end(),
+                        [](const pointchunks::Point &a, const pointchunks::Point &b) { return a.step < b.step; });
+                c.points += int64_t(slot.points.size());
+                if (!m_chunks.merge(slot.id, slot.points))
+                    ++c.failures;
+            }
+            return c;
+        });
     }
 
-    // Brings the summary blocks of every series this file touched up to date.
+    void waitForWriter()
+    {
+        if (!m_writer.valid())
+            return;
+        const WriteCount c = m_writer.get();
+        points += c.points;
+        failures += c.failures;
+    }
+
     void finish()
     {
         flushPoints();
-        for (auto it = m_touched.begin(); it != m_touched.end(); ++it) {
-            if (!rebuildBlocks(m_db, it.key(), it.value()))
-                ++failures;
-        }
-        m_touched.clear();
+        waitForWriter();
     }
+
+    ~FileSink() override { waitForWriter(); }
 
     void eval(const EvalRecord &e) override
     {
@@ -296,16 +295,22 @@ private:
     int64_t m_run = 0;
     QHash<QString, int64_t> m_runs;
     QHash<QString, int64_t> m_series;
-    Statement m_insertPoint, m_findSeries, m_insertSeries, m_insertConfig, m_insertProblem;
-    struct Row {
-        int64_t series;
-        int64_t step;
-        double value;
-        double wall;
+    Statement m_findSeries, m_insertSeries, m_insertConfig, m_insertProblem;
+    pointchunks::Writer m_chunks {m_db};
+    struct Slot {
+        int64_t id; // series id in the store
+        std::vector<pointchunks::Point> points; // buffered until the next flush
+        bool sorted;
     };
-    static constexpr size_t kBatch = 1 << 20;
-    std::vector<Row> m_rows;
-    QHash<int64_t, int64_t> m_touched; // series -> smallest step written
+    struct WriteCount {
+        int64_t points = 0;
+        int64_t failures = 0;
+    };
+    // Half a million points a batch: two batches in flight stay well under the memory budget.
+    static constexpr size_t kBatch = 1 << 19;
+    std::vector<Slot> m_slots;
+    size_t m_buffered = 0;
+    std::future<WriteCount> m_writer;
 };
 
 } // namespace
@@ -384,18 +389,36 @@ bool RunStore::migrate(QString *error)
     // Migrations run in order; version 1 is the first schema.
     if (version < 1 && !m_db.exec(kSchemaV1, error))
         return false;
-    if (version < 2) {
-        if (!m_db.exec(kSchemaV2, error))
+    if (version < 2 && !m_db.exec(kSchemaV2, error))
+        return false;
+    if (version < 3) {
+        // Every series' points into chunks, then the view in place of the table.
+        if (!m_db.exec(kSchemaV3Create, error))
             return false;
-        Statement all = m_db.prepare("SELECT id FROM series");
-        std::vector<int64_t> ids;
-        while (all.next())
-            ids.push_back(all.int64(0));
-        for (int64_t id : ids) {
-            if (!rebuildBlocks(m_db, id, std::numeric_limits<int64_t>::min())) {
-                *error = m_db.lastError();
-                return false;
+        Statement all = m_db.prepare("SELECT series_id, step, value, wall_time FROM points ORDER BY series_id, step");
+        pointchunks::Writer writer(m_db);
+        std::vector<pointchunks::Point> group;
+        int64_t series = -1;
+        auto flush = [&] {
+            const bool ok = group.empty() || writer.merge(series, group);
+            group.clear();
+            return ok;
+        };
+        while (all.next()) {
+            if (all.int64(0) != series) {
+                if (!flush()) {
+                    *error = m_db.lastError();
+                    return false;
+                }
+                series = all.int64(0);
             }
+            group.push_back({all.int64(1), all.real(2), all.real(3)});
+        }
+        all.reset();
+        if (!flush() || !m_db.exec(kSchemaV3Finish, error)) {
+            if (error->isEmpty())
+                *error = m_db.lastError();
+            return false;
         }
     }
     Statement set = m_db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)");
@@ -523,7 +546,7 @@ std::vector<RunInfo> RunStore::runs() const
     Statement s = const_cast<Database &>(m_db).prepare(
         "SELECT r.id, r.name, r.display_name, r.precision, r.recipe, r.baseline, r.inference_precision, r.notes, "
         "(SELECT COUNT(*) FROM series WHERE run_id=r.id), "
-        "(SELECT COALESCE(SUM(b.n), 0) FROM point_blocks b JOIN series s ON b.series_id=s.id WHERE s.run_id=r.id) "
+        "(SELECT COALESCE(SUM(c.n), 0) FROM point_chunks c JOIN series s ON c.series_id=s.id WHERE s.run_id=r.id) "
         "FROM runs r ORDER BY r.name");
     while (s.next())
         out.push_back({s.int64(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7),
@@ -549,8 +572,8 @@ std::vector<SeriesInfo> RunStore::findSeries(int64_t runId, const SeriesKey &key
 {
     std::vector<SeriesInfo> out;
     Statement s = const_cast<Database &>(m_db).prepare(
-        "SELECT s.id, s.layer, s.tensor, s.stat, s.source, s.recipe, COUNT(p.step), MIN(p.step), MAX(p.step) "
-        "FROM series s LEFT JOIN points p ON p.series_id=s.id WHERE s.run_id=?1 "
+        "SELECT s.id, s.layer, s.tensor, s.stat, s.source, s.recipe, COALESCE(SUM(c.n), 0), MIN(c.first_step), "
+        "MAX(c.last_step) FROM series s LEFT JOIN point_chunks c ON c.series_id=s.id WHERE s.run_id=?1 "
         "AND (?2='' OR s.layer=?2) AND (?3='' OR s.tensor=?3) AND (?4='' OR s.stat=?4) AND (?5='' OR s.source=?5) "
         "AND (?6='' OR s.recipe=?6) GROUP BY s.id ORDER BY s.stat, s.tensor, s.layer, s.source");
     s.bind(1, runId).bind(2, key.layer).bind(3, key.tensor).bind(4, key.stat).bind(5, key.source).bind(6, key.recipe);
@@ -579,39 +602,56 @@ std::vector<SeriesInfo> RunStore::seriesAt(int64_t runId, const QString &layer, 
 std::optional<SeriesPoint> RunStore::valueAt(int64_t seriesId, int64_t step) const
 {
     auto &db = const_cast<Database &>(m_db);
-    Statement s = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step<=? ORDER BY step DESC LIMIT 1");
+    Statement s = db.prepare(
+        "SELECT data FROM point_chunks WHERE series_id=? AND first_step<=? ORDER BY first_step DESC LIMIT 1");
     s.bind(1, seriesId).bind(2, step);
+    bool before = true;
     if (!s.next()) {
-        s = db.prepare("SELECT step, value FROM points WHERE series_id=? ORDER BY step LIMIT 1");
+        // Every point lies after `step`: the first one.
+        s = db.prepare("SELECT data FROM point_chunks WHERE series_id=? ORDER BY first_step LIMIT 1");
         s.bind(1, seriesId);
         if (!s.next())
             return std::nullopt;
+        before = false;
     }
-    const double v = s.real(1);
-    return SeriesPoint {s.int64(0), s.int64(0), v, v, v, 1};
+    std::vector<pointchunks::Point> chunk;
+    if (!pointchunks::decode(s.utf8(0), &chunk) || chunk.empty())
+        return std::nullopt;
+    const pointchunks::Point *p = &chunk.front();
+    if (before) {
+        for (const auto &q : chunk) {
+            if (q.step <= step)
+                p = &q;
+        }
+    }
+    return SeriesPoint {p->step, p->step, p->value, p->value, p->value, 1};
 }
 
 std::vector<SeriesPoint> RunStore::points(int64_t seriesId, int64_t from, int64_t to, int maxPoints) const
 {
     std::vector<SeriesPoint> out;
     auto &db = const_cast<Database &>(m_db);
-    // How many points the range holds, from the summary blocks (exact but for the two edge blocks).
-    Statement count = db.prepare("SELECT COALESCE(SUM(n), 0), MIN(first_step), MAX(last_step) FROM point_blocks "
-                                 "WHERE series_id=? AND last_step>=? AND first_step<=?");
-    count.bind(1, seriesId).bind(2, from).bind(3, to);
+    if (from > to)
+        return out;
+    // Chunks do not overlap: those meeting [from, to] start at the last chunk starting at or before `from`.
+    const int64_t start = pointchunks::firstChunkFor(db, seriesId, from);
+    // How many points the range holds, from the chunk counts (exact but for the two edge chunks).
+    Statement count = db.prepare("SELECT COALESCE(SUM(n), 0), MIN(first_step), MAX(last_step) FROM point_chunks "
+                                 "WHERE series_id=? AND first_step BETWEEN ? AND ? AND last_step>=?");
+    count.bind(1, seriesId).bind(2, start).bind(3, to).bind(4, from);
     count.next();
     const int64_t approx = count.int64(0);
+    if (approx == 0)
+        return out;
     if (maxPoints <= 0 || approx <= maxPoints) {
-        Statement s
-            = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step BETWEEN ? AND ? ORDER BY step");
-        s.bind(1, seriesId).bind(2, from).bind(3, to);
-        while (s.next()) {
-            const double v = s.real(1);
-            out.push_back({s.int64(0), s.int64(0), v, v, v, 1});
-        }
-        if (maxPoints <= 0 || int64_t(out.size()) <= maxPoints)
+        std::vector<pointchunks::Point> pts;
+        pointchunks::read(db, seriesId, from, to, &pts);
+        if (maxPoints <= 0 || int64_t(pts.size()) <= maxPoints) {
+            out.reserve(pts.size());
+            for (const auto &p : pts)
+                out.push_back({p.step, p.step, p.value, p.value, p.value, 1});
             return out;
-        out.clear();
+        }
     }
     const int64_t lo = std::max(from, count.int64(1));
     const int64_t hi = std::min(to, count.int64(2));
@@ -629,37 +669,39 @@ std::vector<SeriesPoint> RunStore::points(int64_t seriesId, int64_t from, int64_
         b.max = std::isnan(b.max) ? mx : (std::isnan(mx) ? b.max : std::max(b.max, mx));
         b.count += n;
     };
-    if (approx / maxPoints >= 2 * kBlockPoints) {
-        // Many points per bucket: whole blocks inside the range by their summaries, the edges point by point.
-        // A block counts in the bucket where it starts (it spans at most half a bucket).
-        Statement blocks = db.prepare("SELECT first_step, last_step, n, min, max FROM point_blocks "
-                                      "WHERE series_id=? AND first_step>=? AND last_step<=? ORDER BY first_step");
-        blocks.bind(1, seriesId).bind(2, from).bind(3, to);
-        int64_t innerFirst = std::numeric_limits<int64_t>::max(), innerLast = std::numeric_limits<int64_t>::min();
-        while (blocks.next()) {
-            innerFirst = std::min(innerFirst, blocks.int64(0));
-            innerLast = std::max(innerLast, blocks.int64(1));
-            add(blocks.int64(0), blocks.int64(1), blocks.real(3), blocks.real(4), blocks.int64(2));
+    std::vector<pointchunks::Point> pts;
+    auto addPoints = [&] {
+        for (const auto &p : pts) {
+            if (p.step >= from && p.step <= to)
+                add(p.step, p.step, p.value, p.value, 1);
         }
-        // Two range seeks (an OR would scan the whole range).
-        Statement edge = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step BETWEEN ? AND ?");
-        const std::pair<int64_t, int64_t> edges[]
-            = {{from, innerFirst == std::numeric_limits<int64_t>::max() ? to : innerFirst - 1},
-                {innerLast == std::numeric_limits<int64_t>::min() ? to + 1 : innerLast + 1, to}};
-        for (const auto &[a, b] : edges) {
-            if (a > b)
-                continue;
-            edge.bind(1, seriesId).bind(2, a).bind(3, b);
-            while (edge.next())
-                add(edge.int64(0), edge.int64(0), edge.real(1), edge.real(1), 1);
+    };
+    if (approx / maxPoints >= 2 * kChunkPoints) {
+        // Many points per bucket: chunks inside the range by their summaries (the covering index, no data;
+        // a chunk spans at most half a bucket and counts in the bucket where it starts), the two edge chunks
+        // point by point.
+        Statement sums = db.prepare("SELECT first_step, last_step, n, min, max FROM point_chunks "
+                                    "WHERE series_id=? AND first_step BETWEEN ? AND ? AND last_step>=?");
+        sums.bind(1, seriesId).bind(2, start).bind(3, to).bind(4, from);
+        std::vector<int64_t> edges;
+        while (sums.next()) {
+            if (sums.int64(0) >= from && sums.int64(1) <= to)
+                add(sums.int64(0), sums.int64(1), sums.real(3), sums.real(4), sums.int64(2));
+            else
+                edges.push_back(sums.int64(0));
+        }
+        Statement edge = db.prepare("SELECT data FROM point_chunks WHERE series_id=? AND first_step=?");
+        for (int64_t first : edges) {
+            edge.bind(1, seriesId).bind(2, first);
+            pts.clear();
+            if (edge.next())
+                pointchunks::decode(edge.utf8(0), &pts);
             edge.reset();
+            addPoints();
         }
     } else {
-        Statement s
-            = db.prepare("SELECT step, value FROM points WHERE series_id=? AND step BETWEEN ? AND ? ORDER BY step");
-        s.bind(1, seriesId).bind(2, from).bind(3, to);
-        while (s.next())
-            add(s.int64(0), s.int64(0), s.real(1), s.real(1), 1);
+        pointchunks::read(db, seriesId, from, to, &pts);
+        addPoints();
     }
     for (SeriesPoint &b : buckets) {
         if (b.count > 0) {
@@ -691,16 +733,21 @@ Heatmap RunStore::heatmap(int64_t runId, const QString &stat, const QString &ten
     std::sort(layerSeries.begin(), layerSeries.end(),
         [](const auto &a, const auto &b) { return layerLess(a.first, b.first); });
     std::vector<std::vector<std::pair<int64_t, double>>> rows(layerSeries.size());
-    Statement pts = db.prepare("SELECT step, value FROM points WHERE series_id=? ORDER BY step");
+    Statement chunks = db.prepare("SELECT data FROM point_chunks WHERE series_id=? ORDER BY first_step");
     std::vector<int64_t> steps;
+    std::vector<pointchunks::Point> pts;
     for (size_t i = 0; i < layerSeries.size(); ++i) {
         h.layers << layerSeries[i].first;
-        pts.bind(1, layerSeries[i].second);
-        while (pts.next()) {
-            rows[i].emplace_back(pts.int64(0), pts.real(1));
-            steps.push_back(pts.int64(0));
+        chunks.bind(1, layerSeries[i].second);
+        while (chunks.next()) {
+            pts.clear();
+            pointchunks::decode(chunks.utf8(0), &pts);
+            for (const auto &p : pts) {
+                rows[i].emplace_back(p.step, p.value);
+                steps.push_back(p.step);
+            }
         }
-        pts.reset();
+        chunks.reset();
     }
     std::sort(steps.begin(), steps.end());
     steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
