@@ -376,6 +376,7 @@ bool RunStore::migrate(QString *error)
         return false;
     Statement s = m_db.prepare("SELECT value FROM meta WHERE key='schema_version'");
     const int version = s.next() ? s.text(0).toInt() : 0;
+    s.reset(); // a pending read would block the DROP TABLE of a migration
     if (version > kSchemaVersion) {
         *error = QStringLiteral("%1: store schema %2 is newer than this fp8scope (%3)")
                      .arg(m_path)
