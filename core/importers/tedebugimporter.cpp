@@ -6,6 +6,7 @@
 #include <QRegularExpression>
 
 #include <charconv>
+#include <cstring>
 
 namespace fp8scope {
 
@@ -100,6 +101,18 @@ qsizetype skipSpaces(QByteArrayView v, qsizetype i)
 
 } // namespace
 
+namespace {
+
+// Where `needle` starts in line at or after `from`, or -1. glibc's memmem (vectorised) is several times
+// faster than QByteArrayView::indexOf on these ~150-byte lines, and this is the hottest loop of ingest.
+template <size_t N> qsizetype find(QByteArrayView line, qsizetype from, const char (&needle)[N])
+{
+    const void *p = memmem(line.data() + from, size_t(line.size() - from), needle, N - 1);
+    return p ? static_cast<const char *>(p) - line.data() : -1;
+}
+
+} // namespace
+
 ReadPosition TeDebugImporter::read(const QString &path, const ReadPosition &from, IngestSink &sink)
 {
     const QString source = QStringLiteral("te-debug rank %1").arg(rankOf(path));
@@ -107,11 +120,11 @@ ReadPosition TeDebugImporter::read(const QString &path, const ReadPosition &from
     QHash<QByteArray, int64_t> handles;
     return readByteLines(path, from, sink, [&](const ByteLine &l) {
         const QByteArrayView line = l.bytes;
-        const qsizetype it = line.indexOf("iteration=");
-        const qsizetype val = it < 0 ? -1 : line.indexOf("value=", it);
+        const qsizetype it = find(line, 0, "iteration=");
+        const qsizetype val = it < 0 ? -1 : find(line, it, "value=");
         if (it < 0 || val < 0)
             return l.complete || line.trimmed().isEmpty(); // other lines of the log are not statistics
-        qsizetype nameStart = line.indexOf(" - INFO - ");
+        qsizetype nameStart = find(line, 0, " - INFO - ");
         nameStart = nameStart < 0 || nameStart > it ? 0 : nameStart + 10;
         const QByteArrayView name = line.sliced(nameStart, it - nameStart).trimmed();
         int64_t step = 0;

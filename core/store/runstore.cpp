@@ -157,7 +157,7 @@ public:
         }
         m_findSeries.reset();
         const int64_t slot = int64_t(m_slots.size());
-        m_slots.push_back({id, {}, true});
+        m_slots.push_back({id, {}, true, {}});
         m_series.insert(ck, slot);
         return slot;
     }
@@ -181,14 +181,18 @@ public:
         std::vector<Slot> batch;
         batch.reserve(m_slots.size());
         for (Slot &slot : m_slots) {
-            batch.push_back({slot.id, std::move(slot.points), slot.sorted});
-            slot.points = {};
+            // The buffer the previous batch used comes back (empty, its capacity kept) for the next one.
+            batch.push_back({slot.id, std::move(slot.points), slot.sorted, {}});
+            slot.points = std::move(slot.spare);
+            slot.points.clear();
+            slot.spare = {};
             slot.sorted = true;
         }
         m_buffered = 0;
         m_writer = std::async(std::launch::async, [this, batch = std::move(batch)]() mutable {
             WriteCount c;
-            for (Slot &slot : batch) {
+            c.batch = std::move(batch);
+            for (Slot &slot : c.batch) {
                 if (slot.points.empty())
                     continue;
                 if (!slot.sorted)
@@ -206,9 +210,11 @@ public:
     {
         if (!m_writer.valid())
             return;
-        const WriteCount c = m_writer.get();
+        WriteCount c = m_writer.get();
         points += c.points;
         failures += c.failures;
+        for (size_t i = 0; i < c.batch.size(); ++i)
+            m_slots[i].spare = std::move(c.batch[i].points);
     }
 
     void finish()
@@ -301,10 +307,12 @@ private:
         int64_t id; // series id in the store
         std::vector<pointchunks::Point> points; // buffered until the next flush
         bool sorted;
+        std::vector<pointchunks::Point> spare; // the buffer being written, back once it is
     };
     struct WriteCount {
         int64_t points = 0;
         int64_t failures = 0;
+        std::vector<Slot> batch;
     };
     // Half a million points a batch: two batches in flight stay well under the memory budget.
     static constexpr size_t kBatch = 1 << 19;
