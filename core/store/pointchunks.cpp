@@ -59,8 +59,12 @@ struct Reader {
         }
         const auto r = std::from_chars(p, end, *v);
         if (r.ec == std::errc::result_out_of_range && r.ptr != p) {
-            // Only +-1e999 overflows (encode writes inf that way); underflow cannot come from to_chars.
-            *v = *p == '-' ? -INFINITY : INFINITY;
+            // encode writes infinities as +-1e999; a hand-edited store may also hold a tiny 1e-999.
+            const std::string_view token(p, size_t(r.ptr - p));
+            const size_t e = token.find_first_of("eE");
+            const bool tiny = e != std::string_view::npos && e + 1 < token.size() && token[e + 1] == '-';
+            const bool negative = *p == '-';
+            *v = tiny ? (negative ? -0.0 : 0.0) : (negative ? -INFINITY : INFINITY);
         } else if (r.ec != std::errc()) {
             return false;
         }

@@ -107,6 +107,13 @@ void TestPointChunks::codecRefusesGarbage()
     for (const char *bad : {"", "[", "[[1,2]", "[[1]]", "[[x,2]]", "[[1,2,3,4]]", "[[1,2]]x", "[1,2]", "[[1,nul]]"})
         QVERIFY2(!pointchunks::decode(bad, &out), bad);
     QVERIFY(pointchunks::decode("[]", &out));
+    // Out of double range, as a hand-edited store might hold: overflow is infinite, underflow zero.
+    out.clear();
+    QVERIFY(pointchunks::decode("[[1,1e-999],[2,-1e-999],[3,-2e400]]", &out));
+    QCOMPARE(out.size(), size_t(3));
+    QCOMPARE(out[0].value, 0.0);
+    QVERIFY(out[1].value == 0.0 && std::signbit(out[1].value));
+    QCOMPARE(out[2].value, -INFINITY);
 }
 
 void TestPointChunks::mergeReplacesGrowsAndInserts()
