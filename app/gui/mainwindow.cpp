@@ -401,8 +401,9 @@ void MainWindow::showProblemLine(const QModelIndex &index)
     const QString path = index.data(ProblemsModel::PathRole).toString();
     const qint64 line = index.data(ProblemsModel::LineRole).toLongLong();
     const qint64 offset = index.data(ProblemsModel::OffsetRole).toLongLong();
-    // A log can be gigabytes: read up to the line off the GUI thread.
-    m_workspace->jobs().submit(
+    // A log can be gigabytes: read up to the line off the GUI thread, on the query queue (the job queue may
+    // be busy recomputing).
+    m_workspace->queries().submit(
         {QString(), QStringLiteral("problemLine"),
             [path, line, offset](JobContext &) -> QVariant { return problemContext(path, line, offset); }},
         this, [this, path](const JobResult &r) {
