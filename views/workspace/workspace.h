@@ -78,8 +78,8 @@ public:
     // a second queue, with its own connection per folder, so they never wait behind a recomputation. The
     // newest query of a slot replaces older ones; done runs on receiver's thread with the work's value.
     using Query = std::function<QVariant(RunStore &store)>;
-    quint64 query(int run, const QString &slot, Query work, QObject *receiver,
-        std::function<void(const QVariant &value)> done);
+    quint64 query(
+        int run, const QString &slot, Query work, QObject *receiver, std::function<void(const QVariant &value)> done);
     JobQueue &queries() { return *m_queries; }
 
     // Recomputes one dump under one recipe in the job queue (a newer request of the same slot replaces an
