@@ -215,7 +215,8 @@ void HistogramView::redraw()
     plot()->yAxis->setRange(0, ymax * 1.15);
 
     const QColor text = palette().color(QPalette::Text);
-    auto shade = [&](double a, double b, const QColor &colour, const QString &label) {
+    // The label hangs from the plot's edge into the middle, so a narrow region never clips it.
+    auto shade = [&](double a, double b, const QColor &colour, const QString &label, Qt::Alignment side) {
         auto *rect = new QCPItemRect(plot());
         rect->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
         rect->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
@@ -227,8 +228,9 @@ void HistogramView::redraw()
         rect->setPen(Qt::NoPen);
         auto *t = new QCPItemText(plot());
         t->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-        t->position->setCoords((a + b) / 2, 0.04);
-        t->setPositionAlignment(Qt::AlignHCenter | Qt::AlignTop);
+        t->position->setCoords(side == Qt::AlignLeft ? a : b, 0.04);
+        t->setPositionAlignment(side | Qt::AlignTop);
+        t->setPadding(QMargins(4, 0, 4, 0));
         t->setText(label);
         t->setColor(colour.darker(120));
     };
@@ -246,8 +248,8 @@ void HistogramView::redraw()
         t->setColor(text);
     };
     if (showRange && m.format != Format::BF16) {
-        shade(xlo, lSub, QColor(0, 90, 200), tr("underflow %1 %").arg(m.underflowPct, 0, 'g', 3));
-        shade(lMax, xhi, QColor(200, 30, 0), tr("saturation %1 %").arg(m.saturationPct, 0, 'g', 3));
+        shade(xlo, lSub, QColor(0, 90, 200), tr("underflow %1 %").arg(m.underflowPct, 0, 'g', 3), Qt::AlignLeft);
+        shade(lMax, xhi, QColor(200, 30, 0), tr("saturation %1 %").arg(m.saturationPct, 0, 'g', 3), Qt::AlignRight);
         line(lSub, tr("min subnormal"), Qt::DotLine);
         line(lNorm, tr("min normal"), Qt::DashLine);
         line(lMax, tr("max %1").arg(double(spec.maxFinite), 0, 'g', 6), Qt::SolidLine);
