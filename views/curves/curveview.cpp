@@ -244,6 +244,12 @@ void CurveView::reloadStatistics()
             i = m_statBox->findData(QStringLiteral("lm loss"));
         m_statBox->setCurrentIndex(std::max(i, 0));
     }
+    // The inverse mapping once here, not on every tooltip and click.
+    m_samplesInverse.assign(m_samples.size(), {});
+    for (size_t r = 0; r < m_samples.size(); ++r) {
+        for (const auto &[step, n] : m_samples[r])
+            m_samplesInverse[r].emplace_back(n, step);
+    }
     bool anySamples = false;
     for (const auto &s : m_samples)
         anySamples = anySamples || s.size() >= 2;
@@ -282,13 +288,10 @@ double CurveView::xOfStep(int run, double step) const
 
 double CurveView::stepOfX(int run, double x) const
 {
-    if (m_xAxis->currentIndex() != 1 || size_t(run) >= m_samples.size() || m_samples[size_t(run)].size() < 2)
+    if (m_xAxis->currentIndex() != 1 || size_t(run) >= m_samplesInverse.size()
+        || m_samplesInverse[size_t(run)].size() < 2)
         return x;
-    std::vector<std::pair<double, double>> inverse;
-    inverse.reserve(m_samples[size_t(run)].size());
-    for (const auto &[s, n] : m_samples[size_t(run)])
-        inverse.emplace_back(n, s);
-    return interpolate(inverse, x);
+    return interpolate(m_samplesInverse[size_t(run)], x);
 }
 
 void CurveView::rebuild()

@@ -89,6 +89,7 @@ private:
     QCPItemStraightLine *m_cursor;
     std::vector<RunCurve> m_curves;
     std::vector<std::vector<std::pair<double, double>>> m_samples; // per run: (step, consumed samples)
+    std::vector<std::vector<std::pair<double, double>>> m_samplesInverse; // per run: (samples, step)
     double m_stepLo = 0, m_stepHi = 0; // full range of the current statistic
     bool m_haveRange = false;
     bool m_inRebuild = false;
