@@ -43,28 +43,32 @@ Partition partitionFor(const ChunkView &c, const QuantPlan &plan)
     return {1, n, 0};
 }
 
-const float *asFloat(const ChunkView &c, int64_t first, int64_t count, std::vector<float> &buffer)
+// float32, bfloat16 and float16 are read by the kernels as they are.
+bool readDirectly(DType t)
 {
-    if (c.dtype == DType::F32)
-        return static_cast<const float *>(c.data) + first;
+    return t == DType::F32 || t == DType::BF16 || t == DType::F16;
+}
+
+cpukernels::Input inputOf(DType t)
+{
+    return t == DType::BF16 ? cpukernels::Input::BF16
+                            : (t == DType::F16 ? cpukernels::Input::F16 : cpukernels::Input::F32);
+}
+
+// `count` elements from `first` as the kernels take them: the chunk's own memory where they read its dtype,
+// else widened to float32 into `buffer` (FP8 dumps, through a table of the 256 codes).
+const void *kernelInput(const ChunkView &c, int64_t first, int64_t count, std::vector<float> &buffer)
+{
+    if (readDirectly(c.dtype))
+        return static_cast<const char *>(c.data) + size_t(first) * size_t(dtypeSize(c.dtype));
+    const fp8math::Format f = c.dtype == DType::F8E4M3 ? fp8math::Format::E4M3 : fp8math::Format::E5M2;
+    const uint8_t *src = static_cast<const uint8_t *>(c.data) + first;
+    float lut[256];
+    for (int i = 0; i < 256; ++i)
+        lut[i] = fp8math::decodeCode(uint32_t(i), f);
     buffer.resize(size_t(count));
-    const size_t n = size_t(count);
-    switch (c.dtype) {
-    case DType::BF16: cpukernels::bf16ToFloat(static_cast<const uint16_t *>(c.data) + first, n, buffer.data()); break;
-    case DType::F16: cpukernels::f16ToFloat(static_cast<const uint16_t *>(c.data) + first, n, buffer.data()); break;
-    case DType::F8E4M3:
-    case DType::F8E5M2: {
-        const fp8math::Format f = c.dtype == DType::F8E4M3 ? fp8math::Format::E4M3 : fp8math::Format::E5M2;
-        const uint8_t *src = static_cast<const uint8_t *>(c.data) + first;
-        float lut[256];
-        for (int i = 0; i < 256; ++i)
-            lut[i] = fp8math::decodeCode(uint32_t(i), f);
-        for (size_t i = 0; i < n; ++i)
-            buffer[i] = lut[src[i]];
-        break;
-    }
-    case DType::F32: break;
-    }
+    for (size_t i = 0; i < size_t(count); ++i)
+        buffer[i] = lut[src[i]];
     return buffer.data();
 }
 
@@ -114,6 +118,7 @@ float CpuBackend::amax(const ChunkView &chunk)
 {
     const int64_t n = chunk.numel();
     const int64_t tiles = (n + kTile - 1) / kTile;
+    const cpukernels::Input in = inputOf(chunk.dtype);
     std::vector<float> partial(static_cast<size_t>(m_threads), 0.0f);
     parallelFor(m_threads, tiles, [&](int64_t t0, int64_t t1, int thread) {
         std::vector<float> buffer;
@@ -121,7 +126,7 @@ float CpuBackend::amax(const ChunkView &chunk)
         for (int64_t t = t0; t < t1; ++t) {
             const int64_t first = t * kTile;
             const int64_t count = std::min(kTile, n - first);
-            a = std::max(a, cpukernels::amaxAbs(asFloat(chunk, first, count, buffer), size_t(count)));
+            a = std::max(a, cpukernels::amaxAbs(kernelInput(chunk, first, count, buffer), in, size_t(count)));
         }
         partial[size_t(thread)] = a;
     });
@@ -136,7 +141,7 @@ void CpuBackend::accumulate(const ChunkView &chunk, const QuantPlan &plan, Metri
         // 16-bit inputs under one scale: count patterns, then evaluate each pattern that occurred once.
         const int64_t tiles = (n + kTile - 1) / kTile;
         parallelFor(m_threads, tiles, [&](int64_t t0, int64_t t1, int thread) {
-            std::vector<uint32_t> counts(size_t(65536) * 4, 0u);
+            std::vector<uint32_t> counts(size_t(65536) * cpukernels::kPatternCopies, 0u);
             const auto *src = static_cast<const uint16_t *>(chunk.data);
             int64_t pending = 0;
             MetricSums &m = partial[size_t(thread)];
@@ -159,32 +164,34 @@ void CpuBackend::accumulate(const ChunkView &chunk, const QuantPlan &plan, Metri
         return;
     }
     const Partition p = partitionFor(chunk, plan);
+    const cpukernels::Input in = inputOf(chunk.dtype);
     parallelFor(m_threads, p.units, [&](int64_t u0, int64_t u1, int thread) {
         MetricSums &m = partial[size_t(thread)];
         std::vector<float> buffer;
         cpukernels::KernelScratch scratch;
-        // Units per tile: as many as fit the tile budget, at least one.
-        const int64_t step = std::max<int64_t>(1, kTile / p.unit);
+        // Inputs read directly go to the kernels in one piece; widened ones a tile's worth of units at a
+        // time (at least one unit).
+        const int64_t step = readDirectly(chunk.dtype) ? u1 - u0 : std::max<int64_t>(1, kTile / p.unit);
         for (int64_t u = u0; u < u1; u += step) {
             const int64_t first = u * p.unit;
             const int64_t count = std::min(std::min(u1, u + step) * p.unit, n) - first;
-            const float *x = asFloat(chunk, first, count, buffer);
+            const void *x = kernelInput(chunk, first, count, buffer);
             const size_t rowLen = size_t(p.rowLen ? p.rowLen : count);
             const size_t rows = size_t(count) / rowLen;
             switch (plan.mode) {
             case ScaleMode::Tensor:
                 cpukernels::accumulateUniform(
-                    x, size_t(count), plan.tensorScale, plan.tensorScaleInv, plan.format, m, scratch);
+                    x, in, size_t(count), plan.tensorScale, plan.tensorScaleInv, plan.format, m, scratch);
                 break;
-            case ScaleMode::RowBlocks: cpukernels::accumulateRowBlocks(x, rowLen, rows, plan, m, scratch); break;
+            case ScaleMode::RowBlocks: cpukernels::accumulateRowBlocks(x, in, rowLen, rows, plan, m, scratch); break;
             case ScaleMode::TileBlocks:
                 if (p.rowLen == 0) {
                     // 1-D: one row, tiles degenerate to blockCols-long runs.
                     QuantPlan flat = plan;
                     flat.blockRows = 1;
-                    cpukernels::accumulateTiles(x, rowLen, 1, flat, m, scratch);
+                    cpukernels::accumulateTiles(x, in, rowLen, 1, flat, m, scratch);
                 } else {
-                    cpukernels::accumulateTiles(x, rowLen, rows, plan, m, scratch);
+                    cpukernels::accumulateTiles(x, in, rowLen, rows, plan, m, scratch);
                 }
                 break;
             }

@@ -1,6 +1,7 @@
 // Highway compiles this file once per SIMD target and dispatches at run time; see cpukernels.h.
-// Sizeless SVE/RVV vectors cannot live in the accumulator struct; fixed-width targets only.
-#define HWY_DISABLED_TARGETS (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128 | HWY_RVV)
+// Sizeless SVE/RVV vectors cannot live in the accumulator struct; fixed-width targets only. AVX3_DL adds
+// nothing these kernels use over AVX3, so it is not compiled.
+#define HWY_DISABLED_TARGETS (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128 | HWY_RVV | HWY_AVX3_DL)
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "core/numerics/cpukernels.cpp"
 #include <hwy/foreach_target.h> // IWYU pragma: keep
@@ -14,41 +15,85 @@
 #include <cstring>
 #include <memory>
 
+#ifndef FP8SCOPE_CPUKERNELS_SHARED
+#define FP8SCOPE_CPUKERNELS_SHARED
+namespace fp8scope::cpukernels::detail {
+
+// One element of any input type, as float32.
+template <Input kIn> inline float loadScalar(const void *x, size_t i)
+{
+    if constexpr (kIn == Input::F32)
+        return static_cast<const float *>(x)[i];
+    else if constexpr (kIn == Input::BF16)
+        return fp8math::bitsFloat(uint32_t(static_cast<const uint16_t *>(x)[i]) << 16);
+    else
+        return fp8math::halfToFloat(static_cast<const uint16_t *>(x)[i]);
+}
+
+// n elements from index i, as float32, into dst (tails handed to the scalar definition).
+template <Input kIn> inline const float *widen(const void *x, size_t i, size_t n, float *dst)
+{
+    if constexpr (kIn == Input::F32)
+        return static_cast<const float *>(x) + i;
+    for (size_t k = 0; k < n; ++k)
+        dst[k] = loadScalar<kIn>(x, i + k);
+    return dst;
+}
+
+} // namespace fp8scope::cpukernels::detail
+#endif
+
 HWY_BEFORE_NAMESPACE();
 namespace fp8scope::cpukernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 using namespace fp8scope::fp8math;
+using detail::loadScalar;
+using detail::widen;
 
 #if HWY_TARGET == HWY_SCALAR
-// The one-lane baseline (only chosen on CPUs without SSSE3) runs the scalar definition itself.
-void AccumulateUniform(const float *x, size_t n, float scale, float scaleInv, Format f, MetricSums &m, KernelScratch &)
+// The one-lane baseline (only chosen on CPUs without SSSE3) widens to float32 and runs the scalar
+// definition itself.
+template <Input kIn> std::vector<float> widenAll(const void *x, size_t n)
 {
-    scalarAccumulateUniform(x, n, scale, scaleInv, f, m);
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i)
+        v[i] = loadScalar<kIn>(x, i);
+    return v;
 }
-float AmaxAbs(const float *x, size_t n)
+
+std::vector<float> widenAll(const void *x, Input in, size_t n)
 {
-    return scalarAmax(x, n);
+    switch (in) {
+    case Input::F32: return widenAll<Input::F32>(x, n);
+    case Input::BF16: return widenAll<Input::BF16>(x, n);
+    case Input::F16: return widenAll<Input::F16>(x, n);
+    }
+    return {};
+}
+
+void AccumulateUniform(
+    const void *x, Input in, size_t n, float scale, float scaleInv, Format f, MetricSums &m, KernelScratch &)
+{
+    const std::vector<float> v = widenAll(x, in, n);
+    scalarAccumulateUniform(v.data(), n, scale, scaleInv, f, m);
+}
+float AmaxAbs(const void *x, Input in, size_t n)
+{
+    const std::vector<float> v = widenAll(x, in, n);
+    return scalarAmax(v.data(), n);
 }
 void AccumulateRowBlocks(
-    const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &)
+    const void *x, Input in, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &)
 {
-    scalarAccumulateRowBlocks(x, rowLen, rows, plan, m);
+    const std::vector<float> v = widenAll(x, in, rowLen * rows);
+    scalarAccumulateRowBlocks(v.data(), rowLen, rows, plan, m);
 }
 void AccumulateTiles(
-    const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
+    const void *x, Input in, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
 {
-    scratch.tileScratch.resize(2 * rowLen);
-    scalarAccumulateTiles(x, rowLen, rows, plan, m, scratch.tileScratch.data(), scratch.tileScratch.data() + rowLen);
-}
-void Bf16ToFloat(const uint16_t *src, size_t n, float *dst)
-{
-    for (size_t i = 0; i < n; ++i)
-        dst[i] = bitsFloat(uint32_t(src[i]) << 16);
-}
-void F16ToFloat(const uint16_t *src, size_t n, float *dst)
-{
-    for (size_t i = 0; i < n; ++i)
-        dst[i] = halfToFloat(src[i]);
+    const std::vector<float> v = widenAll(x, in, rowLen * rows);
+    scratch.work.resize(2 * rowLen);
+    scalarAccumulateTiles(v.data(), rowLen, rows, plan, m, scratch.work.data(), scratch.work.data() + rowLen);
 }
 double SumFloat(const float *x, size_t n)
 {
@@ -70,54 +115,79 @@ using DF = hn::ScalableTag<float>;
 using DU = hn::RebindToUnsigned<DF>;
 using DI = hn::RebindToSigned<DF>;
 using DH = hn::Half<DF>;
+using DHI = hn::Half<DI>;
 using DD = hn::Rebind<double, DH>;
+using DI64 = hn::Rebind<int64_t, DH>;
+using D16 = hn::Rebind<uint16_t, DF>;
+using DF16 = hn::Rebind<hwy::float16_t, DF>;
 using VF = hn::Vec<DF>;
 using VU = hn::Vec<DU>;
+using VI = hn::Vec<DI>;
 using VD = hn::Vec<DD>;
 
 constexpr uint32_t kInfBits = 0x7F800000u;
+constexpr uint32_t kAbsMask = 0x7FFFFFFFu;
 
-// Running vector state of one kernel call, folded into MetricSums by flush().
+// One vector of elements of any input type, as float32 (bfloat16 widens exactly by a shift).
+template <Input kIn> HWY_INLINE VF loadVec(const void *x, size_t i)
+{
+    const DF df;
+    if constexpr (kIn == Input::F32) {
+        return hn::LoadU(df, static_cast<const float *>(x) + i);
+    } else if constexpr (kIn == Input::BF16) {
+        const DU du;
+        const D16 d16;
+        return hn::BitCast(
+            df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, static_cast<const uint16_t *>(x) + i))));
+    } else {
+        const DF16 d16;
+        return hn::PromoteTo(df, hn::LoadU(d16, reinterpret_cast<const hwy::float16_t *>(x) + i));
+    }
+}
+
+// |v| bits of the finite lanes, 0 elsewhere (the operand of every amax).
+HWY_INLINE VU finiteAbsBits(VF v)
+{
+    const DU du;
+    const VU ab = hn::And(hn::BitCast(du, v), hn::Set(du, kAbsMask));
+    return hn::IfThenElseZero(hn::Lt(ab, hn::Set(du, kInfBits)), ab);
+}
+
+// Running vector state of one kernel call, folded into MetricSums by flush(). In uniform mode dotXQ and
+// sumQSq hold sums of x*q and q*q with q in the scaled domain; flush() multiplies in the decode scale.
 struct Acc {
-    VU zeros, nans, infs, nonzeroQ, saturated, scaledZero, scaledNan;
-    VF amax, amin;
+    VU zeros, nans, infs, zeroQ, saturated, scaledZero, scaledNan;
+    VU amax, amin; // float32 bits of |x|
     VD sum, sumSq, sumCube, sumQuad, errSq, dotXQ, sumQSq;
     size_t numel = 0;
 
     Acc()
     {
-        const DF df;
         const DU du;
         const DD dd;
-        zeros = nans = infs = nonzeroQ = saturated = scaledZero = scaledNan = hn::Zero(du);
-        amax = hn::Zero(df);
-        amin = hn::Set(df, bitsFloat(kInfBits));
+        zeros = nans = infs = zeroQ = saturated = scaledZero = scaledNan = hn::Zero(du);
+        amax = hn::Zero(du);
+        amin = hn::Set(du, kInfBits);
         sum = sumSq = sumCube = sumQuad = errSq = dotXQ = sumQSq = hn::Zero(dd);
     }
 };
 
-// What processVec needs of the element format, as vectors.
+// What the element cast needs of the format, as vectors.
 struct FormatConsts {
-    VU halfMinusOne; // 2^(shift-1) - 1, shift = 23 - manBits
-    VU keepMask; // clears the bits below the element's last mantissa bit
-    VU minNormalBits; // float32 bits of the smallest normal of the element format
-    VU maxFiniteBits;
-    VF subnormalMagic; // 2^(minNormalExp - manBits + 23): x + magic - magic rounds to the subnormal step
+    VU maxBits; // float32 bits of the largest finite magnitude
     VF maxFinite;
-    int shift;
+    VU expAdd; // (23 - manBits) << 23
+    VU magicMinBits; // float32 bits of 2^(minNormalExp + 23 - manBits)
 
     explicit FormatConsts(Format f)
     {
         const DF df;
         const DU du;
         const FormatSpec s = formatSpec(f);
-        shift = 23 - s.manBits;
-        halfMinusOne = hn::Set(du, (1u << (shift - 1)) - 1u);
-        keepMask = hn::Set(du, ~((1u << shift) - 1u));
-        minNormalBits = hn::Set(du, floatBits(s.minNormal));
-        maxFiniteBits = hn::Set(du, floatBits(s.maxFinite));
-        subnormalMagic = hn::Set(df, bitsFloat(uint32_t(s.minNormalExp - s.manBits + 23 + 127) << 23));
+        maxBits = hn::Set(du, floatBits(s.maxFinite));
         maxFinite = hn::Set(df, s.maxFinite);
+        expAdd = hn::Set(du, uint32_t(23 - s.manBits) << 23);
+        magicMinBits = hn::Set(du, uint32_t(s.minNormalExp + 23 - s.manBits + 127) << 23);
     }
 };
 
@@ -138,19 +208,20 @@ HWY_INLINE double laneSum(VD v)
     return hn::GetLane(hn::SumOfLanes(dd, v));
 }
 
-HWY_INLINE void flush(Acc &a, MetricSums &m)
+// uniformScaleInv: the decode scale in uniform mode, 0 in block modes.
+HWY_INLINE void flush(Acc &a, MetricSums &m, double uniformScaleInv)
 {
-    const DF df;
+    const DU du;
     m.numel += int64_t(a.numel);
     const int64_t zeros = int64_t(laneSum(a.zeros));
     const int64_t nans = int64_t(laneSum(a.nans));
     m.zeros += zeros;
     m.nans += nans;
     m.infs += int64_t(laneSum(a.infs));
-    m.nonzeroQ += int64_t(laneSum(a.nonzeroQ));
+    m.nonzeroQ += int64_t(a.numel) - int64_t(laneSum(a.zeroQ));
     m.saturated += int64_t(laneSum(a.saturated));
-    const double amax = hn::GetLane(hn::MaxOfLanes(df, a.amax));
-    const double amin = hn::GetLane(hn::MinOfLanes(df, a.amin));
+    const double amax = bitsFloat(hn::GetLane(hn::MaxOfLanes(du, a.amax)));
+    const double amin = bitsFloat(hn::GetLane(hn::MinOfLanes(du, a.amin)));
     m.amax = std::max(m.amax, amax);
     m.aminNonzero = std::min(m.aminNonzero, amin);
     m.sum += laneSum(a.sum);
@@ -158,8 +229,13 @@ HWY_INLINE void flush(Acc &a, MetricSums &m)
     m.sumCube += laneSum(a.sumCube);
     m.sumQuad += laneSum(a.sumQuad);
     m.errSq += laneSum(a.errSq);
-    m.dotXQ += laneSum(a.dotXQ);
-    m.sumQSq += laneSum(a.sumQSq);
+    if (uniformScaleInv != 0.0) {
+        m.dotXQ += laneSum(a.dotXQ) * uniformScaleInv;
+        m.sumQSq += laneSum(a.sumQSq) * (uniformScaleInv * uniformScaleInv);
+    } else {
+        m.dotXQ += laneSum(a.dotXQ);
+        m.sumQSq += laneSum(a.sumQSq);
+    }
     // Zeros and NaN land in bins 0 and 255 of the joint histogram; they are not binned by definition.
     m.histIn[0] -= zeros;
     m.histIn[kHistBins - 1] -= nans;
@@ -174,95 +250,134 @@ HWY_INLINE VU count(VU c, hn::Mask<DU> m)
     return hn::Sub(c, hn::VecFromMask(du, m));
 }
 
-// One vector of elements, each scaled by its lane of scaleV, cast to the element format (round to
-// nearest even, saturating), dequantized with scaleInv (double, low and high halves) and accumulated.
-// Must agree with fp8math::accumulateElement lane by lane.
-template <bool kBf16>
-HWY_INLINE void processVec(
-    VF v, VF scaleV, VD scaleInvLo, VD scaleInvHi, const FormatConsts &fc, Acc &a, uint32_t *joint)
+// |q| as float32 bits: |x * scale| (bits sab) cast to the element format, round to nearest even. FP8/FP4
+// saturate: clamp to the largest finite value first (NaN lanes end there too, non-zero as they should),
+// then x + magic - magic with magic = 2^(e + 23 - manBits) for the binade e of the clamped value (the
+// smallest normal's binade below it) rounds at the element's step, ties to even. BF16 rounds the float32
+// bits at bit 16 and overflows to inf.
+template <bool kBf16Fmt> HWY_INLINE VU quantizeAbs(VU sab, const FormatConsts &fc)
 {
     const DF df;
     const DU du;
-    const DH dh;
-    const DD dd;
-    const VU signMask = hn::Set(du, 0x80000000u);
-    const VU absMask = hn::Set(du, 0x7FFFFFFFu);
-    const VU infBits = hn::Set(du, kInfBits);
-    const VU zeroU = hn::Zero(du);
-
-    const VU ab = hn::And(hn::BitCast(du, v), absMask);
-    const VF absV = hn::BitCast(df, ab);
-    const VF sc = hn::Mul(v, scaleV);
-    const VU sb = hn::BitCast(du, sc);
-    const VU sab = hn::And(sb, absMask);
-    const auto finite = hn::Lt(ab, infBits);
-    const auto finiteF = hn::RebindMask(df, finite);
-
-    // Zero, NaN and inf inputs and values that scale to zero are rare: count them only when present.
-    const auto scaledZero = hn::Eq(sab, zeroU);
-    if (HWY_UNLIKELY(!hn::AllFalse(du, hn::Or(scaledZero, hn::Not(finite))))) {
-        a.zeros = count(a.zeros, hn::Eq(ab, zeroU));
-        a.nans = count(a.nans, hn::Gt(ab, infBits));
-        a.infs = count(a.infs, hn::Eq(ab, infBits));
-        a.scaledZero = count(a.scaledZero, scaledZero);
-        a.scaledNan = count(a.scaledNan, hn::Gt(sab, infBits));
-        a.amin = hn::Min(a.amin,
-            hn::IfThenElse(hn::RebindMask(df, hn::AndNot(hn::Eq(ab, zeroU), finite)), absV, hn::BitCast(df, infBits)));
-    } else {
-        a.amin = hn::Min(a.amin, absV);
-    }
-    a.amax = hn::Max(a.amax, hn::IfThenElseZero(finiteF, absV));
-    a.saturated = count(a.saturated, hn::RebindMask(du, hn::Gt(hn::BitCast(df, sab), fc.maxFinite)));
-
-    // Quantized magnitude as float32 bits. Normal range: round the float32 bits at the element's last
-    // mantissa bit (a carry moves into the exponent as it should). Subnormal range: the float addition
-    // x + magic - magic rounds to the subnormal step, ties to even. Then saturate. NaN lanes end at max (non-zero).
-    VU qb;
-    if constexpr (kBf16) {
+    if constexpr (kBf16Fmt) {
         const VU lsb = hn::And(hn::ShiftRight<16>(sab), hn::Set(du, 1u));
-        qb = hn::And(hn::Add(hn::Add(sab, hn::Set(du, 0x7FFFu)), lsb), hn::Set(du, 0xFFFF0000u));
+        return hn::And(hn::Add(hn::Add(sab, hn::Set(du, 0x7FFFu)), lsb), hn::Set(du, 0xFFFF0000u));
     } else {
-        const VU lsb = hn::And(hn::ShiftRightSame(sab, fc.shift), hn::Set(du, 1u));
-        const VU normal = hn::And(hn::Add(hn::Add(sab, fc.halfMinusOne), lsb), fc.keepMask);
-        const VF sub = hn::Sub(hn::Add(hn::BitCast(df, sab), fc.subnormalMagic), fc.subnormalMagic);
-        qb = hn::Min(hn::IfThenElse(hn::Lt(sab, fc.minNormalBits), hn::BitCast(du, sub), normal), fc.maxFiniteBits);
+        const VU s = hn::Min(sab, fc.maxBits);
+        const VF magic
+            = hn::BitCast(df, hn::Max(hn::Add(hn::And(s, hn::Set(du, kInfBits)), fc.expAdd), fc.magicMinBits));
+        return hn::BitCast(du, hn::Sub(hn::Add(hn::BitCast(df, s), magic), magic));
     }
-    a.nonzeroQ = count(a.nonzeroQ, hn::Ne(qb, zeroU));
-    const VF q = hn::BitCast(df, hn::Or(qb, hn::And(sb, signMask)));
+}
 
-    // Joint histogram key (input binade, scaled binade), times four copies, plus the lane's copy.
-    const VU laneCopy = hn::And(hn::Iota(du, 0), hn::Set(du, uint32_t(KernelScratch::kCopies - 1)));
-    const VU key = hn::Or(
-        hn::Or(hn::ShiftLeft<10>(hn::ShiftRight<23>(ab)), hn::ShiftLeft<2>(hn::ShiftRight<23>(sab))), laneCopy);
+// One increment per element into the joint (input binade, scaled binade) table, four copies per key.
+HWY_INLINE void countJoint(VU ab, VU sab, uint32_t *joint)
+{
+    const DU du;
+    const VU key = hn::OrAnd(
+        hn::And(hn::ShiftRight<21>(sab), hn::Set(du, 0x3FCu)), hn::ShiftRight<13>(ab), hn::Set(du, 0x3FC00u));
     HWY_ALIGN uint32_t keys[hn::MaxLanes(du)];
     hn::Store(key, du, keys);
+    // Read the keys back through memory (load ports) rather than lane extracts (vector ports).
+    asm volatile("" : : "r"(keys) : "memory");
     for (size_t i = 0; i < hn::Lanes(du); ++i)
-        ++joint[keys[i]];
+        ++joint[keys[i] + (i & (KernelScratch::kCopies - 1))];
+}
 
-    const VF xf = hn::IfThenElseZero(finiteF, v);
-    const VF qf = hn::IfThenElseZero(finiteF, q);
-    const VD xs[2] = {hn::PromoteTo(dd, hn::LowerHalf(dh, xf)), hn::PromoteTo(dd, hn::UpperHalf(dh, xf))};
-    const VD qs[2] = {hn::Mul(hn::PromoteTo(dd, hn::LowerHalf(dh, qf)), scaleInvLo),
-        hn::Mul(hn::PromoteTo(dd, hn::UpperHalf(dh, qf)), scaleInvHi)};
-    for (int h = 0; h < 2; ++h) {
-        const VD x = xs[h];
-        const VD qd = qs[h];
-        const VD sq = hn::Mul(x, x);
-        a.sum = hn::Add(a.sum, x);
-        a.sumSq = hn::Add(a.sumSq, sq);
-        a.sumCube = hn::MulAdd(sq, x, a.sumCube);
-        a.sumQuad = hn::MulAdd(sq, sq, a.sumQuad);
-        const VD err = hn::Sub(x, qd);
+// The double-precision sums of one half vector of x and its quantized value q (scaled domain; decode
+// scale si). q * si is exact in double.
+template <bool kUniform> HWY_INLINE void momentsHalf(VD x, VD q, VD si, Acc &a)
+{
+    const VD sq = hn::Mul(x, x);
+    a.sum = hn::Add(a.sum, x);
+    a.sumSq = hn::Add(a.sumSq, sq);
+    a.sumCube = hn::MulAdd(sq, x, a.sumCube);
+    a.sumQuad = hn::MulAdd(sq, sq, a.sumQuad);
+    if constexpr (kUniform) {
+        const VD err = hn::NegMulAdd(q, si, x);
         a.errSq = hn::MulAdd(err, err, a.errSq);
-        a.dotXQ = hn::MulAdd(x, qd, a.dotXQ);
-        a.sumQSq = hn::MulAdd(qd, qd, a.sumQSq);
+        a.dotXQ = hn::MulAdd(x, q, a.dotXQ);
+        a.sumQSq = hn::MulAdd(q, q, a.sumQSq);
+    } else {
+        const VD dq = hn::Mul(q, si);
+        const VD err = hn::Sub(x, dq);
+        a.errSq = hn::MulAdd(err, err, a.errSq);
+        a.dotXQ = hn::MulAdd(x, dq, a.dotXQ);
+        a.sumQSq = hn::MulAdd(dq, dq, a.sumQSq);
     }
+}
+
+template <bool kUniform> HWY_INLINE void moments(VF x, VF q, VD siLo, VD siHi, Acc &a)
+{
+    const DH dh;
+    const DD dd;
+    momentsHalf<kUniform>(hn::PromoteTo(dd, hn::LowerHalf(dh, x)), hn::PromoteTo(dd, hn::LowerHalf(dh, q)), siLo, a);
+    momentsHalf<kUniform>(hn::PromoteTo(dd, hn::UpperHalf(dh, x)), hn::PromoteTo(dd, hn::UpperHalf(dh, q)), siHi, a);
+}
+
+// A vector with a zero, NaN or inf input or a value that scales to zero: every case under masks.
+template <bool kBf16Fmt, bool kUniform>
+HWY_NOINLINE void processRare(VF v, VF scaleV, VD siLo, VD siHi, const FormatConsts &fc, Acc &a, uint32_t *joint)
+{
+    const DF df;
+    const DU du;
+    const VU absMask = hn::Set(du, kAbsMask);
+    const VU infBits = hn::Set(du, kInfBits);
+    const VU zeroU = hn::Zero(du);
+    const VU ab = hn::And(hn::BitCast(du, v), absMask);
+    const VU sab = hn::And(hn::BitCast(du, hn::Mul(v, scaleV)), absMask);
+    const auto finite = hn::Lt(ab, infBits);
+    const auto isZero = hn::Eq(ab, zeroU);
+    a.zeros = count(a.zeros, isZero);
+    a.nans = count(a.nans, hn::Gt(ab, infBits));
+    a.infs = count(a.infs, hn::Eq(ab, infBits));
+    a.scaledZero = count(a.scaledZero, hn::Eq(sab, zeroU));
+    a.scaledNan = count(a.scaledNan, hn::Gt(sab, infBits));
+    a.amax = hn::Max(a.amax, hn::IfThenElseZero(finite, ab));
+    a.amin = hn::Min(a.amin, hn::IfThenElse(hn::AndNot(isZero, finite), ab, infBits));
+    // A float compare: NaN lanes are not saturated.
+    a.saturated = count(a.saturated, hn::RebindMask(du, hn::Gt(hn::BitCast(df, sab), fc.maxFinite)));
+    const VU qb = quantizeAbs<kBf16Fmt>(sab, fc);
+    a.zeroQ = count(a.zeroQ, hn::Eq(qb, zeroU));
+    countJoint(ab, sab, joint);
+    const auto finiteF = hn::RebindMask(df, finite);
+    const VF q = hn::CopySignToAbs(hn::BitCast(df, qb), v);
+    moments<kUniform>(hn::IfThenElseZero(finiteF, v), hn::IfThenElseZero(finiteF, q), siLo, siHi, a);
     a.numel += hn::Lanes(df);
 }
 
-template <bool kBf16>
-HWY_INLINE void uniformRun(
-    const float *x, size_t n, float scale, float scaleInv, Format f, MetricSums &m, KernelScratch &scratch)
+// One vector of elements, each scaled by its lane of scaleV, cast to the element format (round to
+// nearest even, saturating), dequantized with the decode scale (double, low and high halves) and
+// accumulated. Must agree with fp8math::accumulateElement lane by lane.
+// `rare` takes the vectors of the rare path, so that `a` never leaves registers.
+template <bool kBf16Fmt, bool kUniform>
+HWY_INLINE void processVec(
+    VF v, VF scaleV, VD siLo, VD siHi, const FormatConsts &fc, Acc &a, Acc &rare, uint32_t *joint)
+{
+    const DF df;
+    const DU du;
+    const VU absMask = hn::Set(du, kAbsMask);
+    const VU ab = hn::And(hn::BitCast(du, v), absMask);
+    const VU sab = hn::And(hn::BitCast(du, hn::Mul(v, scaleV)), absMask);
+    // Zero, NaN and inf inputs and values that scale to zero are rare; min(|x|, |x*scale|) - 1 wraps
+    // or reaches the inf bits exactly for them.
+    const VU t = hn::Sub(hn::Min(ab, sab), hn::Set(du, 1u));
+    if (HWY_UNLIKELY(!hn::AllFalse(du, hn::Gt(t, hn::Set(du, kInfBits - 2u))))) {
+        processRare<kBf16Fmt, kUniform>(v, scaleV, siLo, siHi, fc, rare, joint);
+        return;
+    }
+    a.amax = hn::Max(a.amax, ab);
+    a.amin = hn::Min(a.amin, ab);
+    a.saturated = count(a.saturated, hn::RebindMask(du, hn::Gt(hn::BitCast(df, sab), fc.maxFinite)));
+    const VU qb = quantizeAbs<kBf16Fmt>(sab, fc);
+    a.zeroQ = count(a.zeroQ, hn::Eq(qb, hn::Zero(du)));
+    countJoint(ab, sab, joint);
+    moments<kUniform>(v, hn::CopySignToAbs(hn::BitCast(df, qb), v), siLo, siHi, a);
+    a.numel += hn::Lanes(df);
+}
+
+template <Input kIn, bool kBf16Fmt>
+void uniformImpl(const void *x, size_t n, float scale, float scaleInv, Format f, MetricSums &m, KernelScratch &scratch)
 {
     const DF df;
     const DD dd;
@@ -271,241 +386,436 @@ HWY_INLINE void uniformRun(
     const VF scaleV = hn::Set(df, scale);
     const VD scaleInvD = hn::Set(dd, double(scaleInv));
     uint32_t *joint = scratch.joint.data();
-    Acc a;
+    Acc a, rare;
     size_t i = 0;
     for (; i + lanes <= n; i += lanes)
-        processVec<kBf16>(hn::LoadU(df, x + i), scaleV, scaleInvD, scaleInvD, fc, a, joint);
+        processVec<kBf16Fmt, true>(loadVec<kIn>(x, i), scaleV, scaleInvD, scaleInvD, fc, a, rare, joint);
     scratch.pending += int64_t(i);
-    flush(a, m);
-    scalarAccumulateUniform(x + i, n - i, scale, scaleInv, f, m);
+    flush(a, m, double(scaleInv));
+    flush(rare, m, double(scaleInv));
+    HWY_ALIGN float tail[hn::MaxLanes(df)];
+    scalarAccumulateUniform(widen<kIn>(x, i, n - i, tail), n - i, scale, scaleInv, f, m);
 }
 
-void AccumulateUniform(
-    const float *x, size_t n, float scale, float scaleInv, Format f, MetricSums &m, KernelScratch &scratch)
-{
-    if (f == Format::BF16)
-        uniformRun<true>(x, n, scale, scaleInv, f, m, scratch);
-    else
-        uniformRun<false>(x, n, scale, scaleInv, f, m, scratch);
-}
-
-float AmaxAbs(const float *x, size_t n)
+template <Input kIn> float amaxImpl(const void *x, size_t n)
 {
     const DF df;
     const DU du;
     const size_t lanes = hn::Lanes(df);
-    VF amax = hn::Zero(df);
-    const VU absMask = hn::Set(du, 0x7FFFFFFFu);
-    const VU infBits = hn::Set(du, kInfBits);
+    VU amax = hn::Zero(du);
     size_t i = 0;
-    for (; i + lanes <= n; i += lanes) {
-        const VU ab = hn::And(hn::BitCast(du, hn::LoadU(df, x + i)), absMask);
-        amax = hn::Max(amax, hn::IfThenElseZero(hn::RebindMask(df, hn::Lt(ab, infBits)), hn::BitCast(df, ab)));
-    }
-    float r = lanes ? hn::GetLane(hn::MaxOfLanes(df, amax)) : 0.0f;
-    const float tail = scalarAmax(x + i, n - i);
-    return tail > r ? tail : r;
+    for (; i + lanes <= n; i += lanes)
+        amax = hn::Max(amax, finiteAbsBits(loadVec<kIn>(x, i)));
+    const float r = lanes && n >= lanes ? bitsFloat(hn::GetLane(hn::MaxOfLanes(du, amax))) : 0.0f;
+    HWY_ALIGN float tail[hn::MaxLanes(df)];
+    const float t = scalarAmax(widen<kIn>(x, i, n - i, tail), n - i);
+    return t > r ? t : r;
 }
 
-// NVFP4 block scales come from an E4M3 code: tabulate encode, decode and log2(decode) per code once per
-// global scale, exactly as fp8math::nvfp4BlockScale computes them.
-void prepareNvfp4(KernelScratch &s, float globalEncode)
+// The block scale rule evaluated on a vector of block amaxes at once, with the statistics of the decode
+// scales. Agrees with fp8math::blockScaleFor lane by lane.
+struct ScaleRule {
+    BlockRule rule;
+    float fmax;
+    int emax; // MX OCP: unbiased exponent of the element's largest value
+    float globalEncode; // NVFP4
+    float globalDecode;
+    const double *nvfp4Log2; // NVFP4: log2(decode) by the top 11 bits of the E4M3 value
+    FormatConsts e4m3;
+
+    ScaleRule(const QuantPlan &plan, const double *log2Table)
+        : rule(plan.rule)
+        , fmax(formatSpec(plan.format).maxFinite)
+        , emax(int(floatBits(formatSpec(plan.format).maxFinite) >> 23) - 127)
+        , globalEncode(plan.globalEncode)
+        , globalDecode(1.0f / plan.globalEncode)
+        , nvfp4Log2(log2Table)
+        , e4m3(Format::E4M3)
+    {
+    }
+};
+
+struct BlockStats {
+    VU zeroAmax;
+    VF decMin, decMax;
+    VD log2Lo, log2Hi;
+    double log2Scalar = 0.0;
+    int64_t blocks = 0;
+
+    BlockStats()
+    {
+        const DF df;
+        const DU du;
+        const DD dd;
+        zeroAmax = hn::Zero(du);
+        decMin = hn::Set(df, bitsFloat(kInfBits));
+        decMax = hn::Zero(df);
+        log2Lo = log2Hi = hn::Zero(dd);
+    }
+
+    void flushInto(MetricSums &m)
+    {
+        const DF df;
+        const DD dd;
+        m.blocks += blocks;
+        m.zeroAmaxBlocks += int64_t(laneSum(zeroAmax));
+        m.scaleInvMin = std::min(m.scaleInvMin, double(hn::GetLane(hn::MinOfLanes(df, decMin))));
+        m.scaleInvMax = std::max(m.scaleInvMax, double(hn::GetLane(hn::MaxOfLanes(df, decMax))));
+        m.log2ScaleInvSum += hn::GetLane(hn::SumOfLanes(dd, hn::Add(log2Lo, log2Hi))) + log2Scalar;
+        *this = BlockStats();
+    }
+};
+
+// 2^k for the exponent field e (1..254) of a vector; 2^-127 for e == 0 (the E8M0 code 0).
+HWY_INLINE VF e8m0Value(VU code)
 {
-    if (s.nvfp4Global == globalEncode)
-        return;
-    s.nvfp4Global = globalEncode;
-    const float globalDecode = 1.0f / globalEncode;
-    for (uint32_t code = 0; code < 256; ++code) {
-        const float decode = decodeCode(code, Format::E4M3) * globalDecode;
-        if (!(decode > 0.0f)) {
-            s.nvfp4Encode[code] = 0.0f;
-            s.nvfp4Decode[code] = 0.0f;
-            s.nvfp4Log2[code] = 0.0;
-            continue;
+    const DF df;
+    const DU du;
+    return hn::BitCast(
+        df, hn::IfThenElse(hn::Eq(code, hn::Zero(du)), hn::Set(du, 0x00400000u), hn::ShiftLeft<23>(code)));
+}
+
+// Scales of `valid` blocks with amaxes `amax` (finite, >= 0; other lanes ignored).
+HWY_INLINE void blockScales(VF amax, size_t valid, const ScaleRule &r, BlockStats &st, VF &enc, VF &dec)
+{
+    const DF df;
+    const DU du;
+    const DI di;
+    const DH dh;
+    const DHI dhi;
+    const DD dd;
+    const auto vm = hn::FirstN(df, valid);
+    const auto positive = hn::Gt(amax, hn::Zero(df));
+    bool log2IsExponent = true;
+    switch (r.rule) {
+    case BlockRule::AmaxExact:
+    case BlockRule::AmaxPow2: {
+        VF s = hn::Min(hn::Div(hn::Set(df, r.fmax), amax), hn::Set(df, kFloatMax));
+        if (r.rule == BlockRule::AmaxPow2) {
+            const VU sb = hn::BitCast(du, s);
+            const VU floor = hn::And(sb, hn::Set(du, 0xFF800000u));
+            s = hn::BitCast(df,
+                hn::IfThenElse(
+                    hn::Eq(hn::And(sb, hn::Set(du, kInfBits)), hn::Zero(du)), hn::Set(du, 0x00800000u), floor));
+        } else {
+            log2IsExponent = false;
         }
-        const float encode = 1.0f / decode;
-        s.nvfp4Encode[code] = encode <= kFloatMax ? encode : kFloatMax;
-        s.nvfp4Decode[code] = decode;
-        s.nvfp4Log2[code] = MetricSums::exactLog2(decode);
+        enc = hn::IfThenElse(positive, s, hn::Set(df, 1.0f));
+        dec = hn::Div(hn::Set(df, 1.0f), enc);
+        break;
+    }
+    case BlockRule::MxTe: {
+        const VU yb = hn::BitCast(du, hn::Mul(amax, hn::Set(df, 1.0f / r.fmax)));
+        const VU exp = hn::ShiftRight<23>(yb);
+        const VU man = hn::And(yb, hn::Set(du, 0x7FFFFFu));
+        const VU up = hn::Sub(exp, hn::VecFromMask(du, hn::Ne(man, hn::Zero(du))));
+        const VU sub = hn::IfThenElseZero(hn::Gt(man, hn::Set(du, 0x400000u)), hn::Set(du, 1u));
+        const VU code = hn::Min(hn::IfThenElse(hn::Eq(exp, hn::Zero(du)), sub, up), hn::Set(du, 0xFEu));
+        enc = e8m0Value(hn::Sub(hn::Set(du, 0xFEu), code));
+        dec = e8m0Value(code);
+        break;
+    }
+    case BlockRule::MxOcp: {
+        // floor(log2 amax) as a biased exponent; subnormal amaxes through a scaling by 2^64.
+        const VU ab = hn::BitCast(du, amax);
+        const VU big = hn::BitCast(du, hn::Mul(amax, hn::Set(df, 0x1p64f)));
+        const auto subnormal = hn::Eq(hn::ShiftRight<23>(ab), hn::Zero(du));
+        const VI e = hn::BitCast(
+            di, hn::IfThenElse(subnormal, hn::Sub(hn::ShiftRight<23>(big), hn::Set(du, 64u)), hn::ShiftRight<23>(ab)));
+        VI code = hn::Sub(e, hn::Set(di, r.emax));
+        code = hn::Min(hn::Max(code, hn::Zero(di)), hn::Set(di, 0xFE));
+        const VU c = hn::IfThenElseZero(hn::RebindMask(du, positive), hn::BitCast(du, code));
+        enc = e8m0Value(hn::Sub(hn::Set(du, 0xFEu), c));
+        dec = e8m0Value(c);
+        break;
+    }
+    case BlockRule::Nvfp4: {
+        log2IsExponent = false;
+        const VF y = hn::Mul(hn::Mul(amax, hn::Set(df, 1.0f / 6.0f)), hn::Set(df, r.globalEncode));
+        const VU qb = quantizeAbs<false>(hn::BitCast(du, y), r.e4m3);
+        const VF d = hn::Mul(hn::BitCast(df, qb), hn::Set(df, r.globalDecode));
+        const auto live = hn::Gt(d, hn::Zero(df));
+        dec = hn::IfThenElseZero(live, d);
+        enc = hn::IfThenElseZero(live, hn::Min(hn::Div(hn::Set(df, 1.0f), d), hn::Set(df, kFloatMax)));
+        const VI idx = hn::BitCast(di, hn::ShiftRight<20>(qb));
+        const VD lo = hn::GatherIndex(dd, r.nvfp4Log2, hn::PromoteTo(DI64(), hn::LowerHalf(dhi, idx)));
+        const VD hi = hn::GatherIndex(dd, r.nvfp4Log2, hn::PromoteTo(DI64(), hn::UpperHalf(dhi, idx)));
+        const VF m = hn::IfThenElseZero(vm, hn::Set(df, 1.0f));
+        st.log2Lo = hn::MulAdd(lo, hn::PromoteTo(dd, hn::LowerHalf(dh, m)), st.log2Lo);
+        st.log2Hi = hn::MulAdd(hi, hn::PromoteTo(dd, hn::UpperHalf(dh, m)), st.log2Hi);
+        break;
+    }
+    }
+    st.blocks += int64_t(valid);
+    st.zeroAmax = count(st.zeroAmax, hn::RebindMask(du, hn::AndNot(positive, vm)));
+    st.decMin = hn::Min(st.decMin, hn::IfThenElse(vm, dec, hn::Set(df, bitsFloat(kInfBits))));
+    st.decMax = hn::Max(st.decMax, hn::IfThenElseZero(vm, dec));
+    if (r.rule == BlockRule::Nvfp4)
+        return;
+    if (log2IsExponent) {
+        // Powers of two: the exponent; the one subnormal (2^-127) through a scaling by 2^64.
+        const VU db = hn::BitCast(du, dec);
+        const auto subnormal = hn::Eq(hn::ShiftRight<23>(db), hn::Zero(du));
+        const VU big = hn::BitCast(du, hn::Mul(dec, hn::Set(df, 0x1p64f)));
+        const VI e = hn::Sub(hn::BitCast(di, hn::ShiftRight<23>(hn::IfThenElse(subnormal, big, db))),
+            hn::IfThenElse(hn::RebindMask(di, subnormal), hn::Set(di, 127 + 64), hn::Set(di, 127)));
+        const VI l = hn::IfThenElseZero(hn::RebindMask(di, hn::And(vm, hn::Gt(dec, hn::Zero(df)))), e);
+        st.log2Lo = hn::Add(st.log2Lo, hn::PromoteTo(dd, hn::LowerHalf(dhi, l)));
+        st.log2Hi = hn::Add(st.log2Hi, hn::PromoteTo(dd, hn::UpperHalf(dhi, l)));
+    } else {
+        HWY_ALIGN float d[hn::MaxLanes(df)];
+        hn::Store(dec, df, d);
+        for (size_t i = 0; i < valid; ++i) {
+            if (d[i] > 0.0f)
+                st.log2Scalar += MetricSums::exactLog2(d[i]);
+        }
     }
 }
 
-template <bool kBf16>
-HWY_INLINE void rowBlocksImpl(
-    const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
+// The NVFP4 log2 table for the plan's global scale, built once per scale.
+const double *nvfp4Table(const QuantPlan &plan, KernelScratch &s)
+{
+    if (plan.rule != BlockRule::Nvfp4)
+        return nullptr;
+    if (s.nvfp4Global != plan.globalEncode) {
+        s.nvfp4Global = plan.globalEncode;
+        s.nvfp4Log2.assign(KernelScratch::kNvfp4Log2Size, 0.0);
+        const float globalDecode = 1.0f / plan.globalEncode;
+        for (uint32_t code = 0; code < 0x7F; ++code) {
+            const float value = decodeCode(code, Format::E4M3);
+            const float decode = value * globalDecode;
+            s.nvfp4Log2[floatBits(value) >> 20] = decode > 0.0f ? MetricSums::exactLog2(decode) : 0.0;
+        }
+    }
+    return s.nvfp4Log2.data();
+}
+
+// Largest finite |x| of `len` elements from i, len a multiple of the lane count.
+template <Input kIn> HWY_INLINE float blockAmax(const void *x, size_t i, size_t len)
+{
+    const DF df;
+    const DU du;
+    VU am = hn::Zero(du);
+    for (size_t k = 0; k < len; k += hn::Lanes(df))
+        am = hn::Max(am, finiteAbsBits(loadVec<kIn>(x, i + k)));
+    return bitsFloat(hn::GetLane(hn::MaxOfLanes(du, am)));
+}
+
+// One block through the scalar definition (short blocks at the end of a row).
+template <Input kIn>
+void scalarBlock(const void *x, size_t i, size_t len, const QuantPlan &plan, MetricSums &m, float *buffer)
+{
+    const float *v = widen<kIn>(x, i, len, buffer);
+    const float amax = scalarAmax(v, len);
+    const BlockScale bs = blockScaleFor(amax, plan);
+    m.addBlock(amax, bs.decode);
+    scalarAccumulateUniform(v, len, bs.encode, bs.decode, plan.format, m);
+}
+
+// Row blocks, a vector of blocks at a time: their amaxes, then their scales as one vector, then their
+// elements (still in L1).
+template <Input kIn, bool kBf16Fmt>
+void rowBlocksImpl(
+    const void *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
 {
     const DF df;
     const DD dd;
-    const FormatConsts fc(plan.format);
     const size_t lanes = hn::Lanes(df);
     const size_t b = size_t(plan.blockCols);
-    const DU du;
-    const VU absMask = hn::Set(du, 0x7FFFFFFFu);
-    const VU infBits = hn::Set(du, kInfBits);
-    const bool nvfp4 = plan.rule == BlockRule::Nvfp4;
-    if (nvfp4)
-        prepareNvfp4(scratch, plan.globalEncode);
+    scratch.work.resize(b);
+    if (b % lanes != 0) {
+        for (size_t r = 0; r < rows; ++r) {
+            for (size_t c = 0; c < rowLen; c += b)
+                scalarBlock<kIn>(x, r * rowLen + c, std::min(b, rowLen - c), plan, m, scratch.work.data());
+        }
+        return;
+    }
+    const FormatConsts fc(plan.format);
+    const ScaleRule rule(plan, nvfp4Table(plan, scratch));
     uint32_t *joint = scratch.joint.data();
-    // Three sweeps so that the scalar scale arithmetic of one block never waits on the vector work of the
-    // previous one: block amaxes, then block scales, then the elements.
-    const size_t perRow = (rowLen + b - 1) / b;
-    const size_t blocks = perRow * rows;
-    scratch.tileScratch.resize(3 * blocks);
-    float *blockAmax = scratch.tileScratch.data();
-    float *blockEncode = blockAmax + blocks;
-    float *blockDecode = blockEncode + blocks;
-    for (size_t r = 0, k = 0; r < rows; ++r) {
-        const float *row = x + r * rowLen;
-        for (size_t c = 0; c < rowLen; c += b, ++k) {
-            const size_t len = std::min(b, rowLen - c);
-            const float *blk = row + c;
-            if (len % lanes == 0) {
-                VF am = hn::Zero(df);
-                for (size_t i = 0; i < len; i += lanes) {
-                    const VU ab = hn::And(hn::BitCast(du, hn::LoadU(df, blk + i)), absMask);
-                    am = hn::Max(am, hn::IfThenElseZero(hn::RebindMask(df, hn::Lt(ab, infBits)), hn::BitCast(df, ab)));
-                }
-                blockAmax[k] = hn::GetLane(hn::MaxOfLanes(df, am));
-            } else {
-                blockAmax[k] = AmaxAbs(blk, len);
+    HWY_ALIGN float amax[hn::MaxLanes(df)];
+    HWY_ALIGN float enc[hn::MaxLanes(df)];
+    HWY_ALIGN float dec[hn::MaxLanes(df)];
+    Acc a, rare;
+    BlockStats st;
+    size_t counted = 0;
+    for (size_t r = 0; r < rows; ++r) {
+        const size_t row = r * rowLen;
+        const size_t full = rowLen / b;
+        for (size_t g = 0; g < full; g += lanes) {
+            const size_t ng = std::min(lanes, full - g);
+            for (size_t j = 0; j < lanes; ++j)
+                amax[j] = j < ng ? blockAmax<kIn>(x, row + (g + j) * b, b) : 0.0f;
+            VF e, d;
+            blockScales(hn::Load(df, amax), ng, rule, st, e, d);
+            hn::Store(e, df, enc);
+            hn::Store(d, df, dec);
+            for (size_t j = 0; j < ng; ++j) {
+                const size_t first = row + (g + j) * b;
+                const VF scaleV = hn::Set(df, enc[j]);
+                const VD si = hn::Set(dd, double(dec[j]));
+                for (size_t k = 0; k < b; k += lanes)
+                    processVec<kBf16Fmt, false>(loadVec<kIn>(x, first + k), scaleV, si, si, fc, a, rare, joint);
             }
+            counted += ng * b;
         }
+        if (full * b < rowLen)
+            scalarBlock<kIn>(x, row + full * b, rowLen - full * b, plan, m, scratch.work.data());
     }
-    for (size_t k = 0; k < blocks; ++k) {
-        const float amax = blockAmax[k];
-        BlockScale bs;
-        if (nvfp4) {
-            const uint32_t code = castToCode(amax * (1.0f / 6.0f) * plan.globalEncode, Format::E4M3);
-            bs = {scratch.nvfp4Encode[code], scratch.nvfp4Decode[code]};
-            m.addBlockLog2(amax, bs.decode, scratch.nvfp4Log2[code]);
-        } else {
-            bs = blockScaleFor(amax, plan);
-            m.addBlock(amax, bs.decode);
-        }
-        blockEncode[k] = bs.encode;
-        blockDecode[k] = bs.decode;
-    }
-    Acc a;
-    for (size_t r = 0, k = 0; r < rows; ++r) {
-        const float *row = x + r * rowLen;
-        for (size_t c = 0; c < rowLen; c += b, ++k) {
-            const size_t len = std::min(b, rowLen - c);
-            const float *blk = row + c;
-            const VF scaleV = hn::Set(df, blockEncode[k]);
-            const VD scaleInvD = hn::Set(dd, double(blockDecode[k]));
-            size_t i = 0;
-            for (; i + lanes <= len; i += lanes)
-                processVec<kBf16>(hn::LoadU(df, blk + i), scaleV, scaleInvD, scaleInvD, fc, a, joint);
-            scratch.pending += int64_t(i);
-            if (i < len)
-                scalarAccumulateUniform(blk + i, len - i, blockEncode[k], blockDecode[k], plan.format, m);
-        }
-    }
-    flush(a, m);
+    scratch.pending += int64_t(counted);
+    flush(a, m, 0.0);
+    flush(rare, m, 0.0);
+    st.flushInto(m);
 }
 
-void AccumulateRowBlocks(
-    const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
-{
-    if (plan.format == Format::BF16)
-        rowBlocksImpl<true>(x, rowLen, rows, plan, m, scratch);
-    else
-        rowBlocksImpl<false>(x, rowLen, rows, plan, m, scratch);
-}
-
-void AccumulateTiles(
-    const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
+// Tiles of blockRows x blockCols: for each band of blockRows rows, strips of whole tiles at least 256
+// columns wide (so the strip stays in L2): column amaxes, tile scales (a vector of tiles at a time),
+// then the elements.
+template <Input kIn, bool kBf16Fmt>
+void tilesImpl(const void *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
 {
     const DF df;
-    const DU du;
     const DH dh;
     const DD dd;
     const FormatConsts fc(plan.format);
+    const ScaleRule rule(plan, nvfp4Table(plan, scratch));
     const size_t lanes = hn::Lanes(df);
     const size_t br = size_t(plan.blockRows);
     const size_t bc = size_t(plan.blockCols);
-    scratch.tileScratch.resize(3 * rowLen);
-    float *colScale = scratch.tileScratch.data();
-    float *colScaleInv = colScale + rowLen;
-    float *colAmax = colScale + 2 * rowLen;
+    const size_t width = bc >= 256 ? bc : bc * (256 / bc);
+    const size_t tilesPerStrip = width / bc;
+    const size_t tilePad = (tilesPerStrip + lanes - 1) / lanes * lanes;
+    scratch.work.resize(3 * width + 3 * tilePad);
+    float *colAmax = scratch.work.data();
+    float *colScale = colAmax + width;
+    float *colScaleInv = colScale + width;
+    float *tileAmax = colScaleInv + width;
+    float *tileEnc = tileAmax + tilePad;
+    float *tileDec = tileEnc + tilePad;
     uint32_t *joint = scratch.joint.data();
-    const VU absMask = hn::Set(du, 0x7FFFFFFFu);
-    const VU infBits = hn::Set(du, kInfBits);
-    Acc acc;
+    Acc a, rare;
+    BlockStats st;
+    size_t counted = 0;
     for (size_t r0 = 0; r0 < rows; r0 += br) {
         const size_t nr = std::min(br, rows - r0);
-        // Per-column amax over the band, lanes along the columns; then each tile reduces its columns.
-        size_t c = 0;
-        for (; c + lanes <= rowLen; c += lanes) {
-            VF a = hn::Zero(df);
-            for (size_t r = r0; r < r0 + nr; ++r) {
-                const VU ab = hn::And(hn::BitCast(du, hn::LoadU(df, x + r * rowLen + c)), absMask);
-                a = hn::Max(a, hn::IfThenElseZero(hn::RebindMask(df, hn::Lt(ab, infBits)), hn::BitCast(df, ab)));
-            }
-            hn::StoreU(a, df, colAmax + c);
-        }
-        for (; c < rowLen; ++c) {
-            float a = 0.0f;
-            for (size_t r = r0; r < r0 + nr; ++r)
-                a = std::max(a, scalarAmax(x + r * rowLen + c, 1));
-            colAmax[c] = a;
-        }
-        for (size_t c0 = 0; c0 < rowLen; c0 += bc) {
-            const size_t nc = std::min(bc, rowLen - c0);
-            const float amax = *std::max_element(colAmax + c0, colAmax + c0 + nc);
-            const BlockScale bs = blockScaleFor(amax, plan);
-            m.addBlock(amax, bs.decode);
-            std::fill(colScale + c0, colScale + c0 + nc, bs.encode);
-            std::fill(colScaleInv + c0, colScaleInv + c0 + nc, bs.decode);
-        }
-        for (size_t r = r0; r < r0 + nr; ++r) {
-            const float *row = x + r * rowLen;
+        for (size_t c0 = 0; c0 < rowLen; c0 += width) {
+            const size_t nc = std::min(width, rowLen - c0);
             size_t c = 0;
-            for (; c + lanes <= rowLen; c += lanes) {
-                const VF inv = hn::LoadU(df, colScaleInv + c);
-                const VD invLo = hn::PromoteTo(dd, hn::LowerHalf(dh, inv));
-                const VD invHi = hn::PromoteTo(dd, hn::UpperHalf(dh, inv));
-                if (plan.format == Format::BF16)
-                    processVec<true>(hn::LoadU(df, row + c), hn::LoadU(df, colScale + c), invLo, invHi, fc, acc, joint);
-                else
-                    processVec<false>(
-                        hn::LoadU(df, row + c), hn::LoadU(df, colScale + c), invLo, invHi, fc, acc, joint);
+            for (; c + lanes <= nc; c += lanes) {
+                hn::Vec<DU> am = hn::Zero(DU());
+                for (size_t r = r0; r < r0 + nr; ++r)
+                    am = hn::Max(am, finiteAbsBits(loadVec<kIn>(x, r * rowLen + c0 + c)));
+                hn::StoreU(hn::BitCast(df, am), df, colAmax + c);
             }
-            scratch.pending += int64_t(c);
-            for (; c < rowLen; ++c)
-                accumulateElement(row[c], colScale[c], colScaleInv[c], plan.format, m);
+            for (; c < nc; ++c) {
+                float am = 0.0f;
+                for (size_t r = r0; r < r0 + nr; ++r) {
+                    const float v = loadScalar<kIn>(x, r * rowLen + c0 + c);
+                    am = std::max(am, scalarAmax(&v, 1));
+                }
+                colAmax[c] = am;
+            }
+            const size_t nt = (nc + bc - 1) / bc;
+            for (size_t t = 0; t < tilePad; ++t)
+                tileAmax[t] = t < nt ? *std::max_element(colAmax + t * bc, colAmax + std::min(nc, (t + 1) * bc)) : 0.0f;
+            for (size_t t = 0; t < nt; t += lanes) {
+                VF e, d;
+                blockScales(hn::LoadU(df, tileAmax + t), std::min(lanes, nt - t), rule, st, e, d);
+                hn::StoreU(e, df, tileEnc + t);
+                hn::StoreU(d, df, tileDec + t);
+            }
+            for (size_t k = 0; k < nc; ++k) {
+                colScale[k] = tileEnc[k / bc];
+                colScaleInv[k] = tileDec[k / bc];
+            }
+            for (size_t r = r0; r < r0 + nr; ++r) {
+                const size_t row = r * rowLen + c0;
+                size_t k = 0;
+                for (; k + lanes <= nc; k += lanes) {
+                    const VF inv = hn::LoadU(df, colScaleInv + k);
+                    processVec<kBf16Fmt, false>(loadVec<kIn>(x, row + k), hn::LoadU(df, colScale + k),
+                        hn::PromoteTo(dd, hn::LowerHalf(dh, inv)), hn::PromoteTo(dd, hn::UpperHalf(dh, inv)), fc, a,
+                        rare, joint);
+                }
+                counted += k;
+                for (; k < nc; ++k)
+                    accumulateElement(loadScalar<kIn>(x, row + k), colScale[k], colScaleInv[k], plan.format, m);
+            }
         }
     }
-    flush(acc, m);
+    scratch.pending += int64_t(counted);
+    flush(a, m, 0.0);
+    flush(rare, m, 0.0);
+    st.flushInto(m);
 }
 
-void Bf16ToFloat(const uint16_t *src, size_t n, float *dst)
+template <Input kIn>
+void dispatchFormat(const void *x, size_t n, float scale, float scaleInv, Format f, MetricSums &m, KernelScratch &s)
 {
-    const DF df;
-    const DU du;
-    const hn::Rebind<uint16_t, DF> d16;
-    const size_t lanes = hn::Lanes(df);
-    size_t i = 0;
-    for (; i + lanes <= n; i += lanes) {
-        const VU w = hn::PromoteTo(du, hn::LoadU(d16, src + i));
-        hn::StoreU(hn::BitCast(df, hn::ShiftLeft<16>(w)), df, dst + i);
-    }
-    for (; i < n; ++i)
-        dst[i] = bitsFloat(uint32_t(src[i]) << 16);
+    if (f == Format::BF16)
+        uniformImpl<kIn, true>(x, n, scale, scaleInv, f, m, s);
+    else
+        uniformImpl<kIn, false>(x, n, scale, scaleInv, f, m, s);
 }
 
-void F16ToFloat(const uint16_t *src, size_t n, float *dst)
+void AccumulateUniform(
+    const void *x, Input in, size_t n, float scale, float scaleInv, Format f, MetricSums &m, KernelScratch &scratch)
 {
-    const DF df;
-    const hn::Rebind<hwy::float16_t, DF> d16;
-    const size_t lanes = hn::Lanes(df);
-    size_t i = 0;
-    for (; i + lanes <= n; i += lanes) {
-        const auto h = hn::LoadU(d16, reinterpret_cast<const hwy::float16_t *>(src + i));
-        hn::StoreU(hn::PromoteTo(df, h), df, dst + i);
+    switch (in) {
+    case Input::F32: dispatchFormat<Input::F32>(x, n, scale, scaleInv, f, m, scratch); break;
+    case Input::BF16: dispatchFormat<Input::BF16>(x, n, scale, scaleInv, f, m, scratch); break;
+    case Input::F16: dispatchFormat<Input::F16>(x, n, scale, scaleInv, f, m, scratch); break;
     }
-    for (; i < n; ++i)
-        dst[i] = halfToFloat(src[i]);
+}
+
+float AmaxAbs(const void *x, Input in, size_t n)
+{
+    switch (in) {
+    case Input::F32: return amaxImpl<Input::F32>(x, n);
+    case Input::BF16: return amaxImpl<Input::BF16>(x, n);
+    case Input::F16: return amaxImpl<Input::F16>(x, n);
+    }
+    return 0.0f;
+}
+
+template <Input kIn>
+void rowBlocksFormat(
+    const void *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
+{
+    if (plan.format == Format::BF16)
+        rowBlocksImpl<kIn, true>(x, rowLen, rows, plan, m, scratch);
+    else
+        rowBlocksImpl<kIn, false>(x, rowLen, rows, plan, m, scratch);
+}
+
+void AccumulateRowBlocks(
+    const void *x, Input in, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
+{
+    switch (in) {
+    case Input::F32: rowBlocksFormat<Input::F32>(x, rowLen, rows, plan, m, scratch); break;
+    case Input::BF16: rowBlocksFormat<Input::BF16>(x, rowLen, rows, plan, m, scratch); break;
+    case Input::F16: rowBlocksFormat<Input::F16>(x, rowLen, rows, plan, m, scratch); break;
+    }
+}
+
+template <Input kIn>
+void tilesFormat(
+    const void *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
+{
+    if (plan.format == Format::BF16)
+        tilesImpl<kIn, true>(x, rowLen, rows, plan, m, scratch);
+    else
+        tilesImpl<kIn, false>(x, rowLen, rows, plan, m, scratch);
+}
+
+void AccumulateTiles(
+    const void *x, Input in, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
+{
+    switch (in) {
+    case Input::F32: tilesFormat<Input::F32>(x, rowLen, rows, plan, m, scratch); break;
+    case Input::BF16: tilesFormat<Input::BF16>(x, rowLen, rows, plan, m, scratch); break;
+    case Input::F16: tilesFormat<Input::F16>(x, rowLen, rows, plan, m, scratch); break;
+    }
 }
 
 double SumFloat(const float *x, size_t n)
@@ -530,15 +840,13 @@ double SumFloat(const float *x, size_t n)
 double SumBf16(const uint16_t *x, size_t n)
 {
     const DF df;
-    const DU du;
     const DH dh;
     const DD dd;
-    const hn::Rebind<uint16_t, DF> d16;
     const size_t lanes = hn::Lanes(df);
     VD s0 = hn::Zero(dd), s1 = hn::Zero(dd);
     size_t i = 0;
     for (; i + lanes <= n; i += lanes) {
-        const VF v = hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, x + i))));
+        const VF v = loadVec<Input::BF16>(x, i);
         s0 = hn::Add(s0, hn::PromoteTo(dd, hn::LowerHalf(dh, v)));
         s1 = hn::Add(s1, hn::PromoteTo(dd, hn::UpperHalf(dh, v)));
     }
@@ -565,8 +873,6 @@ HWY_EXPORT(AccumulateUniform);
 HWY_EXPORT(AccumulateRowBlocks);
 HWY_EXPORT(AccumulateTiles);
 HWY_EXPORT(AmaxAbs);
-HWY_EXPORT(Bf16ToFloat);
-HWY_EXPORT(F16ToFloat);
 HWY_EXPORT(SumFloat);
 HWY_EXPORT(SumBf16);
 HWY_EXPORT(SimdTarget);
@@ -604,80 +910,86 @@ void flushIfNeeded(KernelScratch &s, MetricSums &m, size_t next)
         s.flushInto(m);
 }
 
+size_t inputSize(Input in)
+{
+    return in == Input::F32 ? 4 : 2;
+}
+
+const void *advance(const void *x, Input in, size_t elements)
+{
+    return static_cast<const char *>(x) + elements * inputSize(in);
+}
+
 } // namespace
 
-float amaxAbs(const float *x, size_t n)
+float amaxAbs(const void *x, Input in, size_t n)
 {
-    return HWY_DYNAMIC_DISPATCH(AmaxAbs)(x, n);
+    return HWY_DYNAMIC_DISPATCH(AmaxAbs)(x, in, n);
 }
 
 void accumulateUniform(
-    const float *x, size_t n, float scale, float scaleInv, Format f, MetricSums &m, KernelScratch &scratch)
+    const void *x, Input in, size_t n, float scale, float scaleInv, Format f, MetricSums &m, KernelScratch &scratch)
 {
     for (size_t off = 0; off < n; off += kMaxRun) {
         const size_t len = std::min(kMaxRun, n - off);
         flushIfNeeded(scratch, m, len);
-        HWY_DYNAMIC_DISPATCH(AccumulateUniform)(x + off, len, scale, scaleInv, f, m, scratch);
+        HWY_DYNAMIC_DISPATCH(AccumulateUniform)(advance(x, in, off), in, len, scale, scaleInv, f, m, scratch);
     }
 }
 
 void accumulateRowBlocks(
-    const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
+    const void *x, Input in, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
 {
     const size_t rowsPerRun = std::max<size_t>(1, kMaxRun / std::max<size_t>(rowLen, 1));
     for (size_t r = 0; r < rows; r += rowsPerRun) {
         const size_t nr = std::min(rowsPerRun, rows - r);
         flushIfNeeded(scratch, m, nr * rowLen);
-        HWY_DYNAMIC_DISPATCH(AccumulateRowBlocks)(x + r * rowLen, rowLen, nr, plan, m, scratch);
+        HWY_DYNAMIC_DISPATCH(AccumulateRowBlocks)(advance(x, in, r * rowLen), in, rowLen, nr, plan, m, scratch);
     }
 }
 
 void accumulateTiles(
-    const float *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
+    const void *x, Input in, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
 {
     const size_t br = size_t(std::max(plan.blockRows, 1));
     const size_t bandsPerRun = std::max<size_t>(1, kMaxRun / std::max<size_t>(rowLen * br, 1));
     for (size_t r = 0; r < rows; r += bandsPerRun * br) {
         const size_t nr = std::min(bandsPerRun * br, rows - r);
         flushIfNeeded(scratch, m, nr * rowLen);
-        HWY_DYNAMIC_DISPATCH(AccumulateTiles)(x + r * rowLen, rowLen, nr, plan, m, scratch);
+        HWY_DYNAMIC_DISPATCH(AccumulateTiles)(advance(x, in, r * rowLen), in, rowLen, nr, plan, m, scratch);
     }
 }
 
 void countPatterns16(const uint16_t *src, size_t n, uint32_t *counts)
 {
+    // Alternate copies so that runs of one pattern do not serialise on one counter; each copy's touched
+    // counters stay in L1 for the few thousand patterns a real tensor has.
+    uint32_t *c0 = counts;
+    uint32_t *c1 = counts + 65536;
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
-        ++counts[size_t(src[i]) * 4];
-        ++counts[size_t(src[i + 1]) * 4 + 1];
-        ++counts[size_t(src[i + 2]) * 4 + 2];
-        ++counts[size_t(src[i + 3]) * 4 + 3];
+        ++c0[src[i]];
+        ++c1[src[i + 1]];
+        ++c0[src[i + 2]];
+        ++c1[src[i + 3]];
     }
     for (; i < n; ++i)
-        ++counts[size_t(src[i]) * 4];
+        ++c0[src[i]];
 }
 
 void foldPatternCounts(uint32_t *counts, bool bf16, float scale, float scaleInv, Format f, MetricSums &m)
 {
     for (uint32_t p = 0; p < 65536; ++p) {
-        uint32_t *c = counts + size_t(p) * 4;
-        const int64_t n = int64_t(c[0]) + c[1] + c[2] + c[3];
+        int64_t n = 0;
+        for (size_t k = 0; k < kPatternCopies; ++k) {
+            n += counts[k * 65536 + p];
+            counts[k * 65536 + p] = 0;
+        }
         if (n == 0)
             continue;
-        c[0] = c[1] = c[2] = c[3] = 0;
         const float x = bf16 ? fp8math::bitsFloat(p << 16) : fp8math::halfToFloat(uint16_t(p));
         fp8math::accumulateElement(x, scale, scaleInv, f, m, n);
     }
-}
-
-void bf16ToFloat(const uint16_t *src, size_t n, float *dst)
-{
-    HWY_DYNAMIC_DISPATCH(Bf16ToFloat)(src, n, dst);
-}
-
-void f16ToFloat(const uint16_t *src, size_t n, float *dst)
-{
-    HWY_DYNAMIC_DISPATCH(F16ToFloat)(src, n, dst);
 }
 
 double sumFloat(const float *x, size_t n)

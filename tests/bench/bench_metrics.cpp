@@ -1,14 +1,17 @@
 // Throughput of the fused metrics pass on a 256 MiB in-memory tensor (float32 and bfloat16), per recipe,
 // with 1 and 2 threads, as GB/s of input and as a ratio to a plain vectorised read pass (sum) over the same
 // buffer with the same threads, measured in the same run; plus the scalar definition as a baseline.
-// Prints a table; asserts nothing about time. Usage: bench_metrics [MiB] [repeats]
+// Prints a table; asserts nothing about time.
+// Usage: bench_metrics [MiB] [repeats] [recipe,recipe,...|all] [float32,bfloat16|all]
 #include "benchutil.h"
 #include "core/numerics/cpubackend.h"
 #include "core/numerics/cpukernels.h"
 #include "core/numerics/metricsengine.h"
 #include "core/numerics/scalarkernels.h"
 
+#include <QByteArray>
 #include <QString>
+#include <QStringList>
 
 #include <algorithm>
 #include <chrono>
@@ -53,6 +56,12 @@ int main(int argc, char **argv)
 {
     const int64_t mib = argc > 1 ? std::atoll(argv[1]) : 256;
     const int repeats = argc > 2 ? std::atoi(argv[2]) : 5;
+    const QStringList onlyRecipes = argc > 3 && QByteArray(argv[3]) != "all"
+        ? QString::fromLocal8Bit(argv[3]).split(QLatin1Char(','))
+        : QStringList();
+    const QStringList onlyDtypes = argc > 4 && QByteArray(argv[4]) != "all"
+        ? QString::fromLocal8Bit(argv[4]).split(QLatin1Char(','))
+        : QStringList();
     const int64_t cols = 8192;
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     std::printf(
@@ -68,6 +77,9 @@ int main(int argc, char **argv)
     const char *recipeNames[] = {"delayed", "current", "current-pow2", "mxfp8", "mxfp8-ocp", "mxfp8-col", "block1x128",
         "block128x128", "nvfp4", "bf16"};
     for (DType dtype : {DType::F32, DType::BF16}) {
+        const char *dtypeName = dtype == DType::F32 ? "float32" : "bfloat16";
+        if (!onlyDtypes.isEmpty() && !onlyDtypes.contains(QLatin1String(dtypeName)))
+            continue;
         const int64_t n = mib * (int64_t(1) << 20) / dtypeSize(dtype);
         const int64_t rows = n / cols;
         std::vector<float> f32;
@@ -93,6 +105,8 @@ int main(int argc, char **argv)
         const double sliceGb = double(sliceRows * cols) * dtypeSize(dtype) / 1e9;
 
         for (const char *name : recipeNames) {
+            if (!onlyRecipes.isEmpty() && !onlyRecipes.contains(QLatin1String(name)))
+                continue;
             const Recipe recipe = *Recipe::parse(QString::fromLatin1(name), std::nullopt, &error);
             // Scalar baseline (one thread).
             const fp8math::QuantPlan scalarPlan = MetricsEngine::planFor(recipe, 1.0f);
@@ -127,8 +141,8 @@ int main(int argc, char **argv)
                     backend.accumulate(view, MetricsEngine::planFor(recipe, amax), m);
                     g_sink = m.errSq;
                 });
-                std::printf("%-8s %-14s %7d %10.2f %10.2f %8.2f %12.1f\n", dtype == DType::F32 ? "float32" : "bfloat16",
-                    name, threads, gb / sec, gb / readSec, readSec / sec, (gb / sec) / scalarGbs);
+                std::printf("%-8s %-14s %7d %10.2f %10.2f %8.2f %12.1f\n", dtypeName, name, threads, gb / sec,
+                    gb / readSec, readSec / sec, (gb / sec) / scalarGbs);
             }
         }
     }

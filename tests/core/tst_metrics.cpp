@@ -29,6 +29,8 @@ private Q_SLOTS:
     void threadsAndChunksAgree();
     void nanOnlyAndEmpty();
     void kernelsMatchScalarDefinition();
+    void blockKernelsMatchScalarDefinition_data();
+    void blockKernelsMatchScalarDefinition();
 };
 
 void TestMetrics::againstReference_data()
@@ -202,7 +204,8 @@ void TestMetrics::kernelsMatchScalarDefinition()
         fp8math::MetricSums a, b;
         cpukernels::KernelScratch scratch;
         for (float scale : {1.0f, 3.5f}) {
-            cpukernels::accumulateUniform(x.data(), x.size(), scale, 1.0f / scale, f, a, scratch);
+            cpukernels::accumulateUniform(
+                x.data(), cpukernels::Input::F32, x.size(), scale, 1.0f / scale, f, a, scratch);
             fp8math::scalarAccumulateUniform(x.data(), x.size(), scale, 1.0f / scale, f, b);
         }
         scratch.flushInto(a);
@@ -215,6 +218,98 @@ void TestMetrics::kernelsMatchScalarDefinition()
         QVERIFY(close(a.sumQSq, b.sumQSq, 1e-12));
         QVERIFY(close(a.dotXQ, b.dotXQ, 1e-12));
         QVERIFY(close(a.sum, b.sum, 1e-12));
+        for (int i = 0; i < fp8math::kHistBins; ++i) {
+            QCOMPARE(a.histIn[i], b.histIn[i]);
+            QCOMPARE(a.histScaled[i], b.histScaled[i]);
+        }
+    }
+}
+
+void TestMetrics::blockKernelsMatchScalarDefinition_data()
+{
+    QTest::addColumn<int>("rule");
+    QTest::addColumn<int>("blockRows");
+    QTest::addColumn<int>("blockCols");
+    QTest::addColumn<int>("format");
+    const std::vector<std::pair<fp8math::BlockRule, const char *>> rules {{fp8math::BlockRule::AmaxExact, "exact"},
+        {fp8math::BlockRule::AmaxPow2, "pow2"}, {fp8math::BlockRule::MxTe, "mx-te"},
+        {fp8math::BlockRule::MxOcp, "mx-ocp"}};
+    const std::vector<std::pair<int, int>> blocks {{1, 16}, {1, 32}, {1, 128}, {32, 1}, {4, 128}, {128, 128}};
+    for (const auto &[rule, name] : rules) {
+        for (const auto &[br, bc] : blocks) {
+            for (fp8math::Format f : {fp8math::Format::E4M3, fp8math::Format::E5M2, fp8math::Format::BF16}) {
+                QTest::newRow(qPrintable(
+                    QStringLiteral("%1/%2x%3/format%4").arg(QLatin1String(name)).arg(br).arg(bc).arg(int(f))))
+                    << int(rule) << br << bc << int(f);
+            }
+        }
+    }
+    QTest::newRow("nvfp4/1x16") << int(fp8math::BlockRule::Nvfp4) << 1 << 16 << int(fp8math::Format::E2M1);
+}
+
+void TestMetrics::blockKernelsMatchScalarDefinition()
+{
+    // The vector block kernels, reading float32, bfloat16 and float16 directly, against the scalar
+    // definition on the same values widened to float32: rows long enough for whole vectors of blocks plus a
+    // short block at the end, zeros, NaN, inf, subnormals and all-zero blocks mixed in.
+    QFETCH(int, rule);
+    QFETCH(int, blockRows);
+    QFETCH(int, blockCols);
+    QFETCH(int, format);
+    fp8math::QuantPlan plan;
+    plan.rule = fp8math::BlockRule(rule);
+    plan.format = fp8math::Format(format);
+    plan.blockRows = blockRows;
+    plan.blockCols = blockCols;
+    plan.mode = blockRows == 1 ? fp8math::ScaleMode::RowBlocks : fp8math::ScaleMode::TileBlocks;
+    plan.globalEncode = fp8math::nvfp4GlobalEncodeScale(300.0f);
+    const size_t rowLen = size_t(blockCols) * 37 + 13;
+    const size_t rows = size_t(blockRows) * 2 + (blockRows > 1 ? 3 : 0);
+    std::vector<float> x = makeData(rowLen * rows, 7);
+    for (size_t i = 0; i < std::min<size_t>(x.size(), 2 * size_t(blockCols)); ++i)
+        x[i] = 0.0f; // whole blocks of zeros
+    for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+        std::vector<float> widened;
+        const QByteArray bytes = encode(x, dtype, &widened);
+        const cpukernels::Input in = dtype == DType::F32
+            ? cpukernels::Input::F32
+            : (dtype == DType::BF16 ? cpukernels::Input::BF16 : cpukernels::Input::F16);
+        fp8math::MetricSums a, b;
+        cpukernels::KernelScratch scratch;
+        std::vector<float> colScratch(2 * rowLen);
+        if (plan.mode == fp8math::ScaleMode::RowBlocks) {
+            cpukernels::accumulateRowBlocks(bytes.constData(), in, rowLen, rows, plan, a, scratch);
+            fp8math::scalarAccumulateRowBlocks(widened.data(), rowLen, rows, plan, b);
+        } else {
+            cpukernels::accumulateTiles(bytes.constData(), in, rowLen, rows, plan, a, scratch);
+            fp8math::scalarAccumulateTiles(
+                widened.data(), rowLen, rows, plan, b, colScratch.data(), colScratch.data() + rowLen);
+        }
+        scratch.flushInto(a);
+        QCOMPARE(a.numel, b.numel);
+        QCOMPARE(a.nonzeroQ, b.nonzeroQ);
+        QCOMPARE(a.saturated, b.saturated);
+        QCOMPARE(a.zeros, b.zeros);
+        QCOMPARE(a.nans, b.nans);
+        QCOMPARE(a.infs, b.infs);
+        QCOMPARE(a.amax, b.amax);
+        QCOMPARE(a.aminNonzero, b.aminNonzero);
+        QCOMPARE(a.blocks, b.blocks);
+        QCOMPARE(a.zeroAmaxBlocks, b.zeroAmaxBlocks);
+        QCOMPARE(a.scaleInvMin, b.scaleInvMin);
+        QCOMPARE(a.scaleInvMax, b.scaleInvMax);
+        QVERIFY2(std::fabs(a.log2ScaleInvSum - b.log2ScaleInvSum) <= 1e-12 * std::fabs(b.log2ScaleInvSum) + 1e-9,
+            qPrintable(QStringLiteral("log2 sum %1 vs %2").arg(a.log2ScaleInvSum).arg(b.log2ScaleInvSum)));
+        // The sums differ only in order; the scalar one adds thousands of tiny terms to a huge outlier's one
+        // by one, so it is itself off by about 1e-12 relative.
+        QVERIFY2(close(a.errSq, b.errSq, 1e-10),
+            qPrintable(QStringLiteral("errSq %1 vs %2 (%3)")
+                           .arg(a.errSq, 0, 'g', 17)
+                           .arg(b.errSq, 0, 'g', 17)
+                           .arg(dtypeName(dtype))));
+        QVERIFY(close(a.sumQSq, b.sumQSq, 1e-10));
+        QVERIFY(close(a.dotXQ, b.dotXQ, 1e-10));
+        QVERIFY(close(a.sumQuad, b.sumQuad, 1e-10));
         for (int i = 0; i < fp8math::kHistBins; ++i) {
             QCOMPARE(a.histIn[i], b.histIn[i]);
             QCOMPARE(a.histScaled[i], b.histScaled[i]);
