@@ -6,14 +6,17 @@
 #define HWY_TARGET_INCLUDE "core/numerics/cpukernels.cpp"
 #include <hwy/foreach_target.h> // IWYU pragma: keep
 
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include "core/numerics/cpukernels.h"
 #include "core/numerics/scalarkernels.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 
 #ifndef FP8SCOPE_CPUKERNELS_SHARED
 #define FP8SCOPE_CPUKERNELS_SHARED
@@ -126,6 +129,7 @@ using VI = hn::Vec<DI>;
 using VD = hn::Vec<DD>;
 
 constexpr uint32_t kInfBits = 0x7F800000u;
+constexpr size_t kPrefetchBytes = 2048;
 constexpr uint32_t kAbsMask = 0x7FFFFFFFu;
 
 // One vector of elements of any input type, as float32 (bfloat16 widens exactly by a shift).
@@ -143,6 +147,14 @@ template <Input kIn> HWY_INLINE VF loadVec(const void *x, size_t i)
         const DF16 d16;
         return hn::PromoteTo(df, hn::LoadU(d16, reinterpret_cast<const hwy::float16_t *>(x) + i));
     }
+}
+
+// Asks for the data kPrefetchBytes ahead of element i (the hardware prefetcher alone leaves the fused pass
+// waiting on memory). Addresses past the end are harmless: a prefetch never faults.
+template <Input kIn> HWY_INLINE void prefetchAhead(const void *x, size_t i)
+{
+    constexpr size_t size = kIn == Input::F32 ? 4 : 2;
+    hwy::Prefetch(reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(x) + i * size + kPrefetchBytes));
 }
 
 // |v| bits of the finite lanes, 0 elsewhere (the operand of every amax).
@@ -208,10 +220,17 @@ HWY_INLINE double laneSum(VD v)
     return hn::GetLane(hn::SumOfLanes(dd, v));
 }
 
-// uniformScaleInv: the decode scale in uniform mode, 0 in block modes.
-HWY_INLINE void flush(Acc &a, MetricSums &m, double uniformScaleInv)
+// uniformScaleInv: the decode scale in uniform mode, 0 in block modes. Widens the scratch's row range to
+// the binades of the finite non-zero inputs seen.
+HWY_INLINE void flush(Acc &a, MetricSums &m, double uniformScaleInv, KernelScratch &scratch)
 {
     const DU du;
+    if (a.numel > 0) {
+        const uint32_t lo = hn::GetLane(hn::MinOfLanes(du, a.amin)) >> 23;
+        const uint32_t hi = hn::GetLane(hn::MaxOfLanes(du, a.amax)) >> 23;
+        scratch.rowLo = std::min(scratch.rowLo, lo);
+        scratch.rowHi = std::max(scratch.rowHi, hi);
+    }
     m.numel += int64_t(a.numel);
     const int64_t zeros = int64_t(laneSum(a.zeros));
     const int64_t nans = int64_t(laneSum(a.nans));
@@ -270,18 +289,18 @@ template <bool kBf16Fmt> HWY_INLINE VU quantizeAbs(VU sab, const FormatConsts &f
     }
 }
 
-// One increment per element into the joint (input binade, scaled binade) table, four copies per key.
+// One increment per element into the joint (input binade, scaled binade) table, a copy per lane.
 HWY_INLINE void countJoint(VU ab, VU sab, uint32_t *joint)
 {
     const DU du;
     const VU key = hn::OrAnd(
-        hn::And(hn::ShiftRight<21>(sab), hn::Set(du, 0x3FCu)), hn::ShiftRight<13>(ab), hn::Set(du, 0x3FC00u));
+        hn::And(hn::ShiftRight<19>(sab), hn::Set(du, 0xFF0u)), hn::ShiftRight<11>(ab), hn::Set(du, 0xFF000u));
     HWY_ALIGN uint32_t keys[hn::MaxLanes(du)];
     hn::Store(key, du, keys);
     // Read the keys back through memory (load ports) rather than lane extracts (vector ports).
     asm volatile("" : : "r"(keys) : "memory");
     for (size_t i = 0; i < hn::Lanes(du); ++i)
-        ++joint[keys[i] + (i & (KernelScratch::kCopies - 1))];
+        ++joint[keys[i] + i];
 }
 
 // The double-precision sums of one half vector of x and its quantized value q (scaled domain; decode
@@ -385,14 +404,16 @@ void uniformImpl(const void *x, size_t n, float scale, float scaleInv, Format f,
     const size_t lanes = hn::Lanes(df);
     const VF scaleV = hn::Set(df, scale);
     const VD scaleInvD = hn::Set(dd, double(scaleInv));
-    uint32_t *joint = scratch.joint.data();
+    uint32_t *joint = scratch.joint.get();
     Acc a, rare;
     size_t i = 0;
-    for (; i + lanes <= n; i += lanes)
+    for (; i + lanes <= n; i += lanes) {
+        prefetchAhead<kIn>(x, i);
         processVec<kBf16Fmt, true>(loadVec<kIn>(x, i), scaleV, scaleInvD, scaleInvD, fc, a, rare, joint);
+    }
     scratch.pending += int64_t(i);
-    flush(a, m, double(scaleInv));
-    flush(rare, m, double(scaleInv));
+    flush(a, m, double(scaleInv), scratch);
+    flush(rare, m, double(scaleInv), scratch);
     HWY_ALIGN float tail[hn::MaxLanes(df)];
     scalarAccumulateUniform(widen<kIn>(x, i, n - i, tail), n - i, scale, scaleInv, f, m);
 }
@@ -404,8 +425,10 @@ template <Input kIn> float amaxImpl(const void *x, size_t n)
     const size_t lanes = hn::Lanes(df);
     VU amax = hn::Zero(du);
     size_t i = 0;
-    for (; i + lanes <= n; i += lanes)
+    for (; i + lanes <= n; i += lanes) {
+        prefetchAhead<kIn>(x, i);
         amax = hn::Max(amax, finiteAbsBits(loadVec<kIn>(x, i)));
+    }
     const float r = lanes && n >= lanes ? bitsFloat(hn::GetLane(hn::MaxOfLanes(du, amax))) : 0.0f;
     HWY_ALIGN float tail[hn::MaxLanes(df)];
     const float t = scalarAmax(widen<kIn>(x, i, n - i, tail), n - i);
@@ -590,15 +613,30 @@ const double *nvfp4Table(const QuantPlan &plan, KernelScratch &s)
     return s.nvfp4Log2.data();
 }
 
-// Largest finite |x| of `len` elements from i, len a multiple of the lane count.
-template <Input kIn> HWY_INLINE float blockAmax(const void *x, size_t i, size_t len)
+// Amaxes of a vector's worth of consecutive blocks of b elements (b a multiple of the lane count) from
+// `first`, as one vector (lane j: block j); lanes at or beyond `count` are 0. Each block's lanes reduce to
+// one vector, then pairs of vectors fold into one (even and odd lanes) until one is left: L - 1 folds in
+// all instead of a horizontal reduction per block.
+template <Input kIn> HWY_INLINE VF groupAmax(const void *x, size_t first, size_t b, size_t count)
 {
     const DF df;
     const DU du;
-    VU am = hn::Zero(du);
-    for (size_t k = 0; k < len; k += hn::Lanes(df))
-        am = hn::Max(am, finiteAbsBits(loadVec<kIn>(x, i + k)));
-    return bitsFloat(hn::GetLane(hn::MaxOfLanes(du, am)));
+    const size_t lanes = hn::Lanes(du);
+    VU part[hn::MaxLanes(du)];
+    for (size_t j = 0; j < lanes; ++j) {
+        VU am = hn::Zero(du);
+        for (size_t k = 0; j < count && k < b; k += lanes) {
+            prefetchAhead<kIn>(x, first + j * b + k);
+            am = hn::Max(am, finiteAbsBits(loadVec<kIn>(x, first + j * b + k)));
+        }
+        part[j] = am;
+    }
+    for (size_t w = lanes; w > 1; w /= 2) {
+        for (size_t j = 0; j < w / 2; ++j)
+            part[j] = hn::Max(
+                hn::ConcatEven(du, part[2 * j + 1], part[2 * j]), hn::ConcatOdd(du, part[2 * j + 1], part[2 * j]));
+    }
+    return hn::BitCast(df, part[0]);
 }
 
 // One block through the scalar definition (short blocks at the end of a row).
@@ -632,8 +670,7 @@ void rowBlocksImpl(
     }
     const FormatConsts fc(plan.format);
     const ScaleRule rule(plan, nvfp4Table(plan, scratch));
-    uint32_t *joint = scratch.joint.data();
-    HWY_ALIGN float amax[hn::MaxLanes(df)];
+    uint32_t *joint = scratch.joint.get();
     HWY_ALIGN float enc[hn::MaxLanes(df)];
     HWY_ALIGN float dec[hn::MaxLanes(df)];
     Acc a, rare;
@@ -644,10 +681,8 @@ void rowBlocksImpl(
         const size_t full = rowLen / b;
         for (size_t g = 0; g < full; g += lanes) {
             const size_t ng = std::min(lanes, full - g);
-            for (size_t j = 0; j < lanes; ++j)
-                amax[j] = j < ng ? blockAmax<kIn>(x, row + (g + j) * b, b) : 0.0f;
             VF e, d;
-            blockScales(hn::Load(df, amax), ng, rule, st, e, d);
+            blockScales(groupAmax<kIn>(x, row + g * b, b, ng), ng, rule, st, e, d);
             hn::Store(e, df, enc);
             hn::Store(d, df, dec);
             for (size_t j = 0; j < ng; ++j) {
@@ -663,8 +698,8 @@ void rowBlocksImpl(
             scalarBlock<kIn>(x, row + full * b, rowLen - full * b, plan, m, scratch.work.data());
     }
     scratch.pending += int64_t(counted);
-    flush(a, m, 0.0);
-    flush(rare, m, 0.0);
+    flush(a, m, 0.0, scratch);
+    flush(rare, m, 0.0, scratch);
     st.flushInto(m);
 }
 
@@ -692,7 +727,7 @@ void tilesImpl(const void *x, size_t rowLen, size_t rows, const QuantPlan &plan,
     float *tileAmax = colScaleInv + width;
     float *tileEnc = tileAmax + tilePad;
     float *tileDec = tileEnc + tilePad;
-    uint32_t *joint = scratch.joint.data();
+    uint32_t *joint = scratch.joint.get();
     Acc a, rare;
     BlockStats st;
     size_t counted = 0;
@@ -744,8 +779,8 @@ void tilesImpl(const void *x, size_t rowLen, size_t rows, const QuantPlan &plan,
         }
     }
     scratch.pending += int64_t(counted);
-    flush(a, m, 0.0);
-    flush(rare, m, 0.0);
+    flush(a, m, 0.0, scratch);
+    flush(rare, m, 0.0, scratch);
     st.flushInto(m);
 }
 
@@ -877,24 +912,43 @@ HWY_EXPORT(SumFloat);
 HWY_EXPORT(SumBf16);
 HWY_EXPORT(SimdTarget);
 
-KernelScratch::KernelScratch()
-    : joint(kJointSize, 0u)
+void KernelScratch::FreeDeleter::operator()(uint32_t *p) const
 {
+    std::free(p);
+}
+
+KernelScratch::KernelScratch()
+    : joint(static_cast<uint32_t *>(std::calloc(kJointSize, sizeof(uint32_t))))
+{
+    if (!joint)
+        throw std::bad_alloc();
 }
 
 void KernelScratch::flushInto(MetricSums &m)
 {
     if (pending == 0)
         return;
-    for (size_t key = 0; key < size_t(fp8math::kHistBins) * fp8math::kHistBins; ++key) {
-        const uint32_t *c = joint.data() + key * kCopies;
-        const int64_t n = int64_t(c[0]) + c[1] + c[2] + c[3];
-        if (n == 0)
-            continue;
-        m.histIn[key >> 8] += n;
-        m.histScaled[key & 0xFF] += n;
-    }
-    std::fill(joint.begin(), joint.end(), 0u);
+    // Rows 0 (zeros, subnormals) and 255 (NaN, inf) and the binades of the finite inputs seen.
+    const auto flushRow = [&](uint32_t row) {
+        uint32_t *r = joint.get() + size_t(row) * fp8math::kHistBins * kCopies;
+        for (size_t col = 0; col < size_t(fp8math::kHistBins); ++col) {
+            uint32_t *c = r + col * kCopies;
+            int64_t n = 0;
+            for (int k = 0; k < kCopies; ++k)
+                n += c[k];
+            if (n == 0)
+                continue;
+            std::fill(c, c + kCopies, 0u);
+            m.histIn[row] += n;
+            m.histScaled[col] += n;
+        }
+    };
+    flushRow(0);
+    for (uint32_t row = std::max(rowLo, 1u); row <= std::min(rowHi, uint32_t(fp8math::kHistBins - 2)); ++row)
+        flushRow(row);
+    flushRow(fp8math::kHistBins - 1);
+    rowLo = fp8math::kHistBins - 1;
+    rowHi = 0;
     pending = 0;
 }
 

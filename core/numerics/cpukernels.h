@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace fp8scope::cpukernels {
@@ -20,9 +21,11 @@ using fp8math::QuantPlan;
 enum class Input : uint8_t { F32, BF16, F16 };
 
 // Per-thread state the kernels keep between calls. The two histograms are counted together, one
-// increment per element, in a joint (input binade, scaled binade) table with four interleaved copies of
-// each key so that runs of equal keys do not serialise on one counter; flushInto() folds it into the
-// MetricSums histograms. Reuse one KernelScratch for many calls and flush before merging sums.
+// increment per element, in a joint (input binade, scaled binade) table with one copy of each key per
+// vector lane (a key's copies fill one cache line), so that equal keys in a vector never wait on each
+// other's increments; flushInto() folds the rows that were touched into the MetricSums histograms. The
+// table (4 MiB) is allocated zeroed by the system, so pages no key reaches cost nothing. Reuse one
+// KernelScratch for many calls and flush before merging sums.
 class KernelScratch
 {
 public:
@@ -32,10 +35,16 @@ public:
     void flushInto(MetricSums &m);
 
     // Internal to the kernels.
-    static constexpr int kCopies = 4;
+    static constexpr int kCopies = 16;
     static constexpr size_t kJointSize = size_t(fp8math::kHistBins) * fp8math::kHistBins * kCopies;
     static constexpr size_t kNvfp4Log2Size = 2048;
-    std::vector<uint32_t> joint;
+    struct FreeDeleter {
+        void operator()(uint32_t *p) const;
+    };
+    std::unique_ptr<uint32_t[], FreeDeleter> joint;
+    // Input binades (rows of the table) that may hold counts besides rows 0 and 255: [rowLo, rowHi].
+    uint32_t rowLo = fp8math::kHistBins - 1;
+    uint32_t rowHi = 0;
     std::vector<float> work; // per-call scratch (column amaxes and scales, widened tails)
     int64_t pending = 0; // elements counted into `joint` since the last flush
     // NVFP4: log2 of the decode scale of each E4M3 block-scale value under nvfp4Global, indexed by the top
