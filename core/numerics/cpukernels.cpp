@@ -703,9 +703,12 @@ void rowBlocksImpl(
     st.flushInto(m);
 }
 
-// Tiles of blockRows x blockCols: for each band of blockRows rows, strips of whole tiles at least 256
-// columns wide (so the strip stays in L2): column amaxes, tile scales (a vector of tiles at a time),
-// then the elements.
+// Tiles of blockRows x blockCols: for each band of blockRows rows, strips of whole tiles about
+// kStripColumns wide (a 128-row strip of float32 stays in L2 for the second read): column amaxes read row
+// by row, tile scales (a vector of tiles at a time), then the elements. (Wider strips, 1024 and 2048
+// columns, measured no better here.)
+constexpr size_t kStripColumns = 256;
+
 template <Input kIn, bool kBf16Fmt>
 void tilesImpl(const void *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
 {
@@ -717,7 +720,7 @@ void tilesImpl(const void *x, size_t rowLen, size_t rows, const QuantPlan &plan,
     const size_t lanes = hn::Lanes(df);
     const size_t br = size_t(plan.blockRows);
     const size_t bc = size_t(plan.blockCols);
-    const size_t width = bc >= 256 ? bc : bc * (256 / bc);
+    const size_t width = bc >= kStripColumns ? bc : bc * (kStripColumns / bc);
     const size_t tilesPerStrip = width / bc;
     const size_t tilePad = (tilesPerStrip + lanes - 1) / lanes * lanes;
     scratch.work.resize(3 * width + 3 * tilePad);
@@ -735,33 +738,42 @@ void tilesImpl(const void *x, size_t rowLen, size_t rows, const QuantPlan &plan,
         const size_t nr = std::min(br, rows - r0);
         for (size_t c0 = 0; c0 < rowLen; c0 += width) {
             const size_t nc = std::min(width, rowLen - c0);
-            size_t c = 0;
-            for (; c + lanes <= nc; c += lanes) {
-                hn::Vec<DU> am = hn::Zero(DU());
-                for (size_t r = r0; r < r0 + nr; ++r)
-                    am = hn::Max(am, finiteAbsBits(loadVec<kIn>(x, r * rowLen + c0 + c)));
-                hn::StoreU(hn::BitCast(df, am), df, colAmax + c);
-            }
-            for (; c < nc; ++c) {
-                float am = 0.0f;
-                for (size_t r = r0; r < r0 + nr; ++r) {
-                    const float v = loadScalar<kIn>(x, r * rowLen + c0 + c);
-                    am = std::max(am, scalarAmax(&v, 1));
+            // Column amaxes row by row, so that every read streams along a row.
+            std::fill(colAmax, colAmax + nc, 0.0f);
+            const DU du;
+            for (size_t r = r0; r < r0 + nr; ++r) {
+                const size_t row = r * rowLen + c0;
+                size_t c = 0;
+                for (; c + lanes <= nc; c += lanes) {
+                    prefetchAhead<kIn>(x, row + c);
+                    const VU am
+                        = hn::Max(hn::BitCast(du, hn::LoadU(df, colAmax + c)), finiteAbsBits(loadVec<kIn>(x, row + c)));
+                    hn::StoreU(hn::BitCast(df, am), df, colAmax + c);
                 }
-                colAmax[c] = am;
+                for (; c < nc; ++c) {
+                    const float v = loadScalar<kIn>(x, row + c);
+                    colAmax[c] = std::max(colAmax[c], scalarAmax(&v, 1));
+                }
             }
             const size_t nt = (nc + bc - 1) / bc;
-            for (size_t t = 0; t < tilePad; ++t)
-                tileAmax[t] = t < nt ? *std::max_element(colAmax + t * bc, colAmax + std::min(nc, (t + 1) * bc)) : 0.0f;
+            if (bc == 1) {
+                std::copy(colAmax, colAmax + nt, tileAmax);
+                std::fill(tileAmax + nt, tileAmax + tilePad, 0.0f);
+            } else {
+                for (size_t t = 0; t < tilePad; ++t)
+                    tileAmax[t]
+                        = t < nt ? *std::max_element(colAmax + t * bc, colAmax + std::min(nc, (t + 1) * bc)) : 0.0f;
+            }
             for (size_t t = 0; t < nt; t += lanes) {
                 VF e, d;
                 blockScales(hn::LoadU(df, tileAmax + t), std::min(lanes, nt - t), rule, st, e, d);
                 hn::StoreU(e, df, tileEnc + t);
                 hn::StoreU(d, df, tileDec + t);
             }
-            for (size_t k = 0; k < nc; ++k) {
-                colScale[k] = tileEnc[k / bc];
-                colScaleInv[k] = tileDec[k / bc];
+            for (size_t t = 0; t < nt; ++t) {
+                const size_t end = std::min(nc, (t + 1) * bc);
+                std::fill(colScale + t * bc, colScale + end, tileEnc[t]);
+                std::fill(colScaleInv + t * bc, colScaleInv + end, tileDec[t]);
             }
             for (size_t r = r0; r < r0 + nr; ++r) {
                 const size_t row = r * rowLen + c0;
