@@ -1,5 +1,5 @@
-// The CPU metrics backend: the chunk is split over worker threads, each converting small tiles to float32
-// in cache and running the vectorised kernels of cpukernels.h.
+// The CPU metrics backend: the chunk is split over worker threads, each running the vectorised kernels of
+// cpukernels.h over its part (float32, bfloat16 and float16 as they are; FP8 widened in small tiles).
 #pragma once
 
 #include "metricsbackend.h"
