@@ -137,30 +137,10 @@ void CpuBackend::accumulate(const ChunkView &chunk, const QuantPlan &plan, Metri
 {
     const int64_t n = chunk.numel();
     std::vector<MetricSums> partial(static_cast<size_t>(m_threads));
-    if (plan.mode == ScaleMode::Tensor && (chunk.dtype == DType::BF16 || chunk.dtype == DType::F16)) {
-        // 16-bit inputs under one scale: count patterns, then evaluate each pattern that occurred once.
-        const int64_t tiles = (n + kTile - 1) / kTile;
-        parallelFor(m_threads, tiles, [&](int64_t t0, int64_t t1, int thread) {
-            std::vector<uint32_t> counts(size_t(65536) * cpukernels::kPatternCopies, 0u);
-            const auto *src = static_cast<const uint16_t *>(chunk.data);
-            int64_t pending = 0;
-            MetricSums &m = partial[size_t(thread)];
-            for (int64_t t = t0; t < t1; ++t) {
-                const int64_t first = t * kTile;
-                const int64_t count = std::min(kTile, n - first);
-                if (pending + count >= (int64_t(1) << 31)) {
-                    cpukernels::foldPatternCounts(counts.data(), chunk.dtype == DType::BF16, plan.tensorScale,
-                        plan.tensorScaleInv, plan.format, m);
-                    pending = 0;
-                }
-                cpukernels::countPatterns16(src + first, size_t(count), counts.data());
-                pending += count;
-            }
-            cpukernels::foldPatternCounts(
-                counts.data(), chunk.dtype == DType::BF16, plan.tensorScale, plan.tensorScaleInv, plan.format, m);
-        });
-        for (const MetricSums &m : partial)
-            sums.merge(m);
+    if (plan.mode == ScaleMode::Tensor && countsPatterns(chunk.dtype)) {
+        PatternCounts counts(chunk.dtype);
+        countPatterns(chunk, counts);
+        counts.fold(plan, sums);
         return;
     }
     const Partition p = partitionFor(chunk, plan);
@@ -200,6 +180,38 @@ void CpuBackend::accumulate(const ChunkView &chunk, const QuantPlan &plan, Metri
     });
     for (const MetricSums &m : partial)
         sums.merge(m);
+}
+
+bool CpuBackend::countsPatterns(DType dtype) const
+{
+    return dtype == DType::BF16 || dtype == DType::F16;
+}
+
+void CpuBackend::countPatterns(const ChunkView &chunk, PatternCounts &counts)
+{
+    const int64_t n = chunk.numel();
+    const int64_t tiles = (n + kTile - 1) / kTile;
+    std::vector<PatternCounts> partial(static_cast<size_t>(m_threads), PatternCounts(chunk.dtype));
+    parallelFor(m_threads, tiles, [&](int64_t t0, int64_t t1, int thread) {
+        std::vector<uint32_t> counters(PatternCounts::kPatterns * cpukernels::kPatternCopies, 0u);
+        const auto *src = static_cast<const uint16_t *>(chunk.data);
+        PatternCounts &mine = partial[size_t(thread)];
+        int64_t pending = 0;
+        for (int64_t t = t0; t < t1; ++t) {
+            const int64_t first = t * kTile;
+            const int64_t count = std::min(kTile, n - first);
+            // 32-bit counters: hand them over before any could overflow.
+            if (pending + count >= (int64_t(1) << 31)) {
+                mine.take(counters.data(), cpukernels::kPatternCopies);
+                pending = 0;
+            }
+            cpukernels::countPatterns16(src + first, size_t(count), counters.data());
+            pending += count;
+        }
+        mine.take(counters.data(), cpukernels::kPatternCopies);
+    });
+    for (const PatternCounts &c : partial)
+        counts.merge(c);
 }
 
 } // namespace fp8scope

@@ -15,6 +15,9 @@ public:
     QString name() const override;
     float amax(const ChunkView &chunk) override;
     void accumulate(const ChunkView &chunk, const fp8math::QuantPlan &plan, fp8math::MetricSums &sums) override;
+    // bfloat16 and float16: each worker counts its part into its own tables.
+    bool countsPatterns(DType dtype) const override;
+    void countPatterns(const ChunkView &chunk, PatternCounts &counts) override;
 
     int threads() const { return m_threads; }
     // Why the CPU serves when a GPU was wanted ("no CUDA device found"); shown in name().

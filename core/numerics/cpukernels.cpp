@@ -295,12 +295,21 @@ HWY_INLINE void countJoint(VU ab, VU sab, uint32_t *joint)
     const DU du;
     const VU key = hn::OrAnd(
         hn::And(hn::ShiftRight<19>(sab), hn::Set(du, 0xFF0u)), hn::ShiftRight<11>(ab), hn::Set(du, 0xFF000u));
+#if HWY_TARGET <= HWY_AVX3
+    // Every lane owns its copy of the key, so the lanes' addresses are distinct and one gather, add and
+    // scatter count the whole vector (measured in cache: 1.5-2x faster than sixteen scalar increments).
+    // A scatter completes before a later gather of the same counter reads it, as any store before a load.
+    const DI di;
+    const VI index = hn::BitCast(di, hn::Add(key, hn::Iota(du, 0)));
+    hn::ScatterIndex(hn::Add(hn::GatherIndex(du, joint, index), hn::Set(du, 1u)), du, joint, index);
+#else
     HWY_ALIGN uint32_t keys[hn::MaxLanes(du)];
     hn::Store(key, du, keys);
     // Read the keys back through memory (load ports) rather than lane extracts (vector ports).
     asm volatile("" : : "r"(keys) : "memory");
     for (size_t i = 0; i < hn::Lanes(du); ++i)
         ++joint[keys[i] + i];
+#endif
 }
 
 // The double-precision sums of one half vector of x and its quantized value q (scaled domain; decode
@@ -1041,21 +1050,6 @@ void countPatterns16(const uint16_t *src, size_t n, uint32_t *counts)
     }
     for (; i < n; ++i)
         ++c0[src[i]];
-}
-
-void foldPatternCounts(uint32_t *counts, bool bf16, float scale, float scaleInv, Format f, MetricSums &m)
-{
-    for (uint32_t p = 0; p < 65536; ++p) {
-        int64_t n = 0;
-        for (size_t k = 0; k < kPatternCopies; ++k) {
-            n += counts[k * 65536 + p];
-            counts[k * 65536 + p] = 0;
-        }
-        if (n == 0)
-            continue;
-        const float x = bf16 ? fp8math::bitsFloat(p << 16) : fp8math::halfToFloat(uint16_t(p));
-        fp8math::accumulateElement(x, scale, scaleInv, f, m, n);
-    }
 }
 
 double sumFloat(const float *x, size_t n)

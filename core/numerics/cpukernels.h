@@ -68,13 +68,11 @@ void accumulateRowBlocks(
 void accumulateTiles(
     const void *x, Input in, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch);
 
-// Per-tensor recipes on 16-bit inputs: every metric is a function of the 16-bit pattern, so the pass
-// counts patterns (`counts` holds 65536 counters per copy, kPatternCopies copies one after the other,
-// kept between calls) and foldPatternCounts() evaluates the definition once per pattern that occurred,
-// weighted by its count.
+// Adds the bit patterns of n 16-bit elements to `counts`: kPatternCopies tables of 65536 counters one after
+// the other (consecutive elements alternate tables, so that runs of one pattern do not wait on one
+// counter). PatternCounts::take() collects and clears them.
 constexpr size_t kPatternCopies = 2;
 void countPatterns16(const uint16_t *src, size_t n, uint32_t *counts);
-void foldPatternCounts(uint32_t *counts, bool bf16, float scale, float scaleInv, Format f, MetricSums &m);
 
 // Plain vectorised read pass (the benchmark's reference): sum of the elements in double.
 double sumFloat(const float *x, size_t n);

@@ -4,6 +4,7 @@
 
 #include "core/tensors/dtype.h"
 #include "metricsums.h"
+#include "patterncounts.h"
 #include "quantplan.h"
 
 #include <QString>
@@ -35,6 +36,16 @@ public:
     virtual float amax(const ChunkView &chunk) = 0;
     // Adds the chunk's contribution under the plan to sums.
     virtual void accumulate(const ChunkView &chunk, const fp8math::QuantPlan &plan, fp8math::MetricSums &sums) = 0;
+    // Whether the engine should serve per-tensor recipes on chunks of this 16-bit dtype by counting bit
+    // patterns (one pass for the amax and every per-tensor recipe) rather than by accumulate().
+    virtual bool countsPatterns(DType dtype) const
+    {
+        (void)dtype;
+        return false;
+    }
+    // Adds the chunk's bit patterns (chunk.dtype == counts.dtype(), BF16 or F16) to counts. This default
+    // counts on the host with one thread; a backend that answers countsPatterns() may do better.
+    virtual void countPatterns(const ChunkView &chunk, PatternCounts &counts);
     // The engine's chunk buffer: a backend that copies chunks to a device may page-lock it for the
     // duration of a compute() so that copies run asynchronously. Default: nothing to do.
     virtual void pinHostMemory(void *data, size_t bytes)

@@ -87,10 +87,21 @@ std::optional<std::vector<TensorMetrics>> MetricsEngine::compute(
         ~Unpin() { backend.unpinHostMemory(data); }
     } unpin {m_backend, buffer.data()};
 
+    // Per-tensor recipes on a 16-bit tensor are served by one pattern-counting pass (where the backend
+    // counts patterns), which gives the tensor amax too; the other recipes by the fused pass, after an
+    // amax pass where one of them needs the tensor amax and no counting pass gave it.
+    std::vector<bool> byPatterns(recipes.size(), false);
+    bool countPass = false;
     bool needAmax = false;
-    for (const Recipe &r : recipes)
-        needAmax = needAmax || r.needsTensorAmax();
-    const int64_t total = n * (needAmax ? 2 : 1);
+    bool fusedPass = false;
+    for (size_t i = 0; i < recipes.size(); ++i) {
+        byPatterns[i] = planFor(recipes[i], 1.0f).mode == ScaleMode::Tensor && m_backend.countsPatterns(info.dtype);
+        countPass = countPass || byPatterns[i];
+        needAmax = needAmax || recipes[i].needsTensorAmax();
+        fusedPass = fusedPass || !byPatterns[i];
+    }
+    const bool amaxPass = needAmax && !countPass;
+    const int64_t total = n * ((countPass ? 1 : 0) + (amaxPass ? 1 : 0) + (fusedPass ? 1 : 0));
     int64_t done = 0;
 
     auto forEachChunk = [&](const std::function<void(const ChunkView &)> &body) -> bool {
@@ -110,16 +121,29 @@ std::optional<std::vector<TensorMetrics>> MetricsEngine::compute(
     };
 
     float tensorAmax = 0.0f;
-    if (needAmax && !forEachChunk([&](const ChunkView &c) { tensorAmax = std::max(tensorAmax, m_backend.amax(c)); }))
+    std::optional<PatternCounts> patterns;
+    if (countPass) {
+        patterns.emplace(info.dtype);
+        if (!forEachChunk([&](const ChunkView &c) { m_backend.countPatterns(c, *patterns); }))
+            return std::nullopt;
+        tensorAmax = patterns->amax();
+    }
+    if (amaxPass && !forEachChunk([&](const ChunkView &c) { tensorAmax = std::max(tensorAmax, m_backend.amax(c)); }))
         return std::nullopt;
 
     std::vector<QuantPlan> plans;
     for (const Recipe &r : recipes)
         plans.push_back(planFor(r, tensorAmax));
     std::vector<fp8math::MetricSums> sums(recipes.size());
-    if (!forEachChunk([&](const ChunkView &c) {
-            for (size_t i = 0; i < recipes.size(); ++i)
-                m_backend.accumulate(c, plans[i], sums[i]);
+    for (size_t i = 0; i < recipes.size(); ++i) {
+        if (byPatterns[i])
+            patterns->fold(plans[i], sums[i]);
+    }
+    if (fusedPass && !forEachChunk([&](const ChunkView &c) {
+            for (size_t i = 0; i < recipes.size(); ++i) {
+                if (!byPatterns[i])
+                    m_backend.accumulate(c, plans[i], sums[i]);
+            }
         }))
         return std::nullopt;
 

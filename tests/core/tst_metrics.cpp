@@ -31,6 +31,7 @@ private Q_SLOTS:
     void kernelsMatchScalarDefinition();
     void blockKernelsMatchScalarDefinition_data();
     void blockKernelsMatchScalarDefinition();
+    void patternPassMatchesFusedPass();
 };
 
 void TestMetrics::againstReference_data()
@@ -313,6 +314,86 @@ void TestMetrics::blockKernelsMatchScalarDefinition()
         for (int i = 0; i < fp8math::kHistBins; ++i) {
             QCOMPARE(a.histIn[i], b.histIn[i]);
             QCOMPARE(a.histScaled[i], b.histScaled[i]);
+        }
+    }
+}
+
+namespace {
+
+// CPU backends that leave the engine's pattern pass aside (the fused pass serves every recipe, as on a
+// backend that does not count patterns), or take it with the interface's default host counting.
+class NoPatternBackend : public CpuBackend
+{
+public:
+    using CpuBackend::CpuBackend;
+    bool countsPatterns(DType) const override { return false; }
+};
+
+class DefaultPatternBackend : public CpuBackend
+{
+public:
+    using CpuBackend::CpuBackend;
+    void countPatterns(const ChunkView &chunk, PatternCounts &counts) override
+    {
+        MetricsBackend::countPatterns(chunk, counts);
+    }
+};
+
+} // namespace
+
+void TestMetrics::patternPassMatchesFusedPass()
+{
+    // 16-bit tensors: the what-if set (per-tensor recipes with and without the tensor amax, block recipes,
+    // NVFP4's global scale from the amax) through the pattern pass, with the CPU backend's threaded counting
+    // and with the interface's default one, against the fused pass alone; several chunks.
+    const std::vector<int64_t> shape {384, 256};
+    for (DType dtype : {DType::BF16, DType::F16}) {
+        std::vector<float> widened;
+        const QByteArray bytes = encode(makeData(384 * 256, 5), dtype, &widened);
+        std::vector<Recipe> recipes = Recipe::whatIfSet();
+        QString error;
+        recipes.push_back(*Recipe::parse(QStringLiteral("current-pow2"), std::nullopt, &error));
+        recipes.push_back(*Recipe::parse(QStringLiteral("bf16"), std::nullopt, &error));
+        std::vector<std::vector<TensorMetrics>> runs;
+        CpuBackend threaded(2);
+        DefaultPatternBackend host(2);
+        NoPatternBackend fused(2);
+        for (MetricsBackend *backend : std::initializer_list<MetricsBackend *> {&threaded, &host, &fused}) {
+            MemoryReader reader(dtype, shape, bytes);
+            MetricsEngine engine(*backend, int64_t(128) * 256 * 2);
+            Problem problem;
+            int64_t lastDone = 0, lastTotal = 0;
+            auto out = engine.compute(reader, recipes, &problem, [&](int64_t done, int64_t total) {
+                lastDone = done;
+                lastTotal = total;
+                return true;
+            });
+            QVERIFY(out);
+            QCOMPARE(lastDone, lastTotal); // progress ends at its total, whichever passes ran
+            runs.push_back(*out);
+        }
+        QVERIFY(threaded.countsPatterns(dtype));
+        QVERIFY(!threaded.countsPatterns(DType::F32));
+        for (size_t i = 0; i < recipes.size(); ++i) {
+            const TensorMetrics &want = runs[2][i];
+            for (size_t k = 0; k < 2; ++k) {
+                const TensorMetrics &got = runs[k][i];
+                QCOMPARE(got.numel, want.numel);
+                QCOMPARE(got.zeros, want.zeros);
+                QCOMPARE(got.nans, want.nans);
+                QCOMPARE(got.infs, want.infs);
+                QCOMPARE(got.nonzeroQ, want.nonzeroQ);
+                QCOMPARE(got.saturated, want.saturated);
+                QCOMPARE(got.amax, want.amax);
+                QCOMPARE(got.scale, want.scale);
+                QCOMPARE(got.blocks, want.blocks);
+                QCOMPARE(got.histIn, want.histIn);
+                QCOMPARE(got.histScaled, want.histScaled);
+                QVERIFY2(close(got.mse, want.mse, 1e-12),
+                    qPrintable(QStringLiteral("%1: mse %2 vs %3").arg(recipes[i].name()).arg(got.mse).arg(want.mse)));
+                QVERIFY(close(got.cosine, want.cosine, 1e-12));
+                QVERIFY(close(got.std, want.std, 1e-12));
+            }
         }
     }
 }
