@@ -46,6 +46,7 @@ public:
     uint32_t rowLo = fp8math::kHistBins - 1;
     uint32_t rowHi = 0;
     std::vector<float> work; // per-call scratch (column amaxes and scales, widened tails)
+    std::vector<double> workDouble; // per-call scratch (column decode scales)
     int64_t pending = 0; // elements counted into `joint` since the last flush
     // NVFP4: log2 of the decode scale of each E4M3 block-scale value under nvfp4Global, indexed by the top
     // 11 bits of the value's float32 magnitude (exponent and three mantissa bits).
