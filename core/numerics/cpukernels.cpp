@@ -649,6 +649,41 @@ template <Input kIn> HWY_INLINE VF groupAmax(const void *x, size_t first, size_t
     return hn::BitCast(df, part[0]);
 }
 
+// groupAmax for bfloat16 and float16 blocks of b elements, b a multiple of twice the lane count: |x| of
+// finite 16-bit values orders like its bits, so the maxima are taken on the 16-bit patterns, two vectors'
+// worth of elements per operation, and widened to float32 at the end.
+template <Input kIn> HWY_INLINE VF groupAmax16(const void *x, size_t first, size_t b, size_t count)
+{
+    const DF df;
+    const DU du;
+    const hn::Repartition<uint16_t, DU> dw;
+    const size_t lanes = hn::Lanes(du);
+    const auto *src = static_cast<const uint16_t *>(x);
+    const auto absMask = hn::Set(dw, uint16_t(0x7FFF));
+    const auto infBits = hn::Set(dw, uint16_t(kIn == Input::BF16 ? 0x7F80 : 0x7C00));
+    VU part[hn::MaxLanes(du)];
+    for (size_t j = 0; j < lanes; ++j) {
+        auto am = hn::Zero(dw);
+        for (size_t k = 0; j < count && k < b; k += 2 * lanes) {
+            prefetchAhead<kIn>(x, first + j * b + k);
+            const auto ab = hn::And(hn::LoadU(dw, src + first + j * b + k), absMask);
+            am = hn::IfThenElse(hn::Lt(ab, infBits), hn::Max(am, ab), am);
+        }
+        // The two 16-bit maxima of each 32-bit lane.
+        const VU w = hn::BitCast(du, am);
+        part[j] = hn::Max(hn::And(w, hn::Set(du, 0xFFFFu)), hn::ShiftRight<16>(w));
+    }
+    for (size_t w = lanes; w > 1; w /= 2) {
+        for (size_t j = 0; j < w / 2; ++j)
+            part[j] = hn::Max(
+                hn::ConcatEven(du, part[2 * j + 1], part[2 * j]), hn::ConcatOdd(du, part[2 * j + 1], part[2 * j]));
+    }
+    if constexpr (kIn == Input::BF16)
+        return hn::BitCast(df, hn::ShiftLeft<16>(part[0]));
+    else
+        return hn::PromoteTo(df, hn::BitCast(DF16(), hn::DemoteTo(D16(), hn::BitCast(DI(), part[0]))));
+}
+
 // One block through the scalar definition (short blocks at the end of a row).
 template <Input kIn>
 void scalarBlock(const void *x, size_t i, size_t len, const QuantPlan &plan, MetricSums &m, float *buffer)
@@ -692,7 +727,13 @@ void rowBlocksImpl(
         for (size_t g = 0; g < full; g += lanes) {
             const size_t ng = std::min(lanes, full - g);
             VF e, d;
-            blockScales(groupAmax<kIn>(x, row + g * b, b, ng), ng, rule, st, e, d);
+            VF amax;
+            if constexpr (kIn == Input::F32)
+                amax = groupAmax<kIn>(x, row + g * b, b, ng);
+            else
+                amax = b % (2 * lanes) == 0 ? groupAmax16<kIn>(x, row + g * b, b, ng)
+                                            : groupAmax<kIn>(x, row + g * b, b, ng);
+            blockScales(amax, ng, rule, st, e, d);
             hn::Store(e, df, enc);
             hn::Store(d, df, dec);
             for (size_t j = 0; j < ng; ++j) {
