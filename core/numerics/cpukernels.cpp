@@ -395,7 +395,9 @@ HWY_INLINE void processVec(
         processRare<kBf16Fmt, kUniform>(v, scaleV, siLo, siHi, fc, rare, joint);
         return;
     }
-    a.amax = hn::Max(a.amax, ab);
+    // Block modes fold the block amaxes (the same finite maxima) into a.amax instead.
+    if constexpr (kUniform)
+        a.amax = hn::Max(a.amax, ab);
     a.amin = hn::Min(a.amin, ab);
     a.saturated = count(a.saturated, hn::RebindMask(du, hn::Gt(hn::BitCast(df, sab), fc.maxFinite)));
     const VU qb = quantizeAbs<kBf16Fmt>(sab, fc);
@@ -734,6 +736,7 @@ void rowBlocksImpl(
                 amax = b % (2 * lanes) == 0 ? groupAmax16<kIn>(x, row + g * b, b, ng)
                                             : groupAmax<kIn>(x, row + g * b, b, ng);
             blockScales(amax, ng, rule, st, e, d);
+            a.amax = hn::Max(a.amax, hn::BitCast(DU(), amax));
             hn::Store(e, df, enc);
             hn::Store(d, df, dec);
             for (size_t j = 0; j < ng; ++j) {
@@ -819,7 +822,9 @@ void tilesImpl(const void *x, size_t rowLen, size_t rows, const QuantPlan &plan,
             }
             for (size_t t = 0; t < nt; t += lanes) {
                 VF e, d;
-                blockScales(hn::LoadU(df, tileAmax + t), std::min(lanes, nt - t), rule, st, e, d);
+                const VF amax = hn::LoadU(df, tileAmax + t);
+                blockScales(amax, std::min(lanes, nt - t), rule, st, e, d);
+                a.amax = hn::Max(a.amax, hn::BitCast(DU(), amax));
                 hn::StoreU(e, df, tileEnc + t);
                 hn::StoreU(d, df, tileDec + t);
             }
