@@ -719,7 +719,7 @@ void rowBlocksImpl(
     const ScaleRule rule(plan, nvfp4Table(plan, scratch));
     uint32_t *joint = scratch.joint.get();
     HWY_ALIGN float enc[hn::MaxLanes(df)];
-    HWY_ALIGN float dec[hn::MaxLanes(df)];
+    HWY_ALIGN double dec[hn::MaxLanes(df)];
     Acc a, rare;
     BlockStats st;
     size_t counted = 0;
@@ -738,11 +738,13 @@ void rowBlocksImpl(
             blockScales(amax, ng, rule, st, e, d);
             a.amax = hn::Max(a.amax, hn::BitCast(DU(), amax));
             hn::Store(e, df, enc);
-            hn::Store(d, df, dec);
+            // Decode scales stored in double, so that each block's broadcast is one load.
+            hn::Store(hn::PromoteTo(dd, hn::LowerHalf(DH(), d)), dd, dec);
+            hn::Store(hn::PromoteTo(dd, hn::UpperHalf(DH(), d)), dd, dec + lanes / 2);
             for (size_t j = 0; j < ng; ++j) {
                 const size_t first = row + (g + j) * b;
                 const VF scaleV = hn::Set(df, enc[j]);
-                const VD si = hn::Set(dd, double(dec[j]));
+                const VD si = hn::Set(dd, dec[j]);
                 for (size_t k = 0; k < b; k += lanes)
                     processVec<kBf16Fmt, false>(loadVec<kIn>(x, first + k), scaleV, si, si, fc, a, rare, joint);
             }
