@@ -1,7 +1,8 @@
 // Throughput of the fused metrics pass on a 256 MiB in-memory tensor (float32 and bfloat16), per recipe,
 // with 1 and 2 threads, as GB/s of input and as a ratio to a plain vectorised read pass (sum) over the same
-// buffer with the same threads, measured in the same run; plus the scalar definition as a baseline. Each
-// recipe runs the passes MetricsEngine would run for it alone.
+// buffer with the same threads, measured in the same run (one run of each in turn, so that both see the
+// same phases of a shared machine; the ratio is the median of the per-pair ratios); plus the scalar
+// definition as a baseline. Each recipe runs the passes MetricsEngine would run for it alone.
 // Prints a table; asserts nothing about time.
 // Usage: bench_metrics [MiB] [repeats] [recipe,recipe,...|all] [float32,bfloat16|all]
 #include "benchutil.h"
@@ -135,26 +136,28 @@ int main(int argc, char **argv)
             for (int threads : {1, 2}) {
                 CpuBackend backend(threads);
                 const ChunkView view {dtype, data, rows, cols};
-                const double readSec = medianSeconds(repeats, [&] { g_sink = readPass(dtype, data, n, threads); });
                 // The passes MetricsEngine runs for this recipe alone: one pattern-counting pass for a
                 // per-tensor recipe on 16-bit input (amax included), else the amax pass where the recipe
                 // needs it and the fused pass.
                 const bool byPatterns = backend.countsPatterns(dtype)
                     && MetricsEngine::planFor(recipe, 1.0f).mode == fp8math::ScaleMode::Tensor;
-                const double sec = medianSeconds(repeats, [&] {
-                    fp8math::MetricSums m;
-                    if (byPatterns) {
-                        PatternCounts counts(dtype);
-                        backend.countPatterns(view, counts);
-                        counts.fold(MetricsEngine::planFor(recipe, counts.amax()), m);
-                    } else {
-                        const float amax = recipe.needsTensorAmax() ? backend.amax(view) : 1.0f;
-                        backend.accumulate(view, MetricsEngine::planFor(recipe, amax), m);
-                    }
-                    g_sink = m.errSq;
-                });
-                std::printf("%-8s %-14s %7d %10.2f %10.2f %8.2f %12.1f\n", dtypeName, name, threads, gb / sec,
-                    gb / readSec, readSec / sec, (gb / sec) / scalarGbs);
+                const bench::Paired t = bench::pairedMedians(
+                    repeats,
+                    [&] {
+                        fp8math::MetricSums m;
+                        if (byPatterns) {
+                            PatternCounts counts(dtype);
+                            backend.countPatterns(view, counts);
+                            counts.fold(MetricsEngine::planFor(recipe, counts.amax()), m);
+                        } else {
+                            const float amax = recipe.needsTensorAmax() ? backend.amax(view) : 1.0f;
+                            backend.accumulate(view, MetricsEngine::planFor(recipe, amax), m);
+                        }
+                        g_sink = m.errSq;
+                    },
+                    [&] { g_sink = readPass(dtype, data, n, threads); });
+                std::printf("%-8s %-14s %7d %10.2f %10.2f %8.2f %12.1f\n", dtypeName, name, threads, gb / t.workSeconds,
+                    gb / t.referenceSeconds, t.ratio, (gb / t.workSeconds) / scalarGbs);
             }
         }
     }
