@@ -296,10 +296,11 @@ HWY_INLINE void countJoint(VU ab, VU sab, uint32_t *joint)
     const DU du;
     const VU key = hn::OrAnd(
         hn::And(hn::ShiftRight<19>(sab), hn::Set(du, 0xFF0u)), hn::ShiftRight<11>(ab), hn::Set(du, 0xFF000u));
-#if HWY_TARGET <= HWY_AVX3
-    // Every lane owns its copy of the key, so the lanes' addresses are distinct and one gather, add and
-    // scatter count the whole vector (measured in cache: 1.5-2x faster than sixteen scalar increments).
-    // A scatter completes before a later gather of the same counter reads it, as any store before a load.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+    // AVX-512: every lane owns its copy of the key, so the lanes' addresses are distinct and one gather,
+    // add and scatter count the whole vector (measured in cache: 1.5-2x faster than sixteen scalar
+    // increments). A scatter completes before a later gather of the same counter reads it, as any store
+    // before a load.
     const DI di;
     const VI index = hn::BitCast(di, hn::Add(key, hn::Iota(du, 0)));
     hn::ScatterIndex(hn::Add(hn::GatherIndex(du, joint, index), hn::Set(du, 1u)), du, joint, index);
