@@ -145,7 +145,20 @@ template <Input kIn> HWY_INLINE VF loadVec(const void *x, size_t i)
             df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, static_cast<const uint16_t *>(x) + i))));
     } else {
         const DF16 d16;
-        return hn::PromoteTo(df, hn::LoadU(d16, reinterpret_cast<const hwy::float16_t *>(x) + i));
+        const auto h = hn::LoadU(d16, reinterpret_cast<const hwy::float16_t *>(x) + i);
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+        return hn::PromoteTo(df, h);
+#else
+        // Without F16C Highway converts in software and turns inf and NaN (exponent 31) into finite values
+        // (65536, 98304, ...): give those lanes the float32 inf/NaN with the same sign and payload.
+        const DU du;
+        const VU b = hn::PromoteTo(du, hn::BitCast(D16(), h));
+        const VU special = hn::Or(hn::Set(du, kInfBits),
+            hn::Or(hn::ShiftLeft<16>(hn::And(b, hn::Set(du, 0x8000u))),
+                hn::ShiftLeft<13>(hn::And(b, hn::Set(du, 0x3FFu)))));
+        return hn::IfThenElse(hn::RebindMask(df, hn::Eq(hn::And(b, hn::Set(du, 0x7C00u)), hn::Set(du, 0x7C00u))),
+            hn::BitCast(df, special), hn::PromoteTo(df, h));
+#endif
     }
 }
 
@@ -1128,6 +1141,21 @@ double sumBf16(const uint16_t *x, size_t n)
 const char *simdTarget()
 {
     return HWY_DYNAMIC_DISPATCH(SimdTarget)();
+}
+
+std::vector<int64_t> simdTargets()
+{
+    return hwy::SupportedAndGeneratedTargets();
+}
+
+const char *simdTargetName(int64_t target)
+{
+    return hwy::TargetName(target);
+}
+
+void pinSimdTargetForTest(int64_t target)
+{
+    hwy::SetSupportedTargetsForTest(target);
 }
 
 } // namespace fp8scope::cpukernels

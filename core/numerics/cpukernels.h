@@ -82,4 +82,10 @@ double sumBf16(const uint16_t *x, size_t n);
 // Name of the SIMD target chosen on this CPU, e.g. "AVX3".
 const char *simdTarget();
 
+// The SIMD targets compiled in that this CPU can run, best first (Highway's target bits), their names, and
+// a way for tests to pin the dispatch to one of them (0: back to the best).
+std::vector<int64_t> simdTargets();
+const char *simdTargetName(int64_t target);
+void pinSimdTargetForTest(int64_t target);
+
 } // namespace fp8scope::cpukernels

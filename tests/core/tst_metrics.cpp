@@ -9,6 +9,7 @@
 #include "reference.h"
 #include "testdata.h"
 
+#include <QScopeGuard>
 #include <QTest>
 
 #include <cmath>
@@ -31,6 +32,7 @@ private Q_SLOTS:
     void kernelsMatchScalarDefinition();
     void blockKernelsMatchScalarDefinition_data();
     void blockKernelsMatchScalarDefinition();
+    void everySimdTargetMatchesScalarDefinition();
     void patternPassMatchesFusedPass();
 };
 
@@ -248,28 +250,12 @@ void TestMetrics::blockKernelsMatchScalarDefinition_data()
     QTest::newRow("nvfp4/1x16") << int(fp8math::BlockRule::Nvfp4) << 1 << 16 << int(fp8math::Format::E2M1);
 }
 
-void TestMetrics::blockKernelsMatchScalarDefinition()
+namespace {
+
+// The vector block kernel under `plan` against the scalar definition on x (rows x rowLen) stored as float32,
+// bfloat16 and float16 and read as such.
+void checkBlockKernels(const fp8math::QuantPlan &plan, const std::vector<float> &x, size_t rowLen, size_t rows)
 {
-    // The vector block kernels, reading float32, bfloat16 and float16 directly, against the scalar
-    // definition on the same values widened to float32: rows long enough for whole vectors of blocks plus a
-    // short block at the end, zeros, NaN, inf, subnormals and all-zero blocks mixed in.
-    QFETCH(int, rule);
-    QFETCH(int, blockRows);
-    QFETCH(int, blockCols);
-    QFETCH(int, format);
-    fp8math::QuantPlan plan;
-    plan.rule = fp8math::BlockRule(rule);
-    plan.format = fp8math::Format(format);
-    plan.blockRows = blockRows;
-    plan.blockCols = blockCols;
-    plan.mode = blockRows == 1 ? fp8math::ScaleMode::RowBlocks : fp8math::ScaleMode::TileBlocks;
-    plan.globalEncode = fp8math::nvfp4GlobalEncodeScale(300.0f);
-    // Rows of several strips (the tile kernel's unit of work) and a partial one for the narrow tiles too.
-    const size_t rowLen = std::max<size_t>(size_t(blockCols) * 37 + 13, 1100);
-    const size_t rows = size_t(blockRows) * 2 + (blockRows > 1 ? 3 : 0);
-    std::vector<float> x = makeData(rowLen * rows, 7);
-    for (size_t i = 0; i < std::min<size_t>(x.size(), 2 * size_t(blockCols)); ++i)
-        x[i] = 0.0f; // whole blocks of zeros
     for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
         std::vector<float> widened;
         const QByteArray bytes = encode(x, dtype, &widened);
@@ -288,6 +274,10 @@ void TestMetrics::blockKernelsMatchScalarDefinition()
                 widened.data(), rowLen, rows, plan, b, colScratch.data(), colScratch.data() + rowLen);
         }
         scratch.flushInto(a);
+        const auto where = qScopeGuard([&] {
+            if (QTest::currentTestFailed())
+                qWarning("input %s", qPrintable(dtypeName(dtype)));
+        });
         QCOMPARE(a.numel, b.numel);
         QCOMPARE(a.nonzeroQ, b.nonzeroQ);
         QCOMPARE(a.saturated, b.saturated);
@@ -315,6 +305,109 @@ void TestMetrics::blockKernelsMatchScalarDefinition()
         for (int i = 0; i < fp8math::kHistBins; ++i) {
             QCOMPARE(a.histIn[i], b.histIn[i]);
             QCOMPARE(a.histScaled[i], b.histScaled[i]);
+        }
+    }
+}
+
+fp8math::QuantPlan blockPlan(fp8math::BlockRule rule, int blockRows, int blockCols, fp8math::Format format)
+{
+    fp8math::QuantPlan plan;
+    plan.rule = rule;
+    plan.format = format;
+    plan.blockRows = blockRows;
+    plan.blockCols = blockCols;
+    plan.mode = blockRows == 1 ? fp8math::ScaleMode::RowBlocks : fp8math::ScaleMode::TileBlocks;
+    plan.globalEncode = fp8math::nvfp4GlobalEncodeScale(300.0f);
+    return plan;
+}
+
+// Data for the block kernels: rows long enough for whole vectors of blocks, several strips (the tile
+// kernel's unit of work) and a short block at the end; zeros, NaN, inf, subnormals and whole blocks of zeros.
+std::vector<float> blockData(int blockRows, int blockCols, size_t *rowLen, size_t *rows)
+{
+    *rowLen = std::max<size_t>(size_t(blockCols) * 37 + 13, 1100);
+    *rows = size_t(blockRows) * 2 + (blockRows > 1 ? 3 : 0);
+    std::vector<float> x = makeData(*rowLen * *rows, 7);
+    for (size_t i = 0; i < std::min<size_t>(x.size(), 2 * size_t(blockCols)); ++i)
+        x[i] = 0.0f;
+    return x;
+}
+
+// Keeps the kernels' dispatch on one SIMD target for its lifetime.
+struct PinnedTarget {
+    explicit PinnedTarget(int64_t target) { cpukernels::pinSimdTargetForTest(target); }
+    ~PinnedTarget() { cpukernels::pinSimdTargetForTest(0); }
+};
+
+} // namespace
+
+void TestMetrics::blockKernelsMatchScalarDefinition()
+{
+    // The vector block kernels, reading float32, bfloat16 and float16 directly, against the scalar
+    // definition on the same values widened to float32.
+    QFETCH(int, rule);
+    QFETCH(int, blockRows);
+    QFETCH(int, blockCols);
+    QFETCH(int, format);
+    size_t rowLen = 0, rows = 0;
+    const std::vector<float> x = blockData(blockRows, blockCols, &rowLen, &rows);
+    checkBlockKernels(
+        blockPlan(fp8math::BlockRule(rule), blockRows, blockCols, fp8math::Format(format)), x, rowLen, rows);
+}
+
+void TestMetrics::everySimdTargetMatchesScalarDefinition()
+{
+    // Users' CPUs pick other targets than this machine's (AVX2 on many desktops, SSE4, the one-lane
+    // baseline): pin the dispatch to each target compiled in that this CPU runs, and compare the per-tensor
+    // kernel, the amax pass and every kind of block kernel with the scalar definition.
+    const std::vector<int64_t> targets = cpukernels::simdTargets();
+    QVERIFY(!targets.empty());
+    std::vector<float> flat = makeData(10007, 13);
+    for (int64_t target : targets) {
+        PinnedTarget pin(target);
+        QCOMPARE(QByteArray(cpukernels::simdTarget()), QByteArray(cpukernels::simdTargetName(target)));
+        for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+            std::vector<float> widened;
+            const QByteArray bytes = encode(flat, dtype, &widened);
+            const cpukernels::Input in = dtype == DType::F32
+                ? cpukernels::Input::F32
+                : (dtype == DType::BF16 ? cpukernels::Input::BF16 : cpukernels::Input::F16);
+            for (fp8math::Format f : {fp8math::Format::E4M3, fp8math::Format::E5M2, fp8math::Format::BF16}) {
+                fp8math::MetricSums a, b;
+                cpukernels::KernelScratch scratch;
+                cpukernels::accumulateUniform(bytes.constData(), in, widened.size(), 3.5f, 1.0f / 3.5f, f, a, scratch);
+                scratch.flushInto(a);
+                fp8math::scalarAccumulateUniform(widened.data(), widened.size(), 3.5f, 1.0f / 3.5f, f, b);
+                QCOMPARE(a.nonzeroQ, b.nonzeroQ);
+                QCOMPARE(a.saturated, b.saturated);
+                QCOMPARE(a.nans, b.nans);
+                QCOMPARE(a.infs, b.infs);
+                QCOMPARE(a.amax, b.amax);
+                QVERIFY(close(a.errSq, b.errSq, 1e-10));
+                for (int i = 0; i < fp8math::kHistBins; ++i)
+                    QCOMPARE(a.histScaled[i], b.histScaled[i]);
+            }
+            QCOMPARE(double(cpukernels::amaxAbs(bytes.constData(), in, widened.size())),
+                double(fp8math::scalarAmax(widened.data(), widened.size())));
+        }
+        const struct {
+            fp8math::BlockRule rule;
+            int rows, cols;
+            fp8math::Format format;
+        } cases[] = {{fp8math::BlockRule::MxTe, 1, 32, fp8math::Format::E4M3},
+            {fp8math::BlockRule::MxOcp, 32, 1, fp8math::Format::E5M2},
+            {fp8math::BlockRule::AmaxPow2, 1, 128, fp8math::Format::E4M3},
+            {fp8math::BlockRule::AmaxExact, 128, 128, fp8math::Format::E4M3},
+            {fp8math::BlockRule::Nvfp4, 1, 16, fp8math::Format::E2M1}};
+        for (const auto &c : cases) {
+            size_t rowLen = 0, rows = 0;
+            const std::vector<float> x = blockData(c.rows, c.cols, &rowLen, &rows);
+            checkBlockKernels(blockPlan(c.rule, c.rows, c.cols, c.format), x, rowLen, rows);
+            if (QTest::currentTestFailed()) {
+                qWarning("failed on SIMD target %s, blocks %dx%d, rule %d", cpukernels::simdTargetName(target), c.rows,
+                    c.cols, int(c.rule));
+                return;
+            }
         }
     }
 }
