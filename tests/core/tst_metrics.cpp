@@ -252,6 +252,12 @@ void TestMetrics::blockKernelsMatchScalarDefinition_data()
 
 namespace {
 
+cpukernels::Input kernelInput(DType dtype)
+{
+    return dtype == DType::F32 ? cpukernels::Input::F32
+                               : (dtype == DType::BF16 ? cpukernels::Input::BF16 : cpukernels::Input::F16);
+}
+
 // The vector block kernel under `plan` against the scalar definition on x (rows x rowLen) stored as float32,
 // bfloat16 and float16 and read as such.
 void checkBlockKernels(const fp8math::QuantPlan &plan, const std::vector<float> &x, size_t rowLen, size_t rows)
@@ -259,9 +265,7 @@ void checkBlockKernels(const fp8math::QuantPlan &plan, const std::vector<float> 
     for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
         std::vector<float> widened;
         const QByteArray bytes = encode(x, dtype, &widened);
-        const cpukernels::Input in = dtype == DType::F32
-            ? cpukernels::Input::F32
-            : (dtype == DType::BF16 ? cpukernels::Input::BF16 : cpukernels::Input::F16);
+        const cpukernels::Input in = kernelInput(dtype);
         fp8math::MetricSums a, b;
         cpukernels::KernelScratch scratch;
         std::vector<float> colScratch(2 * rowLen);
@@ -369,9 +373,7 @@ void TestMetrics::everySimdTargetMatchesScalarDefinition()
         for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
             std::vector<float> widened;
             const QByteArray bytes = encode(flat, dtype, &widened);
-            const cpukernels::Input in = dtype == DType::F32
-                ? cpukernels::Input::F32
-                : (dtype == DType::BF16 ? cpukernels::Input::BF16 : cpukernels::Input::F16);
+            const cpukernels::Input in = kernelInput(dtype);
             for (fp8math::Format f : {fp8math::Format::E4M3, fp8math::Format::E5M2, fp8math::Format::BF16}) {
                 fp8math::MetricSums a, b;
                 cpukernels::KernelScratch scratch;
