@@ -783,7 +783,6 @@ template <Input kIn, bool kBf16Fmt>
 void tilesImpl(const void *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
 {
     const DF df;
-    const DH dh;
     const DD dd;
     const FormatConsts fc(plan.format);
     const ScaleRule rule(plan, nvfp4Table(plan, scratch));
@@ -794,11 +793,10 @@ void tilesImpl(const void *x, size_t rowLen, size_t rows, const QuantPlan &plan,
     const size_t width = bc >= stripColumns ? bc : bc * (stripColumns / bc);
     const size_t tilesPerStrip = width / bc;
     const size_t tilePad = (tilesPerStrip + lanes - 1) / lanes * lanes;
-    scratch.work.resize(3 * width + 3 * tilePad);
+    scratch.work.resize(2 * width + 3 * tilePad);
     float *colAmax = scratch.work.data();
     float *colScale = colAmax + width;
-    float *colScaleInv = colScale + width;
-    float *tileAmax = colScaleInv + width;
+    float *tileAmax = colScale + width;
     float *tileEnc = tileAmax + tilePad;
     float *tileDec = tileEnc + tilePad;
     scratch.workDouble.resize(width);
@@ -848,7 +846,6 @@ void tilesImpl(const void *x, size_t rowLen, size_t rows, const QuantPlan &plan,
             for (size_t t = 0; t < nt; ++t) {
                 const size_t end = std::min(nc, (t + 1) * bc);
                 std::fill(colScale + t * bc, colScale + end, tileEnc[t]);
-                std::fill(colScaleInv + t * bc, colScaleInv + end, tileDec[t]);
                 std::fill(colScaleInvD + t * bc, colScaleInvD + end, double(tileDec[t]));
             }
             for (size_t r = r0; r < r0 + nr; ++r) {
@@ -871,7 +868,7 @@ void tilesImpl(const void *x, size_t rowLen, size_t rows, const QuantPlan &plan,
                 }
                 counted += k;
                 for (; k < nc; ++k)
-                    accumulateElement(loadScalar<kIn>(x, row + k), colScale[k], colScaleInv[k], plan.format, m);
+                    accumulateElement(loadScalar<kIn>(x, row + k), colScale[k], float(colScaleInvD[k]), plan.format, m);
             }
         }
     }
