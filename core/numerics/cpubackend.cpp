@@ -3,6 +3,7 @@
 #include "cpukernels.h"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <thread>
 #include <vector>
@@ -72,30 +73,44 @@ const void *kernelInput(const ChunkView &c, int64_t first, int64_t count, std::v
     return buffer.data();
 }
 
-// Runs body(firstUnit, endUnit, threadIndex) over `units` split evenly across up to `threads` threads.
-void parallelFor(int threads, int64_t units, const std::function<void(int64_t, int64_t, int)> &body)
+// Work is cut into pieces of whole units, about kPieceElements elements each. The cut depends on the
+// chunk and the unit only, never on the thread count, and every piece keeps its own sums, merged in piece
+// order: results are the same bits with any number of threads.
+constexpr int64_t kPieceElements = int64_t(1) << 20;
+
+struct Pieces {
+    int64_t units = 0;
+    int64_t unitsPerPiece = 1;
+    int64_t count = 0;
+
+    Pieces(int64_t unitCount, int64_t unitElements)
+        : units(unitCount)
+        , unitsPerPiece(std::max<int64_t>(1, kPieceElements / std::max<int64_t>(1, unitElements)))
+        , count((unitCount + unitsPerPiece - 1) / unitsPerPiece)
+    {
+    }
+};
+
+// Runs body(firstUnit, endUnit, worker, piece) for every piece. Up to `threads` workers take the pieces in
+// turn, so a worker slowed by other load on the machine takes fewer of them (a split fixed in advance
+// waits for its slowest part). Returns how many workers ran (per-worker state needs that many slots).
+int parallelFor(int threads, const Pieces &pieces, const std::function<void(int64_t, int64_t, int, int64_t)> &body)
 {
-    const int t = int(std::max<int64_t>(1, std::min<int64_t>(threads, units)));
-    if (t == 1) {
-        body(0, units, 0);
-        return;
-    }
+    const int workers = int(std::max<int64_t>(1, std::min<int64_t>(threads, pieces.count)));
+    std::atomic<int64_t> next {0};
+    const auto work = [&](int worker) {
+        for (int64_t p = next.fetch_add(1, std::memory_order_relaxed); p < pieces.count;
+             p = next.fetch_add(1, std::memory_order_relaxed))
+            body(p * pieces.unitsPerPiece, std::min(pieces.units, (p + 1) * pieces.unitsPerPiece), worker, p);
+    };
     std::vector<std::thread> pool;
-    pool.reserve(size_t(t - 1));
-    const int64_t per = units / t;
-    const int64_t extra = units % t;
-    int64_t begin = 0;
-    std::vector<std::pair<int64_t, int64_t>> ranges;
-    for (int i = 0; i < t; ++i) {
-        const int64_t len = per + (i < extra ? 1 : 0);
-        ranges.emplace_back(begin, begin + len);
-        begin += len;
-    }
-    for (int i = 1; i < t; ++i)
-        pool.emplace_back(body, ranges[size_t(i)].first, ranges[size_t(i)].second, i);
-    body(ranges[0].first, ranges[0].second, 0);
+    pool.reserve(size_t(workers - 1));
+    for (int i = 1; i < workers; ++i)
+        pool.emplace_back(work, i);
+    work(0);
     for (auto &th : pool)
         th.join();
+    return workers;
 }
 
 } // namespace
@@ -117,18 +132,16 @@ QString CpuBackend::name() const
 float CpuBackend::amax(const ChunkView &chunk)
 {
     const int64_t n = chunk.numel();
-    const int64_t tiles = (n + kTile - 1) / kTile;
     const cpukernels::Input in = inputOf(chunk.dtype);
     std::vector<float> partial(static_cast<size_t>(m_threads), 0.0f);
-    parallelFor(m_threads, tiles, [&](int64_t t0, int64_t t1, int thread) {
-        std::vector<float> buffer;
-        float a = 0.0f;
-        for (int64_t t = t0; t < t1; ++t) {
-            const int64_t first = t * kTile;
-            const int64_t count = std::min(kTile, n - first);
-            a = std::max(a, cpukernels::amaxAbs(kernelInput(chunk, first, count, buffer), in, size_t(count)));
+    std::vector<std::vector<float>> buffers(static_cast<size_t>(m_threads));
+    parallelFor(m_threads, Pieces(n, 1), [&](int64_t first, int64_t end, int worker, int64_t) {
+        float &a = partial[size_t(worker)];
+        for (int64_t t = first; t < end; t += kTile) {
+            const int64_t count = std::min(kTile, end - t);
+            const void *x = kernelInput(chunk, t, count, buffers[size_t(worker)]);
+            a = std::max(a, cpukernels::amaxAbs(x, in, size_t(count)));
         }
-        partial[size_t(thread)] = a;
     });
     return *std::max_element(partial.begin(), partial.end());
 }
@@ -136,7 +149,6 @@ float CpuBackend::amax(const ChunkView &chunk)
 void CpuBackend::accumulate(const ChunkView &chunk, const QuantPlan &plan, MetricSums &sums)
 {
     const int64_t n = chunk.numel();
-    std::vector<MetricSums> partial(static_cast<size_t>(m_threads));
     if (plan.mode == ScaleMode::Tensor && countsPatterns(chunk.dtype)) {
         PatternCounts counts(chunk.dtype);
         countPatterns(chunk, counts);
@@ -144,18 +156,23 @@ void CpuBackend::accumulate(const ChunkView &chunk, const QuantPlan &plan, Metri
         return;
     }
     const Partition p = partitionFor(chunk, plan);
+    const Pieces pieces(p.units, p.unit);
     const cpukernels::Input in = inputOf(chunk.dtype);
-    parallelFor(m_threads, p.units, [&](int64_t u0, int64_t u1, int thread) {
-        MetricSums &m = partial[size_t(thread)];
-        std::vector<float> buffer;
-        cpukernels::KernelScratch scratch;
+    std::vector<MetricSums> partial(static_cast<size_t>(pieces.count));
+    // Per worker: the histogram table (integer counts, so whichever pieces a worker took, their sum is the
+    // same) and the widening buffer.
+    std::vector<cpukernels::KernelScratch> scratches(static_cast<size_t>(m_threads));
+    std::vector<std::vector<float>> buffers(static_cast<size_t>(m_threads));
+    const int workers = parallelFor(m_threads, pieces, [&](int64_t u0, int64_t u1, int worker, int64_t piece) {
+        MetricSums &m = partial[size_t(piece)];
+        cpukernels::KernelScratch &scratch = scratches[size_t(worker)];
         // Inputs read directly go to the kernels in one piece; widened ones a tile's worth of units at a
         // time (at least one unit).
         const int64_t step = readDirectly(chunk.dtype) ? u1 - u0 : std::max<int64_t>(1, kTile / p.unit);
         for (int64_t u = u0; u < u1; u += step) {
             const int64_t first = u * p.unit;
             const int64_t count = std::min(std::min(u1, u + step) * p.unit, n) - first;
-            const void *x = kernelInput(chunk, first, count, buffer);
+            const void *x = kernelInput(chunk, first, count, buffers[size_t(worker)]);
             const size_t rowLen = size_t(p.rowLen ? p.rowLen : count);
             const size_t rows = size_t(count) / rowLen;
             switch (plan.mode) {
@@ -176,10 +193,11 @@ void CpuBackend::accumulate(const ChunkView &chunk, const QuantPlan &plan, Metri
                 break;
             }
         }
-        scratch.flushInto(m);
     });
     for (const MetricSums &m : partial)
         sums.merge(m);
+    for (int w = 0; w < workers; ++w)
+        scratches[size_t(w)].flushInto(sums);
 }
 
 bool CpuBackend::countsPatterns(DType dtype) const
@@ -190,28 +208,30 @@ bool CpuBackend::countsPatterns(DType dtype) const
 void CpuBackend::countPatterns(const ChunkView &chunk, PatternCounts &counts)
 {
     const int64_t n = chunk.numel();
-    const int64_t tiles = (n + kTile - 1) / kTile;
-    std::vector<PatternCounts> partial(static_cast<size_t>(m_threads), PatternCounts(chunk.dtype));
-    parallelFor(m_threads, tiles, [&](int64_t t0, int64_t t1, int thread) {
-        std::vector<uint32_t> counters(PatternCounts::kPatterns * cpukernels::kPatternCopies, 0u);
-        const auto *src = static_cast<const uint16_t *>(chunk.data);
-        PatternCounts &mine = partial[size_t(thread)];
+    const auto *src = static_cast<const uint16_t *>(chunk.data);
+    // Per worker: its counters (32 bits, handed over before any could overflow) and their patterns so far.
+    struct Worker {
+        std::vector<uint32_t> counters;
         int64_t pending = 0;
-        for (int64_t t = t0; t < t1; ++t) {
-            const int64_t first = t * kTile;
-            const int64_t count = std::min(kTile, n - first);
-            // 32-bit counters: hand them over before any could overflow.
-            if (pending + count >= (int64_t(1) << 31)) {
-                mine.take(counters.data(), cpukernels::kPatternCopies);
-                pending = 0;
-            }
-            cpukernels::countPatterns16(src + first, size_t(count), counters.data());
-            pending += count;
+    };
+    std::vector<Worker> state(static_cast<size_t>(m_threads));
+    std::vector<PatternCounts> partial(static_cast<size_t>(m_threads), PatternCounts(chunk.dtype));
+    const int workers = parallelFor(m_threads, Pieces(n, 1), [&](int64_t first, int64_t end, int worker, int64_t) {
+        Worker &w = state[size_t(worker)];
+        if (w.counters.empty())
+            w.counters.assign(PatternCounts::kPatterns * cpukernels::kPatternCopies, 0u);
+        if (w.pending + (end - first) >= (int64_t(1) << 31)) {
+            partial[size_t(worker)].take(w.counters.data(), cpukernels::kPatternCopies);
+            w.pending = 0;
         }
-        mine.take(counters.data(), cpukernels::kPatternCopies);
+        cpukernels::countPatterns16(src + first, size_t(end - first), w.counters.data());
+        w.pending += end - first;
     });
-    for (const PatternCounts &c : partial)
-        counts.merge(c);
+    for (int w = 0; w < workers; ++w) {
+        if (!state[size_t(w)].counters.empty())
+            partial[size_t(w)].take(state[size_t(w)].counters.data(), cpukernels::kPatternCopies);
+        counts.merge(partial[size_t(w)]);
+    }
 }
 
 } // namespace fp8scope

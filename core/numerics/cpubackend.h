@@ -1,5 +1,7 @@
-// The CPU metrics backend: the chunk is split over worker threads, each running the vectorised kernels of
-// cpukernels.h over its part (float32, bfloat16 and float16 as they are; FP8 widened in small tiles).
+// The CPU metrics backend: the chunk is cut into pieces of whole blocks that worker threads take in turn,
+// each running the vectorised kernels of cpukernels.h over its pieces (float32, bfloat16 and float16 as
+// they are; FP8 widened in small tiles). The cut does not depend on the thread count and the pieces' sums
+// are merged in order, so any number of threads gives the same bits.
 #pragma once
 
 #include "metricsbackend.h"
