@@ -19,9 +19,10 @@ using fp8math::BlockRule;
 using fp8math::QuantPlan;
 using fp8math::ScaleMode;
 
-MetricsEngine::MetricsEngine(MetricsBackend &backend, int64_t chunkBytes)
+MetricsEngine::MetricsEngine(MetricsBackend &backend, int64_t chunkBytes, int64_t residentBytes)
     : m_backend(backend)
     , m_chunkBytes(chunkBytes)
+    , m_residentBytes(residentBytes)
 {
 }
 
@@ -79,13 +80,7 @@ std::optional<std::vector<TensorMetrics>> MetricsEngine::compute(
     const int64_t n = info.numel;
     const int64_t chunk = chunkElements(info, reader.alignment(), m_chunkBytes);
     const int64_t rowLen = info.rows > 1 ? info.cols : 0;
-    std::vector<char> buffer(size_t(std::min(chunk, std::max<int64_t>(n, 1)) * dtypeSize(info.dtype)));
-    m_backend.pinHostMemory(buffer.data(), buffer.size());
-    struct Unpin {
-        MetricsBackend &backend;
-        void *data;
-        ~Unpin() { backend.unpinHostMemory(data); }
-    } unpin {m_backend, buffer.data()};
+    const int size = dtypeSize(info.dtype);
 
     // Per-tensor recipes on a 16-bit tensor are served by one pattern-counting pass (where the backend
     // counts patterns), which gives the tensor amax too; the other recipes by the fused pass, after an
@@ -101,15 +96,31 @@ std::optional<std::vector<TensorMetrics>> MetricsEngine::compute(
         fusedPass = fusedPass || !byPatterns[i];
     }
     const bool amaxPass = needAmax && !countPass;
-    const int64_t total = n * ((countPass ? 1 : 0) + (amaxPass ? 1 : 0) + (fusedPass ? 1 : 0));
+    const int passes = (countPass ? 1 : 0) + (amaxPass ? 1 : 0) + (fusedPass ? 1 : 0);
+    const int64_t total = n * passes;
     int64_t done = 0;
+
+    // Several passes over a tensor within the resident budget read it once, into a buffer of its size;
+    // otherwise each pass reads it again, a chunk at a time. The backend sees chunks of the same size either
+    // way.
+    const bool resident = passes > 1 && n <= m_residentBytes / size;
+    std::vector<char> buffer(
+        size_t((resident ? std::max<int64_t>(n, 1) : std::min(chunk, std::max<int64_t>(n, 1))) * size));
+    m_backend.pinHostMemory(buffer.data(), buffer.size());
+    struct Unpin {
+        MetricsBackend &backend;
+        void *data;
+        ~Unpin() { backend.unpinHostMemory(data); }
+    } unpin {m_backend, buffer.data()};
+    bool loaded = false;
 
     auto forEachChunk = [&](const std::function<void(const ChunkView &)> &body) -> bool {
         for (int64_t first = 0; first < n; first += chunk) {
             const int64_t count = std::min(chunk, n - first);
-            if (!reader.read(first, count, buffer.data(), problem))
+            char *data = resident ? buffer.data() + size_t(first) * size_t(size) : buffer.data();
+            if (!loaded && !reader.read(first, count, data, problem))
                 return false;
-            ChunkView view {info.dtype, buffer.data(), rowLen ? count / rowLen : 1, rowLen ? rowLen : count};
+            ChunkView view {info.dtype, data, rowLen ? count / rowLen : 1, rowLen ? rowLen : count};
             body(view);
             done += count;
             if (progress && !progress(done, total)) {
@@ -117,6 +128,7 @@ std::optional<std::vector<TensorMetrics>> MetricsEngine::compute(
                 return false;
             }
         }
+        loaded = resident;
         return true;
     };
 

@@ -29,6 +29,7 @@ private Q_SLOTS:
     void againstReference();
     void threadsAndChunksAgree();
     void sameBitsWithAnyThreadCount();
+    void residentTensorIsReadOnce();
     void nanOnlyAndEmpty();
     void kernelsMatchScalarDefinition();
     void blockKernelsMatchScalarDefinition_data();
@@ -221,6 +222,59 @@ void TestMetrics::sameBitsWithAnyThreadCount()
                                    .arg(recipe.name(), dtypeName(dtype), diff)
                                    .arg(k + 1)));
             }
+        }
+    }
+}
+
+namespace {
+
+// Counts the elements the engine reads.
+class CountingReader : public MemoryReader
+{
+public:
+    using MemoryReader::MemoryReader;
+    bool read(int64_t first, int64_t count, void *dst, Problem *problem) override
+    {
+        elementsRead += count;
+        return MemoryReader::read(first, count, dst, problem);
+    }
+    int64_t elementsRead = 0;
+};
+
+} // namespace
+
+// Two passes (the amax and the fused pass of float32; the pattern and the fused pass of bfloat16) over a
+// tensor within the resident budget read it from the reader once, in several chunks; over the budget, once
+// per pass. The metrics are the same bits either way.
+void TestMetrics::residentTensorIsReadOnce()
+{
+    const int64_t rows = 700;
+    const int64_t cols = 384;
+    const std::vector<Recipe> recipes {*Recipe::parse(QStringLiteral("current"), std::nullopt, nullptr),
+        *Recipe::parse(QStringLiteral("mxfp8"), std::nullopt, nullptr),
+        *Recipe::parse(QStringLiteral("nvfp4"), std::nullopt, nullptr)};
+    for (DType dtype : {DType::F32, DType::BF16}) {
+        std::vector<float> widened;
+        const QByteArray bytes = encode(makeData(size_t(rows * cols), 23), dtype, &widened);
+        const int64_t chunkBytes = 128 * cols * dtypeSize(dtype); // 6 chunks
+        std::vector<std::vector<TensorMetrics>> results;
+        for (int64_t residentBytes : {int64_t(256) << 20, int64_t(1) << 10}) {
+            CountingReader reader(dtype, {rows, cols}, bytes);
+            CpuBackend backend(2);
+            MetricsEngine engine(backend, chunkBytes, residentBytes);
+            Problem problem;
+            auto out = engine.compute(reader, recipes, &problem);
+            QVERIFY2(out, qPrintable(problem.toString()));
+            QCOMPARE(reader.elementsRead, (residentBytes > 1024 ? 1 : 2) * rows * cols);
+            results.push_back(*out);
+        }
+        for (size_t i = 0; i < recipes.size(); ++i) {
+            const TensorMetrics &a = results[0][i];
+            const TensorMetrics &b = results[1][i];
+            QCOMPARE(a.numel, rows * cols);
+            QVERIFY(a.mse == b.mse && a.amax == b.amax && a.sqnrDb == b.sqnrDb && a.mean == b.mean);
+            QCOMPARE(a.nonzeroQ, b.nonzeroQ);
+            QCOMPARE(a.histScaled, b.histScaled);
         }
     }
 }

@@ -171,8 +171,10 @@ void TestReaders::hdf5RoundTrip()
             QStringLiteral("/iter_000010/model.layers.3.mlp.fc1/activation"), d, {rows, cols}, raw.constData(), a, &p));
         QVERIFY(w->writeTensor(
             QStringLiteral("/iter_000010/model.layers.3.mlp.fc1/weight"), DType::F32, {4}, values.data(), a, &p));
+        QVERIFY(w->writeTensor(QStringLiteral("/iter_000010/model.layers.3.mlp.fc1/activation3d"), d, {rows, 7, 11},
+            raw.constData(), a, &p));
     }
-    QCOMPARE(listTensors(path, &p).size(), 2);
+    QCOMPARE(listTensors(path, &p).size(), 3);
     auto r = openTensor(path + QStringLiteral(":/iter_000010/model.layers.3.mlp.fc1/activation"), &p);
     QVERIFY2(r, qPrintable(p.toString()));
     QCOMPARE(r->info().dtype, d);
@@ -185,6 +187,17 @@ void TestReaders::hdf5RoundTrip()
     for (int64_t row = 0; row < rows; row += 37) {
         const int64_t n = std::min<int64_t>(37, rows - row) * cols;
         QVERIFY(r->read(row * cols, n, back.data() + row * cols * size, &p));
+    }
+    QCOMPARE(back, raw);
+    // A 3-D dataset: the same elements, read in slices of the first dimension.
+    auto r3 = openTensor(path + QStringLiteral(":/iter_000010/model.layers.3.mlp.fc1/activation3d"), &p);
+    QVERIFY2(r3, qPrintable(p.toString()));
+    QCOMPARE(r3->info().shape, std::vector<int64_t>({rows, 7, 11}));
+    QCOMPARE(r3->alignment(), cols);
+    back.fill('\0');
+    for (int64_t row = 0; row < rows; row += 41) {
+        const int64_t n = std::min<int64_t>(41, rows - row) * cols;
+        QVERIFY(r3->read(row * cols, n, back.data() + row * cols * size, &p));
     }
     QCOMPARE(back, raw);
 }
