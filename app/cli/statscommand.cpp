@@ -179,6 +179,7 @@ int runStats(const QStringList &args)
         err << "fp8scope-cli: " << problem.toString() << '\n';
         return 1;
     }
+    reader->setThreads(threads);
     std::vector<float> history = reader->amaxHistory();
     if (parser.isSet(historyOpt)) {
         history.clear();

@@ -4,6 +4,13 @@
 
 #include <QFileInfo>
 
+#include <libdeflate.h>
+
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <thread>
+
 namespace fp8scope {
 
 namespace {
@@ -152,6 +159,8 @@ std::unique_ptr<Hdf5Reader> Hdf5Reader::open(const QString &path, const QString 
     case DType::F8E4M3:
     case DType::F8E5M2: r->m_memType = H5Tcopy(H5T_NATIVE_UINT8); break;
     }
+    // Stored bytes that are already the memory's (no conversion) may be copied as they are.
+    const bool sameType = H5Tequal(type, r->m_memType) > 0;
     H5Tclose(type);
 
     const hid_t space = H5Dget_space(r->m_dataset);
@@ -191,6 +200,20 @@ std::unique_ptr<Hdf5Reader> Hdf5Reader::open(const QString &path, const QString 
                 QStringLiteral("dataset '%1': chunk of more than %2 MiB").arg(name).arg(kMaxChunkBytes >> 20)};
             return nullptr;
         }
+        // gzip alone (the dump layout's pipeline): chunks read raw and inflated here.
+        unsigned flags = 0;
+        size_t values = 0;
+        unsigned config = 0;
+        const bool gzipOnly = H5Pget_nfilters(dcpl) == 1
+            && H5Pget_filter2(dcpl, 0, &flags, &values, nullptr, 0, nullptr, &config) == H5Z_FILTER_DEFLATE;
+        r->m_direct = gzipOnly && sameType && crank == rank && rank >= 1 && chunkBytes <= kMaxDirectChunkBytes;
+        if (r->m_direct) {
+            r->m_chunk.assign(chunk, chunk + rank);
+            r->m_chunkBytes = chunkBytes;
+            r->m_fileSize = QFileInfo(path).size();
+            for (int64_t c : r->m_chunk)
+                r->m_direct = r->m_direct && c > 0;
+        }
     } else if (H5Pget_layout(dcpl) == H5D_CONTIGUOUS && r->m_info.numel > 0) {
         const haddr_t addr = H5Dget_offset(r->m_dataset);
         const qint64 fileSize = QFileInfo(path).size();
@@ -228,6 +251,223 @@ bool Hdf5Reader::read(int64_t first, int64_t count, void *dst, Problem *problem)
 {
     if (count == 0)
         return true;
+    if (m_direct) {
+        const int64_t firstRow = first / m_sliceElements;
+        switch (readDirect(firstRow, firstRow + count / m_sliceElements, static_cast<char *>(dst), problem)) {
+        case Direct::Done: return true;
+        case Direct::Failed: return false;
+        case Direct::Unallocated: break; // never written: H5Dread supplies the fill value
+        }
+    }
+    return readHyperslab(first, count, dst, problem);
+}
+
+namespace {
+
+// One chunk of a direct read: where it starts in the dataset, where its stored bytes are, and where it goes.
+struct ChunkJob {
+    std::array<hsize_t, 8> offset {};
+    size_t stored = 0; // index of its stored bytes in the batch buffer
+    size_t size = 0;
+    bool filtered = false; // gzip applied (else the bytes are the elements)
+    haddr_t address = 0;
+};
+
+// Visits every index tuple in [lo, hi) over the first `dims` dimensions in row-major order.
+template <class F> void forEachIndex(int dims, const int64_t *lo, const int64_t *hi, F &&f)
+{
+    std::array<int64_t, 8> i {};
+    for (int d = 0; d < dims; ++d) {
+        if (lo[d] >= hi[d])
+            return;
+        i[size_t(d)] = lo[d];
+    }
+    for (;;) {
+        f(i);
+        int d = dims - 1;
+        for (; d >= 0; --d) {
+            if (++i[size_t(d)] < hi[d])
+                break;
+            i[size_t(d)] = lo[d];
+        }
+        if (d < 0)
+            return;
+    }
+}
+
+} // namespace
+
+Hdf5Reader::Direct Hdf5Reader::readDirect(int64_t firstRow, int64_t endRow, char *dst, Problem *problem)
+{
+    const int rank = int(m_info.shape.size());
+    const size_t elem = size_t(dtypeSize(m_info.dtype));
+    const std::vector<int64_t> &shape = m_info.shape;
+    // The grid of chunks the rows touch.
+    std::array<int64_t, 8> lo {};
+    std::array<int64_t, 8> hi {};
+    lo[0] = firstRow / m_chunk[0];
+    hi[0] = (endRow + m_chunk[0] - 1) / m_chunk[0];
+    for (int d = 1; d < rank; ++d)
+        hi[size_t(d)] = (shape[size_t(d)] + m_chunk[size_t(d)] - 1) / m_chunk[size_t(d)];
+    // Whole slices per chunk: a chunk inside the rows is one contiguous run of dst.
+    bool wholeSlices = true;
+    for (int d = 1; d < rank; ++d)
+        wholeSlices = wholeSlices && m_chunk[size_t(d)] == shape[size_t(d)];
+    // Stored bytes no larger than this are plausible (deflate's worst case adds a few bytes per 16 KiB).
+    const size_t maxStored = size_t(m_chunkBytes) + size_t(m_chunkBytes) / 64 + 1024;
+    constexpr size_t kBatchBytes = size_t(64) << 20;
+
+    std::vector<ChunkJob> jobs;
+    std::vector<char> &stored = m_stored;
+    bool unallocated = false;
+    QString error;
+    // Reads the stored bytes of the chunks in jobs (this thread: HDF5 is not thread-safe), then inflates
+    // and places them on all cores.
+    const auto runBatch = [&]() -> bool {
+        size_t total = 0;
+        for (const ChunkJob &j : jobs)
+            total += j.size;
+        stored.resize(total);
+        size_t at = 0;
+        for (ChunkJob &j : jobs) {
+            uint32_t mask = 0;
+            j.stored = at;
+            if (H5Dread_chunk(m_dataset, H5P_DEFAULT, j.offset.data(), &mask, stored.data() + at) < 0) {
+                error = QStringLiteral("cannot read the chunk at byte offset %1").arg(qulonglong(j.address));
+                return false;
+            }
+            j.filtered = (mask & 1u) == 0; // else HDF5 stored it as it is
+            if (!j.filtered && j.size != size_t(m_chunkBytes)) {
+                error = QStringLiteral("the unfiltered chunk at byte offset %1 holds %2 bytes, not %3")
+                            .arg(qulonglong(j.address))
+                            .arg(j.size)
+                            .arg(m_chunkBytes);
+                return false;
+            }
+            at += j.size;
+        }
+        std::atomic<size_t> next {0};
+        std::atomic<bool> failed {false};
+        std::vector<QString> errors(jobs.size());
+        const auto work = [&] {
+            libdeflate_decompressor *inflater = libdeflate_alloc_decompressor();
+            std::vector<char> scratch;
+            for (size_t k = next.fetch_add(1); k < jobs.size() && !failed; k = next.fetch_add(1)) {
+                const ChunkJob &j = jobs[k];
+                std::array<int64_t, 8> cLo {};
+                std::array<int64_t, 8> cHi {};
+                for (int d = 0; d < rank; ++d) {
+                    cLo[size_t(d)] = int64_t(j.offset[size_t(d)]);
+                    cHi[size_t(d)] = std::min(cLo[size_t(d)] + m_chunk[size_t(d)], shape[size_t(d)]);
+                }
+                cLo[0] = std::max(cLo[0], firstRow);
+                cHi[0] = std::min(cHi[0], endRow);
+                // Straight into dst when the chunk is whole slices that all lie in the rows read.
+                const bool inPlace
+                    = wholeSlices && int64_t(j.offset[0]) >= firstRow && int64_t(j.offset[0]) + m_chunk[0] <= endRow;
+                char *out = dst + size_t(int64_t(j.offset[0]) - firstRow) * size_t(m_sliceElements) * elem;
+                if (!inPlace) {
+                    scratch.resize(size_t(m_chunkBytes));
+                    out = scratch.data();
+                }
+                const char *in = stored.data() + j.stored;
+                if (j.filtered) {
+                    size_t got = 0;
+                    if (!inflater
+                        || libdeflate_zlib_decompress(inflater, in, j.size, out, size_t(m_chunkBytes), &got)
+                            != LIBDEFLATE_SUCCESS
+                        || got != size_t(m_chunkBytes)) {
+                        errors[k] = QStringLiteral("the chunk at byte offset %1 does not inflate to %2 bytes")
+                                        .arg(qulonglong(j.address))
+                                        .arg(m_chunkBytes);
+                        failed = true;
+                        break;
+                    }
+                } else {
+                    std::memcpy(out, in, size_t(m_chunkBytes));
+                }
+                if (inPlace)
+                    continue;
+                // Runs along the last dimension from the chunk's row-major layout to the rows' own.
+                const int64_t run = cHi[size_t(rank - 1)] - cLo[size_t(rank - 1)];
+                forEachIndex(rank - 1, cLo.data(), cHi.data(), [&](const std::array<int64_t, 8> &i) {
+                    int64_t src = 0;
+                    int64_t to = 0;
+                    for (int d = 0; d < rank; ++d) {
+                        const int64_t v = d < rank - 1 ? i[size_t(d)] : cLo[size_t(d)];
+                        src = src * m_chunk[size_t(d)] + (v - int64_t(j.offset[size_t(d)]));
+                        to = to * shape[size_t(d)] + (d == 0 ? v - firstRow : v);
+                    }
+                    std::memcpy(dst + size_t(to) * elem, out + size_t(src) * elem, size_t(run) * elem);
+                });
+            }
+            libdeflate_free_decompressor(inflater);
+        };
+        const size_t threads = m_threads > 0 ? size_t(m_threads) : std::max(1u, std::thread::hardware_concurrency());
+        const size_t workers = std::min(threads, jobs.size());
+        std::vector<std::thread> pool;
+        for (size_t w = 1; w < workers; ++w)
+            pool.emplace_back(work);
+        work();
+        for (auto &t : pool)
+            t.join();
+        for (const QString &e : errors) {
+            if (!e.isEmpty()) {
+                error = e;
+                return false;
+            }
+        }
+        jobs.clear();
+        return true;
+    };
+
+    size_t batchBytes = 0;
+    bool ok = true;
+    forEachIndex(rank, lo.data(), hi.data(), [&](const std::array<int64_t, 8> &c) {
+        if (!ok || unallocated)
+            return;
+        ChunkJob j;
+        for (int d = 0; d < rank; ++d)
+            j.offset[size_t(d)] = hsize_t(c[size_t(d)] * m_chunk[size_t(d)]);
+        unsigned mask = 0;
+        hsize_t size = 0;
+        if (H5Dget_chunk_info_by_coord(m_dataset, j.offset.data(), &mask, &j.address, &size) < 0) {
+            error = QStringLiteral("cannot locate the chunk at element (%1, ...)").arg(qulonglong(j.offset[0]));
+            ok = false;
+            return;
+        }
+        if (j.address == HADDR_UNDEF || size == 0) {
+            unallocated = true;
+            return;
+        }
+        if (size > maxStored || qint64(j.address) > m_fileSize || qint64(size) > m_fileSize - qint64(j.address)) {
+            error
+                = QStringLiteral("the chunk at byte offset %1 declares %2 bytes").arg(qulonglong(j.address)).arg(size);
+            ok = false;
+            return;
+        }
+        j.size = size_t(size);
+        jobs.push_back(j);
+        batchBytes += j.size;
+        if (batchBytes >= kBatchBytes) {
+            ok = runBatch();
+            batchBytes = 0;
+        }
+    });
+    if (ok && !unallocated && !jobs.empty())
+        ok = runBatch();
+    if (unallocated && ok)
+        return Direct::Unallocated;
+    if (!ok) {
+        *problem
+            = {m_info.file, -1, QStringLiteral("dataset '%1': %2 (corrupt or truncated file)").arg(m_info.name, error)};
+        return Direct::Failed;
+    }
+    return Direct::Done;
+}
+
+bool Hdf5Reader::readHyperslab(int64_t first, int64_t count, void *dst, Problem *problem)
+{
     const int rank = int(m_info.shape.size());
     hsize_t start[8] = {};
     hsize_t extent[8] = {};

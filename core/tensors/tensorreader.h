@@ -42,6 +42,9 @@ public:
     // The amax history (newest first) the training run stored with the tensor, if any (HDF5 dumps).
     virtual std::vector<float> amaxHistory() const { return {}; }
 
+    // Threads a reader that decodes in parallel (gzip HDF5 chunks) may use; 0: one per hardware thread.
+    virtual void setThreads(int threads) { (void)threads; }
+
 protected:
     TensorInfo m_info;
 };

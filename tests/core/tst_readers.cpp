@@ -3,6 +3,7 @@
 #include "core/numerics/fp8math.h"
 #include "core/tensors/dumplayout.h"
 #include "core/tensors/hdf5dumpwriter.h"
+#include "core/tensors/hdf5reader.h"
 #include "core/tensors/npyreader.h"
 #include "core/tensors/safetensorsreader.h"
 #include "core/tensors/tensorreader.h"
@@ -11,9 +12,14 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <zlib.h>
+
 #include <cstring>
+#include <numeric>
 
 using namespace fp8scope;
+
+Q_DECLARE_METATYPE(std::vector<hsize_t>)
 
 namespace {
 
@@ -62,6 +68,9 @@ private Q_SLOTS:
     void safetensorsRoundTrip();
     void hdf5RoundTrip_data();
     void hdf5RoundTrip();
+    void hdf5ChunkLayouts_data();
+    void hdf5ChunkLayouts();
+    void hdf5CorruptChunk();
     void badInput_data();
     void badInput();
     void pickleRefused();
@@ -200,6 +209,166 @@ void TestReaders::hdf5RoundTrip()
         QVERIFY(r3->read(row * cols, n, back.data() + row * cols * size, &p));
     }
     QCOMPARE(back, raw);
+}
+
+namespace {
+
+enum class Filters { None, Gzip, ShuffleGzip };
+
+// Writes float32 elements 0, 1, 2, ... into dataset "t" through the HDF5 C API: the given shape, chunk,
+// filters and byte order; `writtenRows` of the first dimension only (the rest never allocated) when >= 0.
+// `rawChunk0` stores the first chunk unfiltered with gzip marked as skipped, as HDF5 may for a chunk that
+// does not compress. Returns the elements as they must read back (0, the fill value, where never written).
+std::vector<float> writeChunked(const QString &path, const std::vector<hsize_t> &shape,
+    const std::vector<hsize_t> &chunk, Filters filters, bool bigEndian, int64_t writtenRows, bool rawChunk0)
+{
+    const int rank = int(shape.size());
+    const size_t n = std::accumulate(shape.begin(), shape.end(), size_t(1), std::multiplies<>());
+    const size_t slice = n / shape[0];
+    std::vector<float> values(n);
+    std::iota(values.begin(), values.end(), 0.0f);
+    const hid_t file = H5Fcreate(QFile::encodeName(path).constData(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t space = H5Screate_simple(rank, shape.data(), nullptr);
+    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, rank, chunk.data());
+    if (filters == Filters::ShuffleGzip)
+        H5Pset_shuffle(dcpl);
+    if (filters != Filters::None)
+        H5Pset_deflate(dcpl, 1);
+    const hid_t ds
+        = H5Dcreate2(file, "t", bigEndian ? H5T_IEEE_F32BE : H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    const hsize_t rows = writtenRows < 0 ? shape[0] : hsize_t(writtenRows);
+    if (rows > 0) {
+        std::vector<hsize_t> start(size_t(rank), 0);
+        std::vector<hsize_t> extent = shape;
+        extent[0] = rows;
+        H5Sselect_hyperslab(space, H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr);
+        const hid_t mem = H5Screate_simple(rank, extent.data(), nullptr);
+        H5Dwrite(ds, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, values.data());
+        H5Sclose(mem);
+    }
+    std::vector<float> expected = values;
+    std::fill(expected.begin() + std::ptrdiff_t(rows * slice), expected.end(), 0.0f);
+    if (rawChunk0) {
+        // The first chunk's elements in its own row-major order, stored as they are.
+        size_t c = std::accumulate(chunk.begin(), chunk.end(), size_t(1), std::multiplies<>());
+        std::vector<float> raw(c, 0.0f);
+        std::vector<hsize_t> i(size_t(rank), 0);
+        for (size_t k = 0; k < c; ++k) {
+            size_t at = 0;
+            bool inside = true;
+            for (int d = 0; d < rank; ++d) {
+                inside = inside && i[size_t(d)] < shape[size_t(d)];
+                at = at * shape[size_t(d)] + i[size_t(d)];
+            }
+            raw[k] = inside ? -values[at] : 0.0f;
+            if (inside)
+                expected[at] = -values[at];
+            for (int d = rank - 1; d >= 0 && ++i[size_t(d)] == chunk[size_t(d)]; --d)
+                i[size_t(d)] = 0;
+        }
+        const std::vector<hsize_t> origin(size_t(rank), 0);
+        H5Dwrite_chunk(ds, H5P_DEFAULT, 1u, origin.data(), c * 4, raw.data());
+    }
+    H5Dclose(ds);
+    H5Pclose(dcpl);
+    H5Sclose(space);
+    H5Fclose(file);
+    return expected;
+}
+
+} // namespace
+
+void TestReaders::hdf5ChunkLayouts_data()
+{
+    QTest::addColumn<std::vector<hsize_t>>("shape");
+    QTest::addColumn<std::vector<hsize_t>>("chunk");
+    QTest::addColumn<int>("filters");
+    QTest::addColumn<bool>("bigEndian");
+    QTest::addColumn<int>("writtenRows");
+    QTest::addColumn<bool>("rawChunk0");
+    QTest::addColumn<bool>("direct");
+    using V = std::vector<hsize_t>;
+    const int gzip = int(Filters::Gzip);
+    QTest::newRow("gzip whole rows") << V {300, 77} << V {32, 77} << gzip << false << -1 << false << true;
+    QTest::newRow("gzip edge chunks") << V {300, 77} << V {7, 5} << gzip << false << -1 << false << true;
+    QTest::newRow("gzip 1-D") << V {1000} << V {96} << gzip << false << -1 << false << true;
+    QTest::newRow("plain 3-D") << V {30, 7, 11} << V {4, 3, 11} << int(Filters::None) << false << -1 << false << false;
+    QTest::newRow("gzip skipped on a chunk") << V {300, 77} << V {7, 5} << gzip << false << -1 << true << true;
+    QTest::newRow("partly written") << V {300, 77} << V {32, 77} << gzip << false << 64 << false << true;
+    QTest::newRow("shuffle and gzip") << V {300, 77} << V {32, 77} << int(Filters::ShuffleGzip) << false << -1 << false
+                                      << false;
+    QTest::newRow("big-endian") << V {300, 77} << V {32, 77} << gzip << true << -1 << false << false;
+}
+
+// Every chunk layout reads back the elements written, whether its chunks are read raw and inflated here or
+// through H5Dread, in uneven pieces of whole slices.
+void TestReaders::hdf5ChunkLayouts()
+{
+    QFETCH(std::vector<hsize_t>, shape);
+    QFETCH(std::vector<hsize_t>, chunk);
+    QFETCH(int, filters);
+    QFETCH(bool, bigEndian);
+    QFETCH(int, writtenRows);
+    QFETCH(bool, rawChunk0);
+    QFETCH(bool, direct);
+    const QString path = m_dir.filePath(QStringLiteral("layout.h5"));
+    const std::vector<float> expected
+        = writeChunked(path, shape, chunk, Filters(filters), bigEndian, writtenRows, rawChunk0);
+    Problem p;
+    auto r = Hdf5Reader::open(path, QStringLiteral("/t"), &p);
+    QVERIFY2(r, qPrintable(p.toString()));
+    QCOMPARE(r->readsChunksDirectly(), direct);
+    const int64_t slice = r->alignment();
+    std::vector<float> back(expected.size(), -1.0f);
+    for (int64_t row = 0; row < int64_t(shape[0]); row += 37) {
+        const int64_t n = std::min<int64_t>(37, int64_t(shape[0]) - row) * slice;
+        QVERIFY2(r->read(row * slice, n, back.data() + row * slice, &p), qPrintable(p.toString()));
+    }
+    QCOMPARE(back, expected);
+    // The library's own read of the same file agrees.
+    r->useH5Dread();
+    std::fill(back.begin(), back.end(), -1.0f);
+    QVERIFY2(r->read(0, int64_t(back.size()), back.data(), &p), qPrintable(p.toString()));
+    QCOMPARE(back, expected);
+}
+
+// A gzip chunk whose bytes do not inflate fails the read with the chunk's byte offset in the file.
+void TestReaders::hdf5CorruptChunk()
+{
+    const QString path = m_dir.filePath(QStringLiteral("corrupt.h5"));
+    writeChunked(path, {300, 77}, {32, 77}, Filters::Gzip, false, -1, false);
+    {
+        const hid_t file = H5Fopen(QFile::encodeName(path).constData(), H5F_ACC_RDWR, H5P_DEFAULT);
+        const hid_t ds = H5Dopen2(file, "t", H5P_DEFAULT);
+        // A valid zlib stream of the wrong length, then bytes that are no zlib stream at all.
+        std::vector<char> shortChunk(100, 'x');
+        uLongf size = compressBound(uLong(shortChunk.size()));
+        std::vector<Bytef> packed(size);
+        compress(packed.data(), &size, reinterpret_cast<const Bytef *>(shortChunk.data()), uLong(shortChunk.size()));
+        const hsize_t second[2] = {32, 0};
+        H5Dwrite_chunk(ds, H5P_DEFAULT, 0u, second, size, packed.data());
+        const std::vector<char> garbage(4000, '\x5a');
+        const hsize_t fifth[2] = {128, 0};
+        H5Dwrite_chunk(ds, H5P_DEFAULT, 0u, fifth, garbage.size(), garbage.data());
+        H5Dclose(ds);
+        H5Fclose(file);
+    }
+    Problem p;
+    auto r = Hdf5Reader::open(path, QStringLiteral("/t"), &p);
+    QVERIFY2(r, qPrintable(p.toString()));
+    QVERIFY(r->readsChunksDirectly());
+    std::vector<float> back(size_t(32 * 77));
+    QVERIFY2(r->read(0, 32 * 77, back.data(), &p), qPrintable(p.toString())); // the first chunk is intact
+    QCOMPARE(back[77], 77.0f);
+    for (int64_t row : {32, 128}) {
+        p = {};
+        QVERIFY(!r->read(row * 77, 32 * 77, back.data(), &p));
+        QVERIFY2(
+            p.message.contains(QLatin1String("does not inflate")) && p.message.contains(QLatin1String("byte offset")),
+            qPrintable(p.toString()));
+        QCOMPARE(p.file, path);
+    }
 }
 
 void TestReaders::badInput_data()
