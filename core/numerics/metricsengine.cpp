@@ -1,5 +1,6 @@
 #include "metricsengine.h"
 
+#include <memory>
 #include <numeric>
 
 namespace fp8scope {
@@ -104,20 +105,22 @@ std::optional<std::vector<TensorMetrics>> MetricsEngine::compute(
     // otherwise each pass reads it again, a chunk at a time. The backend sees chunks of the same size either
     // way.
     const bool resident = passes > 1 && n <= m_residentBytes / size;
-    std::vector<char> buffer(
-        size_t((resident ? std::max<int64_t>(n, 1) : std::min(chunk, std::max<int64_t>(n, 1))) * size));
-    m_backend.pinHostMemory(buffer.data(), buffer.size());
+    // Left uninitialised: the reader writes every byte a pass reads (zeroing 256 MiB costs as much as a read).
+    const size_t bufferBytes
+        = size_t((resident ? std::max<int64_t>(n, 1) : std::min(chunk, std::max<int64_t>(n, 1))) * size);
+    const std::unique_ptr<char[]> buffer(new char[bufferBytes]);
+    m_backend.pinHostMemory(buffer.get(), bufferBytes);
     struct Unpin {
         MetricsBackend &backend;
         void *data;
         ~Unpin() { backend.unpinHostMemory(data); }
-    } unpin {m_backend, buffer.data()};
+    } unpin {m_backend, buffer.get()};
     bool loaded = false;
 
     auto forEachChunk = [&](const std::function<void(const ChunkView &)> &body) -> bool {
         for (int64_t first = 0; first < n; first += chunk) {
             const int64_t count = std::min(chunk, n - first);
-            char *data = resident ? buffer.data() + size_t(first) * size_t(size) : buffer.data();
+            char *data = resident ? buffer.get() + size_t(first) * size_t(size) : buffer.get();
             if (!loaded && !reader.read(first, count, data, problem))
                 return false;
             ChunkView view {info.dtype, data, rowLen ? count / rowLen : 1, rowLen ? rowLen : count};
