@@ -321,6 +321,7 @@ Hdf5Reader::Direct Hdf5Reader::readDirect(int64_t firstRow, int64_t endRow, char
     std::vector<char> &stored = m_stored;
     bool unallocated = false;
     QString error;
+    haddr_t errorAt = HADDR_UNDEF; // the failing chunk's byte offset in the file
     // Reads the stored bytes of the chunks in jobs (this thread: HDF5 is not thread-safe), then inflates
     // and places them on all cores.
     const auto runBatch = [&]() -> bool {
@@ -334,6 +335,7 @@ Hdf5Reader::Direct Hdf5Reader::readDirect(int64_t firstRow, int64_t endRow, char
             j.stored = at;
             if (H5Dread_chunk(m_dataset, H5P_DEFAULT, j.offset.data(), &mask, stored.data() + at) < 0) {
                 error = QStringLiteral("cannot read the chunk at byte offset %1").arg(qulonglong(j.address));
+                errorAt = j.address;
                 return false;
             }
             j.filtered = (mask & 1u) == 0; // else HDF5 stored it as it is
@@ -342,6 +344,7 @@ Hdf5Reader::Direct Hdf5Reader::readDirect(int64_t firstRow, int64_t endRow, char
                             .arg(qulonglong(j.address))
                             .arg(j.size)
                             .arg(m_chunkBytes);
+                errorAt = j.address;
                 return false;
             }
             at += j.size;
@@ -365,8 +368,10 @@ Hdf5Reader::Direct Hdf5Reader::readDirect(int64_t firstRow, int64_t endRow, char
                 // Straight into dst when the chunk is whole slices that all lie in the rows read.
                 const bool inPlace
                     = wholeSlices && int64_t(j.offset[0]) >= firstRow && int64_t(j.offset[0]) + m_chunk[0] <= endRow;
-                char *out = dst + size_t(int64_t(j.offset[0]) - firstRow) * size_t(m_sliceElements) * elem;
-                if (!inPlace) {
+                char *out = nullptr;
+                if (inPlace) {
+                    out = dst + size_t(int64_t(j.offset[0]) - firstRow) * size_t(m_sliceElements) * elem;
+                } else {
                     scratch.resize(size_t(m_chunkBytes));
                     out = scratch.data();
                 }
@@ -411,9 +416,10 @@ Hdf5Reader::Direct Hdf5Reader::readDirect(int64_t firstRow, int64_t endRow, char
         work();
         for (auto &t : pool)
             t.join();
-        for (const QString &e : errors) {
-            if (!e.isEmpty()) {
-                error = e;
+        for (size_t k = 0; k < jobs.size(); ++k) {
+            if (!errors[k].isEmpty()) {
+                error = errors[k];
+                errorAt = jobs[k].address;
                 return false;
             }
         }
@@ -443,6 +449,7 @@ Hdf5Reader::Direct Hdf5Reader::readDirect(int64_t firstRow, int64_t endRow, char
         if (size > maxStored || qint64(j.address) > m_fileSize || qint64(size) > m_fileSize - qint64(j.address)) {
             error
                 = QStringLiteral("the chunk at byte offset %1 declares %2 bytes").arg(qulonglong(j.address)).arg(size);
+            errorAt = j.address;
             ok = false;
             return;
         }
@@ -459,8 +466,8 @@ Hdf5Reader::Direct Hdf5Reader::readDirect(int64_t firstRow, int64_t endRow, char
     if (unallocated && ok)
         return Direct::Unallocated;
     if (!ok) {
-        *problem
-            = {m_info.file, -1, QStringLiteral("dataset '%1': %2 (corrupt or truncated file)").arg(m_info.name, error)};
+        *problem = {m_info.file, errorAt == HADDR_UNDEF ? -1 : qint64(errorAt),
+            QStringLiteral("dataset '%1': %2 (corrupt or truncated file)").arg(m_info.name, error)};
         return Direct::Failed;
     }
     return Direct::Done;

@@ -368,6 +368,7 @@ void TestReaders::hdf5CorruptChunk()
             p.message.contains(QLatin1String("does not inflate")) && p.message.contains(QLatin1String("byte offset")),
             qPrintable(p.toString()));
         QCOMPARE(p.file, path);
+        QVERIFY(p.offset > 0 && p.message.contains(QString::number(p.offset)));
     }
 }
 
