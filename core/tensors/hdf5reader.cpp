@@ -264,7 +264,7 @@ bool Hdf5Reader::read(int64_t first, int64_t count, void *dst, Problem *problem)
 
 namespace {
 
-// One chunk of a direct read: where it starts in the dataset, where its stored bytes are, and where it goes.
+// One chunk of a direct read: where it starts in the dataset and where its stored bytes are.
 struct ChunkJob {
     std::array<hsize_t, 8> offset {};
     size_t stored = 0; // index of its stored bytes in the batch buffer
@@ -295,30 +295,88 @@ template <class F> void forEachIndex(int dims, const int64_t *lo, const int64_t 
     }
 }
 
+// The rows [firstRow, endRow) being read into dst, and the dataset's chunking.
+struct RowsRead {
+    const std::vector<int64_t> &shape;
+    const std::vector<int64_t> &chunk;
+    size_t chunkBytes;
+    size_t elem;
+    int64_t slice; // elements per slice of the first dimension
+    int64_t firstRow;
+    int64_t endRow;
+    char *dst;
+    bool wholeSlices; // chunks span every dimension but the first
+};
+
+// Inflates (or copies) one chunk's stored bytes and puts its elements that lie in the rows where they go:
+// straight into dst when the chunk is whole slices inside the rows, else through `scratch` and runs along
+// the last dimension. False when the bytes do not inflate to exactly one chunk.
+bool placeChunk(
+    const RowsRead &r, const ChunkJob &j, const char *in, libdeflate_decompressor *inflater, std::vector<char> &scratch)
+{
+    const int rank = int(r.shape.size());
+    const int64_t start = int64_t(j.offset[0]);
+    const bool inPlace = r.wholeSlices && start >= r.firstRow && start + r.chunk[0] <= r.endRow;
+    char *out = nullptr;
+    if (inPlace) {
+        out = r.dst + size_t(start - r.firstRow) * size_t(r.slice) * r.elem;
+    } else {
+        scratch.resize(r.chunkBytes);
+        out = scratch.data();
+    }
+    if (j.filtered) {
+        size_t got = 0;
+        if (!inflater || libdeflate_zlib_decompress(inflater, in, j.size, out, r.chunkBytes, &got) != LIBDEFLATE_SUCCESS
+            || got != r.chunkBytes)
+            return false;
+    } else {
+        std::memcpy(out, in, r.chunkBytes);
+    }
+    if (inPlace)
+        return true;
+    std::array<int64_t, 8> lo {};
+    std::array<int64_t, 8> hi {};
+    for (int d = 0; d < rank; ++d) {
+        lo[size_t(d)] = int64_t(j.offset[size_t(d)]);
+        hi[size_t(d)] = std::min(lo[size_t(d)] + r.chunk[size_t(d)], r.shape[size_t(d)]);
+    }
+    lo[0] = std::max(lo[0], r.firstRow);
+    hi[0] = std::min(hi[0], r.endRow);
+    const int64_t run = hi[size_t(rank - 1)] - lo[size_t(rank - 1)];
+    forEachIndex(rank - 1, lo.data(), hi.data(), [&](const std::array<int64_t, 8> &i) {
+        int64_t from = 0;
+        int64_t to = 0;
+        for (int d = 0; d < rank; ++d) {
+            const int64_t v = d < rank - 1 ? i[size_t(d)] : lo[size_t(d)];
+            from = from * r.chunk[size_t(d)] + (v - int64_t(j.offset[size_t(d)]));
+            to = to * r.shape[size_t(d)] + (d == 0 ? v - r.firstRow : v);
+        }
+        std::memcpy(r.dst + size_t(to) * r.elem, out + size_t(from) * r.elem, size_t(run) * r.elem);
+    });
+    return true;
+}
+
 } // namespace
 
 Hdf5Reader::Direct Hdf5Reader::readDirect(int64_t firstRow, int64_t endRow, char *dst, Problem *problem)
 {
     const int rank = int(m_info.shape.size());
-    const size_t elem = size_t(dtypeSize(m_info.dtype));
-    const std::vector<int64_t> &shape = m_info.shape;
+    RowsRead rows {m_info.shape, m_chunk, size_t(m_chunkBytes), size_t(dtypeSize(m_info.dtype)), m_sliceElements,
+        firstRow, endRow, dst, true};
+    for (int d = 1; d < rank; ++d)
+        rows.wholeSlices = rows.wholeSlices && m_chunk[size_t(d)] == m_info.shape[size_t(d)];
     // The grid of chunks the rows touch.
     std::array<int64_t, 8> lo {};
     std::array<int64_t, 8> hi {};
     lo[0] = firstRow / m_chunk[0];
     hi[0] = (endRow + m_chunk[0] - 1) / m_chunk[0];
     for (int d = 1; d < rank; ++d)
-        hi[size_t(d)] = (shape[size_t(d)] + m_chunk[size_t(d)] - 1) / m_chunk[size_t(d)];
-    // Whole slices per chunk: a chunk inside the rows is one contiguous run of dst.
-    bool wholeSlices = true;
-    for (int d = 1; d < rank; ++d)
-        wholeSlices = wholeSlices && m_chunk[size_t(d)] == shape[size_t(d)];
+        hi[size_t(d)] = (m_info.shape[size_t(d)] + m_chunk[size_t(d)] - 1) / m_chunk[size_t(d)];
     // Stored bytes no larger than this are plausible (deflate's worst case adds a few bytes per 16 KiB).
     const size_t maxStored = size_t(m_chunkBytes) + size_t(m_chunkBytes) / 64 + 1024;
     constexpr size_t kBatchBytes = size_t(64) << 20;
 
     std::vector<ChunkJob> jobs;
-    std::vector<char> &stored = m_stored;
     bool unallocated = false;
     QString error;
     haddr_t errorAt = HADDR_UNDEF; // the failing chunk's byte offset in the file
@@ -328,12 +386,12 @@ Hdf5Reader::Direct Hdf5Reader::readDirect(int64_t firstRow, int64_t endRow, char
         size_t total = 0;
         for (const ChunkJob &j : jobs)
             total += j.size;
-        stored.resize(total);
+        m_stored.resize(total);
         size_t at = 0;
         for (ChunkJob &j : jobs) {
             uint32_t mask = 0;
             j.stored = at;
-            if (H5Dread_chunk(m_dataset, H5P_DEFAULT, j.offset.data(), &mask, stored.data() + at) < 0) {
+            if (H5Dread_chunk(m_dataset, H5P_DEFAULT, j.offset.data(), &mask, m_stored.data() + at) < 0) {
                 error = QStringLiteral("cannot read the chunk at byte offset %1").arg(qulonglong(j.address));
                 errorAt = j.address;
                 return false;
@@ -350,78 +408,32 @@ Hdf5Reader::Direct Hdf5Reader::readDirect(int64_t firstRow, int64_t endRow, char
             at += j.size;
         }
         std::atomic<size_t> next {0};
-        std::atomic<bool> failed {false};
-        std::vector<QString> errors(jobs.size());
+        std::atomic<size_t> bad {jobs.size()}; // the first chunk found bad, or jobs.size()
         const auto work = [&] {
             libdeflate_decompressor *inflater = libdeflate_alloc_decompressor();
             std::vector<char> scratch;
-            for (size_t k = next.fetch_add(1); k < jobs.size() && !failed; k = next.fetch_add(1)) {
-                const ChunkJob &j = jobs[k];
-                std::array<int64_t, 8> cLo {};
-                std::array<int64_t, 8> cHi {};
-                for (int d = 0; d < rank; ++d) {
-                    cLo[size_t(d)] = int64_t(j.offset[size_t(d)]);
-                    cHi[size_t(d)] = std::min(cLo[size_t(d)] + m_chunk[size_t(d)], shape[size_t(d)]);
+            for (size_t k = next++; k < jobs.size() && bad == jobs.size(); k = next++) {
+                if (!placeChunk(rows, jobs[k], m_stored.data() + jobs[k].stored, inflater, scratch)) {
+                    size_t none = jobs.size();
+                    bad.compare_exchange_strong(none, k);
                 }
-                cLo[0] = std::max(cLo[0], firstRow);
-                cHi[0] = std::min(cHi[0], endRow);
-                // Straight into dst when the chunk is whole slices that all lie in the rows read.
-                const bool inPlace
-                    = wholeSlices && int64_t(j.offset[0]) >= firstRow && int64_t(j.offset[0]) + m_chunk[0] <= endRow;
-                char *out = nullptr;
-                if (inPlace) {
-                    out = dst + size_t(int64_t(j.offset[0]) - firstRow) * size_t(m_sliceElements) * elem;
-                } else {
-                    scratch.resize(size_t(m_chunkBytes));
-                    out = scratch.data();
-                }
-                const char *in = stored.data() + j.stored;
-                if (j.filtered) {
-                    size_t got = 0;
-                    if (!inflater
-                        || libdeflate_zlib_decompress(inflater, in, j.size, out, size_t(m_chunkBytes), &got)
-                            != LIBDEFLATE_SUCCESS
-                        || got != size_t(m_chunkBytes)) {
-                        errors[k] = QStringLiteral("the chunk at byte offset %1 does not inflate to %2 bytes")
-                                        .arg(qulonglong(j.address))
-                                        .arg(m_chunkBytes);
-                        failed = true;
-                        break;
-                    }
-                } else {
-                    std::memcpy(out, in, size_t(m_chunkBytes));
-                }
-                if (inPlace)
-                    continue;
-                // Runs along the last dimension from the chunk's row-major layout to the rows' own.
-                const int64_t run = cHi[size_t(rank - 1)] - cLo[size_t(rank - 1)];
-                forEachIndex(rank - 1, cLo.data(), cHi.data(), [&](const std::array<int64_t, 8> &i) {
-                    int64_t src = 0;
-                    int64_t to = 0;
-                    for (int d = 0; d < rank; ++d) {
-                        const int64_t v = d < rank - 1 ? i[size_t(d)] : cLo[size_t(d)];
-                        src = src * m_chunk[size_t(d)] + (v - int64_t(j.offset[size_t(d)]));
-                        to = to * shape[size_t(d)] + (d == 0 ? v - firstRow : v);
-                    }
-                    std::memcpy(dst + size_t(to) * elem, out + size_t(src) * elem, size_t(run) * elem);
-                });
             }
             libdeflate_free_decompressor(inflater);
         };
         const size_t threads = m_threads > 0 ? size_t(m_threads) : std::max(1u, std::thread::hardware_concurrency());
-        const size_t workers = std::min(threads, jobs.size());
         std::vector<std::thread> pool;
-        for (size_t w = 1; w < workers; ++w)
+        for (size_t w = 1; w < std::min(threads, jobs.size()); ++w)
             pool.emplace_back(work);
         work();
         for (auto &t : pool)
             t.join();
-        for (size_t k = 0; k < jobs.size(); ++k) {
-            if (!errors[k].isEmpty()) {
-                error = errors[k];
-                errorAt = jobs[k].address;
-                return false;
-            }
+        if (bad < jobs.size()) {
+            const ChunkJob &j = jobs[bad];
+            error = QStringLiteral("the chunk at byte offset %1 does not inflate to %2 bytes")
+                        .arg(qulonglong(j.address))
+                        .arg(m_chunkBytes);
+            errorAt = j.address;
+            return false;
         }
         jobs.clear();
         return true;
