@@ -39,8 +39,10 @@ bool writeFile(const QString &path, const QByteArray &head, const std::vector<fl
     const auto *bytes = reinterpret_cast<const char *>(x.data());
     const int64_t total = int64_t(x.size()) * 4;
     bool ok = f.write(head) == head.size();
-    for (int64_t off = 0; ok && off < total; off += kPieceBytes)
-        ok = f.write(bytes + off, std::min(kPieceBytes, total - off)) == std::min(kPieceBytes, total - off);
+    for (int64_t off = 0; ok && off < total; off += kPieceBytes) {
+        const int64_t piece = std::min(kPieceBytes, total - off);
+        ok = f.write(bytes + off, piece) == piece;
+    }
     return ok;
 }
 
@@ -84,8 +86,8 @@ bool readAll(const QString &spec, std::vector<char> &buffer, bool viaH5Dread)
 {
     Problem problem;
     auto reader = openTensor(spec, &problem);
-    if (reader && viaH5Dread)
-        static_cast<Hdf5Reader *>(reader.get())->useH5Dread();
+    if (auto *hdf5 = dynamic_cast<Hdf5Reader *>(reader.get()); hdf5 && viaH5Dread)
+        hdf5->useH5Dread();
     if (!reader) {
         std::fprintf(stderr, "%s\n", qPrintable(problem.toString()));
         return false;
