@@ -200,13 +200,16 @@ std::unique_ptr<Hdf5Reader> Hdf5Reader::open(const QString &path, const QString 
                 QStringLiteral("dataset '%1': chunk of more than %2 MiB").arg(name).arg(kMaxChunkBytes >> 20)};
             return nullptr;
         }
-        // gzip alone (the dump layout's pipeline): chunks read raw and inflated here.
+        // gzip alone (the dump layout's pipeline): chunks read raw and inflated here. No filter at all: chunks
+        // read raw, straight into place where they are whole slices.
         unsigned flags = 0;
         size_t values = 0;
         unsigned config = 0;
-        const bool gzipOnly = H5Pget_nfilters(dcpl) == 1
+        const int filters = H5Pget_nfilters(dcpl);
+        r->m_gzip = filters == 1
             && H5Pget_filter2(dcpl, 0, &flags, &values, nullptr, 0, nullptr, &config) == H5Z_FILTER_DEFLATE;
-        r->m_direct = gzipOnly && sameType && crank == rank && rank >= 1 && chunkBytes <= kMaxDirectChunkBytes;
+        r->m_direct = (r->m_gzip || filters == 0) && sameType && crank == rank && rank >= 1
+            && chunkBytes <= kMaxDirectChunkBytes;
         if (r->m_direct) {
             r->m_chunk.assign(chunk, chunk + rank);
             r->m_chunkBytes = chunkBytes;
@@ -270,6 +273,7 @@ struct ChunkJob {
     size_t stored = 0; // index of its stored bytes in the batch buffer
     size_t size = 0;
     bool filtered = false; // gzip applied (else the bytes are the elements)
+    bool placed = false; // read straight into place
     haddr_t address = 0;
 };
 
@@ -308,6 +312,15 @@ struct RowsRead {
     bool wholeSlices; // chunks span every dimension but the first
 };
 
+// Where a chunk's elements go in dst when the chunk is whole slices inside the rows read; else null.
+char *inPlace(const RowsRead &r, const ChunkJob &j)
+{
+    const int64_t start = int64_t(j.offset[0]);
+    if (!r.wholeSlices || start < r.firstRow || start + r.chunk[0] > r.endRow)
+        return nullptr;
+    return r.dst + size_t(start - r.firstRow) * size_t(r.slice) * r.elem;
+}
+
 // Inflates (or copies) one chunk's stored bytes and puts its elements that lie in the rows where they go:
 // straight into dst when the chunk is whole slices inside the rows, else through `scratch` and runs along
 // the last dimension. False when the bytes do not inflate to exactly one chunk.
@@ -315,12 +328,9 @@ bool placeChunk(
     const RowsRead &r, const ChunkJob &j, const char *in, libdeflate_decompressor *inflater, std::vector<char> &scratch)
 {
     const int rank = int(r.shape.size());
-    const int64_t start = int64_t(j.offset[0]);
-    const bool inPlace = r.wholeSlices && start >= r.firstRow && start + r.chunk[0] <= r.endRow;
-    char *out = nullptr;
-    if (inPlace) {
-        out = r.dst + size_t(start - r.firstRow) * size_t(r.slice) * r.elem;
-    } else {
+    char *const direct = inPlace(r, j);
+    char *out = direct;
+    if (!out) {
         scratch.resize(r.chunkBytes);
         out = scratch.data();
     }
@@ -332,7 +342,7 @@ bool placeChunk(
     } else {
         std::memcpy(out, in, r.chunkBytes);
     }
-    if (inPlace)
+    if (direct)
         return true;
     std::array<int64_t, 8> lo {};
     std::array<int64_t, 8> hi {};
@@ -381,31 +391,30 @@ Hdf5Reader::Direct Hdf5Reader::readDirect(int64_t firstRow, int64_t endRow, char
     QString error;
     haddr_t errorAt = HADDR_UNDEF; // the failing chunk's byte offset in the file
     // Reads the stored bytes of the chunks in jobs (this thread: HDF5 is not thread-safe), then inflates
-    // and places them on all cores.
+    // and places those not read into place on all cores.
     const auto runBatch = [&]() -> bool {
+        // Without a filter a chunk's stored bytes are its elements: one read puts whole slices in place.
         size_t total = 0;
-        for (const ChunkJob &j : jobs)
-            total += j.size;
+        for (ChunkJob &j : jobs) {
+            j.placed = !m_gzip && inPlace(rows, j);
+            total += j.placed ? 0 : j.size;
+        }
         m_stored.resize(total);
         size_t at = 0;
+        size_t toPlace = 0;
         for (ChunkJob &j : jobs) {
             uint32_t mask = 0;
             j.stored = at;
-            if (H5Dread_chunk(m_dataset, H5P_DEFAULT, j.offset.data(), &mask, m_stored.data() + at) < 0) {
+            char *out = j.placed ? inPlace(rows, j) : m_stored.data() + at;
+            if (H5Dread_chunk(m_dataset, H5P_DEFAULT, j.offset.data(), &mask, out) < 0) {
                 error = QStringLiteral("cannot read the chunk at byte offset %1").arg(qulonglong(j.address));
                 errorAt = j.address;
                 return false;
             }
-            j.filtered = (mask & 1u) == 0; // else HDF5 stored it as it is
-            if (!j.filtered && j.size != size_t(m_chunkBytes)) {
-                error = QStringLiteral("the unfiltered chunk at byte offset %1 holds %2 bytes, not %3")
-                            .arg(qulonglong(j.address))
-                            .arg(j.size)
-                            .arg(m_chunkBytes);
-                errorAt = j.address;
-                return false;
-            }
+            if (j.placed)
+                continue;
             at += j.size;
+            ++toPlace;
         }
         std::atomic<size_t> next {0};
         std::atomic<size_t> bad {jobs.size()}; // the first chunk found bad, or jobs.size()
@@ -413,6 +422,8 @@ Hdf5Reader::Direct Hdf5Reader::readDirect(int64_t firstRow, int64_t endRow, char
             libdeflate_decompressor *inflater = libdeflate_alloc_decompressor();
             std::vector<char> scratch;
             for (size_t k = next++; k < jobs.size() && bad == jobs.size(); k = next++) {
+                if (jobs[k].placed)
+                    continue;
                 if (!placeChunk(rows, jobs[k], m_stored.data() + jobs[k].stored, inflater, scratch)) {
                     size_t none = jobs.size();
                     bad.compare_exchange_strong(none, k);
@@ -422,9 +433,10 @@ Hdf5Reader::Direct Hdf5Reader::readDirect(int64_t firstRow, int64_t endRow, char
         };
         const size_t threads = m_threads > 0 ? size_t(m_threads) : std::max(1u, std::thread::hardware_concurrency());
         std::vector<std::thread> pool;
-        for (size_t w = 1; w < std::min(threads, jobs.size()); ++w)
+        for (size_t w = 1; w < std::min(threads, toPlace); ++w)
             pool.emplace_back(work);
-        work();
+        if (toPlace > 0)
+            work();
         for (auto &t : pool)
             t.join();
         if (bad < jobs.size()) {
@@ -466,6 +478,16 @@ Hdf5Reader::Direct Hdf5Reader::readDirect(int64_t firstRow, int64_t endRow, char
             return;
         }
         j.size = size_t(size);
+        j.filtered = m_gzip && (mask & 1u) == 0; // else HDF5 stored it as it is
+        if (!j.filtered && j.size != size_t(m_chunkBytes)) {
+            error = QStringLiteral("the unfiltered chunk at byte offset %1 holds %2 bytes, not %3")
+                        .arg(qulonglong(j.address))
+                        .arg(j.size)
+                        .arg(m_chunkBytes);
+            errorAt = j.address;
+            ok = false;
+            return;
+        }
         jobs.push_back(j);
         batchBytes += j.size;
         if (batchBytes >= kBatchBytes) {

@@ -1,7 +1,7 @@
 // Reader of HDF5 datasets (the fp8scope-dump layout and any float32/float16/bfloat16 dataset), read by
 // whole first-dimension slices so that only one chunk range is in memory at a time. Chunked datasets
-// with gzip alone, in the memory's byte order, have their chunks read raw here and inflated by libdeflate
-// on all cores (the dump layout's case); any other dataset goes through H5Dread.
+// with gzip alone or no filter, in the memory's byte order, have their chunks read raw here (gzip ones
+// inflated by libdeflate on all cores: the dump layout's case); any other dataset goes through H5Dread.
 #pragma once
 
 #include "tensorreader.h"
@@ -44,6 +44,7 @@ private:
     hid_t m_memType = -1;
     int64_t m_sliceElements = 1;
     bool m_direct = false;
+    bool m_gzip = false; // the pipeline is gzip alone (else there is no filter)
     std::vector<int64_t> m_chunk; // chunk dimensions
     int64_t m_chunkBytes = 0;
     qint64 m_fileSize = 0;

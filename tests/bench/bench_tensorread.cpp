@@ -1,6 +1,7 @@
 // Throughput of the tensor dump readers on a float32 tensor (default 256 MiB, 8192 columns) written to a
-// temporary folder as .npy, chunked HDF5 without a filter and the dump layout's gzip HDF5, read whole in
-// 64 MiB pieces through openTensor(), against a plain read of the same number of bytes from a raw file
+// temporary folder as .npy, contiguous HDF5, chunked HDF5 without a filter and the dump layout's gzip HDF5,
+// read whole in 64 MiB pieces through openTensor() (the chunked files also through H5Dread), against a
+// plain read of the same number of bytes from a raw file
 // (one run of each in turn; the ratio is the median of the per-pair ratios). Then the metrics engine on
 // the gzip file for `current` (an amax pass and a fused pass): the tensor read once and kept for the
 // second pass (within the resident budget) against read once per pass.
@@ -59,8 +60,9 @@ QByteArray npyHeader(int64_t rows, int64_t cols)
     return out + dict;
 }
 
-// Chunked like the dump layout (whole rows, about 1 MiB a chunk) but without gzip.
-bool writeChunkedHdf5(const QString &path, const std::vector<float> &x, int64_t rows, int64_t cols)
+// Without a filter: chunked like the dump layout (whole rows, about 1 MiB a chunk), or contiguous (h5py's
+// default).
+bool writePlainHdf5(const QString &path, const std::vector<float> &x, int64_t rows, int64_t cols, bool chunked)
 {
     const hid_t file = H5Fcreate(QFile::encodeName(path).constData(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (file < 0)
@@ -69,7 +71,8 @@ bool writeChunkedHdf5(const QString &path, const std::vector<float> &x, int64_t 
     const hsize_t chunk[2] = {std::max<hsize_t>(1, std::min<hsize_t>(dims[0], (1 << 20) / (4 * dims[1]))), dims[1]};
     const hid_t space = H5Screate_simple(2, dims, nullptr);
     const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    H5Pset_chunk(dcpl, 2, chunk);
+    if (chunked)
+        H5Pset_chunk(dcpl, 2, chunk);
     const hid_t ds = H5Dcreate2(file, "t", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     const bool ok = ds >= 0 && H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, x.data()) >= 0;
     if (ds >= 0)
@@ -138,10 +141,11 @@ int main(int argc, char **argv)
     const QString raw = dir.filePath(QStringLiteral("t.bin"));
     const QString npy = dir.filePath(QStringLiteral("t.npy"));
     const QString chunked = dir.filePath(QStringLiteral("t-chunked.h5"));
+    const QString contiguous = dir.filePath(QStringLiteral("t-contiguous.h5"));
     const QString gzip = dir.filePath(QStringLiteral("t-gzip.h5"));
     Problem problem;
-    bool ok
-        = writeFile(raw, {}, x) && writeFile(npy, npyHeader(rows, cols), x) && writeChunkedHdf5(chunked, x, rows, cols);
+    bool ok = writeFile(raw, {}, x) && writeFile(npy, npyHeader(rows, cols), x)
+        && writePlainHdf5(chunked, x, rows, cols, true) && writePlainHdf5(contiguous, x, rows, cols, false);
     if (ok) {
         auto w = Hdf5DumpWriter::create(gzip, &problem);
         ok = w && w->writeTensor(QStringLiteral("/t"), DType::F32, {rows, cols}, x.data(), {}, &problem);
@@ -160,7 +164,9 @@ int main(int argc, char **argv)
         const char *name;
         QString spec;
         bool viaH5Dread;
-    } readers[] = {{".npy", npy, false}, {"HDF5 chunked", chunked + QStringLiteral(":/t"), false},
+    } readers[] = {{".npy", npy, false}, {"HDF5 contiguous", contiguous + QStringLiteral(":/t"), false},
+        {"HDF5 chunked", chunked + QStringLiteral(":/t"), false},
+        {"HDF5 chunked, H5Dread", chunked + QStringLiteral(":/t"), true},
         {"HDF5 gzip (dump)", gzip + QStringLiteral(":/t"), false},
         {"HDF5 gzip (dump), H5Dread", gzip + QStringLiteral(":/t"), true}};
     for (const auto &[name, spec, viaH5Dread] : readers) {

@@ -70,6 +70,7 @@ private Q_SLOTS:
     void hdf5RoundTrip();
     void hdf5ChunkLayouts_data();
     void hdf5ChunkLayouts();
+    void hdf5ShortUnfilteredChunk();
     void hdf5CorruptChunk();
     void badInput_data();
     void badInput();
@@ -293,7 +294,12 @@ void TestReaders::hdf5ChunkLayouts_data()
     QTest::newRow("gzip whole rows") << V {300, 77} << V {32, 77} << gzip << false << -1 << false << true;
     QTest::newRow("gzip edge chunks") << V {300, 77} << V {7, 5} << gzip << false << -1 << false << true;
     QTest::newRow("gzip 1-D") << V {1000} << V {96} << gzip << false << -1 << false << true;
-    QTest::newRow("plain 3-D") << V {30, 7, 11} << V {4, 3, 11} << int(Filters::None) << false << -1 << false << false;
+    const int none = int(Filters::None);
+    QTest::newRow("plain whole rows") << V {300, 77} << V {32, 77} << none << false << -1 << false << true;
+    QTest::newRow("plain edge chunks") << V {300, 77} << V {7, 5} << none << false << -1 << false << true;
+    QTest::newRow("plain 3-D") << V {30, 7, 11} << V {4, 3, 11} << none << false << -1 << false << true;
+    QTest::newRow("plain partly written") << V {300, 77} << V {32, 77} << none << false << 64 << false << true;
+    QTest::newRow("plain big-endian") << V {300, 77} << V {32, 77} << none << true << -1 << false << false;
     QTest::newRow("gzip skipped on a chunk") << V {300, 77} << V {7, 5} << gzip << false << -1 << true << true;
     QTest::newRow("partly written") << V {300, 77} << V {32, 77} << gzip << false << 64 << false << true;
     QTest::newRow("shuffle and gzip") << V {300, 77} << V {32, 77} << int(Filters::ShuffleGzip) << false << -1 << false
@@ -370,6 +376,53 @@ void TestReaders::hdf5CorruptChunk()
         QCOMPARE(p.file, path);
         QVERIFY(p.offset > 0 && p.message.contains(QString::number(p.offset)));
     }
+}
+
+// A chunk of a dataset without a filter whose stored size is not the chunk's fails the read with its byte
+// offset, before anything is read into place; the intact chunks still read.
+void TestReaders::hdf5ShortUnfilteredChunk()
+{
+    const QString path = m_dir.filePath(QStringLiteral("short.h5"));
+    const hsize_t shape[2] = {96, 77};
+    const hsize_t chunk[2] = {32, 77};
+    std::vector<float> values(size_t(96 * 77));
+    std::iota(values.begin(), values.end(), 0.0f);
+    haddr_t shortAt = 0;
+    {
+        const hid_t file = H5Fcreate(QFile::encodeName(path).constData(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+        const hid_t space = H5Screate_simple(2, shape, nullptr);
+        const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+        H5Pset_chunk(dcpl, 2, chunk);
+        const hid_t ds = H5Dcreate2(file, "t", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+        for (hsize_t row : {0, 32}) {
+            const hsize_t at[2] = {row, 0};
+            QVERIFY(H5Dwrite_chunk(ds, H5P_DEFAULT, 0u, at, 32 * 77 * 4, values.data() + row * 77) >= 0);
+        }
+        // The third chunk stored as 400 bytes: the size HDF5 records is what the reader must check.
+        const std::vector<float> few(100, 1.0f);
+        const hsize_t third[2] = {64, 0};
+        QVERIFY(H5Dwrite_chunk(ds, H5P_DEFAULT, 0u, third, few.size() * 4, few.data()) >= 0);
+        unsigned mask = 0;
+        hsize_t stored = 0;
+        QVERIFY(H5Dget_chunk_info_by_coord(ds, third, &mask, &shortAt, &stored) >= 0);
+        QCOMPARE(stored, hsize_t(400));
+        H5Dclose(ds);
+        H5Pclose(dcpl);
+        H5Sclose(space);
+        H5Fclose(file);
+    }
+    Problem p;
+    auto r = Hdf5Reader::open(path, QStringLiteral("/t"), &p);
+    QVERIFY2(r, qPrintable(p.toString()));
+    QVERIFY(r->readsChunksDirectly());
+    std::vector<float> back(size_t(64 * 77), -1.0f);
+    QVERIFY2(r->read(0, 64 * 77, back.data(), &p), qPrintable(p.toString()));
+    QVERIFY(std::equal(back.begin(), back.end(), values.begin()));
+    std::fill(back.begin(), back.end(), -1.0f);
+    QVERIFY(!r->read(32 * 77, 64 * 77, back.data(), &p));
+    QVERIFY2(p.message.contains(QLatin1String("holds 400 bytes, not 9856")), qPrintable(p.toString()));
+    QCOMPARE(p.offset, qint64(shortAt));
+    QVERIFY(p.message.contains(QString::number(p.offset)));
 }
 
 void TestReaders::badInput_data()
