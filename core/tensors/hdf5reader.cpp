@@ -145,8 +145,6 @@ std::unique_ptr<Hdf5Reader> Hdf5Reader::open(const QString &path, const QString 
             : isUnsigned                                ? StoredClass::UnsignedInteger
                                                         : StoredClass::Other,
         bytes, readStringAttribute(r->m_dataset, "dtype"), readStringAttribute(r->m_dataset, "fp8_format"), &error);
-    if (dtype && *dtype == DType::F16 && !littleEndian)
-        error = QStringLiteral("big-endian float16 is not supported");
     if (!dtype || !error.isEmpty()) {
         H5Tclose(type);
         *problem = {path, -1, QStringLiteral("dataset '%1': %2").arg(name, error)};
@@ -154,7 +152,12 @@ std::unique_ptr<Hdf5Reader> Hdf5Reader::open(const QString &path, const QString 
     }
     switch (*dtype) {
     case DType::F32: r->m_memType = H5Tcopy(H5T_NATIVE_FLOAT); break;
-    case DType::F16: r->m_memType = H5Tcopy(type); break;
+    case DType::F16:
+        // binary16 has no native HDF5 type: the stored one, in the memory's (little-endian) byte order.
+        r->m_memType = H5Tcopy(type);
+        if (!littleEndian)
+            H5Tset_order(r->m_memType, H5T_ORDER_LE);
+        break;
     case DType::BF16: r->m_memType = H5Tcopy(H5T_NATIVE_UINT16); break;
     case DType::F8E4M3:
     case DType::F8E5M2: r->m_memType = H5Tcopy(H5T_NATIVE_UINT8); break;

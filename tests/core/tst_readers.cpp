@@ -71,6 +71,7 @@ private Q_SLOTS:
     void hdf5ChunkLayouts_data();
     void hdf5ChunkLayouts();
     void hdf5ShortUnfilteredChunk();
+    void hdf5BigEndianFloat16();
     void hdf5CorruptChunk();
     void badInput_data();
     void badInput();
@@ -375,6 +376,50 @@ void TestReaders::hdf5CorruptChunk()
             qPrintable(p.toString()));
         QCOMPARE(p.file, path);
         QVERIFY(p.offset > 0 && p.message.contains(QString::number(p.offset)));
+    }
+}
+
+// Big-endian float16 (h5py's '>f2'), contiguous and chunked with gzip, reads as the little-endian values;
+// the chunked one goes through H5Dread, which swaps the bytes.
+void TestReaders::hdf5BigEndianFloat16()
+{
+    const QString path = m_dir.filePath(QStringLiteral("be16.h5"));
+    const std::vector<uint16_t> halves = {0x3C00, 0x4000, 0xC300, 0x5640, 0x0001, 0x7BFF, 0x8000, 0x7C00};
+    {
+        const hid_t file = H5Fcreate(QFile::encodeName(path).constData(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+        const hid_t le = H5Tcopy(H5T_IEEE_F32LE);
+        H5Tset_fields(le, 15, 10, 5, 0, 10);
+        H5Tset_size(le, 2);
+        H5Tset_ebias(le, 15);
+        const hid_t be = H5Tcopy(le);
+        H5Tset_order(be, H5T_ORDER_BE);
+        const hsize_t dims[2] = {4, 2};
+        const hid_t space = H5Screate_simple(2, dims, nullptr);
+        const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+        const hsize_t chunk[2] = {1, 2};
+        H5Pset_chunk(dcpl, 2, chunk);
+        H5Pset_deflate(dcpl, 1);
+        for (const char *name : {"contiguous", "chunked"}) {
+            const hid_t ds = H5Dcreate2(
+                file, name, be, space, H5P_DEFAULT, QByteArray(name) == "chunked" ? dcpl : H5P_DEFAULT, H5P_DEFAULT);
+            QVERIFY(H5Dwrite(ds, le, H5S_ALL, H5S_ALL, H5P_DEFAULT, halves.data()) >= 0);
+            H5Dclose(ds);
+        }
+        H5Pclose(dcpl);
+        H5Sclose(space);
+        H5Tclose(be);
+        H5Tclose(le);
+        H5Fclose(file);
+    }
+    for (const QString name : {QStringLiteral("/contiguous"), QStringLiteral("/chunked")}) {
+        Problem p;
+        auto r = Hdf5Reader::open(path, name, &p);
+        QVERIFY2(r, qPrintable(p.toString()));
+        QCOMPARE(r->info().dtype, DType::F16);
+        QVERIFY(!r->readsChunksDirectly());
+        std::vector<uint16_t> back(halves.size(), 0x5555);
+        QVERIFY2(r->read(0, int64_t(back.size()), back.data(), &p), qPrintable(p.toString()));
+        QCOMPARE(back, halves);
     }
 }
 
