@@ -878,23 +878,28 @@ void tilesImpl(const void *x, size_t rowLen, size_t rows, const QuantPlan &plan,
     st.flushInto(m);
 }
 
-template <Input kIn>
-void dispatchFormat(const void *x, size_t n, float scale, float scaleInv, Format f, MetricSums &m, KernelScratch &s)
+// Calls kernel.template operator()<kIn, kBf16Fmt>() for the input type and whether the element format is BF16
+// (the kernels are instantiated for the six combinations).
+template <class Kernel> void dispatch(Input in, Format f, Kernel &&kernel)
 {
-    if (f == Format::BF16)
-        uniformImpl<kIn, true>(x, n, scale, scaleInv, f, m, s);
-    else
-        uniformImpl<kIn, false>(x, n, scale, scaleInv, f, m, s);
+    const auto withFormat = [&]<Input kIn>() {
+        if (f == Format::BF16)
+            kernel.template operator()<kIn, true>();
+        else
+            kernel.template operator()<kIn, false>();
+    };
+    switch (in) {
+    case Input::F32: withFormat.template operator()<Input::F32>(); break;
+    case Input::BF16: withFormat.template operator()<Input::BF16>(); break;
+    case Input::F16: withFormat.template operator()<Input::F16>(); break;
+    }
 }
 
 void AccumulateUniform(
     const void *x, Input in, size_t n, float scale, float scaleInv, Format f, MetricSums &m, KernelScratch &scratch)
 {
-    switch (in) {
-    case Input::F32: dispatchFormat<Input::F32>(x, n, scale, scaleInv, f, m, scratch); break;
-    case Input::BF16: dispatchFormat<Input::BF16>(x, n, scale, scaleInv, f, m, scratch); break;
-    case Input::F16: dispatchFormat<Input::F16>(x, n, scale, scaleInv, f, m, scratch); break;
-    }
+    dispatch(
+        in, f, [&]<Input kIn, bool kBf16Fmt>() { uniformImpl<kIn, kBf16Fmt>(x, n, scale, scaleInv, f, m, scratch); });
 }
 
 float AmaxAbs(const void *x, Input in, size_t n)
@@ -907,44 +912,18 @@ float AmaxAbs(const void *x, Input in, size_t n)
     return 0.0f;
 }
 
-template <Input kIn>
-void rowBlocksFormat(
-    const void *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
-{
-    if (plan.format == Format::BF16)
-        rowBlocksImpl<kIn, true>(x, rowLen, rows, plan, m, scratch);
-    else
-        rowBlocksImpl<kIn, false>(x, rowLen, rows, plan, m, scratch);
-}
-
 void AccumulateRowBlocks(
     const void *x, Input in, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
 {
-    switch (in) {
-    case Input::F32: rowBlocksFormat<Input::F32>(x, rowLen, rows, plan, m, scratch); break;
-    case Input::BF16: rowBlocksFormat<Input::BF16>(x, rowLen, rows, plan, m, scratch); break;
-    case Input::F16: rowBlocksFormat<Input::F16>(x, rowLen, rows, plan, m, scratch); break;
-    }
-}
-
-template <Input kIn>
-void tilesFormat(
-    const void *x, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
-{
-    if (plan.format == Format::BF16)
-        tilesImpl<kIn, true>(x, rowLen, rows, plan, m, scratch);
-    else
-        tilesImpl<kIn, false>(x, rowLen, rows, plan, m, scratch);
+    dispatch(in, plan.format,
+        [&]<Input kIn, bool kBf16Fmt>() { rowBlocksImpl<kIn, kBf16Fmt>(x, rowLen, rows, plan, m, scratch); });
 }
 
 void AccumulateTiles(
     const void *x, Input in, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch)
 {
-    switch (in) {
-    case Input::F32: tilesFormat<Input::F32>(x, rowLen, rows, plan, m, scratch); break;
-    case Input::BF16: tilesFormat<Input::BF16>(x, rowLen, rows, plan, m, scratch); break;
-    case Input::F16: tilesFormat<Input::F16>(x, rowLen, rows, plan, m, scratch); break;
-    }
+    dispatch(in, plan.format,
+        [&]<Input kIn, bool kBf16Fmt>() { tilesImpl<kIn, kBf16Fmt>(x, rowLen, rows, plan, m, scratch); });
 }
 
 double SumFloat(const float *x, size_t n)
