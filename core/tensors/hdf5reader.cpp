@@ -396,17 +396,17 @@ Hdf5Reader::Direct Hdf5Reader::readDirect(int64_t firstRow, int64_t endRow, char
     // Reads the stored bytes of the chunks in jobs (this thread: HDF5 is not thread-safe), then inflates
     // and places those not read into place on all cores.
     const auto runBatch = [&]() -> bool {
-        // Without a filter a chunk's stored bytes are its elements: one read puts whole slices in place.
+        // A chunk stored unfiltered is its elements: one read puts whole slices in place.
         size_t total = 0;
         for (ChunkJob &j : jobs) {
-            j.placed = !m_gzip && inPlace(rows, j);
+            j.placed = !j.filtered && inPlace(rows, j);
             total += j.placed ? 0 : j.size;
         }
         m_stored.resize(total);
         size_t at = 0;
         size_t toPlace = 0;
         for (ChunkJob &j : jobs) {
-            uint32_t mask = 0;
+            uint32_t mask = 0; // taken with the chunk's location already (j.filtered)
             j.stored = at;
             char *out = j.placed ? inPlace(rows, j) : m_stored.data() + at;
             if (H5Dread_chunk(m_dataset, H5P_DEFAULT, j.offset.data(), &mask, out) < 0) {

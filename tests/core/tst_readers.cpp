@@ -302,6 +302,8 @@ void TestReaders::hdf5ChunkLayouts_data()
     QTest::newRow("plain partly written") << V {300, 77} << V {32, 77} << none << false << 64 << false << true;
     QTest::newRow("plain big-endian") << V {300, 77} << V {32, 77} << none << true << -1 << false << false;
     QTest::newRow("gzip skipped on a chunk") << V {300, 77} << V {7, 5} << gzip << false << -1 << true << true;
+    QTest::newRow("gzip skipped on a whole-row chunk")
+        << V {300, 77} << V {32, 77} << gzip << false << -1 << true << true;
     QTest::newRow("partly written") << V {300, 77} << V {32, 77} << gzip << false << 64 << false << true;
     QTest::newRow("shuffle and gzip") << V {300, 77} << V {32, 77} << int(Filters::ShuffleGzip) << false << -1 << false
                                       << false;
@@ -411,7 +413,7 @@ void TestReaders::hdf5BigEndianFloat16()
         H5Tclose(le);
         H5Fclose(file);
     }
-    for (const QString name : {QStringLiteral("/contiguous"), QStringLiteral("/chunked")}) {
+    for (const QString &name : {QStringLiteral("/contiguous"), QStringLiteral("/chunked")}) {
         Problem p;
         auto r = Hdf5Reader::open(path, name, &p);
         QVERIFY2(r, qPrintable(p.toString()));
