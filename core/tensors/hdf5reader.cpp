@@ -276,7 +276,7 @@ struct ChunkJob {
     size_t stored = 0; // index of its stored bytes in the batch buffer
     size_t size = 0;
     bool filtered = false; // gzip applied (else the bytes are the elements)
-    bool placed = false; // read straight into place
+    char *place = nullptr; // where it is read straight into place, if it is
     haddr_t address = 0;
 };
 
@@ -399,8 +399,8 @@ Hdf5Reader::Direct Hdf5Reader::readDirect(int64_t firstRow, int64_t endRow, char
         // A chunk stored unfiltered is its elements: one read puts whole slices in place.
         size_t total = 0;
         for (ChunkJob &j : jobs) {
-            j.placed = !j.filtered && inPlace(rows, j);
-            total += j.placed ? 0 : j.size;
+            j.place = j.filtered ? nullptr : inPlace(rows, j);
+            total += j.place ? 0 : j.size;
         }
         m_stored.resize(total);
         size_t at = 0;
@@ -408,13 +408,13 @@ Hdf5Reader::Direct Hdf5Reader::readDirect(int64_t firstRow, int64_t endRow, char
         for (ChunkJob &j : jobs) {
             uint32_t mask = 0; // taken with the chunk's location already (j.filtered)
             j.stored = at;
-            char *out = j.placed ? inPlace(rows, j) : m_stored.data() + at;
-            if (H5Dread_chunk(m_dataset, H5P_DEFAULT, j.offset.data(), &mask, out) < 0) {
+            if (H5Dread_chunk(m_dataset, H5P_DEFAULT, j.offset.data(), &mask, j.place ? j.place : m_stored.data() + at)
+                < 0) {
                 error = QStringLiteral("cannot read the chunk at byte offset %1").arg(qulonglong(j.address));
                 errorAt = j.address;
                 return false;
             }
-            if (j.placed)
+            if (j.place)
                 continue;
             at += j.size;
             ++toPlace;
@@ -425,7 +425,7 @@ Hdf5Reader::Direct Hdf5Reader::readDirect(int64_t firstRow, int64_t endRow, char
             libdeflate_decompressor *inflater = libdeflate_alloc_decompressor();
             std::vector<char> scratch;
             for (size_t k = next++; k < jobs.size() && bad == jobs.size(); k = next++) {
-                if (jobs[k].placed)
+                if (jobs[k].place)
                     continue;
                 if (!placeChunk(rows, jobs[k], m_stored.data() + jobs[k].stored, inflater, scratch)) {
                     size_t none = jobs.size();
