@@ -1,8 +1,9 @@
 // Computes the metrics of one tensor under one or more recipes by streaming it chunk by chunk through a
-// backend (a tensor that fits the resident budget is read once for all passes): an amax pass first when a recipe needs
-// the tensor amax (current scaling, NVFP4), then one fused pass whose every chunk serves all the recipes. On bfloat16
-// and float16 tensors (where the backend counts patterns) the per-tensor recipes and the amax come from one pass that
-// counts bit patterns instead, and the fused pass runs only for block recipes.
+// backend (a tensor that fits the resident budget is read once for all passes): an amax pass first when a
+// recipe needs the tensor amax (current scaling, NVFP4), then one fused pass whose every chunk serves all
+// the recipes. On bfloat16 and float16 tensors (where the backend counts patterns) the per-tensor recipes
+// and the amax come from one pass that counts bit patterns instead, and the fused pass runs only for block
+// recipes.
 #pragma once
 
 #include "core/tensors/tensorreader.h"
