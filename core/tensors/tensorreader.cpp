@@ -30,13 +30,18 @@ bool finishTensorInfo(TensorInfo &info)
 
 namespace {
 
-enum class FileKind { Missing, Hdf5, Npy, Safetensors, Pickle, Unknown };
+enum class FileKind { Missing, Folder, Unreadable, Hdf5, Npy, Safetensors, Pickle, Unknown };
 
 FileKind sniff(const QString &path)
 {
-    QFile f(path);
-    if (!QFileInfo(path).isFile() || !f.open(QIODevice::ReadOnly))
+    const QFileInfo fi(path);
+    if (fi.isDir())
+        return FileKind::Folder;
+    if (!fi.exists())
         return FileKind::Missing;
+    QFile f(path);
+    if (!fi.isFile() || !f.open(QIODevice::ReadOnly))
+        return FileKind::Unreadable;
     const QByteArray head = f.read(16);
     if (path.endsWith(QLatin1String(".pt")) || path.endsWith(QLatin1String(".pth"))
         || path.endsWith(QLatin1String(".bin")) || path.endsWith(QLatin1String(".pkl")) || head.startsWith("PK\x03\x04")
@@ -55,6 +60,17 @@ Problem kindProblem(const QString &path, FileKind kind)
 {
     if (kind == FileKind::Missing)
         return {path, -1, QStringLiteral("no such file")};
+    if (kind == FileKind::Folder)
+        return {path, -1, QStringLiteral("is a folder; name a tensor file in it (HDF5, safetensors or .npy)")};
+    if (kind == FileKind::Unreadable) {
+        // Never open what is not a regular file here: opening a FIFO for reading waits for a writer.
+        QString why = QStringLiteral("not a regular file");
+        if (QFileInfo(path).isFile()) {
+            QFile f(path);
+            why = f.open(QIODevice::ReadOnly) ? QStringLiteral("it went away while being opened") : f.errorString();
+        }
+        return {path, -1, QStringLiteral("cannot be read (%1)").arg(why)};
+    }
     if (kind == FileKind::Pickle)
         return {path, -1,
             QStringLiteral("PyTorch pickle files are never loaded (unpickling runs code); convert the tensors "
@@ -62,15 +78,16 @@ Problem kindProblem(const QString &path, FileKind kind)
     return {path, 0, QStringLiteral("not a tensor dump (HDF5, safetensors or .npy expected)")};
 }
 
-// Splits FILE[:NAME]; a path containing ':' is taken whole when it names a file.
+// Splits FILE[:NAME]; a path containing ':' is taken whole when it exists. FILE may name a folder or
+// another non-file, so that the error says what it is.
 void splitSpec(const QString &spec, QString *file, QString *name)
 {
     *file = spec;
     name->clear();
-    if (QFileInfo(spec).isFile())
+    if (QFileInfo::exists(spec))
         return;
     for (qsizetype i = spec.lastIndexOf(QLatin1Char(':')); i > 0; i = spec.lastIndexOf(QLatin1Char(':'), i - 1)) {
-        if (QFileInfo(spec.left(i)).isFile()) {
+        if (QFileInfo::exists(spec.left(i))) {
             *file = spec.left(i);
             *name = spec.mid(i + 1);
             return;

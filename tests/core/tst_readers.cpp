@@ -12,6 +12,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <cstring>
@@ -76,6 +77,7 @@ private Q_SLOTS:
     void badInput_data();
     void badInput();
     void pickleRefused();
+    void notAFile();
     void dumpPaths();
 
 private:
@@ -531,6 +533,23 @@ void TestReaders::pickleRefused()
     QVERIFY(p.message.contains(QLatin1String("never loaded")));
     QVERIFY(!openTensor(m_dir.filePath(QStringLiteral("missing.h5")), &p));
     QVERIFY(p.message.contains(QLatin1String("no such file")));
+}
+
+void TestReaders::notAFile()
+{
+    Problem p;
+    QVERIFY(!openTensor(m_dir.path(), &p));
+    QVERIFY2(p.message.contains(QLatin1String("is a folder")), qPrintable(p.toString()));
+    QVERIFY(!openTensor(m_dir.path() + QStringLiteral(":/dataset"), &p));
+    QVERIFY2(p.message.contains(QLatin1String("is a folder")), qPrintable(p.toString()));
+    QVERIFY(listTensors(m_dir.path(), &p).isEmpty());
+    QVERIFY(p.message.contains(QLatin1String("is a folder")));
+    // A FIFO must be refused without being opened (opening one for reading waits for a writer).
+    const QString fifo = m_dir.filePath(QStringLiteral("pipe.npy"));
+    QCOMPARE(::mkfifo(QFile::encodeName(fifo).constData(), 0600), 0);
+    QVERIFY(!openTensor(fifo, &p));
+    QVERIFY2(p.message.contains(QLatin1String("not a regular file")), qPrintable(p.toString()));
+    QCOMPARE(p.file, fifo);
 }
 
 void TestReaders::dumpPaths()
