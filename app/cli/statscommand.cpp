@@ -11,6 +11,7 @@
 #include <QJsonDocument>
 #include <QTextStream>
 
+#include <algorithm>
 #include <cmath>
 
 namespace fp8scope::cli {
@@ -56,6 +57,8 @@ void printTable(QTextStream &out, const TensorInfo &info, const TensorMetrics &m
     } else {
         row(QStringLiteral("scale / scale_inv"), QStringLiteral("%1 / %2").arg(num(m.scale), num(m.scaleInvMin)));
     }
+    if (!m.delayedScaleSource.isEmpty())
+        row(QStringLiteral("delayed scale from"), m.delayedScaleSource);
     if (!std::isnan(m.delayedOverCurrentLog2))
         row(QStringLiteral("log2(delayed / current)"), num(m.delayedOverCurrentLog2, 4));
     out << "\n  log2|x| histogram (before -> after scaling):\n";
@@ -83,6 +86,10 @@ void printWhatIf(QTextStream &out, const TensorInfo &info, const std::vector<Ten
             << num(m.mse, 4).rightJustified(13) << num(m.sqnrDb, 4).rightJustified(9)
             << num(m.cosine, 7).rightJustified(12) << '\n';
     }
+    const auto delayed
+        = std::find_if(all.begin(), all.end(), [](const TensorMetrics &m) { return !m.delayedScaleSource.isEmpty(); });
+    if (delayed != all.end())
+        out << "\n  delayed scale from " << delayed->delayedScaleSource << '\n';
 }
 
 } // namespace

@@ -55,10 +55,18 @@ Screenshotter::Screenshotter(MainWindow *window, const QString &outDir)
         });
     });
     m_steps.push_back([this] {
+        // The recipe most FP8 runs train with: its scale comes from the dump's amax history.
+        m_window->histogram()->setRecipe(QStringLiteral("delayed"));
+        afterHistogram([this] {
+            save(QStringLiteral("04-delayed-scale.png"));
+            next();
+        });
+    });
+    m_steps.push_back([this] {
         m_window->heatmap()->setThreshold(true, 2.0);
         m_window->curves()->setStatistic(QStringLiteral("lm loss"));
         QTimer::singleShot(200, this, [this] {
-            save(QStringLiteral("04-threshold.png"));
+            save(QStringLiteral("05-threshold.png"));
             next();
         });
     });

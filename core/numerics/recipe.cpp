@@ -3,6 +3,7 @@
 #include <QStringList>
 
 #include <algorithm>
+#include <cmath>
 
 namespace fp8scope {
 
@@ -61,16 +62,19 @@ QString Recipe::name() const
     return {};
 }
 
-float Recipe::delayedScale() const
+namespace {
+
+// The amax that delayed scaling reduces the history to (the newest entries, up to the history length), or
+// nullopt without a history.
+std::optional<float> reducedAmax(const Recipe &r)
 {
-    const float fmax = fp8math::formatSpec(format).maxFinite;
-    const size_t n = std::min(amaxHistory.size(), size_t(std::max(historyLength, 1)));
+    const size_t n = std::min(r.amaxHistory.size(), size_t(std::max(r.historyLength, 1)));
     if (n == 0)
-        return previousScale;
-    float reduced = amaxHistory.front();
-    if (reduce == AmaxReduce::Max) {
+        return std::nullopt;
+    float reduced = r.amaxHistory.front();
+    if (r.reduce == AmaxReduce::Max) {
         for (size_t i = 0; i < n; ++i) {
-            const float a = amaxHistory[i];
+            const float a = r.amaxHistory[i];
             if (a != a) { // NaN poisons the max, as torch.max would
                 reduced = a;
                 break;
@@ -78,7 +82,38 @@ float Recipe::delayedScale() const
             reduced = std::max(reduced, a);
         }
     }
-    return fp8math::delayedScale(fmax, reduced, margin, previousScale);
+    return reduced;
+}
+
+} // namespace
+
+float Recipe::delayedScale() const
+{
+    const std::optional<float> reduced = reducedAmax(*this);
+    if (!reduced)
+        return previousScale;
+    return fp8math::delayedScale(fp8math::formatSpec(format).maxFinite, *reduced, margin, previousScale);
+}
+
+QString Recipe::delayedScaleSource() const
+{
+    const std::optional<float> reduced = reducedAmax(*this);
+    const QString previous = QString::number(double(previousScale), 'g', 6);
+    if (!reduced)
+        return QStringLiteral("no amax history (none stored with the tensor, none given): the previous scale %1 "
+                              "is kept, as at a run's first step")
+            .arg(previous);
+    const size_t used = std::min(amaxHistory.size(), size_t(std::max(historyLength, 1)));
+    const QString from = reduce == AmaxReduce::Max
+        ? QStringLiteral("max of the newest %1 of %2 history entries").arg(used).arg(amaxHistory.size())
+        : QStringLiteral("newest of %1 history entries").arg(amaxHistory.size());
+    const QString amax = QString::number(double(*reduced), 'g', 6);
+    // With a NaN previous scale, delayedScale returns NaN exactly when it keeps the previous one.
+    const float formed = fp8math::delayedScale(fp8math::formatSpec(format).maxFinite, *reduced, margin, NAN);
+    if (std::isnan(formed))
+        return QStringLiteral("amax %1 (%2) cannot form a scale: the previous scale %3 is kept")
+            .arg(amax, from, previous);
+    return QStringLiteral("amax %1 (%2), margin %3").arg(amax, from).arg(margin);
 }
 
 std::optional<Recipe> Recipe::parse(const QString &text, std::optional<Format> format, QString *error)

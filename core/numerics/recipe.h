@@ -46,6 +46,9 @@ struct Recipe {
 
     // The delayed-scaling scale from the amax history (keeps previousScale when it cannot be formed).
     float delayedScale() const;
+    // How delayedScale() was formed, in a sentence for users: the history used and its reduced amax, or why
+    // the previous scale was kept (no history at all, as at a run's first step; a zero, NaN or inf amax).
+    QString delayedScaleSource() const;
 };
 
 QString formatName(Format f);

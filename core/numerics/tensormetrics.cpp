@@ -60,6 +60,8 @@ TensorMetrics TensorMetrics::fromSums(const fp8math::MetricSums &s, const Recipe
         m.meanLog2ScaleInv = tensorScaleInv > 0 ? std::log2(tensorScaleInv) : nan;
     }
     m.delayedOverCurrentLog2 = nan;
+    if (recipe.kind == RecipeKind::Delayed)
+        m.delayedScaleSource = recipe.delayedScaleSource();
     if (recipe.kind == RecipeKind::Delayed && s.amax > 0) {
         const float current = fp8math::amaxScale(fp8math::formatSpec(recipe.format).maxFinite, float(s.amax), false);
         m.delayedOverCurrentLog2 = std::log2(tensorScale) - std::log2(double(current));
@@ -134,6 +136,8 @@ QJsonObject TensorMetrics::toJson() const
         {QStringLiteral("hist_log2_abs"), histogram(histIn)},
         {QStringLiteral("hist_log2_abs_scaled"), histogram(histScaled)},
     };
+    if (!delayedScaleSource.isEmpty())
+        o.insert(QStringLiteral("delayed_scale_source"), delayedScaleSource);
     return o;
 }
 

@@ -38,6 +38,7 @@ struct TensorMetrics {
     double scaleInvMin = 0;
     double scaleInvMax = 0;
     double delayedOverCurrentLog2 = 0; // delayed recipe: log2(scale used / fmax/amax(x)); NaN otherwise
+    QString delayedScaleSource; // delayed recipe: how its scale was formed (Recipe::delayedScaleSource)
     qint64 blocks = 0;
     qint64 zeroAmaxBlocks = 0;
     double meanLog2ScaleInv = 0;

@@ -36,6 +36,7 @@ private Q_SLOTS:
     void blockKernelsMatchScalarDefinition();
     void everySimdTargetMatchesScalarDefinition();
     void patternPassMatchesFusedPass();
+    void delayedScaleSource();
 };
 
 void TestMetrics::againstReference_data()
@@ -613,4 +614,30 @@ void TestMetrics::patternPassMatchesFusedPass()
 }
 
 QTEST_APPLESS_MAIN(TestMetrics)
+void TestMetrics::delayedScaleSource()
+{
+    Recipe r = *Recipe::parse(QStringLiteral("delayed:history=2,margin=1"), std::nullopt, nullptr);
+    r.previousScale = 3.0f;
+    QCOMPARE(r.delayedScale(), 3.0f);
+    QVERIFY2(r.delayedScaleSource().startsWith(QLatin1String("no amax history")), qPrintable(r.delayedScaleSource()));
+    QVERIFY(r.delayedScaleSource().contains(QLatin1String("previous scale 3 is kept")));
+    // Only the newest two entries count: the 100 is outside the history length.
+    r.amaxHistory = {4.0f, 8.0f, 100.0f};
+    QCOMPARE(r.delayedScale(), 448.0f / 8.0f / 2.0f);
+    QCOMPARE(r.delayedScaleSource(), QStringLiteral("amax 8 (max of the newest 2 of 3 history entries), margin 1"));
+    r.reduce = AmaxReduce::MostRecent;
+    QCOMPARE(r.delayedScale(), 448.0f / 4.0f / 2.0f);
+    QCOMPARE(r.delayedScaleSource(), QStringLiteral("amax 4 (newest of 3 history entries), margin 1"));
+    // A zero newest amax cannot form a scale, even when it equals nothing else in the history.
+    r.amaxHistory = {0.0f, 8.0f};
+    QCOMPARE(r.delayedScale(), 3.0f);
+    QVERIFY2(r.delayedScaleSource().contains(QLatin1String("cannot form a scale: the previous scale 3 is kept")),
+        qPrintable(r.delayedScaleSource()));
+    // A previous scale that equals the formed one is still a formed scale.
+    r.amaxHistory = {56.0f};
+    r.previousScale = 4.0f;
+    QCOMPARE(r.delayedScale(), 4.0f);
+    QVERIFY2(!r.delayedScaleSource().contains(QLatin1String("kept")), qPrintable(r.delayedScaleSource()));
+}
+
 #include "tst_metrics.moc"

@@ -60,6 +60,14 @@ void TestCli::statsJson()
     QCOMPARE(m.value(QStringLiteral("scale")).toDouble(), 896.0);
     QVERIFY(m.value(QStringLiteral("delayed_over_current_log2")).toDouble() < -2.9);
     QVERIFY(m.value(QStringLiteral("underflow_pct")).toDouble() > 30.0);
+    QVERIFY2(m.value(QStringLiteral("delayed_scale_source")).toString().startsWith(QLatin1String("amax 0.5 (max of")),
+        qPrintable(m.value(QStringLiteral("delayed_scale_source")).toString()));
+    // Without a history the scale stays at its start value, and the table says why.
+    const Run fresh = cli({QStringLiteral("stats"), m_dump + m_grad, QStringLiteral("--recipe"),
+        QStringLiteral("delayed"), QStringLiteral("--amax-history"), QString()});
+    QVERIFY2(fresh.code == 0, fresh.err.constData());
+    QVERIFY2(fresh.out.contains("delayed scale from          no amax history"), fresh.out.constData());
+    QVERIFY(fresh.out.contains("scale / scale_inv           1 / 1"));
     QVERIFY(m.value(QStringLiteral("hist_log2_abs")).toObject().value(QStringLiteral("count")).toArray().size() > 20);
     QCOMPARE(doc.value(QStringLiteral("tensor")).toObject().value(QStringLiteral("dtype")).toString(),
         QStringLiteral("float32"));

@@ -431,6 +431,14 @@ void TestMainWindow::recomputeWithAnotherRecipe()
     QTRY_VERIFY_WITH_TIMEOUT(hist->metrics().has_value() && hist->metrics()->format == Format::E5M2, 30000);
     QTRY_VERIFY(tableRows(m_window->statsTable())
                     .contains(QStringLiteral("mse|") + step + QStringLiteral("|recomputed|mxfp8 e5m2")));
+    // Delayed scaling takes the dump's amax history, and the status line says which amax made the scale.
+    recipe->setCurrentIndex(recipe->findText(QStringLiteral("delayed")));
+    QTRY_VERIFY_WITH_TIMEOUT(hist->metrics().has_value() && hist->metrics()->recipe == QLatin1String("delayed"), 30000);
+    QVERIFY2(hist->metrics()->delayedScaleSource.startsWith(QLatin1String("amax ")),
+        qPrintable(hist->metrics()->delayedScaleSource));
+    QVERIFY2(hist->statusText().contains(
+                 QStringLiteral("Delayed scale %1 from amax ").arg(hist->metrics()->scale, 0, 'g', 6)),
+        qPrintable(hist->statusText()));
 }
 
 void TestMainWindow::exportsPlotsAndCsv()

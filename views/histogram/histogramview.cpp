@@ -262,6 +262,8 @@ void HistogramView::redraw()
                         .arg(m.sqnrDb, 0, 'f', 1);
     if (!showRange)
         text2 += tr(" Per-block scales: the format range is drawn after scaling only.");
+    if (!m.delayedScaleSource.isEmpty())
+        text2 += tr("\nDelayed scale %1 from %2.").arg(m.scale, 0, 'g', 6).arg(m.delayedScaleSource);
     m_status->setText(text2);
     plot()->replot();
 }
