@@ -73,8 +73,10 @@ Problem kindProblem(const QString &path, FileKind kind)
     }
     if (kind == FileKind::Pickle)
         return {path, -1,
-            QStringLiteral("PyTorch pickle files are never loaded (unpickling runs code); convert the tensors "
-                           "to safetensors first, e.g. safetensors.torch.save_file(tensors, 'dump.safetensors')")};
+            QStringLiteral("PyTorch pickle files are never loaded (unpickling can run code); convert it with "
+                           "fp8scope's tools/pt2safetensors.py (Python with torch and safetensors; it loads "
+                           "tensors only) and open %1.safetensors")
+                .arg(QFileInfo(path).completeBaseName())};
     return {path, 0, QStringLiteral("not a tensor dump (HDF5, safetensors or .npy expected)")};
 }
 

@@ -531,6 +531,9 @@ void TestReaders::pickleRefused()
     Problem p;
     QVERIFY(!openTensor(path, &p));
     QVERIFY(p.message.contains(QLatin1String("never loaded")));
+    QVERIFY2(p.message.contains(QLatin1String("tools/pt2safetensors.py"))
+            && p.message.endsWith(QLatin1String("open model.safetensors")),
+        qPrintable(p.message));
     QVERIFY(!openTensor(m_dir.filePath(QStringLiteral("missing.h5")), &p));
     QVERIFY(p.message.contains(QLatin1String("no such file")));
 }
