@@ -3,6 +3,11 @@
 // buffer with the same threads, measured in the same run (one run of each in turn, so that both see the
 // same phases of a shared machine; the ratio is the median of the per-pair ratios); plus the scalar
 // definition as a baseline. Each recipe runs the passes MetricsEngine would run for it alone.
+// "L2 GB/s" (one thread) runs the kernels of the same passes (amax where the recipe needs it, then the
+// fused pass) over a 1 MiB slice again and again, so that it stays in the core's cache: the kernels' own
+// speed, with memory out of the way. "bound" is that over the
+// read pass from memory: the ratio these kernels could reach on this machine if memory cost nothing
+// ("-" for the pattern-counting pass of per-tensor recipes on bfloat16, whose cost is in its tables).
 // Prints a table; asserts nothing about time.
 // Usage: bench_metrics [MiB] [repeats] [recipe,recipe,...|all] [float32,bfloat16|all]
 #include "benchutil.h"
@@ -69,8 +74,8 @@ int main(int argc, char **argv)
     std::printf(
         "fp8scope metrics benchmark: %lld MiB tensors, %d repeats (median), SIMD target %s, %u hardware threads\n",
         (long long)mib, repeats, cpukernels::simdTarget(), std::thread::hardware_concurrency());
-    std::printf(
-        "%-8s %-14s %7s %10s %10s %8s %12s\n", "dtype", "recipe", "threads", "GB/s", "read GB/s", "ratio", "x scalar");
+    std::printf("%-8s %-14s %7s %10s %10s %8s %12s %9s %7s\n", "dtype", "recipe", "threads", "GB/s", "read GB/s",
+        "ratio", "x scalar", "L2 GB/s", "bound");
 
     std::mt19937 rng(1);
     std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -156,8 +161,48 @@ int main(int argc, char **argv)
                         g_sink = m.errSq;
                     },
                     [&] { g_sink = readPass(dtype, data, n, threads); });
-                std::printf("%-8s %-14s %7d %10.2f %10.2f %8.2f %12.1f\n", dtypeName, name, threads, gb / t.workSeconds,
+                std::printf("%-8s %-14s %7d %10.2f %10.2f %8.2f %12.1f", dtypeName, name, threads, gb / t.workSeconds,
                     gb / t.referenceSeconds, t.ratio, (gb / t.workSeconds) / scalarGbs);
+                if (threads == 1 && !byPatterns) {
+                    // The kernels themselves, one thread, on 128 rows (whole 128x128 tiles) of 1 MiB of the
+                    // same values, with one KernelScratch for all laps (the backend sets up a 4 MiB
+                    // histogram table per call, which a 256 MiB call spreads thin but a 1 MiB one would
+                    // not). Not for the pattern pass: its tables, not its loop, would be measured.
+                    const int64_t smallCols = int64_t(1 << 20) / 128 / dtypeSize(dtype);
+                    const size_t smallN = size_t(128 * smallCols);
+                    const cpukernels::Input in = dtype == DType::F32 ? cpukernels::Input::F32 : cpukernels::Input::BF16;
+                    cpukernels::KernelScratch scratch;
+                    constexpr int kLaps = 64;
+                    const double sec = medianSeconds(
+                        std::max(repeats, 5),
+                        [&] {
+                            fp8math::MetricSums m;
+                            for (int k = 0; k < kLaps; ++k) {
+                                const float amax
+                                    = recipe.needsTensorAmax() ? cpukernels::amaxAbs(data, in, smallN) : 1.0f;
+                                const fp8math::QuantPlan plan = MetricsEngine::planFor(recipe, amax);
+                                switch (plan.mode) {
+                                case fp8math::ScaleMode::Tensor:
+                                    cpukernels::accumulateUniform(data, in, smallN, plan.tensorScale,
+                                        plan.tensorScaleInv, plan.format, m, scratch);
+                                    break;
+                                case fp8math::ScaleMode::RowBlocks:
+                                    cpukernels::accumulateRowBlocks(data, in, size_t(smallCols), 128, plan, m, scratch);
+                                    break;
+                                case fp8math::ScaleMode::TileBlocks:
+                                    cpukernels::accumulateTiles(data, in, size_t(smallCols), 128, plan, m, scratch);
+                                    break;
+                                }
+                            }
+                            scratch.flushInto(m);
+                            g_sink = m.errSq;
+                        },
+                        true);
+                    const double l2 = double(1 << 20) * kLaps / 1e9 / sec;
+                    std::printf(" %9.2f %7.2f\n", l2, l2 / (gb / t.referenceSeconds));
+                } else {
+                    std::printf(" %9s %7s\n", "-", "-");
+                }
             }
         }
     }
