@@ -221,6 +221,16 @@ void TestMainWindow::heatmapClickDrivesHistogramAndTable()
     QCOMPARE(sel->tensor(), QStringLiteral("activation"));
     QCOMPARE(sel->step(), h.steps[size_t(col)]);
     QCOMPARE(sel->run(), heat->run());
+    // The clicked layer is named on the heatmap's axis, marked, whether or not its row had a name before.
+    const auto ticker = heat->plot()->yAxis->ticker().dynamicCast<QCPAxisTickerText>();
+    QVERIFY(ticker);
+    QVERIFY(ticker->ticks().contains(row));
+    QVERIFY2(ticker->ticks().value(row).startsWith(QStringLiteral("\u25B6 ")), qPrintable(ticker->ticks().value(row)));
+    QVERIFY(m_plan.plantedLayerName.endsWith(ticker->ticks().value(row).mid(2)));
+    int marked = 0;
+    for (const QString &label : ticker->ticks())
+        marked += label.startsWith(QStringLiteral("\u25B6 "));
+    QCOMPARE(marked, 1);
     // The histogram shows the nearest dump of that layer and tensor, once computed.
     HistogramView *hist = m_window->histogram();
     QVERIFY(hist->dump().has_value());

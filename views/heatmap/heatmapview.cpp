@@ -127,6 +127,10 @@ HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *pa
             setRun(m_selection->run());
         if (parts & Selection::Tensor && !m_selection->tensor().isEmpty())
             setTensor(m_selection->tensor());
+        if (parts & Selection::Layer) {
+            updateLayerTicks();
+            plot()->replot(QCustomPlot::rpQueuedReplot);
+        }
     });
 }
 
@@ -296,15 +300,21 @@ void HeatmapView::rebuildMap()
 
 void HeatmapView::updateLayerTicks()
 {
-    // As many layer names as fit one above the other, the rest skipped evenly.
+    // As many layer names as fit one above the other, the rest skipped evenly; the selected layer is always
+    // named (marked), in place of the evenly spaced names too close to it.
     const int ny = int(m_data.layers.size());
     const int rowPixels = fontMetrics().height() + 2;
     const int fit = std::max(1, plot()->axisRect()->height() / rowPixels);
     const int every = std::max(1, (ny + fit - 1) / fit);
+    const int selected = int(m_data.layers.indexOf(m_selection->layer()));
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();
     const QStringList names = shortNames(m_data.layers);
-    for (int y = 0; y < ny; y += every)
-        ticker->addTick(y, names[y]);
+    for (int y = 0; y < ny; y += every) {
+        if (selected < 0 || std::abs(y - selected) >= every)
+            ticker->addTick(y, names[y]);
+    }
+    if (selected >= 0)
+        ticker->addTick(selected, QStringLiteral("\u25B6 ") + names[selected]);
     plot()->yAxis->setTicker(ticker);
 }
 
