@@ -64,9 +64,14 @@ QString Recipe::name() const
 
 namespace {
 
-// The amax that delayed scaling reduces the history to (the newest entries, up to the history length), or
-// nullopt without a history.
-std::optional<float> reducedAmax(const Recipe &r)
+// The amax that delayed scaling reduces the history to, from the newest `used` entries (up to the history
+// length); nullopt without a history.
+struct ReducedAmax {
+    float amax;
+    size_t used;
+};
+
+std::optional<ReducedAmax> reducedAmax(const Recipe &r)
 {
     const size_t n = std::min(r.amaxHistory.size(), size_t(std::max(r.historyLength, 1)));
     if (n == 0)
@@ -82,34 +87,33 @@ std::optional<float> reducedAmax(const Recipe &r)
             reduced = std::max(reduced, a);
         }
     }
-    return reduced;
+    return ReducedAmax {reduced, n};
 }
 
 } // namespace
 
 float Recipe::delayedScale() const
 {
-    const std::optional<float> reduced = reducedAmax(*this);
+    const std::optional<ReducedAmax> reduced = reducedAmax(*this);
     if (!reduced)
         return previousScale;
-    return fp8math::delayedScale(fp8math::formatSpec(format).maxFinite, *reduced, margin, previousScale);
+    return fp8math::delayedScale(fp8math::formatSpec(format).maxFinite, reduced->amax, margin, previousScale);
 }
 
 QString Recipe::delayedScaleSource() const
 {
-    const std::optional<float> reduced = reducedAmax(*this);
+    const std::optional<ReducedAmax> reduced = reducedAmax(*this);
     const QString previous = QString::number(double(previousScale), 'g', 6);
     if (!reduced)
         return QStringLiteral("no amax history (none stored with the tensor, none given): the previous scale %1 "
                               "is kept, as at a run's first step")
             .arg(previous);
-    const size_t used = std::min(amaxHistory.size(), size_t(std::max(historyLength, 1)));
     const QString from = reduce == AmaxReduce::Max
-        ? QStringLiteral("max of the newest %1 of %2 history entries").arg(used).arg(amaxHistory.size())
+        ? QStringLiteral("max of the newest %1 of %2 history entries").arg(reduced->used).arg(amaxHistory.size())
         : QStringLiteral("newest of %1 history entries").arg(amaxHistory.size());
-    const QString amax = QString::number(double(*reduced), 'g', 6);
+    const QString amax = QString::number(double(reduced->amax), 'g', 6);
     // With a NaN previous scale, delayedScale returns NaN exactly when it keeps the previous one.
-    const float formed = fp8math::delayedScale(fp8math::formatSpec(format).maxFinite, *reduced, margin, NAN);
+    const float formed = fp8math::delayedScale(fp8math::formatSpec(format).maxFinite, reduced->amax, margin, NAN);
     if (std::isnan(formed))
         return QStringLiteral("amax %1 (%2) cannot form a scale: the previous scale %3 is kept")
             .arg(amax, from, previous);
