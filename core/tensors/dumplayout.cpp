@@ -36,8 +36,8 @@ std::optional<DumpPath> parseDumpPath(const QString &path, QString *error)
     return p;
 }
 
-std::optional<DType> dumpElementType(
-    StoredClass cls, int bytes, const QString &dtypeAttr, const QString &fp8FormatAttr, QString *error)
+std::optional<DType> dumpElementType(StoredClass cls, int bytes, const QString &dtypeAttr, const QString &fp8FormatAttr,
+    const QString &datasetName, QString *error)
 {
     if (cls == StoredClass::Float && bytes == 4)
         return DType::F32;
@@ -51,11 +51,16 @@ std::optional<DType> dumpElementType(
     }
     if (cls == StoredClass::UnsignedInteger && bytes == 1) {
         const QString f = fp8FormatAttr.toUpper();
-        if (f.contains(QLatin1String("E4M3")) || f == QLatin1String("HYBRID"))
+        if (f.contains(QLatin1String("E4M3")))
             return DType::F8E4M3;
         if (f.contains(QLatin1String("E5M2")))
             return DType::F8E5M2;
-        *error = QStringLiteral("uint8 dataset without an fp8_format attribute (E4M3 or E5M2)");
+        if (f == QLatin1String("HYBRID")) {
+            // Transformer Engine's hybrid format: E4M3 for the forward pass, E5M2 for gradients.
+            const QString kind = datasetName.section(QLatin1Char('/'), -1).toLower();
+            return kind.startsWith(QLatin1String("grad")) ? DType::F8E5M2 : DType::F8E4M3;
+        }
+        *error = QStringLiteral("uint8 dataset without an fp8_format attribute (E4M3, E5M2 or HYBRID)");
         return std::nullopt;
     }
     *error = QStringLiteral("unsupported element type (%1-byte %2)")

@@ -22,9 +22,11 @@ struct DumpPath {
 std::optional<DumpPath> parseDumpPath(const QString &path, QString *error);
 
 // Element type of a dataset: HDF5 float of 4 or 2 bytes, or 2-byte unsigned integers tagged
-// dtype="bfloat16", or 1-byte unsigned integers tagged with an FP8 format ("E4M3"/"E5M2", any case).
+// dtype="bfloat16", or 1-byte unsigned integers tagged with an FP8 format ("E4M3"/"E5M2", any case, or
+// Transformer Engine's "HYBRID": E4M3 forward, E5M2 for gradients). datasetName (the path, or its last
+// component) tells a gradient ("gradient_fp8", "grad_output_fp8", ...) from the rest under HYBRID.
 enum class StoredClass { Float, UnsignedInteger, Other };
-std::optional<DType> dumpElementType(
-    StoredClass cls, int bytes, const QString &dtypeAttr, const QString &fp8FormatAttr, QString *error);
+std::optional<DType> dumpElementType(StoredClass cls, int bytes, const QString &dtypeAttr, const QString &fp8FormatAttr,
+    const QString &datasetName, QString *error);
 
 } // namespace fp8scope

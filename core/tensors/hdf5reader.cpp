@@ -144,7 +144,8 @@ std::unique_ptr<Hdf5Reader> Hdf5Reader::open(const QString &path, const QString 
     const auto dtype = dumpElementType(cls == H5T_FLOAT ? StoredClass::Float
             : isUnsigned                                ? StoredClass::UnsignedInteger
                                                         : StoredClass::Other,
-        bytes, readStringAttribute(r->m_dataset, "dtype"), readStringAttribute(r->m_dataset, "fp8_format"), &error);
+        bytes, readStringAttribute(r->m_dataset, "dtype"), readStringAttribute(r->m_dataset, "fp8_format"), name,
+        &error);
     if (!dtype || !error.isEmpty()) {
         H5Tclose(type);
         *problem = {path, -1, QStringLiteral("dataset '%1': %2").arg(name, error)};

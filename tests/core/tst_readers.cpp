@@ -567,9 +567,23 @@ void TestReaders::dumpPaths()
     QVERIFY(p->quantized);
     QVERIFY(!parseDumpPath(QStringLiteral("/iter_12/x/y"), &error));
     QVERIFY(!parseDumpPath(QStringLiteral("/iter_000001/_fp8"), &error));
-    QCOMPARE(dumpElementType(StoredClass::UnsignedInteger, 2, QStringLiteral("bfloat16"), {}, &error), DType::BF16);
-    QVERIFY(!dumpElementType(StoredClass::UnsignedInteger, 2, {}, {}, &error));
-    QCOMPARE(dumpElementType(StoredClass::UnsignedInteger, 1, {}, QStringLiteral("E5M2"), &error), DType::F8E5M2);
+    QCOMPARE(dumpElementType(StoredClass::UnsignedInteger, 2, QStringLiteral("bfloat16"), {}, {}, &error), DType::BF16);
+    QVERIFY(!dumpElementType(StoredClass::UnsignedInteger, 2, {}, {}, {}, &error));
+    QCOMPARE(dumpElementType(StoredClass::UnsignedInteger, 1, {}, QStringLiteral("E5M2"), {}, &error), DType::F8E5M2);
+    // Transformer Engine's HYBRID: gradients in E5M2, the forward tensors in E4M3.
+    const QString hybrid = QStringLiteral("hybrid");
+    QCOMPARE(dumpElementType(StoredClass::UnsignedInteger, 1, {}, hybrid,
+                 QStringLiteral("/iter_000100/model.layers.0.mlp.fc1/gradient_fp8"), &error),
+        DType::F8E5M2);
+    QCOMPARE(dumpElementType(StoredClass::UnsignedInteger, 1, {}, hybrid, QStringLiteral("grad_output_fp8"), &error),
+        DType::F8E5M2);
+    QCOMPARE(dumpElementType(StoredClass::UnsignedInteger, 1, {}, hybrid,
+                 QStringLiteral("/iter_000100/model.layers.0.mlp.fc1/activation_fp8"), &error),
+        DType::F8E4M3);
+    // A layer named after gradients does not make its weight one.
+    QCOMPARE(dumpElementType(StoredClass::UnsignedInteger, 1, {}, hybrid,
+                 QStringLiteral("/iter_000100/grad_norm.fc/weight_fp8"), &error),
+        DType::F8E4M3);
 }
 
 QTEST_APPLESS_MAIN(TestReaders)

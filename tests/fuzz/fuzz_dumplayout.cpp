@@ -10,6 +10,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     QString error;
     fp8scope::parseDumpPath(text, &error);
     const auto cls = fp8scope::StoredClass(data[0] % 3);
-    fp8scope::dumpElementType(cls, data[1] % 9, text, text, &error);
+    fp8scope::dumpElementType(cls, data[1] % 9, text, text, text, &error);
     return 0;
 }
