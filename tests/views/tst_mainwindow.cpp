@@ -231,6 +231,14 @@ void TestMainWindow::heatmapClickDrivesHistogramAndTable()
     for (const QString &label : ticker->ticks())
         marked += label.startsWith(QStringLiteral("\u25B6 "));
     QCOMPARE(marked, 1);
+    // The step is marked by the dashed cursor, which follows a step picked elsewhere.
+    QVERIFY(heat->stepCursor()->visible());
+    QCOMPARE(heat->stepCursor()->point1->coords().x(), double(sel->step()));
+    // Light on the colour ramp, dark on the threshold view's grey.
+    QVERIFY(heat->stepCursor()->pen().color().lightness() > 200);
+    heat->setThreshold(true, 2.0);
+    QVERIFY(heat->stepCursor()->pen().color().lightness() < 100);
+    heat->setThreshold(false, 2.0);
     // The histogram shows the nearest dump of that layer and tensor, once computed.
     HistogramView *hist = m_window->histogram();
     QVERIFY(hist->dump().has_value());
@@ -253,6 +261,11 @@ void TestMainWindow::heatmapClickDrivesHistogramAndTable()
     QVERIFY(loss);
     // The curve view's cursor follows the step.
     QVERIFY(m_window->curves()->toolTipAt(double(sel->step())).contains(QStringLiteral("step")));
+    // So does the heatmap's, for a step picked elsewhere.
+    sel->setStep(h.steps[size_t(col / 2)]);
+    QCOMPARE(heat->stepCursor()->point2->coords().x(), double(h.steps[size_t(col / 2)]));
+    sel->setStep(h.steps[size_t(col)]);
+    QTRY_VERIFY_WITH_TIMEOUT(hist->metrics().has_value(), 30000);
 }
 
 void TestMainWindow::heatmapColoursAndScreenResolution()

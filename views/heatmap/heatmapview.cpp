@@ -50,6 +50,7 @@ HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *pa
     , m_thresholdValue(new QDoubleSpinBox(this))
     , m_map(new QCPColorMap(plot()->xAxis, plot()->yAxis))
     , m_scale(new QCPColorScale(plot()))
+    , m_cursor(new QCPItemStraightLine(plot()))
 {
     m_runBox->setObjectName(QStringLiteral("heatmapRun"));
     m_statBox->setObjectName(QStringLiteral("heatmapStatistic"));
@@ -73,6 +74,8 @@ HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *pa
     m_scale->setType(QCPAxis::atRight);
     m_map->setColorScale(m_scale);
     m_map->setInterpolate(false);
+    m_cursor->setSelectable(false);
+    m_cursor->setVisible(false);
     m_map->setTightBoundary(false);
     plot()->yAxis->setRangeReversed(true);
     plot()->xAxis->setLabel(tr("step"));
@@ -127,10 +130,12 @@ HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *pa
             setRun(m_selection->run());
         if (parts & Selection::Tensor && !m_selection->tensor().isEmpty())
             setTensor(m_selection->tensor());
-        if (parts & Selection::Layer) {
+        if (parts & Selection::Layer)
             updateLayerTicks();
+        if (parts & Selection::Step)
+            updateCursor();
+        if (parts & (Selection::Layer | Selection::Step))
             plot()->replot(QCustomPlot::rpQueuedReplot);
-        }
     });
 }
 
@@ -247,6 +252,7 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
     plot()->yAxis->setRange(-0.5, std::max(ny, 1) - 0.5);
     m_scale->axis()->setLabel(statistic() + QLatin1Char(' ') + tensor());
     updateLayerTicks();
+    updateCursor();
     rebuildMap();
     redraw();
     Q_EMIT heatmapChanged();
@@ -318,6 +324,14 @@ void HeatmapView::updateLayerTicks()
     plot()->yAxis->setTicker(ticker);
 }
 
+void HeatmapView::updateCursor()
+{
+    const qint64 step = m_selection->step();
+    m_cursor->setVisible(step >= 0 && !m_data.steps.empty());
+    m_cursor->point1->setCoords(double(step), 0);
+    m_cursor->point2->setCoords(double(step), 1);
+}
+
 void HeatmapView::resizeEvent(QResizeEvent *event)
 {
     PlotView::resizeEvent(event);
@@ -376,6 +390,9 @@ void HeatmapView::applyGradient()
     }
     g.setNanHandling(QCPColorGradient::nhTransparent);
     m_map->setGradient(g);
+    // The step cursor: light on the dark colour ramp, dark on the threshold view's light grey.
+    m_cursor->setPen(
+        QPen(m_threshold->isChecked() ? QColor(40, 40, 40, 220) : QColor(255, 255, 255, 210), 1, Qt::DashLine));
 }
 
 bool HeatmapView::cellAt(const QPointF &pixel, int *layer, int *stepIndex) const

@@ -14,6 +14,7 @@ class QComboBox;
 class QDoubleSpinBox;
 class QCPColorMap;
 class QCPColorScale;
+class QCPItemStraightLine;
 
 namespace fp8scope {
 
@@ -47,6 +48,8 @@ public:
     QPointF cellCentre(int layer, int stepIndex) const;
     QString toolTipAt(const QPointF &pixel) const;
     QString csv() const override;
+    // The dashed line at the selected step (hidden without one), as in the curve view.
+    const QCPItemStraightLine *stepCursor() const { return m_cursor; }
 
 Q_SIGNALS:
     void heatmapChanged();
@@ -56,6 +59,7 @@ protected:
 
 private:
     void updateLayerTicks();
+    void updateCursor();
     void rebuildMap();
     void reloadPickers();
     void reload();
@@ -75,6 +79,7 @@ private:
     QDoubleSpinBox *m_thresholdValue;
     QCPColorMap *m_map;
     QCPColorScale *m_scale;
+    QCPItemStraightLine *m_cursor;
     Heatmap m_data;
     std::pair<double, double> m_linearRange {INFINITY, -INFINITY}; // finite values
     std::pair<double, double> m_logRange {INFINITY, -INFINITY}; // positive values
