@@ -121,12 +121,12 @@ void MainWindow::createViews()
     setCentralWidget(m_curves);
     m_heatmap = new HeatmapView(m_workspace, m_selection, this);
     m_histogram = new HistogramView(m_workspace, m_selection, this);
-    m_histogram->setMinimumWidth(380);
+    m_histogram->setMinimumWidth(420);
 
     m_runModel = new RunListModel(m_workspace, this);
     m_runTable = makeTable(QStringLiteral("runTable"), this);
     m_runTable->setModel(m_runModel);
-    m_runTable->setMinimumWidth(240);
+    m_runTable->setMinimumWidth(270);
     connect(m_runTable->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
         [this](const QModelIndex &current) {
             if (current.isValid())
