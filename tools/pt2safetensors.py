@@ -84,7 +84,7 @@ def convert(path, out_path, force, torch, save_file):
     notes = []
     seen_storage = set()
     for name, t in found.items():
-        if t.is_sparse or t.layout != torch.strided:
+        if t.layout != torch.strided:
             skipped.append("%s (%s layout)" % (name, str(t.layout).replace("torch.", "")))
             continue
         if t.is_quantized:
@@ -98,11 +98,12 @@ def convert(path, out_path, force, torch, save_file):
             skipped.append("%s (%s)" % (name, dtype))
             continue
         t = t.detach().contiguous()
-        # safetensors refuses tensors that share memory (tied weights, views of one buffer): copy those.
-        key = (t.untyped_storage().data_ptr(), t.storage_offset())
-        if t.numel() > 0 and (key in seen_storage or t.untyped_storage().nbytes() != t.numel() * t.element_size()):
+        # safetensors refuses tensors that share memory (tied weights, views of one buffer): a tensor that is
+        # not the whole of its storage, or whose storage an earlier tensor already holds, is copied.
+        storage = t.untyped_storage()
+        if t.numel() > 0 and (storage.data_ptr() in seen_storage or storage.nbytes() != t.numel() * t.element_size()):
             t = t.clone()
-        seen_storage.add((t.untyped_storage().data_ptr(), t.storage_offset()))
+        seen_storage.add(t.untyped_storage().data_ptr())
         tensors[name] = t
     if not tensors:
         raise ValueError("holds no tensor fp8scope can read" + (": skipped " + "; ".join(skipped) if skipped else ""))

@@ -5,9 +5,9 @@
 // definition as a baseline. Each recipe runs the passes MetricsEngine would run for it alone.
 // "L2 GB/s" (one thread) runs the kernels of the same passes (amax where the recipe needs it, then the
 // fused pass) over a 1 MiB slice again and again, so that it stays in the core's cache: the kernels' own
-// speed, with memory out of the way. "bound" is that over the
-// read pass from memory: the ratio these kernels could reach on this machine if memory cost nothing
-// ("-" for the pattern-counting pass of per-tensor recipes on bfloat16, whose cost is in its tables).
+// speed, with memory out of the way. "bound" is that over the read pass from memory: the ratio these
+// kernels could reach on this machine if memory cost nothing ("-" for the pattern-counting pass of
+// per-tensor recipes on bfloat16, whose cost is in its tables).
 // Prints a table; asserts nothing about time.
 // Usage: bench_metrics [MiB] [repeats] [recipe,recipe,...|all] [float32,bfloat16|all]
 #include "benchutil.h"
