@@ -166,6 +166,8 @@ void MainWindow::createViews()
     m_statsModel = new StatsTableModel(m_workspace, m_selection, this);
     m_statsTable = makeTable(QStringLiteral("statsTable"), this);
     m_statsTable->setModel(m_statsModel);
+    // Columns as wide as what they hold (once per refresh; the user may still drag them).
+    connect(m_statsModel, &QAbstractItemModel::modelReset, m_statsTable, &QTableView::resizeColumnsToContents);
 
     m_problemsModel = new ProblemsModel(m_workspace, this);
     m_problemsTable = makeTable(QStringLiteral("problemsTable"), this);

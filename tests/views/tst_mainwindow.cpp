@@ -164,6 +164,23 @@ void TestMainWindow::opensFolderWithRunsTreeAndBackend()
     QCOMPARE(m_window->curves()->statistic(), QStringLiteral("lm loss"));
     QCOMPARE(m_window->curves()->curves().size(), size_t(2));
     QTRY_VERIFY(m_window->backendStatus().contains(QStringLiteral("CPU")));
+    // Nothing selected yet: the histogram says how to get one. A layer without dumps is named; so is the
+    // next one (the message once stayed on the first layer, and was empty before any selection).
+    HistogramView *hist = m_window->histogram();
+    QVERIFY2(hist->statusText().startsWith(QStringLiteral("Select a layer")), qPrintable(hist->statusText()));
+    Selection *sel = m_window->selection();
+    QVERIFY(sel->layer().isEmpty());
+    const int run0 = sel->run();
+    const qint64 step0 = sel->step();
+    const int fp8Run = ws->runIndex(QStringLiteral("fp8"));
+    for (const QString &layer : {QStringLiteral("decoder.layers.0.self_attention.linear_qkv"),
+             QStringLiteral("decoder.layers.1.self_attention.linear_proj")}) {
+        sel->set(fp8Run, layer, QStringLiteral("activation"), 100);
+        QVERIFY(!hist->dump());
+        QCOMPARE(hist->statusText(), QStringLiteral("No tensor dump of %1 activation in this run.").arg(layer));
+    }
+    sel->set(run0, QString(), QString(), step0); // back to the state after opening
+    QCOMPARE(hist->statusText().left(14), QStringLiteral("Select a layer"));
 }
 
 void TestMainWindow::layerTreeSelectsLayerAndFilters()
@@ -306,6 +323,35 @@ void TestMainWindow::heatmapColoursAndScreenResolution()
     QCOMPARE(map->dataScaleType(), QCPAxis::stLogarithmic);
     QVERIFY(map->dataRange().lower > 0); // only positive values set a log range
     heat->setLogColour(false);
+
+    // Too many layers to name them all: the row holding the largest value is named anyway, and so is the
+    // selected layer (marked); an even matrix has no such row.
+    Heatmap tall;
+    for (int y = 0; y < 60; ++y)
+        tall.layers << QStringLiteral("decoder.layers.%1.mlp").arg(y);
+    tall.steps = {10, 20, 30};
+    tall.values.assign(60 * 3, 0.0);
+    tall.values[37 * 3 + 1] = 5.0;
+    tall.values[3 * 3 + 2] = std::nan("");
+    const auto ticks = [heat] {
+        const auto ticker = heat->plot()->yAxis->ticker().dynamicCast<QCPAxisTickerText>();
+        return ticker ? ticker->ticks() : QMap<double, QString>();
+    };
+    heat->setHeatmap(tall);
+    QVERIFY2(ticks().size() < 30, qPrintable(QString::number(ticks().size()))); // not every row has a name
+    QCOMPARE(ticks().value(37), QStringLiteral("37.mlp"));
+    QVERIFY(!ticks().contains(36) && !ticks().contains(38));
+    Selection *sel = m_window->selection();
+    const QString selectedBefore = sel->layer();
+    sel->setLayer(tall.layers[12]);
+    QCOMPARE(ticks().value(37), QStringLiteral("37.mlp"));
+    QCOMPARE(ticks().value(12), QStringLiteral("\u25B6 12.mlp"));
+    sel->setLayer(tall.layers[37]);
+    QCOMPARE(ticks().value(37), QStringLiteral("\u25B6 37.mlp"));
+    tall.values[37 * 3 + 1] = 0.0;
+    heat->setHeatmap(tall);
+    sel->setLayer(selectedBefore);
+    QVERIFY(!ticks().contains(37));
     heat->setHeatmap(saved);
 }
 

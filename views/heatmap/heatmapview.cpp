@@ -245,6 +245,20 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
     m_data = std::move(heatmap);
     const int nx = int(m_data.steps.size());
     const int ny = int(m_data.layers.size());
+    double hot = -INFINITY, cold = INFINITY;
+    m_hotRow = -1;
+    for (size_t i = 0; i < m_data.values.size() && nx > 0; ++i) {
+        const double v = m_data.values[i];
+        if (!std::isfinite(v))
+            continue;
+        cold = std::min(cold, v);
+        if (v > hot) {
+            hot = v;
+            m_hotRow = int(i / size_t(nx));
+        }
+    }
+    if (!(hot > cold))
+        m_hotRow = -1;
     const double x0 = nx ? double(m_data.steps.front()) : 0;
     const double x1 = nx > 1 ? double(m_data.steps.back()) : x0 + 1;
     const double half = nx > 1 ? (x1 - x0) / (2.0 * (nx - 1)) : 0.5;
@@ -306,19 +320,26 @@ void HeatmapView::rebuildMap()
 
 void HeatmapView::updateLayerTicks()
 {
-    // As many layer names as fit one above the other, the rest skipped evenly; the selected layer is always
-    // named (marked), in place of the evenly spaced names too close to it.
+    // As many layer names as fit one above the other, the rest skipped evenly. Two rows are always named, in
+    // place of the evenly spaced names too close to them: the selected layer (marked) and the row holding
+    // the largest value, the one a reader looks for first.
     const int ny = int(m_data.layers.size());
     const int rowPixels = fontMetrics().height() + 2;
     const int fit = std::max(1, plot()->axisRect()->height() / rowPixels);
     const int every = std::max(1, (ny + fit - 1) / fit);
     const int selected = int(m_data.layers.indexOf(m_selection->layer()));
+    const int hot = m_hotRow < ny && m_hotRow != selected ? m_hotRow : -1;
+    const auto nearNamed = [&](int y) {
+        return (selected >= 0 && std::abs(y - selected) < every) || (hot >= 0 && std::abs(y - hot) < every);
+    };
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();
     const QStringList names = shortNames(m_data.layers);
     for (int y = 0; y < ny; y += every) {
-        if (selected < 0 || std::abs(y - selected) >= every)
+        if (!nearNamed(y))
             ticker->addTick(y, names[y]);
     }
+    if (hot >= 0 && (selected < 0 || std::abs(hot - selected) >= every))
+        ticker->addTick(hot, names[hot]);
     if (selected >= 0)
         ticker->addTick(selected, QStringLiteral("\u25B6 ") + names[selected]);
     plot()->yAxis->setTicker(ticker);

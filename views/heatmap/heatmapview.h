@@ -81,6 +81,7 @@ private:
     QCPColorScale *m_scale;
     QCPItemStraightLine *m_cursor;
     Heatmap m_data;
+    int m_hotRow = -1; // the row holding the largest value, when some value is smaller
     std::pair<double, double> m_linearRange {INFINITY, -INFINITY}; // finite values
     std::pair<double, double> m_logRange {INFINITY, -INFINITY}; // positive values
     QPointF m_pressPos;

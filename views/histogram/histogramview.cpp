@@ -121,8 +121,12 @@ void HistogramView::selectionChanged()
         }
     }
     const bool same = pick && m_dump && pick->file == m_dump->file && pick->dump.dataset == m_dump->dump.dataset;
-    if (same || (!pick && !m_dump))
+    if (same)
         return;
+    if (!pick && !m_dump) {
+        redraw(); // still nothing to show, but the message names the layer now selected
+        return;
+    }
     m_dump = pick;
     request();
 }

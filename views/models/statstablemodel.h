@@ -16,7 +16,8 @@ class StatsTableModel : public QAbstractTableModel
 {
     Q_OBJECT
 public:
-    enum Column { StatColumn, ValueColumn, StepColumn, SourceColumn, RecipeColumn, ScopeColumn, ColumnCount };
+    // The recipe next to the statistic: the same statistic is listed once per recipe it was recomputed under.
+    enum Column { StatColumn, RecipeColumn, ValueColumn, SourceColumn, StepColumn, ScopeColumn, ColumnCount };
     enum Role { SortValueRole = Qt::UserRole + 1 };
 
     StatsTableModel(Workspace *workspace, Selection *selection, QObject *parent = nullptr);
