@@ -34,6 +34,8 @@ void printTable(QTextStream &out, const TensorInfo &info, const TensorMetrics &m
     for (int64_t d : info.shape)
         dims << QString::number(d);
     out << "dtype    " << dtypeName(info.dtype) << "  shape [" << dims.join(QStringLiteral(", ")) << "]\n";
+    if (!info.decoding.isEmpty())
+        out << "decode   " << info.decoding << '\n';
     out << "recipe   " << m.recipe << "  format " << formatName(m.format) << "  backend " << m.backend << "\n\n";
     row(QStringLiteral("numel"), QString::number(m.numel));
     row(QStringLiteral("zeros"), QString::number(m.zeros));
@@ -75,6 +77,8 @@ void printWhatIf(QTextStream &out, const TensorInfo &info, const std::vector<Ten
 {
     out << "tensor   " << info.file << (info.name.isEmpty() ? QString() : QStringLiteral(":") + info.name) << "  ("
         << dtypeName(info.dtype) << ", " << info.numel << " elements)\n";
+    if (!info.decoding.isEmpty())
+        out << "decode   " << info.decoding << '\n';
     out << "backend  " << (all.empty() ? QString() : all.front().backend) << "\n\n";
     out << "  " << QStringLiteral("recipe").leftJustified(40) << QStringLiteral("format").leftJustified(10)
         << QStringLiteral("underflow%").rightJustified(11) << QStringLiteral("saturated%").rightJustified(11)
@@ -123,7 +127,13 @@ int runStats(const QStringList &args)
     const QCommandLineOption backendOpt(QStringLiteral("backend"),
         QStringLiteral("auto (CUDA when a device answers, else CPU), cpu or cuda (default: auto)"),
         QStringLiteral("backend"), QStringLiteral("auto"));
-    parser.addOptions({recipeOpt, formatOpt, jsonOpt, whatIfOpt, threadsOpt, historyOpt, listOpt, backendOpt});
+    const QCommandLineOption scaleInvOpt(QStringLiteral("scale-inv"),
+        QStringLiteral("FP8 tensors: the decode scale their codes are multiplied by: auto (the scale_inv stored "
+                       "beside the tensor, if any), none (the codes' values), a number, or the name of a tensor in "
+                       "FILE holding one scale per tensor, row or block (default: auto)"),
+        QStringLiteral("scale"), QStringLiteral("auto"));
+    parser.addOptions(
+        {recipeOpt, formatOpt, jsonOpt, whatIfOpt, threadsOpt, historyOpt, listOpt, backendOpt, scaleInvOpt});
     if (!parser.parse(args)) {
         err << "fp8scope-cli stats: " << parser.errorText() << '\n';
         return 2;
@@ -181,7 +191,7 @@ int runStats(const QStringList &args)
         return 2;
     }
 
-    auto reader = openTensor(spec, &problem);
+    auto reader = openTensor(spec, &problem, parser.value(scaleInvOpt));
     if (!reader) {
         err << "fp8scope-cli: " << problem.toString() << '\n';
         return 1;
@@ -233,6 +243,8 @@ int runStats(const QStringList &args)
             shape.append(double(d));
         QJsonObject tensor {{QStringLiteral("file"), info.file}, {QStringLiteral("name"), info.name},
             {QStringLiteral("dtype"), dtypeName(info.dtype)}, {QStringLiteral("shape"), shape}};
+        if (!info.decoding.isEmpty())
+            tensor.insert(QStringLiteral("decoding"), info.decoding);
         QJsonObject doc {{QStringLiteral("tensor"), tensor}};
         if (parser.isSet(whatIfOpt)) {
             QJsonArray rows;

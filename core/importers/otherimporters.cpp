@@ -72,7 +72,9 @@ ReadPosition TensorDumpImporter::read(const QString &path, const ReadPosition &,
     static const QRegularExpression iterRe(QStringLiteral("iter(?:ation)?_?(\\d+)"));
     const auto fileIter = iterRe.match(QFileInfo(path).fileName());
     for (const QString &name : names) {
-        auto reader = openTensor(name.isEmpty() ? path : path + QLatin1Char(':') + name, &problem);
+        // The stored dtype is indexed (FP8 codes stay codes here; recomputing reads their values).
+        auto reader
+            = openTensor(name.isEmpty() ? path : path + QLatin1Char(':') + name, &problem, QStringLiteral("none"));
         if (!reader) {
             sink.problem(0, problem.offset, QStringLiteral("%1: %2").arg(name, problem.message));
             continue;

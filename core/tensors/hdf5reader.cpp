@@ -1,6 +1,7 @@
 #include "hdf5reader.h"
 
 #include "dumplayout.h"
+#include "fp8decode.h"
 
 #include <QFileInfo>
 
@@ -236,22 +237,90 @@ std::unique_ptr<Hdf5Reader> Hdf5Reader::open(const QString &path, const QString 
     return r;
 }
 
+namespace {
+
+// A numeric attribute as float32 values with its dimensions; false when it is missing, not numeric or
+// larger than `limit` values.
+bool readFloatAttribute(
+    hid_t object, const char *name, int64_t limit, std::vector<float> *values, std::vector<int64_t> *dims = nullptr)
+{
+    if (H5Aexists(object, name) <= 0)
+        return false;
+    const hid_t attr = H5Aopen(object, name, H5P_DEFAULT);
+    if (attr < 0)
+        return false;
+    const hid_t type = H5Aget_type(attr);
+    const H5T_class_t cls = type >= 0 ? H5Tget_class(type) : H5T_NO_CLASS;
+    const hid_t space = H5Aget_space(attr);
+    const hssize_t n = H5Sget_simple_extent_npoints(space);
+    const int rank = H5Sget_simple_extent_ndims(space);
+    bool ok = false;
+    if ((cls == H5T_FLOAT || cls == H5T_INTEGER) && n > 0 && n <= limit && rank >= 0 && rank <= 8) {
+        values->resize(size_t(n));
+        ok = H5Aread(attr, H5T_NATIVE_FLOAT, values->data()) >= 0;
+        if (dims) {
+            hsize_t d[8] = {};
+            H5Sget_simple_extent_dims(space, d, nullptr);
+            dims->assign(d, d + rank);
+        }
+    }
+    if (!ok)
+        values->clear();
+    H5Sclose(space);
+    if (type >= 0)
+        H5Tclose(type);
+    H5Aclose(attr);
+    return ok;
+}
+
+} // namespace
+
 std::vector<float> Hdf5Reader::amaxHistory() const
 {
     std::vector<float> out;
-    if (H5Aexists(m_dataset, "amax_history") <= 0)
-        return out;
-    const hid_t attr = H5Aopen(m_dataset, "amax_history", H5P_DEFAULT);
-    const hid_t space = H5Aget_space(attr);
-    const hssize_t n = H5Sget_simple_extent_npoints(space);
-    if (n > 0 && n <= (1 << 20)) {
-        out.resize(size_t(n));
-        if (H5Aread(attr, H5T_NATIVE_FLOAT, out.data()) < 0)
-            out.clear();
-    }
-    H5Sclose(space);
-    H5Aclose(attr);
+    readFloatAttribute(m_dataset, "amax_history", 1 << 20, &out);
     return out;
+}
+
+bool Hdf5Reader::storedDecodeScale(Fp8DecodeScale *scale, QString *why) const
+{
+    // The dataset's own scale_inv, else that of the high-precision sibling it is the FP8 copy of
+    // (<kind> next to <kind>_fp8, whose `quantized` attribute, when present, names this dataset).
+    const QString name = m_info.name;
+    const int64_t limit = std::max<int64_t>(m_info.numel, 1);
+    std::vector<float> values;
+    std::vector<int64_t> dims;
+    QString source;
+    QString recipe = readStringAttribute(m_dataset, "recipe");
+    if (readFloatAttribute(m_dataset, "scale_inv", limit, &values, &dims)) {
+        source = QStringLiteral("attribute scale_inv of %1").arg(name);
+    } else if (name.endsWith(QLatin1String("_fp8"))) {
+        const QString sibling = name.chopped(4);
+        const QString base = name.mid(name.lastIndexOf(QLatin1Char('/')) + 1);
+        const QByteArray path = sibling.toUtf8();
+        if (H5Lexists(m_file, path.constData(), H5P_DEFAULT) > 0) {
+            const hid_t ds = H5Dopen2(m_file, path.constData(), H5P_DEFAULT);
+            if (ds >= 0) {
+                const QString quantized = readStringAttribute(ds, "quantized");
+                if (quantized.isEmpty() || quantized == base || quantized == name) {
+                    if (readFloatAttribute(ds, "scale_inv", limit, &values, &dims)) {
+                        source = QStringLiteral("attribute scale_inv of %1").arg(sibling);
+                        const QString siblingRecipe = readStringAttribute(ds, "recipe");
+                        if (!siblingRecipe.isEmpty())
+                            recipe = siblingRecipe;
+                    }
+                }
+                H5Dclose(ds);
+            }
+        }
+    }
+    if (source.isEmpty())
+        return false;
+    auto s = scaleFromList(std::move(values), dims, m_info.rows, m_info.cols, recipe, source, why);
+    if (!s)
+        return false;
+    *scale = std::move(*s);
+    return true;
 }
 
 bool Hdf5Reader::read(int64_t first, int64_t count, void *dst, Problem *problem)

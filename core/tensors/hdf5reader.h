@@ -21,6 +21,7 @@ public:
     int64_t alignment() const override { return m_sliceElements; }
     bool read(int64_t first, int64_t count, void *dst, Problem *problem) override;
     std::vector<float> amaxHistory() const override;
+    bool storedDecodeScale(Fp8DecodeScale *scale, QString *why) const override;
     void setThreads(int threads) override { m_threads = threads; }
 
     // Largest chunk (bytes) a dataset may declare: the HDF5 library holds whole chunks while it decodes.

@@ -1,5 +1,7 @@
 #include "safetensorsreader.h"
 
+#include "fp8decode.h"
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -174,7 +176,34 @@ std::unique_ptr<SafetensorsReader> SafetensorsReader::open(const QString &path, 
     r->m_info.shape = found->shape;
     finishTensorInfo(r->m_info);
     r->m_dataOffset = dataStart + found->begin;
+    for (const auto &e : entries)
+        r->m_names.insert(e.name);
     return r;
+}
+
+bool SafetensorsReader::storedDecodeScale(Fp8DecodeScale *scale, QString *why) const
+{
+    // The DeepSeek-V3 convention: NAME_scale_inv beside NAME (e.g. a 128x128 block grid for a weight).
+    const QString &name = m_info.name;
+    const QStringList candidates {name + QStringLiteral("_scale_inv"), name + QStringLiteral(".scale_inv")};
+    for (const QString &candidate : candidates) {
+        if (!m_names.contains(candidate))
+            continue;
+        Problem p;
+        auto reader = open(m_info.file, candidate, &p);
+        std::vector<float> values;
+        if (!reader || !readDecodeScales(*reader, m_info.numel, &values, &p)) {
+            *why = QStringLiteral("tensor '%1' %2").arg(candidate, p.message);
+            return false;
+        }
+        auto s = scaleFromList(std::move(values), reader->info().shape, m_info.rows, m_info.cols, QString(),
+            QStringLiteral("tensor '%1'").arg(candidate), why);
+        if (!s)
+            return false;
+        *scale = std::move(*s);
+        return true;
+    }
+    return false;
 }
 
 bool SafetensorsReader::read(int64_t first, int64_t count, void *dst, Problem *problem)

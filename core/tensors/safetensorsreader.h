@@ -5,6 +5,7 @@
 
 #include <QByteArray>
 #include <QFile>
+#include <QSet>
 
 namespace fp8scope {
 
@@ -28,12 +29,14 @@ public:
     static std::unique_ptr<SafetensorsReader> open(const QString &path, const QString &name, Problem *problem);
     static QStringList names(const QString &path, Problem *problem);
     bool read(int64_t first, int64_t count, void *dst, Problem *problem) override;
+    bool storedDecodeScale(Fp8DecodeScale *scale, QString *why) const override;
 
 private:
     static bool readHeader(QFile &file, std::vector<SafetensorsEntry> *entries, qint64 *dataStart, Problem *problem);
 
     QFile m_file;
     int64_t m_dataOffset = 0;
+    QSet<QString> m_names; // every tensor of the file (for the decode scale beside this one)
 };
 
 } // namespace fp8scope

@@ -1,11 +1,16 @@
 #include "tensorreader.h"
 
+#include "core/numerics/fp8math.h"
+#include "fp8decode.h"
 #include "hdf5reader.h"
 #include "npyreader.h"
 #include "safetensorsreader.h"
 
 #include <QFile>
 #include <QFileInfo>
+
+#include <cmath>
+#include <cstring>
 
 namespace fp8scope {
 
@@ -97,13 +102,8 @@ void splitSpec(const QString &spec, QString *file, QString *name)
     }
 }
 
-} // namespace
-
-std::unique_ptr<TensorReader> openTensor(const QString &spec, Problem *problem)
+std::unique_ptr<TensorReader> openStored(const QString &file, const QString &name, Problem *problem)
 {
-    QString file;
-    QString name;
-    splitSpec(spec, &file, &name);
     const FileKind kind = sniff(file);
     switch (kind) {
     case FileKind::Hdf5: return Hdf5Reader::open(file, name, problem);
@@ -116,6 +116,127 @@ std::unique_ptr<TensorReader> openTensor(const QString &spec, Problem *problem)
         return NpyReader::open(file, problem);
     default: *problem = kindProblem(file, kind); return nullptr;
     }
+}
+
+bool isFp8(DType t)
+{
+    return t == DType::F8E4M3 || t == DType::F8E5M2;
+}
+
+QString fp8Name(DType t)
+{
+    return t == DType::F8E5M2 ? QStringLiteral("E5M2") : QStringLiteral("E4M3");
+}
+
+// The decode scales an explicit --scale-inv names: a number, or a tensor of the same file.
+std::optional<Fp8DecodeScale> chosenScale(
+    const QString &file, const QString &scaleInv, const TensorInfo &info, Problem *problem)
+{
+    bool isNumber = false;
+    const float value = scaleInv.toFloat(&isNumber);
+    if (isNumber) {
+        if (!(value > 0.0f) || !std::isfinite(value)) {
+            *problem = {file, -1, QStringLiteral("scale_inv %1 is not a positive finite number").arg(scaleInv)};
+            return std::nullopt;
+        }
+        return Fp8DecodeScale::perTensor(value, QStringLiteral("the value given"), info.rows, info.cols);
+    }
+    Problem p;
+    auto reader = openStored(file, scaleInv, &p);
+    std::vector<float> values;
+    if (!reader || !readDecodeScales(*reader, info.numel, &values, &p)) {
+        *problem = {file, p.offset, QStringLiteral("scale_inv tensor '%1': %2").arg(scaleInv, p.message)};
+        return std::nullopt;
+    }
+    QString why;
+    auto scale = scaleFromList(std::move(values), reader->info().shape, info.rows, info.cols, QString(),
+        QStringLiteral("tensor '%1'").arg(reader->info().name), &why);
+    if (!scale)
+        *problem = {file, -1, why};
+    return scale;
+}
+
+} // namespace
+
+bool readDecodeScales(TensorReader &reader, int64_t limit, std::vector<float> *values, Problem *problem)
+{
+    const TensorInfo &info = reader.info();
+    if (info.numel > std::max<int64_t>(limit, 1)) {
+        *problem = {info.file, -1,
+            QStringLiteral("holds %1 values, more than the %2 elements it would scale").arg(info.numel).arg(limit)};
+        return false;
+    }
+    const size_t n = size_t(info.numel);
+    std::vector<char> raw(n * size_t(dtypeSize(info.dtype)));
+    if (n > 0 && !reader.read(0, int64_t(n), raw.data(), problem))
+        return false;
+    values->resize(n);
+    for (size_t i = 0; i < n; ++i) {
+        const char *at = raw.data() + i * size_t(dtypeSize(info.dtype));
+        uint16_t h = 0;
+        if (dtypeSize(info.dtype) == 2)
+            std::memcpy(&h, at, 2);
+        switch (info.dtype) {
+        case DType::F32: std::memcpy(&(*values)[i], at, 4); break;
+        case DType::BF16: (*values)[i] = fp8math::bitsFloat(uint32_t(h) << 16); break;
+        case DType::F16: (*values)[i] = fp8math::halfToFloat(h); break;
+        case DType::F8E4M3:
+        case DType::F8E5M2:
+            (*values)[i] = fp8math::decodeCode(
+                uint8_t(*at), info.dtype == DType::F8E4M3 ? fp8math::Format::E4M3 : fp8math::Format::E5M2);
+            break;
+        }
+    }
+    return true;
+}
+
+std::unique_ptr<TensorReader> openTensor(const QString &spec, Problem *problem, const QString &scaleInv)
+{
+    QString file;
+    QString name;
+    splitSpec(spec, &file, &name);
+    auto reader = openStored(file, name, problem);
+    if (!reader)
+        return nullptr;
+    const TensorInfo &info = reader->info();
+    const bool automatic = scaleInv.isEmpty() || scaleInv == QLatin1String("auto");
+    if (!isFp8(info.dtype)) {
+        if (automatic || scaleInv == QLatin1String("none"))
+            return reader;
+        *problem = {file, -1,
+            QStringLiteral("'%1' holds %2 values, not FP8 codes: a decode scale (scale_inv) does not apply")
+                .arg(info.name, dtypeName(info.dtype))};
+        return nullptr;
+    }
+    const QString format = fp8Name(info.dtype);
+    if (scaleInv == QLatin1String("none")) {
+        reader->setDecoding(
+            QStringLiteral("%1 codes as stored (scale_inv none): values in the scaled domain").arg(format));
+        return reader;
+    }
+    std::optional<Fp8DecodeScale> scale;
+    if (automatic) {
+        Fp8DecodeScale found;
+        QString why;
+        if (!reader->storedDecodeScale(&found, &why)) {
+            reader->setDecoding(QStringLiteral("%1 codes as stored (%2): values in the scaled domain")
+                                    .arg(format, why.isEmpty() ? QStringLiteral("no scale_inv beside them") : why));
+            return reader;
+        }
+        scale = std::move(found);
+    } else {
+        scale = chosenScale(file, scaleInv, info, problem);
+        if (!scale)
+            return nullptr;
+    }
+    const QString shape = scale->shapeText(info.rows, info.cols);
+    const QString what = scale->values.size() == 1
+        ? QStringLiteral("scale_inv %1").arg(double(scale->values.front()), 0, 'g', 7)
+        : QStringLiteral("scale_inv (%1)").arg(shape);
+    const QString decoding = QStringLiteral("%1 codes x %2 from %3").arg(format, what, scale->source);
+    auto scaled = std::make_unique<Fp8ScaledReader>(std::move(reader), std::move(*scale));
+    scaled->setDecoding(decoding);
+    return scaled;
 }
 
 QStringList listTensors(const QString &file, Problem *problem)

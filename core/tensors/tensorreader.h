@@ -23,7 +23,12 @@ struct TensorInfo {
     // Row-major 2-D view: all dimensions but the last are rows; a 1-D tensor is one row.
     int64_t rows = 1;
     int64_t cols = 0;
+    // FP8 tensors: how the codes became values ("E4M3 codes x scale_inv ... from ..." or why they are read
+    // as stored); empty for other dtypes. See fp8decode.h.
+    QString decoding;
 };
+
+struct Fp8DecodeScale;
 
 class TensorReader
 {
@@ -45,6 +50,18 @@ public:
     // Threads a reader that decodes in parallel (gzip HDF5 chunks) may use; 0: one per hardware thread.
     virtual void setThreads(int threads) { (void)threads; }
 
+    // FP8 tensors: the decode scale the file keeps beside the tensor (HDF5: its scale_inv attribute or its
+    // high-precision sibling's; safetensors: a NAME_scale_inv tensor). False with *why set when there is
+    // one that cannot be used, false with *why empty when there is none.
+    virtual bool storedDecodeScale(Fp8DecodeScale *scale, QString *why) const
+    {
+        (void)scale;
+        (void)why;
+        return false;
+    }
+
+    void setDecoding(const QString &text) { m_info.decoding = text; }
+
 protected:
     TensorInfo m_info;
 };
@@ -54,7 +71,15 @@ bool finishTensorInfo(TensorInfo &info);
 
 // Opens FILE or FILE:DATASET (HDF5 dataset path or safetensors tensor name). A file holding exactly one
 // tensor needs no name. Returns null with *problem set on any error; a .pt file is refused (pickle runs code).
-std::unique_ptr<TensorReader> openTensor(const QString &spec, Problem *problem);
+// FP8 tensors are read as their values (float32) where a decode scale is found (fp8decode.h), else as
+// their codes. `scaleInv` chooses instead: "none" (the codes), a number (one scale for the tensor), or the
+// name of a tensor in the same file holding the scales; a number or a name is an error for a tensor that is not
+// FP8.
+std::unique_ptr<TensorReader> openTensor(const QString &spec, Problem *problem, const QString &scaleInv = {});
+
+// All elements of a small tensor of decode scales as float32 (any dtype); an error when it holds more than
+// `limit` values (the elements of the tensor it scales).
+bool readDecodeScales(TensorReader &reader, int64_t limit, std::vector<float> *values, Problem *problem);
 
 // Names of the tensors a dump file holds (HDF5 dataset paths, safetensors names, or {""} for .npy).
 QStringList listTensors(const QString &file, Problem *problem);

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -67,6 +68,8 @@ private Q_SLOTS:
     void npyVersions_data();
     void npyVersions();
     void safetensorsRoundTrip();
+    void fp8DecodeScalesSafetensors();
+    void fp8DecodeScalesHdf5();
     void hdf5RoundTrip_data();
     void hdf5RoundTrip();
     void hdf5ChunkLayouts_data();
@@ -142,6 +145,210 @@ void TestReaders::safetensorsRoundTrip()
     QCOMPARE(rc->info().dtype, DType::F8E4M3);
     QVERIFY(!openTensor(path, &p)); // three tensors: a name is needed
     QVERIFY(p.message.contains(QLatin1String("name one")));
+}
+
+namespace {
+
+// All elements of a reader as float32 (it must hand out float32), read in pieces of `piece` elements.
+std::vector<float> readFloats(TensorReader &r, int64_t piece)
+{
+    std::vector<float> out(size_t(r.info().numel));
+    Problem p;
+    for (int64_t first = 0; first < r.info().numel; first += piece) {
+        if (!r.read(first, std::min(piece, r.info().numel - first), out.data() + first, &p))
+            return {};
+    }
+    return out;
+}
+
+QByteArray header(const QStringList &entries)
+{
+    return QByteArray("{") + entries.join(QLatin1Char(',')).toUtf8() + "}";
+}
+
+QString entry(const char *name, const char *dtype, const QString &shape, qint64 begin, qint64 end)
+{
+    return QStringLiteral(R"("%1":{"dtype":"%2","shape":[%3],"data_offsets":[%4,%5]})")
+        .arg(QLatin1String(name), QLatin1String(dtype), shape)
+        .arg(begin)
+        .arg(end);
+}
+
+} // namespace
+
+void TestReaders::fp8DecodeScalesSafetensors()
+{
+    // DeepSeek-style: an E4M3 weight of 300 x 260 (not multiples of 128) and its 3 x 3 grid of 128x128
+    // block decode scales beside it; the same codes without scales; an E5M2 tensor with one bfloat16 scale
+    // per row; a grid that fits no block shape; a float32 tensor.
+    const int64_t rows = 300, cols = 260;
+    QByteArray codes(rows * cols, '\0');
+    for (qsizetype i = 0; i < codes.size(); ++i) {
+        const int c = int((i * 37 + i / 7) % 256);
+        codes[i] = char((c & 0x7F) == 0x7F ? c - 1 : c); // every code but the two NaN
+    }
+    std::vector<float> grid(9);
+    for (int k = 0; k < 9; ++k)
+        grid[size_t(k)] = std::ldexp(1.0f + 0.1f * float(k), k - 12);
+    const uint16_t rowScales[4] = {0x3F80, 0x4000, 0x3E80, 0x4480}; // bf16 1, 2, 0.25, 1024
+    const uint8_t e5m2[12] = {0x3C, 0x40, 0x44, 0xBC, 0x01, 0x7B, 0x00, 0x80, 0x38, 0x3D, 0x42, 0x45};
+    QByteArray data = codes;
+    QStringList e;
+    e << entry("w", "F8_E4M3", QStringLiteral("300,260"), 0, data.size());
+    e << entry("w_scale_inv", "F32", QStringLiteral("3,3"), data.size(), data.size() + 36);
+    data += floats(grid);
+    e << entry("v", "F8_E4M3", QStringLiteral("300,260"), data.size(), data.size() + codes.size());
+    data += codes;
+    e << entry("r", "F8_E5M2", QStringLiteral("4,3"), data.size(), data.size() + 12);
+    data += QByteArray(reinterpret_cast<const char *>(e5m2), 12);
+    e << entry("r_scale_inv", "BF16", QStringLiteral("4"), data.size(), data.size() + 8);
+    data += QByteArray(reinterpret_cast<const char *>(rowScales), 8);
+    e << entry("odd", "F8_E4M3", QStringLiteral("10,10"), data.size(), data.size() + 100);
+    data += codes.left(100);
+    e << entry("odd_scale_inv", "F32", QStringLiteral("3,3"), data.size(), data.size() + 36);
+    data += floats(grid);
+    e << entry("f", "F32", QStringLiteral("2"), data.size(), data.size() + 8);
+    data += floats({1.0f, 2.0f});
+    const QString path = write(QStringLiteral("fp8scales.safetensors"), safetensors(header(e), data));
+    const auto value = [](uint8_t code, fp8math::Format f) { return fp8math::decodeCode(code, f); };
+    Problem p;
+
+    // Found beside the tensor: each value is its code's value times its block's scale, as float32.
+    auto w = openTensor(path + QStringLiteral(":w"), &p);
+    QVERIFY2(w, qPrintable(p.toString()));
+    QCOMPARE(w->info().dtype, DType::F32);
+    QCOMPARE(w->info().decoding, QStringLiteral("E4M3 codes x scale_inv (128x128 blocks) from tensor 'w_scale_inv'"));
+    const std::vector<float> wv = readFloats(*w, 1001); // pieces that start and end inside rows and blocks
+    QCOMPARE(wv.size(), size_t(rows * cols));
+    int wrong = 0;
+    for (qsizetype i = 0; i < codes.size(); ++i) {
+        const float want
+            = value(uint8_t(codes[i]), fp8math::Format::E4M3) * grid[size_t((i / cols) / 128 * 3 + (i % cols) / 128)];
+        wrong += std::memcmp(&want, &wv[size_t(i)], 4) != 0;
+    }
+    QCOMPARE(wrong, 0);
+
+    // The same codes without scales beside them: read as codes, and said so.
+    auto v = openTensor(path + QStringLiteral(":v"), &p);
+    QVERIFY(v);
+    QCOMPARE(v->info().dtype, DType::F8E4M3);
+    QVERIFY2(v->info().decoding.contains(QLatin1String("no scale_inv beside them")), qPrintable(v->info().decoding));
+    // ... unless a scale is named: another tensor's, or a number.
+    auto vNamed = openTensor(path + QStringLiteral(":v"), &p, QStringLiteral("w_scale_inv"));
+    QVERIFY2(vNamed, qPrintable(p.toString()));
+    QVERIFY(readFloats(*vNamed, rows * cols) == wv);
+    auto vNumber = openTensor(path + QStringLiteral(":v"), &p, QStringLiteral("0.25"));
+    QVERIFY(vNumber);
+    QCOMPARE(vNumber->info().decoding, QStringLiteral("E4M3 codes x scale_inv 0.25 from the value given"));
+    const std::vector<float> quarter = readFloats(*vNumber, 4096);
+    QCOMPARE(quarter[5], value(uint8_t(codes[5]), fp8math::Format::E4M3) * 0.25f);
+    // "none" keeps the codes where a scale exists.
+    auto wNone = openTensor(path + QStringLiteral(":w"), &p, QStringLiteral("none"));
+    QVERIFY(wNone);
+    QCOMPARE(wNone->info().dtype, DType::F8E4M3);
+
+    // One bfloat16 scale per row of an E5M2 tensor.
+    auto r = openTensor(path + QStringLiteral(":r"), &p);
+    QVERIFY2(r, qPrintable(p.toString()));
+    QVERIFY2(r->info().decoding.contains(QLatin1String("(per row)")), qPrintable(r->info().decoding));
+    const std::vector<float> rv = readFloats(*r, 5);
+    const float rowScale[4] = {1.0f, 2.0f, 0.25f, 1024.0f};
+    for (int i = 0; i < 12; ++i)
+        QCOMPARE(rv[size_t(i)], value(e5m2[i], fp8math::Format::E5M2) * rowScale[i / 3]);
+
+    // A grid no block shape fits: found but unusable, so the codes are read and the reason given; named
+    // explicitly, it is an error.
+    auto odd = openTensor(path + QStringLiteral(":odd"), &p);
+    QVERIFY(odd);
+    QCOMPARE(odd->info().dtype, DType::F8E4M3);
+    QVERIFY2(odd->info().decoding.contains(QLatin1String("3x3 grid, which no block shape fits on the 10x10 tensor")),
+        qPrintable(odd->info().decoding));
+    QVERIFY(!openTensor(path + QStringLiteral(":odd"), &p, QStringLiteral("odd_scale_inv")));
+    QVERIFY2(p.message.contains(QLatin1String("no block shape fits")), qPrintable(p.message));
+
+    // Bad choices: not an FP8 tensor, not a positive number, no such tensor, too many scales.
+    QVERIFY(!openTensor(path + QStringLiteral(":f"), &p, QStringLiteral("2")));
+    QVERIFY2(p.message.contains(QLatin1String("holds float32 values, not FP8 codes")), qPrintable(p.message));
+    QVERIFY(openTensor(path + QStringLiteral(":f"), &p, QStringLiteral("auto")));
+    QVERIFY(openTensor(path + QStringLiteral(":f"), &p, QStringLiteral("none")));
+    for (const char *bad : {"-1", "0", "nan", "inf"}) {
+        QVERIFY(!openTensor(path + QStringLiteral(":v"), &p, QLatin1String(bad)));
+        QVERIFY2(p.message.contains(QLatin1String("not a positive finite number")), qPrintable(p.message));
+    }
+    QVERIFY(!openTensor(path + QStringLiteral(":v"), &p, QStringLiteral("missing")));
+    QVERIFY2(p.message.contains(QLatin1String("scale_inv tensor 'missing': no tensor named")), qPrintable(p.message));
+    QVERIFY(!openTensor(path + QStringLiteral(":r"), &p, QStringLiteral("v")));
+    QVERIFY2(p.message.contains(QLatin1String("more than the 12 elements")), qPrintable(p.message));
+}
+
+void TestReaders::fp8DecodeScalesHdf5()
+{
+    // The dump layout: <kind>_fp8 holds the codes, <kind> the high-precision tensor with the scale_inv the
+    // run used (one per tensor, or one per block of its recipe), or the FP8 dataset carries its own.
+    const QString path = m_dir.filePath(QStringLiteral("fp8scales.h5"));
+    Problem p;
+    std::vector<uint8_t> codes(4 * 64);
+    for (size_t i = 0; i < codes.size(); ++i)
+        codes[i] = uint8_t(i % 126);
+    const std::vector<float> blockScales {1, 2, 4, 8, 16, 32, 64, 128};
+    {
+        auto w = Hdf5DumpWriter::create(path, &p);
+        QVERIFY(w);
+        DumpTensorAttributes hp;
+        hp.recipe = QStringLiteral("current");
+        hp.scaleInv = {0.5f};
+        const std::vector<float> zeros(4 * 64, 0.0f);
+        QVERIFY(w->writeTensor(QStringLiteral("/iter_000010/l/weight"), DType::F32, {4, 64}, zeros.data(), hp, &p));
+        DumpTensorAttributes q;
+        q.fp8Format = QStringLiteral("E4M3");
+        QVERIFY(
+            w->writeTensor(QStringLiteral("/iter_000010/l/weight_fp8"), DType::F8E4M3, {4, 64}, codes.data(), q, &p));
+        DumpTensorAttributes mx;
+        mx.recipe = QStringLiteral("mxfp8");
+        mx.scaleInv = blockScales;
+        QVERIFY(w->writeTensor(QStringLiteral("/iter_000010/l/activation"), DType::F32, {4, 64}, zeros.data(), mx, &p));
+        QVERIFY(w->writeTensor(
+            QStringLiteral("/iter_000010/l/activation_fp8"), DType::F8E4M3, {4, 64}, codes.data(), q, &p));
+        DumpTensorAttributes own = q;
+        own.scaleInv = {3.0f};
+        QVERIFY(w->writeTensor(
+            QStringLiteral("/iter_000010/l/gradient_fp8"), DType::F8E4M3, {4, 64}, codes.data(), own, &p));
+        DumpTensorAttributes wrongCount = q;
+        wrongCount.scaleInv = {1, 2, 3};
+        QVERIFY(w->writeTensor(
+            QStringLiteral("/iter_000010/l/output_fp8"), DType::F8E4M3, {4, 64}, codes.data(), wrongCount, &p));
+    }
+    const auto e4m3 = [](uint8_t c) { return fp8math::decodeCode(c, fp8math::Format::E4M3); };
+
+    auto weight = openTensor(path + QStringLiteral(":/iter_000010/l/weight_fp8"), &p);
+    QVERIFY2(weight, qPrintable(p.toString()));
+    QCOMPARE(weight->info().decoding,
+        QStringLiteral("E4M3 codes x scale_inv 0.5 from attribute scale_inv of /iter_000010/l/weight"));
+    const std::vector<float> wv = readFloats(*weight, 64);
+    for (size_t i = 0; i < codes.size(); ++i)
+        QCOMPARE(wv[i], e4m3(codes[i]) * 0.5f);
+
+    // One scale per 1x32 block: the sibling's recipe says which.
+    auto act = openTensor(path + QStringLiteral(":/iter_000010/l/activation_fp8"), &p);
+    QVERIFY2(act, qPrintable(p.toString()));
+    QVERIFY2(act->info().decoding.contains(QLatin1String("(1x32 blocks)")), qPrintable(act->info().decoding));
+    const std::vector<float> av = readFloats(*act, 128);
+    for (size_t i = 0; i < codes.size(); ++i)
+        QCOMPARE(av[i], e4m3(codes[i]) * blockScales[(i / 64) * 2 + (i % 64) / 32]);
+
+    auto grad = openTensor(path + QStringLiteral(":/iter_000010/l/gradient_fp8"), &p);
+    QVERIFY(grad);
+    QVERIFY2(grad->info().decoding.endsWith(QLatin1String("x scale_inv 3 from attribute scale_inv of "
+                                                          "/iter_000010/l/gradient_fp8")),
+        qPrintable(grad->info().decoding));
+    QCOMPARE(readFloats(*grad, 256)[7], e4m3(codes[7]) * 3.0f);
+
+    // Three scales for a 4 x 64 tensor and no recipe: read as codes, with the reason.
+    auto out = openTensor(path + QStringLiteral(":/iter_000010/l/output_fp8"), &p);
+    QVERIFY(out);
+    QCOMPARE(out->info().dtype, DType::F8E4M3);
+    QVERIFY2(out->info().decoding.contains(QLatin1String("holds 3 values, and no recipe says")),
+        qPrintable(out->info().decoding));
 }
 
 void TestReaders::hdf5RoundTrip_data()

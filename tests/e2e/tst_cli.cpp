@@ -18,6 +18,7 @@ private Q_SLOTS:
     void whatIf();
     void errors_data();
     void errors();
+    void fp8CheckpointScales();
     void ingestRecomputeAndQuery();
 
 private:
@@ -119,6 +120,10 @@ void TestCli::errors_data()
                                      << 2 << QStringLiteral("nvfp4 uses e2m1");
     QTest::newRow("no dataset named") << QStringList {QStringLiteral("stats"), QStringLiteral("DUMP")} << 1
                                       << QStringLiteral("holds 6 datasets");
+    QTest::newRow("scale for float32") << QStringList {QStringLiteral("stats"),
+        QStringLiteral("DUMP:/iter_000100/model.layers.0.self_attention.linear_qkv/gradient"),
+        QStringLiteral("--scale-inv"), QStringLiteral("2")}
+                                       << 1 << QStringLiteral("holds float32 values, not FP8 codes");
     QTest::newRow("unknown command") << QStringList {QStringLiteral("frobnicate")} << 2
                                      << QStringLiteral("unknown command");
 }
@@ -135,6 +140,54 @@ void TestCli::errors()
     const QString err = QString::fromUtf8(r.err);
     QVERIFY2(err.contains(message), qPrintable(err));
     QVERIFY(r.out.isEmpty());
+}
+
+void TestCli::fp8CheckpointScales()
+{
+    // An FP8 checkpoint as DeepSeek-V3 stores one: an E4M3 weight and its 128x128 block decode scales
+    // beside it (NAME_scale_inv). stats reports the weight's values, and says how it decoded them.
+    const int n = 256;
+    QByteArray codes(n * n, '\0');
+    for (int i = 0; i < n * n; ++i)
+        codes[i] = char(i % 0x7F); // 0 .. 448, no NaN
+    const float grid[4] = {0.5f, 0.25f, 0.125f, 2.0f};
+    QByteArray json = QByteArrayLiteral(R"({"w":{"dtype":"F8_E4M3","shape":[256,256],"data_offsets":[0,65536]},)"
+                                        R"("w_scale_inv":{"dtype":"F32","shape":[2,2],"data_offsets":[65536,65552]}})");
+    QByteArray file(8, '\0');
+    for (int i = 0; i < 8; ++i)
+        file[i] = char((quint64(json.size()) >> (8 * i)) & 0xFF);
+    file += json + codes + QByteArray(reinterpret_cast<const char *>(grid), 16);
+    const QString path = m_dir.filePath(QStringLiteral("model.safetensors"));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(file);
+    f.close();
+
+    Run r = cli({QStringLiteral("stats"), path + QStringLiteral(":w"), QStringLiteral("--json")});
+    QVERIFY2(r.code == 0, r.err.constData());
+    QJsonObject doc = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(doc.value(QStringLiteral("tensor")).toObject().value(QStringLiteral("decoding")).toString(),
+        QStringLiteral("E4M3 codes x scale_inv (128x128 blocks) from tensor 'w_scale_inv'"));
+    // Code 0x7E (448) lands in every block; the largest scale is the bottom-right block's 2.
+    QCOMPARE(doc.value(QStringLiteral("metrics")).toObject().value(QStringLiteral("amax")).toDouble(), 896.0);
+    const Run table = cli({QStringLiteral("stats"), path + QStringLiteral(":w")});
+    QVERIFY2(table.out.contains("\ndecode   E4M3 codes x scale_inv (128x128 blocks) from tensor 'w_scale_inv'\n"),
+        table.out.constData());
+    // The codes themselves, and one scale for the whole tensor, on request.
+    r = cli({QStringLiteral("stats"), path + QStringLiteral(":w"), QStringLiteral("--json"),
+        QStringLiteral("--scale-inv"), QStringLiteral("none")});
+    doc = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(doc.value(QStringLiteral("metrics")).toObject().value(QStringLiteral("amax")).toDouble(), 448.0);
+    QCOMPARE(doc.value(QStringLiteral("tensor")).toObject().value(QStringLiteral("dtype")).toString(),
+        QStringLiteral("float8_e4m3"));
+    r = cli({QStringLiteral("stats"), path + QStringLiteral(":w"), QStringLiteral("--json"),
+        QStringLiteral("--scale-inv"), QStringLiteral("0.125")});
+    doc = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(doc.value(QStringLiteral("metrics")).toObject().value(QStringLiteral("amax")).toDouble(), 56.0);
+    r = cli({QStringLiteral("stats"), path + QStringLiteral(":w"), QStringLiteral("--scale-inv"),
+        QStringLiteral("w_bias")});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("scale_inv tensor 'w_bias': no tensor named 'w_bias'"), r.err.constData());
 }
 
 void TestCli::ingestRecomputeAndQuery()
