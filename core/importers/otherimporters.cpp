@@ -72,6 +72,10 @@ ReadPosition TensorDumpImporter::read(const QString &path, const ReadPosition &,
     static const QRegularExpression iterRe(QStringLiteral("iter(?:ation)?_?(\\d+)"));
     const auto fileIter = iterRe.match(QFileInfo(path).fileName());
     for (const QString &name : names) {
+        // Decode scales beside an FP8 tensor (NAME_scale_inv) belong to it; they are not a tensor to inspect.
+        if ((name.endsWith(QLatin1String("_scale_inv")) || name.endsWith(QLatin1String(".scale_inv")))
+            && names.contains(name.chopped(10)))
+            continue;
         // The stored dtype is indexed (FP8 codes stay codes here; recomputing reads their values).
         auto reader
             = openTensor(name.isEmpty() ? path : path + QLatin1Char(':') + name, &problem, QStringLiteral("none"));

@@ -6,6 +6,7 @@
 #include "core/importers/tableimporters.h"
 #include "core/importers/tedebugimporter.h"
 #include "core/store/runstore.h"
+#include "core/tensors/tensorreader.h"
 #include "storedigest.h"
 
 #include <QCryptographicHash>
@@ -455,11 +456,12 @@ void TestImporters::formatsWrittenByRealLibraries()
     if (python.isEmpty() || !QFileInfo::exists(python))
         QSKIP("no test Python (FP8SCOPE_TEST_PYTHON) with tensorboard and safetensors");
     QTemporaryDir dir;
+    QTemporaryDir oracle;
     QProcess p;
     p.start(python,
         {QString::fromLocal8Bit(qgetenv("FP8SCOPE_SOURCE_DIR"))
                 + QStringLiteral("/tests/core/oracles/write_formats.py"),
-            dir.path()});
+            dir.path(), oracle.path()});
     QVERIFY(p.waitForFinished(300000));
     QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
 
@@ -507,8 +509,9 @@ void TestImporters::formatsWrittenByRealLibraries()
     QVERIFY(bad);
     QCOMPARE(bad->pointCount, store.run(tbRun)->pointCount - 1);
     // safetensors written by the safetensors package land in the dump index.
+    // The FP8 weight is indexed with its stored dtype; its decode scales are not a tensor of their own.
     const auto dumps = store.dumps(store.run(QStringLiteral("dumps"))->id);
-    QCOMPARE(dumps.size(), size_t(2));
+    QCOMPARE(dumps.size(), size_t(3));
     QCOMPARE(dumps[0].second.layer, QStringLiteral("layers.0.fc1"));
     QCOMPARE(dumps[0].second.tensor, QStringLiteral("weight"));
     QCOMPARE(dumps[0].second.step, 50);
@@ -516,6 +519,21 @@ void TestImporters::formatsWrittenByRealLibraries()
     QCOMPARE(dumps[0].second.shape, QStringLiteral("4x8"));
     QCOMPARE(dumps[1].second.dtype, QStringLiteral("bfloat16"));
     QCOMPARE(dumps[1].second.shape, QStringLiteral("2x16"));
+    QCOMPARE(dumps[2].second.layer, QStringLiteral("layers.2.fc3"));
+    QCOMPARE(dumps[2].second.dtype, QStringLiteral("float8_e4m3"));
+    // Read through openTensor, its values are torch's dequantization of it, bit for bit.
+    Problem problem;
+    auto fp8 = openTensor(dir.path() + QStringLiteral("/dumps/iter_000050.safetensors:layers.2.fc3.weight"), &problem);
+    QVERIFY2(fp8, qPrintable(problem.toString()));
+    QCOMPARE(fp8->info().dtype, DType::F32);
+    QVERIFY2(fp8->info().decoding.contains(QLatin1String("(128x128 blocks)")), qPrintable(fp8->info().decoding));
+    auto want = openTensor(oracle.filePath(QStringLiteral("fc3_values.npy")), &problem);
+    QVERIFY2(want, qPrintable(problem.toString()));
+    QCOMPARE(want->info().numel, fp8->info().numel);
+    std::vector<float> got(size_t(fp8->info().numel)), expected(got.size());
+    QVERIFY(fp8->read(0, fp8->info().numel, got.data(), &problem));
+    QVERIFY(want->read(0, want->info().numel, expected.data(), &problem));
+    QVERIFY(std::memcmp(got.data(), expected.data(), got.size() * 4) == 0);
 }
 
 QTEST_GUILESS_MAIN(TestImporters)
