@@ -167,6 +167,7 @@ std::optional<std::vector<TensorMetrics>> MetricsEngine::compute(
         const bool tensorMode = plans[i].mode == ScaleMode::Tensor;
         out.push_back(TensorMetrics::fromSums(sums[i], recipes[i], tensorMode ? plans[i].tensorScale : 0.0,
             tensorMode ? plans[i].tensorScaleInv : 0.0, m_backend.name()));
+        out.back().decoding = info.decoding;
     }
     return out;
 }

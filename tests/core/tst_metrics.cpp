@@ -5,6 +5,7 @@
 #include "core/numerics/cpukernels.h"
 #include "core/numerics/metricsengine.h"
 #include "core/numerics/scalarkernels.h"
+#include "core/tensors/fp8decode.h"
 #include "memoryreader.h"
 #include "reference.h"
 #include "testdata.h"
@@ -37,6 +38,7 @@ private Q_SLOTS:
     void everySimdTargetMatchesScalarDefinition();
     void patternPassMatchesFusedPass();
     void delayedScaleSource();
+    void fp8InputDecoded();
 };
 
 void TestMetrics::againstReference_data()
@@ -638,6 +640,32 @@ void TestMetrics::delayedScaleSource()
     r.previousScale = 4.0f;
     QCOMPARE(r.delayedScale(), 4.0f);
     QVERIFY2(!r.delayedScaleSource().contains(QLatin1String("kept")), qPrintable(r.delayedScaleSource()));
+}
+
+void TestMetrics::fp8InputDecoded()
+{
+    // FP8 codes with a decode scale reach the engine as their values, and the results say how they were
+    // decoded.
+    QByteArray codes;
+    for (int i = 0; i < 256; ++i)
+        codes.append(char(i == 0x7F || i == 0xFF ? 0 : i));
+    Fp8ScaledReader scaled(std::make_unique<MemoryReader>(DType::F8E4M3, std::vector<int64_t> {4, 64}, codes),
+        Fp8DecodeScale::perTensor(0.5f, QStringLiteral("a test"), 4, 64));
+    scaled.setDecoding(QStringLiteral("E4M3 codes x scale_inv 0.5 from a test"));
+    CpuBackend backend(1);
+    MetricsEngine engine(backend);
+    Problem p;
+    const auto results = engine.compute(scaled, {*Recipe::parse(QStringLiteral("current"), std::nullopt, nullptr)}, &p);
+    QVERIFY2(results, qPrintable(p.toString()));
+    QCOMPARE(results->front().amax, 224.0); // 448 x 0.5
+    QCOMPARE(results->front().zeros, qint64(4)); // codes 0x00, 0x80 and the two NaN codes replaced by 0
+    QCOMPARE(results->front().decoding, QStringLiteral("E4M3 codes x scale_inv 0.5 from a test"));
+    // The codes themselves: amax 448, nothing to say.
+    MemoryReader raw(DType::F8E4M3, {4, 64}, codes);
+    const auto plain = engine.compute(raw, {*Recipe::parse(QStringLiteral("current"), std::nullopt, nullptr)}, &p);
+    QVERIFY(plain);
+    QCOMPARE(plain->front().amax, 448.0);
+    QVERIFY(plain->front().decoding.isEmpty());
 }
 
 #include "tst_metrics.moc"

@@ -268,6 +268,8 @@ void HistogramView::redraw()
         text2 += tr(" Per-block scales: the format range is drawn after scaling only.");
     if (!m.delayedScaleSource.isEmpty())
         text2 += tr("\nDelayed scale %1 from %2.").arg(m.scale, 0, 'g', 6).arg(m.delayedScaleSource);
+    if (!m.decoding.isEmpty())
+        text2 += tr("\nFP8 dump: %1.").arg(m.decoding);
     m_status->setText(text2);
     plot()->replot();
 }
