@@ -183,9 +183,12 @@ std::unique_ptr<SafetensorsReader> SafetensorsReader::open(const QString &path, 
 
 bool SafetensorsReader::storedDecodeScale(Fp8DecodeScale *scale, QString *why) const
 {
-    // The DeepSeek-V3 convention: NAME_scale_inv beside NAME (e.g. a 128x128 block grid for a weight).
+    // DeepSeek-V3 keeps NAME_scale_inv beside NAME (a 128x128 block grid for a weight); compressed-tensors
+    // (vLLM, llm-compressor) and NVIDIA ModelOpt keep NAME_scale, which they too multiply the codes by
+    // (one per tensor or per output channel).
     const QString &name = m_info.name;
-    const QStringList candidates {name + QStringLiteral("_scale_inv"), name + QStringLiteral(".scale_inv")};
+    const QStringList candidates {
+        name + QStringLiteral("_scale_inv"), name + QStringLiteral(".scale_inv"), name + QStringLiteral("_scale")};
     for (const QString &candidate : candidates) {
         if (!m_names.contains(candidate))
             continue;
@@ -196,8 +199,12 @@ bool SafetensorsReader::storedDecodeScale(Fp8DecodeScale *scale, QString *why) c
             *why = QStringLiteral("tensor '%1' %2").arg(candidate, p.message);
             return false;
         }
-        auto s = scaleFromList(std::move(values), reader->info().shape, m_info.rows, m_info.cols, QString(),
-            QStringLiteral("tensor '%1'").arg(candidate), why);
+        const QString source = candidate.endsWith(QLatin1String("_inv"))
+            ? QStringLiteral("tensor '%1'").arg(candidate)
+            : QStringLiteral("tensor '%1' (a decode multiplier, as compressed-tensors and ModelOpt store it)")
+                  .arg(candidate);
+        auto s
+            = scaleFromList(std::move(values), reader->info().shape, m_info.rows, m_info.cols, QString(), source, why);
         if (!s)
             return false;
         *scale = std::move(*s);

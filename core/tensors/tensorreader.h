@@ -51,7 +51,7 @@ public:
     virtual void setThreads(int threads) { (void)threads; }
 
     // FP8 tensors: the decode scale the file keeps beside the tensor (HDF5: its scale_inv attribute or its
-    // high-precision sibling's; safetensors: a NAME_scale_inv tensor). False with *why set when there is
+    // high-precision sibling's; safetensors: a NAME_scale_inv or NAME_scale tensor). False with *why set when there is
     // one that cannot be used, false with *why empty when there is none.
     virtual bool storedDecodeScale(Fp8DecodeScale *scale, QString *why) const
     {

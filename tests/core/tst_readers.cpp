@@ -209,6 +209,11 @@ void TestReaders::fp8DecodeScalesSafetensors()
     data += floats(grid);
     e << entry("f", "F32", QStringLiteral("2"), data.size(), data.size() + 8);
     data += floats({1.0f, 2.0f});
+    // compressed-tensors / ModelOpt: NAME_scale, one per output channel ([rows, 1]).
+    e << entry("ct", "F8_E4M3", QStringLiteral("4,3"), data.size(), data.size() + 12);
+    data += QByteArray(reinterpret_cast<const char *>(e5m2), 12);
+    e << entry("ct_scale", "F32", QStringLiteral("4,1"), data.size(), data.size() + 16);
+    data += floats({0.5f, 0.25f, 4.0f, 8.0f});
     const QString path = write(QStringLiteral("fp8scales.safetensors"), safetensors(header(e), data));
     const auto value = [](uint8_t code, fp8math::Format f) { return fp8math::decodeCode(code, f); };
     Problem p;
@@ -255,6 +260,16 @@ void TestReaders::fp8DecodeScalesSafetensors()
     const float rowScale[4] = {1.0f, 2.0f, 0.25f, 1024.0f};
     for (int i = 0; i < 12; ++i)
         QCOMPARE(rv[size_t(i)], value(e5m2[i], fp8math::Format::E5M2) * rowScale[i / 3]);
+
+    auto ct = openTensor(path + QStringLiteral(":ct"), &p);
+    QVERIFY2(ct, qPrintable(p.toString()));
+    QCOMPARE(ct->info().decoding,
+        QStringLiteral("E4M3 codes x scale_inv (per row) from tensor 'ct_scale' (a decode multiplier, as "
+                       "compressed-tensors and ModelOpt store it)"));
+    const std::vector<float> cv = readFloats(*ct, 12);
+    const float channel[4] = {0.5f, 0.25f, 4.0f, 8.0f};
+    for (int i = 0; i < 12; ++i)
+        QCOMPARE(cv[size_t(i)], value(e5m2[i], fp8math::Format::E4M3) * channel[i / 3]);
 
     // A grid no block shape fits: found but unusable, so the codes are read and the reason given; named
     // explicitly, it is an error.
