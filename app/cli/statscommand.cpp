@@ -123,7 +123,8 @@ int runStats(const QStringList &args)
         QStringLiteral("comma-separated amax history for delayed scaling, newest first "
                        "(default: the dump's amax_history attribute)"),
         QStringLiteral("values"));
-    const QCommandLineOption listOpt(QStringLiteral("list"), QStringLiteral("list the tensors in FILE and exit"));
+    const QCommandLineOption listOpt(QStringLiteral("list"),
+        QStringLiteral("list the tensors in FILE (name, stored dtype, shape; tab-separated) and exit"));
     const QCommandLineOption backendOpt(QStringLiteral("backend"),
         QStringLiteral("auto (CUDA when a device answers, else CPU), cpu or cuda (default: auto)"),
         QStringLiteral("backend"), QStringLiteral("auto"));
@@ -154,8 +155,19 @@ int runStats(const QStringList &args)
             err << "fp8scope-cli: " << problem.toString() << '\n';
             return 1;
         }
-        for (const QString &n : names)
-            out << n << '\n';
+        // One line per tensor: name, stored dtype, shape (tab-separated, so `cut -f1` gives the names).
+        for (const QString &n : names) {
+            Problem p;
+            auto reader = openTensor(n.isEmpty() ? spec : spec + QLatin1Char(':') + n, &p, QStringLiteral("none"));
+            if (!reader) {
+                out << n << "\t?\t" << p.message << '\n';
+                continue;
+            }
+            QStringList dims;
+            for (int64_t d : reader->info().shape)
+                dims << QString::number(d);
+            out << n << '\t' << dtypeName(reader->info().dtype) << '\t' << dims.join(QLatin1Char('x')) << '\n';
+        }
         return 0;
     }
 

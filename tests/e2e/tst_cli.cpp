@@ -124,6 +124,8 @@ void TestCli::errors_data()
         QStringLiteral("DUMP:/iter_000100/model.layers.0.self_attention.linear_qkv/gradient"),
         QStringLiteral("--scale-inv"), QStringLiteral("2")}
                                        << 1 << QStringLiteral("holds float32 values, not FP8 codes");
+    QTest::newRow("list a missing file") << QStringList {QStringLiteral("stats"), QStringLiteral("/nonexistent/x.h5"),
+        QStringLiteral("--list")} << 1 << QStringLiteral("no such file");
     QTest::newRow("unknown command") << QStringList {QStringLiteral("frobnicate")} << 2
                                      << QStringLiteral("unknown command");
 }
@@ -170,6 +172,10 @@ void TestCli::fp8CheckpointScales()
         QStringLiteral("E4M3 codes x scale_inv (128x128 blocks) from tensor 'w_scale_inv'"));
     // Code 0x7E (448) lands in every block; the largest scale is the bottom-right block's 2.
     QCOMPARE(doc.value(QStringLiteral("metrics")).toObject().value(QStringLiteral("amax")).toDouble(), 896.0);
+    // The list gives each tensor's stored dtype and shape.
+    const Run list = cli({QStringLiteral("stats"), path, QStringLiteral("--list")});
+    QCOMPARE(list.code, 0);
+    QCOMPARE(list.out, QByteArray("w\tfloat8_e4m3\t256x256\nw_scale_inv\tfloat32\t2x2\n"));
     const Run table = cli({QStringLiteral("stats"), path + QStringLiteral(":w")});
     QVERIFY2(table.out.contains("\ndecode   E4M3 codes x scale_inv (128x128 blocks) from tensor 'w_scale_inv'\n"),
         table.out.constData());
