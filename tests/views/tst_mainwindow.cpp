@@ -97,6 +97,7 @@ private Q_SLOTS:
     void cancelStopsLoadingAndKeepsWhatWasRead();
     void settingsPersist();
     void demoOpensWithSyntheticTitle();
+    void fp8CheckpointFolder();
     void cleanupTestCase();
 
 private:
@@ -696,6 +697,49 @@ void TestMainWindow::demoOpensWithSyntheticTitle()
     QVERIFY(QFileInfo(window.workspace()->folders().front())
                 .absoluteFilePath()
                 .startsWith(QFileInfo(m_tmp.filePath(QStringLiteral("cache"))).absoluteFilePath()));
+}
+
+void TestMainWindow::fp8CheckpointFolder()
+{
+    // A folder holding an FP8 checkpoint as DeepSeek-V3 writes one: an E4M3 weight with 128x128 block
+    // decode scales beside it, and no logs, so no step anywhere. Picking the weight shows its histogram in
+    // model units, says how it was decoded, and the table lists what was recomputed.
+    QTemporaryDir dir;
+    const QString folder = dir.filePath(QStringLiteral("ckpt"));
+    QVERIFY(QDir().mkpath(folder));
+    QByteArray codes(256 * 256, '\0');
+    for (int i = 0; i < codes.size(); ++i)
+        codes[i] = char(i % 0x7F); // up to 0x7E (448), no NaN
+    const float grid[4] = {0.5f, 0.25f, 0.125f, 2.0f};
+    const QByteArray json = QByteArrayLiteral(
+        R"({"model.w.weight":{"dtype":"F8_E4M3","shape":[256,256],"data_offsets":[0,65536]},)"
+        R"("model.w.weight_scale_inv":{"dtype":"F32","shape":[2,2],"data_offsets":[65536,65552]}})");
+    QByteArray file(8, '\0');
+    for (int i = 0; i < 8; ++i)
+        file[i] = char((quint64(json.size()) >> (8 * i)) & 0xFF);
+    file += json + codes + QByteArray(reinterpret_cast<const char *>(grid), 16);
+    QVERIFY(appendTo(folder + QStringLiteral("/model.safetensors"), file));
+    openAndWait({folder});
+    Workspace *ws = m_window->workspace();
+    QCOMPARE(ws->runCount(), 1);
+    HistogramView *hist = m_window->histogram();
+    hist->setRecipe(QStringLiteral("current"), QStringLiteral("e4m3"));
+    Selection *sel = m_window->selection();
+    sel->set(0, QStringLiteral("model.w"), QStringLiteral("weight"), -1);
+    QVERIFY(hist->dump().has_value());
+    QTRY_VERIFY_WITH_TIMEOUT(
+        hist->statusText().contains(QLatin1String("FP8 dump: E4M3 codes x scale_inv (128x128 "
+                                                  "blocks) from tensor 'model.w.weight_scale_inv'.")),
+        30000);
+    QVERIFY2(hist->statusText().startsWith(QStringLiteral("model.w / weight \u2014 current (E4M3)")),
+        qPrintable(hist->statusText()));
+    // No step selected: the table shows each statistic's latest value, here the checkpoint's (step -1).
+    QTRY_VERIFY(tableRows(m_window->statsTable()).contains(QStringLiteral("cur_amax|-1|recomputed|current")));
+    auto *m = m_window->statsTable()->model();
+    for (int r = 0; r < m->rowCount(); ++r) {
+        if (m->index(r, StatsTableModel::StatColumn).data().toString() == QLatin1String("cur_amax"))
+            QCOMPARE(m->index(r, StatsTableModel::ValueColumn).data(StatsTableModel::SortValueRole).toDouble(), 896.0);
+    }
 }
 
 void TestMainWindow::cleanupTestCase()

@@ -173,8 +173,12 @@ void HistogramView::redraw()
         return;
     }
     const DumpRecord &d = m_dump->dump;
-    const QString where = tr("%1 / %2 at step %3").arg(d.layer, d.tensor).arg(d.step)
-        + (d.step != m_selection->step() ? tr(" (nearest dump to step %1)").arg(m_selection->step()) : QString());
+    // A checkpoint's tensors have no step (-1).
+    const QString where = d.step < 0 ? tr("%1 / %2").arg(d.layer, d.tensor)
+                                     : tr("%1 / %2 at step %3").arg(d.layer, d.tensor).arg(d.step)
+            + (d.step != m_selection->step() && m_selection->step() >= 0
+                    ? tr(" (nearest dump to step %1)").arg(m_selection->step())
+                    : QString());
     if (!m_metrics) {
         if (m_ticket)
             m_status->setText(tr("Computing %1 under %2...").arg(where, recipe() ? recipe()->name() : QString()));

@@ -5,6 +5,8 @@
 
 #include <QLocale>
 
+#include <limits>
+
 namespace fp8scope {
 
 StatsTableModel::StatsTableModel(Workspace *workspace, Selection *selection, QObject *parent)
@@ -22,12 +24,14 @@ void StatsTableModel::refresh()
     beginResetModel();
     m_rows.clear();
     const int run = m_selection->run();
-    if (run >= 0 && run < m_workspace->runCount() && m_selection->step() >= 0) {
+    if (run >= 0 && run < m_workspace->runCount()) {
         RunStore &store = m_workspace->store(run);
         const int64_t runId = m_workspace->run(run).info.id;
+        // Without a selected step, each statistic's latest value (a checkpoint's dumps have no step at all).
+        const qint64 step = m_selection->step() >= 0 ? m_selection->step() : std::numeric_limits<qint64>::max();
         auto add = [&](const std::vector<SeriesInfo> &series, bool tensorLevel) {
             for (const SeriesInfo &s : series) {
-                if (auto p = store.valueAt(s.id, m_selection->step()))
+                if (auto p = store.valueAt(s.id, step))
                     m_rows.push_back({s.key.stat, p->value, p->step, s.key.source, s.key.recipe, tensorLevel});
             }
         };
