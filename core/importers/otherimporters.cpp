@@ -1,6 +1,7 @@
 #include "otherimporters.h"
 
 #include "core/tensors/dumplayout.h"
+#include "core/tensors/fp8decode.h"
 #include "core/tensors/tensorreader.h"
 
 #include <QFileInfo>
@@ -72,11 +73,8 @@ ReadPosition TensorDumpImporter::read(const QString &path, const ReadPosition &,
     static const QRegularExpression iterRe(QStringLiteral("iter(?:ation)?_?(\\d+)"));
     const auto fileIter = iterRe.match(QFileInfo(path).fileName());
     for (const QString &name : names) {
-        // Decode scales beside an FP8 tensor (NAME_scale_inv, NAME_scale) belong to it; they are not a tensor
-        // to inspect.
-        if (((name.endsWith(QLatin1String("_scale_inv")) || name.endsWith(QLatin1String(".scale_inv")))
-                && names.contains(name.chopped(10)))
-            || (name.endsWith(QLatin1String("_scale")) && names.contains(name.chopped(6))))
+        // Decode scales beside an FP8 tensor belong to it; they are not a tensor to inspect.
+        if (const QString owner = decodeScaleOwner(name); !owner.isEmpty() && names.contains(owner))
             continue;
         // The stored dtype is indexed (FP8 codes stay codes here; recomputing reads their values).
         auto reader

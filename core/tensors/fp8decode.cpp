@@ -27,7 +27,27 @@ std::optional<int64_t> blockLength(int64_t n, int64_t g)
     return std::nullopt;
 }
 
+const char *const kScaleSuffixes[] = {"_scale_inv", ".scale_inv", "_scale"};
+
 } // namespace
+
+QStringList decodeScaleNames(const QString &name)
+{
+    QStringList out;
+    for (const char *suffix : kScaleSuffixes)
+        out << name + QLatin1String(suffix);
+    return out;
+}
+
+QString decodeScaleOwner(const QString &name)
+{
+    for (const char *suffix : kScaleSuffixes) {
+        const QLatin1String s(suffix);
+        if (name.size() > s.size() && name.endsWith(s))
+            return name.chopped(s.size());
+    }
+    return {};
+}
 
 Fp8DecodeScale Fp8DecodeScale::perTensor(float value, const QString &source, int64_t rows, int64_t cols)
 {

@@ -43,6 +43,13 @@ std::optional<std::pair<int64_t, int64_t>> recipeBlockShape(const QString &recip
 std::optional<Fp8DecodeScale> scaleFromList(std::vector<float> values, const std::vector<int64_t> &dims, int64_t rows,
     int64_t cols, const QString &recipe, const QString &source, QString *why);
 
+// Names a tensor of decode scales for NAME has in the checkpoints fp8scope reads, in the order they are
+// looked for: NAME_scale_inv and NAME.scale_inv (DeepSeek-V3), NAME_scale (compressed-tensors, ModelOpt: a
+// multiplier of the codes too).
+QStringList decodeScaleNames(const QString &name);
+// The NAME whose decode scales a tensor of that name would hold; empty for any other name.
+QString decodeScaleOwner(const QString &name);
+
 // Reads the values of an FP8 tensor as float32: each code's value times its block's decode scale, as an
 // inference kernel dequantizes (a float32 product).
 class Fp8ScaledReader : public TensorReader

@@ -186,10 +186,7 @@ bool SafetensorsReader::storedDecodeScale(Fp8DecodeScale *scale, QString *why) c
     // DeepSeek-V3 keeps NAME_scale_inv beside NAME (a 128x128 block grid for a weight); compressed-tensors
     // (vLLM, llm-compressor) and NVIDIA ModelOpt keep NAME_scale, which they too multiply the codes by
     // (one per tensor or per output channel).
-    const QString &name = m_info.name;
-    const QStringList candidates {
-        name + QStringLiteral("_scale_inv"), name + QStringLiteral(".scale_inv"), name + QStringLiteral("_scale")};
-    for (const QString &candidate : candidates) {
+    for (const QString &candidate : decodeScaleNames(m_info.name)) {
         if (!m_names.contains(candidate))
             continue;
         Problem p;
