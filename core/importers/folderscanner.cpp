@@ -6,11 +6,70 @@
 #include <QDirIterator>
 #include <QFile>
 #include <QFileInfo>
-#include <QSet>
 
 #include <algorithm>
+#include <map>
 
 namespace fp8scope {
+
+namespace {
+
+bool isWorkspaceManifest(const ScannedFile &f)
+{
+    return f.importer->name() == QLatin1String("workspace-manifest");
+}
+
+// Decides whether `dir` (relative to the opened folder, "" for itself), holding the files `under`, is one
+// run or a group of runs, and records the run folder of each file in `runFolder`.
+class Grouper
+{
+public:
+    Grouper(const std::vector<ScannedFile> &files, std::vector<QString> *runFolder)
+        : m_files(files)
+        , m_runFolder(runFolder)
+    {
+    }
+
+    // Returns whether `dir` is a group.
+    bool group(const QString &dir, const std::vector<size_t> &under)
+    {
+        bool ownFiles = false;
+        std::vector<size_t> manifests;
+        std::map<QString, std::vector<size_t>> subfolders;
+        for (size_t i : under) {
+            const QString rel = dir.isEmpty() ? m_files[i].relativePath : m_files[i].relativePath.mid(dir.size() + 1);
+            const qsizetype slash = rel.indexOf(QLatin1Char('/'));
+            if (slash < 0) {
+                if (isWorkspaceManifest(m_files[i]))
+                    manifests.push_back(i);
+                else
+                    ownFiles = true;
+                continue;
+            }
+            subfolders[rel.left(slash)].push_back(i);
+        }
+        // A workspace manifest says so even for one run folder; files of the folder's own say otherwise.
+        const bool isGroup = !ownFiles && (subfolders.size() >= 2 || (!manifests.empty() && !subfolders.empty()));
+        if (!isGroup) {
+            for (size_t i : under)
+                (*m_runFolder)[i] = dir;
+            return false;
+        }
+        for (const auto &[name, files] : subfolders)
+            group(dir.isEmpty() ? name : dir + QLatin1Char('/') + name, files);
+        // The manifest names its runs itself (IngestSink::useRunFolder); its file needs a run that exists.
+        const QString firstRun = (*m_runFolder)[subfolders.begin()->second.front()];
+        for (size_t i : manifests)
+            (*m_runFolder)[i] = firstRun;
+        return true;
+    }
+
+private:
+    const std::vector<ScannedFile> &m_files;
+    std::vector<QString> *m_runFolder;
+};
+
+} // namespace
 
 FolderScan scanFolder(const QString &folder)
 {
@@ -20,16 +79,13 @@ FolderScan scanFolder(const QString &folder)
     QStringList paths;
     while (it.hasNext()) {
         const QString p = it.next();
-        const QString rel = root.relativeFilePath(p);
-        // Our own store and hidden folders are not part of the run.
-        if (rel.split(QLatin1Char('/')).first().startsWith(QLatin1Char('.')))
+        // Hidden files and folders (our store among them) are not part of the run; the iterator leaves
+        // them out already, this says so.
+        if (root.relativeFilePath(p).split(QLatin1Char('/')).first().startsWith(QLatin1Char('.')))
             continue;
         paths << p;
     }
     std::sort(paths.begin(), paths.end());
-    QSet<QString> topDirs;
-    bool rootFiles = false;
-    bool workspaceManifest = false;
     for (const QString &p : paths) {
         QFile f(p);
         const QByteArray head = f.open(QIODevice::ReadOnly) ? f.read(kHeadBytes) : QByteArray();
@@ -39,27 +95,31 @@ FolderScan scanFolder(const QString &folder)
             scan.unrecognised << rel;
             continue;
         }
-        if (rel.contains(QLatin1Char('/')))
-            topDirs.insert(rel.section(QLatin1Char('/'), 0, 0));
-        else if (imp->name() == QLatin1String("workspace-manifest"))
-            workspaceManifest = true;
-        else
-            rootFiles = true;
         scan.files.push_back({rel, p, QString(), imp, head});
     }
-    // A workspace manifest says so even for one run folder; files beside it at the root say otherwise.
-    scan.workspace = !rootFiles && (topDirs.size() >= 2 || (workspaceManifest && !topDirs.isEmpty()));
-    const QString single = QFileInfo(QDir(folder).absolutePath()).fileName();
-    QStringList dirs(topDirs.begin(), topDirs.end());
-    dirs.sort();
-    for (ScannedFile &f : scan.files) {
-        if (!scan.workspace)
-            f.run = single;
-        else if (f.relativePath.contains(QLatin1Char('/')))
-            f.run = f.relativePath.section(QLatin1Char('/'), 0, 0);
-        else
-            f.run = dirs.front(); // the workspace manifest: it names its runs itself; this one exists anyway
+    if (scan.files.empty())
+        return scan;
+
+    std::vector<size_t> all(scan.files.size());
+    for (size_t i = 0; i < all.size(); ++i)
+        all[i] = i;
+    std::vector<QString> runFolder(scan.files.size());
+    scan.workspace = Grouper(scan.files, &runFolder).group(QString(), all);
+
+    // Names: the folder's own name, unless two run folders share it.
+    const QString opened = QFileInfo(QDir(folder).absolutePath()).fileName();
+    auto leaf = [&](const QString &dir) { return dir.isEmpty() ? opened : dir.section(QLatin1Char('/'), -1); };
+    QHash<QString, int> leafCount;
+    for (const QString &dir : runFolder) {
+        if (!scan.runOfFolder.contains(dir)) {
+            scan.runOfFolder.insert(dir, QString());
+            ++leafCount[leaf(dir)];
+        }
     }
+    for (auto r = scan.runOfFolder.begin(); r != scan.runOfFolder.end(); ++r)
+        r.value() = leafCount.value(leaf(r.key())) > 1 ? r.key() : leaf(r.key());
+    for (size_t i = 0; i < scan.files.size(); ++i)
+        scan.files[i].run = scan.runOfFolder.value(runFolder[i]);
     return scan;
 }
 

@@ -1,11 +1,14 @@
 // Finds the files of a run folder that an importer recognises (by name and first bytes, at any depth) and
-// groups them into runs: a folder whose recognised files all sit in two or more subfolders (or in subfolders
-// beside an fp8scope-workspace.json) is a workspace of runs named after those subfolders; otherwise the
-// folder is one run named after itself.
+// groups them into runs. A folder whose recognised files all sit in two or more subfolders (or in subfolders
+// beside an fp8scope-workspace.json) is a group of runs, one per subfolder; the rule applies again inside
+// each of those subfolders, so a folder divides into the same runs whether it is opened alone or as part
+// of a larger folder. Any other folder is one run. A run is named after its folder, or after its path from
+// the opened folder where two runs' folders share a name.
 #pragma once
 
 #include "importer.h"
 
+#include <QHash>
 #include <QStringList>
 
 #include <vector>
@@ -23,7 +26,9 @@ struct ScannedFile {
 struct FolderScan {
     std::vector<ScannedFile> files;
     QStringList unrecognised; // relative paths
-    bool workspace = false;
+    bool workspace = false; // the opened folder is a group of runs
+    // The folder of each run, relative to the opened folder ("" for the opened folder itself), to its run.
+    QHash<QString, QString> runOfFolder;
 };
 
 constexpr qint64 kHeadBytes = 4096;

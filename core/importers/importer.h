@@ -43,6 +43,13 @@ public:
     virtual ~IngestSink() = default;
     // Records after this call belong to the named run (a long CSV's run column); the scanner's run by default.
     virtual void useRun(const QString &name) = 0;
+    // Records after this call belong to the run whose folder is `folder`, a subfolder of the file's own
+    // folder (a workspace manifest names its runs so); false, with nothing changed, when that is no run's.
+    virtual bool useRunFolder(const QString &folder)
+    {
+        useRun(folder);
+        return true;
+    }
     // A handle for the series `key` of the current run; importers cache it for repeated points.
     virtual int64_t series(const SeriesKey &key) = 0;
     virtual void point(int64_t series, int64_t step, double value, double wallTime = NAN) = 0;

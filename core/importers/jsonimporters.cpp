@@ -251,7 +251,11 @@ ReadPosition WorkspaceManifestImporter::read(const QString &path, const ReadPosi
             sink.problem(0, -1, QStringLiteral("%1: expected an object").arg(where));
             continue;
         }
-        sink.useRun(it.key());
+        if (!sink.useRunFolder(it.key())) {
+            sink.problem(0, -1,
+                QStringLiteral("%1: not a run folder (it holds no file fp8scope reads, or several runs)").arg(where));
+            continue;
+        }
         readManifestFields(it.value().toObject(), where, sink);
     }
     sink.useRun(QString());

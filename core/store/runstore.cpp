@@ -100,9 +100,13 @@ QByteArray headHash(const QString &path, qint64 len)
 class FileSink : public IngestSink
 {
 public:
-    FileSink(Database &db, int64_t fileId, const QString &defaultRun)
+    // `scan` names the runs of the folders that useRunFolder() finds (none without it).
+    FileSink(Database &db, int64_t fileId, const QString &defaultRun, const FolderScan *scan = nullptr,
+        const QString &fileDir = QString())
         : m_db(db)
         , m_fileId(fileId)
+        , m_scan(scan)
+        , m_fileDir(fileDir)
     {
         m_findSeries = db.prepare(
             "SELECT id FROM series WHERE run_id=? AND layer=? AND tensor=? AND stat=? AND source=? AND recipe=?");
@@ -127,6 +131,17 @@ public:
     }
 
     void useRun(const QString &name) override { m_run = name.isEmpty() ? m_defaultRun : runId(name); }
+
+    bool useRunFolder(const QString &folder) override
+    {
+        if (!m_scan)
+            return false;
+        const auto it = m_scan->runOfFolder.find(m_fileDir.isEmpty() ? folder : m_fileDir + QLatin1Char('/') + folder);
+        if (it == m_scan->runOfFolder.end())
+            return false;
+        m_run = runId(it.value());
+        return true;
+    }
 
     // The handle is a slot of this sink (dense, so a point finds its series' buffer without a lookup).
     int64_t series(const SeriesKey &key) override
@@ -297,6 +312,8 @@ public:
 private:
     Database &m_db;
     int64_t m_fileId;
+    const FolderScan *m_scan;
+    QString m_fileDir; // relative to the opened folder
     int64_t m_defaultRun = 0;
     int64_t m_run = 0;
     QHash<QString, int64_t> m_runs;
@@ -440,6 +457,7 @@ IngestReport RunStore::ingest(const Progress &progress)
     IngestReport report;
     const FolderScan scan = scanFolder(m_folder);
     report.unrecognised = scan.unrecognised;
+    std::set<QString> movedFrom;
     int done = 0;
     const int total = int(scan.files.size());
     for (const ScannedFile &f : scan.files) {
@@ -449,8 +467,8 @@ IngestReport RunStore::ingest(const Progress &progress)
         const QFileInfo info(f.absolutePath);
         const int64_t size = info.size();
         const int64_t mtime = info.lastModified().toMSecsSinceEpoch();
-        Statement q = m_db.prepare(
-            "SELECT id, size, mtime, head_len, head_hash, consumed, lines, importer FROM files WHERE path=?");
+        Statement q = m_db.prepare("SELECT f.id, f.size, f.mtime, f.head_len, f.head_hash, f.consumed, f.lines, "
+                                   "f.importer, r.name FROM files f LEFT JOIN runs r ON r.id=f.run_id WHERE f.path=?");
         q.bind(1, f.relativePath);
         int64_t fileId = 0;
         ReadPosition from;
@@ -458,11 +476,16 @@ IngestReport RunStore::ingest(const Progress &progress)
         if (q.next()) {
             fileId = q.int64(0);
             const int64_t oldSize = q.int64(1);
-            if (oldSize == size && q.int64(2) == mtime && q.text(7) == f.importer->name()) {
+            // A file now in another run (the folder's runs were divided differently when it was read) is
+            // read again, as a rewritten file.
+            const bool sameRun = q.text(8) == f.run;
+            if (!sameRun)
+                movedFrom.insert(q.text(8));
+            if (sameRun && oldSize == size && q.int64(2) == mtime && q.text(7) == f.importer->name()) {
                 ++report.filesUnchanged;
                 continue;
             }
-            resume = f.importer->resumable() && size >= oldSize && q.text(7) == f.importer->name()
+            resume = sameRun && f.importer->resumable() && size >= oldSize && q.text(7) == f.importer->name()
                 && headHash(f.absolutePath, q.int64(3)) == q.text(4).toLatin1();
             if (resume)
                 from = {q.int64(5), q.int64(6)};
@@ -493,7 +516,8 @@ IngestReport RunStore::ingest(const Progress &progress)
             Statement d = m_db.prepare("DELETE FROM problems WHERE file_id=? AND line>?");
             d.bind(1, fileId).bind(2, from.line).exec();
         }
-        FileSink sink(m_db, fileId, f.run);
+        const qsizetype slash = f.relativePath.lastIndexOf(QLatin1Char('/'));
+        FileSink sink(m_db, fileId, f.run, &scan, slash < 0 ? QString() : f.relativePath.left(slash));
         const ReadPosition end = f.importer->read(f.absolutePath, from, sink);
         sink.finish();
         Statement upd = m_db.prepare("UPDATE files SET run_id=?, importer=?, size=?, mtime=?, head_len=?, head_hash=?, "
@@ -516,8 +540,32 @@ IngestReport RunStore::ingest(const Progress &progress)
         report.pointsWritten += sink.points;
         report.problems += sink.problems;
     }
+    dropRunsLeftEmpty(movedFrom);
     inferPrecision();
     return report;
+}
+
+void RunStore::dropRunsLeftEmpty(const std::set<QString> &names)
+{
+    // A run whose files all went to other runs held what those files said, mixed: it goes, with all of it.
+    for (const QString &name : names) {
+        Statement find = m_db.prepare(
+            "SELECT id FROM runs WHERE name=? AND NOT EXISTS (SELECT 1 FROM files WHERE run_id=runs.id)");
+        find.bind(1, name);
+        if (!find.next())
+            continue;
+        const int64_t id = find.int64(0);
+        find.reset();
+        Transaction t(m_db);
+        for (const char *sql : {"DELETE FROM point_chunks WHERE series_id IN (SELECT id FROM series WHERE run_id=?)",
+                 "DELETE FROM series WHERE run_id=?", "DELETE FROM evals WHERE run_id=?",
+                 "DELETE FROM configs WHERE run_id=?", "DELETE FROM dumps WHERE run_id=?",
+                 "DELETE FROM runs WHERE id=?"}) {
+            Statement d = m_db.prepare(sql);
+            d.bind(1, id).exec();
+        }
+        t.commit();
+    }
 }
 
 void RunStore::inferPrecision()

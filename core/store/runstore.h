@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <vector>
 
 namespace fp8scope {
@@ -113,6 +114,7 @@ public:
 
 private:
     bool migrate(QString *error);
+    void dropRunsLeftEmpty(const std::set<QString> &names);
     void inferPrecision();
     Database m_db;
     QString m_path;

@@ -69,6 +69,7 @@ private Q_SLOTS:
     void earlierDataSurvivesABadFile();
     void bucketsAndHeatmapOrder();
     void workspaceManifest();
+    void nestedRunFolders();
     void formatsWrittenByRealLibraries();
 };
 
@@ -223,6 +224,19 @@ void TestImporters::realFixtures()
         }
     }
     QVERIFY(winogrande && arcEasy);
+
+    // The whole folder: megatron_golden_values divides into its two runs here as well, and each keeps its
+    // own values (as one run, the FP8 run's files overwrote the baseline's series of the same file names).
+    QVERIFY(!store.run(QStringLiteral("megatron_golden_values")));
+    const auto wsFp8 = store.run(fp8->name);
+    const auto wsBase = store.run(base->name);
+    QVERIFY(wsFp8 && wsBase);
+    QCOMPARE(wsFp8->pointCount, fp8->pointCount);
+    QCOMPARE(wsBase->pointCount, base->pointCount);
+    QCOMPARE(wsFp8->precision, QStringLiteral("fp8"));
+    QCOMPARE(wsBase->precision, QStringLiteral("fp16"));
+    QCOMPARE(pointAt(store, fp8->name, fp8Loss, 0), 10.8833);
+    QCOMPARE(pointAt(store, base->name, fp8Loss, 0), 10.89393);
 
     // W&B history exports: one run per file, 500 rows of two metrics.
     const auto wb = store.run(QStringLiteral("history_98xg86yz"));
@@ -385,6 +399,92 @@ void TestImporters::workspaceManifest()
     for (const ProblemRecord &p : store.problems())
         reported = reported || p.file == QLatin1String("fp8scope-workspace.json");
     QVERIFY(reported);
+}
+
+void TestImporters::nestedRunFolders()
+{
+    QTemporaryDir dir;
+    const QString ws = dir.path() + QStringLiteral("/ws");
+    const SeriesKey loss {{}, {}, QStringLiteral("loss"), QStringLiteral("csv"), {}};
+    write(ws + QStringLiteral("/solo/metrics.csv"), "step,loss\n1,5.0\n");
+    // A folder of two runs inside the folder of runs, with the same file names: two runs, not one.
+    write(ws + QStringLiteral("/pair/x/metrics.csv"), "step,loss\n1,1.0\n");
+    write(ws + QStringLiteral("/pair/y/metrics.csv"), "step,loss\n1,2.0\n");
+    // Another such folder; its "x" shares the name of pair/x, so both are named by their path.
+    write(ws + QStringLiteral("/more/x/metrics.csv"), "step,loss\n1,3.0\n");
+    write(ws + QStringLiteral("/more/z/metrics.csv"), "step,loss\n1,4.0\n");
+    write(ws + QStringLiteral("/more/fp8scope-workspace.json"), R"({"runs": {"z": {"baseline": "x"}, "x": {}}})");
+    // A run whose files sit in subfolders is one run when a file of its own (here its manifest) says so;
+    // the store of a folder opened on its own before is no part of anything.
+    write(ws + QStringLiteral("/parts/fp8scope.json"), R"({"precision": "bf16"})");
+    write(ws + QStringLiteral("/parts/logs/metrics.csv"), "step,loss\n1,6.0\n");
+    write(ws + QStringLiteral("/parts/tb/metrics.csv"), "step,loss\n2,6.5\n");
+    write(ws + QStringLiteral("/solo/.fp8scope/store.sqlite"), "SQLite format 3");
+
+    const FolderScan scan = scanFolder(ws);
+    QVERIFY(scan.workspace);
+    QVERIFY(scan.unrecognised.isEmpty());
+    QMap<QString, QString> runOf;
+    for (const ScannedFile &f : scan.files)
+        runOf.insert(f.relativePath, f.run);
+    QCOMPARE(runOf.value(QStringLiteral("pair/x/metrics.csv")), QStringLiteral("pair/x"));
+    QCOMPARE(runOf.value(QStringLiteral("pair/y/metrics.csv")), QStringLiteral("y"));
+    QCOMPARE(runOf.value(QStringLiteral("more/x/metrics.csv")), QStringLiteral("more/x"));
+    QCOMPARE(runOf.value(QStringLiteral("more/fp8scope-workspace.json")), QStringLiteral("more/x"));
+    QCOMPARE(runOf.value(QStringLiteral("parts/logs/metrics.csv")), QStringLiteral("parts"));
+    QCOMPARE(runOf.value(QStringLiteral("parts/tb/metrics.csv")), QStringLiteral("parts"));
+
+    RunStore store;
+    QString error;
+    QVERIFY2(store.open(ws, &error), qPrintable(error));
+    QCOMPARE(store.ingest().filesFailed, 0);
+    QStringList names;
+    for (const RunInfo &r : store.runs())
+        names << r.name;
+    QCOMPARE(names,
+        (QStringList {QStringLiteral("more/x"), QStringLiteral("pair/x"), QStringLiteral("parts"),
+            QStringLiteral("solo"), QStringLiteral("y"), QStringLiteral("z")}));
+    QCOMPARE(pointAt(store, QStringLiteral("pair/x"), loss, 1), 1.0);
+    QCOMPARE(pointAt(store, QStringLiteral("y"), loss, 1), 2.0);
+    QCOMPARE(pointAt(store, QStringLiteral("more/x"), loss, 1), 3.0);
+    QCOMPARE(pointAt(store, QStringLiteral("parts"), loss, 2), 6.5);
+    QCOMPARE(store.run(QStringLiteral("parts"))->precision, QStringLiteral("bf16"));
+    // The nested manifest names its runs by their folders beside it.
+    QCOMPARE(store.run(QStringLiteral("z"))->baseline, QStringLiteral("x"));
+    QCOMPARE(store.problems().size(), size_t(0));
+
+    // Opened on its own, the inner folder divides into the same runs.
+    RunStore pair;
+    QVERIFY(pair.open(ws + QStringLiteral("/pair"), &error));
+    pair.ingest();
+    QCOMPARE(pair.runs().size(), size_t(2));
+    QCOMPARE(pointAt(pair, QStringLiteral("x"), loss, 1), 1.0);
+    QCOMPARE(pointAt(pair, QStringLiteral("y"), loss, 1), 2.0);
+
+    // A store written when "pair" was read as one run (as fp8scope did before it looked inside the runs of
+    // a folder of runs): the files are read again into their runs, and the mixed run goes.
+    {
+        Database &db = store.database();
+        QVERIFY(db.exec("INSERT INTO runs(name) VALUES('pair')", &error));
+        const int64_t old = db.lastInsertId();
+        Statement move = db.prepare("UPDATE files SET run_id=? WHERE path LIKE 'pair/%'");
+        QVERIFY(move.bind(1, old).exec());
+        Statement mixed = db.prepare("INSERT INTO series(run_id, layer, tensor, stat, source, recipe) "
+                                     "VALUES(?, '', '', 'loss', 'csv', '')");
+        QVERIFY(mixed.bind(1, old).exec());
+    }
+    QVERIFY(store.run(QStringLiteral("pair")));
+    const IngestReport again = store.ingest();
+    QCOMPARE(again.filesRead, 2);
+    QCOMPARE(again.filesUnchanged, int(scan.files.size()) - 2);
+    QVERIFY(!store.run(QStringLiteral("pair")));
+    QCOMPARE(store.runs().size(), size_t(6));
+    QCOMPARE(pointAt(store, QStringLiteral("pair/x"), loss, 1), 1.0);
+    QCOMPARE(pointAt(store, QStringLiteral("y"), loss, 1), 2.0);
+    Statement orphans
+        = store.database().prepare("SELECT COUNT(*) FROM series WHERE run_id NOT IN (SELECT id FROM runs)");
+    QVERIFY(orphans.next());
+    QCOMPARE(orphans.int64(0), 0);
 }
 
 void TestImporters::bucketsAndHeatmapOrder()
