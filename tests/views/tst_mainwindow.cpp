@@ -98,6 +98,7 @@ private Q_SLOTS:
     void settingsPersist();
     void demoOpensWithSyntheticTitle();
     void fp8CheckpointFolder();
+    void heatmapPicksARunWithLayerStatistics();
     void cleanupTestCase();
 
 private:
@@ -740,6 +741,40 @@ void TestMainWindow::fp8CheckpointFolder()
         if (m->index(r, StatsTableModel::StatColumn).data().toString() == QLatin1String("cur_amax"))
             QCOMPARE(m->index(r, StatsTableModel::ValueColumn).data(StatsTableModel::SortValueRole).toDouble(), 896.0);
     }
+}
+
+void TestMainWindow::heatmapPicksARunWithLayerStatistics()
+{
+    // A folder of runs where the first (by name) has only a loss curve: the heatmap opens on the run that
+    // has per-layer statistics, and says so in words on a run without them instead of drawing empty axes.
+    QTemporaryDir dir;
+    QVERIFY(
+        QDir(dir.path()).mkpath(QStringLiteral("a_loss_only")) && QDir(dir.path()).mkpath(QStringLiteral("b_layers")));
+    QVERIFY(appendTo(dir.filePath(QStringLiteral("a_loss_only/metrics.csv")), "step,loss\n1,2.5\n2,2.4\n"));
+    QByteArray te;
+    for (int it = 0; it < 3; ++it) {
+        for (int layer = 0; layer < 2; ++layer)
+            te += QStringLiteral("2026-01-15 23:06:41,584 - INFO - layers.%1.fc1_activation_underflows% \t "
+                                 "iteration=%2 \t value=%3\n")
+                      .arg(layer)
+                      .arg(it * 10, 6, 10, QLatin1Char('0'))
+                      .arg(0.5 * (layer + it))
+                      .toUtf8();
+    }
+    QVERIFY(appendTo(dir.filePath(QStringLiteral("b_layers/nvdlfw_inspect_globalrank-0.log")), te));
+    openAndWait({dir.path()});
+    Workspace *ws = m_window->workspace();
+    QCOMPARE(ws->runCount(), 2);
+    HeatmapView *heat = m_window->heatmap();
+    QCOMPARE(heat->run(), ws->runIndex(QStringLiteral("b_layers")));
+    QTRY_COMPARE(heat->heatmap().layers.size(), 2);
+    QCOMPARE(heat->heatmap().steps.size(), size_t(3));
+    QCOMPARE(heat->message(), QString());
+    m_window->selection()->set(ws->runIndex(QStringLiteral("a_loss_only")), QString(), QString(), -1);
+    QCOMPARE(heat->run(), ws->runIndex(QStringLiteral("a_loss_only")));
+    QTRY_VERIFY2(heat->message().startsWith(QStringLiteral("a_loss_only has no per-layer statistics.")),
+        qPrintable(heat->message()));
+    QVERIFY(heat->heatmap().layers.isEmpty());
 }
 
 void TestMainWindow::cleanupTestCase()

@@ -36,6 +36,19 @@ QStringList shortNames(const QStringList &layers)
     return out;
 }
 
+bool hasLayerStatistics(Workspace *workspace, int r)
+{
+    Statement s = workspace->store(r).database().prepare(
+        "SELECT 1 FROM series WHERE run_id=? AND layer<>'' AND tensor<>'' LIMIT 1");
+    s.bind(1, workspace->run(r).info.id);
+    return s.next();
+}
+
+QString runLabel(const WorkspaceRun &run)
+{
+    return run.info.displayName.isEmpty() ? run.info.name : run.info.displayName;
+}
+
 } // namespace
 
 HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *parent)
@@ -51,6 +64,7 @@ HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *pa
     , m_map(new QCPColorMap(plot()->xAxis, plot()->yAxis))
     , m_scale(new QCPColorScale(plot()))
     , m_cursor(new QCPItemStraightLine(plot()))
+    , m_message(new QCPItemText(plot()))
 {
     m_runBox->setObjectName(QStringLiteral("heatmapRun"));
     m_statBox->setObjectName(QStringLiteral("heatmapStatistic"));
@@ -76,6 +90,12 @@ HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *pa
     m_map->setInterpolate(false);
     m_cursor->setSelectable(false);
     m_cursor->setVisible(false);
+    m_message->setSelectable(false);
+    m_message->position->setType(QCPItemPosition::ptAxisRectRatio);
+    m_message->position->setCoords(0.5, 0.5);
+    m_message->setPositionAlignment(Qt::AlignCenter);
+    m_message->setTextAlignment(Qt::AlignCenter);
+    m_message->setVisible(false);
     m_map->setTightBoundary(false);
     plot()->yAxis->setRangeReversed(true);
     plot()->xAxis->setLabel(tr("step"));
@@ -105,14 +125,21 @@ HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *pa
         m_runBox->clear();
         for (int r = 0; r < m_workspace->runCount(); ++r)
             m_runBox->addItem(m_workspace->run(r).info.name, r);
-        // The run with per-layer statistics to show: the first that is not a BF16 baseline.
-        int pick = 0;
-        for (int r = 0; r < m_workspace->runCount(); ++r) {
-            if (m_workspace->run(r).info.precision != QLatin1String("bf16")) {
+        // The run to show: the first with per-layer statistics that is not a BF16 baseline, else the first
+        // with per-layer statistics, else the first that is not a baseline.
+        int pick = -1, withStats = -1, notBaseline = -1;
+        for (int r = 0; r < m_workspace->runCount() && pick < 0; ++r) {
+            const bool baseline = m_workspace->run(r).info.precision == QLatin1String("bf16");
+            const bool stats = hasLayerStatistics(m_workspace, r);
+            if (stats && !baseline)
                 pick = r;
-                break;
-            }
+            if (stats && withStats < 0)
+                withStats = r;
+            if (!baseline && notBaseline < 0)
+                notBaseline = r;
         }
+        if (pick < 0)
+            pick = withStats >= 0 ? withStats : std::max(notBaseline, 0);
         m_runBox->setCurrentIndex(pick);
         reloadPickers();
         reload();
@@ -265,11 +292,29 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
     plot()->xAxis->setRange(x0 - half, x1 + half);
     plot()->yAxis->setRange(-0.5, std::max(ny, 1) - 0.5);
     m_scale->axis()->setLabel(statistic() + QLatin1Char(' ') + tensor());
+    QString message;
+    const int r = run();
+    if ((!nx || !ny) && r >= 0 && r < m_workspace->runCount()) {
+        const QString name = runLabel(m_workspace->run(r));
+        message = m_statBox->count() == 0
+            ? tr("%1 has no per-layer statistics.\nThey come from Transformer Engine debug statistics logs\n"
+                 "and from tensor dumps recomputed under a recipe.")
+                  .arg(name)
+            : tr("No %1 of %2 in %3.").arg(statistic(), tensor(), name);
+    }
+    m_message->setText(message);
+    m_message->setColor(palette().color(QPalette::Text));
+    m_message->setVisible(!message.isEmpty());
     updateLayerTicks();
     updateCursor();
     rebuildMap();
     redraw();
     Q_EMIT heatmapChanged();
+}
+
+QString HeatmapView::message() const
+{
+    return m_message->visible() ? m_message->text() : QString();
 }
 
 void HeatmapView::rebuildMap()

@@ -15,6 +15,7 @@ class QDoubleSpinBox;
 class QCPColorMap;
 class QCPColorScale;
 class QCPItemStraightLine;
+class QCPItemText;
 
 namespace fp8scope {
 
@@ -50,6 +51,8 @@ public:
     QString csv() const override;
     // The dashed line at the selected step (hidden without one), as in the curve view.
     const QCPItemStraightLine *stepCursor() const { return m_cursor; }
+    // What the plot says instead of a map when there is none to draw ("" while it draws one).
+    QString message() const;
 
 Q_SIGNALS:
     void heatmapChanged();
@@ -80,6 +83,7 @@ private:
     QCPColorMap *m_map;
     QCPColorScale *m_scale;
     QCPItemStraightLine *m_cursor;
+    QCPItemText *m_message;
     Heatmap m_data;
     int m_hotRow = -1; // the row holding the largest value, when some value is smaller
     std::pair<double, double> m_linearRange {INFINITY, -INFINITY}; // finite values
