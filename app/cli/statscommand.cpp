@@ -150,11 +150,18 @@ int runStats(const QStringList &args)
     const QString spec = parser.positionalArguments().front();
     Problem problem;
     if (parser.isSet(listOpt)) {
-        const QStringList names = listTensors(spec, &problem);
+        std::vector<SkippedTensor> skipped;
+        const QStringList names = listTensors(spec, &problem, &skipped);
         if (!problem.message.isEmpty()) {
             err << "fp8scope-cli: " << problem.toString() << '\n';
             return 1;
         }
+        auto shapeText = [](const std::vector<int64_t> &shape) {
+            QStringList dims;
+            for (int64_t d : shape)
+                dims << QString::number(d);
+            return dims.join(QLatin1Char('x'));
+        };
         // One line per tensor: name, stored dtype, shape (tab-separated, so `cut -f1` gives the names).
         for (const QString &n : names) {
             Problem p;
@@ -163,11 +170,11 @@ int runStats(const QStringList &args)
                 out << n << "\t?\t" << p.message << '\n';
                 continue;
             }
-            QStringList dims;
-            for (int64_t d : reader->info().shape)
-                dims << QString::number(d);
-            out << n << '\t' << dtypeName(reader->info().dtype) << '\t' << dims.join(QLatin1Char('x')) << '\n';
+            out << n << '\t' << dtypeName(reader->info().dtype) << '\t' << shapeText(reader->info().shape) << '\n';
         }
+        // Then the tensors of dtypes fp8scope does not read, as the file spells the dtype, marked so.
+        for (const SkippedTensor &t : skipped)
+            out << t.name << '\t' << t.dtype << '\t' << shapeText(t.shape) << "\tnot read\n";
         return 0;
     }
 

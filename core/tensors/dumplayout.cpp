@@ -67,6 +67,7 @@ std::optional<DType> dumpElementType(StoredClass cls, int bytes, const QString &
                  .arg(bytes)
                  .arg(cls == StoredClass::Float                ? QStringLiteral("float")
                          : cls == StoredClass::UnsignedInteger ? QStringLiteral("unsigned integer")
+                         : cls == StoredClass::SignedInteger   ? QStringLiteral("signed integer")
                                                                : QStringLiteral("non-numeric"));
     return std::nullopt;
 }

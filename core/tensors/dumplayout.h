@@ -25,7 +25,7 @@ std::optional<DumpPath> parseDumpPath(const QString &path, QString *error);
 // dtype="bfloat16", or 1-byte unsigned integers tagged with an FP8 format ("E4M3"/"E5M2", any case, or
 // Transformer Engine's "HYBRID": E4M3 forward, E5M2 for gradients). datasetName (the path, or its last
 // component) tells a gradient ("gradient_fp8", "grad_output_fp8", ...) from the rest under HYBRID.
-enum class StoredClass { Float, UnsignedInteger, Other };
+enum class StoredClass { Float, UnsignedInteger, SignedInteger, Other };
 std::optional<DType> dumpElementType(StoredClass cls, int bytes, const QString &dtypeAttr, const QString &fp8FormatAttr,
     const QString &datasetName, QString *error);
 

@@ -144,6 +144,7 @@ std::unique_ptr<Hdf5Reader> Hdf5Reader::open(const QString &path, const QString 
     QString error;
     const auto dtype = dumpElementType(cls == H5T_FLOAT ? StoredClass::Float
             : isUnsigned                                ? StoredClass::UnsignedInteger
+            : cls == H5T_INTEGER                        ? StoredClass::SignedInteger
                                                         : StoredClass::Other,
         bytes, readStringAttribute(r->m_dataset, "dtype"), readStringAttribute(r->m_dataset, "fp8_format"), name,
         &error);

@@ -2,9 +2,12 @@
 
 #include "fp8decode.h"
 
+#include <QHash>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+
+#include <algorithm>
 
 namespace fp8scope {
 
@@ -26,6 +29,21 @@ std::optional<DType> safetensorsDType(const QString &s)
         return DType::F8E5M2;
     return std::nullopt;
 }
+
+// Bits per element of every dtype the safetensors specification names; 0 for a name it does not.
+int safetensorsBits(const QString &s)
+{
+    static const QHash<QString, int> bits {{QStringLiteral("BOOL"), 8}, {QStringLiteral("U8"), 8},
+        {QStringLiteral("I8"), 8}, {QStringLiteral("F8_E5M2"), 8}, {QStringLiteral("F8_E4M3"), 8},
+        {QStringLiteral("F8_E8M0"), 8}, {QStringLiteral("I16"), 16}, {QStringLiteral("U16"), 16},
+        {QStringLiteral("F16"), 16}, {QStringLiteral("BF16"), 16}, {QStringLiteral("I32"), 32},
+        {QStringLiteral("U32"), 32}, {QStringLiteral("F32"), 32}, {QStringLiteral("I64"), 64},
+        {QStringLiteral("U64"), 64}, {QStringLiteral("F64"), 64}, {QStringLiteral("C64"), 64},
+        {QStringLiteral("F4"), 4}, {QStringLiteral("F6_E2M3"), 6}, {QStringLiteral("F6_E3M2"), 6}};
+    return bits.value(s, 0);
+}
+
+const char *const kReadDtypes = "F32, F16, BF16, F8_E4M3 and F8_E5M2";
 
 } // namespace
 
@@ -50,14 +68,15 @@ bool parseSafetensorsHeader(
         const QJsonObject o = it.value().toObject();
         SafetensorsEntry e;
         e.name = it.key();
-        const QString dt = o.value(QLatin1String("dtype")).toString();
-        const auto dtype = safetensorsDType(dt);
-        if (!dtype) {
-            *error = QStringLiteral("tensor '%1': unsupported dtype '%2' (F32, F16, BF16, F8_E4M3, F8_E5M2 are read)")
-                         .arg(e.name, dt);
+        const QJsonValue dtValue = o.value(QLatin1String("dtype"));
+        e.dtypeName = dtValue.toString();
+        if (!dtValue.isString() || e.dtypeName.isEmpty()) {
+            *error = QStringLiteral("tensor '%1': no dtype").arg(e.name);
             return false;
         }
-        e.dtype = *dtype;
+        const auto dtype = safetensorsDType(e.dtypeName);
+        e.readable = dtype.has_value();
+        e.dtype = dtype.value_or(DType::F32);
         const QJsonArray shape = o.value(QLatin1String("shape")).toArray();
         const QJsonArray offsets = o.value(QLatin1String("data_offsets")).toArray();
         for (const QJsonValue &v : shape) {
@@ -86,8 +105,11 @@ bool parseSafetensorsHeader(
         e.end = int64_t(en);
         TensorInfo probe;
         probe.shape = e.shape;
-        if (!finishTensorInfo(probe) || probe.numel > (e.end - e.begin) / dtypeSize(e.dtype)
-            || probe.numel * dtypeSize(e.dtype) != e.end - e.begin) {
+        // A dtype the specification does not name (a newer one) has no size to check against.
+        const int64_t bits = safetensorsBits(e.dtypeName);
+        const int64_t bytes = e.end - e.begin;
+        if (!finishTensorInfo(probe)
+            || (bits > 0 && (probe.numel > bytes * 8 / bits || probe.numel * bits != bytes * 8))) {
             *error = QStringLiteral("tensor '%1': shape and dtype need a different byte count than data_offsets give")
                          .arg(e.name);
             return false;
@@ -127,7 +149,7 @@ bool SafetensorsReader::readHeader(
     return true;
 }
 
-QStringList SafetensorsReader::names(const QString &path, Problem *problem)
+QStringList SafetensorsReader::names(const QString &path, Problem *problem, std::vector<SkippedTensor> *skipped)
 {
     QFile f(path);
     if (!f.open(QIODevice::ReadOnly)) {
@@ -139,9 +161,16 @@ QStringList SafetensorsReader::names(const QString &path, Problem *problem)
     if (!readHeader(f, &entries, &dataStart, problem))
         return {};
     QStringList out;
-    for (const auto &e : entries)
-        out << e.name;
+    for (const auto &e : entries) {
+        if (e.readable)
+            out << e.name;
+        else if (skipped)
+            skipped->push_back({e.name, e.dtypeName, e.shape});
+    }
     out.sort();
+    if (skipped)
+        std::sort(skipped->begin(), skipped->end(),
+            [](const SkippedTensor &a, const SkippedTensor &b) { return a.name < b.name; });
     return out;
 }
 
@@ -168,6 +197,12 @@ std::unique_ptr<SafetensorsReader> SafetensorsReader::open(const QString &path, 
         *problem = {path, -1,
             name.isEmpty() ? QStringLiteral("the file holds %1 tensors; name one as FILE:NAME").arg(entries.size())
                            : QStringLiteral("no tensor named '%1'").arg(name)};
+        return nullptr;
+    }
+    if (!found->readable) {
+        *problem = {path, dataStart + found->begin,
+            QStringLiteral("tensor '%1' is %2; fp8scope reads %3 tensors")
+                .arg(found->name, found->dtypeName, QLatin1String(kReadDtypes))};
         return nullptr;
     }
     r->m_info.file = path;

@@ -11,6 +11,8 @@ namespace fp8scope {
 
 struct SafetensorsEntry {
     QString name;
+    QString dtypeName; // as the header spells it
+    bool readable = false; // a dtype fp8scope reads (`dtype` is set); the others are listed, never opened
     DType dtype = DType::F32;
     std::vector<int64_t> shape;
     int64_t begin = 0; // offsets relative to the start of the data section
@@ -18,7 +20,9 @@ struct SafetensorsEntry {
 };
 
 // Parses the JSON header of a file whose data section is `dataSize` bytes, checking every entry's offsets
-// against it and against its dtype and shape. Used by SafetensorsReader and the fuzz target.
+// against it and, for the dtypes of the format's specification, against its dtype and shape. Tensors of
+// dtypes fp8scope does not read (integers, booleans, float64, FP4, ...) are entries too, so that the others
+// of a checkpoint stay readable. Used by SafetensorsReader and the fuzz target.
 bool parseSafetensorsHeader(
     const QByteArray &json, qint64 dataSize, std::vector<SafetensorsEntry> *entries, QString *error);
 
@@ -27,7 +31,8 @@ class SafetensorsReader : public TensorReader
 public:
     // name may be empty when the file holds exactly one tensor.
     static std::unique_ptr<SafetensorsReader> open(const QString &path, const QString &name, Problem *problem);
-    static QStringList names(const QString &path, Problem *problem);
+    // The names of the tensors fp8scope reads, sorted; the others go to *skipped.
+    static QStringList names(const QString &path, Problem *problem, std::vector<SkippedTensor> *skipped = nullptr);
     bool read(int64_t first, int64_t count, void *dst, Problem *problem) override;
     bool storedDecodeScale(Fp8DecodeScale *scale, QString *why) const override;
 

@@ -239,12 +239,12 @@ std::unique_ptr<TensorReader> openTensor(const QString &spec, Problem *problem, 
     return scaled;
 }
 
-QStringList listTensors(const QString &file, Problem *problem)
+QStringList listTensors(const QString &file, Problem *problem, std::vector<SkippedTensor> *skipped)
 {
     const FileKind kind = sniff(file);
     switch (kind) {
     case FileKind::Hdf5: return Hdf5Reader::datasets(file, problem);
-    case FileKind::Safetensors: return SafetensorsReader::names(file, problem);
+    case FileKind::Safetensors: return SafetensorsReader::names(file, problem, skipped);
     case FileKind::Npy: return {QString()};
     default: *problem = kindProblem(file, kind); return {};
     }

@@ -79,6 +79,7 @@ private Q_SLOTS:
     void hdf5CorruptChunk();
     void badInput_data();
     void badInput();
+    void checkpointWithOtherDtypes();
     void pickleRefused();
     void notAFile();
     void dumpPaths();
@@ -726,7 +727,20 @@ void TestReaders::badInput_data()
         << QStringLiteral("j.safetensors") << QStringLiteral("different byte count");
     QTest::newRow("safetensors wrong dtype")
         << safetensors(R"({"a":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}})", f4)
-        << QStringLiteral("k.safetensors") << QStringLiteral("unsupported dtype 'I64'");
+        << QStringLiteral("k.safetensors") << QStringLiteral("tensor 'a' is I64; fp8scope reads F32, F16, BF16");
+    QTest::newRow("safetensors unread dtype, shape lies")
+        << safetensors(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
+                       R"("b":{"dtype":"I64","shape":[3],"data_offsets":[0,16]}})",
+               f4)
+        << QStringLiteral("k2.safetensors") << QStringLiteral("tensor 'b': shape and dtype need a different byte count");
+    QTest::newRow("safetensors FP4, odd count")
+        << safetensors(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
+                       R"("p":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}})",
+               f4)
+        << QStringLiteral("k3.safetensors") << QStringLiteral("tensor 'p': shape and dtype need a different byte count");
+    QTest::newRow("safetensors no dtype")
+        << safetensors(R"({"a":{"shape":[4],"data_offsets":[0,16]}})", f4) << QStringLiteral("k4.safetensors")
+        << QStringLiteral("tensor 'a': no dtype");
     QTest::newRow("safetensors bad json")
         << safetensors(R"({"a":{"dtype":)", f4) << QStringLiteral("l.safetensors") << QStringLiteral("header JSON");
     QTest::newRow("not a dump") << QByteArray("hello world, not a tensor") << QStringLiteral("m.txt")
@@ -745,6 +759,45 @@ void TestReaders::badInput()
     QVERIFY(!openTensor(path, &p));
     QVERIFY2(p.toString().contains(expected), qPrintable(p.toString()));
     QVERIFY(p.toString().startsWith(path));
+}
+
+void TestReaders::checkpointWithOtherDtypes()
+{
+    // A checkpoint as they come: the floating-point tensors beside integer buffers, a mask, FP4 packed two
+    // to a byte, E8M0 scales and a dtype newer than this reader. The others are listed, the float one reads.
+    const QByteArray json = R"({"__metadata__":{"format":"pt"},)"
+                            R"("w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},)"
+                            R"("position_ids":{"dtype":"I64","shape":[2],"data_offsets":[16,32]},)"
+                            R"("mask":{"dtype":"BOOL","shape":[4],"data_offsets":[32,36]},)"
+                            R"("packed":{"dtype":"F4","shape":[2,4],"data_offsets":[36,40]},)"
+                            R"("scales":{"dtype":"F8_E8M0","shape":[2],"data_offsets":[40,42]},)"
+                            R"("future":{"dtype":"F3_E1M1","shape":[5],"data_offsets":[42,44]}})";
+    const QByteArray data = floats({1.5f, -2.0f, 0.25f, 8.0f}) + QByteArray(28, '\x01');
+    const QString path = write(QStringLiteral("mixed.safetensors"), safetensors(json, data));
+    Problem p;
+    std::vector<SkippedTensor> skipped;
+    QCOMPARE(listTensors(path, &p, &skipped), QStringList {QStringLiteral("w")});
+    QVERIFY2(p.message.isEmpty(), qPrintable(p.toString()));
+    QStringList listed;
+    for (const SkippedTensor &t : skipped) {
+        QStringList dims;
+        for (int64_t d : t.shape)
+            dims << QString::number(d);
+        listed << t.name + QLatin1Char(' ') + t.dtype + QLatin1Char(' ') + dims.join(QLatin1Char('x'));
+    }
+    QCOMPARE(listed,
+        (QStringList {QStringLiteral("future F3_E1M1 5"), QStringLiteral("mask BOOL 4"),
+            QStringLiteral("packed F4 2x4"), QStringLiteral("position_ids I64 2"), QStringLiteral("scales F8_E8M0 2")}));
+    auto r = openTensor(path + QStringLiteral(":w"), &p);
+    QVERIFY2(r, qPrintable(p.toString()));
+    std::vector<float> back(4);
+    QVERIFY(r->read(0, 4, back.data(), &p));
+    QCOMPARE(back, (std::vector<float> {1.5f, -2.0f, 0.25f, 8.0f}));
+    QVERIFY(!openTensor(path + QStringLiteral(":position_ids"), &p));
+    QVERIFY2(p.message == QStringLiteral("tensor 'position_ids' is I64; fp8scope reads F32, F16, BF16, F8_E4M3 and "
+                                         "F8_E5M2 tensors"),
+        qPrintable(p.message));
+    QVERIFY(p.offset > 8);
 }
 
 void TestReaders::pickleRefused()

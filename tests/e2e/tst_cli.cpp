@@ -153,12 +153,14 @@ void TestCli::fp8CheckpointScales()
     for (int i = 0; i < n * n; ++i)
         codes[i] = char(i % 0x7F); // 0 .. 448, no NaN
     const float grid[4] = {0.5f, 0.25f, 0.125f, 2.0f};
+    // Beside them, as in real checkpoints, a tensor of a dtype fp8scope does not read: it must not stop the rest.
     QByteArray json = QByteArrayLiteral(R"({"w":{"dtype":"F8_E4M3","shape":[256,256],"data_offsets":[0,65536]},)"
-                                        R"("w_scale_inv":{"dtype":"F32","shape":[2,2],"data_offsets":[65536,65552]}})");
+                                        R"("w_scale_inv":{"dtype":"F32","shape":[2,2],"data_offsets":[65536,65552]},)"
+                                        R"("step":{"dtype":"I64","shape":[],"data_offsets":[65552,65560]}})");
     QByteArray file(8, '\0');
     for (int i = 0; i < 8; ++i)
         file[i] = char((quint64(json.size()) >> (8 * i)) & 0xFF);
-    file += json + codes + QByteArray(reinterpret_cast<const char *>(grid), 16);
+    file += json + codes + QByteArray(reinterpret_cast<const char *>(grid), 16) + QByteArray(8, '\0');
     const QString path = m_dir.filePath(QStringLiteral("model.safetensors"));
     QFile f(path);
     QVERIFY(f.open(QIODevice::WriteOnly));
@@ -172,10 +174,10 @@ void TestCli::fp8CheckpointScales()
         QStringLiteral("E4M3 codes x scale_inv (128x128 blocks) from tensor 'w_scale_inv'"));
     // Code 0x7E (448) lands in every block; the largest scale is the bottom-right block's 2.
     QCOMPARE(doc.value(QStringLiteral("metrics")).toObject().value(QStringLiteral("amax")).toDouble(), 896.0);
-    // The list gives each tensor's stored dtype and shape.
+    // The list gives each tensor's stored dtype and shape, then those it does not read, marked so.
     const Run list = cli({QStringLiteral("stats"), path, QStringLiteral("--list")});
     QCOMPARE(list.code, 0);
-    QCOMPARE(list.out, QByteArray("w\tfloat8_e4m3\t256x256\nw_scale_inv\tfloat32\t2x2\n"));
+    QCOMPARE(list.out, QByteArray("w\tfloat8_e4m3\t256x256\nw_scale_inv\tfloat32\t2x2\nstep\tI64\t\tnot read\n"));
     const Run table = cli({QStringLiteral("stats"), path + QStringLiteral(":w")});
     QVERIFY2(table.out.contains("\ndecode   E4M3 codes x scale_inv (128x128 blocks) from tensor 'w_scale_inv'\n"),
         table.out.constData());

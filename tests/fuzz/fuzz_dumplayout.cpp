@@ -9,7 +9,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const QString text = QString::fromUtf8(reinterpret_cast<const char *>(data) + 2, qsizetype(size - 2));
     QString error;
     fp8scope::parseDumpPath(text, &error);
-    const auto cls = fp8scope::StoredClass(data[0] % 3);
+    const auto cls = fp8scope::StoredClass(data[0] % 4);
     fp8scope::dumpElementType(cls, data[1] % 9, text, text, text, &error);
     return 0;
 }
