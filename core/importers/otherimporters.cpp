@@ -80,7 +80,9 @@ ReadPosition TensorDumpImporter::read(const QString &path, const ReadPosition &,
         auto reader
             = openTensor(name.isEmpty() ? path : path + QLatin1Char(':') + name, &problem, QStringLiteral("none"));
         if (!reader) {
-            sink.problem(0, problem.offset, QStringLiteral("%1: %2").arg(name, problem.message));
+            // HDF5 messages name the dataset already.
+            sink.problem(0, problem.offset,
+                problem.message.contains(name) ? problem.message : QStringLiteral("%1: %2").arg(name, problem.message));
             continue;
         }
         const TensorInfo &info = reader->info();

@@ -69,13 +69,60 @@ QString readStringAttribute(hid_t object, const char *name)
     return out;
 }
 
+struct DatasetList {
+    QStringList names;
+    std::vector<SkippedTensor> *skipped;
+};
+
+// The element type of a dataset that is no tensor fp8scope reads (integers other than the layout's 1- and
+// 2-byte unsigned codes, booleans, strings, compounds), as a short text; empty for the others.
+QString notReadType(hid_t type)
+{
+    const H5T_class_t cls = H5Tget_class(type);
+    const size_t bytes = H5Tget_size(type);
+    switch (cls) {
+    case H5T_FLOAT: return {};
+    case H5T_INTEGER:
+        if (H5Tget_sign(type) == H5T_SGN_NONE && (bytes == 1 || bytes == 2))
+            return {};
+        return QStringLiteral("%1int%2")
+            .arg(H5Tget_sign(type) == H5T_SGN_NONE ? QStringLiteral("u") : QString())
+            .arg(bytes * 8);
+    case H5T_ENUM: return QStringLiteral("enum (bool)");
+    case H5T_STRING: return QStringLiteral("string");
+    case H5T_COMPOUND: return QStringLiteral("compound");
+    default: return QStringLiteral("other");
+    }
+}
+
 herr_t collectDataset(hid_t group, const char *name, const H5L_info_t *, void *data)
 {
     const hid_t ds = H5Dopen2(group, name, H5P_DEFAULT);
-    if (ds >= 0) {
-        static_cast<QStringList *>(data)->append(QLatin1Char('/') + QString::fromUtf8(name));
-        H5Dclose(ds);
+    if (ds < 0)
+        return 0;
+    auto *list = static_cast<DatasetList *>(data);
+    const QString path = QLatin1Char('/') + QString::fromUtf8(name);
+    const hid_t type = H5Dget_type(ds);
+    const QString other = type >= 0 ? notReadType(type) : QString();
+    if (other.isEmpty()) {
+        list->names.append(path);
+    } else if (list->skipped) {
+        SkippedTensor t {path, other, {}};
+        const hid_t space = H5Dget_space(ds);
+        const int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
+        if (rank > 0 && rank <= 32) {
+            hsize_t dims[32];
+            H5Sget_simple_extent_dims(space, dims, nullptr);
+            for (int i = 0; i < rank; ++i)
+                t.shape.push_back(int64_t(dims[i]));
+        }
+        if (space >= 0)
+            H5Sclose(space);
+        list->skipped->push_back(std::move(t));
     }
+    if (type >= 0)
+        H5Tclose(type);
+    H5Dclose(ds);
     return 0;
 }
 
@@ -97,7 +144,7 @@ Hdf5Reader::~Hdf5Reader()
         H5Fclose(m_file);
 }
 
-QStringList Hdf5Reader::datasets(const QString &path, Problem *problem)
+QStringList Hdf5Reader::datasets(const QString &path, Problem *problem, std::vector<SkippedTensor> *skipped)
 {
     silenceHdf5();
     const hid_t file = H5Fopen(QFile::encodeName(path).constData(), H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -105,11 +152,11 @@ QStringList Hdf5Reader::datasets(const QString &path, Problem *problem)
         *problem = {path, -1, QStringLiteral("cannot open as HDF5")};
         return {};
     }
-    QStringList out;
-    if (H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, collectDataset, &out) < 0)
+    DatasetList list {{}, skipped};
+    if (H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, collectDataset, &list) < 0)
         *problem = {path, -1, QStringLiteral("cannot walk the HDF5 groups")};
     H5Fclose(file);
-    return out;
+    return list.names;
 }
 
 std::unique_ptr<Hdf5Reader> Hdf5Reader::open(const QString &path, const QString &dataset, Problem *problem)

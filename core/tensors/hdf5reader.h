@@ -15,7 +15,9 @@ class Hdf5Reader : public TensorReader
 public:
     ~Hdf5Reader() override;
     static std::unique_ptr<Hdf5Reader> open(const QString &path, const QString &dataset, Problem *problem);
-    static QStringList datasets(const QString &path, Problem *problem);
+    // Paths of the datasets that may hold tensors (floats, and the layout's 1- and 2-byte unsigned codes);
+    // the others (integers, booleans, strings, compounds) go to *skipped.
+    static QStringList datasets(const QString &path, Problem *problem, std::vector<SkippedTensor> *skipped = nullptr);
     static bool isHdf5(const QString &path);
 
     int64_t alignment() const override { return m_sliceElements; }

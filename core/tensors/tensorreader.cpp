@@ -243,7 +243,7 @@ QStringList listTensors(const QString &file, Problem *problem, std::vector<Skipp
 {
     const FileKind kind = sniff(file);
     switch (kind) {
-    case FileKind::Hdf5: return Hdf5Reader::datasets(file, problem);
+    case FileKind::Hdf5: return Hdf5Reader::datasets(file, problem, skipped);
     case FileKind::Safetensors: return SafetensorsReader::names(file, problem, skipped);
     case FileKind::Npy: return {QString()};
     default: *problem = kindProblem(file, kind); return {};

@@ -81,7 +81,7 @@ std::unique_ptr<TensorReader> openTensor(const QString &spec, Problem *problem, 
 // `limit` values (the elements of the tensor it scales).
 bool readDecodeScales(TensorReader &reader, int64_t limit, std::vector<float> *values, Problem *problem);
 
-// A tensor of a dump file whose dtype fp8scope does not read (a checkpoint's integer buffers, float64, FP4
+// A tensor of a dump file whose dtype fp8scope does not read (a checkpoint's integer buffers or masks, FP4
 // packed in bytes): listed, never opened.
 struct SkippedTensor {
     QString name;
@@ -90,7 +90,7 @@ struct SkippedTensor {
 };
 
 // Names of the tensors a dump file holds that fp8scope reads (HDF5 dataset paths, safetensors names, or
-// {""} for .npy); safetensors tensors of other dtypes go to *skipped.
+// {""} for .npy); those of other dtypes (integers, booleans, ...) go to *skipped.
 QStringList listTensors(const QString &file, Problem *problem, std::vector<SkippedTensor> *skipped = nullptr);
 
 } // namespace fp8scope

@@ -732,15 +732,16 @@ void TestReaders::badInput_data()
         << safetensors(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
                        R"("b":{"dtype":"I64","shape":[3],"data_offsets":[0,16]}})",
                f4)
-        << QStringLiteral("k2.safetensors") << QStringLiteral("tensor 'b': shape and dtype need a different byte count");
+        << QStringLiteral("k2.safetensors")
+        << QStringLiteral("tensor 'b': shape and dtype need a different byte count");
     QTest::newRow("safetensors FP4, odd count")
         << safetensors(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
                        R"("p":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}})",
                f4)
-        << QStringLiteral("k3.safetensors") << QStringLiteral("tensor 'p': shape and dtype need a different byte count");
-    QTest::newRow("safetensors no dtype")
-        << safetensors(R"({"a":{"shape":[4],"data_offsets":[0,16]}})", f4) << QStringLiteral("k4.safetensors")
-        << QStringLiteral("tensor 'a': no dtype");
+        << QStringLiteral("k3.safetensors")
+        << QStringLiteral("tensor 'p': shape and dtype need a different byte count");
+    QTest::newRow("safetensors no dtype") << safetensors(R"({"a":{"shape":[4],"data_offsets":[0,16]}})", f4)
+                                          << QStringLiteral("k4.safetensors") << QStringLiteral("tensor 'a': no dtype");
     QTest::newRow("safetensors bad json")
         << safetensors(R"({"a":{"dtype":)", f4) << QStringLiteral("l.safetensors") << QStringLiteral("header JSON");
     QTest::newRow("not a dump") << QByteArray("hello world, not a tensor") << QStringLiteral("m.txt")
@@ -787,17 +788,61 @@ void TestReaders::checkpointWithOtherDtypes()
     }
     QCOMPARE(listed,
         (QStringList {QStringLiteral("future F3_E1M1 5"), QStringLiteral("mask BOOL 4"),
-            QStringLiteral("packed F4 2x4"), QStringLiteral("position_ids I64 2"), QStringLiteral("scales F8_E8M0 2")}));
+            QStringLiteral("packed F4 2x4"), QStringLiteral("position_ids I64 2"),
+            QStringLiteral("scales F8_E8M0 2")}));
     auto r = openTensor(path + QStringLiteral(":w"), &p);
     QVERIFY2(r, qPrintable(p.toString()));
     std::vector<float> back(4);
     QVERIFY(r->read(0, 4, back.data(), &p));
     QCOMPARE(back, (std::vector<float> {1.5f, -2.0f, 0.25f, 8.0f}));
     QVERIFY(!openTensor(path + QStringLiteral(":position_ids"), &p));
-    QVERIFY2(p.message == QStringLiteral("tensor 'position_ids' is I64; fp8scope reads F32, F16, BF16, F8_E4M3 and "
-                                         "F8_E5M2 tensors"),
+    QVERIFY2(p.message
+            == QStringLiteral("tensor 'position_ids' is I64; fp8scope reads F32, F16, BF16, F8_E4M3 and "
+                              "F8_E5M2 tensors"),
         qPrintable(p.message));
     QVERIFY(p.offset > 8);
+
+    // The same in HDF5: integer and string datasets beside a tensor are listed, not opened.
+    const QString h5 = m_dir.filePath(QStringLiteral("mixed.h5"));
+    {
+        const hid_t file = H5Fcreate(QFile::encodeName(h5).constData(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+        const hsize_t dims[2] = {2, 3};
+        const hid_t space = H5Screate_simple(2, dims, nullptr);
+        const float values[6] = {1, 2, 3, 4, 5, 6};
+        const int64_t ids[6] = {7, 8, 9, 10, 11, 12};
+        const hid_t t = H5Dcreate2(file, "/t", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        H5Dwrite(t, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values);
+        const hid_t ids64 = H5Dcreate2(file, "/token_ids", H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        H5Dwrite(ids64, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, ids);
+        const hid_t u32 = H5Dcreate2(file, "/counts", H5T_STD_U32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        const hid_t str = H5Tcopy(H5T_C_S1);
+        H5Tset_size(str, 8);
+        const hid_t scalar = H5Screate(H5S_SCALAR);
+        const hid_t name = H5Dcreate2(file, "/name", str, scalar, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        for (hid_t h : {t, ids64, u32, name})
+            H5Dclose(h);
+        H5Tclose(str);
+        H5Sclose(scalar);
+        H5Sclose(space);
+        H5Fclose(file);
+    }
+    skipped.clear();
+    QCOMPARE(listTensors(h5, &p, &skipped), QStringList {QStringLiteral("/t")});
+    listed.clear();
+    for (const SkippedTensor &t : skipped) {
+        QStringList dims;
+        for (int64_t d : t.shape)
+            dims << QString::number(d);
+        listed << t.name + QLatin1Char(' ') + t.dtype + QLatin1Char(' ') + dims.join(QLatin1Char('x'));
+    }
+    listed.sort();
+    QCOMPARE(listed,
+        (QStringList {QStringLiteral("/counts uint32 2x3"), QStringLiteral("/name string "),
+            QStringLiteral("/token_ids int64 2x3")}));
+    // The one tensor needs no name.
+    r = openTensor(h5, &p);
+    QVERIFY2(r, qPrintable(p.toString()));
+    QCOMPARE(r->info().name, QStringLiteral("/t"));
 }
 
 void TestReaders::pickleRefused()
