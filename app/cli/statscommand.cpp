@@ -33,7 +33,7 @@ void printTable(QTextStream &out, const TensorInfo &info, const TensorMetrics &m
     QStringList dims;
     for (int64_t d : info.shape)
         dims << QString::number(d);
-    out << "dtype    " << dtypeName(info.dtype) << "  shape [" << dims.join(QStringLiteral(", ")) << "]\n";
+    out << "dtype    " << dtypeName(info.storedDtype) << "  shape [" << dims.join(QStringLiteral(", ")) << "]\n";
     if (!info.decoding.isEmpty())
         out << "decode   " << info.decoding << '\n';
     out << "recipe   " << m.recipe << "  format " << formatName(m.format) << "  backend " << m.backend << "\n\n";
@@ -76,7 +76,7 @@ void printTable(QTextStream &out, const TensorInfo &info, const TensorMetrics &m
 void printWhatIf(QTextStream &out, const TensorInfo &info, const std::vector<TensorMetrics> &all)
 {
     out << "tensor   " << info.file << (info.name.isEmpty() ? QString() : QStringLiteral(":") + info.name) << "  ("
-        << dtypeName(info.dtype) << ", " << info.numel << " elements)\n";
+        << dtypeName(info.storedDtype) << ", " << info.numel << " elements)\n";
     if (!info.decoding.isEmpty())
         out << "decode   " << info.decoding << '\n';
     out << "backend  " << (all.empty() ? QString() : all.front().backend) << "\n\n";
@@ -170,7 +170,8 @@ int runStats(const QStringList &args)
                 out << n << "\t?\t" << p.message << '\n';
                 continue;
             }
-            out << n << '\t' << dtypeName(reader->info().dtype) << '\t' << shapeText(reader->info().shape) << '\n';
+            out << n << '\t' << dtypeName(reader->info().storedDtype) << '\t' << shapeText(reader->info().shape)
+                << '\n';
         }
         // Then the tensors of dtypes fp8scope does not read, as the file spells the dtype, marked so.
         for (const SkippedTensor &t : skipped)
@@ -261,7 +262,7 @@ int runStats(const QStringList &args)
         for (int64_t d : info.shape)
             shape.append(double(d));
         QJsonObject tensor {{QStringLiteral("file"), info.file}, {QStringLiteral("name"), info.name},
-            {QStringLiteral("dtype"), dtypeName(info.dtype)}, {QStringLiteral("shape"), shape}};
+            {QStringLiteral("dtype"), dtypeName(info.storedDtype)}, {QStringLiteral("shape"), shape}};
         if (!info.decoding.isEmpty())
             tensor.insert(QStringLiteral("decoding"), info.decoding);
         QJsonObject doc {{QStringLiteral("tensor"), tensor}};

@@ -91,7 +91,7 @@ ReadPosition TensorDumpImporter::read(const QString &path, const ReadPosition &,
             dims << QString::number(d);
         DumpRecord d;
         d.dataset = name;
-        d.dtype = dtypeName(info.dtype);
+        d.dtype = dtypeName(info.storedDtype);
         d.shape = dims.join(QLatin1Char('x'));
         QString error;
         if (const auto p = parseDumpPath(name, &error)) {

@@ -39,7 +39,7 @@ struct TensorMetrics {
     double scaleInvMax = 0;
     double delayedOverCurrentLog2 = 0; // delayed recipe: log2(scale used / fmax/amax(x)); NaN otherwise
     QString delayedScaleSource; // delayed recipe: how its scale was formed (Recipe::delayedScaleSource)
-    QString decoding; // FP8 input: how its codes became values (TensorInfo::decoding); empty otherwise
+    QString decoding; // FP8 or float64 input: how it became values (TensorInfo::decoding); empty otherwise
     qint64 blocks = 0;
     qint64 zeroAmaxBlocks = 0;
     double meanLog2ScaleInv = 0;

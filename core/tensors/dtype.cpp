@@ -5,6 +5,7 @@ namespace fp8scope {
 int dtypeSize(DType t)
 {
     switch (t) {
+    case DType::F64: return 8;
     case DType::F32: return 4;
     case DType::F16:
     case DType::BF16: return 2;
@@ -22,13 +23,14 @@ QString dtypeName(DType t)
     case DType::BF16: return QStringLiteral("bfloat16");
     case DType::F8E4M3: return QStringLiteral("float8_e4m3");
     case DType::F8E5M2: return QStringLiteral("float8_e5m2");
+    case DType::F64: return QStringLiteral("float64");
     }
     return {};
 }
 
 std::optional<DType> dtypeFromName(const QString &name)
 {
-    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F8E4M3, DType::F8E5M2}) {
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F8E4M3, DType::F8E5M2, DType::F64}) {
         if (dtypeName(t) == name)
             return t;
     }

@@ -43,6 +43,8 @@ std::optional<DType> dumpElementType(StoredClass cls, int bytes, const QString &
         return DType::F32;
     if (cls == StoredClass::Float && bytes == 2)
         return DType::F16;
+    if (cls == StoredClass::Float && bytes == 8)
+        return DType::F64;
     if (cls == StoredClass::UnsignedInteger && bytes == 2) {
         if (dtypeAttr.compare(QLatin1String("bfloat16"), Qt::CaseInsensitive) == 0)
             return DType::BF16;

@@ -72,6 +72,10 @@ bool Hdf5DumpWriter::writeTensor(const QString &datasetPath, DType dtype, const 
     hid_t memType = H5T_NATIVE_FLOAT;
     switch (dtype) {
     case DType::F32: break;
+    case DType::F64:
+        fileType = H5T_IEEE_F64LE;
+        memType = H5T_NATIVE_DOUBLE;
+        break;
     case DType::F16: break; // the binary16 type is built below
     case DType::BF16:
         fileType = H5T_STD_U16LE;

@@ -202,6 +202,7 @@ std::unique_ptr<Hdf5Reader> Hdf5Reader::open(const QString &path, const QString 
     }
     switch (*dtype) {
     case DType::F32: r->m_memType = H5Tcopy(H5T_NATIVE_FLOAT); break;
+    case DType::F64: r->m_memType = H5Tcopy(H5T_NATIVE_DOUBLE); break;
     case DType::F16:
         // binary16 has no native HDF5 type: the stored one, in the memory's (little-endian) byte order.
         r->m_memType = H5Tcopy(type);

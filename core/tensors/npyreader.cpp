@@ -56,9 +56,11 @@ bool parseNpyHeader(const QByteArray &head, qint64 fileSize, NpyHeader *header, 
         header->dtype = DType::F32;
     else if (d == QLatin1String("<f2"))
         header->dtype = DType::F16;
+    else if (d == QLatin1String("<f8"))
+        header->dtype = DType::F64;
     else
         return fail(error, errorOffset, start,
-            QStringLiteral("unsupported dtype '%1' (float32 '<f4' and float16 '<f2' are read)").arg(d));
+            QStringLiteral("unsupported dtype '%1' (float32 '<f4', float16 '<f2' and float64 '<f8' are read)").arg(d));
     if (fortran.captured(1) == QLatin1String("True"))
         return fail(error, errorOffset, start, QStringLiteral("Fortran-order arrays are not supported"));
     header->shape.clear();

@@ -27,6 +27,8 @@ std::optional<DType> safetensorsDType(const QString &s)
         return DType::F8E4M3;
     if (s == QLatin1String("F8_E5M2"))
         return DType::F8E5M2;
+    if (s == QLatin1String("F64"))
+        return DType::F64;
     return std::nullopt;
 }
 
@@ -43,7 +45,7 @@ int safetensorsBits(const QString &s)
     return bits.value(s, 0);
 }
 
-const char *const kReadDtypes = "F32, F16, BF16, F8_E4M3 and F8_E5M2";
+const char *const kReadDtypes = "F32, F16, BF16, F8_E4M3, F8_E5M2 and F64";
 
 } // namespace
 

@@ -23,6 +23,7 @@ bool finishTensorInfo(TensorInfo &info)
         numel *= d;
     }
     info.numel = numel;
+    info.storedDtype = info.dtype;
     if (info.shape.empty()) {
         info.rows = 1;
         info.cols = 1;
@@ -118,6 +119,44 @@ std::unique_ptr<TensorReader> openStored(const QString &file, const QString &nam
     }
 }
 
+// float64 tensors (numpy's and h5py's default) are handed out as float32, each value rounded to nearest
+// even as a cast does (beyond the float32 range: infinity), since the metrics work on float32, float16 and
+// bfloat16. Read in pieces of about a million elements, so the doubles never need a second large buffer.
+class Float64Reader : public TensorReader
+{
+public:
+    explicit Float64Reader(std::unique_ptr<TensorReader> stored)
+        : m_stored(std::move(stored))
+    {
+        m_info = m_stored->info();
+        m_info.dtype = DType::F32;
+        m_info.decoding = QStringLiteral("float64 values rounded to float32 (nearest even)");
+    }
+    int64_t alignment() const override { return m_stored->alignment(); }
+    bool read(int64_t first, int64_t count, void *dst, Problem *problem) override
+    {
+        const int64_t align = std::max<int64_t>(m_stored->alignment(), 1);
+        const int64_t piece = std::max<int64_t>(align, (int64_t(1) << 20) / align * align);
+        float *out = static_cast<float *>(dst);
+        for (int64_t done = 0; done < count;) {
+            const int64_t n = std::min(piece, count - done);
+            m_buffer.resize(size_t(n));
+            if (!m_stored->read(first + done, n, m_buffer.data(), problem))
+                return false;
+            for (int64_t i = 0; i < n; ++i)
+                out[done + i] = float(m_buffer[size_t(i)]);
+            done += n;
+        }
+        return true;
+    }
+    std::vector<float> amaxHistory() const override { return m_stored->amaxHistory(); }
+    void setThreads(int threads) override { m_stored->setThreads(threads); }
+
+private:
+    std::unique_ptr<TensorReader> m_stored;
+    std::vector<double> m_buffer;
+};
+
 bool isFp8(DType t)
 {
     return t == DType::F8E4M3 || t == DType::F8E5M2;
@@ -178,6 +217,12 @@ bool readDecodeScales(TensorReader &reader, int64_t limit, std::vector<float> *v
             std::memcpy(&h, at, 2);
         switch (info.dtype) {
         case DType::F32: std::memcpy(&(*values)[i], at, 4); break;
+        case DType::F64: {
+            double d = 0;
+            std::memcpy(&d, at, 8);
+            (*values)[i] = float(d);
+            break;
+        }
         case DType::BF16: (*values)[i] = fp8math::bitsFloat(uint32_t(h) << 16); break;
         case DType::F16: (*values)[i] = fp8math::halfToFloat(h); break;
         case DType::F8E4M3:
@@ -202,7 +247,7 @@ std::unique_ptr<TensorReader> openTensor(const QString &spec, Problem *problem, 
     const bool automatic = scaleInv.isEmpty() || scaleInv == QLatin1String("auto");
     if (!isFp8(info.dtype)) {
         if (automatic || scaleInv == QLatin1String("none"))
-            return reader;
+            return info.dtype == DType::F64 ? std::make_unique<Float64Reader>(std::move(reader)) : std::move(reader);
         *problem = {file, -1,
             QStringLiteral("'%1' holds %2 values, not FP8 codes: a decode scale (scale_inv) does not apply")
                 .arg(info.name, dtypeName(info.dtype))};

@@ -17,7 +17,8 @@ namespace fp8scope {
 struct TensorInfo {
     QString file;
     QString name; // dataset path or tensor name; empty for a single-tensor .npy
-    DType dtype = DType::F32;
+    DType dtype = DType::F32; // what read() hands out
+    DType storedDtype = DType::F32; // what the file holds (FP8 codes and float64 are handed out as float32)
     std::vector<int64_t> shape;
     int64_t numel = 0;
     // Row-major 2-D view: all dimensions but the last are rows; a 1-D tensor is one row.
@@ -66,15 +67,16 @@ protected:
     TensorInfo m_info;
 };
 
-// Fills the derived fields (numel, rows, cols) of info from its shape; false on overflow or negative sizes.
+// Fills the derived fields (numel, rows, cols, storedDtype) of info from its shape and dtype; false on
+// overflow or negative sizes.
 bool finishTensorInfo(TensorInfo &info);
 
 // Opens FILE or FILE:DATASET (HDF5 dataset path or safetensors tensor name). A file holding exactly one
 // tensor needs no name. Returns null with *problem set on any error; a .pt file is refused (pickle runs code).
 // FP8 tensors are read as their values (float32) where a decode scale is found (fp8decode.h), else as
-// their codes. `scaleInv` chooses instead: "none" (the codes), a number (one scale for the tensor), or the
-// name of a tensor in the same file holding the scales; a number or a name is an error for a tensor that is not
-// FP8.
+// their codes. float64 tensors are read as float32, each value rounded to nearest even as a cast does. `scaleInv`
+// chooses instead: "none" (the codes), a number (one scale for the tensor), or the name of a tensor in the same file
+// holding the scales; a number or a name is an error for a tensor that is not FP8.
 std::unique_ptr<TensorReader> openTensor(const QString &spec, Problem *problem, const QString &scaleInv = {});
 
 // All elements of a small tensor of decode scales as float32 (any dtype); an error when it holds more than

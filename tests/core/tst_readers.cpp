@@ -80,6 +80,7 @@ private Q_SLOTS:
     void badInput_data();
     void badInput();
     void checkpointWithOtherDtypes();
+    void float64ReadAsFloat32();
     void pickleRefused();
     void notAFile();
     void dumpPaths();
@@ -797,8 +798,8 @@ void TestReaders::checkpointWithOtherDtypes()
     QCOMPARE(back, (std::vector<float> {1.5f, -2.0f, 0.25f, 8.0f}));
     QVERIFY(!openTensor(path + QStringLiteral(":position_ids"), &p));
     QVERIFY2(p.message
-            == QStringLiteral("tensor 'position_ids' is I64; fp8scope reads F32, F16, BF16, F8_E4M3 and "
-                              "F8_E5M2 tensors"),
+            == QStringLiteral("tensor 'position_ids' is I64; fp8scope reads F32, F16, BF16, F8_E4M3, "
+                              "F8_E5M2 and F64 tensors"),
         qPrintable(p.message));
     QVERIFY(p.offset > 8);
 
@@ -843,6 +844,62 @@ void TestReaders::checkpointWithOtherDtypes()
     r = openTensor(h5, &p);
     QVERIFY2(r, qPrintable(p.toString()));
     QCOMPARE(r->info().name, QStringLiteral("/t"));
+}
+
+void TestReaders::float64ReadAsFloat32()
+{
+    // numpy and h5py write float64 by default. The values are handed out as float32, each rounded to
+    // nearest even as a cast does: the cases below, then a ramp past the reader's million-element pieces.
+    const double cases[] = {1.0 + std::ldexp(1.0, -30), 1.0 + std::ldexp(1.0, -24) + std::ldexp(1.0, -40),
+        1.0 + std::ldexp(1.0, -24), 1e300, -1e-50, std::nan(""), std::ldexp(1.0, -140), -0.1};
+    const float expected[]
+        = {1.0f, 1.0f + std::ldexp(1.0f, -23), 1.0f, INFINITY, -0.0f, NAN, std::ldexp(1.0f, -140), -0.1f};
+    const int64_t rows = 1100, cols = 1000; // 1.1 M elements: two pieces
+    std::vector<double> values(size_t(rows * cols));
+    for (size_t i = 0; i < values.size(); ++i)
+        values[i] = i < std::size(cases) ? cases[i] : double(i) * (1.0 + std::ldexp(1.0, -29));
+    auto expect = [&](size_t i) {
+        return i < std::size(expected) ? expected[i] : float(double(i) * (1.0 + std::ldexp(1.0, -29)));
+    };
+    const QByteArray raw(reinterpret_cast<const char *>(values.data()), qsizetype(values.size() * 8));
+
+    const QString npyPath = write(
+        QStringLiteral("d.npy"), npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1100, 1000), }", raw));
+    const QString stPath = write(QStringLiteral("d.safetensors"),
+        safetensors(R"({"d":{"dtype":"F64","shape":[1100,1000],"data_offsets":[0,8800000]}})", raw));
+    const QString h5Path = m_dir.filePath(QStringLiteral("d.h5"));
+    {
+        Problem p;
+        auto w = Hdf5DumpWriter::create(h5Path, &p);
+        QVERIFY2(w, qPrintable(p.toString()));
+        QVERIFY2(w->writeTensor(
+                     QStringLiteral("/iter_000001/l/activation"), DType::F64, {rows, cols}, values.data(), {}, &p),
+            qPrintable(p.toString()));
+    }
+    for (const QString &spec : QStringList {npyPath, stPath + QStringLiteral(":d"), h5Path}) {
+        Problem p;
+        auto r = openTensor(spec, &p);
+        QVERIFY2(r, qPrintable(p.toString()));
+        QCOMPARE(r->info().dtype, DType::F32);
+        QCOMPARE(r->info().storedDtype, DType::F64);
+        QCOMPARE(r->info().decoding, QStringLiteral("float64 values rounded to float32 (nearest even)"));
+        std::vector<float> back(values.size(), 7.0f);
+        QVERIFY2(r->read(0, rows * cols, back.data(), &p), qPrintable(p.toString()));
+        for (size_t i = 0; i < values.size(); ++i) {
+            const float want = expect(i);
+            if (!(std::isnan(want) ? std::isnan(back[i])
+                                   : std::memcmp(&back[i], &want, 4) == 0)) // -0.0f is not 0.0f here
+                QFAIL(
+                    qPrintable(QStringLiteral("%1: element %2 is %3, not %4").arg(spec).arg(i).arg(back[i]).arg(want)));
+        }
+        // A range that starts in one piece and ends in the next.
+        std::vector<float> part(size_t(3 * cols));
+        QVERIFY(r->read(1047 * cols, 3 * cols, part.data(), &p));
+        QCOMPARE(part.back(), expect(size_t(1050 * cols - 1)));
+        // A decode scale does not apply to float64 values.
+        QVERIFY(!openTensor(spec, &p, QStringLiteral("0.5")));
+        QVERIFY2(p.message.contains(QLatin1String("holds float64 values, not FP8 codes")), qPrintable(p.message));
+    }
 }
 
 void TestReaders::pickleRefused()

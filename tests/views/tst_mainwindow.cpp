@@ -729,7 +729,7 @@ void TestMainWindow::fp8CheckpointFolder()
     sel->set(0, QStringLiteral("model.w"), QStringLiteral("weight"), -1);
     QVERIFY(hist->dump().has_value());
     QTRY_VERIFY_WITH_TIMEOUT(
-        hist->statusText().contains(QLatin1String("FP8 dump: E4M3 codes x scale_inv (128x128 "
+        hist->statusText().contains(QLatin1String("Dump: E4M3 codes x scale_inv (128x128 "
                                                   "blocks) from tensor 'model.w.weight_scale_inv'.")),
         30000);
     QVERIFY2(hist->statusText().startsWith(QStringLiteral("model.w / weight \u2014 current (E4M3)")),

@@ -273,7 +273,7 @@ void HistogramView::redraw()
     if (!m.delayedScaleSource.isEmpty())
         text2 += tr("\nDelayed scale %1 from %2.").arg(m.scale, 0, 'g', 6).arg(m.delayedScaleSource);
     if (!m.decoding.isEmpty())
-        text2 += tr("\nFP8 dump: %1.").arg(m.decoding);
+        text2 += tr("\nDump: %1.").arg(m.decoding);
     m_status->setText(text2);
     plot()->replot();
 }
