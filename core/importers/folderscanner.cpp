@@ -6,6 +6,8 @@
 #include <QDirIterator>
 #include <QFile>
 #include <QFileInfo>
+#include <QRegularExpression>
+#include <QSet>
 
 #include <algorithm>
 #include <map>
@@ -17,6 +19,23 @@ namespace {
 bool isWorkspaceManifest(const ScannedFile &f)
 {
     return f.importer->name() == QLatin1String("workspace-manifest");
+}
+
+// Names of the subfolders training jobs write the parts of one run into (Megatron's logs/ and tensorboard/,
+// dumps/, a rank's own folder): a folder whose subfolders all have such names is one run, not a group.
+bool isPartName(const QString &folder)
+{
+    static const QSet<QString> parts {QStringLiteral("logs"), QStringLiteral("log"), QStringLiteral("tensorboard"),
+        QStringLiteral("tb"), QStringLiteral("tb_logs"), QStringLiteral("events"), QStringLiteral("dumps"),
+        QStringLiteral("dump"), QStringLiteral("tensors"), QStringLiteral("tensor_dumps"),
+        QStringLiteral("checkpoints"), QStringLiteral("checkpoint"), QStringLiteral("ckpt"), QStringLiteral("ckpts"),
+        QStringLiteral("wandb"), QStringLiteral("config"), QStringLiteral("configs"), QStringLiteral("metrics"),
+        QStringLiteral("stats"), QStringLiteral("statistics"), QStringLiteral("results"), QStringLiteral("eval"),
+        QStringLiteral("evals"), QStringLiteral("evaluation"), QStringLiteral("nvdlfw_inspect_logs"),
+        QStringLiteral("nvdlfw_inspect_statistics_logs")};
+    static const QRegularExpression rank(QStringLiteral("^(global)?rank[-_]?\\d+$"));
+    const QString name = folder.toLower();
+    return parts.contains(name) || rank.match(name).hasMatch();
 }
 
 // Decides whether `dir` (relative to the opened folder, "" for itself), holding the files `under`, is one
@@ -48,8 +67,12 @@ public:
             }
             subfolders[rel.left(slash)].push_back(i);
         }
-        // A workspace manifest says so even for one run folder; files of the folder's own say otherwise.
-        const bool isGroup = !ownFiles && (subfolders.size() >= 2 || (!manifests.empty() && !subfolders.empty()));
+        // A workspace manifest says so even for one run folder; files of the folder's own say otherwise, and
+        // so do subfolders that are all parts of one run (logs/ and tensorboard/).
+        const bool allParts
+            = std::all_of(subfolders.begin(), subfolders.end(), [](const auto &sub) { return isPartName(sub.first); });
+        const bool isGroup
+            = !ownFiles && ((subfolders.size() >= 2 && !allParts) || (!manifests.empty() && !subfolders.empty()));
         if (!isGroup) {
             for (size_t i : under)
                 (*m_runFolder)[i] = dir;

@@ -414,11 +414,14 @@ void TestImporters::nestedRunFolders()
     write(ws + QStringLiteral("/more/x/metrics.csv"), "step,loss\n1,3.0\n");
     write(ws + QStringLiteral("/more/z/metrics.csv"), "step,loss\n1,4.0\n");
     write(ws + QStringLiteral("/more/fp8scope-workspace.json"), R"({"runs": {"z": {"baseline": "x"}, "x": {}}})");
-    // A run whose files sit in subfolders is one run when a file of its own (here its manifest) says so;
-    // the store of a folder opened on its own before is no part of anything.
-    write(ws + QStringLiteral("/parts/fp8scope.json"), R"({"precision": "bf16"})");
+    // A run whose files sit in subfolders named as the parts of a run (Megatron's logs/ and tensorboard/) is
+    // one run; so is one whose own file (here its manifest) says so. The store of a folder opened on its own
+    // before is no part of anything.
     write(ws + QStringLiteral("/parts/logs/metrics.csv"), "step,loss\n1,6.0\n");
-    write(ws + QStringLiteral("/parts/tb/metrics.csv"), "step,loss\n2,6.5\n");
+    write(ws + QStringLiteral("/parts/tensorboard/metrics.csv"), "step,loss\n2,6.5\n");
+    write(ws + QStringLiteral("/kept/fp8scope.json"), R"({"precision": "bf16"})");
+    write(ws + QStringLiteral("/kept/a/metrics.csv"), "step,loss\n1,7.0\n");
+    write(ws + QStringLiteral("/kept/b/metrics.csv"), "step,loss\n2,7.5\n");
     write(ws + QStringLiteral("/solo/.fp8scope/store.sqlite"), "SQLite format 3");
 
     const FolderScan scan = scanFolder(ws);
@@ -432,7 +435,8 @@ void TestImporters::nestedRunFolders()
     QCOMPARE(runOf.value(QStringLiteral("more/x/metrics.csv")), QStringLiteral("more/x"));
     QCOMPARE(runOf.value(QStringLiteral("more/fp8scope-workspace.json")), QStringLiteral("more/x"));
     QCOMPARE(runOf.value(QStringLiteral("parts/logs/metrics.csv")), QStringLiteral("parts"));
-    QCOMPARE(runOf.value(QStringLiteral("parts/tb/metrics.csv")), QStringLiteral("parts"));
+    QCOMPARE(runOf.value(QStringLiteral("parts/tensorboard/metrics.csv")), QStringLiteral("parts"));
+    QCOMPARE(runOf.value(QStringLiteral("kept/b/metrics.csv")), QStringLiteral("kept"));
 
     RunStore store;
     QString error;
@@ -442,13 +446,15 @@ void TestImporters::nestedRunFolders()
     for (const RunInfo &r : store.runs())
         names << r.name;
     QCOMPARE(names,
-        (QStringList {QStringLiteral("more/x"), QStringLiteral("pair/x"), QStringLiteral("parts"),
-            QStringLiteral("solo"), QStringLiteral("y"), QStringLiteral("z")}));
+        (QStringList {QStringLiteral("kept"), QStringLiteral("more/x"), QStringLiteral("pair/x"),
+            QStringLiteral("parts"), QStringLiteral("solo"), QStringLiteral("y"), QStringLiteral("z")}));
     QCOMPARE(pointAt(store, QStringLiteral("pair/x"), loss, 1), 1.0);
     QCOMPARE(pointAt(store, QStringLiteral("y"), loss, 1), 2.0);
     QCOMPARE(pointAt(store, QStringLiteral("more/x"), loss, 1), 3.0);
+    QCOMPARE(pointAt(store, QStringLiteral("parts"), loss, 1), 6.0);
     QCOMPARE(pointAt(store, QStringLiteral("parts"), loss, 2), 6.5);
-    QCOMPARE(store.run(QStringLiteral("parts"))->precision, QStringLiteral("bf16"));
+    QCOMPARE(pointAt(store, QStringLiteral("kept"), loss, 2), 7.5);
+    QCOMPARE(store.run(QStringLiteral("kept"))->precision, QStringLiteral("bf16"));
     // The nested manifest names its runs by their folders beside it.
     QCOMPARE(store.run(QStringLiteral("z"))->baseline, QStringLiteral("x"));
     QCOMPARE(store.problems().size(), size_t(0));
@@ -460,6 +466,16 @@ void TestImporters::nestedRunFolders()
     QCOMPARE(pair.runs().size(), size_t(2));
     QCOMPARE(pointAt(pair, QStringLiteral("x"), loss, 1), 1.0);
     QCOMPARE(pointAt(pair, QStringLiteral("y"), loss, 1), 2.0);
+    // A run folder as Megatron leaves it (logs/, tensorboard/, rank folders), opened on its own: one run.
+    const FolderScan parts = scanFolder(ws + QStringLiteral("/parts"));
+    QVERIFY(!parts.workspace);
+    QCOMPARE(parts.runOfFolder.value(QString()), QStringLiteral("parts"));
+    write(ws + QStringLiteral("/parts/rank_1/metrics.csv"), "step,loss\n3,6.2\n");
+    QCOMPARE(scanFolder(ws + QStringLiteral("/parts")).runOfFolder.keys(), QStringList {QString()});
+    write(ws + QStringLiteral("/parts/ablation/metrics.csv"), "step,loss\n3,6.2\n");
+    QVERIFY(scanFolder(ws + QStringLiteral("/parts")).workspace); // a folder of another name: runs again
+    QFile::remove(ws + QStringLiteral("/parts/ablation/metrics.csv"));
+    QFile::remove(ws + QStringLiteral("/parts/rank_1/metrics.csv"));
 
     // A store written when "pair" was read as one run (as fp8scope did before it looked inside the runs of
     // a folder of runs): the files are read again into their runs, and the mixed run goes.
@@ -478,7 +494,7 @@ void TestImporters::nestedRunFolders()
     QCOMPARE(again.filesRead, 2);
     QCOMPARE(again.filesUnchanged, int(scan.files.size()) - 2);
     QVERIFY(!store.run(QStringLiteral("pair")));
-    QCOMPARE(store.runs().size(), size_t(6));
+    QCOMPARE(store.runs().size(), size_t(7));
     QCOMPARE(pointAt(store, QStringLiteral("pair/x"), loss, 1), 1.0);
     QCOMPARE(pointAt(store, QStringLiteral("y"), loss, 1), 2.0);
     Statement orphans
