@@ -775,6 +775,9 @@ void TestMainWindow::heatmapPicksARunWithLayerStatistics()
     QTRY_VERIFY2(heat->message().startsWith(QStringLiteral("a_loss_only has no per-layer statistics.")),
         qPrintable(heat->message()));
     QVERIFY(heat->heatmap().layers.isEmpty());
+    // Neither run has tensor dumps: the histogram says so rather than asking for a layer.
+    QVERIFY2(m_window->histogram()->statusText().startsWith(QStringLiteral("This run holds no tensor dumps")),
+        qPrintable(m_window->histogram()->statusText()));
 }
 
 void TestMainWindow::cleanupTestCase()

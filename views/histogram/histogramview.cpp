@@ -166,7 +166,12 @@ void HistogramView::redraw()
     plot()->clearItems();
     m_bars->data()->clear();
     if (!m_dump) {
-        m_status->setText(m_selection->layer().isEmpty()
+        const int r = m_selection->run();
+        const bool runHasDumps = r < 0 || size_t(r) >= m_dumps.size() || !m_dumps[size_t(r)].empty();
+        m_status->setText(!runHasDumps
+                ? tr("This run holds no tensor dumps; a histogram is computed from one (HDF5, safetensors or .npy "
+                     "files in the run folder).")
+                : m_selection->layer().isEmpty()
                 ? tr("Select a layer and tensor (in the tree or the heatmap) to see its histogram.")
                 : tr("No tensor dump of %1 %2 in this run.").arg(m_selection->layer(), m_selection->tensor()));
         plot()->replot();
