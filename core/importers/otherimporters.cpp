@@ -76,6 +76,9 @@ ReadPosition TensorDumpImporter::read(const QString &path, const ReadPosition &,
         // Decode scales beside an FP8 tensor belong to it; they are not a tensor to inspect.
         if (const QString owner = decodeScaleOwner(name); !owner.isEmpty() && names.contains(owner))
             continue;
+        // So are a quantized checkpoint's activation scales, global scales and zero points.
+        if (isQuantizationParameter(name))
+            continue;
         // The stored dtype is indexed (FP8 codes stay codes here; recomputing reads their values).
         auto reader
             = openTensor(name.isEmpty() ? path : path + QLatin1Char(':') + name, &problem, QStringLiteral("none"));

@@ -2,6 +2,8 @@
 
 #include "core/numerics/fp8math.h"
 
+#include <QSet>
+
 #include <algorithm>
 
 namespace fp8scope {
@@ -47,6 +49,15 @@ QString decodeScaleOwner(const QString &name)
             return name.chopped(s.size());
     }
     return {};
+}
+
+bool isQuantizationParameter(const QString &name)
+{
+    static const QSet<QString> parameters {QStringLiteral("input_scale"), QStringLiteral("output_scale"),
+        QStringLiteral("k_scale"), QStringLiteral("v_scale"), QStringLiteral("q_scale"), QStringLiteral("prob_scale"),
+        QStringLiteral("weight_scale_2"), QStringLiteral("weight_global_scale"), QStringLiteral("input_global_scale"),
+        QStringLiteral("weight_zero_point"), QStringLiteral("input_zero_point")};
+    return parameters.contains(name.section(QLatin1Char('.'), -1));
 }
 
 Fp8DecodeScale Fp8DecodeScale::perTensor(float value, const QString &source, int64_t rows, int64_t cols)

@@ -49,6 +49,11 @@ std::optional<Fp8DecodeScale> scaleFromList(std::vector<float> values, const std
 QStringList decodeScaleNames(const QString &name);
 // The NAME whose decode scales a tensor of that name would hold; empty for any other name.
 QString decodeScaleOwner(const QString &name);
+// Tensors of a quantized checkpoint that parameterise its quantization rather than hold model values:
+// activation and KV-cache scales (input_scale, k_scale, v_scale), second-level and global scales
+// (weight_scale_2, weight_global_scale, input_global_scale) and zero points, as compressed-tensors, ModelOpt
+// and vLLM name them. The dump index leaves them out, as it does decode scales.
+bool isQuantizationParameter(const QString &name);
 
 // Reads the values of an FP8 tensor as float32: each code's value times its block's decode scale, as an
 // inference kernel dequantizes (a float32 product).

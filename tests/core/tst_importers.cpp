@@ -70,6 +70,7 @@ private Q_SLOTS:
     void bucketsAndHeatmapOrder();
     void workspaceManifest();
     void nestedRunFolders();
+    void quantizedCheckpointIndex();
     void formatsWrittenByRealLibraries();
 };
 
@@ -501,6 +502,39 @@ void TestImporters::nestedRunFolders()
         = store.database().prepare("SELECT COUNT(*) FROM series WHERE run_id NOT IN (SELECT id FROM runs)");
     QVERIFY(orphans.next());
     QCOMPARE(orphans.int64(0), 0);
+}
+
+void TestImporters::quantizedCheckpointIndex()
+{
+    // A checkpoint as compressed-tensors and ModelOpt write one: the dump index holds the model's tensors,
+    // not their decode scales, activation and KV-cache scales, global scales or the integer buffers.
+    QTemporaryDir dir;
+    QByteArray json = R"({"__metadata__":{"quant_method":"compressed-tensors"},)"
+                      R"("model.l.weight":{"dtype":"F8_E4M3","shape":[2,2],"data_offsets":[0,4]},)"
+                      R"("model.l.weight_scale":{"dtype":"F32","shape":[2,1],"data_offsets":[4,12]},)"
+                      R"("model.l.input_scale":{"dtype":"F32","shape":[1],"data_offsets":[12,16]},)"
+                      R"("model.l.weight_scale_2":{"dtype":"F32","shape":[],"data_offsets":[16,20]},)"
+                      R"("model.attn.k_scale":{"dtype":"F32","shape":[],"data_offsets":[20,24]},)"
+                      R"("model.l.bias":{"dtype":"BF16","shape":[2],"data_offsets":[24,28]},)"
+                      R"("model.l.weight_zero_point":{"dtype":"I32","shape":[2],"data_offsets":[28,36]}})";
+    QByteArray file(8, '\0');
+    for (int i = 0; i < 8; ++i)
+        file[i] = char((quint64(json.size()) >> (8 * i)) & 0xFF);
+    file += json + QByteArray(36, '\x30');
+    write(dir.path() + QStringLiteral("/ckpt/model.safetensors"), file);
+    RunStore store;
+    QString error;
+    QVERIFY(store.open(dir.path() + QStringLiteral("/ckpt"), &error));
+    QCOMPARE(store.ingest().filesFailed, 0);
+    QCOMPARE(store.problems().size(), size_t(0));
+    const auto run = store.run(QStringLiteral("ckpt"));
+    QVERIFY(run);
+    QStringList dumps;
+    for (const auto &[f, d] : store.dumps(run->id))
+        dumps << d.layer + QLatin1Char('|') + d.tensor + QLatin1Char('|') + d.dtype;
+    dumps.sort();
+    QCOMPARE(
+        dumps, (QStringList {QStringLiteral("model.l|bias|bfloat16"), QStringLiteral("model.l|weight|float8_e4m3")}));
 }
 
 void TestImporters::bucketsAndHeatmapOrder()
