@@ -30,7 +30,8 @@ gpu::InputType inputType(DType t)
 {
     switch (t) {
     case DType::F32:
-    case DType::F64: return gpu::InputType::F32; // float64 never gets here: openTensor hands it out as float32
+    case DType::F64:
+    case DType::F4E2M1: return gpu::InputType::F32; // never here: openTensor hands these out as float32
     case DType::BF16: return gpu::InputType::BF16;
     case DType::F16: return gpu::InputType::F16;
     case DType::F8E4M3: return gpu::InputType::E4M3;

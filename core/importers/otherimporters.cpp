@@ -74,7 +74,9 @@ ReadPosition TensorDumpImporter::read(const QString &path, const ReadPosition &,
     const auto fileIter = iterRe.match(QFileInfo(path).fileName());
     for (const QString &name : names) {
         // Decode scales beside an FP8 tensor belong to it; they are not a tensor to inspect.
-        if (const QString owner = decodeScaleOwner(name); !owner.isEmpty() && names.contains(owner))
+        // (compressed-tensors keeps NVFP4 codes in NAME_packed, their scales in NAME_scale.)
+        if (const QString owner = decodeScaleOwner(name);
+            !owner.isEmpty() && (names.contains(owner) || names.contains(owner + QStringLiteral("_packed"))))
             continue;
         // So are a quantized checkpoint's activation scales, global scales and zero points.
         if (isQuantizationParameter(name))
@@ -105,10 +107,11 @@ ReadPosition TensorDumpImporter::read(const QString &path, const ReadPosition &,
             // safetensors/.npy: the tensor name is the layer; a step may sit in the file name.
             const QString base = name.isEmpty() ? QFileInfo(path).completeBaseName() : name;
             d.layer = base;
-            for (const QString &kind : {QStringLiteral("weight"), QStringLiteral("bias")}) {
+            for (const QString &kind :
+                {QStringLiteral("weight"), QStringLiteral("bias"), QStringLiteral("weight_packed")}) {
                 if (base.endsWith(QLatin1Char('.') + kind)) {
                     d.layer = base.left(base.size() - kind.size() - 1);
-                    d.tensor = kind;
+                    d.tensor = kind == QLatin1String("weight_packed") ? QStringLiteral("weight") : kind;
                 }
             }
             d.step = fileIter.hasMatch() ? fileIter.captured(1).toLongLong() : -1;

@@ -10,7 +10,8 @@ int dtypeSize(DType t)
     case DType::F16:
     case DType::BF16: return 2;
     case DType::F8E4M3:
-    case DType::F8E5M2: return 1;
+    case DType::F8E5M2:
+    case DType::F4E2M1: return 1; // a byte holds two FP4 codes; no reader hands them out
     }
     return 0;
 }
@@ -24,13 +25,14 @@ QString dtypeName(DType t)
     case DType::F8E4M3: return QStringLiteral("float8_e4m3");
     case DType::F8E5M2: return QStringLiteral("float8_e5m2");
     case DType::F64: return QStringLiteral("float64");
+    case DType::F4E2M1: return QStringLiteral("float4_e2m1");
     }
     return {};
 }
 
 std::optional<DType> dtypeFromName(const QString &name)
 {
-    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F8E4M3, DType::F8E5M2, DType::F64}) {
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F8E4M3, DType::F8E5M2, DType::F64, DType::F4E2M1}) {
         if (dtypeName(t) == name)
             return t;
     }

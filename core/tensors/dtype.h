@@ -8,8 +8,8 @@
 
 namespace fp8scope {
 
-// F64 is only ever stored: openTensor() hands float64 tensors out as float32.
-enum class DType : uint8_t { F32, F16, BF16, F8E4M3, F8E5M2, F64 };
+// F64 and F4E2M1 (two codes to a byte) are only ever stored: openTensor() hands them out as float32.
+enum class DType : uint8_t { F32, F16, BF16, F8E4M3, F8E5M2, F64, F4E2M1 };
 
 int dtypeSize(DType t);
 QString dtypeName(DType t);

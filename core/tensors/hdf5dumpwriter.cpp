@@ -86,6 +86,7 @@ bool Hdf5DumpWriter::writeTensor(const QString &datasetPath, DType dtype, const 
         fileType = H5T_STD_U8LE;
         memType = H5T_NATIVE_UINT8;
         break;
+    case DType::F4E2M1: *problem = {m_path, -1, QStringLiteral("FP4 tensors are not written to dumps")}; return false;
     }
     hid_t halfType = -1;
     if (dtype == DType::F16) {

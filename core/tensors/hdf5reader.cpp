@@ -211,7 +211,8 @@ std::unique_ptr<Hdf5Reader> Hdf5Reader::open(const QString &path, const QString 
         break;
     case DType::BF16: r->m_memType = H5Tcopy(H5T_NATIVE_UINT16); break;
     case DType::F8E4M3:
-    case DType::F8E5M2: r->m_memType = H5Tcopy(H5T_NATIVE_UINT8); break;
+    case DType::F8E5M2:
+    case DType::F4E2M1: r->m_memType = H5Tcopy(H5T_NATIVE_UINT8); break; // (the dump layout has no FP4)
     }
     // Stored bytes that are already the memory's (no conversion) may be copied as they are.
     const bool sameType = H5Tequal(type, r->m_memType) > 0;

@@ -1,6 +1,9 @@
 #include "safetensorsreader.h"
 
+#include "fp4packed.h"
 #include "fp8decode.h"
+
+#include "core/numerics/fp8math.h"
 
 #include <QHash>
 #include <QJsonArray>
@@ -8,6 +11,7 @@
 #include <QJsonObject>
 
 #include <algorithm>
+#include <cstring>
 
 namespace fp8scope {
 
@@ -43,6 +47,46 @@ int safetensorsBits(const QString &s)
         {QStringLiteral("U64"), 64}, {QStringLiteral("F64"), 64}, {QStringLiteral("C64"), 64},
         {QStringLiteral("F4"), 4}, {QStringLiteral("F6_E2M3"), 6}, {QStringLiteral("F6_E3M2"), 6}};
     return bits.value(s, 0);
+}
+
+// The block scales of an FP4 layout as float32 multipliers, the global scale folded in (a float32 product
+// or quotient, as the inference kernels take it), then the reader over the codes.
+std::unique_ptr<TensorReader> openFp4(QFile &file, const Fp4Layout &l, qint64 dataStart, Problem *problem)
+{
+    const QString path = file.fileName();
+    const int64_t n = l.scales->end - l.scales->begin;
+    QByteArray raw(qsizetype(n), Qt::Uninitialized);
+    float global = 1.0f;
+    QByteArray globalBytes(4, '\0');
+    if (!file.seek(dataStart + l.scales->begin) || file.read(raw.data(), n) != n
+        || (l.global && (!file.seek(dataStart + l.global->begin) || file.read(globalBytes.data(), 4) != 4))) {
+        *problem = {path, dataStart + l.scales->begin, QStringLiteral("short read of the block scales")};
+        return nullptr;
+    }
+    std::memcpy(&global, globalBytes.constData(), 4);
+    std::vector<float> scales(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+        const float s
+            = fp8math::decodeCode(uint8_t(raw[qsizetype(i)]), l.e8m0 ? fp8math::Format::E8M0 : fp8math::Format::E4M3);
+        scales[size_t(i)] = !l.global ? s : (l.divideByGlobal ? s / global : s * global);
+    }
+    TensorInfo info;
+    info.file = path;
+    info.name = l.codes->name;
+    info.dtype = DType::F4E2M1;
+    info.shape = l.shape;
+    finishTensorInfo(info);
+    QString decoding = QStringLiteral("%1: E2M1 codes x %2 block scale (1x%3) from tensor '%4'")
+                           .arg(l.kind, l.e8m0 ? QStringLiteral("E8M0") : QStringLiteral("E4M3"))
+                           .arg(l.block)
+                           .arg(l.scales->name);
+    if (l.global)
+        decoding += QStringLiteral(" %1 global scale %2 from tensor '%3'")
+                        .arg(l.divideByGlobal ? QStringLiteral("/") : QStringLiteral("x"))
+                        .arg(double(global), 0, 'g', 7)
+                        .arg(l.global->name);
+    return Fp4PackedReader::open(
+        std::move(info), dataStart + l.codes->begin, l.block, std::move(scales), decoding, problem);
 }
 
 const char *const kReadDtypes = "F32, F16, BF16, F8_E4M3, F8_E5M2 and F64";
@@ -151,6 +195,59 @@ bool SafetensorsReader::readHeader(
     return true;
 }
 
+std::optional<Fp4Layout> fp4LayoutOf(const SafetensorsEntry &codes, const std::vector<SafetensorsEntry> &entries)
+{
+    if (codes.dtypeName != QLatin1String("U8") || codes.shape.empty() || codes.begin == codes.end)
+        return std::nullopt;
+    auto find = [&](const QString &name, const char *dtype) -> const SafetensorsEntry * {
+        for (const SafetensorsEntry &e : entries) {
+            if (e.name == name && e.dtypeName == QLatin1String(dtype))
+                return &e;
+        }
+        return nullptr;
+    };
+    const std::vector<int64_t> &s = codes.shape;
+    Fp4Layout l;
+    l.codes = &codes;
+    if (codes.name.endsWith(QLatin1String("_blocks"))) {
+        // gpt-oss: the last dimension holds a block's 16 bytes.
+        const QString base = codes.name.chopped(7);
+        const SafetensorsEntry *scales = find(base + QStringLiteral("_scales"), "U8");
+        if (!scales || s.size() < 2 || s.back() != 16 || scales->shape != std::vector<int64_t>(s.begin(), s.end() - 1))
+            return std::nullopt;
+        l.scales = scales;
+        l.e8m0 = true;
+        l.block = 32;
+        l.shape.assign(s.begin(), s.end() - 2);
+        l.shape.push_back(s[s.size() - 2] * 32);
+        l.kind = QStringLiteral("MXFP4 (gpt-oss)");
+        return l;
+    }
+    const bool packedName = codes.name.endsWith(QLatin1String("_packed"));
+    const QString base = packedName ? codes.name.chopped(7) : codes.name;
+    const SafetensorsEntry *scales = find(base + QStringLiteral("_scale"), "F8_E4M3");
+    std::vector<int64_t> gridShape(s);
+    gridShape.back() = (2 * s.back() + 15) / 16;
+    if (!scales || scales->shape != gridShape)
+        return std::nullopt;
+    l.scales = scales;
+    l.shape = s;
+    l.shape.back() = 2 * s.back();
+    if (const SafetensorsEntry *g = find(base + QStringLiteral("_scale_2"), "F32"); g && !packedName) {
+        l.global = g;
+        l.kind = QStringLiteral("NVFP4 (ModelOpt)");
+    } else if (const SafetensorsEntry *g = find(base + QStringLiteral("_global_scale"), "F32")) {
+        l.global = g;
+        l.divideByGlobal = true;
+        l.kind = QStringLiteral("NVFP4 (compressed-tensors)");
+    } else {
+        l.kind = QStringLiteral("NVFP4 without a global scale");
+    }
+    if (l.global && l.global->end - l.global->begin != 4)
+        return std::nullopt;
+    return l;
+}
+
 QStringList SafetensorsReader::names(const QString &path, Problem *problem, std::vector<SkippedTensor> *skipped)
 {
     QFile f(path);
@@ -164,7 +261,7 @@ QStringList SafetensorsReader::names(const QString &path, Problem *problem, std:
         return {};
     QStringList out;
     for (const auto &e : entries) {
-        if (e.readable)
+        if (e.readable || fp4LayoutOf(e, entries))
             out << e.name;
         else if (skipped)
             skipped->push_back({e.name, e.dtypeName, e.shape});
@@ -176,7 +273,7 @@ QStringList SafetensorsReader::names(const QString &path, Problem *problem, std:
     return out;
 }
 
-std::unique_ptr<SafetensorsReader> SafetensorsReader::open(const QString &path, const QString &name, Problem *problem)
+std::unique_ptr<TensorReader> SafetensorsReader::open(const QString &path, const QString &name, Problem *problem)
 {
     auto r = std::unique_ptr<SafetensorsReader>(new SafetensorsReader);
     r->m_file.setFileName(path);
@@ -202,6 +299,8 @@ std::unique_ptr<SafetensorsReader> SafetensorsReader::open(const QString &path, 
         return nullptr;
     }
     if (!found->readable) {
+        if (const auto layout = fp4LayoutOf(*found, entries))
+            return openFp4(r->m_file, *layout, dataStart, problem);
         *problem = {path, dataStart + found->begin,
             QStringLiteral("tensor '%1' is %2; fp8scope reads %3 tensors")
                 .arg(found->name, found->dtypeName, QLatin1String(kReadDtypes))};

@@ -7,6 +7,8 @@
 #include <QFile>
 #include <QSet>
 
+#include <optional>
+
 namespace fp8scope {
 
 struct SafetensorsEntry {
@@ -26,11 +28,32 @@ struct SafetensorsEntry {
 bool parseSafetensorsHeader(
     const QByteArray &json, qint64 dataSize, std::vector<SafetensorsEntry> *entries, QString *error);
 
+// FP4 (E2M1) weights packed two to a byte (U8) in the layouts quantized checkpoints use, found by the
+// tensors beside them:
+// - NVFP4 as NVIDIA ModelOpt writes it: NAME (U8 [.., C]), NAME_scale (F8_E4M3 [.., 2C/16], one per 16
+//   elements), NAME_scale_2 (F32, one value: the decode scale multiplies it);
+// - NVFP4 as compressed-tensors (llm-compressor, vLLM) writes it: NAME_packed (U8), NAME_scale (F8_E4M3),
+//   NAME_global_scale (F32, one value: the decode scale is divided by it);
+// - MXFP4 as gpt-oss writes it: NAME_blocks (U8 [.., G, 16], 32 elements a block) and NAME_scales (U8
+//   E8M0 [.., G]).
+struct Fp4Layout {
+    const SafetensorsEntry *codes = nullptr;
+    const SafetensorsEntry *scales = nullptr;
+    const SafetensorsEntry *global = nullptr; // NVFP4 only
+    bool divideByGlobal = false;
+    bool e8m0 = false; // the block scales are E8M0 (else E4M3)
+    int64_t block = 16;
+    std::vector<int64_t> shape; // in FP4 elements
+    QString kind; // "NVFP4 (ModelOpt)", ...
+};
+std::optional<Fp4Layout> fp4LayoutOf(const SafetensorsEntry &codes, const std::vector<SafetensorsEntry> &entries);
+
 class SafetensorsReader : public TensorReader
 {
 public:
-    // name may be empty when the file holds exactly one tensor.
-    static std::unique_ptr<SafetensorsReader> open(const QString &path, const QString &name, Problem *problem);
+    // name may be empty when the file holds exactly one tensor. FP4 weights packed in bytes beside their
+    // block scales (fp4LayoutOf) open as an Fp4PackedReader.
+    static std::unique_ptr<TensorReader> open(const QString &path, const QString &name, Problem *problem);
     // The names of the tensors fp8scope reads, sorted; the others go to *skipped.
     static QStringList names(const QString &path, Problem *problem, std::vector<SkippedTensor> *skipped = nullptr);
     bool read(int64_t first, int64_t count, void *dst, Problem *problem) override;

@@ -230,6 +230,9 @@ bool readDecodeScales(TensorReader &reader, int64_t limit, std::vector<float> *v
             (*values)[i] = fp8math::decodeCode(
                 uint8_t(*at), info.dtype == DType::F8E4M3 ? fp8math::Format::E4M3 : fp8math::Format::E5M2);
             break;
+        case DType::F4E2M1: // never handed out (Fp4PackedReader gives float32); the low code, were it
+            (*values)[i] = fp8math::decodeCode(uint8_t(*at) & 0x0F, fp8math::Format::E2M1);
+            break;
         }
     }
     return true;

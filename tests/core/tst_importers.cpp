@@ -506,8 +506,9 @@ void TestImporters::nestedRunFolders()
 
 void TestImporters::quantizedCheckpointIndex()
 {
-    // A checkpoint as compressed-tensors and ModelOpt write one: the dump index holds the model's tensors,
-    // not their decode scales, activation and KV-cache scales, global scales or the integer buffers.
+    // A checkpoint as compressed-tensors and ModelOpt write one: the dump index holds the model's tensors
+    // (an NVFP4 weight packed in bytes among them, by its layer and kind), not their decode scales,
+    // activation and KV-cache scales, global scales or the integer buffers.
     QTemporaryDir dir;
     QByteArray json = R"({"__metadata__":{"quant_method":"compressed-tensors"},)"
                       R"("model.l.weight":{"dtype":"F8_E4M3","shape":[2,2],"data_offsets":[0,4]},)"
@@ -516,11 +517,14 @@ void TestImporters::quantizedCheckpointIndex()
                       R"("model.l.weight_scale_2":{"dtype":"F32","shape":[],"data_offsets":[16,20]},)"
                       R"("model.attn.k_scale":{"dtype":"F32","shape":[],"data_offsets":[20,24]},)"
                       R"("model.l.bias":{"dtype":"BF16","shape":[2],"data_offsets":[24,28]},)"
-                      R"("model.l.weight_zero_point":{"dtype":"I32","shape":[2],"data_offsets":[28,36]}})";
+                      R"("model.l.weight_zero_point":{"dtype":"I32","shape":[2],"data_offsets":[28,36]},)"
+                      R"("model.f.weight_packed":{"dtype":"U8","shape":[2,8],"data_offsets":[36,52]},)"
+                      R"("model.f.weight_scale":{"dtype":"F8_E4M3","shape":[2,1],"data_offsets":[52,54]},)"
+                      R"("model.f.weight_global_scale":{"dtype":"F32","shape":[1],"data_offsets":[54,58]}})";
     QByteArray file(8, '\0');
     for (int i = 0; i < 8; ++i)
         file[i] = char((quint64(json.size()) >> (8 * i)) & 0xFF);
-    file += json + QByteArray(36, '\x30');
+    file += json + QByteArray(58, '\x30');
     write(dir.path() + QStringLiteral("/ckpt/model.safetensors"), file);
     RunStore store;
     QString error;
@@ -533,8 +537,9 @@ void TestImporters::quantizedCheckpointIndex()
     for (const auto &[f, d] : store.dumps(run->id))
         dumps << d.layer + QLatin1Char('|') + d.tensor + QLatin1Char('|') + d.dtype;
     dumps.sort();
-    QCOMPARE(
-        dumps, (QStringList {QStringLiteral("model.l|bias|bfloat16"), QStringLiteral("model.l|weight|float8_e4m3")}));
+    QCOMPARE(dumps,
+        (QStringList {QStringLiteral("model.f|weight|float4_e2m1"), QStringLiteral("model.l|bias|bfloat16"),
+            QStringLiteral("model.l|weight|float8_e4m3")}));
 }
 
 void TestImporters::bucketsAndHeatmapOrder()

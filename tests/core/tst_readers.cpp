@@ -81,6 +81,7 @@ private Q_SLOTS:
     void badInput();
     void checkpointWithOtherDtypes();
     void float64ReadAsFloat32();
+    void fp4PackedCheckpoints();
     void pickleRefused();
     void notAFile();
     void dumpPaths();
@@ -900,6 +901,120 @@ void TestReaders::float64ReadAsFloat32()
         QVERIFY(!openTensor(spec, &p, QStringLiteral("0.5")));
         QVERIFY2(p.message.contains(QLatin1String("holds float64 values, not FP8 codes")), qPrintable(p.message));
     }
+}
+
+void TestReaders::fp4PackedCheckpoints()
+{
+    // FP4 weights as three kinds of quantized checkpoint keep them, two E2M1 codes to a byte (low nibble
+    // first) with their block scales beside them: ModelOpt's NVFP4 (E4M3 scale per 16 elements, times the
+    // global NAME_scale_2), compressed-tensors' NVFP4 (divided by NAME_global_scale) and gpt-oss's MXFP4
+    // (E8M0 scale per 32 elements). Every element must be its code's value times its block's scale.
+    const float e2m1[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+    struct Case {
+        QString name;
+        std::vector<int64_t> bytesShape, shape;
+        int64_t block;
+        QByteArray scaleCodes;
+        std::vector<float> scales; // what the codes above stand for
+        float global; // 0: none
+        bool divide;
+        QString decoding;
+    };
+    const std::vector<Case> cases {
+        {QStringLiteral("m.weight"), {2, 20}, {2, 40}, 16, QByteArray("\x38\x40\x30\x44\x3c\x28", 6),
+            {1, 2, 0.5f, 3, 1.5f, 0.25f}, 0.5f, false,
+            QStringLiteral(
+                "NVFP4 (ModelOpt): E2M1 codes x E4M3 block scale (1x16) from tensor 'm.weight_scale' x global "
+                "scale 0.5 from tensor 'm.weight_scale_2'")},
+        {QStringLiteral("c.weight_packed"), {2, 8}, {2, 16}, 16, QByteArray("\x40\x28", 2), {2, 0.25f}, 4.0f, true,
+            QStringLiteral("NVFP4 (compressed-tensors): E2M1 codes x E4M3 block scale (1x16) from tensor "
+                           "'c.weight_scale' / global scale 4 from tensor 'c.weight_global_scale'")},
+        {QStringLiteral("g.gate_blocks"), {3, 2, 16}, {3, 64}, 32, QByteArray("\x7f\x80\x7d\x82\x7f\x7f", 6),
+            {1, 2, 0.25f, 8, 1, 1}, 0, false,
+            QStringLiteral("MXFP4 (gpt-oss): E2M1 codes x E8M0 block scale (1x32) from tensor 'g.gate_scales'")},
+    };
+    QByteArray json = "{";
+    QByteArray data;
+    auto add = [&](const QString &name, const char *dtype, const std::vector<int64_t> &shape, const QByteArray &bytes) {
+        QStringList dims;
+        for (int64_t d : shape)
+            dims << QString::number(d);
+        if (json.size() > 1)
+            json += ',';
+        json += QStringLiteral("\"%1\":{\"dtype\":\"%2\",\"shape\":[%3],\"data_offsets\":[%4,%5]}")
+                    .arg(name, QLatin1String(dtype), dims.join(QLatin1Char(',')))
+                    .arg(data.size())
+                    .arg(data.size() + bytes.size())
+                    .toUtf8();
+        data += bytes;
+    };
+    std::vector<QByteArray> codes;
+    for (const Case &c : cases) {
+        int64_t n = 1;
+        for (int64_t d : c.bytesShape)
+            n *= d;
+        QByteArray bytes(qsizetype(n), '\0');
+        for (int64_t i = 0; i < n; ++i)
+            bytes[qsizetype(i)] = char((i * 37 + 11) & 0xFF); // every nibble, both halves
+        codes.push_back(bytes);
+        add(c.name, "U8", c.bytesShape, bytes);
+        const bool mx = c.name.endsWith(QLatin1String("_blocks"));
+        const QString base
+            = c.name.section(QLatin1Char('_'), 0, mx ? -2 : (c.name.endsWith(QLatin1String("_packed")) ? -2 : -1));
+        std::vector<int64_t> grid(c.bytesShape.begin(), c.bytesShape.end() - 1);
+        if (!mx)
+            grid.push_back(c.scaleCodes.size() / c.bytesShape.front());
+        add(mx ? base + QStringLiteral("_scales") : base + QStringLiteral("_scale"), mx ? "U8" : "F8_E4M3", grid,
+            c.scaleCodes);
+        if (c.global != 0)
+            add(c.divide ? base + QStringLiteral("_global_scale") : base + QStringLiteral("_scale_2"), "F32",
+                c.divide ? std::vector<int64_t> {1} : std::vector<int64_t> {}, floats({c.global}));
+    }
+    // A U8 tensor whose scales fit no FP4 layout stays a tensor of bytes, not read.
+    add(QStringLiteral("bad.weight"), "U8", {2, 8}, QByteArray(16, '\x11'));
+    add(QStringLiteral("bad.weight_scale"), "F8_E4M3", {2, 5}, QByteArray(10, '\x38'));
+    json += '}';
+    const QString path = write(QStringLiteral("fp4.safetensors"), safetensors(json, data));
+
+    Problem p;
+    std::vector<SkippedTensor> skipped;
+    const QStringList names = listTensors(path, &p, &skipped);
+    QVERIFY2(p.message.isEmpty(), qPrintable(p.toString()));
+    for (const Case &c : cases)
+        QVERIFY2(names.contains(c.name), qPrintable(names.join(QLatin1Char(' '))));
+    QStringList skippedNames;
+    for (const SkippedTensor &t : skipped)
+        skippedNames << t.name;
+    QCOMPARE(skippedNames, (QStringList {QStringLiteral("bad.weight"), QStringLiteral("g.gate_scales")}));
+
+    for (size_t k = 0; k < cases.size(); ++k) {
+        const Case &c = cases[k];
+        auto r = openTensor(path + QLatin1Char(':') + c.name, &p);
+        QVERIFY2(r, qPrintable(p.toString()));
+        QCOMPARE(r->info().dtype, DType::F32);
+        QCOMPARE(r->info().storedDtype, DType::F4E2M1);
+        QCOMPARE(r->info().shape, c.shape);
+        QCOMPARE(r->info().decoding, c.decoding);
+        const int64_t n = r->info().numel;
+        const int64_t cols = c.shape.back();
+        const int64_t perRow = (cols + c.block - 1) / c.block;
+        std::vector<float> want(static_cast<size_t>(n));
+        for (int64_t e = 0; e < n; ++e) {
+            const uint8_t byte = uint8_t(codes[k][qsizetype(e / 2)]);
+            const float scale = c.scales[size_t((e / cols) * perRow + (e % cols) / c.block)];
+            const float block = c.global == 0 ? scale : (c.divide ? scale / c.global : scale * c.global);
+            want[size_t(e)] = e2m1[(e & 1) ? byte >> 4 : byte & 0x0F] * block;
+        }
+        std::vector<float> back(size_t(n), 99.0f);
+        QVERIFY(r->read(0, n, back.data(), &p));
+        QCOMPARE(back, want);
+        // A range starting on a high nibble, across a row.
+        std::vector<float> part(static_cast<size_t>(cols));
+        QVERIFY(r->read(cols / 2 + 1, cols, part.data(), &p));
+        QCOMPARE(part, std::vector<float>(want.begin() + cols / 2 + 1, want.begin() + cols / 2 + 1 + cols));
+    }
+    QVERIFY(!openTensor(path + QStringLiteral(":bad.weight"), &p));
+    QVERIFY2(p.message.contains(QLatin1String("is U8")), qPrintable(p.message));
 }
 
 void TestReaders::pickleRefused()
