@@ -11,6 +11,7 @@
 #include <QJsonObject>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 namespace fp8scope {
@@ -49,26 +50,24 @@ int safetensorsBits(const QString &s)
     return bits.value(s, 0);
 }
 
-// The block scales of an FP4 layout as float32 multipliers, the global scale folded in (a float32 product
-// or quotient, as the inference kernels take it), then the reader over the codes.
+// The reader over an FP4 layout's codes: each scale byte's float32 multiplier with the global scale folded
+// in (a float32 product or quotient, as the inference kernels take it).
 std::unique_ptr<TensorReader> openFp4(QFile &file, const Fp4Layout &l, qint64 dataStart, Problem *problem)
 {
     const QString path = file.fileName();
-    const int64_t n = l.scales->end - l.scales->begin;
-    QByteArray raw(qsizetype(n), Qt::Uninitialized);
     float global = 1.0f;
-    QByteArray globalBytes(4, '\0');
-    if (!file.seek(dataStart + l.scales->begin) || file.read(raw.data(), n) != n
-        || (l.global && (!file.seek(dataStart + l.global->begin) || file.read(globalBytes.data(), 4) != 4))) {
-        *problem = {path, dataStart + l.scales->begin, QStringLiteral("short read of the block scales")};
-        return nullptr;
+    if (l.global) {
+        QByteArray bytes(4, '\0');
+        if (!file.seek(dataStart + l.global->begin) || file.read(bytes.data(), 4) != 4) {
+            *problem = {path, dataStart + l.global->begin, QStringLiteral("short read of the global scale")};
+            return nullptr;
+        }
+        std::memcpy(&global, bytes.constData(), 4);
     }
-    std::memcpy(&global, globalBytes.constData(), 4);
-    std::vector<float> scales(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-        const float s
-            = fp8math::decodeCode(uint8_t(raw[qsizetype(i)]), l.e8m0 ? fp8math::Format::E8M0 : fp8math::Format::E4M3);
-        scales[size_t(i)] = !l.global ? s : (l.divideByGlobal ? s / global : s * global);
+    std::array<float, 256> values {};
+    for (uint32_t code = 0; code < 256; ++code) {
+        const float s = fp8math::decodeCode(code, l.e8m0 ? fp8math::Format::E8M0 : fp8math::Format::E4M3);
+        values[code] = !l.global ? s : (l.divideByGlobal ? s / global : s * global);
     }
     TensorInfo info;
     info.file = path;
@@ -86,7 +85,7 @@ std::unique_ptr<TensorReader> openFp4(QFile &file, const Fp4Layout &l, qint64 da
                         .arg(double(global), 0, 'g', 7)
                         .arg(l.global->name);
     return Fp4PackedReader::open(
-        std::move(info), dataStart + l.codes->begin, l.block, std::move(scales), decoding, problem);
+        std::move(info), dataStart + l.codes->begin, dataStart + l.scales->begin, l.block, values, decoding, problem);
 }
 
 const char *const kReadDtypes = "F32, F16, BF16, F8_E4M3, F8_E5M2 and F64";
