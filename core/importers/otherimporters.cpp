@@ -114,6 +114,11 @@ ReadPosition TensorDumpImporter::read(const QString &path, const ReadPosition &,
                     d.tensor = kind == QLatin1String("weight_packed") ? QStringLiteral("weight") : kind;
                 }
             }
+            // gpt-oss keeps an MXFP4 weight as NAME_blocks (its experts' stacked projections).
+            if (info.storedDtype == DType::F4E2M1 && base.endsWith(QLatin1String("_blocks"))) {
+                d.layer = base.chopped(7);
+                d.tensor = QStringLiteral("weight");
+            }
             d.step = fileIter.hasMatch() ? fileIter.captured(1).toLongLong() : -1;
         }
         sink.dump(d);

@@ -520,11 +520,13 @@ void TestImporters::quantizedCheckpointIndex()
                       R"("model.l.weight_zero_point":{"dtype":"I32","shape":[2],"data_offsets":[28,36]},)"
                       R"("model.f.weight_packed":{"dtype":"U8","shape":[2,8],"data_offsets":[36,52]},)"
                       R"("model.f.weight_scale":{"dtype":"F8_E4M3","shape":[2,1],"data_offsets":[52,54]},)"
-                      R"("model.f.weight_global_scale":{"dtype":"F32","shape":[1],"data_offsets":[54,58]}})";
+                      R"("model.f.weight_global_scale":{"dtype":"F32","shape":[1],"data_offsets":[54,58]},)"
+                      R"("model.e.down_proj_blocks":{"dtype":"U8","shape":[2,1,16],"data_offsets":[58,90]},)"
+                      R"("model.e.down_proj_scales":{"dtype":"U8","shape":[2,1],"data_offsets":[90,92]}})";
     QByteArray file(8, '\0');
     for (int i = 0; i < 8; ++i)
         file[i] = char((quint64(json.size()) >> (8 * i)) & 0xFF);
-    file += json + QByteArray(58, '\x30');
+    file += json + QByteArray(92, '\x30');
     write(dir.path() + QStringLiteral("/ckpt/model.safetensors"), file);
     RunStore store;
     QString error;
@@ -538,7 +540,8 @@ void TestImporters::quantizedCheckpointIndex()
         dumps << d.layer + QLatin1Char('|') + d.tensor + QLatin1Char('|') + d.dtype;
     dumps.sort();
     QCOMPARE(dumps,
-        (QStringList {QStringLiteral("model.f|weight|float4_e2m1"), QStringLiteral("model.l|bias|bfloat16"),
+        (QStringList {QStringLiteral("model.e.down_proj|weight|float4_e2m1"),
+            QStringLiteral("model.f|weight|float4_e2m1"), QStringLiteral("model.l|bias|bfloat16"),
             QStringLiteral("model.l|weight|float8_e4m3")}));
 }
 
