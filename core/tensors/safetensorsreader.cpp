@@ -312,7 +312,8 @@ std::unique_ptr<TensorReader> SafetensorsReader::open(const QString &path, const
     finishTensorInfo(r->m_info);
     r->m_dataOffset = dataStart + found->begin;
     for (const auto &e : entries)
-        r->m_names.insert(e.name);
+        r->m_entries.insert(e.name, e);
+    r->m_dataStart = dataStart;
     return r;
 }
 
@@ -320,10 +321,13 @@ bool SafetensorsReader::storedDecodeScale(Fp8DecodeScale *scale, QString *why) c
 {
     // DeepSeek-V3 keeps NAME_scale_inv beside NAME (a 128x128 block grid for a weight); compressed-tensors
     // (vLLM, llm-compressor) and NVIDIA ModelOpt keep NAME_scale, which they too multiply the codes by
-    // (one per tensor or per output channel).
+    // (one per tensor or per output channel); MXFP8 checkpoints keep E8M0 exponents there, as bytes.
     for (const QString &candidate : decodeScaleNames(m_info.name)) {
-        if (!m_names.contains(candidate))
+        const auto entry = m_entries.constFind(candidate);
+        if (entry == m_entries.constEnd())
             continue;
+        if (entry->dtypeName == QLatin1String("U8") || entry->dtypeName == QLatin1String("F8_E8M0"))
+            return storedE8m0Scale(*entry, scale, why);
         Problem p;
         auto reader = open(m_info.file, candidate, &p);
         std::vector<float> values;
@@ -343,6 +347,33 @@ bool SafetensorsReader::storedDecodeScale(Fp8DecodeScale *scale, QString *why) c
         return true;
     }
     return false;
+}
+
+bool SafetensorsReader::storedE8m0Scale(const SafetensorsEntry &e, Fp8DecodeScale *scale, QString *why) const
+{
+    const int64_t n = e.end - e.begin;
+    if (n > std::max<int64_t>(m_info.numel, 1)) {
+        *why = QStringLiteral("tensor '%1' holds %2 values, more than the %3 elements it would scale")
+                   .arg(e.name)
+                   .arg(n)
+                   .arg(m_info.numel);
+        return false;
+    }
+    QFile f(m_info.file);
+    QByteArray bytes(qsizetype(n), Qt::Uninitialized);
+    if (!f.open(QIODevice::ReadOnly) || !f.seek(m_dataStart + e.begin) || f.read(bytes.data(), n) != n) {
+        *why = QStringLiteral("tensor '%1': short read").arg(e.name);
+        return false;
+    }
+    std::vector<float> values(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+        values[size_t(i)] = fp8math::decodeCode(uint8_t(bytes[qsizetype(i)]), fp8math::Format::E8M0);
+    auto s = scaleFromList(std::move(values), e.shape, m_info.rows, m_info.cols, QString(),
+        QStringLiteral("tensor '%1' (E8M0 exponents, as MXFP8 checkpoints store them)").arg(e.name), why);
+    if (!s)
+        return false;
+    *scale = std::move(*s);
+    return true;
 }
 
 bool SafetensorsReader::read(int64_t first, int64_t count, void *dst, Problem *problem)

@@ -5,7 +5,7 @@
 
 #include <QByteArray>
 #include <QFile>
-#include <QSet>
+#include <QHash>
 
 #include <optional>
 
@@ -61,10 +61,13 @@ public:
 
 private:
     static bool readHeader(QFile &file, std::vector<SafetensorsEntry> *entries, qint64 *dataStart, Problem *problem);
+    // Decode scales kept as E8M0 exponent bytes (U8 or F8_E8M0), 2^(e - 127).
+    bool storedE8m0Scale(const SafetensorsEntry &e, Fp8DecodeScale *scale, QString *why) const;
 
     QFile m_file;
     int64_t m_dataOffset = 0;
-    QSet<QString> m_names; // every tensor of the file (for the decode scale beside this one)
+    QHash<QString, SafetensorsEntry> m_entries; // every tensor of the file (for the decode scale beside this one)
+    qint64 m_dataStart = 0;
 };
 
 } // namespace fp8scope

@@ -82,6 +82,7 @@ private Q_SLOTS:
     void checkpointWithOtherDtypes();
     void float64ReadAsFloat32();
     void fp4PackedCheckpoints();
+    void mxfp8E8m0Scales();
     void pickleRefused();
     void notAFile();
     void dumpPaths();
@@ -1015,6 +1016,36 @@ void TestReaders::fp4PackedCheckpoints()
     }
     QVERIFY(!openTensor(path + QStringLiteral(":bad.weight"), &p));
     QVERIFY2(p.message.contains(QLatin1String("is U8")), qPrintable(p.message));
+}
+
+void TestReaders::mxfp8E8m0Scales()
+{
+    // An MXFP8 checkpoint: E4M3 codes with one E8M0 exponent byte per 32 elements of a row beside them, as U8
+    // or as safetensors' own F8_E8M0. Every element is its code's value times 2^(e - 127).
+    const int rows = 3, cols = 64;
+    QByteArray codes(rows * cols, '\0');
+    for (int i = 0; i < codes.size(); ++i)
+        codes[i] = char((i * 5) % 0x7F);
+    const QByteArray exps("\x7f\x80\x7c\x85\x70\x7f", 6); // 1, 2, 1/8, 64, 2^-15, 1
+    for (const char *dtype : {"U8", "F8_E8M0"}) {
+        const QByteArray json = QByteArrayLiteral(R"({"w":{"dtype":"F8_E4M3","shape":[3,64],"data_offsets":[0,192]},)")
+            + QByteArrayLiteral(R"("w_scale":{"dtype":")") + dtype
+            + QByteArrayLiteral(R"(","shape":[3,2],"data_offsets":[192,198]}})");
+        const QString path
+            = write(QStringLiteral("mx_%1.safetensors").arg(QLatin1String(dtype)), safetensors(json, codes + exps));
+        Problem p;
+        auto r = openTensor(path + QStringLiteral(":w"), &p);
+        QVERIFY2(r, qPrintable(p.toString()));
+        QCOMPARE(r->info().decoding,
+            QStringLiteral("E4M3 codes x scale_inv (1x32 blocks) from tensor 'w_scale' (E8M0 exponents, as MXFP8 "
+                           "checkpoints store them)"));
+        std::vector<float> back(rows * cols);
+        QVERIFY(r->read(0, rows * cols, back.data(), &p));
+        for (int i = 0; i < rows * cols; ++i) {
+            const float scale = std::ldexp(1.0f, int(uint8_t(exps[(i / cols) * 2 + (i % cols) / 32])) - 127);
+            QCOMPARE(back[size_t(i)], fp8math::decodeCode(uint8_t(codes[i]), fp8math::Format::E4M3) * scale);
+        }
+    }
 }
 
 void TestReaders::pickleRefused()
