@@ -27,14 +27,18 @@
 #include <QMimeData>
 #include <QPlainTextEdit>
 #include <QProgressBar>
+#include <QScrollBar>
 #include <QSortFilterProxyModel>
 #include <QStandardPaths>
 #include <QStatusBar>
+#include <QStyle>
 #include <QTableView>
 #include <QTimer>
 #include <QToolButton>
 #include <QTreeView>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace fp8scope {
 
@@ -127,6 +131,8 @@ void MainWindow::createViews()
     m_runTable = makeTable(QStringLiteral("runTable"), this);
     m_runTable->setModel(m_runModel);
     m_runTable->setMinimumWidth(270);
+    // Cluster job names run long; their two ends tell runs apart (..._bf16_baseline, ..._fp8_...).
+    m_runTable->setTextElideMode(Qt::ElideMiddle);
     connect(m_runTable->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
         [this](const QModelIndex &current) {
             if (current.isValid())
@@ -349,6 +355,14 @@ void MainWindow::onLoaded()
         first = m_layerProxy->index(0, 0, first);
     }
     m_runTable->resizeColumnsToContents();
+    // A long name takes what the panel leaves beside the precision column, elided, so precision stays in view
+    // (a vertical scroll bar not shown yet may still take its share).
+    const int scrollBar
+        = m_runTable->verticalScrollBar()->isVisible() ? 0 : style()->pixelMetric(QStyle::PM_ScrollBarExtent);
+    const int nameCap = std::max(
+        140, m_runTable->viewport()->width() - m_runTable->columnWidth(RunListModel::PrecisionColumn) - scrollBar);
+    if (m_runTable->columnWidth(RunListModel::NameColumn) > nameCap)
+        m_runTable->setColumnWidth(RunListModel::NameColumn, nameCap);
     if (!m_workspace->problems().empty())
         statusBar()->showMessage(
             tr("%n import problem(s): see the Problems panel", nullptr, int(m_workspace->problems().size())), 15000);

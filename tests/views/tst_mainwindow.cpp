@@ -8,6 +8,7 @@
 #include "views/heatmap/heatmapview.h"
 #include "views/histogram/histogramview.h"
 #include "views/models/layertreemodel.h"
+#include "views/models/runlistmodel.h"
 #include "views/models/statstablemodel.h"
 #include "views/plotting/qcp.h"
 #include "views/workspace/selection.h"
@@ -99,6 +100,7 @@ private Q_SLOTS:
     void demoOpensWithSyntheticTitle();
     void fp8CheckpointFolder();
     void heatmapPicksARunWithLayerStatistics();
+    void longRunNamesKeepPrecisionInView();
     void cleanupTestCase();
 
 private:
@@ -778,6 +780,27 @@ void TestMainWindow::heatmapPicksARunWithLayerStatistics()
     // Neither run has tensor dumps: the histogram says so rather than asking for a layer.
     QVERIFY2(m_window->histogram()->statusText().startsWith(QStringLiteral("This run holds no tensor dumps")),
         qPrintable(m_window->histogram()->statusText()));
+}
+
+void TestMainWindow::longRunNamesKeepPrecisionInView()
+{
+    // Run folders named as cluster jobs are: the run list elides the names in the middle so that the
+    // precision column stays in view, and the tooltip gives the whole name.
+    QTemporaryDir dir;
+    const QString longName = QStringLiteral("gpt3_345m_weekly_dgx_h100_1N8G_mcore_tp1_pp1_fp8_no_model_parallel");
+    for (const QString &run : {longName, QStringLiteral("bf16")}) {
+        QVERIFY(QDir(dir.path()).mkpath(run));
+        QVERIFY(appendTo(dir.filePath(run + QStringLiteral("/metrics.csv")), "step,loss\n1,2.5\n"));
+    }
+    openAndWait({dir.path()});
+    QTableView *runs = m_window->runTable();
+    QVERIFY(runs->columnWidth(RunListModel::NameColumn) < runs->fontMetrics().horizontalAdvance(longName));
+    QVERIFY2(
+        runs->columnViewportPosition(RunListModel::PrecisionColumn) + runs->columnWidth(RunListModel::PrecisionColumn)
+            <= runs->viewport()->width(),
+        qPrintable(QString::number(runs->columnViewportPosition(RunListModel::PrecisionColumn))));
+    const int row = m_window->workspace()->runIndex(longName);
+    QVERIFY(runs->model()->index(row, RunListModel::NameColumn).data(Qt::ToolTipRole).toString().startsWith(longName));
 }
 
 void TestMainWindow::cleanupTestCase()

@@ -47,8 +47,8 @@ QVariant RunListModel::data(const QModelIndex &index, int role) const
             return run.colour;
         if (role == Qt::CheckStateRole)
             return run.visible ? Qt::Checked : Qt::Unchecked;
-        if (role == Qt::ToolTipRole)
-            return m_workspace->folders().value(run.source);
+        if (role == Qt::ToolTipRole) // the whole name (the view elides long ones) and where it came from
+            return QStringLiteral("%1\n%2").arg(run.info.name, m_workspace->folders().value(run.source));
         break;
     case PrecisionColumn:
         if (role == Qt::DisplayRole)
