@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 
 namespace fp8scope {
 
@@ -57,12 +56,11 @@ std::unique_ptr<TensorReader> openFp4(QFile &file, const Fp4Layout &l, qint64 da
     const QString path = file.fileName();
     float global = 1.0f;
     if (l.global) {
-        QByteArray bytes(4, '\0');
-        if (!file.seek(dataStart + l.global->begin) || file.read(bytes.data(), 4) != 4) {
-            *problem = {path, dataStart + l.global->begin, QStringLiteral("short read of the global scale")};
+        std::vector<float> value;
+        auto reader = SafetensorsReader::open(path, l.global->name, problem);
+        if (!reader || !readDecodeScales(*reader, 1, &value, problem))
             return nullptr;
-        }
-        std::memcpy(&global, bytes.constData(), 4);
+        global = value.front();
     }
     std::array<float, 256> values {};
     for (uint32_t code = 0; code < 256; ++code) {
