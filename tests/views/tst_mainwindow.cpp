@@ -772,6 +772,26 @@ void TestMainWindow::heatmapPicksARunWithLayerStatistics()
     QTRY_COMPARE(heat->heatmap().layers.size(), 2);
     QCOMPARE(heat->heatmap().steps.size(), size_t(3));
     QCOMPARE(heat->message(), QString());
+    // The pickers, filled after the window was shown, are as wide as a box that holds just their text
+    // needs (they kept the width of an empty box and cut "underflows%" to "underflo").
+    // settingsPersist closed the window and an earlier test raised the Problems tab.
+    m_window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
+    m_window->findChild<QDockWidget *>(QStringLiteral("heatmapDock"))->raise();
+    QTRY_VERIFY(heat->isVisible());
+    for (const char *name : {"heatmapStatistic", "heatmapTensor"}) {
+        auto *box = heat->findChild<QComboBox *>(QLatin1String(name));
+        QVERIFY(box && !box->currentText().isEmpty());
+        QComboBox fits;
+        fits.setFont(box->font());
+        fits.addItem(box->currentText());
+        QTRY_VERIFY2(box->width() >= fits.sizeHint().width(),
+            qPrintable(QStringLiteral("%1: %2 px for '%3', which needs %4")
+                           .arg(QLatin1String(name))
+                           .arg(box->width())
+                           .arg(box->currentText())
+                           .arg(fits.sizeHint().width())));
+    }
     m_window->selection()->set(ws->runIndex(QStringLiteral("a_loss_only")), QString(), QString(), -1);
     QCOMPARE(heat->run(), ws->runIndex(QStringLiteral("a_loss_only")));
     QTRY_VERIFY2(heat->message().startsWith(QStringLiteral("a_loss_only has no per-layer statistics.")),

@@ -76,6 +76,13 @@ HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *pa
     m_thresholdValue->setDecimals(4);
     m_thresholdValue->setRange(-1e12, 1e12);
     m_thresholdValue->setValue(2.0);
+    // The pickers are filled after the first show; without this they keep the width of an empty box and
+    // cut "underflows%" to "underflo". Run names (cluster job names) can be long: the run picker shows
+    // about 24 characters, its list and tooltip the whole name.
+    m_statBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_tensorBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_runBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_runBox->setMinimumContentsLength(24);
     int at = 0;
     controls()->insertWidget(at++, m_runBox);
     controls()->insertWidget(at++, m_statBox);
@@ -123,8 +130,10 @@ HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *pa
     connect(workspace, &Workspace::loaded, this, [this] {
         const QSignalBlocker block(m_runBox);
         m_runBox->clear();
-        for (int r = 0; r < m_workspace->runCount(); ++r)
+        for (int r = 0; r < m_workspace->runCount(); ++r) {
             m_runBox->addItem(m_workspace->run(r).info.name, r);
+            m_runBox->setItemData(r, m_workspace->run(r).info.name, Qt::ToolTipRole);
+        }
         // The run to show: the first with per-layer statistics that is not a BF16 baseline, else the first
         // with per-layer statistics, else the first that is not a baseline.
         int pick = -1, withStats = -1, notBaseline = -1;
