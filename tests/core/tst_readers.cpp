@@ -67,6 +67,7 @@ class TestReaders : public QObject
 private Q_SLOTS:
     void npyVersions_data();
     void npyVersions();
+    void npyByteOrderAndFortranOrder();
     void safetensorsRoundTrip();
     void fp8DecodeScalesSafetensors();
     void fp8DecodeScalesHdf5();
@@ -123,6 +124,77 @@ void TestReaders::npyVersions()
     QVERIFY(r->read(2, 4, back.data(), &p));
     QCOMPARE(back[0], 3.5f);
     QCOMPARE(back[3], 7.0f);
+}
+
+void TestReaders::npyByteOrderAndFortranOrder()
+{
+    // np.save writes a transposed matrix in Fortran order and keeps a big-endian dtype's byte order: both
+    // read as the logical row-major values, over any element range.
+    const int64_t rows = 5, cols = 7;
+    std::vector<float> v(size_t(rows * cols));
+    for (int64_t i = 0; i < rows * cols; ++i)
+        v[size_t(i)] = float(i / cols) * 10.0f + float(i % cols) + 0.5f;
+    std::vector<float> columnMajor;
+    for (int64_t c = 0; c < cols; ++c) {
+        for (int64_t r = 0; r < rows; ++r)
+            columnMajor.push_back(v[size_t(r * cols + c)]);
+    }
+    const auto swapped = [](QByteArray bytes, int size) {
+        for (qsizetype i = 0; i + size <= bytes.size(); i += size)
+            std::reverse(bytes.begin() + i, bytes.begin() + i + size);
+        return bytes;
+    };
+    std::vector<double> asDouble(v.begin(), v.end());
+    const QByteArray doubles(reinterpret_cast<const char *>(asDouble.data()), qsizetype(asDouble.size() * 8));
+    std::vector<uint16_t> halves;
+    for (float f : v) {
+        // Exact in float16 (positive, normal, 10 mantissa bits at most): rebias the float32 fields.
+        const uint32_t b = fp8math::floatBits(f);
+        halves.push_back(uint16_t((((b >> 23) - 127 + 15) << 10) | ((b & 0x7FFFFFu) >> 13)));
+        QCOMPARE(fp8math::halfToFloat(halves.back()), f);
+    }
+    const QByteArray halfBytes(reinterpret_cast<const char *>(halves.data()), qsizetype(halves.size() * 2));
+    struct Case {
+        const char *name;
+        QByteArray dict;
+        QByteArray data;
+    };
+    const Case cases[] = {
+        {"fortran.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (5, 7), }", floats(columnMajor)},
+        {"fortran_be.npy", "{'descr': '>f4', 'fortran_order': True, 'shape': (5, 7), }",
+            swapped(floats(columnMajor), 4)},
+        {"be_f4.npy", "{'descr': '>f4', 'fortran_order': False, 'shape': (5, 7), }", swapped(floats(v), 4)},
+        {"be_f8.npy", "{'descr': '>f8', 'fortran_order': False, 'shape': (5, 7), }", swapped(doubles, 8)},
+        {"be_f2.npy", "{'descr': '>f2', 'fortran_order': False, 'shape': (5, 7), }", swapped(halfBytes, 2)},
+        // One row: Fortran order is C order.
+        {"fortran_row.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (1, 35), }", floats(v)},
+    };
+    for (const Case &c : cases) {
+        Problem p;
+        auto r = openTensor(write(QLatin1String(c.name), npy(1, c.dict, c.data)), &p);
+        QVERIFY2(r, qPrintable(p.toString()));
+        QCOMPARE(r->info().numel, rows * cols);
+        for (const auto &[first, count] :
+            std::vector<std::pair<int64_t, int64_t>> {{0, 35}, {3, 10}, {6, 1}, {7, 7}, {13, 22}, {34, 1}, {8, 5}}) {
+            std::vector<float> back(size_t(count), -1.0f);
+            QVERIFY2(r->read(first, count, back.data(), &p), qPrintable(p.toString()));
+            for (int64_t i = 0; i < count; ++i) {
+                const float want = r->info().dtype == DType::F16 ? fp8math::halfToFloat(halves[size_t(first + i)])
+                                                                 : v[size_t(first + i)];
+                float got = back[size_t(i)];
+                if (r->info().dtype == DType::F16)
+                    got = fp8math::halfToFloat(reinterpret_cast<const uint16_t *>(back.data())[i]);
+                QVERIFY2(got == want,
+                    qPrintable(QStringLiteral("%1 [%2, +%3) element %4: %5, expected %6")
+                                   .arg(QLatin1String(c.name))
+                                   .arg(first)
+                                   .arg(count)
+                                   .arg(i)
+                                   .arg(got)
+                                   .arg(want)));
+            }
+        }
+    }
 }
 
 void TestReaders::safetensorsRoundTrip()
@@ -712,8 +784,10 @@ void TestReaders::badInput_data()
                                              << QStringLiteral("b.npy") << QStringLiteral("exceeds the file");
     QTest::newRow("npy wrong dtype") << npy(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }", f4)
                                      << QStringLiteral("c.npy") << QStringLiteral("unsupported dtype '<i4'");
-    QTest::newRow("npy fortran") << npy(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", f4)
-                                 << QStringLiteral("d.npy") << QStringLiteral("Fortran");
+    QTest::newRow("npy fortran 3-d") << npy(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 1, 2), }", f4)
+                                     << QStringLiteral("d.npy") << QStringLiteral("Fortran");
+    QTest::newRow("npy fortran 3-d wide") << npy(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (1, 2, 2, 1), }",
+        f4) << QStringLiteral("d2.npy") << QStringLiteral("more than two dimensions");
     QTest::newRow("npy bad version") << npy(9, "{}", f4) << QStringLiteral("e.npy") << QStringLiteral("version 9");
     QTest::newRow("npy negative shape") << npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-4,), }", f4)
                                         << QStringLiteral("f.npy") << QStringLiteral("bad shape");
