@@ -16,6 +16,38 @@ namespace fp8scope {
 
 namespace {
 
+// Why `name` does not open as a dataset: nothing there, a group, or a link whose target is missing.
+QString whyNoDataset(hid_t file, const QString &name)
+{
+    const QByteArray path = name.toUtf8();
+    H5L_info_t link {};
+    // H5Lexists fails (rather than saying no) when a group on the way is missing.
+    if (H5Lexists(file, path.constData(), H5P_DEFAULT) <= 0
+        || H5Lget_info(file, path.constData(), &link, H5P_DEFAULT) < 0)
+        return QStringLiteral("no dataset '%1'").arg(name);
+    if (link.type == H5L_TYPE_EXTERNAL || link.type == H5L_TYPE_SOFT) {
+        QByteArray value(qsizetype(link.u.val_size) + 1, '\0');
+        QString target;
+        if (H5Lget_val(file, path.constData(), value.data(), size_t(value.size()), H5P_DEFAULT) >= 0) {
+            const char *targetFile = nullptr;
+            const char *targetObject = nullptr;
+            unsigned flags = 0;
+            if (link.type == H5L_TYPE_SOFT)
+                target = QString::fromUtf8(value.constData());
+            else if (H5Lunpack_elink_val(value.data(), size_t(value.size()), &flags, &targetFile, &targetObject) >= 0)
+                target = QStringLiteral("%1:%2").arg(QString::fromUtf8(targetFile), QString::fromUtf8(targetObject));
+        }
+        return QStringLiteral("'%1' is %2 link to '%3', which does not open as a dataset")
+            .arg(name, link.type == H5L_TYPE_SOFT ? QStringLiteral("a soft") : QStringLiteral("an external"), target);
+    }
+    H5O_info_t object;
+    if (H5Oget_info_by_name2(file, path.constData(), &object, H5O_INFO_BASIC, H5P_DEFAULT) >= 0
+        && object.type == H5O_TYPE_GROUP)
+        return QStringLiteral("'%1' is a group, not a dataset; name a dataset in it (stats FILE --list lists them)")
+            .arg(name);
+    return QStringLiteral("'%1' does not open as a dataset").arg(name);
+}
+
 // HDF5 prints its error stack to stderr by default; errors here become Problems instead.
 void silenceHdf5()
 {
@@ -180,7 +212,7 @@ std::unique_ptr<Hdf5Reader> Hdf5Reader::open(const QString &path, const QString 
     }
     r->m_dataset = H5Dopen2(r->m_file, name.toUtf8().constData(), H5P_DEFAULT);
     if (r->m_dataset < 0) {
-        *problem = {path, -1, QStringLiteral("no dataset '%1'").arg(name)};
+        *problem = {path, -1, whyNoDataset(r->m_file, name)};
         return nullptr;
     }
     const hid_t type = H5Dget_type(r->m_dataset);

@@ -86,6 +86,7 @@ private Q_SLOTS:
     void mxfp8E8m0Scales();
     void pickleRefused();
     void notAFile();
+    void hdf5NamesThatAreNotDatasets();
     void dumpPaths();
 
 private:
@@ -1150,6 +1151,38 @@ void TestReaders::notAFile()
     QVERIFY(!openTensor(fifo, &p));
     QVERIFY2(p.message.contains(QLatin1String("not a regular file")), qPrintable(p.toString()));
     QCOMPARE(p.file, fifo);
+}
+
+void TestReaders::hdf5NamesThatAreNotDatasets()
+{
+    // A group, a dangling soft link and an external link to a missing file each say what they are,
+    // instead of "no dataset".
+    const QString path = m_dir.filePath(QStringLiteral("links.h5"));
+    {
+        const hid_t file = H5Fcreate(QFile::encodeName(path).constData(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+        QVERIFY(file >= 0);
+        const hid_t group = H5Gcreate2(file, "/layers", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        QVERIFY(group >= 0);
+        H5Gclose(group);
+        QVERIFY(H5Lcreate_soft("/missing", file, "/dangling", H5P_DEFAULT, H5P_DEFAULT) >= 0);
+        QVERIFY(H5Lcreate_external("elsewhere.h5", "/x", file, "/outside", H5P_DEFAULT, H5P_DEFAULT) >= 0);
+        H5Fclose(file);
+    }
+    const struct {
+        const char *name;
+        const char *expected;
+    } cases[] = {
+        {"layers", "'layers' is a group, not a dataset"},
+        {"dangling", "'dangling' is a soft link to '/missing'"},
+        {"outside", "'outside' is an external link to 'elsewhere.h5:/x'"},
+        {"nothing/here", "no dataset 'nothing/here'"},
+    };
+    for (const auto &c : cases) {
+        Problem p;
+        QVERIFY(!openTensor(path + QLatin1Char(':') + QLatin1String(c.name), &p));
+        QVERIFY2(p.message.contains(QLatin1String(c.expected)), qPrintable(p.toString()));
+        QCOMPARE(p.file, path);
+    }
 }
 
 void TestReaders::dumpPaths()
