@@ -12,6 +12,7 @@
 #include <QStandardPaths>
 
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 #include <future>
 #include <limits>
@@ -541,7 +542,7 @@ IngestReport RunStore::ingest(const Progress &progress)
         report.problems += sink.problems;
     }
     dropRunsLeftEmpty(movedFrom);
-    inferPrecision();
+    inferFromConfigs();
     return report;
 }
 
@@ -568,15 +569,47 @@ void RunStore::dropRunsLeftEmpty(const std::set<QString> &names)
     }
 }
 
-void RunStore::inferPrecision()
+namespace {
+
+// The scaling recipe a config value names, in fp8scope's recipe names where one fits: Transformer Engine's
+// recipe classes (`transformer_engine.common.recipe.MXFP8BlockScaling`), Megatron's `--fp8-recipe` and
+// NeMo's `fp8_recipe` (delayed, tensorwise, mxfp8, blockwise). Another value is kept as it is written.
+QString recipeNamed(const QString &value)
 {
-    // Runs without a manifest: the training precision from the flags their configs record.
-    Statement runs = m_db.prepare("SELECT id FROM runs WHERE precision IS NULL OR precision=''");
-    std::vector<int64_t> ids;
+    const QString v = value.section(QLatin1Char('.'), -1).toLower();
+    if (v.isEmpty() || v == QLatin1String("null") || v == QLatin1String("none"))
+        return {};
+    if (v.contains(QLatin1String("delayed")))
+        return QStringLiteral("delayed");
+    if (v.contains(QLatin1String("currentscaling")) || v == QLatin1String("tensorwise")
+        || v == QLatin1String("current"))
+        return QStringLiteral("current");
+    if (v.contains(QLatin1String("mxfp8")))
+        return QStringLiteral("mxfp8");
+    if (v.contains(QLatin1String("nvfp4")))
+        return QStringLiteral("nvfp4");
+    // Float8BlockScaling: 1x128 blocks for activations and gradients, 128x128 for weights.
+    if (v.contains(QLatin1String("float8blockscaling")) || v == QLatin1String("blockwise"))
+        return QStringLiteral("blockwise");
+    return value.section(QLatin1Char('.'), -1);
+}
+
+} // namespace
+
+void RunStore::inferFromConfigs()
+{
+    // Runs without a manifest: the training precision and scaling recipe from the flags their configs
+    // record. An FP8 run whose config names no recipe but sets an amax history ran delayed scaling,
+    // Megatron's and NeMo's default.
+    Statement runs = m_db.prepare("SELECT id, COALESCE(precision, ''), COALESCE(recipe, '') FROM runs WHERE "
+                                  "precision IS NULL OR precision='' OR recipe IS NULL OR recipe=''");
+    std::vector<std::tuple<int64_t, QString, QString>> todo;
     while (runs.next())
-        ids.push_back(runs.int64(0));
-    for (int64_t id : ids) {
+        todo.emplace_back(runs.int64(0), runs.text(1), runs.text(2));
+    for (const auto &[id, storedPrecision, storedRecipe] : todo) {
         QString precision;
+        QString recipe;
+        bool amaxHistory = false;
         for (const auto &[key, value] : configs(id)) {
             const QString k = key.section(QLatin1Char('.'), -1).toLower();
             const bool on
@@ -589,11 +622,22 @@ void RunStore::inferPrecision()
                 precision = QStringLiteral("bf16");
             else if (precision.isEmpty() && (k == QLatin1String("--fp16") || k == QLatin1String("fp16")) && on)
                 precision = QStringLiteral("fp16");
+            if (k == QLatin1String("--fp8-recipe") || k == QLatin1String("fp8_recipe"))
+                recipe = recipeNamed(value);
+            if (k.contains(QLatin1String("amax-history-len")) || k.contains(QLatin1String("amax_history_len")))
+                amaxHistory = true;
         }
-        if (precision.isEmpty())
-            continue;
-        Statement u = m_db.prepare("UPDATE runs SET precision=? WHERE id=?");
-        u.bind(1, precision).bind(2, id).exec();
+        const QString runPrecision = storedPrecision.isEmpty() ? precision : storedPrecision;
+        if (recipe.isEmpty() && amaxHistory && runPrecision == QLatin1String("fp8"))
+            recipe = QStringLiteral("delayed");
+        if (storedPrecision.isEmpty() && !precision.isEmpty()) {
+            Statement u = m_db.prepare("UPDATE runs SET precision=? WHERE id=?");
+            u.bind(1, precision).bind(2, id).exec();
+        }
+        if (storedRecipe.isEmpty() && !recipe.isEmpty()) {
+            Statement u = m_db.prepare("UPDATE runs SET recipe=? WHERE id=?");
+            u.bind(1, recipe).bind(2, id).exec();
+        }
     }
 }
 

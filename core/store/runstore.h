@@ -115,7 +115,7 @@ public:
 private:
     bool migrate(QString *error);
     void dropRunsLeftEmpty(const std::set<QString> &names);
-    void inferPrecision();
+    void inferFromConfigs();
     Database m_db;
     QString m_path;
     QString m_folder;

@@ -70,6 +70,7 @@ private Q_SLOTS:
     void bucketsAndHeatmapOrder();
     void workspaceManifest();
     void nestedRunFolders();
+    void precisionAndRecipeFromConfigs();
     void quantizedCheckpointIndex();
     void formatsWrittenByRealLibraries();
 };
@@ -199,6 +200,8 @@ void TestImporters::realFixtures()
     QVERIFY(fp8 && base);
     QCOMPARE(fp8->precision, QStringLiteral("fp8"));
     QCOMPARE(base->precision, QStringLiteral("fp16")); // the "bf16" baseline really trains in FP16
+    QCOMPARE(fp8->recipe, QStringLiteral("delayed")); // --fp8-amax-history-len 1024 and no --fp8-recipe
+    QCOMPARE(base->recipe, QString());
     const SeriesKey fp8Loss {
         {}, {}, QStringLiteral("lm loss"), QStringLiteral("golden:golden_values_dev_dgx_a100"), {}};
     const auto loss = goldenStore.findSeries(fp8->id, fp8Loss);
@@ -400,6 +403,61 @@ void TestImporters::workspaceManifest()
     for (const ProblemRecord &p : store.problems())
         reported = reported || p.file == QLatin1String("fp8scope-workspace.json");
     QVERIFY(reported);
+}
+
+void TestImporters::precisionAndRecipeFromConfigs()
+{
+    // The run list's precision and recipe from what each run's config records: Transformer Engine recipe
+    // classes, Megatron's --fp8-recipe, an amax history without a recipe (delayed, the default), and a
+    // manifest, which the configs never override.
+    QTemporaryDir dir;
+    const QString ws = dir.path();
+    const QByteArray csv = "step,loss\n1,2.0\n";
+    const struct {
+        const char *run;
+        const char *file;
+        QByteArray text;
+        const char *precision;
+        const char *recipe;
+    } cases[] = {
+        {"te_mx", "config.json",
+            R"({"fp8_config": {"enabled": true, "fp8_format": "E4M3",
+                "fp8_recipe": "transformer_engine.common.recipe.MXFP8BlockScaling"}})",
+            "fp8", "mxfp8"},
+        {"te_block", "config.json",
+            R"({"fp8_config": {"fp8_format": "E4M3", "fp8_recipe": "transformer_engine.common.recipe.Float8BlockScaling"}})",
+            "fp8", "blockwise"},
+        {"te_current", "config.json",
+            R"({"fp8_config": {"fp8_format": "HYBRID", "fp8_recipe": "Float8CurrentScaling"}})", "fp8", "current"},
+        {"meg_tensorwise", "model_config.yaml", "MODEL_ARGS:\n  --fp8-format: hybrid\n  --fp8-recipe: tensorwise\n",
+            "fp8", "current"},
+        {"meg_default", "model_config.yaml", "MODEL_ARGS:\n  --fp8-format: hybrid\n  --fp8-amax-history-len: 1024\n",
+            "fp8", "delayed"},
+        {"meg_bf16", "model_config.yaml", "MODEL_ARGS:\n  --bf16: true\n  --fp8-amax-history-len: 16\n", "bf16", ""},
+        {"unknown_recipe", "config.json", R"({"fp8_format": "E4M3", "fp8_recipe": "my_lab.SpecialScaling"})", "fp8",
+            "SpecialScaling"},
+    };
+    for (const auto &c : cases) {
+        write(ws + QLatin1Char('/') + QLatin1String(c.run) + QStringLiteral("/metrics.csv"), csv);
+        write(ws + QLatin1Char('/') + QLatin1String(c.run) + QLatin1Char('/') + QLatin1String(c.file), c.text);
+    }
+    write(ws + QStringLiteral("/manifest/metrics.csv"), csv);
+    write(ws + QStringLiteral("/manifest/fp8scope.json"), R"({"precision": "mxfp8", "recipe": "mxfp8-ocp"})");
+    write(ws + QStringLiteral("/manifest/config.json"), R"({"fp8_format": "E4M3", "fp8_recipe": "DelayedScaling"})");
+    RunStore store;
+    QString error;
+    QVERIFY2(store.open(ws, &error), qPrintable(error));
+    store.ingest();
+    for (const auto &c : cases) {
+        const auto run = store.run(QLatin1String(c.run));
+        QVERIFY2(run, c.run);
+        QCOMPARE(run->precision, QLatin1String(c.precision));
+        QCOMPARE(run->recipe, QLatin1String(c.recipe));
+    }
+    const auto manifest = store.run(QStringLiteral("manifest"));
+    QVERIFY(manifest);
+    QCOMPARE(manifest->precision, QStringLiteral("mxfp8"));
+    QCOMPARE(manifest->recipe, QStringLiteral("mxfp8-ocp"));
 }
 
 void TestImporters::nestedRunFolders()
