@@ -101,6 +101,7 @@ private Q_SLOTS:
     void fp8CheckpointFolder();
     void heatmapPicksARunWithLayerStatistics();
     void longRunNamesKeepPrecisionInView();
+    void histogramRecipeFollowsTheRun();
     void cleanupTestCase();
 
 private:
@@ -821,6 +822,57 @@ void TestMainWindow::longRunNamesKeepPrecisionInView()
         qPrintable(QString::number(runs->columnViewportPosition(RunListModel::PrecisionColumn))));
     const int row = m_window->workspace()->runIndex(longName);
     QVERIFY(runs->model()->index(row, RunListModel::NameColumn).data(Qt::ToolTipRole).toString().startsWith(longName));
+}
+
+void TestMainWindow::histogramRecipeFollowsTheRun()
+{
+    // The histogram computes under the recipe the selected run trained with (its manifest's, or its
+    // config's: blockwise scaling is 128x128 tiles for weights, 1x128 blocks otherwise); a recipe chosen in
+    // the box holds while the run stays selected.
+    QTemporaryDir dir;
+    std::vector<float> values(64 * 64);
+    for (size_t i = 0; i < values.size(); ++i)
+        values[i] = std::sin(float(i)) * float(1 + i % 7);
+    const QByteArray json
+        = QByteArrayLiteral(R"({"model.a.weight":{"dtype":"F32","shape":[64,64],"data_offsets":[0,16384]},)"
+                            R"("model.b.weight":{"dtype":"F32","shape":[64,64],"data_offsets":[16384,32768]}})");
+    QByteArray file(8, '\0');
+    for (int i = 0; i < 8; ++i)
+        file[i] = char((quint64(json.size()) >> (8 * i)) & 0xFF);
+    const QByteArray data(reinterpret_cast<const char *>(values.data()), qsizetype(values.size() * 4));
+    file += json + data + data;
+    for (const char *run : {"mx", "blk"}) {
+        QVERIFY(QDir(dir.path()).mkpath(QLatin1String(run)));
+        QVERIFY(appendTo(dir.filePath(QLatin1String(run) + QStringLiteral("/model.safetensors")), file));
+    }
+    QVERIFY(appendTo(dir.filePath(QStringLiteral("mx/fp8scope.json")), R"({"precision": "fp8", "recipe": "mxfp8"})"));
+    QVERIFY(appendTo(dir.filePath(QStringLiteral("blk/config.json")),
+        R"({"fp8_config": {"fp8_format": "E4M3", "fp8_recipe": "transformer_engine.common.recipe.Float8BlockScaling"}})"));
+    openAndWait({dir.path()});
+    Workspace *ws = m_window->workspace();
+    QCOMPARE(ws->runCount(), 2);
+    const int mx = ws->runIndex(QStringLiteral("mx"));
+    const int blk = ws->runIndex(QStringLiteral("blk"));
+    QCOMPARE(ws->run(blk).info.recipe, QStringLiteral("blockwise"));
+    HistogramView *hist = m_window->histogram();
+    auto *box = hist->findChild<QComboBox *>(QStringLiteral("histogramRecipe"));
+    QVERIFY(box);
+    Selection *sel = m_window->selection();
+    sel->set(mx, QStringLiteral("model.a"), QStringLiteral("weight"), -1);
+    QCOMPARE(box->currentText(), QStringLiteral("mxfp8"));
+    QTRY_VERIFY_WITH_TIMEOUT(hist->metrics().has_value(), 30000);
+    QCOMPARE(hist->metrics()->blocks, int64_t(64 * 64 / 32));
+    // The user's choice holds within the run.
+    hist->setRecipe(QStringLiteral("nvfp4"));
+    sel->set(mx, QStringLiteral("model.b"), QStringLiteral("weight"), -1);
+    QCOMPARE(box->currentText(), QStringLiteral("nvfp4"));
+    sel->set(blk, QStringLiteral("model.a"), QStringLiteral("weight"), -1);
+    QCOMPARE(box->currentText(), QStringLiteral("block128x128"));
+    QTRY_VERIFY_WITH_TIMEOUT(hist->metrics().has_value() && hist->metrics()->blocks == 1, 30000);
+    sel->set(blk, QStringLiteral("model.a"), QStringLiteral("activation"), -1);
+    QCOMPARE(box->currentText(), QStringLiteral("block1x128"));
+    sel->set(mx, QStringLiteral("model.a"), QStringLiteral("weight"), -1);
+    QCOMPARE(box->currentText(), QStringLiteral("mxfp8"));
 }
 
 void TestMainWindow::cleanupTestCase()

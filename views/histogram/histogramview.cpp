@@ -93,6 +93,7 @@ void HistogramView::setAfterScaling(bool on)
 
 void HistogramView::reloadDumps()
 {
+    m_recipeRun = -1; // run indices name other runs in a new workspace
     m_dumps.assign(size_t(m_workspace->runCount()), {});
     for (int r = 0; r < m_workspace->runCount(); ++r) {
         for (auto &d : m_workspace->store(r).dumps(m_workspace->run(r).info.id)) {
@@ -103,10 +104,39 @@ void HistogramView::reloadDumps()
     selectionChanged();
 }
 
+namespace {
+
+// The recipe box entry for a run's recipe (fp8scope's recipe names, parameters after ':' dropped), or empty
+// where the box has none. Blockwise scaling (Transformer Engine's Float8BlockScaling) quantizes weights in
+// 128x128 tiles and activations and gradients in 1x128 blocks.
+QString recipeEntryFor(const QString &runRecipe, const QString &tensor, const QComboBox *box)
+{
+    if (runRecipe == QLatin1String("blockwise"))
+        return tensor.startsWith(QLatin1String("weight")) ? QStringLiteral("block128x128")
+                                                          : QStringLiteral("block1x128");
+    const QString name = runRecipe.section(QLatin1Char(':'), 0, 0).trimmed();
+    return box->findText(name) >= 0 ? name : QString();
+}
+
+} // namespace
+
 void HistogramView::selectionChanged()
 {
     std::optional<DumpRef> pick;
     const int r = m_selection->run();
+    bool recipeSet = false;
+    const QString runRecipe = r >= 0 && r < m_workspace->runCount() ? m_workspace->run(r).info.recipe : QString();
+    if (r != m_recipeRun || (runRecipe == QLatin1String("blockwise") && m_selection->tensor() != m_recipeTensor)) {
+        m_recipeRun = r;
+        m_recipeTensor = m_selection->tensor();
+        const QString entry = recipeEntryFor(runRecipe, m_selection->tensor(), m_recipeBox);
+        if (!entry.isEmpty() && entry != m_recipeBox->currentText()) {
+            const QSignalBlocker block(m_recipeBox);
+            m_recipeBox->setCurrentText(entry);
+            m_formatBox->setEnabled(entry != QLatin1String("nvfp4") && entry != QLatin1String("bf16"));
+            recipeSet = true;
+        }
+    }
     if (r >= 0 && size_t(r) < m_dumps.size() && !m_selection->layer().isEmpty()) {
         int64_t best = std::numeric_limits<int64_t>::max();
         for (const auto &[file, d] : m_dumps[size_t(r)]) {
@@ -121,8 +151,11 @@ void HistogramView::selectionChanged()
         }
     }
     const bool same = pick && m_dump && pick->file == m_dump->file && pick->dump.dataset == m_dump->dump.dataset;
-    if (same)
+    if (same) {
+        if (recipeSet)
+            request();
         return;
+    }
     if (!pick && !m_dump) {
         redraw(); // still nothing to show, but the message names the layer now selected
         return;

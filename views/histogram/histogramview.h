@@ -58,6 +58,10 @@ private:
     std::vector<std::vector<std::pair<QString, DumpRecord>>> m_dumps; // per run
     std::optional<DumpRef> m_dump;
     std::optional<TensorMetrics> m_metrics;
+    // The run and tensor the recipe was last set for: the recipe follows the run's own (its manifest or
+    // config), and a choice made in the box holds until another run is selected.
+    int m_recipeRun = -1;
+    QString m_recipeTensor;
     quint64 m_ticket = 0;
 };
 
