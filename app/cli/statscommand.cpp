@@ -183,7 +183,8 @@ int runStats(const QStringList &args)
     if (parser.isSet(formatOpt)) {
         format = formatFromName(parser.value(formatOpt));
         if (!format) {
-            err << "fp8scope-cli: unknown format '" << parser.value(formatOpt) << "'\n";
+            err << "fp8scope-cli: unknown format '" << parser.value(formatOpt)
+                << "' (e4m3, e5m2, e4m3fnuz, e5m2fnuz, e2m1, bf16)\n";
             return 2;
         }
     }

@@ -205,7 +205,9 @@ std::unique_ptr<Hdf5Reader> Hdf5Reader::open(const QString &path, const QString 
         const QStringList all = datasets(path, problem);
         if (all.size() != 1) {
             *problem = {path, -1,
-                QStringLiteral("the file holds %1 datasets; name one as FILE:/path/to/dataset").arg(all.size())};
+                QStringLiteral(
+                    "the file holds %1 datasets; name one as FILE:/path/to/dataset (stats FILE --list lists them)")
+                    .arg(all.size())};
             return nullptr;
         }
         name = all.front();

@@ -291,8 +291,10 @@ std::unique_ptr<TensorReader> SafetensorsReader::open(const QString &path, const
     }
     if (!found) {
         *problem = {path, -1,
-            name.isEmpty() ? QStringLiteral("the file holds %1 tensors; name one as FILE:NAME").arg(entries.size())
-                           : QStringLiteral("no tensor named '%1'").arg(name)};
+            name.isEmpty()
+                ? QStringLiteral("the file holds %1 tensors; name one as FILE:NAME (stats FILE --list lists them)")
+                      .arg(entries.size())
+                : QStringLiteral("no tensor named '%1'").arg(name)};
         return nullptr;
     }
     if (!found->readable) {

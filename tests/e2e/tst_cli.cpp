@@ -114,12 +114,14 @@ void TestCli::errors_data()
                                 << 2 << QStringLiteral("unknown recipe 'fancy'");
     QTest::newRow("bad format") << QStringList {QStringLiteral("stats"), QStringLiteral("DUMP"),
         QStringLiteral("--format"), QStringLiteral("e3m4")}
-                                << 2 << QStringLiteral("unknown format 'e3m4'");
+                                << 2
+                                << QStringLiteral("unknown format 'e3m4' (e4m3, e5m2, e4m3fnuz, e5m2fnuz, e2m1, bf16)");
     QTest::newRow("format mismatch") << QStringList {QStringLiteral("stats"), QStringLiteral("DUMP"),
         QStringLiteral("--recipe"), QStringLiteral("nvfp4"), QStringLiteral("--format"), QStringLiteral("e4m3")}
                                      << 2 << QStringLiteral("nvfp4 uses e2m1");
-    QTest::newRow("no dataset named") << QStringList {QStringLiteral("stats"), QStringLiteral("DUMP")} << 1
-                                      << QStringLiteral("holds 6 datasets");
+    QTest::newRow("no dataset named")
+        << QStringList {QStringLiteral("stats"), QStringLiteral("DUMP")} << 1
+        << QStringLiteral("holds 6 datasets; name one as FILE:/path/to/dataset (stats FILE --list lists them)");
     QTest::newRow("scale for float32") << QStringList {QStringLiteral("stats"),
         QStringLiteral("DUMP:/iter_000100/model.layers.0.self_attention.linear_qkv/gradient"),
         QStringLiteral("--scale-inv"), QStringLiteral("2")}
