@@ -216,7 +216,10 @@ int runHeatmap(const QStringList &args)
     const QCommandLineOption tensorOpt(
         QStringLiteral("tensor"), QStringLiteral("tensor kind"), QStringLiteral("tensor"));
     const QCommandLineOption csvOpt(QStringLiteral("csv"), QStringLiteral("print CSV"));
-    parser.addOptions({runOpt, statOpt, tensorOpt, csvOpt});
+    const QCommandLineOption recipeOpt(QStringLiteral("recipe"),
+        QStringLiteral("for recomputed statistics, the recipe (default: the run's, else the most layers')"),
+        QStringLiteral("recipe"));
+    parser.addOptions({runOpt, statOpt, tensorOpt, csvOpt, recipeOpt});
     if (const int rc = parse(parser, args, QStringLiteral("Print a layers x steps matrix of one statistic.")))
         return rc < 0 ? 0 : rc;
     if (!parser.isSet(runOpt) || !parser.isSet(statOpt) || !parser.isSet(tensorOpt)) {
@@ -229,12 +232,23 @@ int runHeatmap(const QStringList &args)
     const auto run = findRun(store, parser.value(runOpt));
     if (!run)
         return 1;
-    const Heatmap h = store.heatmap(run->id, parser.value(statOpt), parser.value(tensorOpt));
+    const Heatmap h
+        = store.heatmap(run->id, parser.value(statOpt), parser.value(tensorOpt), QString(), parser.value(recipeOpt));
     if (h.layers.isEmpty()) {
         QTextStream(stderr) << "fp8scope-cli: no " << parser.value(statOpt) << " of " << parser.value(tensorOpt)
                             << " in run " << run->name << '\n';
         return 1;
     }
+    if (parser.isSet(recipeOpt) && h.recipe != parser.value(recipeOpt)) {
+        QTextStream(stderr) << "fp8scope-cli: " << parser.value(statOpt) << " of " << parser.value(tensorOpt)
+                            << " was not recomputed under " << parser.value(recipeOpt)
+                            << "; recipes: " << h.recipes.join(QLatin1String(", ")) << '\n';
+        return 1;
+    }
+    if (h.recipes.size() > 1 && !parser.isSet(recipeOpt))
+        QTextStream(stderr) << "fp8scope-cli: recomputed under " << h.recipe << " (also "
+                            << QStringList(h.recipes.begin() + 1, h.recipes.end()).join(QLatin1String(", "))
+                            << "; --recipe chooses)\n";
     QTextStream out(stdout);
     const QChar sep = parser.isSet(csvOpt) ? QLatin1Char(',') : QLatin1Char('\t');
     out << "layer";

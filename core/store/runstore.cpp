@@ -12,12 +12,12 @@
 #include <QStandardPaths>
 
 #include <algorithm>
-#include <tuple>
 #include <cmath>
 #include <future>
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace fp8scope {
 
@@ -812,21 +812,42 @@ std::vector<SeriesPoint> RunStore::points(int64_t seriesId, int64_t from, int64_
     return out;
 }
 
-Heatmap RunStore::heatmap(int64_t runId, const QString &stat, const QString &tensor, const QString &source) const
+Heatmap RunStore::heatmap(
+    int64_t runId, const QString &stat, const QString &tensor, const QString &source, const QString &recipe) const
 {
     Heatmap h;
     auto &db = const_cast<Database &>(m_db);
     QString src = source;
     if (src.isEmpty()) {
-        // Logged statistics first: recomputed ones cover a few dump steps and mix recipes.
+        // Logged statistics first: recomputed ones cover a few dump steps.
         Statement first = db.prepare("SELECT source FROM series WHERE run_id=? AND stat=? AND tensor=? "
                                      "ORDER BY source='recomputed', source LIMIT 1");
         first.bind(1, runId).bind(2, stat).bind(3, tensor);
         if (first.next())
             src = first.text(0);
     }
-    Statement ids = db.prepare("SELECT id, layer FROM series WHERE run_id=? AND stat=? AND tensor=? AND source=?");
-    ids.bind(1, runId).bind(2, stat).bind(3, tensor).bind(4, src);
+    // One recipe: a layer recomputed under several has a series for each, and rows must not mix them.
+    Statement recipes = db.prepare("SELECT recipe, COUNT(*) FROM series WHERE run_id=? AND stat=? AND tensor=? AND "
+                                   "source=? AND layer<>'' GROUP BY recipe ORDER BY COUNT(*) DESC, recipe");
+    recipes.bind(1, runId).bind(2, stat).bind(3, tensor).bind(4, src);
+    while (recipes.next())
+        h.recipes << recipes.text(0);
+    QString runRecipe;
+    Statement own = db.prepare("SELECT COALESCE(recipe, '') FROM runs WHERE id=?");
+    own.bind(1, runId);
+    if (own.next())
+        runRecipe = own.text(0);
+    if (runRecipe == QLatin1String("blockwise"))
+        runRecipe = tensor.startsWith(QLatin1String("weight")) ? QStringLiteral("block128x128")
+                                                               : QStringLiteral("block1x128");
+    h.source = src;
+    h.recipe = h.recipes.contains(recipe) ? recipe
+        : h.recipes.contains(runRecipe)   ? runRecipe
+        : h.recipes.isEmpty()             ? QString()
+                                          : h.recipes.front();
+    Statement ids = db.prepare(
+        "SELECT id, layer FROM series WHERE run_id=? AND stat=? AND tensor=? AND source=? AND recipe=? AND layer<>''");
+    ids.bind(1, runId).bind(2, stat).bind(3, tensor).bind(4, src).bind(5, h.recipe);
     std::vector<std::pair<QString, int64_t>> layerSeries;
     while (ids.next())
         layerSeries.emplace_back(ids.text(1), ids.int64(0));

@@ -54,6 +54,9 @@ struct Heatmap {
     QStringList layers; // depth order
     std::vector<int64_t> steps;
     std::vector<double> values; // layers.size() x steps.size(), row-major, NaN where absent
+    QString source; // the series' source and recipe shown
+    QString recipe;
+    QStringList recipes; // the recipes the statistic was recomputed under (one row per layer shows one)
     double at(qsizetype layer, size_t step) const { return values[size_t(layer) * steps.size() + step]; }
 };
 
@@ -101,7 +104,10 @@ public:
     std::vector<SeriesPoint> points(int64_t seriesId, int64_t from, int64_t to, int maxPoints) const;
     // The last point at or before `step` (the first point when all lie after it); nullopt for an empty series.
     std::optional<SeriesPoint> valueAt(int64_t seriesId, int64_t step) const;
-    Heatmap heatmap(int64_t runId, const QString &stat, const QString &tensor, const QString &source = QString()) const;
+    // One statistic of one tensor kind, layers x steps, from one source (logged sources before recomputed)
+    // and one recipe: `recipe`, else the run's own, else the one most layers were recomputed under.
+    Heatmap heatmap(int64_t runId, const QString &stat, const QString &tensor, const QString &source = QString(),
+        const QString &recipe = QString()) const;
     std::vector<EvalRecord> evals(int64_t runId) const;
     std::vector<std::pair<QString, QString>> configs(int64_t runId) const;
     std::vector<ProblemRecord> problems() const;

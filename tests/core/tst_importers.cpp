@@ -71,6 +71,7 @@ private Q_SLOTS:
     void workspaceManifest();
     void nestedRunFolders();
     void precisionAndRecipeFromConfigs();
+    void heatmapKeepsRecipesApart();
     void quantizedCheckpointIndex();
     void formatsWrittenByRealLibraries();
 };
@@ -458,6 +459,48 @@ void TestImporters::precisionAndRecipeFromConfigs()
     QVERIFY(manifest);
     QCOMPARE(manifest->precision, QStringLiteral("mxfp8"));
     QCOMPARE(manifest->recipe, QStringLiteral("mxfp8-ocp"));
+}
+
+void TestImporters::heatmapKeepsRecipesApart()
+{
+    // Tensors recomputed under several recipes: each heatmap row is one layer under one recipe (before, a
+    // layer had a row per recipe, all named alike). The run's own recipe is shown first, then the one most
+    // layers have; a recipe asked for is shown where it exists.
+    QTemporaryDir dir;
+    write(dir.path() + QStringLiteral("/metrics.csv"), "step,loss\n1,2.0\n");
+    write(dir.path() + QStringLiteral("/fp8scope.json"), R"({"precision": "fp8", "recipe": "mxfp8"})");
+    RunStore store;
+    QString error;
+    QVERIFY2(store.open(dir.path(), &error), qPrintable(error));
+    store.ingest();
+    const auto run = store.run(QFileInfo(dir.path()).fileName());
+    QVERIFY(run);
+    const auto put = [&](const char *layer, const char *recipe, double value) {
+        DumpRecord d;
+        d.layer = QLatin1String(layer);
+        d.tensor = QStringLiteral("weight");
+        QString e;
+        QVERIFY2(store.storeRecomputed(run->id, d, QLatin1String(recipe), {{QStringLiteral("mse"), value}}, &e),
+            qPrintable(e));
+    };
+    put("model.layers.0", "current", 1.0);
+    put("model.layers.1", "current", 2.0);
+    put("model.layers.2", "current", 3.0);
+    put("model.layers.0", "mxfp8", 10.0);
+    put("model.layers.1", "mxfp8", 20.0);
+    put("model.layers.0", "delayed", 100.0);
+    Heatmap h = store.heatmap(run->id, QStringLiteral("mse"), QStringLiteral("weight"));
+    QCOMPARE(h.source, QStringLiteral("recomputed"));
+    QCOMPARE(h.recipe, QStringLiteral("mxfp8")); // the run's own
+    QCOMPARE(h.recipes, (QStringList {QStringLiteral("current"), QStringLiteral("mxfp8"), QStringLiteral("delayed")}));
+    QCOMPARE(h.layers, (QStringList {QStringLiteral("model.layers.0"), QStringLiteral("model.layers.1")}));
+    QCOMPARE(h.steps, (std::vector<int64_t> {-1}));
+    QCOMPARE(h.values, (std::vector<double> {10.0, 20.0}));
+    h = store.heatmap(run->id, QStringLiteral("mse"), QStringLiteral("weight"), QString(), QStringLiteral("current"));
+    QCOMPARE(h.layers.size(), 3);
+    QCOMPARE(h.values, (std::vector<double> {1.0, 2.0, 3.0}));
+    h = store.heatmap(run->id, QStringLiteral("mse"), QStringLiteral("weight"), QString(), QStringLiteral("nvfp4"));
+    QCOMPARE(h.recipe, QStringLiteral("mxfp8")); // not computed under nvfp4
 }
 
 void TestImporters::nestedRunFolders()

@@ -239,6 +239,31 @@ void TestCli::ingestRecomputeAndQuery()
         QStringLiteral("--csv")});
     QVERIFY2(r.code == 0, r.err.constData());
     QVERIFY(r.out.startsWith("layer,100\n"));
+    const QList<QByteArray> currentRows = r.out.trimmed().split('\n');
+    // Recomputed under a second recipe: one row per layer still, under the recipe asked for.
+    r = cli({QStringLiteral("recompute"), run.path(), QStringLiteral("--recipe"), QStringLiteral("mxfp8"),
+        QStringLiteral("--backend"), QStringLiteral("cpu")});
+    QVERIFY2(r.code == 0, r.err.constData());
+    for (const char *recipe : {"current", "mxfp8"}) {
+        r = cli({QStringLiteral("heatmap"), run.path(), QStringLiteral("--run"), runName, QStringLiteral("--stat"),
+            QStringLiteral("underflows%"), QStringLiteral("--tensor"), QStringLiteral("gradient"),
+            QStringLiteral("--csv"), QStringLiteral("--recipe"), QLatin1String(recipe)});
+        QVERIFY2(r.code == 0, r.err.constData());
+        QCOMPARE(r.out.trimmed().split('\n').size(), currentRows.size());
+        if (QByteArray(recipe) == "current")
+            QCOMPARE(r.out.trimmed().split('\n'), currentRows);
+        else
+            QVERIFY(r.out.trimmed().split('\n') != currentRows);
+    }
+    r = cli({QStringLiteral("heatmap"), run.path(), QStringLiteral("--run"), runName, QStringLiteral("--stat"),
+        QStringLiteral("underflows%"), QStringLiteral("--tensor"), QStringLiteral("gradient")});
+    QVERIFY2(r.code == 0, r.err.constData());
+    QVERIFY2(r.err.contains("--recipe chooses"), r.err.constData());
+    r = cli({QStringLiteral("heatmap"), run.path(), QStringLiteral("--run"), runName, QStringLiteral("--stat"),
+        QStringLiteral("underflows%"), QStringLiteral("--tensor"), QStringLiteral("gradient"),
+        QStringLiteral("--recipe"), QStringLiteral("nvfp4")});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("was not recomputed under nvfp4"), r.err.constData());
     r = cli({QStringLiteral("series"), run.path(), QStringLiteral("--run"), QStringLiteral("nope"),
         QStringLiteral("--stat"), QStringLiteral("x")});
     QCOMPARE(r.code, 1);

@@ -102,6 +102,7 @@ private Q_SLOTS:
     void heatmapPicksARunWithLayerStatistics();
     void longRunNamesKeepPrecisionInView();
     void histogramRecipeFollowsTheRun();
+    void singlePointsAndCheckpointColumns();
     void cleanupTestCase();
 
 private:
@@ -744,6 +745,16 @@ void TestMainWindow::fp8CheckpointFolder()
         if (m->index(r, StatsTableModel::StatColumn).data().toString() == QLatin1String("cur_amax"))
             QCOMPARE(m->index(r, StatsTableModel::ValueColumn).data(StatsTableModel::SortValueRole).toDouble(), 896.0);
     }
+    // Reopened, the recomputed statistic is a curve of one point with no step: marked, and the axis says
+    // it is a checkpoint's.
+    openAndWait({folder});
+    sel->set(0, QStringLiteral("model.w"), QStringLiteral("weight"), -1);
+    CurveView *curves = m_window->curves();
+    curves->setStatistic(QStringLiteral("tensor:cur_amax"));
+    QCOMPARE(curves->statistic(), QStringLiteral("tensor:cur_amax"));
+    QCOMPARE(curves->plot()->xAxis->label(), QStringLiteral("checkpoint (no step)"));
+    QCOMPARE(curves->plot()->xAxis->range().center(), -1.0);
+    QVERIFY(curves->plot()->yAxis->range().contains(896.0));
 }
 
 void TestMainWindow::heatmapPicksARunWithLayerStatistics()
@@ -864,8 +875,10 @@ void TestMainWindow::histogramRecipeFollowsTheRun()
     QCOMPARE(hist->metrics()->blocks, int64_t(64 * 64 / 32));
     // The user's choice holds within the run.
     hist->setRecipe(QStringLiteral("nvfp4"));
+    QTRY_VERIFY_WITH_TIMEOUT(!hist->isComputing() && hist->metrics().has_value(), 30000);
     sel->set(mx, QStringLiteral("model.b"), QStringLiteral("weight"), -1);
     QCOMPARE(box->currentText(), QStringLiteral("nvfp4"));
+    QTRY_VERIFY_WITH_TIMEOUT(!hist->isComputing() && hist->metrics().has_value(), 30000);
     sel->set(blk, QStringLiteral("model.a"), QStringLiteral("weight"), -1);
     QCOMPARE(box->currentText(), QStringLiteral("block128x128"));
     QTRY_VERIFY_WITH_TIMEOUT(hist->metrics().has_value() && hist->metrics()->blocks == 1, 30000);
@@ -873,6 +886,71 @@ void TestMainWindow::histogramRecipeFollowsTheRun()
     QCOMPARE(box->currentText(), QStringLiteral("block1x128"));
     sel->set(mx, QStringLiteral("model.a"), QStringLiteral("weight"), -1);
     QCOMPARE(box->currentText(), QStringLiteral("mxfp8"));
+    QTRY_VERIFY_WITH_TIMEOUT(!hist->isComputing() && hist->metrics().has_value(), 30000);
+
+    // The heatmap of what was recomputed: model.a under mxfp8 and nvfp4, model.b under nvfp4. It shows the
+    // run's recipe, one row per layer, and its recipe picker switches.
+    HeatmapView *heat = m_window->heatmap();
+    heat->setRun(blk);
+    heat->setRun(mx); // the pickers list what the store holds now
+    heat->setStatistic(QStringLiteral("mse"));
+    heat->setTensor(QStringLiteral("weight"));
+    auto *recipes = heat->findChild<QComboBox *>(QStringLiteral("heatmapRecipe"));
+    QVERIFY(recipes);
+    QTRY_COMPARE(heat->heatmap().recipe, QStringLiteral("mxfp8"));
+    QCOMPARE(heat->heatmap().layers, QStringList {QStringLiteral("model.a")});
+    QVERIFY(!recipes->isHidden());
+    QCOMPARE(recipes->count(), 2);
+    recipes->setCurrentIndex(recipes->findText(QStringLiteral("nvfp4")));
+    QTRY_COMPARE(heat->heatmap().recipe, QStringLiteral("nvfp4"));
+    QCOMPARE(heat->heatmap().layers, (QStringList {QStringLiteral("model.a"), QStringLiteral("model.b")}));
+    QCOMPARE(recipes->currentText(), QStringLiteral("nvfp4"));
+}
+
+void TestMainWindow::singlePointsAndCheckpointColumns()
+{
+    // A series of one point is marked (a line of one point draws nothing) and its flat y range is widened so
+    // the ticks differ; one heatmap column or row is drawn centred on its step or layer, and a checkpoint's
+    // column (step -1) is named as such.
+    QTemporaryDir dir;
+    QVERIFY(appendTo(dir.filePath(QStringLiteral("metrics.csv")), "step,loss\n5,0.0033051\n"));
+    openAndWait({dir.path()});
+    CurveView *curves = m_window->curves();
+    curves->setStatistic(QStringLiteral("loss"));
+    QCustomPlot *cp = curves->plot();
+    bool marked = false;
+    for (int i = 0; i < cp->graphCount(); ++i)
+        marked = marked || cp->graph(i)->scatterStyle().shape() == QCPScatterStyle::ssDisc;
+    QVERIFY(marked);
+    QVERIFY(cp->legend->visible());
+    QVERIFY2(cp->yAxis->range().size() > 0.0033051 * 0.1, qPrintable(QString::number(cp->yAxis->range().size())));
+    QVERIFY(cp->yAxis->range().contains(0.0033051));
+    QCOMPARE(cp->xAxis->range().center(), 5.0);
+    QCOMPARE(cp->xAxis->label(), QStringLiteral("step"));
+
+    HeatmapView *heat = m_window->heatmap();
+    Heatmap h;
+    h.layers = {QStringLiteral("model.w")};
+    h.steps = {-1};
+    h.values = {3.0};
+    heat->setHeatmap(h);
+    QCustomPlot *hp = heat->plot();
+    QCOMPARE(hp->xAxis->range().center(), -1.0);
+    QCOMPARE(hp->xAxis->label(), QStringLiteral("checkpoint (no step)"));
+    QCPColorMap *map = nullptr;
+    for (int i = 0; i < hp->plottableCount() && !map; ++i)
+        map = qobject_cast<QCPColorMap *>(hp->plottable(i));
+    QVERIFY(map);
+    QCOMPARE(map->data()->keyRange().lower, -1.5);
+    QCOMPARE(map->data()->keyRange().upper, -0.5);
+    QCOMPARE(map->data()->valueRange().lower, -0.5);
+    QCOMPARE(map->data()->valueRange().upper, 0.5);
+    h.steps = {10, 20, 30};
+    h.values = {1.0, 2.0, 3.0};
+    heat->setHeatmap(h);
+    QCOMPARE(hp->xAxis->label(), QStringLiteral("step"));
+    QCOMPARE(map->data()->keyRange().lower, 10.0);
+    QCOMPARE(map->data()->keyRange().upper, 30.0);
 }
 
 void TestMainWindow::cleanupTestCase()

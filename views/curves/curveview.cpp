@@ -127,9 +127,8 @@ CurveView::CurveView(Workspace *workspace, Selection *selection, QWidget *parent
             plot()->yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
         rebuild();
     });
-    connect(m_xAxis, &QComboBox::currentIndexChanged, this, [this](int i) {
-        plot()->xAxis->setLabel(i == 1 ? tr("consumed samples") : tr("step"));
-        m_haveRange = false;
+    connect(m_xAxis, &QComboBox::currentIndexChanged, this, [this] {
+        m_haveRange = false; // rebuild() labels the axis
         rebuild();
     });
     connect(reset, &QToolButton::clicked, this, &CurveView::resetZoom);
@@ -371,12 +370,26 @@ void CurveView::rebuild()
         c.smoothed = plot()->addGraph();
         c.smoothed->setName(name);
         c.smoothed->setPen(QPen(run.colour, 1.5));
+        if (xs.size() == 1) {
+            // One point (a checkpoint's value, or a run's first logged step) draws no line: mark it.
+            for (QCPGraph *g : {c.raw, c.smoothed}) {
+                if (g)
+                    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, run.colour, 7));
+            }
+        }
         m_curves.push_back(std::move(c));
     }
+    // Checkpoint tensors have no step (-1): with nothing else in view, the axis says so.
+    const bool checkpointOnly = lo == -1.0 && hi == -1.0 && m_xAxis->currentIndex() != 1;
+    plot()->xAxis->setLabel(checkpointOnly ? tr("checkpoint (no step)")
+            : m_xAxis->currentIndex() == 1 ? tr("consumed samples")
+                                           : tr("step"));
     if (!m_haveRange && lo <= hi) {
-        plot()->xAxis->setRange(lo, hi > lo ? hi : lo + 1);
+        // A single step is centred rather than put at the left edge.
+        plot()->xAxis->setRange(hi > lo ? lo : lo - 0.5, hi > lo ? hi : lo + 0.5);
         m_haveRange = true;
     }
+    plot()->legend->setVisible(!m_curves.empty());
     m_inRebuild = false;
     applySmoothing();
 }
@@ -414,7 +427,10 @@ void CurveView::applySmoothing()
         if (m_logY->isChecked())
             plot()->yAxis->setRange(yr.lower / 1.1, yr.upper * 1.1);
         else {
-            const double pad = std::max(yr.size() * 0.05, std::abs(yr.upper) * 1e-6 + 1e-12);
+            // A flat range (one point, or a constant statistic) gets a tenth of its value either side, so
+            // that the ticks do not all print the same number.
+            const double flat = std::abs(yr.upper) * 1e-9;
+            const double pad = yr.size() > flat ? yr.size() * 0.05 : yr.upper != 0.0 ? std::abs(yr.upper) * 0.1 : 1.0;
             plot()->yAxis->setRange(yr.lower - pad, yr.upper + pad);
         }
     }

@@ -58,6 +58,7 @@ HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *pa
     , m_runBox(new QComboBox(this))
     , m_statBox(new QComboBox(this))
     , m_tensorBox(new QComboBox(this))
+    , m_recipeBox(new QComboBox(this))
     , m_logColour(new QCheckBox(tr("Log colour"), this))
     , m_threshold(new QCheckBox(tr("Above"), this))
     , m_thresholdValue(new QDoubleSpinBox(this))
@@ -69,6 +70,10 @@ HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *pa
     m_runBox->setObjectName(QStringLiteral("heatmapRun"));
     m_statBox->setObjectName(QStringLiteral("heatmapStatistic"));
     m_tensorBox->setObjectName(QStringLiteral("heatmapTensor"));
+    m_recipeBox->setObjectName(QStringLiteral("heatmapRecipe"));
+    m_recipeBox->setToolTip(tr("The recipe these statistics were recomputed under"));
+    m_recipeBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_recipeBox->setVisible(false);
     m_logColour->setObjectName(QStringLiteral("heatmapLogColour"));
     m_threshold->setObjectName(QStringLiteral("heatmapThreshold"));
     m_threshold->setToolTip(tr("Colour the cells above this value in red"));
@@ -87,6 +92,7 @@ HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *pa
     controls()->insertWidget(at++, m_runBox);
     controls()->insertWidget(at++, m_statBox);
     controls()->insertWidget(at++, m_tensorBox);
+    controls()->insertWidget(at++, m_recipeBox);
     controls()->insertWidget(at++, m_logColour);
     controls()->insertWidget(at++, m_threshold);
     controls()->insertWidget(at++, m_thresholdValue);
@@ -118,6 +124,7 @@ HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *pa
     });
     connect(m_statBox, &QComboBox::currentIndexChanged, this, &HeatmapView::reload);
     connect(m_tensorBox, &QComboBox::currentIndexChanged, this, &HeatmapView::reload);
+    connect(m_recipeBox, &QComboBox::currentIndexChanged, this, &HeatmapView::reload);
     connect(m_logColour, &QCheckBox::toggled, this, &HeatmapView::redraw);
     connect(m_threshold, &QCheckBox::toggled, this, &HeatmapView::redraw);
     connect(m_thresholdValue, &QDoubleSpinBox::valueChanged, this, [this] {
@@ -267,9 +274,13 @@ void HeatmapView::reload()
     }
     const int64_t runId = m_workspace->run(r).info.id;
     const QString stat = statistic(), kind = tensor();
+    // The recipe chosen before holds where this statistic has it; the store picks otherwise.
+    const QString recipe = m_recipeBox->currentText();
     m_pending = m_workspace->query(
         r, QStringLiteral("heatmap"),
-        [runId, stat, kind](RunStore &store) { return QVariant::fromValue(store.heatmap(runId, stat, kind)); }, this,
+        [runId, stat, kind, recipe](
+            RunStore &store) { return QVariant::fromValue(store.heatmap(runId, stat, kind, QString(), recipe)); },
+        this,
         [this](const QVariant &value) {
             m_pending = 0;
             setHeatmap(value.value<Heatmap>());
@@ -296,11 +307,21 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
     if (!(hot > cold))
         m_hotRow = -1;
     const double x0 = nx ? double(m_data.steps.front()) : 0;
-    const double x1 = nx > 1 ? double(m_data.steps.back()) : x0 + 1;
+    const double x1 = nx > 1 ? double(m_data.steps.back()) : x0;
     const double half = nx > 1 ? (x1 - x0) / (2.0 * (nx - 1)) : 0.5;
     plot()->xAxis->setRange(x0 - half, x1 + half);
     plot()->yAxis->setRange(-0.5, std::max(ny, 1) - 0.5);
-    m_scale->axis()->setLabel(statistic() + QLatin1Char(' ') + tensor());
+    // A checkpoint's tensors have no step (-1): one column, and the axis says what it is.
+    plot()->xAxis->setLabel(nx == 1 && m_data.steps.front() < 0 ? tr("checkpoint (no step)") : tr("step"));
+    m_scale->axis()->setLabel(statistic() + QLatin1Char(' ') + tensor()
+        + (m_data.recipe.isEmpty() ? QString() : tr(" (%1)").arg(m_data.recipe)));
+    {
+        const QSignalBlocker block(m_recipeBox);
+        m_recipeBox->clear();
+        m_recipeBox->addItems(m_data.recipes);
+        m_recipeBox->setCurrentIndex(m_recipeBox->findText(m_data.recipe));
+        m_recipeBox->setVisible(!m_data.recipe.isEmpty());
+    }
     QString message;
     const int r = run();
     if ((!nx || !ny) && r >= 0 && r < m_workspace->runCount()) {
@@ -336,9 +357,11 @@ void HeatmapView::rebuildMap()
     const int columns = std::clamp(plot()->axisRect()->width(), 1, std::max(nx, 1));
     QCPColorMapData *d = m_map->data();
     d->setSize(std::max(columns, 1), std::max(ny, 1));
+    // One column or row: QCPColorMap spreads a single cell over the whole range, so the range is the cell
+    // (centred on its step or layer) rather than [x, x + 1], which drew it half a cell off.
     const double x0 = nx ? double(m_data.steps.front()) : 0;
-    const double x1 = nx > 1 ? double(m_data.steps.back()) : x0 + 1;
-    d->setRange(QCPRange(x0, x1), QCPRange(0, std::max(ny - 1, 1)));
+    const QCPRange keys = nx > 1 ? QCPRange(x0, double(m_data.steps.back())) : QCPRange(x0 - 0.5, x0 + 0.5);
+    d->setRange(keys, ny > 1 ? QCPRange(0, ny - 1) : QCPRange(-0.5, 0.5));
     if (!nx || !ny) {
         d->fill(std::nan(""));
         m_linearRange = m_logRange = {INFINITY, -INFINITY};

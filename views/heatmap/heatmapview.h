@@ -77,6 +77,7 @@ private:
     QComboBox *m_runBox;
     QComboBox *m_statBox;
     QComboBox *m_tensorBox;
+    QComboBox *m_recipeBox; // shown for recomputed statistics: the recipe the rows were computed under
     QCheckBox *m_logColour;
     QCheckBox *m_threshold;
     QDoubleSpinBox *m_thresholdValue;
