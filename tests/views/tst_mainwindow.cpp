@@ -905,6 +905,16 @@ void TestMainWindow::histogramRecipeFollowsTheRun()
     QTRY_COMPARE(heat->heatmap().recipe, QStringLiteral("nvfp4"));
     QCOMPARE(heat->heatmap().layers, (QStringList {QStringLiteral("model.a"), QStringLiteral("model.b")}));
     QCOMPARE(recipes->currentText(), QStringLiteral("nvfp4"));
+
+    // The curve of a recomputed statistic shows the run's recipe, and says so in the legend.
+    openAndWait({dir.path()});
+    sel->set(ws->runIndex(QStringLiteral("mx")), QStringLiteral("model.a"), QStringLiteral("weight"), -1);
+    CurveView *curves = m_window->curves();
+    curves->setStatistic(QStringLiteral("tensor:mse"));
+    QStringList names;
+    for (int i = 0; i < curves->plot()->graphCount(); ++i)
+        names << curves->plot()->graph(i)->name();
+    QVERIFY2(names.contains(QStringLiteral("mx (mxfp8)")), qPrintable(names.join(QLatin1String(", "))));
 }
 
 void TestMainWindow::singlePointsAndCheckpointColumns()
@@ -937,6 +947,7 @@ void TestMainWindow::singlePointsAndCheckpointColumns()
     QCustomPlot *hp = heat->plot();
     QCOMPARE(hp->xAxis->range().center(), -1.0);
     QCOMPARE(hp->xAxis->label(), QStringLiteral("checkpoint (no step)"));
+    QVERIFY(!hp->xAxis->tickLabels()); // the ticks around -1 mean nothing
     QCPColorMap *map = nullptr;
     for (int i = 0; i < hp->plottableCount() && !map; ++i)
         map = qobject_cast<QCPColorMap *>(hp->plottable(i));
@@ -949,6 +960,7 @@ void TestMainWindow::singlePointsAndCheckpointColumns()
     h.values = {1.0, 2.0, 3.0};
     heat->setHeatmap(h);
     QCOMPARE(hp->xAxis->label(), QStringLiteral("step"));
+    QVERIFY(hp->xAxis->tickLabels());
     QCOMPARE(map->data()->keyRange().lower, 10.0);
     QCOMPARE(map->data()->keyRange().upper, 30.0);
 }

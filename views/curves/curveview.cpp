@@ -312,9 +312,17 @@ void CurveView::rebuild()
         RunStore &store = m_workspace->store(r);
         const auto candidates = tensorLevel ? store.seriesAt(run.info.id, m_selection->layer(), m_selection->tensor())
                                             : store.seriesAt(run.info.id, QString(), QString());
+        // A logged series first; of recomputed ones (one per recipe), the run's own recipe's, else the first.
+        QString ownRecipe = run.info.recipe;
+        if (ownRecipe == QLatin1String("blockwise"))
+            ownRecipe = m_selection->tensor().startsWith(QLatin1String("weight")) ? QStringLiteral("block128x128")
+                                                                                  : QStringLiteral("block1x128");
+        const auto rank = [&](const SeriesInfo &s) {
+            return s.key.source != QLatin1String("recomputed") ? 0 : s.key.recipe == ownRecipe ? 1 : 2;
+        };
         const SeriesInfo *chosen = nullptr;
         for (const SeriesInfo &s : candidates) {
-            if (s.key.stat == stat && (!chosen || chosen->key.source == QLatin1String("recomputed")))
+            if (s.key.stat == stat && (!chosen || rank(s) < rank(*chosen)))
                 chosen = &s;
         }
         if (!chosen)
@@ -346,7 +354,8 @@ void CurveView::rebuild()
         hi = std::max(hi, xs.back());
         QColor faint = run.colour;
         faint.setAlpha(70);
-        const QString name = run.info.displayName.isEmpty() ? run.info.name : run.info.displayName;
+        const QString name = (run.info.displayName.isEmpty() ? run.info.name : run.info.displayName)
+            + (chosen->key.recipe.isEmpty() ? QString() : tr(" (%1)").arg(chosen->key.recipe));
         if (c.bucketed) {
             c.low = plot()->addGraph();
             c.high = plot()->addGraph();
@@ -384,6 +393,7 @@ void CurveView::rebuild()
     plot()->xAxis->setLabel(checkpointOnly ? tr("checkpoint (no step)")
             : m_xAxis->currentIndex() == 1 ? tr("consumed samples")
                                            : tr("step"));
+    plot()->xAxis->setTickLabels(!checkpointOnly);
     if (!m_haveRange && lo <= hi) {
         // A single step is centred rather than put at the left edge.
         plot()->xAxis->setRange(hi > lo ? lo : lo - 0.5, hi > lo ? hi : lo + 0.5);

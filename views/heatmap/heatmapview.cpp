@@ -312,7 +312,9 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
     plot()->xAxis->setRange(x0 - half, x1 + half);
     plot()->yAxis->setRange(-0.5, std::max(ny, 1) - 0.5);
     // A checkpoint's tensors have no step (-1): one column, and the axis says what it is.
-    plot()->xAxis->setLabel(nx == 1 && m_data.steps.front() < 0 ? tr("checkpoint (no step)") : tr("step"));
+    const bool checkpoint = nx == 1 && m_data.steps.front() < 0;
+    plot()->xAxis->setLabel(checkpoint ? tr("checkpoint (no step)") : tr("step"));
+    plot()->xAxis->setTickLabels(!checkpoint);
     m_scale->axis()->setLabel(statistic() + QLatin1Char(' ') + tensor()
         + (m_data.recipe.isEmpty() ? QString() : tr(" (%1)").arg(m_data.recipe)));
     {
