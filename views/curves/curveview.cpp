@@ -143,8 +143,17 @@ CurveView::CurveView(Workspace *workspace, Selection *selection, QWidget *parent
     connect(workspace, &Workspace::loaded, this, &CurveView::reloadStatistics);
     connect(workspace, &Workspace::closed, this, &CurveView::reloadStatistics);
     connect(workspace, &Workspace::runVisibilityChanged, this, &CurveView::rebuild);
-    connect(workspace, &Workspace::statisticsChanged, this, [this] {
-        if (statistic().startsWith(kTensorPrefix))
+    connect(workspace, &Workspace::statisticsChanged, this, [this](int run) {
+        // A recompute can bring a statistic the picker does not list yet (a checkpoint's first): list it.
+        Statement st = m_workspace->store(run).database().prepare(
+            "SELECT DISTINCT stat FROM series WHERE run_id=? AND layer<>''");
+        st.bind(1, m_workspace->run(run).info.id);
+        bool unlisted = false;
+        while (st.next() && !unlisted)
+            unlisted = m_statBox->findData(QString(kTensorPrefix + st.text(0))) < 0;
+        if (unlisted)
+            reloadStatistics();
+        else if (statistic().startsWith(kTensorPrefix))
             rebuild();
     });
     connect(selection, &Selection::changed, this, [this](Selection::Parts parts) {

@@ -160,6 +160,13 @@ HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *pa
         reloadPickers();
         reload();
     });
+    connect(workspace, &Workspace::statisticsChanged, this, [this](int r) {
+        // Recomputed statistics: new names for the pickers, new values for the matrix.
+        if (r == run()) {
+            reloadPickers();
+            reload();
+        }
+    });
     connect(workspace, &Workspace::closed, this, [this] {
         if (m_pending)
             m_workspace->queries().cancel(m_pending);
