@@ -103,6 +103,7 @@ private Q_SLOTS:
     void longRunNamesKeepPrecisionInView();
     void histogramRecipeFollowsTheRun();
     void singlePointsAndCheckpointColumns();
+    void recomputeFinishingAfterClose();
     void cleanupTestCase();
 
 private:
@@ -965,6 +966,32 @@ void TestMainWindow::singlePointsAndCheckpointColumns()
     QVERIFY(hp->xAxis->tickLabels());
     QCOMPARE(map->data()->keyRange().lower, 10.0);
     QCOMPARE(map->data()->keyRange().upper, 30.0);
+}
+
+void TestMainWindow::recomputeFinishingAfterClose()
+{
+    // A recompute that finishes after its folder was closed (another opened meanwhile) must not announce
+    // new statistics for a run index of the old folder: the views would read a run that is gone (this
+    // crashed the curve view when the second folder had fewer runs).
+    openAndWait({m_pair});
+    Workspace *ws = m_window->workspace();
+    const int fp8 = ws->runIndex(QStringLiteral("fp8"));
+    QVERIFY(fp8 >= 1);
+    const auto dumps = ws->store(fp8).dumps(ws->run(fp8).info.id);
+    QVERIFY(!dumps.empty());
+    QString error;
+    const auto recipe = Recipe::parse(QStringLiteral("current"), std::nullopt, &error);
+    QVERIFY2(recipe, qPrintable(error));
+    bool finished = false;
+    ws->recompute(fp8, DumpRef {ws->run(fp8).info.id, dumps.front().first, dumps.front().second}, *recipe,
+        QStringLiteral("test"), this, [&](const std::optional<TensorMetrics> &, const QString &) { finished = true; });
+    QSignalSpy announced(ws, &Workspace::statisticsChanged);
+    QTemporaryDir dir;
+    QVERIFY(appendTo(dir.filePath(QStringLiteral("metrics.csv")), "step,loss\n1,2.0\n"));
+    openAndWait({dir.path()}); // closes the pair while the recompute runs
+    QCOMPARE(ws->runCount(), 1);
+    QTRY_VERIFY_WITH_TIMEOUT(finished, 30000);
+    QCOMPARE(announced.count(), 0);
 }
 
 void TestMainWindow::cleanupTestCase()

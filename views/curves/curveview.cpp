@@ -144,6 +144,8 @@ CurveView::CurveView(Workspace *workspace, Selection *selection, QWidget *parent
     connect(workspace, &Workspace::closed, this, &CurveView::reloadStatistics);
     connect(workspace, &Workspace::runVisibilityChanged, this, &CurveView::rebuild);
     connect(workspace, &Workspace::statisticsChanged, this, [this](int run) {
+        if (run < 0 || run >= m_workspace->runCount())
+            return;
         // A recompute can bring a statistic the picker does not list yet (a checkpoint's first): list it.
         Statement st = m_workspace->store(run).database().prepare(
             "SELECT DISTINCT stat FROM series WHERE run_id=? AND layer<>''");

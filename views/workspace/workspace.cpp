@@ -139,6 +139,7 @@ void Workspace::close()
     m_problems.clear();
     m_folders.clear();
     m_demo = false;
+    ++m_generation;
     Q_EMIT closed();
 }
 
@@ -288,6 +289,7 @@ quint64 Workspace::recompute(
     int run, const DumpRef &dump, const Recipe &recipe, const QString &slot, QObject *receiver, RecomputeDone done)
 {
     const QString folder = m_folders[m_runs[size_t(run)].source];
+    const quint64 generation = m_generation;
     auto holder = m_backend;
     const QString key = folder + QLatin1Char('|') + dump.file + QLatin1Char('|') + dump.dump.dataset + QLatin1Char('|')
         + recipe.name() + QLatin1Char('|') + formatName(recipe.format);
@@ -318,12 +320,14 @@ quint64 Workspace::recompute(
                                   m.backend = holder->status;
                                   return QVariant::fromValue(m);
                               }},
-        receiver, [this, run, done](const JobResult &r) {
+        receiver, [this, run, generation, done](const JobResult &r) {
             if (!r.error.isEmpty() || !r.value.isValid()) {
                 done(std::nullopt, r.error.isEmpty() ? tr("cancelled") : r.error);
                 return;
             }
-            Q_EMIT statisticsChanged(run);
+            // Stored in the folder it was computed for; the run index means something only while that is open.
+            if (generation == m_generation)
+                Q_EMIT statisticsChanged(run);
             done(r.value.value<TensorMetrics>(), QString());
         });
 }

@@ -113,6 +113,8 @@ private:
     std::vector<WorkspaceRun> m_runs;
     std::vector<WorkspaceProblem> m_problems;
     quint64 m_loadTicket = 0;
+    // Counts close(): a recompute that finishes after its folders were closed names a run index of theirs.
+    quint64 m_generation = 0;
     bool m_demo = false;
 };
 
