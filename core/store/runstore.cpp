@@ -596,6 +596,13 @@ QString recipeNamed(const QString &value)
 
 } // namespace
 
+QString tensorRecipe(const QString &runRecipe, const QString &tensor)
+{
+    if (runRecipe != QLatin1String("blockwise"))
+        return runRecipe;
+    return tensor.startsWith(QLatin1String("weight")) ? QStringLiteral("block128x128") : QStringLiteral("block1x128");
+}
+
 void RunStore::inferFromConfigs()
 {
     // Runs without a manifest: the training precision and scaling recipe from the flags their configs
@@ -836,10 +843,7 @@ Heatmap RunStore::heatmap(
     Statement own = db.prepare("SELECT COALESCE(recipe, '') FROM runs WHERE id=?");
     own.bind(1, runId);
     if (own.next())
-        runRecipe = own.text(0);
-    if (runRecipe == QLatin1String("blockwise"))
-        runRecipe = tensor.startsWith(QLatin1String("weight")) ? QStringLiteral("block128x128")
-                                                               : QStringLiteral("block1x128");
+        runRecipe = tensorRecipe(own.text(0), tensor);
     h.source = src;
     h.recipe = h.recipes.contains(recipe) ? recipe
         : h.recipes.contains(runRecipe)   ? runRecipe

@@ -31,6 +31,11 @@ struct RunInfo {
     int64_t pointCount = 0;
 };
 
+// The recipe a run's tensor was quantized under, in fp8scope's recipe names: the run's recipe, except
+// that blockwise scaling (Transformer Engine's Float8BlockScaling) is 128x128 tiles for weights and 1x128
+// blocks for activations and gradients.
+QString tensorRecipe(const QString &runRecipe, const QString &tensor);
+
 struct SeriesInfo {
     int64_t id = 0;
     int64_t runId = 0;

@@ -324,10 +324,7 @@ void CurveView::rebuild()
         const auto candidates = tensorLevel ? store.seriesAt(run.info.id, m_selection->layer(), m_selection->tensor())
                                             : store.seriesAt(run.info.id, QString(), QString());
         // A logged series first; of recomputed ones (one per recipe), the run's own recipe's, else the first.
-        QString ownRecipe = run.info.recipe;
-        if (ownRecipe == QLatin1String("blockwise"))
-            ownRecipe = m_selection->tensor().startsWith(QLatin1String("weight")) ? QStringLiteral("block128x128")
-                                                                                  : QStringLiteral("block1x128");
+        const QString ownRecipe = tensorRecipe(run.info.recipe, m_selection->tensor());
         const auto rank = [&](const SeriesInfo &s) {
             return s.key.source != QLatin1String("recomputed") ? 0 : s.key.recipe == ownRecipe ? 1 : 2;
         };

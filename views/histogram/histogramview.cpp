@@ -106,15 +106,11 @@ void HistogramView::reloadDumps()
 
 namespace {
 
-// The recipe box entry for a run's recipe (fp8scope's recipe names, parameters after ':' dropped), or empty
-// where the box has none. Blockwise scaling (Transformer Engine's Float8BlockScaling) quantizes weights in
-// 128x128 tiles and activations and gradients in 1x128 blocks.
+// The recipe box entry for the recipe a run's tensor was quantized under (parameters after ':' dropped), or
+// empty where the box has none.
 QString recipeEntryFor(const QString &runRecipe, const QString &tensor, const QComboBox *box)
 {
-    if (runRecipe == QLatin1String("blockwise"))
-        return tensor.startsWith(QLatin1String("weight")) ? QStringLiteral("block128x128")
-                                                          : QStringLiteral("block1x128");
-    const QString name = runRecipe.section(QLatin1Char(':'), 0, 0).trimmed();
+    const QString name = tensorRecipe(runRecipe, tensor).section(QLatin1Char(':'), 0, 0).trimmed();
     return box->findText(name) >= 0 ? name : QString();
 }
 
