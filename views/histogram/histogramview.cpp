@@ -14,6 +14,16 @@
 
 namespace fp8scope {
 
+namespace {
+
+// Whether the recipe takes its element format from the format picker (nvfp4 is E2M1, bf16 BF16).
+bool choosesFormat(const QString &recipe)
+{
+    return recipe != QLatin1String("nvfp4") && recipe != QLatin1String("bf16");
+}
+
+} // namespace
+
 HistogramView::HistogramView(Workspace *workspace, Selection *selection, QWidget *parent)
     : PlotView(QStringLiteral("histogram"), parent)
     , m_workspace(workspace)
@@ -55,7 +65,7 @@ HistogramView::HistogramView(Workspace *workspace, Selection *selection, QWidget
 
     connect(m_recipeBox, &QComboBox::currentIndexChanged, this, [this] {
         const QString r = m_recipeBox->currentText();
-        m_formatBox->setEnabled(r != QLatin1String("nvfp4") && r != QLatin1String("bf16"));
+        m_formatBox->setEnabled(choosesFormat(r));
         request();
     });
     connect(m_formatBox, &QComboBox::currentIndexChanged, this, &HistogramView::request);
@@ -72,7 +82,7 @@ void HistogramView::setRecipe(const QString &recipe, const QString &format)
     m_recipeBox->setCurrentText(recipe);
     if (!format.isEmpty())
         m_formatBox->setCurrentIndex(std::max(0, m_formatBox->findData(format.toLower())));
-    m_formatBox->setEnabled(recipe != QLatin1String("nvfp4") && recipe != QLatin1String("bf16"));
+    m_formatBox->setEnabled(choosesFormat(recipe));
     request();
 }
 
@@ -129,7 +139,7 @@ void HistogramView::selectionChanged()
         if (!entry.isEmpty() && entry != m_recipeBox->currentText()) {
             const QSignalBlocker block(m_recipeBox);
             m_recipeBox->setCurrentText(entry);
-            m_formatBox->setEnabled(entry != QLatin1String("nvfp4") && entry != QLatin1String("bf16"));
+            m_formatBox->setEnabled(choosesFormat(entry));
             recipeSet = true;
         }
     }
