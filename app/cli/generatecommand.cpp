@@ -1,6 +1,6 @@
 #include "generatecommand.h"
 
-#include "core/numerics/fp8math.h"
+#include "core/formats/fp8math.h"
 #include "core/tensors/hdf5dumpwriter.h"
 
 #include <QCommandLineParser>

@@ -20,10 +20,11 @@ int main(int argc, char **argv)
         "commands:\n"
         "  stats FILE[:DATASET]   FP8 metrics of one tensor (--recipe, --format, --what-if, --json)\n"
         "  generate OUT.h5        write a synthetic tensor dump in the fp8scope-dump HDF5 layout\n"
+        "  demo OUTDIR            write the synthetic BF16/FP8 demo run pair with planted problems\n"
         "  ingest FOLDER          read a run folder (logs, evals, configs, dumps) into its store\n"
-        "  runs FOLDER            list the runs of an ingested folder\n"
-        "  series FOLDER          print one series (--run, --stat, [--layer, --tensor], --csv)\n"
-        "  heatmap FOLDER         print a layers x steps matrix (--run, --stat, --tensor, --csv)\n"
+        "  runs FOLDER            list the runs: precision, recipe, baseline and why, versions (--json)\n"
+        "  series FOLDER          print one series (--run, --stat, [--layer, --tensor, --source], --csv)\n"
+        "  heatmap FOLDER         print a layers x steps matrix (--run, --stat, --tensor, [--source], --csv)\n"
         "  recompute FOLDER       FP8 metrics of every indexed dump into the store (--recipe, --backend)\n"
         "run 'fp8scope-cli COMMAND --help' for a command's options\n");
     if (args.size() < 2) {

@@ -6,8 +6,8 @@
 #include "core/jobs/jobqueue.h"
 #include "core/numerics/backendselect.h"
 #include "core/numerics/metricsengine.h"
-#include "core/store/dumprecompute.h"
-#include "core/store/runstore.h"
+#include "core/query/catalog.h"
+#include "core/recompute/dumprecompute.h"
 
 #include <QCommandLineParser>
 #include <QDir>
@@ -45,27 +45,41 @@ int parse(QCommandLineParser &parser, const QStringList &args, const QString &wh
     return 0;
 }
 
-bool openStore(RunStore &store, const QString &folder)
+bool openCatalog(Catalog &catalog, const QString &folder)
 {
     QString error;
-    if (!store.open(folder, &error)) {
+    if (!catalog.open(folder, &error)) {
         QTextStream(stderr) << "fp8scope-cli: " << error << '\n';
         return false;
     }
     return true;
 }
 
-std::optional<RunInfo> findRun(const RunStore &store, const QString &name)
+std::optional<Run> findRun(const Catalog &catalog, const QString &name)
 {
-    auto r = store.run(name);
+    auto r = catalog.findRun(name);
     if (!r) {
         QTextStream err(stderr);
         err << "fp8scope-cli: no run '" << name << "'; runs:";
-        for (const RunInfo &i : store.runs())
+        for (const Run &i : catalog.runs())
             err << ' ' << i.name;
         err << '\n';
     }
     return r;
+}
+
+// Store errors met while answering (a damaged store): said on stderr, so an empty answer is not taken for
+// an empty run. True when there were some.
+bool reportStoreErrors(const Catalog &catalog)
+{
+    bool any = false;
+    for (const ProblemEntry &p : catalog.problems()) {
+        if (p.storeError) {
+            QTextStream(stderr) << "fp8scope-cli: " << p.path << ": " << p.message << '\n';
+            any = true;
+        }
+    }
+    return any;
 }
 
 // CSV keeps every digit (round trip); tables print 10 significant digits.
@@ -86,9 +100,10 @@ int runIngest(const QStringList &args)
     const QString folder = parser.positionalArguments().front();
     QTextStream out(stdout);
     QTextStream err(stderr);
-    RunStore store;
-    if (!openStore(store, folder))
+    Catalog catalog;
+    if (!openCatalog(catalog, folder))
         return 1;
+    RunStore &store = *catalog.storeOf(catalog.stores().front().serial);
     // The ingest runs as a job, as in the GUI; this thread shows its progress on a terminal.
     IngestReport report;
     runJob([&](JobContext &ctx) {
@@ -97,18 +112,21 @@ int runIngest(const QStringList &args)
             return !ctx.isCancelled();
         });
     });
-    const auto runs = store.runs();
-    const auto problems = store.problems();
+    catalog.refresh();
+    const auto runs = catalog.runs();
+    const auto problems = catalog.problems();
+    const QDir dir(folder);
     if (parser.isSet(jsonOpt)) {
         QJsonArray runArray;
-        for (const RunInfo &r : runs)
+        for (const Run &r : runs)
             runArray.append(QJsonObject {{QStringLiteral("name"), r.name}, {QStringLiteral("precision"), r.precision},
                 {QStringLiteral("series"), double(r.seriesCount)}, {QStringLiteral("points"), double(r.pointCount)},
-                {QStringLiteral("evals"), double(store.evals(r.id).size())}});
+                {QStringLiteral("evals"), double(catalog.evals(r.ref).size())}});
         QJsonArray problemArray;
-        for (const ProblemRecord &p : problems)
-            problemArray.append(QJsonObject {{QStringLiteral("file"), p.file}, {QStringLiteral("line"), double(p.line)},
-                {QStringLiteral("offset"), double(p.offset)}, {QStringLiteral("message"), p.message}});
+        for (const ProblemEntry &p : problems)
+            problemArray.append(QJsonObject {{QStringLiteral("file"), p.storeError ? p.path : dir.relativeFilePath(p.path)},
+                {QStringLiteral("line"), double(p.line)}, {QStringLiteral("offset"), double(p.offset)},
+                {QStringLiteral("message"), p.message}});
         QJsonObject doc {{QStringLiteral("store"), store.path()}, {QStringLiteral("runs"), runArray},
             {QStringLiteral("problems"), problemArray},
             {QStringLiteral("files"),
@@ -117,20 +135,23 @@ int runIngest(const QStringList &args)
                     {QStringLiteral("unchanged"), report.filesUnchanged},
                     {QStringLiteral("failed"), report.filesFailed}}},
             {QStringLiteral("points_written"), double(report.pointsWritten)},
-            {QStringLiteral("unrecognised"), QJsonArray::fromStringList(report.unrecognised)}};
+            {QStringLiteral("unrecognised"), QJsonArray::fromStringList(report.unrecognised)},
+            {QStringLiteral("errors"), QJsonArray::fromStringList(report.errors)}};
         out << QJsonDocument(doc).toJson(QJsonDocument::Indented);
     } else {
         out << "store    " << store.path() << '\n';
         out << "files    " << report.filesRead << " read, " << report.filesResumed << " resumed, "
             << report.filesUnchanged << " unchanged, " << report.filesFailed << " failed; " << report.pointsWritten
             << " points written\n";
-        for (const RunInfo &r : runs)
+        for (const Run &r : runs)
             out << "run      " << r.name << ": " << r.seriesCount << " series, " << r.pointCount << " points, "
-                << store.evals(r.id).size() << " evals\n";
-        for (const ProblemRecord &p : problems)
-            out << "problem  " << p.file << ':' << p.line
+                << catalog.evals(r.ref).size() << " evals\n";
+        for (const ProblemEntry &p : problems)
+            out << "problem  " << (p.storeError ? p.path : dir.relativeFilePath(p.path)) << ':' << p.line
                 << (p.offset >= 0 ? QStringLiteral(" (byte %1)").arg(p.offset) : QString()) << ": " << p.message
                 << '\n';
+        for (const QString &e : report.errors)
+            out << "error    " << e << '\n';
     }
     return report.filesFailed > 0 ? 1 : 0;
 }
@@ -138,18 +159,47 @@ int runIngest(const QStringList &args)
 int runRuns(const QStringList &args)
 {
     QCommandLineParser parser;
-    if (const int rc = parse(parser, args, QStringLiteral("List the runs of an ingested folder.")))
+    const QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("print JSON"));
+    parser.addOption(jsonOpt);
+    if (const int rc = parse(parser, args,
+            QStringLiteral("List the runs of an ingested folder: precision, recipe, the baseline each is compared with "
+                           "and why, and the versions of the frameworks it recorded.")))
         return rc < 0 ? 0 : rc;
-    RunStore store;
-    if (!openStore(store, parser.positionalArguments().front()))
+    Catalog catalog;
+    if (!openCatalog(catalog, parser.positionalArguments().front()))
         return 1;
     QTextStream out(stdout);
-    for (const RunInfo &r : store.runs()) {
+    QJsonArray array;
+    for (const Run &r : catalog.runs()) {
+        const Pairing p = catalog.pairing(r.ref);
+        const auto baseline = catalog.run(p.baseline);
+        const QString baselineName = baseline ? baseline->name : QString();
+        const auto versions = catalog.versions(r.ref);
+        if (parser.isSet(jsonOpt)) {
+            QJsonObject v;
+            for (const VersionEntry &e : versions)
+                v.insert(e.package, e.version);
+            array.append(QJsonObject {{QStringLiteral("name"), r.name}, {QStringLiteral("display_name"), r.displayName},
+                {QStringLiteral("precision"), r.precision}, {QStringLiteral("recipe"), r.recipe},
+                {QStringLiteral("baseline"), baselineName}, {QStringLiteral("pairing"), basisName(p.basis)},
+                {QStringLiteral("pairing_reason"), p.reason}, {QStringLiteral("versions"), v},
+                {QStringLiteral("series"), double(r.seriesCount)}, {QStringLiteral("points"), double(r.pointCount)}});
+            continue;
+        }
         out << r.name << "\tprecision=" << (r.precision.isEmpty() ? QStringLiteral("?") : r.precision)
-            << "\trecipe=" << r.recipe << "\tbaseline=" << r.baseline << "\tseries=" << r.seriesCount
+            << "\trecipe=" << r.recipe << "\tbaseline=" << baselineName << "\tseries=" << r.seriesCount
             << "\tpoints=" << r.pointCount << '\n';
+        out << "    baseline  " << (baseline ? baselineName : QStringLiteral("none")) << " (" << basisName(p.basis)
+            << ": " << p.reason << ")\n";
+        const QString key = keyVersionsText(versions);
+        out << "    versions  " << (key.isEmpty() ? QStringLiteral("none recorded") : key);
+        if (versions.size() > size_t(key.count(QLatin1Char(',')) + (key.isEmpty() ? 0 : 1)))
+            out << " (" << versions.size() << " packages in all)";
+        out << '\n';
     }
-    return 0;
+    if (parser.isSet(jsonOpt))
+        out << QJsonDocument(array).toJson(QJsonDocument::Indented);
+    return reportStoreErrors(catalog) ? 1 : 0;
 }
 
 int runSeries(const QStringList &args)
@@ -161,40 +211,61 @@ int runSeries(const QStringList &args)
     const QCommandLineOption layerOpt(QStringLiteral("layer"), QStringLiteral("layer name"), QStringLiteral("layer"));
     const QCommandLineOption tensorOpt(
         QStringLiteral("tensor"), QStringLiteral("tensor kind"), QStringLiteral("tensor"));
-    const QCommandLineOption sourceOpt(
-        QStringLiteral("source"), QStringLiteral("source (default: the first)"), QStringLiteral("source"));
+    const QCommandLineOption sourceOpt(QStringLiteral("source"),
+        QStringLiteral("source (default: as the window chooses: logged before recomputed, then the most points)"),
+        QStringLiteral("source"));
+    const QCommandLineOption recipeOpt(QStringLiteral("recipe"),
+        QStringLiteral("for recomputed statistics, the recipe (default: the run's own)"), QStringLiteral("recipe"));
+    const QCommandLineOption samplesOpt(
+        QStringLiteral("samples"), QStringLiteral("the series logged against consumed samples ('... vs samples')"));
     const QCommandLineOption bucketsOpt(QStringLiteral("buckets"),
         QStringLiteral("at most N points (min/max per bucket)"), QStringLiteral("n"), QStringLiteral("0"));
     const QCommandLineOption csvOpt(QStringLiteral("csv"), QStringLiteral("print CSV"));
-    parser.addOptions({runOpt, statOpt, layerOpt, tensorOpt, sourceOpt, bucketsOpt, csvOpt});
-    if (const int rc = parse(parser, args, QStringLiteral("Print one series of a run.")))
+    parser.addOptions({runOpt, statOpt, layerOpt, tensorOpt, sourceOpt, recipeOpt, samplesOpt, bucketsOpt, csvOpt});
+    if (const int rc = parse(parser, args,
+            QStringLiteral("Print one series of a run. A run-level statistic may be named by any of its names "
+                           "('lm loss', 'train/loss', 'grad-norm'); without --layer and --tensor it is run level.")))
         return rc < 0 ? 0 : rc;
     if (!parser.isSet(runOpt) || !parser.isSet(statOpt)) {
         QTextStream(stderr) << "fp8scope-cli series: --run and --stat are required\n";
         return 2;
     }
-    RunStore store;
-    if (!openStore(store, parser.positionalArguments().front()))
+    Catalog catalog;
+    if (!openCatalog(catalog, parser.positionalArguments().front()))
         return 1;
-    const auto run = findRun(store, parser.value(runOpt));
+    const auto run = findRun(catalog, parser.value(runOpt));
     if (!run)
         return 1;
-    const auto found = store.findSeries(run->id,
-        {parser.value(layerOpt), parser.value(tensorOpt), parser.value(statOpt), parser.value(sourceOpt), QString()});
+    const SeriesRequest request {.stat = parser.value(statOpt),
+        .layer = parser.value(layerOpt),
+        .tensor = parser.value(tensorOpt),
+        .source = parser.value(sourceOpt),
+        .recipe = parser.value(recipeOpt),
+        .axis = parser.isSet(samplesOpt) ? SeriesAxis::Samples : SeriesAxis::Step};
+    const auto found = catalog.candidates(run->ref, request);
     if (found.empty()) {
+        reportStoreErrors(catalog);
         QTextStream(stderr) << "fp8scope-cli: no series '" << parser.value(statOpt) << "' in run " << run->name << '\n';
         return 1;
     }
-    const SeriesInfo &s = found.front();
-    const auto pts = store.points(s.id, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
-        parser.value(bucketsOpt).toInt());
+    const Series &s = found.front();
+    if (found.size() > 1) {
+        QStringList others;
+        for (size_t i = 1; i < found.size(); ++i)
+            others << found[i].source + (found[i].recipe.isEmpty() ? QString() : QLatin1Char(' ') + found[i].recipe);
+        QTextStream(stderr) << "fp8scope-cli: " << s.stat << " from " << s.source << " (also "
+                            << others.join(QStringLiteral(", ")) << "; --source chooses)\n";
+    }
+    const auto pts = catalog.points(s, {.resolution = parser.value(bucketsOpt).toInt()});
     QTextStream out(stdout);
     const bool csv = parser.isSet(csvOpt);
     if (csv)
         out << "step,value,min,max,count\n";
     else
-        out << "# " << run->name << " | " << s.key.stat << " | layer=" << s.key.layer << " tensor=" << s.key.tensor
-            << " source=" << s.key.source << " | " << s.points << " points\n";
+        out << "# " << run->name << " | " << s.stat << (s.sourceStat != s.stat ? QStringLiteral(" (%1)").arg(s.sourceStat) : QString())
+            << " | layer=" << s.layer << " tensor=" << s.tensor << " source=" << s.source
+            << (s.recipe.isEmpty() ? QString() : QStringLiteral(" recipe=") + s.recipe) << " | " << s.points
+            << " points\n";
     for (const SeriesPoint &p : pts) {
         if (csv)
             out << p.step << ',' << number(p.value, true) << ',' << number(p.min, true) << ',' << number(p.max, true)
@@ -204,7 +275,7 @@ int runSeries(const QStringList &args)
         else
             out << p.step << '-' << p.lastStep << "\tmin " << number(p.min) << "\tmax " << number(p.max) << '\n';
     }
-    return 0;
+    return reportStoreErrors(catalog) ? 1 : 0;
 }
 
 int runHeatmap(const QStringList &args)
@@ -219,22 +290,29 @@ int runHeatmap(const QStringList &args)
     const QCommandLineOption recipeOpt(QStringLiteral("recipe"),
         QStringLiteral("for recomputed statistics, the recipe (default: the run's, else the most layers')"),
         QStringLiteral("recipe"));
-    parser.addOptions({runOpt, statOpt, tensorOpt, csvOpt, recipeOpt});
+    const QCommandLineOption sourceOpt(QStringLiteral("source"),
+        QStringLiteral("source (default: logged before recomputed, then the one covering most layers)"),
+        QStringLiteral("source"));
+    parser.addOptions({runOpt, statOpt, tensorOpt, csvOpt, recipeOpt, sourceOpt});
     if (const int rc = parse(parser, args, QStringLiteral("Print a layers x steps matrix of one statistic.")))
         return rc < 0 ? 0 : rc;
     if (!parser.isSet(runOpt) || !parser.isSet(statOpt) || !parser.isSet(tensorOpt)) {
         QTextStream(stderr) << "fp8scope-cli heatmap: --run, --stat and --tensor are required\n";
         return 2;
     }
-    RunStore store;
-    if (!openStore(store, parser.positionalArguments().front()))
+    Catalog catalog;
+    if (!openCatalog(catalog, parser.positionalArguments().front()))
         return 1;
-    const auto run = findRun(store, parser.value(runOpt));
+    const auto run = findRun(catalog, parser.value(runOpt));
     if (!run)
         return 1;
-    const Heatmap h
-        = store.heatmap(run->id, parser.value(statOpt), parser.value(tensorOpt), QString(), parser.value(recipeOpt));
+    const Heatmap h = catalog.matrix(run->ref,
+        {.stat = parser.value(statOpt),
+            .tensor = parser.value(tensorOpt),
+            .source = parser.value(sourceOpt),
+            .recipe = parser.value(recipeOpt)});
     if (h.layers.isEmpty()) {
+        reportStoreErrors(catalog);
         QTextStream(stderr) << "fp8scope-cli: no " << parser.value(statOpt) << " of " << parser.value(tensorOpt)
                             << " in run " << run->name << '\n';
         return 1;
@@ -243,6 +321,12 @@ int runHeatmap(const QStringList &args)
         QTextStream(stderr) << "fp8scope-cli: " << parser.value(statOpt) << " of " << parser.value(tensorOpt)
                             << " was not recomputed under " << parser.value(recipeOpt)
                             << "; recipes: " << h.recipes.join(QLatin1String(", ")) << '\n';
+        return 1;
+    }
+    if (parser.isSet(sourceOpt) && h.source != parser.value(sourceOpt)) {
+        QTextStream(stderr) << "fp8scope-cli: no " << parser.value(statOpt) << " of " << parser.value(tensorOpt)
+                            << " from " << parser.value(sourceOpt) << "; sources: " << h.sources.join(QLatin1String(", "))
+                            << '\n';
         return 1;
     }
     if (h.recipes.size() > 1 && !parser.isSet(recipeOpt))
@@ -261,7 +345,7 @@ int runHeatmap(const QStringList &args)
             out << sep << number(h.at(l, s), parser.isSet(csvOpt));
         out << '\n';
     }
-    return 0;
+    return reportStoreErrors(catalog) ? 1 : 0;
 }
 
 int runRecompute(const QStringList &args)
@@ -297,16 +381,17 @@ int runRecompute(const QStringList &args)
     }
     const int threads = parser.value(threadsOpt).toInt();
     const QString folder = parser.positionalArguments().front();
-    RunStore store;
-    if (!openStore(store, folder))
+    Catalog catalog;
+    if (!openCatalog(catalog, folder))
         return 1;
-    store.ingest(); // the dump index must be current
+    RunStore &store = *catalog.storeOf(catalog.stores().front().serial);
+    const IngestReport ingested = store.ingest(); // the dump index must be current
+    for (const QString &e : ingested.errors)
+        err << "fp8scope-cli: " << e << '\n';
     std::vector<DumpRef> work;
-    for (const RunInfo &r : store.runs()) {
-        for (const auto &[file, d] : store.dumps(r.id)) {
-            if (!d.tensor.endsWith(QLatin1String("_fp8")))
-                work.push_back({r.id, file, d});
-        }
+    for (const Run &r : catalog.runs()) {
+        for (const Dump &d : catalog.dumps(r.ref))
+            work.push_back({r.ref.id, d.file, d.record});
     }
     if (work.empty()) {
         err << "fp8scope-cli: no tensor dumps indexed in " << folder << '\n';

@@ -136,7 +136,7 @@ void MainWindow::createViews()
     connect(m_runTable->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
         [this](const QModelIndex &current) {
             if (current.isValid())
-                m_selection->setRun(current.row());
+                m_selection->setRun(m_workspace->runAt(current.row()));
         });
 
     auto *layerPane = new QWidget(this);
@@ -346,7 +346,10 @@ void MainWindow::updateTitle()
 
 void MainWindow::onLoaded()
 {
-    m_layerModel->setLayers(m_workspace->layerTensors());
+    std::vector<std::pair<QString, QStringList>> layers;
+    for (const LayerTensors &l : m_workspace->layerTensors())
+        layers.emplace_back(l.layer, l.tensors);
+    m_layerModel->setLayers(layers);
     // Open the tree down to the first layer, so its siblings (the model's depth) are in view.
     QModelIndex first = m_layerProxy->index(0, 0);
     while (first.isValid()
@@ -366,8 +369,8 @@ void MainWindow::onLoaded()
     if (!m_workspace->problems().empty())
         statusBar()->showMessage(
             tr("%n import problem(s): see the Problems panel", nullptr, int(m_workspace->problems().size())), 15000);
-    if (m_selection->run() < 0 && m_workspace->runCount() > 0)
-        m_selection->setRun(m_heatmap->run() >= 0 ? m_heatmap->run() : 0);
+    if (!m_selection->run().isValid() && m_workspace->runCount() > 0)
+        m_selection->setRun(m_heatmap->run().isValid() ? m_heatmap->run() : m_workspace->runAt(0));
     updateTitle();
     // Ready once the heatmap's matrix has arrived from the query thread too.
     auto emitReady = [this] { QTimer::singleShot(0, this, [this] { Q_EMIT ready(); }); };
@@ -394,7 +397,7 @@ void MainWindow::onTreeCurrentChanged()
             tensor = m_layerModel->data(firstTensor, LayerTreeModel::TensorRole).toString();
         }
     }
-    const int run = m_selection->run() >= 0 ? m_selection->run() : 0;
+    const RunRef run = m_selection->run().isValid() ? m_selection->run() : m_workspace->runAt(0);
     m_selection->set(run, layer, tensor, m_selection->step());
 }
 
@@ -408,8 +411,9 @@ void MainWindow::syncTreeToSelection()
     m_layerTree->setCurrentIndex(proxy);
     m_layerTree->scrollTo(proxy);
     m_syncingTree = false;
-    if (m_selection->run() >= 0 && m_runTable->currentIndex().row() != m_selection->run())
-        m_runTable->selectRow(m_selection->run());
+    const int row = m_workspace->indexOf(m_selection->run());
+    if (row >= 0 && m_runTable->currentIndex().row() != row)
+        m_runTable->selectRow(row);
 }
 
 void MainWindow::showProblemLine(const QModelIndex &index)

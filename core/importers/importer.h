@@ -25,7 +25,8 @@ struct EvalRecord {
     QString metric;
     double value = NAN;
     double stderrValue = NAN; // NaN when not given or "N/A"
-    QString inference; // inference precision when known (bf16, fp8, ...)
+    QString inference; // inference precision when known ("bf16", "fp8", "fp8 kv-fp8", ...)
+    QString settings; // the inference settings it was read from ("dtype=bfloat16, kv_cache_dtype=fp8")
 };
 
 struct DumpRecord {
@@ -59,6 +60,9 @@ public:
     }
     virtual void eval(const EvalRecord &e) = 0;
     virtual void config(const QString &key, const QString &value) = 0;
+    // A package version the run recorded (a pip freeze line, a "torch version: 2.3" log line); the package
+    // name as its distribution spells it, normalized (lower case, runs of "-_." as one "-").
+    virtual void version(const QString &package, const QString &version) = 0;
     // precision, recipe, baseline, inference_precision, notes, display_name
     virtual void runInfo(const QString &field, const QString &value) = 0;
     virtual void dump(const DumpRecord &d) = 0;

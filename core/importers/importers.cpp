@@ -6,6 +6,7 @@
 #include "tableimporters.h"
 #include "tedebugimporter.h"
 #include "tfeventsimporter.h"
+#include "versionsimporter.h"
 
 namespace fp8scope {
 
@@ -17,6 +18,7 @@ const std::vector<std::unique_ptr<Importer>> &allImporters()
         l.push_back(std::make_unique<ManifestImporter>());
         l.push_back(std::make_unique<WorkspaceManifestImporter>());
         l.push_back(std::make_unique<TeDebugImporter>());
+        l.push_back(std::make_unique<VersionsImporter>());
         l.push_back(std::make_unique<MegatronLogImporter>());
         l.push_back(std::make_unique<GoldenValuesImporter>());
         l.push_back(std::make_unique<LmEvalImporter>());

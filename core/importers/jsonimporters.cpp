@@ -6,6 +6,10 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
+
+#include <utility>
+#include <vector>
 
 namespace fp8scope {
 
@@ -124,6 +128,108 @@ ReadPosition GoldenValuesImporter::read(const QString &path, const ReadPosition 
     return end;
 }
 
+namespace {
+
+// A precision as the inference settings spell it, in fp8scope's words ("bfloat16" and "torch.bfloat16" are
+// bf16); "" for "auto" and other values that do not name one.
+QString precisionWord(QString v)
+{
+    v = v.trimmed().toLower();
+    if (v.startsWith(QLatin1String("torch.")))
+        v = v.mid(6);
+    if (v == QLatin1String("bfloat16") || v == QLatin1String("bf16"))
+        return QStringLiteral("bf16");
+    if (v == QLatin1String("float16") || v == QLatin1String("half") || v == QLatin1String("fp16"))
+        return QStringLiteral("fp16");
+    if (v == QLatin1String("float32") || v == QLatin1String("float") || v == QLatin1String("fp32"))
+        return QStringLiteral("fp32");
+    if (v.startsWith(QLatin1String("fp8")) || v.startsWith(QLatin1String("float8")))
+        return QStringLiteral("fp8");
+    if (v.contains(QLatin1String("nvfp4")) || v.contains(QLatin1String("fp4")))
+        return QStringLiteral("nvfp4");
+    if (v.contains(QLatin1String("mxfp8")))
+        return QStringLiteral("mxfp8");
+    return {};
+}
+
+// The precision words of a file name ("results_fp8_inference.json" says fp8), or "" when it names none or
+// several.
+QString precisionInName(const QString &name)
+{
+    static const QRegularExpression sep(QStringLiteral("[^a-z0-9]+"));
+    QString found;
+    for (const QString &w : name.toLower().split(sep, Qt::SkipEmptyParts)) {
+        const QString p = w == QLatin1String("baseline") ? QString() : precisionWord(w);
+        if (p.isEmpty())
+            continue;
+        if (!found.isEmpty() && found != p)
+            return {};
+        found = p;
+    }
+    return found;
+}
+
+} // namespace
+
+QString inferenceSetting(const QJsonObject &root, const QFileInfo &file, QString *settings)
+{
+    // model_args is "a=b,c=d" in results files written from the command line and an object from Python.
+    const QJsonObject config = root.value(QStringLiteral("config")).toObject();
+    std::vector<std::pair<QString, QString>> args;
+    const QJsonValue modelArgs = config.value(QStringLiteral("model_args"));
+    if (modelArgs.isObject()) {
+        const QJsonObject o = modelArgs.toObject();
+        for (auto it = o.begin(); it != o.end(); ++it)
+            args.emplace_back(it.key(), it.value().isString() ? it.value().toString() : it.value().toVariant().toString());
+    } else {
+        for (const QString &part : modelArgs.toString().split(QLatin1Char(','), Qt::SkipEmptyParts))
+            args.emplace_back(part.section(QLatin1Char('='), 0, 0).trimmed(), part.section(QLatin1Char('='), 1).trimmed());
+    }
+    QString weights, quantization, kv;
+    QStringList used;
+    for (const auto &[key, value] : args) {
+        const QString k = key.toLower();
+        if (k == QLatin1String("dtype") || k == QLatin1String("precision") || k == QLatin1String("torch_dtype")) {
+            weights = precisionWord(value);
+            used << key + QLatin1Char('=') + value;
+        } else if (k == QLatin1String("quantization") || k == QLatin1String("quantize")) {
+            quantization = precisionWord(value).isEmpty() ? value.toLower() : precisionWord(value);
+            used << key + QLatin1Char('=') + value;
+        } else if (k == QLatin1String("kv_cache_dtype")) {
+            kv = precisionWord(value);
+            used << key + QLatin1Char('=') + value;
+        } else if (k == QLatin1String("load_in_8bit") || k == QLatin1String("load_in_4bit")) {
+            if (value.toLower() == QLatin1String("true")) {
+                quantization = k == QLatin1String("load_in_8bit") ? QStringLiteral("int8") : QStringLiteral("int4");
+                used << key + QLatin1Char('=') + value;
+            }
+        }
+    }
+    const QString modelDtype = config.value(QStringLiteral("model_dtype")).toString();
+    if (weights.isEmpty() && !precisionWord(modelDtype).isEmpty()) {
+        weights = precisionWord(modelDtype);
+        used << QStringLiteral("model_dtype=") + modelDtype;
+    }
+    QString primary = quantization.isEmpty() || quantization == QLatin1String("none") ? weights : quantization;
+    if (primary.isEmpty()) {
+        // The file's name, or its folder's when that is an evaluation folder ("eval_fp8/results.json").
+        primary = precisionInName(file.completeBaseName());
+        if (!primary.isEmpty())
+            used << QStringLiteral("file name ") + file.fileName();
+        const QString folder = file.dir().dirName();
+        const QString f = folder.toLower();
+        if (primary.isEmpty() && (f.contains(QLatin1String("eval")) || f.contains(QLatin1String("infer")) || f.contains(QLatin1String("result")))) {
+            primary = precisionInName(folder);
+            if (!primary.isEmpty())
+                used << QStringLiteral("folder name ") + folder;
+        }
+    }
+    *settings = used.join(QStringLiteral(", "));
+    if (!kv.isEmpty() && kv != primary)
+        return (primary.isEmpty() ? QString() : primary + QLatin1Char(' ')) + QStringLiteral("kv-") + kv;
+    return primary;
+}
+
 bool LmEvalImporter::recognises(const QString &fileName, const QByteArray &head) const
 {
     return isJsonName(fileName) && head.contains("\"results\"")
@@ -143,16 +249,8 @@ ReadPosition LmEvalImporter::read(const QString &path, const ReadPosition &, Ing
         sink.problem(1, 0, QStringLiteral("lm-eval: no \"results\" object"));
         return end;
     }
-    // Inference precision from the model arguments when they name one (dtype=bfloat16, fp8, ...).
-    QString inference;
-    const QString modelArgs
-        = root.value(QStringLiteral("config")).toObject().value(QStringLiteral("model_args")).toString();
-    for (const QString &part : modelArgs.split(QLatin1Char(','))) {
-        if (part.startsWith(QLatin1String("dtype=")) || part.startsWith(QLatin1String("precision=")))
-            inference = part.section(QLatin1Char('='), 1);
-    }
-    if (inference == QLatin1String("bfloat16"))
-        inference = QStringLiteral("bf16");
+    QString settings;
+    const QString inference = inferenceSetting(root, QFileInfo(path), &settings);
     const QJsonObject tasks = results.toObject();
     for (auto t = tasks.begin(); t != tasks.end(); ++t) {
         const QJsonObject metrics = t.value().toObject();
@@ -168,7 +266,12 @@ ReadPosition LmEvalImporter::read(const QString &path, const ReadPosition &, Ing
             const QString name = filter.isEmpty() || filter == QLatin1String("none")
                 ? metric
                 : QString(metric + QLatin1Char(',') + filter);
-            sink.eval({t.key(), name, m.value().toDouble(), numberOrNan(metrics.value(stderrKey)), inference});
+            sink.eval({.task = t.key(),
+                .metric = name,
+                .value = m.value().toDouble(),
+                .stderrValue = numberOrNan(metrics.value(stderrKey)),
+                .inference = inference,
+                .settings = settings});
         }
     }
     return end;

@@ -5,6 +5,8 @@
 
 #include "importer.h"
 
+class QFileInfo;
+class QJsonObject;
 class QJsonValue;
 
 namespace fp8scope {
@@ -24,6 +26,12 @@ public:
     bool recognises(const QString &fileName, const QByteArray &head) const override;
     ReadPosition read(const QString &path, const ReadPosition &from, IngestSink &sink) override;
 };
+
+// The inference setting of an lm-eval results document: its precision in fp8scope's words, from
+// config.model_args (dtype=, quantization=fp8, kv_cache_dtype=fp8; a string or an object) or
+// config.model_dtype, else from the file's name or its evaluation folder's name ("results_fp8.json"); a KV
+// cache in another precision is added ("bf16 kv-fp8"). *settings says what it was read from.
+QString inferenceSetting(const QJsonObject &root, const QFileInfo &file, QString *settings);
 
 class ManifestImporter : public Importer
 {

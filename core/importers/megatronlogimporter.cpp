@@ -1,6 +1,9 @@
 #include "megatronlogimporter.h"
 
 #include "linereader.h"
+#include "versionsimporter.h"
+
+#include <QRegularExpression>
 
 namespace fp8scope {
 
@@ -48,9 +51,29 @@ bool MegatronLogImporter::recognises(const QString &fileName, const QByteArray &
 
 ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &from, IngestSink &sink)
 {
+    // Megatron prints its arguments once at start-up, between "--- arguments ---" and "--- end of arguments
+    // ---", one "  name ........ value" per line: the run's config when it has no YAML.
+    static const QRegularExpression argument(QStringLiteral("^([A-Za-z_][A-Za-z0-9_]*) \\.{2,} ?(.*)$"));
+    bool inArguments = false;
     return readLines(path, from, sink, [&](const TextLine &l) {
         const QStringView line = QStringView(l.text).trimmed();
         QString bad;
+        if (line.startsWith(QLatin1Char('-')) && line.endsWith(QLatin1Char('-')) && line.contains(QLatin1String(" arguments "))) {
+            if (!l.complete)
+                return false;
+            inArguments = !line.contains(QLatin1String("end of arguments"));
+            return true;
+        }
+        if (inArguments) {
+            if (!l.complete)
+                return false;
+            const QRegularExpressionMatch m = argument.match(line);
+            if (m.hasMatch())
+                sink.config(m.captured(1), m.captured(2).trimmed());
+            else
+                inArguments = false; // the block ended without its closing line
+            return true;
+        }
         if (line.startsWith(QLatin1String("iteration ")) && line.contains(QLatin1Char('|'))) {
             const qsizetype bar = line.indexOf(QLatin1Char('|'));
             const QStringView head = line.mid(10, bar - 10).trimmed(); // "N/ M"
@@ -79,6 +102,13 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
             if (!readFields(line.mid(bar + 1), step, QStringLiteral("validation "), sink, &bad))
                 sink.problem(l.number, l.offset, QStringLiteral("unreadable field '%1'").arg(bad));
             return true;
+        }
+        if (line.contains(QLatin1String("version")) || line.contains(QLatin1String("Version"))) {
+            if (const auto v = versionFromLine(line)) {
+                if (!l.complete)
+                    return false;
+                sink.version(v->first, v->second);
+            }
         }
         return true;
     });

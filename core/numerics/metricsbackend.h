@@ -2,7 +2,7 @@
 // the two passes the engine needs over a chunk of a tensor. Views and the CLI never know which one ran.
 #pragma once
 
-#include "core/tensors/dtype.h"
+#include "core/formats/dtype.h"
 #include "metricsums.h"
 #include "patterncounts.h"
 #include "quantplan.h"

@@ -2,7 +2,7 @@
 // backend (CPU lanes, CUDA blocks) accumulates independently and merges. Plain C++ so CUDA code shares it.
 #pragma once
 
-#include "fp8math.h"
+#include "core/formats/fp8math.h"
 
 #include <cmath>
 #include <cstdint>

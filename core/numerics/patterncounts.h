@@ -4,7 +4,7 @@
 // definition once per pattern that occurred, weighted by its count.
 #pragma once
 
-#include "core/tensors/dtype.h"
+#include "core/formats/dtype.h"
 #include "metricsums.h"
 #include "quantplan.h"
 

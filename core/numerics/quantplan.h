@@ -2,7 +2,7 @@
 // Recipe by the metrics engine and handed to a backend; plain C++ so that CUDA kernels take it as is.
 #pragma once
 
-#include "fp8math.h"
+#include "core/formats/fp8math.h"
 
 namespace fp8scope::fp8math {
 

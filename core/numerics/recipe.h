@@ -2,7 +2,7 @@
 // run did, or what fp8scope should try instead.
 #pragma once
 
-#include "fp8math.h"
+#include "core/formats/formatnames.h"
 
 #include <QString>
 
@@ -10,8 +10,6 @@
 #include <vector>
 
 namespace fp8scope {
-
-using fp8math::Format;
 
 enum class RecipeKind : uint8_t { Delayed, Current, MxFp8, Block, NvFp4, Bf16 };
 enum class AmaxReduce : uint8_t { Max, MostRecent };
@@ -50,8 +48,5 @@ struct Recipe {
     // the previous scale was kept (no history at all, as at a run's first step; a zero, NaN or inf amax).
     QString delayedScaleSource() const;
 };
-
-QString formatName(Format f);
-std::optional<Format> formatFromName(const QString &name);
 
 } // namespace fp8scope

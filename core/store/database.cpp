@@ -10,8 +10,9 @@ Statement::Statement(sqlite3 *db, const char *sql, QString *error)
     : m_db(db)
 {
     if (sqlite3_prepare_v2(db, sql, -1, &m_stmt, nullptr) != SQLITE_OK) {
+        m_error = QString::fromUtf8(sqlite3_errmsg(db));
         if (error)
-            *error = QString::fromUtf8(sqlite3_errmsg(db));
+            *error = m_error;
         sqlite3_finalize(m_stmt);
         m_stmt = nullptr;
     }
@@ -25,6 +26,8 @@ Statement::~Statement()
 Statement::Statement(Statement &&o) noexcept
     : m_stmt(o.m_stmt)
     , m_db(o.m_db)
+    , m_failed(o.m_failed)
+    , m_error(std::move(o.m_error))
 {
     o.m_stmt = nullptr;
 }
@@ -35,6 +38,8 @@ Statement &Statement::operator=(Statement &&o) noexcept
         sqlite3_finalize(m_stmt);
         m_stmt = o.m_stmt;
         m_db = o.m_db;
+        m_failed = o.m_failed;
+        m_error = std::move(o.m_error);
         o.m_stmt = nullptr;
     }
     return *this;
@@ -76,7 +81,16 @@ Statement &Statement::bindNull(int i)
 
 bool Statement::next()
 {
-    return m_stmt && sqlite3_step(m_stmt) == SQLITE_ROW;
+    if (!m_stmt || m_failed)
+        return false;
+    const int rc = sqlite3_step(m_stmt);
+    if (rc == SQLITE_ROW)
+        return true;
+    if (rc != SQLITE_DONE) {
+        m_failed = true;
+        m_error = QString::fromUtf8(sqlite3_errmsg(m_db));
+    }
+    return false;
 }
 
 bool Statement::exec()
@@ -86,6 +100,8 @@ bool Statement::exec()
     int rc;
     while ((rc = sqlite3_step(m_stmt)) == SQLITE_ROW) { }
     const bool ok = rc == SQLITE_DONE;
+    if (!ok)
+        m_error = QString::fromUtf8(sqlite3_errmsg(m_db));
     sqlite3_reset(m_stmt);
     return ok;
 }
@@ -94,6 +110,7 @@ void Statement::reset()
 {
     sqlite3_reset(m_stmt);
     sqlite3_clear_bindings(m_stmt);
+    m_failed = false;
 }
 
 int64_t Statement::int64(int col) const
@@ -125,6 +142,8 @@ bool Statement::isNull(int col) const
 
 QString Statement::error() const
 {
+    if (!m_error.isEmpty())
+        return m_error;
     return m_db ? QString::fromUtf8(sqlite3_errmsg(m_db)) : QString();
 }
 
@@ -184,8 +203,9 @@ Transaction::Transaction(Database &db)
 
 Transaction::~Transaction()
 {
-    if (m_active)
-        m_db.exec("ROLLBACK");
+    // A failed rollback leaves nothing to do: SQLite rolls an open transaction back when the connection closes.
+    if (m_active && !m_db.exec("ROLLBACK"))
+        m_active = false;
 }
 
 bool Transaction::commit(QString *error)

@@ -33,9 +33,13 @@ public:
     Statement &bindNull(int i);
     // UTF-8 text that is already encoded (copied by SQLite).
     Statement &bindUtf8(int i, std::string_view v);
-    // Steps once: true while a row is available. exec() steps to the end and resets.
-    bool next();
-    bool exec();
+    // Steps once: true while a row is available. false at the end of the rows and on an error: failed()
+    // tells them apart (and error() says what went wrong). exec() steps to the end and resets; false on an
+    // error (and for a statement that did not prepare).
+    [[nodiscard]] bool next();
+    [[nodiscard]] bool exec();
+    // True once a step failed or the statement did not prepare; cleared by reset().
+    [[nodiscard]] bool failed() const { return m_failed || !m_stmt; }
     void reset();
 
     int64_t int64(int col) const;
@@ -49,6 +53,8 @@ public:
 private:
     sqlite3_stmt *m_stmt = nullptr;
     sqlite3 *m_db = nullptr;
+    bool m_failed = false;
+    QString m_error; // the statement's own error (a failed prepare, a failed step)
 };
 
 class Database
@@ -62,7 +68,7 @@ public:
     // Opens (creating) the file in WAL mode.
     bool open(const QString &path, QString *error);
     bool isOpen() const { return m_db != nullptr; }
-    bool exec(const char *sql, QString *error = nullptr);
+    [[nodiscard]] bool exec(const char *sql, QString *error = nullptr);
     Statement prepare(const char *sql, QString *error = nullptr);
     int64_t lastInsertId() const;
     QString lastError() const;
@@ -79,7 +85,7 @@ public:
     explicit Transaction(Database &db);
     ~Transaction();
     bool isActive() const { return m_active; }
-    bool commit(QString *error = nullptr);
+    [[nodiscard]] bool commit(QString *error = nullptr);
 
 private:
     Database &m_db;

@@ -139,7 +139,7 @@ bool read(Database &db, int64_t series, int64_t from, int64_t to, std::vector<Po
                 out->push_back(p);
         }
     }
-    return true;
+    return !s.failed();
 }
 
 Writer::Writer(Database &db)
@@ -169,6 +169,10 @@ bool Writer::merge(int64_t series, const std::vector<Point> &points)
     m_old.clear();
     m_last.bind(1, series);
     const bool haveLast = m_last.next();
+    if (!haveLast && m_last.failed()) {
+        m_last.reset();
+        return false;
+    }
     const int64_t lastFirst = haveLast ? m_last.int64(0) : 0;
     const bool rewrite = haveLast && (m_last.int64(1) >= m_fresh.front().step || m_last.int64(2) < kChunkPoints);
     m_last.reset();
@@ -182,6 +186,7 @@ bool Writer::merge(int64_t series, const std::vector<Point> &points)
         bool ok = true;
         while (ok && m_suffix.next())
             ok = decode(m_suffix.utf8(0), &m_old);
+        ok = ok && !m_suffix.failed();
         m_suffix.reset();
         if (!ok || !m_delete.bind(1, series).bind(2, from).exec())
             return false;

@@ -24,7 +24,7 @@ struct Point {
 
 void encode(const Point *points, size_t n, std::string *out);
 // Appends the points of one chunk; false on text that is not a chunk this store wrote.
-bool decode(std::string_view text, std::vector<Point> *out);
+[[nodiscard]] bool decode(std::string_view text, std::vector<Point> *out);
 
 // Writes points into series' chunks with its statements prepared once (an ingest calls it per series and
 // batch).
@@ -35,7 +35,7 @@ public:
     // Writes `points` (sorted by step; of equal steps the last wins) into the series, replacing the points
     // of the same steps: the chunks from the first new step on are read, merged and written again, and so
     // is a last chunk that is not yet full (so a growing log does not leave a trail of short chunks).
-    bool merge(int64_t series, const std::vector<Point> &points);
+    [[nodiscard]] bool merge(int64_t series, const std::vector<Point> &points);
 
 private:
     Statement m_last, m_firstOverlap, m_suffix, m_delete, m_insert;
@@ -47,6 +47,6 @@ private:
 int64_t firstChunkFor(Database &db, int64_t series, int64_t step);
 
 // Every point of a series with from <= step <= to, in step order.
-bool read(Database &db, int64_t series, int64_t from, int64_t to, std::vector<Point> *out);
+[[nodiscard]] bool read(Database &db, int64_t series, int64_t from, int64_t to, std::vector<Point> *out);
 
 } // namespace fp8scope::pointchunks

@@ -1,19 +1,25 @@
 // The run store: one SQLite database per opened folder (<folder>/.fp8scope/store.sqlite, or the user cache
 // directory when the folder is read-only) holding runs, series of (step, value) points, evals, configs,
-// the tensor dump index, recomputed metrics and import problems. Ingest is per file and all-or-nothing,
-// idempotent, and incremental for growing logs. The schema is documented in docs/STORE.md.
+// versions, the tensor dump index, recomputed metrics and import problems. Ingest is per file and
+// all-or-nothing, idempotent, and incremental for growing logs (core/store/ingest.h). The schema and its
+// migrations live in core/store/schema.cpp and are documented in docs/STORE.md.
+//
+// RunStore answers plain reads of what is stored, by store ids; which series to show, which run is whose
+// baseline and the canonical names of statistics are decided above it, in core/query. A read that fails
+// (a damaged store) returns what it could and records the error: errors() lists them for the problems panel.
 #pragma once
 
 #include "database.h"
+#include "ingest.h"
+#include "runinference.h"
 
 #include "core/importers/importer.h"
 
-#include <QHash>
 #include <QString>
+#include <QStringList>
 
 #include <functional>
 #include <optional>
-#include <set>
 #include <vector>
 
 namespace fp8scope {
@@ -24,17 +30,12 @@ struct RunInfo {
     QString displayName;
     QString precision;
     QString recipe;
-    QString baseline;
+    QString baseline; // as the manifest names it
     QString inferencePrecision;
     QString notes;
     int64_t seriesCount = 0;
     int64_t pointCount = 0;
 };
-
-// The recipe a run's tensor was quantized under, in fp8scope's recipe names: the run's recipe, except
-// that blockwise scaling (Transformer Engine's Float8BlockScaling) is 128x128 tiles for weights and 1x128
-// blocks for activations and gradients.
-QString tensorRecipe(const QString &runRecipe, const QString &tensor);
 
 struct SeriesInfo {
     int64_t id = 0;
@@ -55,31 +56,33 @@ struct SeriesPoint {
     int64_t count = 1;
 };
 
-struct Heatmap {
-    QStringList layers; // depth order
-    std::vector<int64_t> steps;
-    std::vector<double> values; // layers.size() x steps.size(), row-major, NaN where absent
-    QString source; // the series' source and recipe shown
-    QString recipe;
-    QStringList recipes; // the recipes the statistic was recomputed under (one row per layer shows one)
-    double at(qsizetype layer, size_t step) const { return values[size_t(layer) * steps.size() + step]; }
-};
-
 struct ProblemRecord {
-    QString file;
+    QString file; // relative to the store's folder ("" for the store itself)
     int64_t line = 0;
     int64_t offset = -1;
     QString message;
 };
 
-struct IngestReport {
-    int filesRead = 0;
-    int filesUnchanged = 0;
-    int filesResumed = 0;
-    int filesFailed = 0;
-    int64_t pointsWritten = 0;
-    int problems = 0;
-    QStringList unrecognised;
+struct EvalRow {
+    EvalRecord eval;
+    QString file; // the results file, relative to the store's folder
+};
+
+struct KeyValueRow {
+    QString key; // a config key, or a package
+    QString value; // its value, or the package's version
+    QString file;
+};
+
+struct DumpRow {
+    QString file; // relative to the store's folder
+    DumpRecord dump;
+};
+
+// The points of one layer's series of a statistic, for a layer x step matrix.
+struct LayerRow {
+    QString layer;
+    std::vector<std::pair<int64_t, double>> points; // step order
 };
 
 class RunStore
@@ -88,51 +91,70 @@ public:
     // Where the store of `folder` lives: inside it when writable, else in the user cache directory.
     static QString storePathFor(const QString &folder);
 
-    bool open(const QString &folder, QString *error);
-    bool openFile(const QString &storePath, const QString &folder, QString *error);
+    [[nodiscard]] bool open(const QString &folder, QString *error);
+    [[nodiscard]] bool openFile(const QString &storePath, const QString &folder, QString *error);
     QString path() const { return m_path; }
     QString folder() const { return m_folder; }
 
     // Scans the folder and ingests every recognised file that is new or changed. progress(done, total,
     // file) may return false to stop between files (what is committed stays).
-    using Progress = std::function<bool(int done, int total, const QString &file)>;
+    using Progress = IngestProgress;
     IngestReport ingest(const Progress &progress = {});
 
     std::vector<RunInfo> runs() const;
+    // A run by its name or display name.
     std::optional<RunInfo> run(const QString &name) const;
-    std::vector<SeriesInfo> series(int64_t runId) const;
-    // Series matching the key fields that are not empty (source "" means any).
+    // Series matching the key fields that are not empty (source "" means any); stat, tensor, layer (natural
+    // order), source, recipe order.
     std::vector<SeriesInfo> findSeries(int64_t runId, const SeriesKey &key) const;
-    // Series whose layer and tensor are exactly these ("" for run-level series); no point counts (fast).
+    std::vector<SeriesInfo> series(int64_t runId) const { return findSeries(runId, {}); }
+    // Series whose layer and tensor are exactly these ("" for run-level series), with their point counts.
     std::vector<SeriesInfo> seriesAt(int64_t runId, const QString &layer, const QString &tensor) const;
     // Points of one series in [from, to]; more than maxPoints are served as min/max per bucket.
     std::vector<SeriesPoint> points(int64_t seriesId, int64_t from, int64_t to, int maxPoints) const;
     // The last point at or before `step` (the first point when all lie after it); nullopt for an empty series.
     std::optional<SeriesPoint> valueAt(int64_t seriesId, int64_t step) const;
-    // One statistic of one tensor kind, layers x steps, from one source (logged sources before recomputed)
-    // and one recipe: `recipe`, else the run's own, else the one most layers were recomputed under.
-    Heatmap heatmap(int64_t runId, const QString &stat, const QString &tensor, const QString &source = QString(),
-        const QString &recipe = QString()) const;
-    std::vector<EvalRecord> evals(int64_t runId) const;
-    std::vector<std::pair<QString, QString>> configs(int64_t runId) const;
+    // Distinct (layer, tensor) pairs of a run's per-layer series and dumps.
+    std::vector<std::pair<QString, QString>> layerTensors(int64_t runId) const;
+    // Distinct (stat, tensor) pairs of a run's per-layer series.
+    std::vector<std::pair<QString, QString>> layerStatistics(int64_t runId) const;
+    // The (source, recipe) pairs holding per-layer series of one statistic of one tensor kind, with how many
+    // layers each covers.
+    struct LayerSource {
+        QString source;
+        QString recipe;
+        int64_t layers = 0;
+    };
+    std::vector<LayerSource> layerSources(int64_t runId, const QString &stat, const QString &tensor) const;
+    // The per-layer series of one statistic of one tensor kind from one source and recipe, layer by layer.
+    std::vector<LayerRow> layerRows(
+        int64_t runId, const QString &stat, const QString &tensor, const QString &source, const QString &recipe) const;
+    std::vector<EvalRow> evals(int64_t runId) const;
+    std::vector<KeyValueRow> configs(int64_t runId) const;
+    std::vector<KeyValueRow> versions(int64_t runId) const;
     std::vector<ProblemRecord> problems() const;
-    std::vector<std::pair<QString, DumpRecord>> dumps(int64_t runId) const; // (file, record)
+    std::vector<DumpRow> dumps(int64_t runId) const;
     // Recomputed metrics as series with source "recomputed" and the recipe name.
-    bool storeRecomputed(int64_t runId, const DumpRecord &d, const QString &recipe,
+    [[nodiscard]] bool storeRecomputed(int64_t runId, const DumpRecord &d, const QString &recipe,
         const std::vector<std::pair<QString, double>> &stats, QString *error);
 
-    Database &database() { return m_db; }
+    // Store errors met by reads since the store was opened (each once), newest last.
+    QStringList errors() const { return m_errors; }
 
 private:
-    bool migrate(QString *error);
-    void dropRunsLeftEmpty(const std::set<QString> &names);
-    void inferFromConfigs();
-    Database m_db;
+    friend struct RunStoreTestAccess; // tests/core/storeaccess.h: the raw connection, for tests of the schema
+    // Records a failed statement's error; true when `s` did not fail.
+    bool ok(const Statement &s) const;
+    Statement prepare(const char *sql) const;
+
+    mutable Database m_db;
     QString m_path;
     QString m_folder;
+    mutable QStringList m_errors;
 };
 
-// Natural order of layer names: digit runs compare as numbers ("layers.2" before "layers.10").
+// Natural order of layer names: digit runs compare as numbers ("layers.2" before "layers.10"), and names
+// equal as numbers ("a01", "a1") by their text, so the order is total.
 bool layerLess(const QString &a, const QString &b);
 
 } // namespace fp8scope

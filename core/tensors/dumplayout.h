@@ -3,7 +3,7 @@
 // the HDF5 calls so that it can be fuzzed and reused by the importers.
 #pragma once
 
-#include "dtype.h"
+#include "core/formats/dtype.h"
 
 #include <QString>
 

@@ -1,6 +1,6 @@
 #include "fp4packed.h"
 
-#include "core/numerics/fp8math.h"
+#include "core/formats/fp8math.h"
 
 #include <algorithm>
 

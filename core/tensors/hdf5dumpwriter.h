@@ -2,7 +2,7 @@
 // under /iter_<%06d>/<layer>/<kind> with their attributes. Used by `fp8scope-cli generate` and by tests.
 #pragma once
 
-#include "dtype.h"
+#include "core/formats/dtype.h"
 #include "problem.h"
 
 #include <hdf5.h>

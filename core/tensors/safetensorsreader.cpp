@@ -3,7 +3,7 @@
 #include "fp4packed.h"
 #include "fp8decode.h"
 
-#include "core/numerics/fp8math.h"
+#include "core/formats/fp8math.h"
 
 #include <QHash>
 #include <QJsonArray>

@@ -1,6 +1,6 @@
 #include "tensorreader.h"
 
-#include "core/numerics/fp8math.h"
+#include "core/formats/fp8math.h"
 #include "fp8decode.h"
 #include "hdf5reader.h"
 #include "npyreader.h"

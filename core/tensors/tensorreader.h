@@ -2,7 +2,7 @@
 // can be processed. Each format (HDF5, safetensors, .npy) implements it; openTensor() picks one.
 #pragma once
 
-#include "dtype.h"
+#include "core/formats/dtype.h"
 #include "problem.h"
 
 #include <QString>

@@ -5,7 +5,7 @@
 // host-to-device copy; target >= 0.8. Prints a table; without a device it says why and exits 0.
 // Usage: bench_gpu [MiB] [repeats]
 #include "benchutil.h"
-#include "core/numerics/fp8math.h"
+#include "core/formats/fp8math.h"
 #include "core/numerics/metricsengine.h"
 #include "gpu/cudabackend.h"
 

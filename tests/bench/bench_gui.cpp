@@ -72,8 +72,8 @@ int main(int argc, char **argv)
     const double ingestOnly = medianSeconds(repeats, [&] {
         QDir(storeDir).removeRecursively();
         RunStore s;
-        s.open(demo, &error);
-        s.ingest();
+        if (s.open(demo, &error))
+            s.ingest();
     });
     const double cold = medianSeconds(repeats, [&] {
         QDir(storeDir).removeRecursively();

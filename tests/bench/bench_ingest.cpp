@@ -8,6 +8,7 @@
 // Asserts nothing about time. Usage: bench_ingest [lines] [workdir]
 #include "benchutil.h"
 #include "core/importers/tedebugimporter.h"
+#include "core/query/catalog.h"
 #include "core/store/runstore.h"
 
 #include <QDir>
@@ -38,6 +39,7 @@ public:
     void point(int64_t, int64_t, double, double) override { ++points; }
     void eval(const EvalRecord &) override { }
     void config(const QString &, const QString &) override { }
+    void version(const QString &, const QString &) override { }
     void runInfo(const QString &, const QString &) override { }
     void dump(const DumpRecord &) override { }
     void problem(int64_t, int64_t, const QString &) override { ++problems; }
@@ -163,13 +165,13 @@ int main(int argc, char **argv)
         double(lines) / shellSec, shellRss);
     std::printf("%-44s %10.2f x\n", "ratio: fp8scope / sqlite3 shell", shellSec / ingestSec);
 
-    RunStore store;
+    Catalog catalog;
     QString error;
     const auto t0 = std::chrono::steady_clock::now();
-    if (!store.open(runDir, &error))
+    if (!catalog.open(runDir, &error))
         return 1;
-    const auto run = store.runs().front();
-    const Heatmap h = store.heatmap(run.id, QStringLiteral("underflows%"), QStringLiteral("activation"));
+    const auto run = catalog.runs().front();
+    const Heatmap h = catalog.matrix(run.ref, {.stat = QStringLiteral("underflows%"), .tensor = QStringLiteral("activation")});
     const double heatMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::printf("%-44s %10.1f ms (%lld x %zu)\n", "reopen + heatmap of one stat", heatMs, (long long)h.layers.size(),
         h.steps.size());

@@ -3,7 +3,7 @@
 // scales from the recipe formulas with std::log2/std::exp2, two-pass moments.
 #pragma once
 
-#include "core/numerics/fp8math.h"
+#include "core/formats/fp8math.h"
 #include "core/numerics/recipe.h"
 
 #include <algorithm>

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/store/runstore.h"
+#include "storeaccess.h"
 
 #include <QCryptographicHash>
 
@@ -18,7 +19,7 @@ inline QByteArray storeDigest(RunStore &s)
             "ORDER BY 1, 2, 3, 4",
             "SELECT f.path, p.line, p.message FROM problems p JOIN files f ON f.id=p.file_id ORDER BY 1, 2, 3",
             "SELECT path, size, consumed, lines FROM files ORDER BY path"}) {
-        Statement st = s.database().prepare(sql);
+        Statement st = RunStoreTestAccess::db(s).prepare(sql);
         while (st.next()) {
             for (int c = 0; c < 8; ++c)
                 h.addData(QByteArray(st.text(c).toUtf8() + '\x1f'));

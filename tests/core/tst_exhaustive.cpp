@@ -1,6 +1,6 @@
 // Every one of the 2^32 float32 bit patterns through our casts and NVIDIA's cuda_fp8.h / cuda_fp4.h host
 // conversions (round to nearest even, satfinite): E4M3, E5M2, E2M1, and E8M0 with both rounding rules.
-#include "core/numerics/fp8math.h"
+#include "core/formats/fp8math.h"
 
 #include <QTest>
 

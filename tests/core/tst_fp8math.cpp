@@ -1,6 +1,6 @@
 // Casts, decoding and scale rules of core/numerics/fp8math.h against known values, an independent
 // nearest-code search, and (where the CUDA headers exist) NVIDIA's host conversions on all bfloat16 patterns.
-#include "core/numerics/fp8math.h"
+#include "core/formats/fp8math.h"
 #include "core/numerics/quantplan.h"
 
 #include <QTest>

@@ -2,6 +2,7 @@
 // (replacement of equal steps, growth of the last chunk, insertion in the middle), queries that cross chunk
 // edges, the `points` view, and the migration of a version 2 store.
 #include "core/store/pointchunks.h"
+#include "storeaccess.h"
 #include "core/store/runstore.h"
 
 #include <QFile>
@@ -122,7 +123,7 @@ void TestPointChunks::mergeReplacesGrowsAndInserts()
     RunStore store;
     QString error;
     QVERIFY(store.openFile(dir.filePath(QStringLiteral("s.sqlite")), dir.path(), &error));
-    Database &db = store.database();
+    Database &db = RunStoreTestAccess::db(store);
     pointchunks::Writer w(db);
     std::vector<Point> a;
     for (int s = 0; s < 100; ++s)
@@ -204,7 +205,7 @@ void TestPointChunks::queriesAcrossChunkEdges()
     QCOMPARE(n, int64_t(901));
     QCOMPARE(mx, 950.0);
     // The view sqlite3 users query.
-    Statement v = store.database().prepare("SELECT COUNT(*), SUM(value IS NULL), MAX(step) FROM points");
+    Statement v = RunStoreTestAccess::db(store).prepare("SELECT COUNT(*), SUM(value IS NULL), MAX(step) FROM points");
     QVERIFY(v.next());
     QCOMPARE(v.int64(0), int64_t(1000));
     QCOMPARE(v.int64(1), int64_t(11)); // s % 97 == 0 for s < 1000
@@ -252,8 +253,8 @@ INSERT INTO series VALUES(1, 1, '', '', 'loss', 'csv', ''), (2, 1, 'l.0', 'activ
             &error));
         Statement ins = db.prepare("INSERT INTO points VALUES(?,?,?,?)");
         for (int s = 0; s < 150; ++s) {
-            ins.bind(1, int64_t(1)).bind(2, int64_t(s)).bind(3, s == 3 ? NAN : s * 0.5).bind(4, NAN).exec();
-            ins.bind(1, int64_t(2)).bind(2, int64_t(s * 4)).bind(3, double(s)).bind(4, 100.0 + s).exec();
+            QVERIFY(ins.bind(1, int64_t(1)).bind(2, int64_t(s)).bind(3, s == 3 ? NAN : s * 0.5).bind(4, NAN).exec());
+            QVERIFY(ins.bind(1, int64_t(2)).bind(2, int64_t(s * 4)).bind(3, double(s)).bind(4, 100.0 + s).exec());
         }
     }
     RunStore store;
@@ -267,10 +268,10 @@ INSERT INTO series VALUES(1, 1, '', '', 'loss', 'csv', ''), (2, 1, 'l.0', 'activ
     QCOMPARE(mse.size(), size_t(150));
     QCOMPARE(mse[10].step, 40);
     QCOMPARE(store.runs().front().pointCount, 300);
-    Statement v = store.database().prepare("SELECT step, value, wall_time FROM points WHERE series_id=2 AND step=40");
+    Statement v = RunStoreTestAccess::db(store).prepare("SELECT step, value, wall_time FROM points WHERE series_id=2 AND step=40");
     QVERIFY(v.next());
     QCOMPARE(v.real(2), 110.0);
-    Statement tables = store.database().prepare(
+    Statement tables = RunStoreTestAccess::db(store).prepare(
         "SELECT COUNT(*) FROM sqlite_master WHERE name IN ('point_blocks') OR (name='points' AND type='table')");
     QVERIFY(tables.next());
     QCOMPARE(tables.int64(0), int64_t(0)); // the old tables are gone; `points` is the view

@@ -1,6 +1,6 @@
 // Tensor dump readers: round trips through HDF5 (float32, float16, bfloat16), safetensors and .npy v1-v3,
 // chunked reads, and every kind of bad input (truncated files, lying headers, wrong dtypes, pickles).
-#include "core/numerics/fp8math.h"
+#include "core/formats/fp8math.h"
 #include "core/tensors/dumplayout.h"
 #include "core/tensors/hdf5dumpwriter.h"
 #include "core/tensors/hdf5reader.h"

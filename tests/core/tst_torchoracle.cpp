@@ -1,6 +1,6 @@
 // FP8 casts against PyTorch's CPU float8 conversions (torch from PyPI, test-only) on a million random
 // values with exact ties, zeros, subnormals and infinities, for E4M3, E5M2 and the FNUZ variants.
-#include "core/numerics/fp8math.h"
+#include "core/formats/fp8math.h"
 
 #include <QFile>
 #include <QProcess>

@@ -2,6 +2,7 @@
 // problems, and its planted story found through the store where planted.json says, for three seeds;
 // the same seed regenerates byte-identical logs.
 #include "core/store/runstore.h"
+#include "core/storeaccess.h"
 
 #include <QDir>
 
@@ -154,7 +155,7 @@ void TestDemo::plantedStoryIsFound()
         qPrintable(QStringLiteral("rise at %1 (%2..%3)").arg(riseStep).arg(underflowStart).arg(departure)));
 
     // First and last layers quantize worse than the middle ones.
-    const Heatmap mse = store.heatmap(fp8->id, QStringLiteral("mse"), QStringLiteral("activation"));
+    const Heatmap mse = testing::matrixOf(store, fp8->id, QStringLiteral("mse"), QStringLiteral("activation"));
     std::map<QString, double> meanMse;
     for (qsizetype l = 0; l < mse.layers.size(); ++l) {
         double sum = 0;
@@ -170,10 +171,10 @@ void TestDemo::plantedStoryIsFound()
 
     // Downstream: the two largest BF16-inference gaps are the planted tasks; FP8 inference narrows them.
     std::map<QString, double> base, fp8Bf16, fp8Fp8;
-    for (const EvalRecord &e : store.evals(bf16->id))
-        base[e.task] = e.value;
-    for (const EvalRecord &e : store.evals(fp8->id))
-        (e.inference == QLatin1String("fp8") ? fp8Fp8 : fp8Bf16)[e.task] = e.value;
+    for (const EvalRow &e : store.evals(bf16->id))
+        base[e.eval.task] = e.eval.value;
+    for (const EvalRow &e : store.evals(fp8->id))
+        (e.eval.inference == QLatin1String("fp8") ? fp8Fp8 : fp8Bf16)[e.eval.task] = e.eval.value;
     QCOMPARE(base.size(), size_t(6));
     QCOMPARE(fp8Bf16.size(), size_t(6));
     QCOMPARE(fp8Fp8.size(), size_t(6));
@@ -195,9 +196,9 @@ void TestDemo::plantedStoryIsFound()
     const auto dumps = store.dumps(fp8->id);
     QCOMPARE(dumps.size(), size_t(4 * 4 * 3));
     // ... and carry the scale_inv and amax history the run "trained" with.
-    const hid_t file = H5Fopen(dir.filePath(dumps.front().first).toUtf8().constData(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    const hid_t file = H5Fopen(dir.filePath(dumps.front().file).toUtf8().constData(), H5F_ACC_RDONLY, H5P_DEFAULT);
     QVERIFY(file >= 0);
-    const hid_t ds = H5Dopen2(file, dumps.front().second.dataset.toUtf8().constData(), H5P_DEFAULT);
+    const hid_t ds = H5Dopen2(file, dumps.front().dump.dataset.toUtf8().constData(), H5P_DEFAULT);
     QVERIFY(ds >= 0);
     QVERIFY(H5Aexists(ds, "scale_inv") > 0);
     QVERIFY(H5Aexists(ds, "amax_history") > 0);

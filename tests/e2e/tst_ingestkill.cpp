@@ -1,6 +1,7 @@
 // An ingest killed (SIGKILL) in the middle of a large file leaves the store as it was before that file,
 // keeps what earlier files gave, and a re-run produces the same store as an uninterrupted ingest.
 #include "core/store/runstore.h"
+#include "core/storeaccess.h"
 #include "storedigest.h"
 
 #include <QDir>
@@ -38,7 +39,7 @@ void makeRun(const QString &dir, int64_t lines)
 
 int64_t teRows(RunStore &s)
 {
-    Statement st = s.database().prepare(
+    Statement st = RunStoreTestAccess::db(s).prepare(
         "SELECT COUNT(*) FROM points p JOIN series s ON s.id=p.series_id WHERE s.tensor='activation'");
     return st.next() ? st.int64(0) : -1;
 }

@@ -33,6 +33,11 @@ public:
     }
     void eval(const fp8scope::EvalRecord &) override { }
     void config(const QString &, const QString &) override { }
+    void version(const QString &package, const QString &version) override
+    {
+        if (package.isEmpty() || version.isEmpty() || package != package.toLower())
+            std::abort(); // a version names a normalized package and a version
+    }
     void runInfo(const QString &, const QString &) override { }
     void dump(const fp8scope::DumpRecord &) override { }
     void problem(int64_t line, int64_t offset, const QString &message) override

@@ -148,11 +148,11 @@ void TestMainWindow::opensFolderWithRunsTreeAndBackend()
     Workspace *ws = m_window->workspace();
     QCOMPARE(ws->runCount(), 2);
     QCOMPARE(m_window->runTable()->model()->rowCount(), 2);
-    const int fp8 = ws->runIndex(QStringLiteral("fp8"));
-    QVERIFY(fp8 >= 0);
-    QCOMPARE(ws->run(fp8).info.precision, QStringLiteral("fp8"));
-    QCOMPARE(ws->baselineOf(fp8), ws->runIndex(QStringLiteral("bf16")));
-    QVERIFY(ws->run(0).colour != ws->run(1).colour);
+    const RunRef fp8 = ws->findRun(QStringLiteral("fp8"));
+    QVERIFY(fp8.isValid());
+    QCOMPARE(ws->run(fp8)->run.precision, QStringLiteral("fp8"));
+    QCOMPARE(ws->baselineOf(fp8), ws->findRun(QStringLiteral("bf16")));
+    QVERIFY(ws->runs()[0].colour != ws->runs()[1].colour);
     QVERIFY(m_window->windowTitle().contains(QStringLiteral("pair")));
     // Every model passes Qt's model checks, also through the changes the later tests make.
     for (QAbstractItemModel *m : {m_window->runTable()->model(), m_window->layerTree()->model(),
@@ -177,9 +177,9 @@ void TestMainWindow::opensFolderWithRunsTreeAndBackend()
     QVERIFY2(hist->statusText().startsWith(QStringLiteral("Select a layer")), qPrintable(hist->statusText()));
     Selection *sel = m_window->selection();
     QVERIFY(sel->layer().isEmpty());
-    const int run0 = sel->run();
+    const RunRef run0 = sel->run();
     const qint64 step0 = sel->step();
-    const int fp8Run = ws->runIndex(QStringLiteral("fp8"));
+    const RunRef fp8Run = ws->findRun(QStringLiteral("fp8"));
     for (const QString &layer : {QStringLiteral("decoder.layers.0.self_attention.linear_qkv"),
              QStringLiteral("decoder.layers.1.self_attention.linear_proj")}) {
         sel->set(fp8Run, layer, QStringLiteral("activation"), 100);
@@ -220,7 +220,7 @@ void TestMainWindow::heatmapClickDrivesHistogramAndTable()
 {
     HeatmapView *heat = m_window->heatmap();
     Workspace *ws = m_window->workspace();
-    QCOMPARE(heat->run(), ws->runIndex(QStringLiteral("fp8")));
+    QCOMPARE(heat->run(), ws->findRun(QStringLiteral("fp8")));
     heat->setTensor(QStringLiteral("activation"));
     heat->setStatistic(QStringLiteral("underflows%"));
     QTRY_VERIFY(!heat->isLoading()); // the matrix is read off the GUI thread
@@ -266,9 +266,9 @@ void TestMainWindow::heatmapClickDrivesHistogramAndTable()
     // The histogram shows the nearest dump of that layer and tensor, once computed.
     HistogramView *hist = m_window->histogram();
     QVERIFY(hist->dump().has_value());
-    QCOMPARE(hist->dump()->dump.layer, m_plan.plantedLayerName);
-    QCOMPARE(hist->dump()->dump.tensor, QStringLiteral("activation"));
-    QCOMPARE(hist->dump()->dump.step, dumpStep);
+    QCOMPARE(hist->dump()->record.layer, m_plan.plantedLayerName);
+    QCOMPARE(hist->dump()->record.tensor, QStringLiteral("activation"));
+    QCOMPARE(hist->dump()->record.step, dumpStep);
     QTRY_VERIFY_WITH_TIMEOUT(hist->metrics().has_value(), 30000);
     QVERIFY(hist->metrics()->numel == 64 * 256);
     QVERIFY(hist->statusText().contains(m_plan.plantedLayerName));
@@ -431,7 +431,7 @@ void TestMainWindow::curveClickSetsStepAndSamplesAxis()
     const auto &c = curves->curves().front();
     const double target = c.steps[c.steps.size() / 3];
     const QPoint at(int(std::lround(plot->xAxis->coordToPixel(target))), plot->axisRect()->center().y());
-    const int run = m_window->selection()->run();
+    const RunRef run = m_window->selection()->run();
     QTest::mouseClick(plot, Qt::LeftButton, {}, at);
     // The nearest logged step to the click (within a pixel of the target).
     QVERIFY(std::abs(double(m_window->selection()->step()) - target)
@@ -440,17 +440,12 @@ void TestMainWindow::curveClickSetsStepAndSamplesAxis()
     // x by consumed samples: each point sits at the run's consumed samples of its step.
     curves->setXBySamples(true);
     const auto &d = curves->curves().front();
-    RunStore &store = m_window->workspace()->store(d.run);
-    const auto samples = store.seriesAt(m_window->workspace()->run(d.run).info.id, QString(), QString());
-    int64_t samplesId = -1;
-    for (const SeriesInfo &s : samples) {
-        if (s.key.stat == QLatin1String("consumed samples"))
-            samplesId = s.id;
-    }
-    QVERIFY(samplesId >= 0);
+    const Catalog &catalog = m_window->workspace()->catalog();
+    const auto samples = catalog.chooseSeries(d.run, {.stat = QStringLiteral("consumed samples")});
+    QVERIFY(samples);
     const auto raw = d.raw ? d.raw : d.low;
     for (size_t i : {size_t(0), d.steps.size() / 2, d.steps.size() - 1}) {
-        const auto p = store.valueAt(samplesId, int64_t(d.steps[i]));
+        const auto p = catalog.valueAt(*samples, int64_t(std::lround(d.steps[i])));
         QVERIFY(p && p->step == int64_t(d.steps[i])); // logged at the same steps
         QCOMPARE((raw->data()->constBegin() + qsizetype(i))->key, p->value);
     }
@@ -461,10 +456,10 @@ void TestMainWindow::curveClickSetsStepAndSamplesAxis()
 void TestMainWindow::hidingARunRemovesItsCurve()
 {
     auto *model = m_window->runTable()->model();
-    const int bf16 = m_window->workspace()->runIndex(QStringLiteral("bf16"));
+    const int bf16 = m_window->workspace()->indexOf(m_window->workspace()->findRun(QStringLiteral("bf16")));
     QVERIFY(model->setData(model->index(bf16, 0), Qt::Unchecked, Qt::CheckStateRole));
     QCOMPARE(m_window->curves()->curves().size(), size_t(1));
-    QCOMPARE(m_window->curves()->curves().front().run, m_window->workspace()->runIndex(QStringLiteral("fp8")));
+    QCOMPARE(m_window->curves()->curves().front().run, m_window->workspace()->findRun(QStringLiteral("fp8")));
     QVERIFY(model->setData(model->index(bf16, 0), Qt::Checked, Qt::CheckStateRole));
     QCOMPARE(m_window->curves()->curves().size(), size_t(2));
 }
@@ -498,7 +493,7 @@ void TestMainWindow::recomputeWithAnotherRecipe()
     hist->setAfterScaling(true);
     QCOMPARE(bars->data()->size(), binsOf(hist->metrics()->histScaled));
     // The new statistics arrive in the table, as recomputed under mxfp8 at the dump's step.
-    const QString step = QString::number(hist->dump()->dump.step);
+    const QString step = QString::number(hist->dump()->record.step);
     QTRY_VERIFY(tableRows(m_window->statsTable())
                     .contains(QStringLiteral("mse|") + step + QStringLiteral("|recomputed|mxfp8")));
     // Another format of the same recipe is a separate result.
@@ -663,7 +658,7 @@ void TestMainWindow::cancelStopsLoadingAndKeepsWhatWasRead()
     // What was committed before the cancel opens; the rest was never read.
     QCOMPARE(m_window->workspace()->runCount(), 1);
     const int64_t series = int64_t(
-        m_window->workspace()->store(0).seriesAt(m_window->workspace()->run(0).info.id, QString(), QString()).size());
+        m_window->workspace()->catalog().seriesAt(m_window->workspace()->runAt(0), QString(), QString()).size());
     QVERIFY2(series >= 1 && series < 40, qPrintable(QString::number(series)));
     QTRY_VERIFY(!cancel->isVisible());
     openAndWait({m_pair});
@@ -731,7 +726,7 @@ void TestMainWindow::fp8CheckpointFolder()
     HistogramView *hist = m_window->histogram();
     hist->setRecipe(QStringLiteral("current"), QStringLiteral("e4m3"));
     Selection *sel = m_window->selection();
-    sel->set(0, QStringLiteral("model.w"), QStringLiteral("weight"), -1);
+    sel->set(ws->runAt(0), QStringLiteral("model.w"), QStringLiteral("weight"), -1);
     QVERIFY(hist->dump().has_value());
     QTRY_VERIFY_WITH_TIMEOUT(
         hist->statusText().contains(QLatin1String("Dump: E4M3 codes x scale_inv (128x128 "
@@ -783,7 +778,7 @@ void TestMainWindow::heatmapPicksARunWithLayerStatistics()
     Workspace *ws = m_window->workspace();
     QCOMPARE(ws->runCount(), 2);
     HeatmapView *heat = m_window->heatmap();
-    QCOMPARE(heat->run(), ws->runIndex(QStringLiteral("b_layers")));
+    QCOMPARE(heat->run(), ws->findRun(QStringLiteral("b_layers")));
     QTRY_COMPARE(heat->heatmap().layers.size(), 2);
     QCOMPARE(heat->heatmap().steps.size(), size_t(3));
     QCOMPARE(heat->message(), QString());
@@ -807,8 +802,8 @@ void TestMainWindow::heatmapPicksARunWithLayerStatistics()
                            .arg(box->currentText())
                            .arg(fits.sizeHint().width())));
     }
-    m_window->selection()->set(ws->runIndex(QStringLiteral("a_loss_only")), QString(), QString(), -1);
-    QCOMPARE(heat->run(), ws->runIndex(QStringLiteral("a_loss_only")));
+    m_window->selection()->set(ws->findRun(QStringLiteral("a_loss_only")), QString(), QString(), -1);
+    QCOMPARE(heat->run(), ws->findRun(QStringLiteral("a_loss_only")));
     QTRY_VERIFY2(heat->message().startsWith(QStringLiteral("a_loss_only has no per-layer statistics.")),
         qPrintable(heat->message()));
     QVERIFY(heat->heatmap().layers.isEmpty());
@@ -834,7 +829,7 @@ void TestMainWindow::longRunNamesKeepPrecisionInView()
         runs->columnViewportPosition(RunListModel::PrecisionColumn) + runs->columnWidth(RunListModel::PrecisionColumn)
             <= runs->viewport()->width(),
         qPrintable(QString::number(runs->columnViewportPosition(RunListModel::PrecisionColumn))));
-    const int row = m_window->workspace()->runIndex(longName);
+    const int row = m_window->workspace()->indexOf(m_window->workspace()->findRun(longName));
     QVERIFY(runs->model()->index(row, RunListModel::NameColumn).data(Qt::ToolTipRole).toString().startsWith(longName));
 }
 
@@ -865,9 +860,9 @@ void TestMainWindow::histogramRecipeFollowsTheRun()
     openAndWait({dir.path()});
     Workspace *ws = m_window->workspace();
     QCOMPARE(ws->runCount(), 2);
-    const int mx = ws->runIndex(QStringLiteral("mx"));
-    const int blk = ws->runIndex(QStringLiteral("blk"));
-    QCOMPARE(ws->run(blk).info.recipe, QStringLiteral("blockwise"));
+    const RunRef mx = ws->findRun(QStringLiteral("mx"));
+    const RunRef blk = ws->findRun(QStringLiteral("blk"));
+    QCOMPARE(ws->run(blk)->run.recipe, QStringLiteral("blockwise"));
     HistogramView *hist = m_window->histogram();
     auto *box = hist->findChild<QComboBox *>(QStringLiteral("histogramRecipe"));
     QVERIFY(box);
@@ -911,7 +906,7 @@ void TestMainWindow::histogramRecipeFollowsTheRun()
 
     // The curve of a recomputed statistic shows the run's recipe, and says so in the legend.
     openAndWait({dir.path()});
-    sel->set(ws->runIndex(QStringLiteral("mx")), QStringLiteral("model.a"), QStringLiteral("weight"), -1);
+    sel->set(ws->findRun(QStringLiteral("mx")), QStringLiteral("model.a"), QStringLiteral("weight"), -1);
     CurveView *curves = m_window->curves();
     curves->setStatistic(QStringLiteral("tensor:mse"));
     QStringList names;
@@ -955,8 +950,15 @@ void TestMainWindow::singlePointsAndCheckpointColumns()
     for (int i = 0; i < hp->plottableCount() && !map; ++i)
         map = qobject_cast<QCPColorMap *>(hp->plottable(i));
     QVERIFY(map);
-    QCOMPARE(map->data()->keyRange().lower, -1.5);
-    QCOMPARE(map->data()->keyRange().upper, -0.5);
+    // One cell per pixel column over the checkpoint's one cell, centred on it: [-1.5, -0.5] edge to edge.
+    const auto edges = [&] {
+        const QCPRange r = map->data()->keyRange();
+        const double half = (r.upper - r.lower) / (2.0 * (map->data()->keySize() - 1));
+        return std::make_pair(r.lower - half, r.upper + half);
+    };
+    QCOMPARE(edges().first, -1.5);
+    QCOMPARE(edges().second, -0.5);
+    QCOMPARE(heat->drawnValueAt(heat->cellCentre(0, 0)), 3.0);
     QCOMPARE(map->data()->valueRange().lower, -0.5);
     QCOMPARE(map->data()->valueRange().upper, 0.5);
     h.steps = {10, 20, 30};
@@ -964,8 +966,8 @@ void TestMainWindow::singlePointsAndCheckpointColumns()
     heat->setHeatmap(h);
     QCOMPARE(hp->xAxis->label(), QStringLiteral("step"));
     QVERIFY(hp->xAxis->tickLabels());
-    QCOMPARE(map->data()->keyRange().lower, 10.0);
-    QCOMPARE(map->data()->keyRange().upper, 30.0);
+    QCOMPARE(edges().first, 5.0); // half way to the neighbour on either side
+    QCOMPARE(edges().second, 35.0);
 }
 
 void TestMainWindow::recomputeFinishingAfterClose()
@@ -975,15 +977,15 @@ void TestMainWindow::recomputeFinishingAfterClose()
     // crashed the curve view when the second folder had fewer runs).
     openAndWait({m_pair});
     Workspace *ws = m_window->workspace();
-    const int fp8 = ws->runIndex(QStringLiteral("fp8"));
-    QVERIFY(fp8 >= 1);
-    const auto dumps = ws->store(fp8).dumps(ws->run(fp8).info.id);
+    const RunRef fp8 = ws->findRun(QStringLiteral("fp8"));
+    QVERIFY(fp8.isValid());
+    const auto dumps = ws->catalog().dumps(fp8);
     QVERIFY(!dumps.empty());
     QString error;
     const auto recipe = Recipe::parse(QStringLiteral("current"), std::nullopt, &error);
     QVERIFY2(recipe, qPrintable(error));
     bool finished = false;
-    ws->recompute(fp8, DumpRef {ws->run(fp8).info.id, dumps.front().first, dumps.front().second}, *recipe,
+    ws->recompute(dumps.front(), *recipe,
         QStringLiteral("test"), this, [&](const std::optional<TensorMetrics> &, const QString &) { finished = true; });
     QSignalSpy announced(ws, &Workspace::statisticsChanged);
     QTemporaryDir dir;

@@ -23,7 +23,6 @@ namespace fp8scope {
 namespace {
 
 const QString kTensorPrefix = QStringLiteral("tensor:");
-const QString kSamplesStat = QStringLiteral("consumed samples");
 
 // Linear interpolation of y(x) over sorted (x, y) pairs, extrapolating with the end segments.
 double interpolate(const std::vector<std::pair<double, double>> &xy, double x)
@@ -54,10 +53,17 @@ size_t nearestIndex(const std::vector<double> &sorted, double v)
 } // namespace
 
 CurveView::CurveView(Workspace *workspace, Selection *selection, QWidget *parent)
+    : CurveView(new WorkspaceCurveSource(workspace), selection, parent)
+{
+    m_source->setParent(this);
+}
+
+CurveView::CurveView(CurveSource *source, Selection *selection, QWidget *parent)
     : PlotView(QStringLiteral("curves"), parent)
-    , m_workspace(workspace)
+    , m_source(source)
     , m_selection(selection)
     , m_statBox(new QComboBox(this))
+    , m_sourceBox(new QComboBox(this))
     , m_smoothBox(new QComboBox(this))
     , m_strength(new QSlider(Qt::Horizontal, this))
     , m_logY(new QCheckBox(tr("Log y"), this))
@@ -68,6 +74,11 @@ CurveView::CurveView(Workspace *workspace, Selection *selection, QWidget *parent
     m_statBox->setObjectName(QStringLiteral("curveStatistic"));
     m_statBox->setMinimumContentsLength(18);
     m_statBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_sourceBox->setObjectName(QStringLiteral("curveSource"));
+    m_sourceBox->setToolTip(tr("Where several loggers hold the statistic: the one to draw (Auto: as the query layer "
+                               "chooses, logged before recomputed, then the most points)"));
+    m_sourceBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_sourceBox->setVisible(false);
     m_smoothBox->setObjectName(QStringLiteral("curveSmoothing"));
     for (Smoothing s : {Smoothing::None, Smoothing::Ema, Smoothing::RunningMean, Smoothing::Gaussian})
         m_smoothBox->addItem(smoothingName(s), int(s));
@@ -88,6 +99,7 @@ CurveView::CurveView(Workspace *workspace, Selection *selection, QWidget *parent
 
     int at = 0;
     controls()->insertWidget(at++, m_statBox, 1);
+    controls()->insertWidget(at++, m_sourceBox);
     controls()->insertWidget(at++, new QLabel(tr("Smoothing"), this));
     controls()->insertWidget(at++, m_smoothBox);
     controls()->insertWidget(at++, m_strength);
@@ -115,6 +127,11 @@ CurveView::CurveView(Workspace *workspace, Selection *selection, QWidget *parent
     connect(m_refetch, &QTimer::timeout, this, &CurveView::rebuild);
     connect(m_statBox, &QComboBox::currentIndexChanged, this, [this] {
         m_haveRange = false;
+        reloadSources();
+        rebuild();
+    });
+    connect(m_sourceBox, &QComboBox::currentIndexChanged, this, [this] {
+        m_haveRange = false;
         rebuild();
     });
     connect(m_smoothBox, &QComboBox::currentIndexChanged, this, &CurveView::applySmoothing);
@@ -140,24 +157,8 @@ CurveView::CurveView(Workspace *workspace, Selection *selection, QWidget *parent
     connect(plot(), &QCustomPlot::mousePress, this, &CurveView::onMousePress);
     connect(plot(), &QCustomPlot::mouseRelease, this, &CurveView::onMouseRelease);
 
-    connect(workspace, &Workspace::loaded, this, &CurveView::reloadStatistics);
-    connect(workspace, &Workspace::closed, this, &CurveView::reloadStatistics);
-    connect(workspace, &Workspace::runVisibilityChanged, this, &CurveView::rebuild);
-    connect(workspace, &Workspace::statisticsChanged, this, [this](int run) {
-        if (run < 0 || run >= m_workspace->runCount())
-            return;
-        // A recompute can bring a statistic the picker does not list yet (a checkpoint's first): list it.
-        Statement st = m_workspace->store(run).database().prepare(
-            "SELECT DISTINCT stat FROM series WHERE run_id=? AND layer<>''");
-        st.bind(1, m_workspace->run(run).info.id);
-        bool unlisted = false;
-        while (st.next() && !unlisted)
-            unlisted = m_statBox->findData(QString(kTensorPrefix + st.text(0))) < 0;
-        if (unlisted)
-            reloadStatistics();
-        else if (statistic().startsWith(kTensorPrefix))
-            rebuild();
-    });
+    connect(m_source, &CurveSource::statisticsChanged, this, &CurveView::reloadStatistics);
+    connect(m_source, &CurveSource::curvesChanged, this, &CurveView::rebuild);
     connect(selection, &Selection::changed, this, [this](Selection::Parts parts) {
         if ((parts & (Selection::Layer | Selection::Tensor)) && statistic().startsWith(kTensorPrefix)) {
             m_haveRange = false;
@@ -166,6 +167,7 @@ CurveView::CurveView(Workspace *workspace, Selection *selection, QWidget *parent
             updateCursor();
         }
     });
+    reloadStatistics();
 }
 
 void CurveView::setStatistic(const QString &key)
@@ -178,6 +180,36 @@ void CurveView::setStatistic(const QString &key)
 QString CurveView::statistic() const
 {
     return m_statBox->currentData().toString();
+}
+
+void CurveView::setDataSource(const QString &source)
+{
+    const int i = m_sourceBox->findData(source);
+    if (i >= 0)
+        m_sourceBox->setCurrentIndex(i);
+}
+
+QString CurveView::dataSource() const
+{
+    return m_sourceBox->currentData().toString();
+}
+
+void CurveView::reloadSources()
+{
+    const QString current = dataSource();
+    const QString key = statistic();
+    QStringList sources;
+    for (const CurveSource::Statistic &s : m_statistics) {
+        if (!s.tensorLevel && s.stat == key)
+            sources = s.sources;
+    }
+    const QSignalBlocker block(m_sourceBox);
+    m_sourceBox->clear();
+    m_sourceBox->addItem(tr("Auto"), QString());
+    for (const QString &s : sources)
+        m_sourceBox->addItem(s, s);
+    m_sourceBox->setCurrentIndex(std::max(0, m_sourceBox->findData(current)));
+    m_sourceBox->setVisible(sources.size() > 1);
 }
 
 void CurveView::setSmoothing(Smoothing kind, double strength)
@@ -221,47 +253,45 @@ void CurveView::resetZoom()
 
 void CurveView::reloadStatistics()
 {
-    m_samples.assign(size_t(m_workspace->runCount()), {});
-    std::set<QString> runStats, tensorStats;
-    for (int r = 0; r < m_workspace->runCount(); ++r) {
-        RunStore &store = m_workspace->store(r);
-        const int64_t runId = m_workspace->run(r).info.id;
-        for (const SeriesInfo &s : store.seriesAt(runId, QString(), QString())) {
-            runStats.insert(s.key.stat);
-            if (s.key.stat == kSamplesStat) {
-                for (const SeriesPoint &p :
-                    store.points(s.id, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), 0))
-                    m_samples[size_t(r)].emplace_back(double(p.step), p.value);
-            }
-        }
-        Statement st = store.database().prepare("SELECT DISTINCT stat FROM series WHERE run_id=? AND layer<>''");
-        st.bind(1, runId);
-        while (st.next())
-            tensorStats.insert(st.text(0));
+    m_samples.clear();
+    m_samplesInverse.clear();
+    m_statistics = m_source->statistics();
+    for (RunRef r : m_source->runs()) {
+        m_samples[r] = m_source->stepSamples(r);
+        // The inverse mapping once here, not on every tooltip and click.
+        auto &inverse = m_samplesInverse[r];
+        for (const auto &[step, n] : m_samples[r])
+            inverse.emplace_back(n, step);
     }
     const QString current = statistic();
     {
         const QSignalBlocker block(m_statBox);
         m_statBox->clear();
-        for (const QString &s : runStats)
-            m_statBox->addItem(s, s);
-        if (!runStats.empty() && !tensorStats.empty())
-            m_statBox->insertSeparator(m_statBox->count());
-        for (const QString &s : tensorStats)
-            m_statBox->addItem(tr("%1 (selected tensor)").arg(s), QString(kTensorPrefix + s));
+        bool runLevel = false;
+        for (const CurveSource::Statistic &s : m_statistics) {
+            if (!s.tensorLevel) {
+                m_statBox->addItem(s.stat, s.stat);
+                runLevel = true;
+            }
+        }
+        bool separated = false;
+        for (const CurveSource::Statistic &s : m_statistics) {
+            if (!s.tensorLevel)
+                continue;
+            if (runLevel && !separated) {
+                m_statBox->insertSeparator(m_statBox->count());
+                separated = true;
+            }
+            m_statBox->addItem(tr("%1 (selected tensor)").arg(s.stat), QString(kTensorPrefix + s.stat));
+        }
         int i = m_statBox->findData(current);
         if (i < 0)
             i = m_statBox->findData(QStringLiteral("lm loss"));
         m_statBox->setCurrentIndex(std::max(i, 0));
     }
-    // The inverse mapping once here, not on every tooltip and click.
-    m_samplesInverse.assign(m_samples.size(), {});
-    for (size_t r = 0; r < m_samples.size(); ++r) {
-        for (const auto &[step, n] : m_samples[r])
-            m_samplesInverse[r].emplace_back(n, step);
-    }
+    reloadSources();
     bool anySamples = false;
-    for (const auto &s : m_samples)
+    for (const auto &[run, s] : m_samples)
         anySamples = anySamples || s.size() >= 2;
     m_xAxis->setEnabled(anySamples);
     if (!anySamples)
@@ -289,19 +319,20 @@ void CurveView::refetchNow()
     rebuild();
 }
 
-double CurveView::xOfStep(int run, double step) const
+double CurveView::xOfStep(RunRef run, double step) const
 {
-    if (m_xAxis->currentIndex() != 1 || size_t(run) >= m_samples.size() || m_samples[size_t(run)].size() < 2)
+    const auto it = m_samples.find(run);
+    if (m_xAxis->currentIndex() != 1 || it == m_samples.end() || it->second.size() < 2)
         return step;
-    return interpolate(m_samples[size_t(run)], step);
+    return interpolate(it->second, step);
 }
 
-double CurveView::stepOfX(int run, double x) const
+double CurveView::stepOfX(RunRef run, double x) const
 {
-    if (m_xAxis->currentIndex() != 1 || size_t(run) >= m_samplesInverse.size()
-        || m_samplesInverse[size_t(run)].size() < 2)
+    const auto it = m_samplesInverse.find(run);
+    if (m_xAxis->currentIndex() != 1 || it == m_samplesInverse.end() || it->second.size() < 2)
         return x;
-    return interpolate(m_samplesInverse[size_t(run)], x);
+    return interpolate(it->second, x);
 }
 
 void CurveView::rebuild()
@@ -316,36 +347,41 @@ void CurveView::rebuild()
     const int maxPoints = std::max(100, plot()->axisRect()->width());
     const QCPRange visible = plot()->xAxis->range();
     double lo = std::numeric_limits<double>::max(), hi = std::numeric_limits<double>::lowest();
-    for (int r = 0; r < m_workspace->runCount() && !stat.isEmpty(); ++r) {
-        const WorkspaceRun &run = m_workspace->run(r);
-        if (!run.visible || (tensorLevel && (m_selection->layer().isEmpty() || m_selection->tensor().isEmpty())))
+    const bool bySamples = m_xAxis->currentIndex() == 1;
+    for (RunRef r : stat.isEmpty() ? std::vector<RunRef>() : m_source->runs()) {
+        if (tensorLevel && (m_selection->layer().isEmpty() || m_selection->tensor().isEmpty()))
             continue;
-        RunStore &store = m_workspace->store(r);
-        const auto candidates = tensorLevel ? store.seriesAt(run.info.id, m_selection->layer(), m_selection->tensor())
-                                            : store.seriesAt(run.info.id, QString(), QString());
-        // A logged series first; of recomputed ones (one per recipe), the run's own recipe's, else the first.
-        const QString ownRecipe = tensorRecipe(run.info.recipe, m_selection->tensor());
-        const auto rank = [&](const SeriesInfo &s) {
-            return s.key.source != QLatin1String("recomputed") ? 0 : s.key.recipe == ownRecipe ? 1 : 2;
-        };
-        const SeriesInfo *chosen = nullptr;
-        for (const SeriesInfo &s : candidates) {
-            if (s.key.stat == stat && (!chosen || rank(s) < rank(*chosen)))
-                chosen = &s;
-        }
-        if (!chosen)
-            continue;
-        int64_t from = std::numeric_limits<int64_t>::min(), to = std::numeric_limits<int64_t>::max();
+        CurveSource::Request request {.stat = stat,
+            .tensorLevel = tensorLevel,
+            .layer = m_selection->layer(),
+            .tensor = m_selection->tensor(),
+            .source = tensorLevel ? QString() : dataSource(),
+            .range = {.resolution = maxPoints},
+            .bySamples = bySamples};
         if (m_haveRange) {
-            // The visible range and a margin, so lines run on past the edges while panning.
+            // The visible range and a margin, so lines run on past the edges while panning; in steps, or in
+            // samples for a series logged against them.
+            const double a = visible.lower, b = visible.upper;
+            const double margin = (b - a) * 0.05 + 1;
+            request.range.from = int64_t(std::floor(a - margin));
+            request.range.to = int64_t(std::ceil(b + margin));
+        }
+        std::optional<CurveSource::Curve> curve = m_source->curve(r, request);
+        if (curve && m_haveRange && !curve->xIsSamples && bySamples) {
+            // A series against steps drawn by samples: ask again for the steps the visible samples span.
             const double a = stepOfX(r, visible.lower), b = stepOfX(r, visible.upper);
             const double margin = (b - a) * 0.05 + 1;
-            from = int64_t(std::floor(a - margin));
-            to = int64_t(std::ceil(b + margin));
+            request.range.from = int64_t(std::floor(a - margin));
+            request.range.to = int64_t(std::ceil(b + margin));
+            request.bySamples = false;
+            curve = m_source->curve(r, request);
         }
+        if (!curve)
+            continue;
         RunCurve c;
         c.run = r;
-        for (const SeriesPoint &p : store.points(chosen->id, from, to, maxPoints)) {
+        c.series = curve->series;
+        for (const SeriesPoint &p : curve->points) {
             c.bucketed = c.bucketed || p.count > 1;
             c.steps.push_back(double(p.step));
             c.values.push_back(p.count > 1 ? 0.5 * (p.min + p.max) : p.value);
@@ -354,16 +390,24 @@ void CurveView::rebuild()
         }
         if (c.steps.empty())
             continue;
-        c.xs.resize(qsizetype(c.steps.size()));
-        for (size_t i = 0; i < c.steps.size(); ++i)
-            c.xs[qsizetype(i)] = xOfStep(r, c.steps[i]);
+        if (curve->xIsSamples) {
+            // Its steps are samples already: keep x, and give steps back where the run has the mapping.
+            c.xs = QVector<double>(c.steps.begin(), c.steps.end());
+            for (double &st : c.steps)
+                st = stepOfX(r, st);
+        }
+        const QString name = curve->name;
+        const QColor colour = m_source->runColour(r);
+        if (!curve->xIsSamples) {
+            c.xs.resize(qsizetype(c.steps.size()));
+            for (size_t i = 0; i < c.steps.size(); ++i)
+                c.xs[qsizetype(i)] = xOfStep(r, c.steps[i]);
+        }
         const QVector<double> &xs = c.xs;
         lo = std::min(lo, xs.front());
         hi = std::max(hi, xs.back());
-        QColor faint = run.colour;
+        QColor faint = colour;
         faint.setAlpha(70);
-        const QString name = (run.info.displayName.isEmpty() ? run.info.name : run.info.displayName)
-            + (chosen->key.recipe.isEmpty() ? QString() : tr(" (%1)").arg(chosen->key.recipe));
         if (c.bucketed) {
             c.low = plot()->addGraph();
             c.high = plot()->addGraph();
@@ -386,12 +430,12 @@ void CurveView::rebuild()
         }
         c.smoothed = plot()->addGraph();
         c.smoothed->setName(name);
-        c.smoothed->setPen(QPen(run.colour, 1.5));
+        c.smoothed->setPen(QPen(colour, 1.5));
         if (xs.size() == 1) {
             // One point (a checkpoint's value, or a run's first logged step) draws no line: mark it.
             for (QCPGraph *g : {c.raw, c.smoothed}) {
                 if (g)
-                    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, run.colour, 7));
+                    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, colour, 7));
             }
         }
         m_curves.push_back(std::move(c));
@@ -420,7 +464,7 @@ void CurveView::applySmoothing()
         const std::vector<double> s = smooth(c.values, kind, strength);
         c.smoothed->setData(c.xs, QVector<double>(s.begin(), s.end()), true);
         if (c.raw) {
-            QColor col = m_workspace->run(c.run).colour;
+            QColor col = m_source->runColour(c.run);
             col.setAlpha(kind == Smoothing::None ? 255 : 70);
             c.raw->setPen(QPen(col));
             c.smoothed->setVisible(kind != Smoothing::None);
@@ -459,7 +503,9 @@ void CurveView::applySmoothing()
 void CurveView::updateCursor()
 {
     const qint64 step = m_selection->step();
-    const int run = m_selection->run() >= 0 ? m_selection->run() : 0;
+    RunRef run = m_selection->run();
+    if (!m_samples.count(run) && !m_curves.empty())
+        run = m_curves.front().run;
     m_cursor->setVisible(step >= 0);
     if (step >= 0) {
         const double x = xOfStep(run, double(step));
@@ -474,11 +520,10 @@ QString CurveView::toolTipAt(double x) const
     QStringList lines;
     for (const RunCurve &c : m_curves) {
         const size_t i = nearestIndex(c.steps, stepOfX(c.run, x));
-        const WorkspaceRun &run = m_workspace->run(c.run);
         const QString value = c.bucketed
             ? tr("%1 .. %2").arg(QString::number(c.mins[i], 'g', 5), QString::number(c.maxs[i], 'g', 5))
             : QString::number(c.values[i], 'g', 6);
-        lines << tr("%1: %2 (step %3)").arg(run.info.name, value).arg(qint64(c.steps[i]));
+        lines << tr("%1: %2 (step %3)").arg(m_source->runName(c.run), value).arg(qint64(std::lround(c.steps[i])));
     }
     return lines.join(QLatin1Char('\n'));
 }
@@ -489,7 +534,7 @@ QString CurveView::csv() const
     for (const RunCurve &c : m_curves) {
         const std::vector<double> s = smooth(c.values, smoothingKind(), smoothingStrength());
         for (size_t i = 0; i < c.steps.size(); ++i) {
-            out += m_workspace->run(c.run).info.name + QLatin1Char(',') + QString::number(qint64(c.steps[i]))
+            out += m_source->runName(c.run) + QLatin1Char(',') + QString::number(qint64(std::lround(c.steps[i])))
                 + QLatin1Char(',') + QString::number(c.xs[qsizetype(i)], 'g', 17) + QLatin1Char(',')
                 + QString::number(c.values[i], 'g', 17) + QLatin1Char(',') + QString::number(c.mins[i], 'g', 17)
                 + QLatin1Char(',') + QString::number(c.maxs[i], 'g', 17) + QLatin1Char(',')
@@ -523,9 +568,9 @@ void CurveView::onMouseRelease(QMouseEvent *event)
             curve = &c;
     }
     const size_t i = nearestIndex(curve->steps, stepOfX(curve->run, x));
-    if (m_selection->run() < 0)
+    if (!m_selection->run().isValid())
         m_selection->setRun(curve->run);
-    m_selection->setStep(qint64(curve->steps[i]));
+    m_selection->setStep(qint64(std::lround(curve->steps[i])));
 }
 
 } // namespace fp8scope

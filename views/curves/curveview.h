@@ -3,13 +3,17 @@
 // that the store serves min/max per pixel bucket for the visible range, and zooming in asks again.
 // Smoothing (debiased EMA, running mean, Gaussian) with the raw curve faint behind; log y; x by step or by
 // consumed samples; wheel zoom, drag pan, reset; a cursor at the selected step; a click selects a step.
+// What it draws comes from a CurveSource: the workspace's runs, or (in a comparison) a difference.
 #pragma once
+
+#include "curvesource.h"
 
 #include "core/analysis/smoothing.h"
 #include "views/plotting/plotview.h"
 
 #include <QVector>
 
+#include <map>
 #include <vector>
 
 class QCheckBox;
@@ -28,11 +32,19 @@ class CurveView : public PlotView
 {
     Q_OBJECT
 public:
+    // Draws the workspace's visible runs.
     CurveView(Workspace *workspace, Selection *selection, QWidget *parent = nullptr);
+    // Draws what `source` holds (the view does not own it).
+    CurveView(CurveSource *source, Selection *selection, QWidget *parent = nullptr);
 
-    // A run-level statistic ("lm loss") or, prefixed "tensor:", one of the selected tensor's ("tensor:mse").
+    CurveSource *source() const { return m_source; }
+    // A run-level statistic ("lm loss", canonical) or, prefixed "tensor:", one of the selected tensor's
+    // ("tensor:mse").
     void setStatistic(const QString &key);
     QString statistic() const;
+    // The source to draw the statistic from where a run has it ("" lets the query layer choose).
+    void setDataSource(const QString &source);
+    QString dataSource() const;
     void setSmoothing(Smoothing kind, double strength);
     Smoothing smoothingKind() const;
     double smoothingStrength() const;
@@ -44,7 +56,8 @@ public:
     // What the plot holds for a run (after the last fetch): steps, raw values (bucket midpoints when
     // bucketed) and whether it is bucketed.
     struct RunCurve {
-        int run = -1;
+        RunRef run;
+        Series series; // the series drawn
         std::vector<double> steps;
         QVector<double> xs; // plot x of each step (the step, or consumed samples)
         std::vector<double> values;
@@ -68,19 +81,21 @@ protected:
 
 private:
     void reloadStatistics();
+    void reloadSources();
     void scheduleRefetch();
     void rebuild();
     void applySmoothing();
     void updateCursor();
-    double xOfStep(int run, double step) const;
-    double stepOfX(int run, double x) const;
+    double xOfStep(RunRef run, double step) const;
+    double stepOfX(RunRef run, double x) const;
     void onMouseMove(QMouseEvent *event);
     void onMousePress(QMouseEvent *event);
     void onMouseRelease(QMouseEvent *event);
 
-    Workspace *m_workspace;
+    CurveSource *m_source;
     Selection *m_selection;
     QComboBox *m_statBox;
+    QComboBox *m_sourceBox; // shown when several sources hold the statistic
     QComboBox *m_smoothBox;
     QSlider *m_strength;
     QCheckBox *m_logY;
@@ -88,8 +103,9 @@ private:
     QTimer *m_refetch;
     QCPItemStraightLine *m_cursor;
     std::vector<RunCurve> m_curves;
-    std::vector<std::vector<std::pair<double, double>>> m_samples; // per run: (step, consumed samples)
-    std::vector<std::vector<std::pair<double, double>>> m_samplesInverse; // per run: (samples, step)
+    std::map<RunRef, std::vector<std::pair<double, double>>> m_samples; // (step, consumed samples)
+    std::map<RunRef, std::vector<std::pair<double, double>>> m_samplesInverse; // (samples, step)
+    std::vector<CurveSource::Statistic> m_statistics;
     double m_stepLo = 0, m_stepHi = 0; // full range of the current statistic
     bool m_haveRange = false;
     bool m_inRebuild = false;

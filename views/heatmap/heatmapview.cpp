@@ -36,29 +36,24 @@ QStringList shortNames(const QStringList &layers)
     return out;
 }
 
-bool hasLayerStatistics(Workspace *workspace, int r)
-{
-    Statement s = workspace->store(r).database().prepare(
-        "SELECT 1 FROM series WHERE run_id=? AND layer<>'' AND tensor<>'' LIMIT 1");
-    s.bind(1, workspace->run(r).info.id);
-    return s.next();
-}
-
-QString runLabel(const WorkspaceRun &run)
-{
-    return run.info.displayName.isEmpty() ? run.info.name : run.info.displayName;
-}
-
 } // namespace
 
 HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *parent)
+    : HeatmapView(new WorkspaceHeatmapSource(workspace), selection, parent)
+{
+    m_source->setParent(this);
+}
+
+HeatmapView::HeatmapView(HeatmapSource *source, Selection *selection, QWidget *parent)
     : PlotView(QStringLiteral("heatmap"), parent)
-    , m_workspace(workspace)
+    , m_source(source)
     , m_selection(selection)
+    , m_slot(Workspace::newSlot(QStringLiteral("heatmap")))
     , m_runBox(new QComboBox(this))
     , m_statBox(new QComboBox(this))
     , m_tensorBox(new QComboBox(this))
     , m_recipeBox(new QComboBox(this))
+    , m_sourceBox(new QComboBox(this))
     , m_logColour(new QCheckBox(tr("Log colour"), this))
     , m_threshold(new QCheckBox(tr("Above"), this))
     , m_thresholdValue(new QDoubleSpinBox(this))
@@ -74,6 +69,10 @@ HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *pa
     m_recipeBox->setToolTip(tr("The recipe these statistics were recomputed under"));
     m_recipeBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
     m_recipeBox->setVisible(false);
+    m_sourceBox->setObjectName(QStringLiteral("heatmapSource"));
+    m_sourceBox->setToolTip(tr("The source these statistics were read from"));
+    m_sourceBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_sourceBox->setVisible(false);
     m_logColour->setObjectName(QStringLiteral("heatmapLogColour"));
     m_threshold->setObjectName(QStringLiteral("heatmapThreshold"));
     m_threshold->setToolTip(tr("Colour the cells above this value in red"));
@@ -93,6 +92,7 @@ HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *pa
     controls()->insertWidget(at++, m_statBox);
     controls()->insertWidget(at++, m_tensorBox);
     controls()->insertWidget(at++, m_recipeBox);
+    controls()->insertWidget(at++, m_sourceBox);
     controls()->insertWidget(at++, m_logColour);
     controls()->insertWidget(at++, m_threshold);
     controls()->insertWidget(at++, m_thresholdValue);
@@ -125,6 +125,7 @@ HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *pa
     connect(m_statBox, &QComboBox::currentIndexChanged, this, &HeatmapView::reload);
     connect(m_tensorBox, &QComboBox::currentIndexChanged, this, &HeatmapView::reload);
     connect(m_recipeBox, &QComboBox::currentIndexChanged, this, &HeatmapView::reload);
+    connect(m_sourceBox, &QComboBox::currentIndexChanged, this, &HeatmapView::reload);
     connect(m_logColour, &QCheckBox::toggled, this, &HeatmapView::redraw);
     connect(m_threshold, &QCheckBox::toggled, this, &HeatmapView::redraw);
     connect(m_thresholdValue, &QDoubleSpinBox::valueChanged, this, [this] {
@@ -134,49 +135,16 @@ HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *pa
     connect(plot(), &QCustomPlot::mouseMove, this, &HeatmapView::onMouseMove);
     connect(plot(), &QCustomPlot::mousePress, this, &HeatmapView::onMousePress);
     connect(plot(), &QCustomPlot::mouseRelease, this, &HeatmapView::onMouseRelease);
-    connect(workspace, &Workspace::loaded, this, [this] {
-        const QSignalBlocker block(m_runBox);
-        m_runBox->clear();
-        for (int r = 0; r < m_workspace->runCount(); ++r) {
-            m_runBox->addItem(m_workspace->run(r).info.name, r);
-            m_runBox->setItemData(r, m_workspace->run(r).info.name, Qt::ToolTipRole);
-        }
-        // The run to show: the first with per-layer statistics that is not a BF16 baseline, else the first
-        // with per-layer statistics, else the first that is not a baseline.
-        int pick = -1, withStats = -1, notBaseline = -1;
-        for (int r = 0; r < m_workspace->runCount() && pick < 0; ++r) {
-            const bool baseline = m_workspace->run(r).info.precision == QLatin1String("bf16");
-            const bool stats = hasLayerStatistics(m_workspace, r);
-            if (stats && !baseline)
-                pick = r;
-            if (stats && withStats < 0)
-                withStats = r;
-            if (!baseline && notBaseline < 0)
-                notBaseline = r;
-        }
-        if (pick < 0)
-            pick = withStats >= 0 ? withStats : std::max(notBaseline, 0);
-        m_runBox->setCurrentIndex(pick);
-        reloadPickers();
-        reload();
-    });
-    connect(workspace, &Workspace::statisticsChanged, this, [this](int r) {
+    connect(m_source, &HeatmapSource::runsChanged, this, &HeatmapView::fillRunBox);
+    connect(m_source, &HeatmapSource::dataChanged, this, [this](RunRef r) {
         // Recomputed statistics: new names for the pickers, new values for the matrix.
         if (r == run()) {
             reloadPickers();
             reload();
         }
     });
-    connect(workspace, &Workspace::closed, this, [this] {
-        if (m_pending)
-            m_workspace->queries().cancel(m_pending);
-        m_pending = 0;
-        const QSignalBlocker block(m_runBox);
-        m_runBox->clear();
-        setHeatmap({});
-    });
     connect(selection, &Selection::changed, this, [this](Selection::Parts parts) {
-        if (parts & Selection::Run && m_selection->run() >= 0 && m_selection->run() != run())
+        if (parts & Selection::Run && m_selection->run().isValid() && m_selection->run() != run())
             setRun(m_selection->run());
         if (parts & Selection::Tensor && !m_selection->tensor().isEmpty())
             setTensor(m_selection->tensor());
@@ -187,18 +155,55 @@ HeatmapView::HeatmapView(Workspace *workspace, Selection *selection, QWidget *pa
         if (parts & (Selection::Layer | Selection::Step))
             plot()->replot(QCustomPlot::rpQueuedReplot);
     });
+    fillRunBox();
 }
 
-void HeatmapView::setRun(int r)
+void HeatmapView::fillRunBox()
 {
-    const int i = m_runBox->findData(r);
+    if (m_pending)
+        m_source->cancel(m_pending);
+    m_pending = 0;
+    {
+        const QSignalBlocker block(m_runBox);
+        m_runBox->clear();
+        for (const auto &choice : m_source->runs()) {
+            m_runBox->addItem(choice.label, QVariant::fromValue(choice.run));
+            m_runBox->setItemData(m_runBox->count() - 1, choice.label, Qt::ToolTipRole);
+        }
+        const RunRef pick = m_source->preferredRun();
+        for (int i = 0; i < m_runBox->count(); ++i) {
+            if (m_runBox->itemData(i).value<RunRef>() == pick)
+                m_runBox->setCurrentIndex(i);
+        }
+    }
+    if (m_runBox->count() == 0) {
+        setHeatmap({});
+        return;
+    }
+    reloadPickers();
+    reload();
+}
+
+void HeatmapView::setRun(RunRef r)
+{
+    for (int i = 0; i < m_runBox->count(); ++i) {
+        if (m_runBox->itemData(i).value<RunRef>() == r) {
+            m_runBox->setCurrentIndex(i);
+            return;
+        }
+    }
+}
+
+RunRef HeatmapView::run() const
+{
+    return m_runBox->currentIndex() < 0 ? RunRef() : m_runBox->currentData().value<RunRef>();
+}
+
+void HeatmapView::setDataSource(const QString &source)
+{
+    const int i = m_sourceBox->findText(source);
     if (i >= 0)
-        m_runBox->setCurrentIndex(i);
-}
-
-int HeatmapView::run() const
-{
-    return m_runBox->currentIndex() < 0 ? -1 : m_runBox->currentData().toInt();
+        m_sourceBox->setCurrentIndex(i);
 }
 
 void HeatmapView::setStatistic(const QString &stat)
@@ -245,17 +250,14 @@ void HeatmapView::setThreshold(bool on, double value)
 
 void HeatmapView::reloadPickers()
 {
-    const int r = run();
+    const RunRef r = run();
     const QString stat = statistic().isEmpty() ? QStringLiteral("underflows%") : statistic();
     const QString tensorKind = tensor().isEmpty() ? QStringLiteral("activation") : tensor();
     std::set<QString> stats, tensors;
-    if (r >= 0) {
-        Statement s = m_workspace->store(r).database().prepare(
-            "SELECT DISTINCT stat, tensor FROM series WHERE run_id=? AND layer<>'' AND tensor<>''");
-        s.bind(1, m_workspace->run(r).info.id);
-        while (s.next()) {
-            stats.insert(s.text(0));
-            tensors.insert(s.text(1));
+    if (r.isValid()) {
+        for (const auto &[st, t] : m_source->statistics(r)) {
+            stats.insert(st);
+            tensors.insert(t);
         }
     }
     const QSignalBlocker b1(m_statBox), b2(m_tensorBox);
@@ -272,26 +274,22 @@ void HeatmapView::reloadPickers()
 void HeatmapView::reload()
 {
     if (m_pending)
-        m_workspace->queries().cancel(m_pending);
+        m_source->cancel(m_pending);
     m_pending = 0;
-    const int r = run();
-    if (r < 0 || statistic().isEmpty() || tensor().isEmpty()) {
+    const RunRef r = run();
+    if (!r.isValid() || statistic().isEmpty() || tensor().isEmpty()) {
         setHeatmap({});
         return;
     }
-    const int64_t runId = m_workspace->run(r).info.id;
-    const QString stat = statistic(), kind = tensor();
-    // The recipe chosen before holds where this statistic has it; the store picks otherwise.
-    const QString recipe = m_recipeBox->currentText();
-    m_pending = m_workspace->query(
-        r, QStringLiteral("heatmap"),
-        [runId, stat, kind, recipe](
-            RunStore &store) { return QVariant::fromValue(store.heatmap(runId, stat, kind, QString(), recipe)); },
-        this,
-        [this](const QVariant &value) {
-            m_pending = 0;
-            setHeatmap(value.value<Heatmap>());
-        });
+    // The recipe and source chosen before hold where this statistic has them; the query layer picks otherwise.
+    const MatrixRequest request {.stat = statistic(),
+        .tensor = tensor(),
+        .source = m_sourceBox->currentText(),
+        .recipe = m_recipeBox->currentText()};
+    m_pending = m_source->load(r, request, m_slot, this, [this](const Heatmap &h) {
+        m_pending = 0;
+        setHeatmap(h);
+    });
 }
 
 void HeatmapView::setHeatmap(Heatmap heatmap)
@@ -313,10 +311,8 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
     }
     if (!(hot > cold))
         m_hotRow = -1;
-    const double x0 = nx ? double(m_data.steps.front()) : 0;
-    const double x1 = nx > 1 ? double(m_data.steps.back()) : x0;
-    const double half = nx > 1 ? (x1 - x0) / (2.0 * (nx - 1)) : 0.5;
-    plot()->xAxis->setRange(x0 - half, x1 + half);
+    const auto [lo, hi] = keyRange();
+    plot()->xAxis->setRange(lo, hi);
     plot()->yAxis->setRange(-0.5, std::max(ny, 1) - 0.5);
     // A checkpoint's tensors have no step (-1): one column, and the axis says what it is.
     const bool checkpoint = nx == 1 && m_data.steps.front() < 0;
@@ -331,15 +327,18 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
         m_recipeBox->setCurrentIndex(m_recipeBox->findText(m_data.recipe));
         m_recipeBox->setVisible(!m_data.recipe.isEmpty());
     }
+    {
+        const QSignalBlocker block(m_sourceBox);
+        m_sourceBox->clear();
+        m_sourceBox->addItems(m_data.sources);
+        m_sourceBox->setCurrentIndex(m_sourceBox->findText(m_data.source));
+        m_sourceBox->setVisible(m_data.sources.size() > 1);
+    }
     QString message;
-    const int r = run();
-    if ((!nx || !ny) && r >= 0 && r < m_workspace->runCount()) {
-        const QString name = runLabel(m_workspace->run(r));
-        message = m_statBox->count() == 0
-            ? tr("%1 has no per-layer statistics.\nThey come from Transformer Engine debug statistics logs\n"
-                 "and from tensor dumps recomputed under a recipe.")
-                  .arg(name)
-            : tr("No %1 of %2 in %3.").arg(statistic(), tensor(), name);
+    const RunRef r = run();
+    if ((!nx || !ny) && r.isValid()) {
+        message = m_statBox->count() == 0 ? m_source->noStatisticsText(r)
+                                          : tr("No %1 of %2 in %3.").arg(statistic(), tensor(), m_runBox->currentText());
     }
     m_message->setText(message);
     m_message->setColor(palette().color(QPalette::Text));
@@ -356,52 +355,94 @@ QString HeatmapView::message() const
     return m_message->visible() ? m_message->text() : QString();
 }
 
+std::pair<double, double> HeatmapView::keyRange() const
+{
+    const size_t nx = m_data.steps.size();
+    if (nx == 0)
+        return {-0.5, 0.5};
+    const double first = double(m_data.steps.front()), last = double(m_data.steps.back());
+    if (nx == 1)
+        return {first - 0.5, first + 0.5};
+    return {first - 0.5 * (double(m_data.steps[1]) - first), last + 0.5 * (last - double(m_data.steps[nx - 2]))};
+}
+
 void HeatmapView::rebuildMap()
 {
-    // Served at screen resolution, as curves are: more steps than pixel columns are merged, each column
-    // showing the largest value of its steps so that a hot cell never disappears. Tooltips and clicks
-    // still read the full matrix.
+    // The map is a grid of one column per pixel over the key range, so that each step's cell (half way to its
+    // neighbours) lands where its step is on the axis, however uneven the steps. A pixel column shows the
+    // cell its centre falls in, and the largest value of any step inside it, so that a hot cell never
+    // disappears when there are more steps than pixels. Tooltips and clicks read the full matrix.
     const int nx = int(m_data.steps.size());
     const int ny = int(m_data.layers.size());
-    const int columns = std::clamp(plot()->axisRect()->width(), 1, std::max(nx, 1));
+    const int columns = std::max(plot()->axisRect()->width(), 1);
     QCPColorMapData *d = m_map->data();
-    d->setSize(std::max(columns, 1), std::max(ny, 1));
-    // One column or row: QCPColorMap spreads a single cell over the whole range, so the range is the cell
-    // (centred on its step or layer) rather than [x, x + 1], which drew it half a cell off.
-    const double x0 = nx ? double(m_data.steps.front()) : 0;
-    const QCPRange keys = nx > 1 ? QCPRange(x0, double(m_data.steps.back())) : QCPRange(x0 - 0.5, x0 + 0.5);
-    d->setRange(keys, ny > 1 ? QCPRange(0, ny - 1) : QCPRange(-0.5, 0.5));
+    d->setSize(columns, std::max(ny, 1));
+    const auto [lo, hi] = keyRange();
+    const double w = (hi - lo) / columns;
+    d->setRange(QCPRange(lo + 0.5 * w, hi - 0.5 * w), ny > 1 ? QCPRange(0, ny - 1) : QCPRange(-0.5, 0.5));
     if (!nx || !ny) {
         d->fill(std::nan(""));
         m_linearRange = m_logRange = {INFINITY, -INFINITY};
         return;
     }
+    // Per pixel column: the step whose cell holds its centre, and the steps that lie inside it.
+    std::vector<int> centreStep(static_cast<size_t>(columns));
+    std::vector<std::pair<int, int>> inside(static_cast<size_t>(columns)); // [first, last) step indices
+    {
+        int k = 0, a = 0;
+        for (int c = 0; c < columns; ++c) {
+            const double left = lo + c * w, right = lo + (c + 1) * w, centre = lo + (c + 0.5) * w;
+            while (k + 1 < nx && 0.5 * (double(m_data.steps[size_t(k)]) + double(m_data.steps[size_t(k + 1)])) < centre)
+                ++k;
+            centreStep[size_t(c)] = k;
+            while (a < nx && double(m_data.steps[size_t(a)]) < left)
+                ++a;
+            int b = a;
+            while (b < nx && (double(m_data.steps[size_t(b)]) < right || (c == columns - 1 && b < nx)))
+                ++b;
+            inside[size_t(c)] = {a, b};
+            a = b;
+        }
+    }
     // The colour range comes out of the same sweep: all finite values, and the positive ones for log.
-    double lo = INFINITY, hi = -INFINITY, posLo = INFINITY, posHi = -INFINITY;
+    double vlo = INFINITY, vhi = -INFINITY, posLo = INFINITY, posHi = -INFINITY;
+    for (const double r : m_data.values) {
+        if (!std::isfinite(r))
+            continue;
+        vlo = std::min(vlo, r);
+        vhi = std::max(vhi, r);
+        if (r > 0) {
+            posLo = std::min(posLo, r);
+            posHi = std::max(posHi, r);
+        }
+    }
     for (int y = 0; y < ny; ++y) {
         const double *row = m_data.values.data() + size_t(y) * size_t(nx);
         for (int c = 0; c < columns; ++c) {
-            const int a = int(int64_t(c) * nx / columns);
-            const int b = std::max(a + 1, int(int64_t(c + 1) * nx / columns));
-            double v = NAN;
-            for (int x = a; x < b; ++x) {
+            double v = row[centreStep[size_t(c)]];
+            if (!std::isfinite(v))
+                v = NAN;
+            for (int x = inside[size_t(c)].first; x < inside[size_t(c)].second; ++x) {
                 const double r = row[x];
-                if (!std::isfinite(r))
-                    continue;
-                lo = std::min(lo, r);
-                hi = std::max(hi, r);
-                if (r > 0) {
-                    posLo = std::min(posLo, r);
-                    posHi = std::max(posHi, r);
-                }
-                if (std::isnan(v) || r > v)
+                if (std::isfinite(r) && (std::isnan(v) || r > v))
                     v = r;
             }
             d->setCell(c, y, v);
         }
     }
-    m_linearRange = {lo, hi};
+    m_linearRange = {vlo, vhi};
     m_logRange = {posLo, posHi};
+}
+
+double HeatmapView::drawnValueAt(const QPointF &pixel) const
+{
+    if (m_data.steps.empty() || m_data.layers.isEmpty() || !plot()->axisRect()->rect().contains(pixel.toPoint()))
+        return NAN;
+    int key = 0, value = 0;
+    m_map->data()->coordToCell(plot()->xAxis->pixelToCoord(pixel.x()), plot()->yAxis->pixelToCoord(pixel.y()), &key, &value);
+    if (key < 0 || value < 0 || key >= m_map->data()->keySize() || value >= m_map->data()->valueSize())
+        return NAN;
+    return m_map->data()->cell(key, value);
 }
 
 void HeatmapView::updateLayerTicks()
@@ -443,7 +484,7 @@ void HeatmapView::resizeEvent(QResizeEvent *event)
 {
     PlotView::resizeEvent(event);
     updateLayerTicks();
-    if (m_map->data()->keySize() != std::min(plot()->axisRect()->width(), int(m_data.steps.size())))
+    if (m_map->data()->keySize() != std::max(plot()->axisRect()->width(), 1))
         rebuildMap();
     plot()->replot(QCustomPlot::rpQueuedReplot);
 }
@@ -510,23 +551,18 @@ bool HeatmapView::cellAt(const QPointF &pixel, int *layer, int *stepIndex) const
         return false;
     const double x = plot()->xAxis->pixelToCoord(pixel.x());
     const double y = plot()->yAxis->pixelToCoord(pixel.y());
-    const double x0 = double(m_data.steps.front());
-    const double x1 = nx > 1 ? double(m_data.steps.back()) : x0 + 1;
-    const int cx = nx > 1 ? int(std::lround((x - x0) / (x1 - x0) * (nx - 1))) : 0;
+    const auto [lo, hi] = keyRange();
     const int cy = int(std::lround(y));
-    if (cx < 0 || cy < 0 || cx >= nx || cy >= ny)
+    if (x < lo || x > hi || cy < 0 || cy >= ny)
         return false;
     *layer = cy;
-    *stepIndex = cx;
+    *stepIndex = int(m_data.nearestColumn(x)); // the cell a step spans reaches half way to its neighbours
     return true;
 }
 
 QPointF HeatmapView::cellCentre(int layer, int stepIndex) const
 {
-    const int nx = int(m_data.steps.size());
-    const double x0 = nx ? double(m_data.steps.front()) : 0;
-    const double x1 = nx > 1 ? double(m_data.steps.back()) : x0 + 1;
-    const double x = nx > 1 ? x0 + (x1 - x0) * stepIndex / (nx - 1) : x0;
+    const double x = stepIndex >= 0 && size_t(stepIndex) < m_data.steps.size() ? double(m_data.steps[size_t(stepIndex)]) : 0;
     return {plot()->xAxis->coordToPixel(x), plot()->yAxis->coordToPixel(layer)};
 }
 

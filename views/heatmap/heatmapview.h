@@ -1,9 +1,11 @@
 // Heatmap: one statistic of one tensor kind over layers (depth order, layer 0 on top) and steps, for one
 // run; linear or log colour scale with its legend, optional threshold colouring (cells above it in red),
-// a hover tooltip, and a click that selects the cell's layer and step in every view.
+// a hover tooltip, and a click that selects the cell's layer and step in every view. Cells sit at the real
+// steps they were logged at (each spans half way to its neighbours), however uneven the steps. What it draws
+// comes from a HeatmapSource: the workspace's stores, or (in a comparison) differences between two runs.
 #pragma once
 
-#include "core/store/runstore.h"
+#include "heatmapsource.h"
 
 #include "views/plotting/plotview.h"
 #include <cmath>
@@ -21,19 +23,26 @@ namespace fp8scope {
 
 class Selection;
 class Workspace;
+class WorkspaceHeatmapSource;
 
 class HeatmapView : public PlotView
 {
     Q_OBJECT
 public:
+    // Draws the workspace's runs.
     HeatmapView(Workspace *workspace, Selection *selection, QWidget *parent = nullptr);
+    // Draws what `source` holds (the view does not own it).
+    HeatmapView(HeatmapSource *source, Selection *selection, QWidget *parent = nullptr);
 
-    void setRun(int run);
-    int run() const;
+    HeatmapSource *source() const { return m_source; }
+    void setRun(RunRef run);
+    RunRef run() const;
     void setStatistic(const QString &stat);
     QString statistic() const;
     void setTensor(const QString &tensor);
     QString tensor() const;
+    // The source the rows come from ("" lets the query layer choose) and the one shown.
+    void setDataSource(const QString &source);
     void setLogColour(bool on);
     bool logColour() const;
     void setThreshold(bool on, double value);
@@ -43,9 +52,10 @@ public:
     const Heatmap &heatmap() const { return m_data; }
     // A matrix is being read from the store (off the GUI thread); heatmapChanged() follows.
     bool isLoading() const { return m_pending != 0; }
-    // The cell under a pixel of the plot: false outside the map.
+    // The cell under a pixel of the plot (the layer row and the column of the nearest step): false outside
+    // the map.
     bool cellAt(const QPointF &pixel, int *layer, int *stepIndex) const;
-    // The pixel at the centre of a cell (for tests that click one).
+    // The pixel at the centre of a cell: its layer's row at its step (for tests that click one).
     QPointF cellCentre(int layer, int stepIndex) const;
     QString toolTipAt(const QPointF &pixel) const;
     QString csv() const override;
@@ -53,6 +63,8 @@ public:
     const QCPItemStraightLine *stepCursor() const { return m_cursor; }
     // What the plot says instead of a map when there is none to draw ("" while it draws one).
     QString message() const;
+    // The value the colour map holds at a pixel (what is drawn there), NaN outside the map or in a gap.
+    double drawnValueAt(const QPointF &pixel) const;
 
 Q_SIGNALS:
     void heatmapChanged();
@@ -61,6 +73,9 @@ protected:
     void resizeEvent(QResizeEvent *event) override;
 
 private:
+    void fillRunBox();
+    // The key range the map spans: the first and last steps and half the distance to their neighbours.
+    std::pair<double, double> keyRange() const;
     void updateLayerTicks();
     void updateCursor();
     void rebuildMap();
@@ -72,12 +87,14 @@ private:
     void onMousePress(QMouseEvent *event);
     void onMouseRelease(QMouseEvent *event);
 
-    Workspace *m_workspace;
+    HeatmapSource *m_source;
     Selection *m_selection;
+    QString m_slot; // this view's request slot
     QComboBox *m_runBox;
     QComboBox *m_statBox;
     QComboBox *m_tensorBox;
     QComboBox *m_recipeBox; // shown for recomputed statistics: the recipe the rows were computed under
+    QComboBox *m_sourceBox; // shown when several sources hold the statistic (the ranks of a TE debug log)
     QCheckBox *m_logColour;
     QCheckBox *m_threshold;
     QDoubleSpinBox *m_thresholdValue;

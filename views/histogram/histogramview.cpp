@@ -33,6 +33,7 @@ HistogramView::HistogramView(Workspace *workspace, Selection *selection, QWidget
     , m_scaled(new QCheckBox(tr("After scaling"), this))
     , m_status(new QLabel(this))
     , m_bars(new QCPBars(plot()->xAxis, plot()->yAxis))
+    , m_slot(Workspace::newSlot(QStringLiteral("histogram")))
 {
     m_recipeBox->setObjectName(QStringLiteral("histogramRecipe"));
     m_formatBox->setObjectName(QStringLiteral("histogramFormat"));
@@ -103,14 +104,10 @@ void HistogramView::setAfterScaling(bool on)
 
 void HistogramView::reloadDumps()
 {
-    m_recipeRun = -1; // run indices name other runs in a new workspace
-    m_dumps.assign(size_t(m_workspace->runCount()), {});
-    for (int r = 0; r < m_workspace->runCount(); ++r) {
-        for (auto &d : m_workspace->store(r).dumps(m_workspace->run(r).info.id)) {
-            if (!d.second.tensor.endsWith(QLatin1String("_fp8")))
-                m_dumps[size_t(r)].push_back(std::move(d));
-        }
-    }
+    m_recipeRun = {};
+    m_dumps.clear();
+    for (const WorkspaceRun &r : m_workspace->runs())
+        m_dumps[r.run.ref] = m_workspace->catalog().dumps(r.run.ref);
     selectionChanged();
 }
 
@@ -128,10 +125,11 @@ QString recipeEntryFor(const QString &runRecipe, const QString &tensor, const QC
 
 void HistogramView::selectionChanged()
 {
-    std::optional<DumpRef> pick;
-    const int r = m_selection->run();
+    std::optional<Dump> pick;
+    const RunRef r = m_selection->run();
     bool recipeSet = false;
-    const QString runRecipe = r >= 0 && r < m_workspace->runCount() ? m_workspace->run(r).info.recipe : QString();
+    const WorkspaceRun *run = m_workspace->run(r);
+    const QString runRecipe = run ? run->run.recipe : QString();
     if (r != m_recipeRun || (runRecipe == QLatin1String("blockwise") && m_selection->tensor() != m_recipeTensor)) {
         m_recipeRun = r;
         m_recipeTensor = m_selection->tensor();
@@ -143,20 +141,22 @@ void HistogramView::selectionChanged()
             recipeSet = true;
         }
     }
-    if (r >= 0 && size_t(r) < m_dumps.size() && !m_selection->layer().isEmpty()) {
+    const auto dumps = m_dumps.find(r);
+    if (dumps != m_dumps.end() && !m_selection->layer().isEmpty()) {
         int64_t best = std::numeric_limits<int64_t>::max();
-        for (const auto &[file, d] : m_dumps[size_t(r)]) {
-            if (d.layer != m_selection->layer()
-                || (d.tensor != m_selection->tensor() && !m_selection->tensor().isEmpty()))
+        for (const Dump &d : dumps->second) {
+            if (d.record.layer != m_selection->layer()
+                || (d.record.tensor != m_selection->tensor() && !m_selection->tensor().isEmpty()))
                 continue;
-            const int64_t distance = std::abs(d.step - m_selection->step());
+            const int64_t distance = std::abs(d.record.step - m_selection->step());
             if (distance < best) {
                 best = distance;
-                pick = DumpRef {m_workspace->run(r).info.id, file, d};
+                pick = d;
             }
         }
     }
-    const bool same = pick && m_dump && pick->file == m_dump->file && pick->dump.dataset == m_dump->dump.dataset;
+    const bool same = pick && m_dump && pick->run == m_dump->run && pick->file == m_dump->file
+        && pick->record.dataset == m_dump->record.dataset;
     if (same) {
         if (recipeSet)
             request();
@@ -177,13 +177,12 @@ void HistogramView::request()
     m_ticket = 0;
     m_metrics.reset();
     const auto rcp = recipe();
-    const int r = m_selection->run();
-    if (!m_dump || !rcp || r < 0) {
+    if (!m_dump || !rcp) {
         redraw();
         Q_EMIT metricsChanged();
         return;
     }
-    m_ticket = m_workspace->recompute(r, *m_dump, *rcp, QStringLiteral("histogram"), this,
+    m_ticket = m_workspace->recompute(*m_dump, *rcp, m_slot, this,
         [this](const std::optional<TensorMetrics> &m, const QString &error) {
             m_ticket = 0;
             m_metrics = m;
@@ -205,8 +204,8 @@ void HistogramView::redraw()
     plot()->clearItems();
     m_bars->data()->clear();
     if (!m_dump) {
-        const int r = m_selection->run();
-        const bool runHasDumps = r < 0 || size_t(r) >= m_dumps.size() || !m_dumps[size_t(r)].empty();
+        const auto dumps = m_dumps.find(m_selection->run());
+        const bool runHasDumps = dumps == m_dumps.end() || !dumps->second.empty();
         m_status->setText(!runHasDumps
                 ? tr("This run holds no tensor dumps; a histogram is computed from one (HDF5, safetensors or .npy "
                      "files in the run folder).")
@@ -216,7 +215,7 @@ void HistogramView::redraw()
         plot()->replot();
         return;
     }
-    const DumpRecord &d = m_dump->dump;
+    const DumpRecord &d = m_dump->record;
     // A checkpoint's tensors have no step (-1).
     const QString where = d.step < 0 ? tr("%1 / %2").arg(d.layer, d.tensor)
                                      : tr("%1 / %2 at step %3").arg(d.layer, d.tensor).arg(d.step)

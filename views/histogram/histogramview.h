@@ -5,9 +5,11 @@
 #pragma once
 
 #include "core/numerics/tensormetrics.h"
-#include "core/store/dumprecompute.h"
+#include "core/query/querytypes.h"
+#include "core/recompute/dumprecompute.h"
 #include "views/plotting/plotview.h"
 
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -33,7 +35,7 @@ public:
     void setAfterScaling(bool on);
 
     // The dump shown (valid once one matches the selection) and its metrics (once computed).
-    const std::optional<DumpRef> &dump() const { return m_dump; }
+    const std::optional<Dump> &dump() const { return m_dump; }
     const std::optional<TensorMetrics> &metrics() const { return m_metrics; }
     bool isComputing() const { return m_ticket != 0; }
     QString statusText() const;
@@ -55,12 +57,13 @@ private:
     QCheckBox *m_scaled;
     QLabel *m_status;
     QCPBars *m_bars;
-    std::vector<std::vector<std::pair<QString, DumpRecord>>> m_dumps; // per run
-    std::optional<DumpRef> m_dump;
+    std::map<RunRef, std::vector<Dump>> m_dumps;
+    std::optional<Dump> m_dump;
+    QString m_slot; // this view's request slot
     std::optional<TensorMetrics> m_metrics;
     // The run and tensor the recipe was last set for: the recipe follows the run's own (its manifest or
     // config), and a choice made in the box holds until another run is selected.
-    int m_recipeRun = -1;
+    RunRef m_recipeRun;
     QString m_recipeTensor;
     quint64 m_ticket = 0;
 };

@@ -32,11 +32,11 @@ QVariant ProblemsModel::data(const QModelIndex &index, int role) const
 {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid))
         return {};
-    const WorkspaceProblem &p = m_workspace->problems()[size_t(index.row())];
+    const ProblemEntry &p = m_workspace->problems()[size_t(index.row())];
     switch (role) {
     case PathRole: return p.path;
-    case LineRole: return p.line;
-    case OffsetRole: return p.offset;
+    case LineRole: return qint64(p.line);
+    case OffsetRole: return qint64(p.offset);
     case Qt::ToolTipRole: return p.path;
     case Qt::DisplayRole:
         switch (index.column()) {

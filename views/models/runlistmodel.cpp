@@ -18,8 +18,11 @@ RunListModel::RunListModel(Workspace *workspace, QObject *parent)
         beginResetModel();
         endResetModel();
     });
-    connect(workspace, &Workspace::runVisibilityChanged, this,
-        [this](int run) { Q_EMIT dataChanged(index(run, NameColumn), index(run, NameColumn), {Qt::CheckStateRole}); });
+    connect(workspace, &Workspace::runVisibilityChanged, this, [this](RunRef run) {
+        const int row = m_workspace->indexOf(run);
+        if (row >= 0)
+            Q_EMIT dataChanged(index(row, NameColumn), index(row, NameColumn), {Qt::CheckStateRole});
+    });
 }
 
 int RunListModel::rowCount(const QModelIndex &parent) const
@@ -36,37 +39,39 @@ QVariant RunListModel::data(const QModelIndex &index, int role) const
 {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid))
         return {};
-    const WorkspaceRun &run = m_workspace->run(index.row());
-    if (role == RunIndexRole)
-        return index.row();
+    const WorkspaceRun &run = m_workspace->runs()[size_t(index.row())];
+    if (role == RunRole)
+        return QVariant::fromValue(run.run.ref);
     switch (index.column()) {
     case NameColumn:
         if (role == Qt::DisplayRole)
-            return run.info.displayName.isEmpty() ? run.info.name : run.info.displayName;
+            return run.run.label();
         if (role == Qt::DecorationRole)
             return run.colour;
         if (role == Qt::CheckStateRole)
             return run.visible ? Qt::Checked : Qt::Unchecked;
         if (role == Qt::ToolTipRole) // the whole name (the view elides long ones) and where it came from
-            return QStringLiteral("%1\n%2").arg(run.info.name, m_workspace->folders().value(run.source));
+            return QStringLiteral("%1\n%2").arg(run.run.name, run.run.folder);
         break;
     case PrecisionColumn:
         if (role == Qt::DisplayRole)
-            return run.info.precision;
+            return run.run.precision;
         break;
     case RecipeColumn:
         if (role == Qt::DisplayRole)
-            return run.info.recipe;
+            return run.run.recipe;
         break;
     case BaselineColumn:
         if (role == Qt::DisplayRole) {
-            const int b = m_workspace->baselineOf(index.row());
-            return b >= 0 ? m_workspace->run(b).info.name : QString();
+            const WorkspaceRun *b = m_workspace->run(run.pairing.baseline);
+            return b ? b->run.label() : QString();
         }
+        if (role == Qt::ToolTipRole)
+            return tr("Baseline: %1").arg(run.pairing.reason);
         break;
     case PointsColumn:
         if (role == Qt::DisplayRole)
-            return QLocale().toString(run.info.pointCount);
+            return QLocale().toString(run.run.pointCount);
         if (role == Qt::TextAlignmentRole)
             return int(Qt::AlignRight | Qt::AlignVCenter);
         break;
@@ -80,7 +85,7 @@ bool RunListModel::setData(const QModelIndex &index, const QVariant &value, int 
     if (!checkIndex(index, CheckIndexOption::IndexIsValid) || index.column() != NameColumn
         || role != Qt::CheckStateRole)
         return false;
-    m_workspace->setRunVisible(index.row(), value.toInt() == Qt::Checked);
+    m_workspace->setRunVisible(m_workspace->runAt(index.row()), value.toInt() == Qt::Checked);
     return true;
 }
 

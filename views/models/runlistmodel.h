@@ -1,5 +1,6 @@
 // The runs of the workspace as a table: name (with the run's colour and a visibility check box), precision,
-// recipe and baseline. Unchecking a run hides it in every view.
+// recipe, the baseline it is paired with (the reason in its tooltip) and its points. Unchecking a run hides it
+// in every view.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -13,7 +14,7 @@ class RunListModel : public QAbstractTableModel
     Q_OBJECT
 public:
     enum Column { NameColumn, PrecisionColumn, RecipeColumn, BaselineColumn, PointsColumn, ColumnCount };
-    enum Role { RunIndexRole = Qt::UserRole + 1 };
+    enum Role { RunRole = Qt::UserRole + 1 }; // the row's RunRef
 
     explicit RunListModel(Workspace *workspace, QObject *parent = nullptr);
 

@@ -23,21 +23,28 @@ void StatsTableModel::refresh()
 {
     beginResetModel();
     m_rows.clear();
-    const int run = m_selection->run();
-    if (run >= 0 && run < m_workspace->runCount()) {
-        RunStore &store = m_workspace->store(run);
-        const int64_t runId = m_workspace->run(run).info.id;
+    const RunRef run = m_selection->run();
+    if (m_workspace->run(run)) {
+        const Catalog &catalog = m_workspace->catalog();
         // Without a selected step, each statistic's latest value (a checkpoint's dumps have no step at all).
         const qint64 step = m_selection->step() >= 0 ? m_selection->step() : std::numeric_limits<qint64>::max();
-        auto add = [&](const std::vector<SeriesInfo> &series, bool tensorLevel) {
-            for (const SeriesInfo &s : series) {
-                if (auto p = store.valueAt(s.id, step))
-                    m_rows.push_back({s.key.stat, p->value, p->step, s.key.source, s.key.recipe, tensorLevel});
+        auto add = [&](const std::vector<Series> &series, bool tensorLevel) {
+            for (const Series &s : series) {
+                if (auto p = catalog.valueAt(s, step))
+                    m_rows.push_back({s.stat, p->value, p->step, s.source, s.recipe, tensorLevel});
             }
         };
+        const auto at = [&](const QString &layer, const QString &tensor) {
+            std::vector<Series> out;
+            for (const Series &s : catalog.seriesAt(run, layer, tensor)) {
+                if (s.axis == SeriesAxis::Step)
+                    out.push_back(s);
+            }
+            return out;
+        };
         if (!m_selection->layer().isEmpty() && !m_selection->tensor().isEmpty())
-            add(store.seriesAt(runId, m_selection->layer(), m_selection->tensor()), true);
-        add(store.seriesAt(runId, QString(), QString()), false);
+            add(at(m_selection->layer(), m_selection->tensor()), true);
+        add(at(QString(), QString()), false);
     }
     endResetModel();
 }

@@ -7,7 +7,7 @@ Selection::Selection(QObject *parent)
 {
 }
 
-void Selection::setRun(int run)
+void Selection::setRun(RunRef run)
 {
     update(run, m_layer, m_tensor, m_step);
 }
@@ -27,17 +27,17 @@ void Selection::setStep(qint64 step)
     update(m_run, m_layer, m_tensor, step);
 }
 
-void Selection::set(int run, const QString &layer, const QString &tensor, qint64 step)
+void Selection::set(RunRef run, const QString &layer, const QString &tensor, qint64 step)
 {
     update(run, layer, tensor, step);
 }
 
 void Selection::clear()
 {
-    update(-1, QString(), QString(), -1);
+    update(RunRef(), QString(), QString(), -1);
 }
 
-void Selection::update(int run, const QString &layer, const QString &tensor, qint64 step)
+void Selection::update(RunRef run, const QString &layer, const QString &tensor, qint64 step)
 {
     Parts parts;
     if (run != m_run)

@@ -1,6 +1,9 @@
-// The one selection every view shares: a run, a layer, a tensor kind and a step. Views set the parts they
-// know (the heatmap sets all four on a click, the curve view the step) and redraw on changed().
+// The one selection every view shares: a run (by its RunRef), a layer, a tensor kind and a step. Views set
+// the parts they know (the heatmap sets all four on a click, the curve view the step) and redraw on
+// changed(), whose mask says what changed.
 #pragma once
+
+#include "core/query/querytypes.h"
 
 #include <QObject>
 #include <QString>
@@ -16,26 +19,26 @@ public:
 
     explicit Selection(QObject *parent = nullptr);
 
-    int run() const { return m_run; } // index into the workspace's runs, -1 for none
+    RunRef run() const { return m_run; } // invalid for none
     QString layer() const { return m_layer; }
     QString tensor() const { return m_tensor; }
     qint64 step() const { return m_step; } // -1 for none
 
-    void setRun(int run);
+    void setRun(fp8scope::RunRef run);
     void setLayer(const QString &layer);
     void setTensor(const QString &tensor);
     void setStep(qint64 step);
     // Sets several parts at once and emits changed() once.
-    void set(int run, const QString &layer, const QString &tensor, qint64 step);
+    void set(fp8scope::RunRef run, const QString &layer, const QString &tensor, qint64 step);
     void clear();
 
 Q_SIGNALS:
     void changed(fp8scope::Selection::Parts parts);
 
 private:
-    void update(int run, const QString &layer, const QString &tensor, qint64 step);
+    void update(RunRef run, const QString &layer, const QString &tensor, qint64 step);
 
-    int m_run = -1;
+    RunRef m_run;
     QString m_layer;
     QString m_tensor;
     qint64 m_step = -1;

@@ -4,7 +4,7 @@
 #include <QFileInfo>
 #include <QLoggingCategory>
 
-#include <map>
+#include <atomic>
 #include <mutex>
 
 Q_LOGGING_CATEGORY(lcWorkspace, "fp8scope.views.workspace")
@@ -35,20 +35,24 @@ struct Workspace::BackendHolder {
     }
 };
 
-// Lives on the query queue's worker thread: one read connection per folder.
-struct Workspace::QueryStores {
-    std::map<QString, std::unique_ptr<RunStore>> stores;
+// Lives on the query queue's worker thread: a Catalog over the folders the request was made for, with
+// their serials, reopened when those change.
+struct Workspace::QueryCatalog {
+    Catalog catalog;
+    std::vector<std::pair<quint64, QString>> opened;
 
-    RunStore *get(const QString &folder, QString *error)
+    const Catalog *get(const std::vector<std::pair<quint64, QString>> &stores, QString *error)
     {
-        auto &s = stores[folder];
-        if (!s) {
-            auto store = std::make_unique<RunStore>();
-            if (!store->open(folder, error))
-                return nullptr;
-            s = std::move(store);
+        if (stores != opened) {
+            catalog.close();
+            opened.clear();
+            for (const auto &[serial, folder] : stores) {
+                if (!catalog.open(folder, serial, error))
+                    return nullptr;
+            }
+            opened = stores;
         }
-        return s.get();
+        return &catalog;
     }
 };
 
@@ -63,12 +67,13 @@ QColor runColour(int index)
 Workspace::Workspace(QObject *parent)
     : QObject(parent)
     , m_backend(std::make_shared<BackendHolder>())
-    , m_queryStores(std::make_shared<QueryStores>())
+    , m_queryCatalog(std::make_shared<QueryCatalog>())
     , m_jobs(std::make_unique<JobQueue>())
     , m_queries(std::make_unique<JobQueue>())
 {
     qRegisterMetaType<TensorMetrics>();
     qRegisterMetaType<Heatmap>();
+    qRegisterMetaType<RunRef>();
 }
 
 Workspace::~Workspace()
@@ -78,20 +83,28 @@ Workspace::~Workspace()
     m_jobs.reset();
 }
 
-quint64 Workspace::query(
-    int run, const QString &slot, Query work, QObject *receiver, std::function<void(const QVariant &value)> done)
+QString Workspace::newSlot(const QString &kind)
 {
-    const QString folder = m_folders[m_runs[size_t(run)].source];
-    auto stores = m_queryStores;
+    static std::atomic<quint64> next {1};
+    return kind + QLatin1Char('#') + QString::number(next.fetch_add(1));
+}
+
+quint64 Workspace::query(
+    const QString &slot, Query work, QObject *receiver, std::function<void(const QVariant &value)> done)
+{
+    std::vector<std::pair<quint64, QString>> stores;
+    for (int i = 0; i < m_folders.size() && i < int(m_serials.size()); ++i)
+        stores.emplace_back(m_serials[size_t(i)], m_folders[i]);
+    auto holder = m_queryCatalog;
     return m_queries->submit({QString(), slot,
-                                 [stores, folder, work](JobContext &ctx) -> QVariant {
+                                 [holder, stores, work](JobContext &ctx) -> QVariant {
                                      QString error;
-                                     RunStore *store = stores->get(folder, &error);
-                                     if (!store) {
+                                     const Catalog *catalog = holder->get(stores, &error);
+                                     if (!catalog) {
                                          ctx.setError(error);
                                          return {};
                                      }
-                                     return work(*store);
+                                     return work(*catalog);
                                  }},
         receiver, [done](const JobResult &r) { done(r.value); });
 }
@@ -127,27 +140,31 @@ void Workspace::close()
         m_jobs->cancel(m_loadTicket);
     m_loadTicket = 0;
     // The query thread's connections belong to the folders being closed.
-    auto stores = m_queryStores;
+    auto holder = m_queryCatalog;
     m_queries->submit({QString(), QStringLiteral("close"),
-                          [stores](JobContext &) -> QVariant {
-                              stores->stores.clear();
+                          [holder](JobContext &) -> QVariant {
+                              holder->catalog.close();
+                              holder->opened.clear();
                               return {};
                           }},
         this, [](const JobResult &) {});
     m_runs.clear();
-    m_stores.clear();
+    m_catalog.close();
     m_problems.clear();
+    m_layers.clear();
     m_folders.clear();
+    m_serials.clear();
     m_demo = false;
-    ++m_generation;
     Q_EMIT closed();
 }
 
 void Workspace::open(const QStringList &folders)
 {
     close();
-    for (const QString &f : folders)
+    for (const QString &f : folders) {
         m_folders << QFileInfo(f).absoluteFilePath();
+        m_serials.push_back(Catalog::newStoreSerial());
+    }
     Q_EMIT loadingStarted();
     const QStringList list = m_folders;
     m_loadTicket = m_jobs->submit(
@@ -161,10 +178,11 @@ void Workspace::open(const QStringList &folders)
                         errors << error;
                         continue;
                     }
-                    store.ingest([&](int done, int total, const QString &file) {
+                    const IngestReport report = store.ingest([&](int done, int total, const QString &file) {
                         ctx.setProgress(done, total, QObject::tr("Reading %1").arg(QFileInfo(file).fileName()));
                         return !ctx.isCancelled();
                     });
+                    errors << report.errors;
                 }
                 return errors;
             }},
@@ -176,6 +194,7 @@ void Workspace::openDemo(const QString &dir, const DemoOptions &options)
     close();
     m_demo = true;
     m_folders << QFileInfo(dir).absoluteFilePath();
+    m_serials.push_back(Catalog::newStoreSerial());
     Q_EMIT loadingStarted();
     const QString out = m_folders.front();
     m_loadTicket = m_jobs->submit({QString(), QStringLiteral("load"),
@@ -192,9 +211,10 @@ void Workspace::openDemo(const QString &dir, const DemoOptions &options)
                                           QString error;
                                           if (!store.open(out, &error))
                                               return QStringList {error};
-                                          store.ingest([&](int, int, const QString &) { return !ctx.isCancelled(); });
+                                          const IngestReport report = store.ingest(
+                                              [&](int, int, const QString &) { return !ctx.isCancelled(); });
                                           ctx.setProgress(2, 2);
-                                          return QStringList();
+                                          return report.errors;
                                       }},
         this, [this](const JobResult &r) { finishLoad(r.value.toStringList() << r.error); });
 }
@@ -207,94 +227,79 @@ void Workspace::finishLoad(const QStringList &errors)
             Q_EMIT message(e);
     }
     for (int i = 0; i < m_folders.size(); ++i) {
-        auto store = std::make_unique<RunStore>();
         QString error;
-        if (!store->open(m_folders[i], &error)) {
+        if (!m_catalog.open(m_folders[i], m_serials[size_t(i)], &error)) {
             qCWarning(lcWorkspace) << error;
             Q_EMIT message(error);
-            m_stores.push_back(nullptr);
-            continue;
+            m_problems.push_back({.path = m_folders[i], .message = error, .storeError = true});
         }
-        for (const RunInfo &r : store->runs())
-            m_runs.push_back({i, r, runColour(int(m_runs.size())), true});
-        const QDir dir(m_folders[i]);
-        for (const ProblemRecord &p : store->problems())
-            m_problems.push_back({dir.absoluteFilePath(p.file), p.line, p.offset, p.message});
-        m_stores.push_back(std::move(store));
     }
+    for (const Run &r : m_catalog.runs())
+        m_runs.push_back({r, runColour(int(m_runs.size())), true, m_catalog.pairing(r.ref)});
+    m_layers = m_catalog.layerTensors();
+    for (ProblemEntry &p : m_catalog.problems())
+        m_problems.push_back(std::move(p));
     Q_EMIT loaded();
 }
 
-int Workspace::runIndex(const QString &name) const
+const WorkspaceRun *Workspace::run(RunRef ref) const
+{
+    const int i = indexOf(ref);
+    return i < 0 ? nullptr : &m_runs[size_t(i)];
+}
+
+int Workspace::indexOf(RunRef ref) const
 {
     for (size_t i = 0; i < m_runs.size(); ++i) {
-        if (m_runs[i].info.name == name)
+        if (m_runs[i].run.ref == ref)
             return int(i);
     }
     return -1;
 }
 
-void Workspace::setRunVisible(int index, bool visible)
+RunRef Workspace::findRun(const QString &name) const
 {
-    if (index < 0 || index >= runCount() || m_runs[size_t(index)].visible == visible)
+    for (const WorkspaceRun &r : m_runs) {
+        if (r.run.name == name || r.run.displayName == name)
+            return r.run.ref;
+    }
+    return {};
+}
+
+void Workspace::setRunVisible(RunRef ref, bool visible)
+{
+    const int i = indexOf(ref);
+    if (i < 0 || m_runs[size_t(i)].visible == visible)
         return;
-    m_runs[size_t(index)].visible = visible;
-    Q_EMIT runVisibilityChanged(index);
+    m_runs[size_t(i)].visible = visible;
+    Q_EMIT runVisibilityChanged(ref);
 }
 
-int Workspace::baselineOf(int run) const
+RunRef Workspace::baselineOf(RunRef ref) const
 {
-    const RunInfo &info = m_runs[size_t(run)].info;
-    if (!info.baseline.isEmpty())
-        return runIndex(info.baseline);
-    if (info.precision == QLatin1String("bf16"))
-        return -1;
-    int found = -1;
-    for (int i = 0; i < runCount(); ++i) {
-        if (m_runs[size_t(i)].info.precision == QLatin1String("bf16")) {
-            if (found >= 0)
-                return -1;
-            found = i;
-        }
-    }
-    return found;
-}
-
-std::vector<std::pair<QString, QStringList>> Workspace::layerTensors() const
-{
-    QHash<QString, QStringList> tensors;
-    for (int i = 0; i < runCount(); ++i) {
-        Statement s = store(i).database().prepare(
-            "SELECT DISTINCT layer, tensor FROM series WHERE run_id=?1 AND layer<>'' "
-            "UNION SELECT DISTINCT layer, tensor FROM dumps WHERE run_id=?1 AND layer<>''");
-        s.bind(1, m_runs[size_t(i)].info.id);
-        while (s.next()) {
-            const QString tensor = s.text(1);
-            QStringList &list = tensors[s.text(0)];
-            if (!tensor.isEmpty() && !tensor.endsWith(QLatin1String("_fp8")) && !list.contains(tensor))
-                list << tensor;
-        }
-    }
-    std::vector<std::pair<QString, QStringList>> out;
-    for (auto it = tensors.cbegin(); it != tensors.cend(); ++it) {
-        QStringList t = it.value();
-        t.sort();
-        out.emplace_back(it.key(), t);
-    }
-    std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) { return layerLess(a.first, b.first); });
-    return out;
+    const WorkspaceRun *r = run(ref);
+    return r ? r->pairing.baseline : RunRef();
 }
 
 quint64 Workspace::recompute(
-    int run, const DumpRef &dump, const Recipe &recipe, const QString &slot, QObject *receiver, RecomputeDone done)
+    const Dump &dump, const Recipe &recipe, const QString &slot, QObject *receiver, RecomputeDone done)
 {
-    const QString folder = m_folders[m_runs[size_t(run)].source];
-    const quint64 generation = m_generation;
+    QString folder;
+    for (int i = 0; i < m_folders.size() && i < int(m_serials.size()); ++i) {
+        if (m_serials[size_t(i)] == dump.run.store)
+            folder = m_folders[i];
+    }
+    if (folder.isEmpty()) {
+        done(std::nullopt, tr("the dump's folder is no longer open"));
+        return 0;
+    }
     auto holder = m_backend;
-    const QString key = folder + QLatin1Char('|') + dump.file + QLatin1Char('|') + dump.dump.dataset + QLatin1Char('|')
-        + recipe.name() + QLatin1Char('|') + formatName(recipe.format);
+    const DumpRef ref {dump.run.id, dump.file, dump.record};
+    const RunRef run = dump.run;
+    const QString key = folder + QLatin1Char('|') + dump.file + QLatin1Char('|') + dump.record.dataset
+        + QLatin1Char('|') + recipe.name() + QLatin1Char('|') + formatName(recipe.format);
     return m_jobs->submit({key, slot,
-                              [holder, folder, dump, recipe](JobContext &ctx) -> QVariant {
+                              [holder, folder, ref, recipe](JobContext &ctx) -> QVariant {
                                   MetricsBackend *backend = holder->get();
                                   if (!backend) {
                                       ctx.setError(holder->error);
@@ -306,10 +311,10 @@ quint64 Workspace::recompute(
                                       ctx.setError(error);
                                       return {};
                                   }
-                                  auto result = recomputeDump(store, *backend, dump, {recipe}, &error,
+                                  auto result = recomputeDump(store, *backend, ref, {recipe}, &error,
                                       [&](int64_t doneElements, int64_t total) {
                                           ctx.setProgress(doneElements, total,
-                                              QObject::tr("Recomputing %1 (%2)").arg(dump.dump.layer, recipe.name()));
+                                              QObject::tr("Recomputing %1 (%2)").arg(ref.dump.layer, recipe.name()));
                                           return !ctx.isCancelled();
                                       });
                                   if (!result) {
@@ -320,13 +325,14 @@ quint64 Workspace::recompute(
                                   m.backend = holder->status;
                                   return QVariant::fromValue(m);
                               }},
-        receiver, [this, run, generation, done](const JobResult &r) {
+        receiver, [this, run, done](const JobResult &r) {
             if (!r.error.isEmpty() || !r.value.isValid()) {
                 done(std::nullopt, r.error.isEmpty() ? tr("cancelled") : r.error);
                 return;
             }
-            // Stored in the folder it was computed for; the run index means something only while that is open.
-            if (generation == m_generation)
+            // Stored in the folder it was computed for: announced only while that folder's runs are open
+            // (a ref of a closed folder's store matches no run of a new one).
+            if (this->run(run))
                 Q_EMIT statisticsChanged(run);
             done(r.value.value<TensorMetrics>(), QString());
         });

@@ -1,15 +1,16 @@
-// What the window has open: one or more folders, each with its run store, and the runs they hold, with the
-// colour and visibility every view uses for a run. Opening ingests each folder in the job queue (the GUI
-// thread only reads the stores afterwards, through its own connections); recomputation of tensor dumps
+// What the window has open: one or more folders, read through one query-layer Catalog (core/query), and the
+// runs they hold, known by their RunRef, with the colour and visibility every view uses for a run and the
+// baseline each is paired with. Opening ingests each folder in the job queue; recomputation of tensor dumps
 // runs in the same queue, whose single worker thread owns the metrics backend (and so the CUDA context).
+// Reads too large for the GUI thread run on a second queue with a Catalog of its own over the same folders.
 #pragma once
 
 #include "core/demo/demogenerator.h"
 #include "core/jobs/jobqueue.h"
 #include "core/numerics/backendselect.h"
 #include "core/numerics/tensormetrics.h"
-#include "core/store/dumprecompute.h"
-#include "core/store/runstore.h"
+#include "core/query/catalog.h"
+#include "core/recompute/dumprecompute.h"
 
 #include <QColor>
 #include <QObject>
@@ -21,22 +22,14 @@
 #include <vector>
 
 Q_DECLARE_METATYPE(fp8scope::TensorMetrics)
-Q_DECLARE_METATYPE(fp8scope::Heatmap)
 
 namespace fp8scope {
 
 struct WorkspaceRun {
-    int source = 0; // index into folders()
-    RunInfo info;
+    Run run;
     QColor colour;
     bool visible = true;
-};
-
-struct WorkspaceProblem {
-    QString path; // absolute
-    qint64 line = 0;
-    qint64 offset = -1;
-    QString message;
+    Pairing pairing;
 };
 
 class Workspace : public QObject
@@ -60,40 +53,50 @@ public:
     bool isLoading() const { return m_loadTicket != 0; }
     bool isDemo() const { return m_demo; }
 
-    int runCount() const { return int(m_runs.size()); }
-    const WorkspaceRun &run(int index) const { return m_runs[size_t(index)]; }
-    int runIndex(const QString &name) const; // -1 when absent
-    void setRunVisible(int index, bool visible);
-    RunStore &store(int run) const { return *m_stores[size_t(m_runs[size_t(run)].source)]; }
-    // The baseline a run names (manifest) or, for an FP8 run next to exactly one BF16 run, that run; -1.
-    int baselineOf(int run) const;
+    // The GUI thread's reads. Its runs are those loaded last; the stores behind it may have more.
+    const Catalog &catalog() const { return m_catalog; }
 
-    const std::vector<WorkspaceProblem> &problems() const { return m_problems; }
+    // The runs, in the order of the folders and, within one, by name (the order of their colours).
+    const std::vector<WorkspaceRun> &runs() const { return m_runs; }
+    int runCount() const { return int(m_runs.size()); }
+    // nullptr for a run that is not open (a closed folder's run, an invalid ref).
+    const WorkspaceRun *run(RunRef ref) const;
+    int indexOf(RunRef ref) const; // -1 when not open
+    RunRef runAt(int index) const { return index >= 0 && index < runCount() ? m_runs[size_t(index)].run.ref : RunRef(); }
+    RunRef findRun(const QString &name) const; // by name or display name
+    void setRunVisible(RunRef ref, bool visible);
+    // The baseline the run is paired with (invalid when none).
+    RunRef baselineOf(RunRef ref) const;
+
+    const std::vector<ProblemEntry> &problems() const { return m_problems; }
     // Every distinct layer over all runs, in depth order, with its tensor kinds (series or dumps).
-    std::vector<std::pair<QString, QStringList>> layerTensors() const;
+    const std::vector<LayerTensors> &layerTensors() const { return m_layers; }
 
     JobQueue &jobs() { return *m_jobs; }
 
+    // A request slot of its own for one view instance ("heatmap#3"), so that two views of one kind (the
+    // two heatmaps of a comparison) never replace each other's requests.
+    static QString newSlot(const QString &kind);
+
     // Store reads too large for the GUI thread (a layer x step matrix can hold millions of values) run on
-    // a second queue, with its own connection per folder, so they never wait behind a recomputation. The
-    // newest query of a slot replaces older ones; done runs on receiver's thread with the work's value.
-    using Query = std::function<QVariant(RunStore &store)>;
-    quint64 query(
-        int run, const QString &slot, Query work, QObject *receiver, std::function<void(const QVariant &value)> done);
+    // a second queue with its own Catalog over the same folders and serials, so they never wait behind a
+    // recomputation. The newest query of a slot replaces older ones; done runs on receiver's thread with the
+    // work's value.
+    using Query = std::function<QVariant(const Catalog &catalog)>;
+    quint64 query(const QString &slot, Query work, QObject *receiver, std::function<void(const QVariant &value)> done);
     JobQueue &queries() { return *m_queries; }
 
     // Recomputes one dump under one recipe in the job queue (a newer request of the same slot replaces an
     // older one); stores the statistics, emits statisticsChanged(run) and calls done on receiver's thread.
     using RecomputeDone = std::function<void(const std::optional<TensorMetrics> &metrics, const QString &error)>;
-    quint64 recompute(
-        int run, const DumpRef &dump, const Recipe &recipe, const QString &slot, QObject *receiver, RecomputeDone done);
+    quint64 recompute(const Dump &dump, const Recipe &recipe, const QString &slot, QObject *receiver, RecomputeDone done);
 
 Q_SIGNALS:
     void loadingStarted();
     void loaded(); // runs, stores and problems are ready (also after a failed or cancelled load)
     void closed();
-    void runVisibilityChanged(int run);
-    void statisticsChanged(int run);
+    void runVisibilityChanged(fp8scope::RunRef run);
+    void statisticsChanged(fp8scope::RunRef run);
     void backendStatusChanged(const QString &status);
     void message(const QString &text); // for the status bar: what failed or finished
 
@@ -102,19 +105,19 @@ private:
     void ensureBackendJob();
 
     struct BackendHolder;
-    struct QueryStores;
+    struct QueryCatalog;
     std::shared_ptr<BackendHolder> m_backend;
-    std::shared_ptr<QueryStores> m_queryStores;
+    std::shared_ptr<QueryCatalog> m_queryCatalog;
     std::unique_ptr<JobQueue> m_jobs;
     std::unique_ptr<JobQueue> m_queries;
     QString m_backendStatus;
     QStringList m_folders;
-    std::vector<std::unique_ptr<RunStore>> m_stores;
+    std::vector<quint64> m_serials; // one per folder, given when it was opened
+    Catalog m_catalog;
     std::vector<WorkspaceRun> m_runs;
-    std::vector<WorkspaceProblem> m_problems;
+    std::vector<ProblemEntry> m_problems;
+    std::vector<LayerTensors> m_layers;
     quint64 m_loadTicket = 0;
-    // Counts close(): a recompute that finishes after its folders were closed names a run index of theirs.
-    quint64 m_generation = 0;
     bool m_demo = false;
 };
 

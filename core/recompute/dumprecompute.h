@@ -4,7 +4,7 @@
 #pragma once
 
 #include "core/numerics/metricsengine.h"
-#include "runstore.h"
+#include "core/store/runstore.h"
 
 #include <optional>
 #include <vector>

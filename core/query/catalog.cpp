@@ -1,0 +1,487 @@
+#include "catalog.h"
+
+#include "pairing.h"
+#include "statnames.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QHash>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace fp8scope {
+
+struct Catalog::Entry {
+    quint64 serial = 0;
+    QString folder;
+    RunStore store;
+};
+
+namespace {
+
+const QString kRecomputed = QStringLiteral("recomputed");
+
+Series toSeries(const SeriesInfo &s, quint64 serial)
+{
+    Series out {.id = s.id,
+        .run = {serial, s.runId},
+        .stat = s.key.stat,
+        .sourceStat = s.key.stat,
+        .layer = s.key.layer,
+        .tensor = s.key.tensor,
+        .source = s.key.source,
+        .recipe = s.key.recipe,
+        .points = s.points,
+        .firstStep = s.firstStep,
+        .lastStep = s.lastStep};
+    if (s.key.layer.isEmpty() && s.key.tensor.isEmpty()) {
+        const CanonicalStat c = canonicalStat(s.key.stat);
+        out.stat = c.name;
+        out.axis = c.axis;
+    }
+    return out;
+}
+
+Run toRun(const RunInfo &r, quint64 serial, const QString &folder)
+{
+    return {.ref = {serial, r.id},
+        .name = r.name,
+        .displayName = r.displayName,
+        .folder = folder,
+        .precision = r.precision,
+        .recipe = r.recipe,
+        .manifestBaseline = r.baseline,
+        .inferencePrecision = r.inferencePrecision,
+        .notes = r.notes,
+        .seriesCount = r.seriesCount,
+        .pointCount = r.pointCount};
+}
+
+} // namespace
+
+qsizetype Heatmap::nearestColumn(double step) const
+{
+    if (steps.empty())
+        return -1;
+    const auto it = std::lower_bound(steps.begin(), steps.end(), step, [](int64_t s, double v) { return double(s) < v; });
+    if (it == steps.end())
+        return qsizetype(steps.size()) - 1;
+    if (it == steps.begin())
+        return 0;
+    const qsizetype i = it - steps.begin();
+    return step - double(steps[size_t(i - 1)]) <= double(*it) - step ? i - 1 : i;
+}
+
+Catalog::Catalog() = default;
+Catalog::~Catalog() = default;
+Catalog::Catalog(Catalog &&) noexcept = default;
+Catalog &Catalog::operator=(Catalog &&) noexcept = default;
+
+quint64 Catalog::newStoreSerial()
+{
+    static std::atomic<quint64> next {1};
+    return next.fetch_add(1);
+}
+
+bool Catalog::open(const QString &folder, quint64 serial, QString *error)
+{
+    auto e = std::make_unique<Entry>();
+    e->serial = serial;
+    e->folder = QFileInfo(folder).absoluteFilePath();
+    if (!e->store.open(folder, error))
+        return false;
+    m_entries.push_back(std::move(e));
+    refresh();
+    return true;
+}
+
+void Catalog::close()
+{
+    m_entries.clear();
+    refresh();
+}
+
+std::vector<Catalog::StoreEntry> Catalog::stores() const
+{
+    std::vector<StoreEntry> out;
+    for (const auto &e : m_entries)
+        out.push_back({e->serial, e->folder});
+    return out;
+}
+
+const Catalog::Entry *Catalog::entry(quint64 serial) const
+{
+    for (const auto &e : m_entries) {
+        if (e->serial == serial)
+            return e.get();
+    }
+    return nullptr;
+}
+
+RunStore *Catalog::storeOf(quint64 serial) const
+{
+    const Entry *e = entry(serial);
+    return e ? const_cast<RunStore *>(&e->store) : nullptr;
+}
+
+RunStore *Catalog::store(RunRef run) const
+{
+    return storeOf(run.store);
+}
+
+void Catalog::refresh()
+{
+    m_pairings.reset();
+    m_pairedRuns.clear();
+}
+
+std::vector<Run> Catalog::runs() const
+{
+    std::vector<Run> out;
+    for (const auto &e : m_entries) {
+        for (const RunInfo &r : e->store.runs())
+            out.push_back(toRun(r, e->serial, e->folder));
+    }
+    return out;
+}
+
+std::optional<Run> Catalog::run(RunRef ref) const
+{
+    const Entry *e = entry(ref.store);
+    if (!e)
+        return std::nullopt;
+    for (const RunInfo &r : e->store.runs()) {
+        if (r.id == ref.id)
+            return toRun(r, e->serial, e->folder);
+    }
+    return std::nullopt;
+}
+
+std::optional<Run> Catalog::findRun(const QString &name) const
+{
+    const std::vector<Run> all = runs();
+    for (const Run &r : all) {
+        if (r.name == name)
+            return r;
+    }
+    for (const Run &r : all) {
+        if (r.displayName == name || QFileInfo(r.folder).fileName() + QLatin1Char('/') + r.name == name)
+            return r;
+    }
+    return std::nullopt;
+}
+
+Pairing Catalog::pairing(RunRef ref) const
+{
+    if (!m_pairings) {
+        m_pairedRuns = runs();
+        std::vector<PairingInput> inputs;
+        for (const Run &r : m_pairedRuns) {
+            PairingInput in {r, {}};
+            for (const ConfigEntry &c : configs(r.ref))
+                in.configs.emplace(c.key, c.value);
+            inputs.push_back(std::move(in));
+        }
+        std::vector<Pairing> pairings;
+        for (size_t i = 0; i < inputs.size(); ++i)
+            pairings.push_back(pairRun(inputs, i));
+        m_pairings = std::move(pairings);
+    }
+    for (size_t i = 0; i < m_pairedRuns.size(); ++i) {
+        if (m_pairedRuns[i].ref == ref)
+            return (*m_pairings)[i];
+    }
+    Pairing none;
+    none.reason = QStringLiteral("not an open run");
+    return none;
+}
+
+std::vector<Series> Catalog::series(RunRef ref) const
+{
+    std::vector<Series> out;
+    if (const Entry *e = entry(ref.store)) {
+        for (const SeriesInfo &s : e->store.series(ref.id))
+            out.push_back(toSeries(s, e->serial));
+    }
+    return out;
+}
+
+std::vector<Series> Catalog::seriesAt(RunRef ref, const QString &layer, const QString &tensor) const
+{
+    std::vector<Series> out;
+    if (const Entry *e = entry(ref.store)) {
+        for (const SeriesInfo &s : e->store.seriesAt(ref.id, layer, tensor))
+            out.push_back(toSeries(s, e->serial));
+    }
+    return out;
+}
+
+std::vector<StatisticInfo> Catalog::runStatistics(RunRef ref) const
+{
+    std::map<QString, StatisticInfo> byName;
+    const Entry *e = entry(ref.store);
+    if (!e)
+        return {};
+    for (const SeriesInfo &s : e->store.seriesAt(ref.id, QString(), QString())) {
+        const Series series = toSeries(s, e->serial);
+        StatisticInfo &info = byName[series.stat];
+        info.stat = series.stat;
+        if (series.axis == SeriesAxis::Samples)
+            info.samplesAxis = true;
+        else if (!info.sources.contains(series.source))
+            info.sources << series.source;
+    }
+    std::vector<StatisticInfo> out;
+    for (auto &[name, info] : byName) {
+        if (!info.sources.isEmpty()) // a "vs samples" series alone is still the samples axis of nothing shown
+            out.push_back(std::move(info));
+    }
+    return out;
+}
+
+std::vector<Series> Catalog::candidates(RunRef ref, const SeriesRequest &request) const
+{
+    std::vector<Series> out;
+    const Entry *e = entry(ref.store);
+    if (!e)
+        return out;
+    const bool runLevel = request.layer.isEmpty() && request.tensor.isEmpty();
+    // A run-level request may name a statistic by any of its names: ask for its canonical one.
+    const QString wanted = runLevel ? canonicalStat(request.stat).name : request.stat;
+    for (const SeriesInfo &s : e->store.seriesAt(ref.id, request.layer, request.tensor)) {
+        Series series = toSeries(s, e->serial);
+        if (series.stat != wanted || series.axis != request.axis)
+            continue;
+        if ((!request.source.isEmpty() && series.source != request.source)
+            || (!request.recipe.isEmpty() && series.recipe != request.recipe))
+            continue;
+        out.push_back(std::move(series));
+    }
+    QString ownRecipe;
+    if (!out.empty() && std::any_of(out.begin(), out.end(), [](const Series &s) { return s.isRecomputed(); })) {
+        if (const auto r = run(ref))
+            ownRecipe = tensorRecipe(r->recipe, request.tensor);
+    }
+    // The one policy, as a total order (ids break what is left: they are unique).
+    std::sort(out.begin(), out.end(), [&](const Series &a, const Series &b) {
+        const auto rank = [&](const Series &s) {
+            return std::make_tuple(s.isRecomputed() ? 1 : 0, s.isRecomputed() && s.recipe != ownRecipe ? 1 : 0,
+                -s.points);
+        };
+        if (rank(a) != rank(b))
+            return rank(a) < rank(b);
+        if (a.source != b.source)
+            return layerLess(a.source, b.source);
+        if (a.sourceStat != b.sourceStat)
+            return a.sourceStat < b.sourceStat;
+        if (a.recipe != b.recipe)
+            return a.recipe < b.recipe;
+        return a.id < b.id;
+    });
+    return out;
+}
+
+std::optional<Series> Catalog::chooseSeries(RunRef ref, const SeriesRequest &request) const
+{
+    auto c = candidates(ref, request);
+    if (c.empty())
+        return std::nullopt;
+    return std::move(c.front());
+}
+
+std::vector<SeriesPoint> Catalog::points(const Series &series, const PointRange &range) const
+{
+    const Entry *e = entry(series.run.store);
+    return e ? e->store.points(series.id, range.from, range.to, range.resolution) : std::vector<SeriesPoint>();
+}
+
+std::optional<SeriesPoint> Catalog::valueAt(const Series &series, int64_t step) const
+{
+    const Entry *e = entry(series.run.store);
+    return e ? e->store.valueAt(series.id, step) : std::nullopt;
+}
+
+std::vector<LayerTensors> Catalog::layerTensors(const std::vector<RunRef> &which) const
+{
+    QHash<QString, QStringList> tensors;
+    for (const Run &r : runs()) {
+        if (!which.empty() && std::find(which.begin(), which.end(), r.ref) == which.end())
+            continue;
+        for (const auto &[layer, tensor] : store(r.ref)->layerTensors(r.ref.id)) {
+            QStringList &list = tensors[layer];
+            if (!tensor.isEmpty() && !tensor.endsWith(QLatin1String("_fp8")) && !list.contains(tensor))
+                list << tensor;
+        }
+    }
+    std::vector<LayerTensors> out;
+    for (auto it = tensors.cbegin(); it != tensors.cend(); ++it) {
+        QStringList t = it.value();
+        t.sort();
+        out.push_back({it.key(), t});
+    }
+    std::sort(out.begin(), out.end(), [](const LayerTensors &a, const LayerTensors &b) { return layerLess(a.layer, b.layer); });
+    return out;
+}
+
+std::vector<std::pair<QString, QString>> Catalog::layerStatistics(RunRef ref) const
+{
+    const Entry *e = entry(ref.store);
+    return e ? e->store.layerStatistics(ref.id) : std::vector<std::pair<QString, QString>>();
+}
+
+Heatmap Catalog::matrix(RunRef ref, const MatrixRequest &request) const
+{
+    Heatmap h;
+    const Entry *e = entry(ref.store);
+    if (!e)
+        return h;
+    const std::vector<RunStore::LayerSource> sources = e->store.layerSources(ref.id, request.stat, request.tensor);
+    // Layers per source (all its recipes); logged sources before recomputed ones (which cover a few dump
+    // steps), then the one covering most layers, then by name.
+    std::map<QString, int64_t> layersOf;
+    for (const auto &s : sources)
+        layersOf[s.source] = std::max(layersOf[s.source], s.layers);
+    std::vector<QString> order;
+    for (const auto &[source, layers] : layersOf)
+        order.push_back(source);
+    std::sort(order.begin(), order.end(), [&](const QString &a, const QString &b) {
+        const auto rank = [&](const QString &s) { return std::make_pair(s == kRecomputed ? 1 : 0, -layersOf[s]); };
+        if (rank(a) != rank(b))
+            return rank(a) < rank(b);
+        return layerLess(a, b);
+    });
+    for (const QString &s : order)
+        h.sources << s;
+    h.source = h.sources.contains(request.source) ? request.source : h.sources.value(0);
+    if (h.source.isEmpty())
+        return h;
+    // One recipe: a layer recomputed under several has a series for each, and rows must not mix them.
+    std::vector<std::pair<QString, int64_t>> recipes;
+    for (const auto &s : sources) {
+        if (s.source == h.source)
+            recipes.emplace_back(s.recipe, s.layers);
+    }
+    std::sort(recipes.begin(), recipes.end(), [](const auto &a, const auto &b) {
+        return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    for (const auto &[recipe, n] : recipes)
+        h.recipes << recipe;
+    QString runRecipe;
+    if (const auto r = run(ref))
+        runRecipe = tensorRecipe(r->recipe, request.tensor);
+    h.recipe = h.recipes.contains(request.recipe) ? request.recipe
+        : h.recipes.contains(runRecipe)           ? runRecipe
+                                                  : h.recipes.value(0);
+    const std::vector<LayerRow> rows = e->store.layerRows(ref.id, request.stat, request.tensor, h.source, h.recipe);
+    std::vector<int64_t> steps;
+    for (const LayerRow &row : rows) {
+        h.layers << row.layer;
+        for (const auto &p : row.points)
+            steps.push_back(p.first);
+    }
+    std::sort(steps.begin(), steps.end());
+    steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+    h.steps = std::move(steps);
+    h.values.assign(size_t(h.layers.size()) * h.steps.size(), NAN);
+    for (size_t i = 0; i < rows.size(); ++i) {
+        size_t col = 0;
+        for (const auto &[step, value] : rows[i].points) {
+            while (h.steps[col] < step)
+                ++col; // both sorted
+            h.values[i * h.steps.size() + col] = value;
+        }
+    }
+    return h;
+}
+
+std::vector<Eval> Catalog::evals(RunRef ref) const
+{
+    std::vector<Eval> out;
+    if (const Entry *e = entry(ref.store)) {
+        for (const EvalRow &r : e->store.evals(ref.id))
+            out.push_back({.task = r.eval.task,
+                .metric = r.eval.metric,
+                .value = r.eval.value,
+                .stderrValue = r.eval.stderrValue,
+                .inference = r.eval.inference,
+                .settings = r.eval.settings,
+                .file = r.file});
+    }
+    return out;
+}
+
+std::vector<ConfigEntry> Catalog::configs(RunRef ref) const
+{
+    std::vector<ConfigEntry> out;
+    if (const Entry *e = entry(ref.store)) {
+        for (const KeyValueRow &r : e->store.configs(ref.id))
+            out.push_back({r.key, r.value, r.file});
+    }
+    return out;
+}
+
+std::vector<VersionEntry> Catalog::versions(RunRef ref) const
+{
+    std::vector<VersionEntry> out;
+    if (const Entry *e = entry(ref.store)) {
+        for (const KeyValueRow &r : e->store.versions(ref.id))
+            out.push_back({r.key, r.value, r.file});
+    }
+    return out;
+}
+
+std::vector<Dump> Catalog::dumps(RunRef ref, bool withQuantized) const
+{
+    std::vector<Dump> out;
+    if (const Entry *e = entry(ref.store)) {
+        const QDir dir(e->folder);
+        for (DumpRow &r : e->store.dumps(ref.id)) {
+            if (!withQuantized && r.dump.tensor.endsWith(QLatin1String("_fp8")))
+                continue;
+            out.push_back({ref, r.file, dir.absoluteFilePath(r.file), std::move(r.dump)});
+        }
+    }
+    return out;
+}
+
+std::vector<ProblemEntry> Catalog::problems() const
+{
+    std::vector<ProblemEntry> out;
+    for (const auto &e : m_entries) {
+        const QDir dir(e->folder);
+        for (const ProblemRecord &p : e->store.problems())
+            out.push_back({dir.absoluteFilePath(p.file), p.line, p.offset, p.message, false});
+    }
+    // After the reads above, so that a store whose problems could not be read says so too.
+    for (const auto &e : m_entries) {
+        for (const QString &error : e->store.errors())
+            out.push_back({e->store.path(), 0, -1, QStringLiteral("store: %1").arg(error), true});
+    }
+    return out;
+}
+
+QStringList keyPackages()
+{
+    return {QStringLiteral("transformer-engine"), QStringLiteral("megatron-core"), QStringLiteral("nemo-toolkit"),
+        QStringLiteral("torch"), QStringLiteral("cuda"), QStringLiteral("cudnn"), QStringLiteral("nccl"),
+        QStringLiteral("flash-attn"), QStringLiteral("apex")};
+}
+
+QString keyVersionsText(const std::vector<VersionEntry> &versions)
+{
+    QStringList parts;
+    for (const QString &package : keyPackages()) {
+        for (const VersionEntry &v : versions) {
+            if (v.package == package)
+                parts << package + QLatin1Char(' ') + v.version;
+        }
+    }
+    return parts.join(QStringLiteral(", "));
+}
+
+} // namespace fp8scope

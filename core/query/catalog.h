@@ -1,0 +1,96 @@
+// The typed query layer: everything the views, the CLI, the analysis and the report read about the opened
+// run folders goes through a Catalog. It holds one store connection per opened folder (a Catalog is used on
+// one thread; a second thread opens its own over the same folders and serials) and answers with the values
+// of core/query/querytypes.h. The domain rules live here, once: which run is whose baseline, the canonical
+// name of a statistic, which of several series to show, a layer x step matrix at its real steps. No SQL here:
+// the stores answer plain reads.
+#pragma once
+
+#include "querytypes.h"
+
+#include "core/store/runstore.h"
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace fp8scope {
+
+class Catalog
+{
+public:
+    Catalog();
+    ~Catalog();
+    Catalog(Catalog &&) noexcept;
+    Catalog &operator=(Catalog &&) noexcept;
+
+    // A serial no store of this process had before.
+    static quint64 newStoreSerial();
+
+    // Opens the store of `folder` (creating or migrating it) under `serial`; false with *error set. Several
+    // folders make one catalog (a window that opened two folders).
+    [[nodiscard]] bool open(const QString &folder, quint64 serial, QString *error);
+    [[nodiscard]] bool open(const QString &folder, QString *error) { return open(folder, newStoreSerial(), error); }
+    void close();
+    struct StoreEntry {
+        quint64 serial;
+        QString folder;
+    };
+    std::vector<StoreEntry> stores() const;
+    // The store holding `run` (for the services that write: ingest, recompute); nullptr when not open here.
+    RunStore *store(RunRef run) const;
+    RunStore *storeOf(quint64 serial) const;
+    // Forgets what it worked out from the stores (pairings), after they changed.
+    void refresh();
+
+    // Runs, in the order of the opened folders and, within one, by name.
+    std::vector<Run> runs() const;
+    std::optional<Run> run(RunRef ref) const;
+    // A run by its name, its display name, or "<opened folder name>/<run name>" when names repeat.
+    std::optional<Run> findRun(const QString &name) const;
+    Pairing pairing(RunRef ref) const;
+
+    // The run's series (run-level ones with canonical names), in store order.
+    std::vector<Series> series(RunRef ref) const;
+    // The series of one layer and tensor kind ("" and "" for run-level ones).
+    std::vector<Series> seriesAt(RunRef ref, const QString &layer, const QString &tensor) const;
+    // The run-level statistics of a run, canonical, with the sources holding each (step axis).
+    std::vector<StatisticInfo> runStatistics(RunRef ref) const;
+    // The series matching a request, in the order of the one policy: logged before recomputed; of recomputed
+    // ones, the run's own recipe first; then the most points; then source, name, recipe (natural order).
+    std::vector<Series> candidates(RunRef ref, const SeriesRequest &request) const;
+    // The first of candidates(): the series every view and `fp8scope-cli series` shows for the request.
+    std::optional<Series> chooseSeries(RunRef ref, const SeriesRequest &request) const;
+    std::vector<SeriesPoint> points(const Series &series, const PointRange &range = {}) const;
+    std::optional<SeriesPoint> valueAt(const Series &series, int64_t step) const;
+
+    // Every distinct layer of these runs (all when empty) in depth order, with its tensor kinds (series or
+    // dumps; the quantized siblings of dumps left out).
+    std::vector<LayerTensors> layerTensors(const std::vector<RunRef> &runs = {}) const;
+    // The (statistic, tensor kind) pairs a run has per layer.
+    std::vector<std::pair<QString, QString>> layerStatistics(RunRef ref) const;
+    bool hasLayerStatistics(RunRef ref) const { return !layerStatistics(ref).empty(); }
+    Heatmap matrix(RunRef ref, const MatrixRequest &request) const;
+
+    std::vector<Eval> evals(RunRef ref) const;
+    std::vector<ConfigEntry> configs(RunRef ref) const;
+    std::vector<VersionEntry> versions(RunRef ref) const;
+    // Indexed tensor dumps (the quantized "_fp8" siblings only with withQuantized).
+    std::vector<Dump> dumps(RunRef ref, bool withQuantized = false) const;
+    // Import problems of every store, then the store errors reads met (a damaged store says so).
+    std::vector<ProblemEntry> problems() const;
+
+private:
+    struct Entry;
+    const Entry *entry(quint64 serial) const;
+    std::vector<std::unique_ptr<Entry>> m_entries;
+    mutable std::optional<std::vector<Pairing>> m_pairings; // per runs() index
+    mutable std::vector<Run> m_pairedRuns;
+};
+
+// The package versions shown with a run: the frameworks FP8 training depends on, in this order.
+QStringList keyPackages();
+// A run's versions of keyPackages() as "transformer-engine 1.7.0, torch 2.3.0" ("" when none is known).
+QString keyVersionsText(const std::vector<VersionEntry> &versions);
+
+} // namespace fp8scope

@@ -1,0 +1,172 @@
+// The values the query layer hands out and takes in: runs with a stable identity, series with their
+// canonical statistic and the name their source gave them, requests for a series or a layer x step matrix,
+// evals, configs, versions, dumps and problems. Plain data; core/query/catalog.h answers with them.
+#pragma once
+
+#include "core/importers/importer.h"
+#include "core/store/runstore.h"
+
+#include <QMetaType>
+#include <QString>
+#include <QStringList>
+
+#include <compare>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace fp8scope {
+
+// A run as every reader knows it: the opened store it lives in (a serial handed out once per process when
+// the folder was opened, never reused, so a closed folder's runs are never taken for a new one's) and its id
+// in that store.
+struct RunRef {
+    quint64 store = 0;
+    int64_t id = 0;
+    bool isValid() const { return store != 0 && id != 0; }
+    friend bool operator==(const RunRef &, const RunRef &) = default;
+    friend auto operator<=>(const RunRef &, const RunRef &) = default;
+};
+
+inline size_t qHash(const RunRef &r, size_t seed = 0)
+{
+    return ::qHash(r.store, seed) ^ ::qHash(qint64(r.id), seed + 1);
+}
+
+struct Run {
+    RunRef ref;
+    QString name; // the store's name (its folder's name, or its path from the opened folder)
+    QString displayName; // from the manifest; empty when none
+    QString folder; // the opened folder whose store holds it (absolute)
+    QString precision; // bf16, fp8, mxfp8, nvfp4, fp16, ... ("" when nothing says)
+    QString recipe;
+    QString manifestBaseline; // the baseline the manifest names ("" when none)
+    QString inferencePrecision;
+    QString notes;
+    int64_t seriesCount = 0;
+    int64_t pointCount = 0;
+    QString label() const { return displayName.isEmpty() ? name : displayName; }
+};
+
+// Which run another is compared with, and why (core/query/pairing.h has the rule).
+struct Pairing {
+    enum class Basis { None, Manifest, OnlyBaseline, Config, Name };
+    RunRef baseline; // invalid when there is none
+    Basis basis = Basis::None;
+    QString reason; // one sentence for people
+    int configDifferences = -1; // for Basis::Config: keys that differ (precision keys aside)
+};
+
+QString basisName(Pairing::Basis basis); // "manifest", "only-baseline", "config", "name", "none"
+
+enum class SeriesAxis { Step, Samples };
+
+// One stored series as readers see it.
+struct Series {
+    int64_t id = 0;
+    RunRef run;
+    QString stat; // canonical ("lm loss"); tensor statistics keep their name ("underflows%")
+    QString sourceStat; // as its source wrote it ("train/lm_loss", "lm loss vs samples")
+    QString layer;
+    QString tensor;
+    QString source; // "megatron-log", "tensorboard", "te-debug rank 0", "recomputed", ...
+    QString recipe; // for recomputed series: the recipe they were computed under
+    SeriesAxis axis = SeriesAxis::Step; // Samples: its steps are consumed samples
+    int64_t points = 0;
+    int64_t firstStep = 0;
+    int64_t lastStep = 0;
+    bool isRecomputed() const { return source == QLatin1String("recomputed"); }
+};
+
+// Which series of a run to show. Empty layer and tensor ask for a run-level statistic; source and recipe,
+// when given, must match exactly; otherwise the one policy of core/query/catalog.h chooses.
+struct SeriesRequest {
+    QString stat;
+    QString layer;
+    QString tensor;
+    QString source;
+    QString recipe;
+    SeriesAxis axis = SeriesAxis::Step;
+};
+
+// A range of steps and the most points to serve (0: every point; more are served as min/max buckets).
+struct PointRange {
+    int64_t from = std::numeric_limits<int64_t>::min();
+    int64_t to = std::numeric_limits<int64_t>::max();
+    int resolution = 0;
+};
+
+// A statistic of a run at run level, with the sources that hold it (for a picker's source choice).
+struct StatisticInfo {
+    QString stat; // canonical
+    QStringList sources;
+    bool samplesAxis = false; // a "... vs samples" series holds it too
+};
+
+struct MatrixRequest {
+    QString stat;
+    QString tensor;
+    QString source; // "" chooses: logged sources before recomputed, then the one covering most layers
+    QString recipe; // "" chooses: the run's own, else the one most layers were recomputed under
+};
+
+// One statistic of one tensor kind over layers (depth order) and the real steps it was logged at.
+struct Heatmap {
+    QStringList layers; // depth order
+    std::vector<int64_t> steps; // ascending, as logged (uneven intervals stay uneven)
+    std::vector<double> values; // layers.size() x steps.size(), row-major, NaN where absent
+    QString source; // the source shown
+    QStringList sources; // every source holding the statistic for this tensor kind
+    QString recipe; // the recipe shown (recomputed statistics)
+    QStringList recipes; // the recipes the statistic was recomputed under (one row per layer shows one)
+    double at(qsizetype layer, size_t step) const { return values[size_t(layer) * steps.size() + step]; }
+    // The column of the step nearest to `step` (-1 when there are none).
+    qsizetype nearestColumn(double step) const;
+};
+
+struct Eval {
+    QString task;
+    QString metric;
+    double value = 0;
+    double stderrValue = 0; // NaN when not given
+    QString inference; // the inference precision ("bf16", "fp8 kv-fp8"; "" when nothing says)
+    QString settings; // what it was read from
+    QString file; // the results file, relative to the run's store folder
+};
+
+struct ConfigEntry {
+    QString key;
+    QString value;
+    QString file;
+};
+
+struct VersionEntry {
+    QString package; // normalized ("transformer-engine", "megatron-core", "torch")
+    QString version;
+    QString file;
+};
+
+struct Dump {
+    RunRef run;
+    QString file; // relative to the store's folder
+    QString path; // absolute
+    DumpRecord record;
+};
+
+struct ProblemEntry {
+    QString path; // absolute; the store file for store errors
+    int64_t line = 0;
+    int64_t offset = -1;
+    QString message;
+    bool storeError = false; // a failed read of the store itself, not of an input file
+};
+
+struct LayerTensors {
+    QString layer;
+    QStringList tensors; // sorted
+};
+
+} // namespace fp8scope
+
+Q_DECLARE_METATYPE(fp8scope::RunRef)
+Q_DECLARE_METATYPE(fp8scope::Heatmap)

@@ -1,0 +1,491 @@
+#include "ingest.h"
+
+#include "pointchunks.h"
+#include "runinference.h"
+
+#include "core/importers/folderscanner.h"
+
+#include <QCryptographicHash>
+#include <QDateTime>
+#include <QFile>
+#include <QFileInfo>
+#include <QHash>
+
+#include <algorithm>
+#include <cmath>
+#include <future>
+#include <map>
+#include <set>
+
+namespace fp8scope {
+
+namespace {
+
+QString seriesCacheKey(int64_t run, const SeriesKey &k)
+{
+    return QString::number(run) + QChar(0x1f) + k.layer + QChar(0x1f) + k.tensor + QChar(0x1f) + k.stat + QChar(0x1f)
+        + k.source + QChar(0x1f) + k.recipe;
+}
+
+QByteArray headHash(const QString &path, qint64 len)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    return QCryptographicHash::hash(f.read(len), QCryptographicHash::Sha256).toHex();
+}
+
+// Writes one file's records inside the ingest transaction. A statement that fails counts as a failure (the
+// file's transaction then rolls back) and keeps its message for the report.
+class FileSink : public IngestSink
+{
+public:
+    // `scan` names the runs of the folders that useRunFolder() finds (none without it).
+    FileSink(Database &db, int64_t fileId, const QString &defaultRun, const FolderScan *scan = nullptr,
+        const QString &fileDir = QString())
+        : m_db(db)
+        , m_fileId(fileId)
+        , m_scan(scan)
+        , m_fileDir(fileDir)
+    {
+        m_findSeries = db.prepare(
+            "SELECT id FROM series WHERE run_id=? AND layer=? AND tensor=? AND stat=? AND source=? AND recipe=?");
+        m_insertSeries
+            = db.prepare("INSERT INTO series(run_id, layer, tensor, stat, source, recipe) VALUES(?,?,?,?,?,?)");
+        m_defaultRun = runId(defaultRun);
+        m_run = m_defaultRun;
+    }
+
+    int64_t runId(const QString &name)
+    {
+        const auto it = m_runs.find(name);
+        if (it != m_runs.end())
+            return it.value();
+        Statement ins = m_db.prepare("INSERT OR IGNORE INTO runs(name) VALUES(?)");
+        check(ins.bind(1, name).exec(), ins);
+        Statement sel = m_db.prepare("SELECT id FROM runs WHERE name=?");
+        sel.bind(1, name);
+        const int64_t id = sel.next() ? sel.int64(0) : 0;
+        check(id != 0, sel);
+        m_runs.insert(name, id);
+        return id;
+    }
+
+    void useRun(const QString &name) override { m_run = name.isEmpty() ? m_defaultRun : runId(name); }
+
+    bool useRunFolder(const QString &folder) override
+    {
+        if (!m_scan)
+            return false;
+        const auto it = m_scan->runOfFolder.find(m_fileDir.isEmpty() ? folder : m_fileDir + QLatin1Char('/') + folder);
+        if (it == m_scan->runOfFolder.end())
+            return false;
+        m_run = runId(it.value());
+        return true;
+    }
+
+    // The handle is a slot of this sink (dense, so a point finds its series' buffer without a lookup).
+    int64_t series(const SeriesKey &key) override
+    {
+        const QString ck = seriesCacheKey(m_run, key);
+        auto it = m_series.find(ck);
+        if (it != m_series.end())
+            return it.value();
+        m_findSeries.bind(1, m_run)
+            .bind(2, key.layer)
+            .bind(3, key.tensor)
+            .bind(4, key.stat)
+            .bind(5, key.source)
+            .bind(6, key.recipe);
+        int64_t id = 0;
+        if (m_findSeries.next()) {
+            id = m_findSeries.int64(0);
+        } else if (check(!m_findSeries.failed(), m_findSeries)) {
+            m_insertSeries.bind(1, m_run)
+                .bind(2, key.layer)
+                .bind(3, key.tensor)
+                .bind(4, key.stat)
+                .bind(5, key.source)
+                .bind(6, key.recipe);
+            if (check(m_insertSeries.exec(), m_insertSeries))
+                id = m_db.lastInsertId();
+        }
+        m_findSeries.reset();
+        const int64_t slot = int64_t(m_slots.size());
+        m_slots.push_back({id, {}, true, {}});
+        m_series.insert(ck, slot);
+        return slot;
+    }
+
+    void point(int64_t series, int64_t step, double value, double wallTime) override
+    {
+        Slot &slot = m_slots[size_t(series)];
+        slot.sorted = slot.sorted && (slot.points.empty() || slot.points.back().step <= step);
+        slot.points.push_back({step, value, wallTime});
+        if (++m_buffered >= kBatch)
+            flushPoints();
+    }
+
+    // Each series' buffered points go to its chunks in step order; of equal steps the later wins, as it
+    // would one by one. The chunks are written on a second thread while the importer parses on (the
+    // connection is serialized; that thread only touches point_chunks, a WITHOUT ROWID table, so it never
+    // moves last_insert_rowid under series()). Logs arrive in step order, so sorting is the exception.
+    void flushPoints()
+    {
+        waitForWriter();
+        std::vector<Slot> batch;
+        batch.reserve(m_slots.size());
+        for (Slot &slot : m_slots) {
+            // The buffer the previous batch used comes back (empty, its capacity kept) for the next one.
+            batch.push_back({slot.id, std::move(slot.points), slot.sorted, {}});
+            slot.points = std::move(slot.spare);
+            slot.points.clear();
+            slot.spare = {};
+            slot.sorted = true;
+        }
+        m_buffered = 0;
+        m_writer = std::async(std::launch::async, [this, batch = std::move(batch)]() mutable {
+            WriteCount c;
+            c.batch = std::move(batch);
+            for (Slot &slot : c.batch) {
+                if (slot.points.empty() || slot.id == 0)
+                    continue; // a series whose row failed is already counted
+                if (!slot.sorted)
+                    std::stable_sort(slot.points.begin(), slot.points.end(),
+                        [](const pointchunks::Point &a, const pointchunks::Point &b) { return a.step < b.step; });
+                c.points += int64_t(slot.points.size());
+                if (!m_chunks.merge(slot.id, slot.points)) {
+                    ++c.failures;
+                    if (c.error.isEmpty())
+                        c.error = m_db.lastError();
+                }
+            }
+            return c;
+        });
+    }
+
+    void waitForWriter()
+    {
+        if (!m_writer.valid())
+            return;
+        WriteCount c = m_writer.get();
+        points += c.points;
+        failures += c.failures;
+        if (!c.error.isEmpty() && error.isEmpty())
+            error = c.error;
+        for (size_t i = 0; i < c.batch.size(); ++i)
+            m_slots[i].spare = std::move(c.batch[i].points);
+    }
+
+    void finish()
+    {
+        flushPoints();
+        waitForWriter();
+    }
+
+    ~FileSink() override { waitForWriter(); }
+
+    void eval(const EvalRecord &e) override
+    {
+        if (!m_insertEval.isValid())
+            m_insertEval = m_db.prepare("INSERT OR REPLACE INTO evals(run_id, file_id, task, metric, inference, "
+                                        "settings, value, stderr) VALUES(?,?,?,?,?,?,?,?)");
+        m_insertEval.bind(1, m_run)
+            .bind(2, m_fileId)
+            .bind(3, e.task)
+            .bind(4, e.metric)
+            .bind(5, e.inference)
+            .bind(6, e.settings)
+            .bind(7, e.value)
+            .bind(8, e.stderrValue);
+        check(m_insertEval.exec(), m_insertEval);
+    }
+
+    void config(const QString &key, const QString &value) override
+    {
+        if (!m_insertConfig.isValid())
+            m_insertConfig
+                = m_db.prepare("INSERT OR REPLACE INTO configs(run_id, file_id, key, value) VALUES(?,?,?,?)");
+        m_insertConfig.bind(1, m_run).bind(2, m_fileId).bind(3, key).bind(4, value);
+        check(m_insertConfig.exec(), m_insertConfig);
+    }
+
+    void version(const QString &package, const QString &version) override
+    {
+        if (!m_insertVersion.isValid())
+            m_insertVersion
+                = m_db.prepare("INSERT OR REPLACE INTO versions(run_id, file_id, package, version) VALUES(?,?,?,?)");
+        m_insertVersion.bind(1, m_run).bind(2, m_fileId).bind(3, package).bind(4, version);
+        check(m_insertVersion.exec(), m_insertVersion);
+    }
+
+    void runInfo(const QString &field, const QString &value) override
+    {
+        static const std::map<QString, const char *> columns {
+            {QStringLiteral("display_name"), "UPDATE runs SET display_name=? WHERE id=?"},
+            {QStringLiteral("precision"), "UPDATE runs SET precision=? WHERE id=?"},
+            {QStringLiteral("recipe"), "UPDATE runs SET recipe=? WHERE id=?"},
+            {QStringLiteral("baseline"), "UPDATE runs SET baseline=? WHERE id=?"},
+            {QStringLiteral("inference_precision"), "UPDATE runs SET inference_precision=? WHERE id=?"},
+            {QStringLiteral("notes"), "UPDATE runs SET notes=? WHERE id=?"}};
+        const auto it = columns.find(field);
+        if (it == columns.end())
+            return;
+        Statement s = m_db.prepare(it->second);
+        check(s.bind(1, value).bind(2, m_run).exec(), s);
+    }
+
+    void dump(const DumpRecord &d) override
+    {
+        Statement s
+            = m_db.prepare("INSERT OR REPLACE INTO dumps(run_id, file_id, dataset, layer, tensor, step, dtype, shape) "
+                           "VALUES(?,?,?,?,?,?,?,?)");
+        s.bind(1, m_run)
+            .bind(2, m_fileId)
+            .bind(3, d.dataset)
+            .bind(4, d.layer)
+            .bind(5, d.tensor)
+            .bind(6, d.step)
+            .bind(7, d.dtype)
+            .bind(8, d.shape);
+        check(s.exec(), s);
+    }
+
+    void problem(int64_t line, int64_t offset, const QString &message) override
+    {
+        // A garbage file can report a problem on every line: one prepared statement for them all.
+        if (!m_insertProblem.isValid())
+            m_insertProblem = m_db.prepare("INSERT INTO problems(file_id, line, offset, message) VALUES(?,?,?,?)");
+        m_insertProblem.bind(1, m_fileId).bind(2, line).bind(3, offset).bind(4, message);
+        check(m_insertProblem.exec(), m_insertProblem);
+        ++problems;
+    }
+
+    int64_t points = 0;
+    int64_t failures = 0;
+    int problems = 0;
+    QString error; // the first failure's message
+
+private:
+    bool check(bool ok, const Statement &s)
+    {
+        if (!ok) {
+            ++failures;
+            if (error.isEmpty())
+                error = s.error();
+        }
+        return ok;
+    }
+
+    Database &m_db;
+    int64_t m_fileId;
+    const FolderScan *m_scan;
+    QString m_fileDir; // relative to the opened folder
+    int64_t m_defaultRun = 0;
+    int64_t m_run = 0;
+    QHash<QString, int64_t> m_runs;
+    QHash<QString, int64_t> m_series;
+    Statement m_findSeries, m_insertSeries, m_insertConfig, m_insertVersion, m_insertEval, m_insertProblem;
+    pointchunks::Writer m_chunks {m_db};
+    struct Slot {
+        int64_t id; // series id in the store (0 when its row could not be written)
+        std::vector<pointchunks::Point> points; // buffered until the next flush
+        bool sorted;
+        std::vector<pointchunks::Point> spare; // the buffer being written, back once it is
+    };
+    struct WriteCount {
+        int64_t points = 0;
+        int64_t failures = 0;
+        QString error;
+        std::vector<Slot> batch;
+    };
+    // Half a million points a batch: two batches in flight stay well under the memory budget.
+    static constexpr size_t kBatch = 1 << 19;
+    std::vector<Slot> m_slots;
+    size_t m_buffered = 0;
+    std::future<WriteCount> m_writer;
+};
+
+// Runs a statement that takes one id; false (with the message kept) on failure.
+bool execWithId(Database &db, const char *sql, int64_t id, QString *error)
+{
+    Statement s = db.prepare(sql, error);
+    if (s.bind(1, id).exec())
+        return true;
+    *error = s.error();
+    return false;
+}
+
+// A run whose files all went to other runs held what those files said, mixed: it goes, with all of it.
+void dropRunsLeftEmpty(Database &db, const std::set<QString> &names, IngestReport *report)
+{
+    for (const QString &name : names) {
+        Statement find = db.prepare(
+            "SELECT id FROM runs WHERE name=? AND NOT EXISTS (SELECT 1 FROM files WHERE run_id=runs.id)");
+        find.bind(1, name);
+        if (!find.next()) {
+            if (find.failed())
+                report->errors << QStringLiteral("run %1: %2").arg(name, find.error());
+            continue;
+        }
+        const int64_t id = find.int64(0);
+        find.reset();
+        Transaction t(db);
+        QString error;
+        bool ok = t.isActive();
+        for (const char *sql : {"DELETE FROM point_chunks WHERE series_id IN (SELECT id FROM series WHERE run_id=?)",
+                 "DELETE FROM series WHERE run_id=?", "DELETE FROM evals WHERE run_id=?",
+                 "DELETE FROM configs WHERE run_id=?", "DELETE FROM versions WHERE run_id=?",
+                 "DELETE FROM dumps WHERE run_id=?", "DELETE FROM runs WHERE id=?"})
+            ok = ok && execWithId(db, sql, id, &error);
+        if (!ok || !t.commit(&error))
+            report->errors << QStringLiteral("run %1 left without files: %2").arg(name, error);
+    }
+}
+
+} // namespace
+
+IngestReport ingestFolder(Database &db, const QString &folder, const IngestProgress &progress)
+{
+    IngestReport report;
+    const FolderScan scan = scanFolder(folder);
+    report.unrecognised = scan.unrecognised;
+    std::set<QString> movedFrom;
+    int done = 0;
+    const int total = int(scan.files.size());
+    const auto fail = [&](const ScannedFile &f, const QString &error) {
+        ++report.filesFailed;
+        report.errors << QStringLiteral("%1: %2").arg(f.relativePath, error);
+    };
+    for (const ScannedFile &f : scan.files) {
+        if (progress && !progress(done, total, f.relativePath))
+            break;
+        ++done;
+        const QFileInfo info(f.absolutePath);
+        const int64_t size = info.size();
+        const int64_t mtime = info.lastModified().toMSecsSinceEpoch();
+        Statement q = db.prepare("SELECT f.id, f.size, f.mtime, f.head_len, f.head_hash, f.consumed, f.lines, "
+                                 "f.importer, r.name FROM files f LEFT JOIN runs r ON r.id=f.run_id WHERE f.path=?");
+        q.bind(1, f.relativePath);
+        int64_t fileId = 0;
+        ReadPosition from;
+        bool resume = false;
+        if (q.next()) {
+            fileId = q.int64(0);
+            const int64_t oldSize = q.int64(1);
+            // A file now in another run (the folder's runs were divided differently when it was read) is
+            // read again, as a rewritten file.
+            const bool sameRun = q.text(8) == f.run;
+            if (!sameRun)
+                movedFrom.insert(q.text(8));
+            if (sameRun && oldSize == size && q.int64(2) == mtime && q.text(7) == f.importer->name()) {
+                ++report.filesUnchanged;
+                continue;
+            }
+            resume = sameRun && f.importer->resumable() && size >= oldSize && q.text(7) == f.importer->name()
+                && headHash(f.absolutePath, q.int64(3)) == q.text(4).toLatin1();
+            if (resume)
+                from = {q.int64(5), q.int64(6)};
+        } else if (q.failed()) {
+            fail(f, q.error());
+            continue;
+        }
+        q.reset();
+        Transaction t(db);
+        if (!t.isActive()) {
+            fail(f, db.lastError());
+            continue;
+        }
+        QString error;
+        const qint64 headLen = std::min<qint64>(size, kHeadBytes);
+        const QString hash = QString::fromLatin1(headHash(f.absolutePath, headLen));
+        bool ok = true;
+        if (fileId == 0) {
+            Statement ins
+                = db.prepare("INSERT INTO files(path, importer, size, mtime, head_len, head_hash, consumed, lines) "
+                             "VALUES(?,?,0,0,0,'',0,0)");
+            ok = ins.bind(1, f.relativePath).bind(2, f.importer->name()).exec();
+            if (!ok)
+                error = ins.error();
+            fileId = db.lastInsertId();
+        } else if (!resume) {
+            // A rewritten file: what it contributed before, other than points (re-keyed below), goes.
+            for (const char *sql : {"DELETE FROM problems WHERE file_id=?", "DELETE FROM evals WHERE file_id=?",
+                     "DELETE FROM configs WHERE file_id=?", "DELETE FROM versions WHERE file_id=?",
+                     "DELETE FROM dumps WHERE file_id=?"})
+                ok = ok && execWithId(db, sql, fileId, &error);
+        } else {
+            // The last line may have been reported as incomplete; it is read again.
+            Statement d = db.prepare("DELETE FROM problems WHERE file_id=? AND line>?");
+            ok = d.bind(1, fileId).bind(2, from.line).exec();
+            if (!ok)
+                error = d.error();
+        }
+        if (!ok) {
+            fail(f, error);
+            continue;
+        }
+        const qsizetype slash = f.relativePath.lastIndexOf(QLatin1Char('/'));
+        FileSink sink(db, fileId, f.run, &scan, slash < 0 ? QString() : f.relativePath.left(slash));
+        const ReadPosition end = f.importer->read(f.absolutePath, from, sink);
+        sink.finish();
+        Statement upd = db.prepare("UPDATE files SET run_id=?, importer=?, size=?, mtime=?, head_len=?, head_hash=?, "
+                                   "consumed=?, lines=? WHERE id=?");
+        upd.bind(1, sink.runId(f.run))
+            .bind(2, f.importer->name())
+            .bind(3, size)
+            .bind(4, mtime)
+            .bind(5, int64_t(headLen))
+            .bind(6, hash)
+            .bind(7, end.offset)
+            .bind(8, end.line)
+            .bind(9, fileId);
+        if (sink.failures > 0) {
+            fail(f, sink.error);
+            continue;
+        }
+        if (!upd.exec()) {
+            fail(f, upd.error());
+            continue;
+        }
+        if (!t.commit(&error)) {
+            fail(f, error);
+            continue;
+        }
+        resume ? ++report.filesResumed : ++report.filesRead;
+        report.pointsWritten += sink.points;
+        report.problems += sink.problems;
+    }
+    dropRunsLeftEmpty(db, movedFrom, &report);
+    QString error;
+    if (!inferRunsFromConfigs(db, &error))
+        report.errors << QStringLiteral("run precision and recipe from configs: %1").arg(error);
+    return report;
+}
+
+bool writeRecomputed(Database &db, int64_t runId, const DumpRecord &d, const QString &recipe,
+    const std::vector<std::pair<QString, double>> &stats, QString *error)
+{
+    Transaction t(db);
+    if (!t.isActive()) {
+        *error = db.lastError();
+        return false;
+    }
+    Statement run = db.prepare("SELECT name FROM runs WHERE id=?");
+    run.bind(1, runId);
+    if (!run.next()) {
+        *error = run.failed() ? run.error() : QStringLiteral("no run %1").arg(runId);
+        return false;
+    }
+    FileSink sink(db, 0, run.text(0));
+    for (const auto &[stat, value] : stats)
+        sink.point(sink.series({d.layer, d.tensor, stat, QStringLiteral("recomputed"), recipe}), d.step, value, NAN);
+    sink.finish();
+    if (sink.failures > 0) {
+        *error = sink.error;
+        return false;
+    }
+    return t.commit(error);
+}
+
+} // namespace fp8scope

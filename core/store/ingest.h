@@ -1,0 +1,37 @@
+// Ingest: reads the recognised files of a run folder into the store, one transaction per file (all or
+// nothing), skipping unchanged files and resuming grown logs where the last ingest stopped; and the writer
+// of recomputed metrics. RunStore::ingest and RunStore::storeRecomputed call these.
+#pragma once
+
+#include "database.h"
+
+#include "core/importers/importer.h"
+
+#include <QStringList>
+
+#include <functional>
+#include <utility>
+#include <vector>
+
+namespace fp8scope {
+
+struct IngestReport {
+    int filesRead = 0;
+    int filesUnchanged = 0;
+    int filesResumed = 0;
+    int filesFailed = 0;
+    int64_t pointsWritten = 0;
+    int problems = 0;
+    QStringList unrecognised;
+    QStringList errors; // store errors (a failed statement or commit), with the file they stopped
+};
+
+using IngestProgress = std::function<bool(int done, int total, const QString &file)>;
+
+IngestReport ingestFolder(Database &db, const QString &folder, const IngestProgress &progress);
+
+// Recomputed metrics of one dump as series with source "recomputed" and the recipe, in one transaction.
+[[nodiscard]] bool writeRecomputed(Database &db, int64_t runId, const DumpRecord &d, const QString &recipe,
+    const std::vector<std::pair<QString, double>> &stats, QString *error);
+
+} // namespace fp8scope

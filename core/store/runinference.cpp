@@ -1,0 +1,128 @@
+#include "runinference.h"
+
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace fp8scope {
+
+QString recipeNamed(const QString &value)
+{
+    const QString v = value.section(QLatin1Char('.'), -1).toLower();
+    if (v.isEmpty() || v == QLatin1String("null") || v == QLatin1String("none"))
+        return {};
+    if (v.contains(QLatin1String("delayed")))
+        return QStringLiteral("delayed");
+    if (v.contains(QLatin1String("currentscaling")) || v == QLatin1String("tensorwise")
+        || v == QLatin1String("current"))
+        return QStringLiteral("current");
+    if (v.contains(QLatin1String("mxfp8")))
+        return QStringLiteral("mxfp8");
+    if (v.contains(QLatin1String("nvfp4")))
+        return QStringLiteral("nvfp4");
+    // Float8BlockScaling: 1x128 blocks for activations and gradients, 128x128 for weights.
+    if (v.contains(QLatin1String("float8blockscaling")) || v == QLatin1String("blockwise"))
+        return QStringLiteral("blockwise");
+    return value.section(QLatin1Char('.'), -1);
+}
+
+QString tensorRecipe(const QString &runRecipe, const QString &tensor)
+{
+    if (runRecipe != QLatin1String("blockwise"))
+        return runRecipe;
+    return tensor.startsWith(QLatin1String("weight")) ? QStringLiteral("block128x128") : QStringLiteral("block1x128");
+}
+
+namespace {
+
+bool isOn(const QString &value)
+{
+    const QString v = value.trimmed().toLower();
+    return v == QLatin1String("true") || v == QLatin1String("1") || v == QLatin1String("yes");
+}
+
+// A value that names something: not empty, null, None, False or 0 (Megatron's arguments block prints None
+// and False for flags that are off).
+bool isSet(const QString &value)
+{
+    const QString v = value.trimmed().toLower();
+    return !v.isEmpty() && v != QLatin1String("null") && v != QLatin1String("none") && v != QLatin1String("false")
+        && v != QLatin1String("0") && v != QLatin1String("~");
+}
+
+bool update(Database &db, const char *sql, const QString &value, int64_t id, QString *error)
+{
+    Statement u = db.prepare(sql, error);
+    if (u.bind(1, value).bind(2, id).exec())
+        return true;
+    *error = u.error();
+    return false;
+}
+
+} // namespace
+
+bool inferRunsFromConfigs(Database &db, QString *error)
+{
+    // Runs without a manifest: the training precision and scaling recipe from the flags their configs
+    // record. An FP8 run whose config names no recipe but sets an amax history ran delayed scaling,
+    // Megatron's and NeMo's default.
+    Statement runs = db.prepare("SELECT id, COALESCE(precision, ''), COALESCE(recipe, '') FROM runs WHERE "
+                                "precision IS NULL OR precision='' OR recipe IS NULL OR recipe=''",
+        error);
+    std::vector<std::tuple<int64_t, QString, QString>> todo;
+    while (runs.next())
+        todo.emplace_back(runs.int64(0), runs.text(1), runs.text(2));
+    if (runs.failed()) {
+        *error = runs.error();
+        return false;
+    }
+    Statement configs = db.prepare("SELECT key, value FROM configs WHERE run_id=? ORDER BY key", error);
+    for (const auto &[id, storedPrecision, storedRecipe] : todo) {
+        // An FP8 run also sets --bf16 (the precision of what FP8 does not cover): FP8 wins over BF16, and BF16
+        // over FP16, whatever order the keys come in.
+        bool fp8 = false, bf16 = false, fp16 = false;
+        QString recipe;
+        bool amaxHistory = false;
+        configs.bind(1, id);
+        while (configs.next()) {
+            const QString key = configs.text(0);
+            const QString value = configs.text(1);
+            QString k = key.section(QLatin1Char('.'), -1).toLower();
+            if (k.endsWith(QLatin1String("/text_summary"))) // TensorBoard's run arguments
+                k.chop(13);
+            // --fp8-format (Megatron flags), fp8_format (NeMo), fp8 (Megatron's arguments block: e4m3 or
+            // hybrid when on, None when off; NeMo's fp8: true).
+            const bool fp8Key = k.contains(QLatin1String("fp8-format")) || k.contains(QLatin1String("fp8_format"))
+                || k == QLatin1String("--fp8") || k == QLatin1String("fp8");
+            fp8 = fp8 || (fp8Key && isSet(value));
+            bf16 = bf16 || ((k == QLatin1String("--bf16") || k == QLatin1String("bf16")) && isOn(value));
+            fp16 = fp16 || ((k == QLatin1String("--fp16") || k == QLatin1String("fp16")) && isOn(value));
+            if (k == QLatin1String("--fp8-recipe") || k == QLatin1String("fp8_recipe"))
+                recipe = recipeNamed(value);
+            if ((k.contains(QLatin1String("amax-history-len")) || k.contains(QLatin1String("amax_history_len")))
+                && isSet(value))
+                amaxHistory = true;
+        }
+        if (configs.failed()) {
+            *error = configs.error();
+            return false;
+        }
+        configs.reset();
+        const QString precision = fp8 ? QStringLiteral("fp8")
+            : bf16                     ? QStringLiteral("bf16")
+            : fp16                     ? QStringLiteral("fp16")
+                                       : QString();
+        const QString runPrecision = storedPrecision.isEmpty() ? precision : storedPrecision;
+        if (recipe.isEmpty() && amaxHistory && runPrecision == QLatin1String("fp8"))
+            recipe = QStringLiteral("delayed");
+        if (storedPrecision.isEmpty() && !precision.isEmpty()
+            && !update(db, "UPDATE runs SET precision=? WHERE id=?", precision, id, error))
+            return false;
+        if (storedRecipe.isEmpty() && !recipe.isEmpty()
+            && !update(db, "UPDATE runs SET recipe=? WHERE id=?", recipe, id, error))
+            return false;
+    }
+    return true;
+}
+
+} // namespace fp8scope

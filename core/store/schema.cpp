@@ -1,0 +1,160 @@
+#include "schema.h"
+
+#include "pointchunks.h"
+
+#include <vector>
+
+namespace fp8scope::schema {
+
+namespace {
+
+// Version 1. Every statistic is a series keyed by (run, layer, tensor, stat, source, recipe); empty text
+// stands for "none" so that the key stays unique.
+const char *const kSchemaV1 = R"(
+CREATE TABLE runs(
+    id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, display_name TEXT, precision TEXT, recipe TEXT,
+    baseline TEXT, inference_precision TEXT, notes TEXT);
+CREATE TABLE files(
+    id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, run_id INTEGER REFERENCES runs(id), importer TEXT NOT NULL,
+    size INTEGER NOT NULL, mtime INTEGER NOT NULL, head_len INTEGER NOT NULL, head_hash TEXT NOT NULL,
+    consumed INTEGER NOT NULL, lines INTEGER NOT NULL);
+CREATE TABLE series(
+    id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), layer TEXT NOT NULL, tensor TEXT NOT NULL,
+    stat TEXT NOT NULL, source TEXT NOT NULL, recipe TEXT NOT NULL,
+    UNIQUE(run_id, stat, tensor, layer, source, recipe));
+CREATE TABLE points(
+    series_id INTEGER NOT NULL, step INTEGER NOT NULL, value REAL, wall_time REAL,
+    PRIMARY KEY(series_id, step)) WITHOUT ROWID;
+CREATE TABLE evals(
+    run_id INTEGER NOT NULL REFERENCES runs(id), file_id INTEGER REFERENCES files(id), task TEXT NOT NULL,
+    metric TEXT NOT NULL, inference TEXT NOT NULL, value REAL, stderr REAL,
+    PRIMARY KEY(run_id, task, metric, inference));
+CREATE TABLE configs(
+    run_id INTEGER NOT NULL REFERENCES runs(id), file_id INTEGER REFERENCES files(id), key TEXT NOT NULL,
+    value TEXT, PRIMARY KEY(run_id, key));
+CREATE TABLE dumps(
+    id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), file_id INTEGER NOT NULL REFERENCES files(id),
+    dataset TEXT NOT NULL, layer TEXT, tensor TEXT, step INTEGER, dtype TEXT, shape TEXT,
+    UNIQUE(file_id, dataset));
+CREATE TABLE problems(
+    id INTEGER PRIMARY KEY, file_id INTEGER REFERENCES files(id), line INTEGER, offset INTEGER, message TEXT NOT NULL);
+CREATE INDEX problems_file ON problems(file_id, line);
+)";
+
+// Version 2: min/max summaries of consecutive runs of kBlockPoints points, for screen-resolution queries.
+const char *const kSchemaV2 = R"(
+CREATE TABLE point_blocks(
+    series_id INTEGER NOT NULL, first_step INTEGER NOT NULL, last_step INTEGER NOT NULL, n INTEGER NOT NULL,
+    min REAL, max REAL, PRIMARY KEY(series_id, first_step)) WITHOUT ROWID;
+)";
+
+// Version 3: points kept in chunks (core/store/pointchunks.h); the chunk rows carry the min/max summaries
+// that version 2 kept in point_blocks. `points` becomes a view with the version 1 columns.
+const char *const kSchemaV3Create = R"(
+CREATE TABLE point_chunks(
+    series_id INTEGER NOT NULL, first_step INTEGER NOT NULL, last_step INTEGER NOT NULL, n INTEGER NOT NULL,
+    min REAL, max REAL, data TEXT NOT NULL, PRIMARY KEY(series_id, first_step)) WITHOUT ROWID;
+-- The summaries without the data: what long-range queries scan.
+CREATE INDEX point_chunks_summary ON point_chunks(series_id, first_step, last_step, n, min, max);
+)";
+const char *const kSchemaV3Finish = R"(
+DROP TABLE points;
+DROP TABLE point_blocks;
+CREATE VIEW points(series_id, step, value, wall_time) AS
+    SELECT c.series_id, json_extract(e.value, '$[0]'), json_extract(e.value, '$[1]'), json_extract(e.value, '$[2]')
+    FROM point_chunks c, json_each(c.data) e;
+)";
+
+// Version 4: the package versions a run recorded (pip freeze files, version lines of its logs); evals keyed
+// by their file too, with the inference settings they were run under, so that two results of one run with
+// other inference settings (or of two checkpoints) both stay. Files whose importers now read more (the
+// Megatron log's arguments block, lm-eval's inference settings) are read again on the next ingest.
+const char *const kSchemaV4 = R"(
+CREATE TABLE versions(
+    run_id INTEGER NOT NULL REFERENCES runs(id), file_id INTEGER REFERENCES files(id), package TEXT NOT NULL,
+    version TEXT NOT NULL, PRIMARY KEY(run_id, package));
+CREATE TABLE evals_v4(
+    run_id INTEGER NOT NULL REFERENCES runs(id), file_id INTEGER NOT NULL REFERENCES files(id), task TEXT NOT NULL,
+    metric TEXT NOT NULL, inference TEXT NOT NULL, settings TEXT NOT NULL DEFAULT '', value REAL, stderr REAL,
+    PRIMARY KEY(run_id, task, metric, inference, file_id));
+INSERT INTO evals_v4(run_id, file_id, task, metric, inference, value, stderr)
+    SELECT run_id, file_id, task, metric, inference, value, stderr FROM evals WHERE file_id IS NOT NULL;
+DROP TABLE evals;
+ALTER TABLE evals_v4 RENAME TO evals;
+UPDATE files SET size=-1, mtime=-1, consumed=0, lines=0 WHERE importer IN ('megatron-log', 'lm-eval');
+)";
+
+// Version 3's conversion: every series' points into chunks, then the view in place of the table.
+bool pointsToChunks(Database &db, QString *error)
+{
+    if (!db.exec(kSchemaV3Create, error))
+        return false;
+    Statement all = db.prepare("SELECT series_id, step, value, wall_time FROM points ORDER BY series_id, step", error);
+    pointchunks::Writer writer(db);
+    std::vector<pointchunks::Point> group;
+    int64_t series = -1;
+    auto flush = [&] {
+        const bool ok = group.empty() || writer.merge(series, group);
+        group.clear();
+        return ok;
+    };
+    while (all.next()) {
+        if (all.int64(0) != series) {
+            if (!flush()) {
+                *error = db.lastError();
+                return false;
+            }
+            series = all.int64(0);
+        }
+        group.push_back({all.int64(1), all.real(2), all.real(3)});
+    }
+    if (all.failed()) {
+        *error = all.error();
+        return false;
+    }
+    all.reset();
+    if (!flush()) {
+        *error = db.lastError();
+        return false;
+    }
+    return db.exec(kSchemaV3Finish, error);
+}
+
+} // namespace
+
+bool migrate(Database &db, const QString &path, QString *error)
+{
+    if (!db.exec("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)", error))
+        return false;
+    Statement s = db.prepare("SELECT value FROM meta WHERE key='schema_version'", error);
+    const int version = s.next() ? s.text(0).toInt() : 0;
+    if (s.failed()) {
+        *error = QStringLiteral("%1: %2").arg(path, s.error());
+        return false;
+    }
+    s.reset(); // a pending read would block the DROP TABLE of a migration
+    if (version > kVersion) {
+        *error = QStringLiteral("%1: store schema %2 is newer than this fp8scope (%3)").arg(path).arg(version).arg(kVersion);
+        return false;
+    }
+    if (version == kVersion)
+        return true;
+    Transaction t(db);
+    if (!t.isActive()) {
+        *error = QStringLiteral("%1: %2").arg(path, db.lastError());
+        return false;
+    }
+    // Migrations run in order; version 1 is the first schema.
+    const bool ok = (version >= 1 || db.exec(kSchemaV1, error)) && (version >= 2 || db.exec(kSchemaV2, error))
+        && (version >= 3 || pointsToChunks(db, error)) && (version >= 4 || db.exec(kSchemaV4, error));
+    if (!ok)
+        return false;
+    Statement set = db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", error);
+    if (!set.bind(1, QString::number(kVersion)).exec()) {
+        *error = set.error();
+        return false;
+    }
+    return t.commit(error);
+}
+
+} // namespace fp8scope::schema

@@ -1,0 +1,29 @@
+// Tests of the store's schema, migrations and damage handling reach its raw connection through here; no
+// product code does (it reads through core/query).
+#pragma once
+
+#include "core/query/catalog.h"
+#include "core/store/runstore.h"
+
+namespace fp8scope {
+
+struct RunStoreTestAccess {
+    static Database &db(RunStore &s) { return s.m_db; }
+};
+
+namespace testing {
+
+// The query layer's layer x step matrix of a store's run, through a Catalog over the store's folder.
+inline Heatmap matrixOf(const RunStore &store, int64_t runId, const QString &stat, const QString &tensor,
+    const QString &recipe = QString())
+{
+    Catalog c;
+    QString error;
+    if (!c.open(store.folder(), &error))
+        return {};
+    return c.matrix({c.stores().front().serial, runId}, {.stat = stat, .tensor = tensor, .recipe = recipe});
+}
+
+} // namespace testing
+
+} // namespace fp8scope

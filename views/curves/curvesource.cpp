@@ -1,0 +1,144 @@
+#include "curvesource.h"
+
+#include "views/workspace/workspace.h"
+
+#include <map>
+#include <set>
+
+namespace fp8scope {
+
+WorkspaceCurveSource::WorkspaceCurveSource(Workspace *workspace, QObject *parent)
+    : CurveSource(parent)
+    , m_workspace(workspace)
+{
+    connect(workspace, &Workspace::loaded, this, &CurveSource::statisticsChanged);
+    connect(workspace, &Workspace::closed, this, &CurveSource::statisticsChanged);
+    connect(workspace, &Workspace::runVisibilityChanged, this, &CurveSource::curvesChanged);
+    connect(workspace, &Workspace::statisticsChanged, this, [this](RunRef run) {
+        // A recompute can bring a statistic not listed yet (a checkpoint's first): list it; else redraw.
+        for (const auto &[stat, tensor] : m_workspace->catalog().layerStatistics(run)) {
+            if (!m_listedTensorStats.count(stat)) {
+                Q_EMIT statisticsChanged();
+                return;
+            }
+        }
+        Q_EMIT curvesChanged();
+    });
+}
+
+std::vector<CurveSource::Statistic> WorkspaceCurveSource::statistics() const
+{
+    std::map<QString, QStringList> runLevel;
+    std::set<QString> tensorLevel;
+    const Catalog &catalog = m_workspace->catalog();
+    for (const WorkspaceRun &r : m_workspace->runs()) {
+        for (const StatisticInfo &s : catalog.runStatistics(r.run.ref)) {
+            QStringList &sources = runLevel[s.stat];
+            for (const QString &src : s.sources) {
+                if (!sources.contains(src))
+                    sources << src;
+            }
+        }
+        for (const auto &[stat, tensor] : catalog.layerStatistics(r.run.ref))
+            tensorLevel.insert(stat);
+    }
+    m_listedTensorStats = tensorLevel;
+    std::vector<Statistic> out;
+    for (const auto &[stat, sources] : runLevel)
+        out.push_back({stat, false, sources});
+    for (const QString &stat : tensorLevel)
+        out.push_back({stat, true, {}});
+    return out;
+}
+
+std::vector<RunRef> WorkspaceCurveSource::runs() const
+{
+    std::vector<RunRef> out;
+    for (const WorkspaceRun &r : m_workspace->runs()) {
+        if (r.visible)
+            out.push_back(r.run.ref);
+    }
+    return out;
+}
+
+QString WorkspaceCurveSource::runName(RunRef run) const
+{
+    const WorkspaceRun *r = m_workspace->run(run);
+    return r ? r->run.label() : QString();
+}
+
+QColor WorkspaceCurveSource::runColour(RunRef run) const
+{
+    const WorkspaceRun *r = m_workspace->run(run);
+    return r ? r->colour : QColor(Qt::gray);
+}
+
+std::optional<CurveSource::Curve> WorkspaceCurveSource::curve(RunRef run, const Request &request) const
+{
+    const Catalog &catalog = m_workspace->catalog();
+    SeriesRequest s {.stat = request.stat,
+        .layer = request.tensorLevel ? request.layer : QString(),
+        .tensor = request.tensorLevel ? request.tensor : QString(),
+        .source = request.source};
+    if (request.tensorLevel && (s.layer.isEmpty() || s.tensor.isEmpty()))
+        return std::nullopt;
+    std::optional<Series> chosen;
+    bool xIsSamples = false;
+    if (request.bySamples && !request.tensorLevel) {
+        // The series logged against consumed samples, where the run has one ("lm loss vs samples").
+        SeriesRequest samples = s;
+        samples.axis = SeriesAxis::Samples;
+        chosen = catalog.chooseSeries(run, samples);
+        if (!chosen && !s.source.isEmpty()) {
+            samples.source.clear();
+            chosen = catalog.chooseSeries(run, samples);
+        }
+        xIsSamples = chosen.has_value();
+    }
+    if (!chosen)
+        chosen = catalog.chooseSeries(run, s);
+    if (!chosen && !s.source.isEmpty()) {
+        // A run without the chosen source shows its own choice.
+        s.source.clear();
+        chosen = catalog.chooseSeries(run, s);
+    }
+    if (!chosen)
+        return std::nullopt;
+    Curve c;
+    c.name = runName(run) + (chosen->recipe.isEmpty() ? QString() : tr(" (%1)").arg(chosen->recipe));
+    c.series = *chosen;
+    c.points = catalog.points(*chosen, request.range);
+    c.xIsSamples = xIsSamples;
+    return c;
+}
+
+std::vector<std::pair<double, double>> WorkspaceCurveSource::stepSamples(RunRef run) const
+{
+    const Catalog &catalog = m_workspace->catalog();
+    std::vector<std::pair<double, double>> out;
+    if (const auto samples = catalog.chooseSeries(run, {.stat = QStringLiteral("consumed samples")})) {
+        for (const SeriesPoint &p : catalog.points(*samples))
+            out.emplace_back(double(p.step), p.value);
+        if (out.size() >= 2)
+            return out;
+    }
+    // TensorBoard logs a statistic twice, against steps and against samples, at the same points: their
+    // points pair up into the mapping.
+    out.clear();
+    for (const StatisticInfo &s : catalog.runStatistics(run)) {
+        if (!s.samplesAxis)
+            continue;
+        const auto bySteps = catalog.chooseSeries(run, {.stat = s.stat});
+        const auto bySamples = catalog.chooseSeries(run, {.stat = s.stat, .axis = SeriesAxis::Samples});
+        if (!bySteps || !bySamples || bySteps->points != bySamples->points || bySteps->points < 2)
+            continue;
+        const auto a = catalog.points(*bySteps);
+        const auto b = catalog.points(*bySamples);
+        for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+            out.emplace_back(double(a[i].step), double(b[i].step));
+        return out;
+    }
+    return out;
+}
+
+} // namespace fp8scope

@@ -1,0 +1,81 @@
+// Where a curve view gets what it draws: the statistics it can show, the runs it draws, and for one run and
+// request the points of one curve (served at screen resolution). The workspace's source reads the stores
+// through the query layer, choosing the series with the query layer's one policy; a comparison hands the
+// same view a source of differences (run - baseline), so the ordinary view draws them.
+#pragma once
+
+#include "core/query/querytypes.h"
+
+#include <QColor>
+#include <QObject>
+
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace fp8scope {
+
+class Workspace;
+
+class CurveSource : public QObject
+{
+    Q_OBJECT
+public:
+    using QObject::QObject;
+
+    struct Statistic {
+        QString stat; // canonical
+        bool tensorLevel = false; // a statistic of the selected layer's tensor
+        QStringList sources; // the sources holding it (a picker offers them when there are several)
+    };
+    struct Request {
+        QString stat;
+        bool tensorLevel = false;
+        QString layer; // for tensor statistics
+        QString tensor;
+        QString source; // "" lets the query layer choose
+        PointRange range; // steps, or consumed samples when bySamples
+        bool bySamples = false; // x is consumed samples
+    };
+    struct Curve {
+        QString name; // for the legend
+        Series series; // the series it draws
+        std::vector<SeriesPoint> points;
+        bool xIsSamples = false; // the points' steps are consumed samples ("... vs samples" series)
+    };
+
+    virtual std::vector<Statistic> statistics() const = 0;
+    // The runs drawn, in order.
+    virtual std::vector<RunRef> runs() const = 0;
+    virtual QString runName(RunRef run) const = 0;
+    virtual QColor runColour(RunRef run) const = 0;
+    virtual std::optional<Curve> curve(RunRef run, const Request &request) const = 0;
+    // (step, consumed samples) of a run, in step order; empty when it logged none.
+    virtual std::vector<std::pair<double, double>> stepSamples(RunRef run) const = 0;
+
+Q_SIGNALS:
+    void statisticsChanged(); // statistics() or runs() changed (a folder opened, a recompute)
+    void curvesChanged(); // the same request now gives other curves (a run hidden or shown, new values)
+};
+
+// The visible runs of a workspace.
+class WorkspaceCurveSource : public CurveSource
+{
+    Q_OBJECT
+public:
+    explicit WorkspaceCurveSource(Workspace *workspace, QObject *parent = nullptr);
+
+    std::vector<Statistic> statistics() const override;
+    std::vector<RunRef> runs() const override;
+    QString runName(RunRef run) const override;
+    QColor runColour(RunRef run) const override;
+    std::optional<Curve> curve(RunRef run, const Request &request) const override;
+    std::vector<std::pair<double, double>> stepSamples(RunRef run) const override;
+
+private:
+    Workspace *m_workspace;
+    mutable std::set<QString> m_listedTensorStats; // what statistics() last listed
+};
+
+} // namespace fp8scope

@@ -1,0 +1,69 @@
+#include "heatmapsource.h"
+
+#include "core/query/pairing.h"
+#include "views/workspace/workspace.h"
+
+namespace fp8scope {
+
+WorkspaceHeatmapSource::WorkspaceHeatmapSource(Workspace *workspace, QObject *parent)
+    : HeatmapSource(parent)
+    , m_workspace(workspace)
+{
+    connect(workspace, &Workspace::loaded, this, &HeatmapSource::runsChanged);
+    connect(workspace, &Workspace::closed, this, &HeatmapSource::runsChanged);
+    connect(workspace, &Workspace::statisticsChanged, this, &HeatmapSource::dataChanged);
+}
+
+std::vector<HeatmapSource::RunChoice> WorkspaceHeatmapSource::runs() const
+{
+    std::vector<RunChoice> out;
+    for (const WorkspaceRun &r : m_workspace->runs())
+        out.push_back({r.run.ref, r.run.name});
+    return out;
+}
+
+RunRef WorkspaceHeatmapSource::preferredRun() const
+{
+    RunRef withStats, notBaseline;
+    for (const WorkspaceRun &r : m_workspace->runs()) {
+        const bool baseline = precisionClass(r.run.precision, r.run.name) == PrecisionClass::Baseline;
+        const bool stats = m_workspace->catalog().hasLayerStatistics(r.run.ref);
+        if (stats && !baseline)
+            return r.run.ref;
+        if (stats && !withStats.isValid())
+            withStats = r.run.ref;
+        if (!baseline && !notBaseline.isValid())
+            notBaseline = r.run.ref;
+    }
+    if (withStats.isValid())
+        return withStats;
+    return notBaseline.isValid() ? notBaseline : m_workspace->runAt(0);
+}
+
+std::vector<std::pair<QString, QString>> WorkspaceHeatmapSource::statistics(RunRef run) const
+{
+    return m_workspace->run(run) ? m_workspace->catalog().layerStatistics(run) : std::vector<std::pair<QString, QString>>();
+}
+
+quint64 WorkspaceHeatmapSource::load(RunRef run, const MatrixRequest &request, const QString &slot, QObject *receiver,
+    std::function<void(const Heatmap &)> done)
+{
+    return m_workspace->query(
+        slot, [run, request](const Catalog &catalog) { return QVariant::fromValue(catalog.matrix(run, request)); },
+        receiver, [done](const QVariant &value) { done(value.value<Heatmap>()); });
+}
+
+void WorkspaceHeatmapSource::cancel(quint64 ticket)
+{
+    m_workspace->queries().cancel(ticket);
+}
+
+QString WorkspaceHeatmapSource::noStatisticsText(RunRef run) const
+{
+    const WorkspaceRun *r = m_workspace->run(run);
+    return tr("%1 has no per-layer statistics.\nThey come from Transformer Engine debug statistics logs\n"
+              "and from tensor dumps recomputed under a recipe.")
+        .arg(r ? r->run.label() : tr("This run"));
+}
+
+} // namespace fp8scope
