@@ -1,6 +1,6 @@
 // Writes a synthetic BF16 + FP8 run pair, in the real formats the importers read, with problems planted
 // at known places (seeded): the ground truth of the demo, the GUI tests and the triage tests. Core code
-// (no widgets) so that `fp8scope-cli demo` and, later, `fp8scope --demo` share it.
+// (no widgets) so that `fp8scope-cli demo` and `fp8scope --demo` share it.
 #pragma once
 
 #include <QString>

@@ -62,6 +62,28 @@ Run toRun(const RunInfo &r, quint64 serial, const QString &folder)
         .pointCount = r.pointCount};
 }
 
+// The one policy, as a total order (ids break what is left: they are unique): logged before recomputed; of
+// recomputed ones, the run's own recipe first; then the most points; then source (natural order), the
+// source's name for it, recipe.
+void sortByPolicy(std::vector<Series> *series, const QString &ownRecipe)
+{
+    std::sort(series->begin(), series->end(), [&](const Series &a, const Series &b) {
+        const auto rank = [&](const Series &s) {
+            return std::make_tuple(s.isRecomputed() ? 1 : 0, s.isRecomputed() && s.recipe != ownRecipe ? 1 : 0,
+                -s.points);
+        };
+        if (rank(a) != rank(b))
+            return rank(a) < rank(b);
+        if (a.source != b.source)
+            return layerLess(a.source, b.source);
+        if (a.sourceStat != b.sourceStat)
+            return a.sourceStat < b.sourceStat;
+        if (a.recipe != b.recipe)
+            return a.recipe < b.recipe;
+        return a.id < b.id;
+    });
+}
+
 } // namespace
 
 qsizetype Heatmap::nearestColumn(double step) const
@@ -223,23 +245,28 @@ std::vector<Series> Catalog::seriesAt(RunRef ref, const QString &layer, const QS
 
 std::vector<StatisticInfo> Catalog::runStatistics(RunRef ref) const
 {
-    std::map<QString, StatisticInfo> byName;
     const Entry *e = entry(ref.store);
     if (!e)
         return {};
+    std::map<QString, std::vector<Series>> byName;
+    std::set<QString> samples;
     for (const SeriesInfo &s : e->store.seriesAt(ref.id, QString(), QString())) {
-        const Series series = toSeries(s, e->serial);
-        StatisticInfo &info = byName[series.stat];
-        info.stat = series.stat;
+        Series series = toSeries(s, e->serial);
         if (series.axis == SeriesAxis::Samples)
-            info.samplesAxis = true;
-        else if (!info.sources.contains(series.source))
-            info.sources << series.source;
+            samples.insert(series.stat);
+        else
+            byName[series.stat].push_back(std::move(series));
     }
     std::vector<StatisticInfo> out;
-    for (auto &[name, info] : byName) {
-        if (!info.sources.isEmpty()) // a "vs samples" series alone is still the samples axis of nothing shown
-            out.push_back(std::move(info));
+    for (auto &[name, list] : byName) {
+        // Sources in the policy's order: the first is the one shown when none is asked for.
+        sortByPolicy(&list, QString());
+        StatisticInfo info {.stat = name, .samplesAxis = samples.count(name) > 0};
+        for (const Series &s : list) {
+            if (!info.sources.contains(s.source))
+                info.sources << s.source;
+        }
+        out.push_back(std::move(info));
     }
     return out;
 }
@@ -267,22 +294,7 @@ std::vector<Series> Catalog::candidates(RunRef ref, const SeriesRequest &request
         if (const auto r = run(ref))
             ownRecipe = tensorRecipe(r->recipe, request.tensor);
     }
-    // The one policy, as a total order (ids break what is left: they are unique).
-    std::sort(out.begin(), out.end(), [&](const Series &a, const Series &b) {
-        const auto rank = [&](const Series &s) {
-            return std::make_tuple(s.isRecomputed() ? 1 : 0, s.isRecomputed() && s.recipe != ownRecipe ? 1 : 0,
-                -s.points);
-        };
-        if (rank(a) != rank(b))
-            return rank(a) < rank(b);
-        if (a.source != b.source)
-            return layerLess(a.source, b.source);
-        if (a.sourceStat != b.sourceStat)
-            return a.sourceStat < b.sourceStat;
-        if (a.recipe != b.recipe)
-            return a.recipe < b.recipe;
-        return a.id < b.id;
-    });
+    sortByPolicy(&out, ownRecipe);
     return out;
 }
 

@@ -115,6 +115,9 @@ bool inferRunsFromConfigs(Database &db, QString *error)
         const QString runPrecision = storedPrecision.isEmpty() ? precision : storedPrecision;
         if (recipe.isEmpty() && amaxHistory && runPrecision == QLatin1String("fp8"))
             recipe = QStringLiteral("delayed");
+        // MXFP8 and NVFP4 name their recipe with their precision.
+        if (recipe.isEmpty() && (runPrecision == QLatin1String("mxfp8") || runPrecision == QLatin1String("nvfp4")))
+            recipe = runPrecision;
         if (storedPrecision.isEmpty() && !precision.isEmpty()
             && !update(db, "UPDATE runs SET precision=? WHERE id=?", precision, id, error))
             return false;

@@ -2,6 +2,7 @@
 // nearest-code search, and (where the CUDA headers exist) NVIDIA's host conversions on all bfloat16 patterns.
 #include "core/formats/fp8math.h"
 #include "core/numerics/quantplan.h"
+#include "testmain.h"
 
 #include <QTest>
 
@@ -310,5 +311,5 @@ void TestFp8Math::halfConversion()
     QVERIFY(std::isnan(halfToFloat(0x7E00)));
 }
 
-QTEST_APPLESS_MAIN(TestFp8Math)
+FP8SCOPE_TEST_APPLESS_MAIN(TestFp8Math)
 #include "tst_fp8math.moc"

@@ -2,13 +2,14 @@
 // against the files) and on generated bad input: every problem carries its file and line or offset,
 // nothing crashes, nothing stored before is lost; re-ingest is idempotent and a grown log is read on.
 #include "core/importers/folderscanner.h"
-#include "storeaccess.h"
 #include "core/importers/importers.h"
 #include "core/importers/tableimporters.h"
 #include "core/importers/tedebugimporter.h"
 #include "core/store/runstore.h"
 #include "core/tensors/tensorreader.h"
 #include "storedigest.h"
+#include "storeaccess.h"
+#include "testmain.h"
 
 #include <QCryptographicHash>
 #include <QDir>
@@ -804,5 +805,5 @@ void TestImporters::formatsWrittenByRealLibraries()
     QVERIFY(std::memcmp(got.data(), expected.data(), got.size() * 4) == 0);
 }
 
-QTEST_GUILESS_MAIN(TestImporters)
+FP8SCOPE_TEST_GUILESS_MAIN(TestImporters)
 #include "tst_importers.moc"

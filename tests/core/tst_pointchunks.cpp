@@ -2,8 +2,8 @@
 // (replacement of equal steps, growth of the last chunk, insertion in the middle), queries that cross chunk
 // edges, the `points` view, and the migration of a version 2 store.
 #include "core/store/pointchunks.h"
-#include "storeaccess.h"
 #include "core/store/runstore.h"
+#include "storeaccess.h"
 
 #include <QFile>
 #include <QTemporaryDir>

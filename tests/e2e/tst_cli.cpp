@@ -1,5 +1,6 @@
 // fp8scope-cli end to end: generate a dump, read its metrics as JSON and as a what-if table, and get clear
 // one-line errors with a non-zero exit for every kind of bad request.
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
@@ -20,8 +21,17 @@ private Q_SLOTS:
     void errors();
     void fp8CheckpointScales();
     void ingestRecomputeAndQuery();
+    void runsShowBaselineAndVersions();
+    void usageListsEveryCommand();
 
 private:
+    static void write(const QString &path, const QByteArray &bytes)
+    {
+        QDir().mkpath(QFileInfo(path).absolutePath());
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        QCOMPARE(f.write(bytes), bytes.size());
+    }
     struct Run {
         int code;
         QByteArray out;
@@ -268,6 +278,66 @@ void TestCli::ingestRecomputeAndQuery()
         QStringLiteral("--stat"), QStringLiteral("x")});
     QCOMPARE(r.code, 1);
     QVERIFY(r.err.contains("no run 'nope'"));
+}
+
+void TestCli::runsShowBaselineAndVersions()
+{
+    // Two BF16 runs and an FP8 run without manifests: `runs` says which baseline it chose and why, and the
+    // versions each recorded; two evaluations of the FP8 run under other inference settings both stay.
+    QTemporaryDir ws;
+    const QByteArray args = "------------------------ arguments ------------------------\n"
+                            "  num_layers ...................................... 24\n"
+                            "  hidden_size ..................................... 2048\n"
+                            "  bf16 ............................................ True\n";
+    const QByteArray end = "-------------------- end of arguments ---------------------\n"
+                           " iteration 10/ 100 | lm loss: 9.0E+00 |\n";
+    write(ws.filePath(QStringLiteral("a_fp8/train.out")), args + "  fp8 ............................................. hybrid\n" + end);
+    write(ws.filePath(QStringLiteral("b_bf16/train.out")), args + "  fp8 ............................................. None\n" + end);
+    QByteArray other = args;
+    other.replace("2048", "8192");
+    write(ws.filePath(QStringLiteral("c_bf16/train.out")), other + "  fp8 ............................................. None\n" + end);
+    write(ws.filePath(QStringLiteral("a_fp8/pip_freeze.txt")), "torch==2.4.1\ntransformer-engine==1.11.0\nnumpy==2.0\n");
+    const QByteArray eval = R"({"results": {"mmlu": {"acc,none": %1, "acc_stderr,none": 0.004}}, "versions": {"mmlu": 1},
+        "config": {"model_args": "pretrained=./hf,%2"}})";
+    write(ws.filePath(QStringLiteral("a_fp8/eval/bf16.json")), QByteArray(eval).replace("%1", "0.61").replace("%2", "dtype=bfloat16"));
+    write(ws.filePath(QStringLiteral("a_fp8/eval/fp8.json")),
+        QByteArray(eval).replace("%1", "0.58").replace("%2", "dtype=bfloat16,quantization=fp8"));
+    Run r = cli({QStringLiteral("ingest"), ws.path(), QStringLiteral("--json")});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const QJsonArray runs = QJsonDocument::fromJson(r.out).object().value(QStringLiteral("runs")).toArray();
+    QCOMPARE(runs.size(), 3);
+    QCOMPARE(runs[0].toObject().value(QStringLiteral("name")).toString(), QStringLiteral("a_fp8"));
+    QCOMPARE(runs[0].toObject().value(QStringLiteral("evals")).toDouble(), 2.0); // one task, two settings
+
+    r = cli({QStringLiteral("runs"), ws.path()});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const QList<QByteArray> lines = r.out.split('\n');
+    QVERIFY2(lines[0].startsWith("a_fp8\tprecision=fp8\trecipe=\tbaseline=b_bf16\t"), r.out.constData());
+    QVERIFY2(lines[1].contains("baseline  b_bf16 (config: of 2 high-precision runs, its config differs least: 0 keys (next: 1))"),
+        r.out.constData());
+    QVERIFY2(lines[2].contains("versions  transformer-engine 1.11.0, torch 2.4.1 (3 packages in all)"), r.out.constData());
+    QVERIFY2(r.out.contains("b_bf16\tprecision=bf16\trecipe=\tbaseline=\t"), r.out.constData());
+    QVERIFY2(r.out.contains("baseline  none (none: trained in BF16: a baseline itself)"), r.out.constData());
+
+    r = cli({QStringLiteral("runs"), ws.path(), QStringLiteral("--json")});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const QJsonObject fp8 = QJsonDocument::fromJson(r.out).array().at(0).toObject();
+    QCOMPARE(fp8.value(QStringLiteral("baseline")).toString(), QStringLiteral("b_bf16"));
+    QCOMPARE(fp8.value(QStringLiteral("pairing")).toString(), QStringLiteral("config"));
+    QCOMPARE(fp8.value(QStringLiteral("versions")).toObject().value(QStringLiteral("torch")).toString(),
+        QStringLiteral("2.4.1"));
+}
+
+void TestCli::usageListsEveryCommand()
+{
+    // The usage text names every command main() dispatches (demo was missing).
+    const Run r = cli({QStringLiteral("--help")});
+    QCOMPARE(r.code, 0);
+    for (const char *command : {"stats", "generate", "demo", "ingest", "runs", "series", "heatmap", "recompute"})
+        QVERIFY2(r.out.contains(QByteArray(QByteArray("\n  ") + command + ' ')), command);
+    const Run none = cli({});
+    QCOMPARE(none.code, 2);
+    QVERIFY(none.err.contains("usage: fp8scope-cli"));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -1,7 +1,6 @@
 // An ingest killed (SIGKILL) in the middle of a large file leaves the store as it was before that file,
 // keeps what earlier files gave, and a re-run produces the same store as an uninterrupted ingest.
 #include "core/store/runstore.h"
-#include "core/storeaccess.h"
 #include "storedigest.h"
 
 #include <QDir>

@@ -7,6 +7,7 @@
 #include "core/importers/tableimporters.h"
 #include "core/importers/tedebugimporter.h"
 #include "core/importers/tfeventsimporter.h"
+#include "core/importers/versionsimporter.h"
 
 #include <QDir>
 #include <QFile>

@@ -24,6 +24,7 @@
 #include <QMenu>
 #include <QMimeData>
 #include <QPlainTextEdit>
+#include <QProcess>
 #include <QProgressBar>
 #include <QSignalSpy>
 #include <QSlider>
@@ -104,6 +105,9 @@ private Q_SLOTS:
     void histogramRecipeFollowsTheRun();
     void singlePointsAndCheckpointColumns();
     void recomputeFinishingAfterClose();
+    void heatmapCellsSitAtTheirRealSteps();
+    void guiAndCliChooseTheSameSeries();
+    void heatmapViewDrawsAHandedSource();
     void cleanupTestCase();
 
 private:
@@ -994,6 +998,161 @@ void TestMainWindow::recomputeFinishingAfterClose()
     QCOMPARE(ws->runCount(), 1);
     QTRY_VERIFY_WITH_TIMEOUT(finished, 30000);
     QCOMPARE(announced.count(), 0);
+}
+
+void TestMainWindow::heatmapCellsSitAtTheirRealSteps()
+{
+    // Statistics logged at uneven steps (a log interval that changes): each cell is drawn at its real step,
+    // and a click selects the step drawn under the pointer (cells were placed by column index while the axis
+    // and cursor used steps, so step 100 was drawn at 750 and a click at 100 picked step 0).
+    QTemporaryDir dir;
+    const std::vector<int> steps {0, 10, 20, 100, 1000};
+    QByteArray te;
+    for (int step : steps) {
+        for (int layer = 0; layer < 6; ++layer)
+            te += QStringLiteral("2026-01-15 23:06:41,584 - INFO - layers.%1.fc2_activation_underflows% \t "
+                                 "iteration=%2 \t value=%3\n")
+                      .arg(layer)
+                      .arg(step, 6, 10, QLatin1Char('0'))
+                      .arg(layer + step / 10.0, 0, 'f', 4)
+                      .toUtf8();
+    }
+    QVERIFY(appendTo(dir.filePath(QStringLiteral("nvdlfw_inspect_globalrank-0.log")), te));
+    openAndWait({dir.path()});
+    m_window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
+    m_window->findChild<QDockWidget *>(QStringLiteral("heatmapDock"))->raise();
+    HeatmapView *heat = m_window->heatmap();
+    QTRY_VERIFY(heat->isVisible());
+    QTRY_COMPARE(heat->heatmap().steps, (std::vector<int64_t> {0, 10, 20, 100, 1000}));
+    const Heatmap &h = heat->heatmap();
+    QCustomPlot *plot = heat->plot();
+    Selection *sel = m_window->selection();
+    for (int col = 0; col < int(h.steps.size()); ++col) {
+        const QPointF centre = heat->cellCentre(2, col);
+        // The cell's centre is where its step is on the axis, and what is drawn there is its value.
+        QVERIFY(std::abs(plot->xAxis->pixelToCoord(centre.x()) - double(h.steps[size_t(col)]))
+            <= std::abs(plot->xAxis->pixelToCoord(1) - plot->xAxis->pixelToCoord(0)));
+        QCOMPARE(heat->drawnValueAt(centre), h.at(2, size_t(col)));
+    }
+    // Clicks: at step 100 itself, and at 600, past half way from 100 to 1000 (so in 1000's cell).
+    for (const auto &[x, want] : {std::pair<double, int64_t> {100.0, 100}, {600.0, 1000}, {14.0, 10}}) {
+        const QPoint at(int(std::lround(plot->xAxis->coordToPixel(x))), int(std::lround(plot->yAxis->coordToPixel(2))));
+        QTest::mouseClick(plot, Qt::LeftButton, {}, at);
+        QCOMPARE(sel->step(), want);
+        QCOMPARE(sel->layer(), h.layers[2]);
+        const size_t col = size_t(h.nearestColumn(double(want)));
+        QCOMPARE(heat->drawnValueAt(at), h.at(2, col));
+        QVERIFY(heat->toolTipAt(at).contains(QStringLiteral("step %1").arg(want)));
+        QCOMPARE(heat->stepCursor()->point1->coords().x(), double(want)); // the cursor sits on the drawn cell
+    }
+}
+
+void TestMainWindow::guiAndCliChooseTheSameSeries()
+{
+    // One run, lm loss from two loggers: the Megatron log's (every tenth step) and a W&B export's
+    // train/loss (every step). The curve view and `fp8scope-cli series` draw the same one, by the query
+    // layer's one policy; the source picker offers both and a choice holds.
+    QTemporaryDir dir;
+    QByteArray log, csv = "_step,train/loss\n";
+    for (int s = 1; s <= 300; ++s) {
+        csv += QByteArray::number(s) + ',' + QByteArray::number(8.0 + std::sin(s * 0.1), 'g', 10) + '\n';
+        if (s % 10 == 0)
+            log += " iteration " + QByteArray::number(s) + "/ 300 | lm loss: " + QByteArray::number(9.0 - s * 1e-3, 'E', 6)
+                + " |\n";
+    }
+    QVERIFY(appendTo(dir.filePath(QStringLiteral("train.out")), log));
+    QVERIFY(appendTo(dir.filePath(QStringLiteral("history.csv")), csv));
+    openAndWait({dir.path()});
+    CurveView *curves = m_window->curves();
+    curves->setStatistic(QStringLiteral("lm loss"));
+    curves->resetZoom();
+    QCOMPARE(curves->curves().size(), size_t(1));
+    const auto &c = curves->curves().front();
+    QCOMPARE(c.series.source, QStringLiteral("csv"));
+    auto *sourceBox = curves->findChild<QComboBox *>(QStringLiteral("curveSource"));
+    QVERIFY(sourceBox && !sourceBox->isHidden());
+    QCOMPARE(sourceBox->count(), 3); // Auto, csv, megatron-log
+    // The CLI, asked the same, prints the same series' points.
+    QProcess cli;
+    cli.start(qEnvironmentVariable("FP8SCOPE_CLI"),
+        {QStringLiteral("series"), dir.path(), QStringLiteral("--run"), QFileInfo(dir.path()).fileName(),
+            QStringLiteral("--stat"), QStringLiteral("lm loss"), QStringLiteral("--csv")});
+    QVERIFY(cli.waitForFinished(60000));
+    QCOMPARE(cli.exitCode(), 0);
+    QVERIFY2(cli.readAllStandardError().contains("from csv (also megatron-log"), "the CLI names its choice");
+    const QList<QByteArray> lines = cli.readAllStandardOutput().trimmed().split('\n');
+    QCOMPARE(qsizetype(c.steps.size()), lines.size() - 1);
+    QVERIFY(!c.bucketed);
+    for (size_t i = 0; i < c.steps.size(); ++i) {
+        const QList<QByteArray> row = lines[qsizetype(i) + 1].split(',');
+        QCOMPARE(row[0].toLongLong(), qint64(c.steps[i]));
+        QCOMPARE(row[1].toDouble(), c.values[i]);
+    }
+    // Choosing the log's source draws it, with its own points.
+    curves->setDataSource(QStringLiteral("megatron-log"));
+    QCOMPARE(curves->curves().front().series.source, QStringLiteral("megatron-log"));
+    QCOMPARE(curves->curves().front().steps.size(), size_t(30));
+    curves->setDataSource(QString());
+}
+
+namespace {
+
+// A source of one made-up run and one matrix, as a comparison hands the view its differences.
+class FixedHeatmapSource : public HeatmapSource
+{
+public:
+    explicit FixedHeatmapSource(Heatmap h)
+        : m_heatmap(std::move(h))
+    {
+    }
+    std::vector<RunChoice> runs() const override { return {{RunRef {999, 1}, QStringLiteral("fp8 - bf16")}}; }
+    RunRef preferredRun() const override { return {999, 1}; }
+    std::vector<std::pair<QString, QString>> statistics(RunRef) const override
+    {
+        return {{QStringLiteral("underflows%"), QStringLiteral("activation")}};
+    }
+    quint64 load(RunRef run, const MatrixRequest &request, const QString &, QObject *receiver,
+        std::function<void(const Heatmap &)> done) override
+    {
+        requests.push_back({run, request.stat});
+        QMetaObject::invokeMethod(receiver, [done, h = m_heatmap] { done(h); }, Qt::QueuedConnection);
+        return ++m_ticket;
+    }
+    void cancel(quint64) override { }
+    QString noStatisticsText(RunRef) const override { return QStringLiteral("none"); }
+    std::vector<std::pair<RunRef, QString>> requests;
+
+private:
+    Heatmap m_heatmap;
+    quint64 m_ticket = 0;
+};
+
+} // namespace
+
+void TestMainWindow::heatmapViewDrawsAHandedSource()
+{
+    // The ordinary heatmap view draws what it is handed (a comparison's difference matrix), not the store.
+    Heatmap h;
+    h.layers = {QStringLiteral("a"), QStringLiteral("b")};
+    h.steps = {5, 50};
+    h.values = {1.0, -2.0, 3.0, 4.0};
+    h.source = QStringLiteral("difference");
+    h.sources = {h.source};
+    FixedHeatmapSource source(h);
+    Selection selection;
+    HeatmapView view(&source, &selection);
+    view.resize(600, 400);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QTRY_COMPARE(view.heatmap().values, h.values);
+    QCOMPARE(view.run(), (RunRef {999, 1}));
+    QCOMPARE(view.statistic(), QStringLiteral("underflows%"));
+    QVERIFY(!source.requests.empty() && source.requests.back().first == (RunRef {999, 1}));
+    QCOMPARE(view.drawnValueAt(view.cellCentre(0, 1)), -2.0);
+    QTest::mouseClick(view.plot(), Qt::LeftButton, {}, view.cellCentre(1, 1).toPoint());
+    QCOMPARE(selection.layer(), QStringLiteral("b"));
+    QCOMPARE(selection.step(), 50);
 }
 
 void TestMainWindow::cleanupTestCase()

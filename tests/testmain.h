@@ -1,0 +1,57 @@
+// A Qt Test main that leaves out the functions FP8SCOPE_TEST_EXCLUDE names (comma-separated). CTest runs
+// each function that can skip (it needs ../shared, the test Python or the CUDA headers) as a test of its
+// own, reported as skipped when it skips, and the rest of the executable as another (tests/CMakeLists.txt,
+// SKIPPABLE). Functions named on the command line run as Qt Test runs them.
+#pragma once
+
+#include <QCoreApplication>
+#include <QMetaMethod>
+#include <QStringList>
+#include <QTest>
+
+namespace fp8scope::testing {
+
+template<class T>
+int runTests(int argc, char **argv)
+{
+    T tests;
+    QStringList args;
+    for (int i = 0; i < argc; ++i)
+        args << QString::fromLocal8Bit(argv[i]);
+    const QStringList exclude
+        = qEnvironmentVariable("FP8SCOPE_TEST_EXCLUDE").split(QLatin1Char(','), Qt::SkipEmptyParts);
+    if (!exclude.isEmpty() && args.size() == 1) {
+        const QMetaObject *mo = tests.metaObject();
+        for (int i = mo->methodOffset(); i < mo->methodCount(); ++i) {
+            const QMetaMethod m = mo->method(i);
+            const QString name = QString::fromLatin1(m.name());
+            // Qt Test runs the private slots without parameters; the fixtures run by themselves.
+            if (m.methodType() != QMetaMethod::Slot || m.access() != QMetaMethod::Private || m.parameterCount() != 0
+                || name.endsWith(QLatin1String("_data")) || exclude.contains(name)
+                || QStringList {QStringLiteral("initTestCase"), QStringLiteral("cleanupTestCase"), QStringLiteral("init"),
+                       QStringLiteral("cleanup")}
+                       .contains(name))
+                continue;
+            args << name;
+        }
+    }
+    return QTest::qExec(&tests, args);
+}
+
+} // namespace fp8scope::testing
+
+#define FP8SCOPE_TEST_APPLESS_MAIN(TestObject)                                                                         \
+    int main(int argc, char **argv)                                                                                    \
+    {                                                                                                                  \
+        QTEST_SET_MAIN_SOURCE_PATH                                                                                     \
+        return fp8scope::testing::runTests<TestObject>(argc, argv);                                                    \
+    }
+
+#define FP8SCOPE_TEST_GUILESS_MAIN(TestObject)                                                                         \
+    int main(int argc, char **argv)                                                                                    \
+    {                                                                                                                  \
+        QCoreApplication app(argc, argv);                                                                              \
+        app.setAttribute(Qt::AA_Use96Dpi, true);                                                                       \
+        QTEST_SET_MAIN_SOURCE_PATH                                                                                     \
+        return fp8scope::testing::runTests<TestObject>(argc, argv);                                                    \
+    }
