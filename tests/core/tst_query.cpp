@@ -17,6 +17,7 @@
 #include <QTest>
 
 #include <cmath>
+#include <tuple>
 
 using namespace fp8scope;
 
@@ -78,6 +79,8 @@ private Q_SLOTS:
     void evalsPerInferenceSetting();
     void configsAndVersions();
     void storeErrorsAreProblems();
+    void statementsTellErrorsFromTheEnd();
+    void layerOrderIsTotal();
 
 private:
     std::optional<Run> run(const QString &name) const { return m_catalog.findRun(name); }
@@ -460,6 +463,65 @@ void TestQuery::storeErrorsAreProblems()
     QVERIFY(reported);
     // The rest still reads.
     QCOMPARE(c.points(*c.chooseSeries(r, {.stat = QStringLiteral("loss")})).size(), size_t(1));
+}
+
+void TestQuery::statementsTellErrorsFromTheEnd()
+{
+    // "No more rows" and "error" are different answers (next() alone could not tell them apart).
+    QTemporaryDir dir;
+    Database db;
+    QString error;
+    QVERIFY(db.open(dir.filePath(QStringLiteral("t.sqlite")), &error));
+    Statement ok = db.prepare("SELECT 1");
+    QVERIFY(ok.next());
+    QVERIFY(!ok.next());
+    QVERIFY(!ok.failed());
+    Statement bad = db.prepare("SELECT json_extract(?, '$')");
+    QVERIFY(!bad.failed());
+    bad.bindUtf8(1, "{not json");
+    QVERIFY(!bad.next());
+    QVERIFY(bad.failed());
+    QVERIFY2(bad.error().contains(QLatin1String("JSON")), qPrintable(bad.error()));
+    bad.reset();
+    QVERIFY(!bad.failed());
+    Statement missing = db.prepare("SELECT * FROM nowhere", &error);
+    QVERIFY(missing.failed());
+    QVERIFY(error.contains(QLatin1String("no such table")));
+    QVERIFY(!missing.exec());
+}
+
+void TestQuery::layerOrderIsTotal()
+{
+    // Digit runs compare as numbers of any length; names equal as numbers fall back to their text, so that
+    // the order is total (a sort with it is defined).
+    QVERIFY(layerLess(QStringLiteral("layers.2"), QStringLiteral("layers.10")));
+    QVERIFY(!layerLess(QStringLiteral("layers.10"), QStringLiteral("layers.2")));
+    QVERIFY(layerLess(QStringLiteral("x5"), QStringLiteral("x99999999999999999999")));
+    QVERIFY(!layerLess(QStringLiteral("x99999999999999999999"), QStringLiteral("x5")));
+    QVERIFY(layerLess(QStringLiteral("a01"), QStringLiteral("a1")) != layerLess(QStringLiteral("a1"), QStringLiteral("a01")));
+    const QStringList names {QStringLiteral("a1"), QStringLiteral("a01"), QStringLiteral("a2"), QStringLiteral("a10"),
+        QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("a1b"), QStringLiteral("a001"), QStringLiteral("")};
+    for (const QString &x : names) {
+        QVERIFY(!layerLess(x, x));
+        for (const QString &y : names) {
+            if (x != y)
+                QVERIFY2(layerLess(x, y) != layerLess(y, x), qPrintable(x + QLatin1Char(' ') + y));
+            for (const QString &z : names) {
+                if (layerLess(x, y) && layerLess(y, z))
+                    QVERIFY2(layerLess(x, z), qPrintable(x + QLatin1Char(' ') + y + QLatin1Char(' ') + z));
+            }
+        }
+    }
+    // findSeries' order: statistic, tensor, layer in natural order, source, recipe.
+    const auto fp8 = run(QStringLiteral("gpt_fp8"));
+    const auto all = m_catalog.store(fp8->ref)->findSeries(fp8->ref.id, {.tensor = QStringLiteral("activation")});
+    QVERIFY(all.size() >= 3);
+    for (size_t i = 1; i < all.size(); ++i) {
+        const SeriesKey &a = all[i - 1].key, &b = all[i].key;
+        QVERIFY(std::make_tuple(a.stat, a.tensor) <= std::make_tuple(b.stat, b.tensor));
+        if (a.stat == b.stat && a.tensor == b.tensor && a.layer != b.layer)
+            QVERIFY(layerLess(a.layer, b.layer));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestQuery)

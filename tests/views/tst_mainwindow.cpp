@@ -108,6 +108,7 @@ private Q_SLOTS:
     void heatmapCellsSitAtTheirRealSteps();
     void guiAndCliChooseTheSameSeries();
     void heatmapViewDrawsAHandedSource();
+    void twoHeatmapsDoNotCancelEachOther();
     void cleanupTestCase();
 
 private:
@@ -1153,6 +1154,27 @@ void TestMainWindow::heatmapViewDrawsAHandedSource()
     QTest::mouseClick(view.plot(), Qt::LeftButton, {}, view.cellCentre(1, 1).toPoint());
     QCOMPARE(selection.layer(), QStringLiteral("b"));
     QCOMPARE(selection.step(), 50);
+}
+
+void TestMainWindow::twoHeatmapsDoNotCancelEachOther()
+{
+    // A comparison shows two heatmaps of one workspace: each view's request has a slot of its own, so the
+    // second view's load does not replace the first's (with one slot per kind, the first never arrived).
+    openAndWait({m_pair});
+    Workspace *ws = m_window->workspace();
+    HeatmapView first(ws, m_window->selection());
+    HeatmapView second(ws, m_window->selection());
+    QTRY_VERIFY(!first.isLoading() && !second.isLoading());
+    first.setRun(ws->findRun(QStringLiteral("fp8")));
+    second.setRun(ws->findRun(QStringLiteral("fp8")));
+    QCOMPARE(first.statistic(), QStringLiteral("underflows%"));
+    first.setStatistic(QStringLiteral("mse"));
+    second.setStatistic(QStringLiteral("scale_inv_max"));
+    QVERIFY(first.isLoading() && second.isLoading()); // both asked, back to back
+    QTRY_VERIFY_WITH_TIMEOUT(!first.isLoading() && !second.isLoading(), 20000);
+    QCOMPARE(first.heatmap().layers.size(), 16);
+    QCOMPARE(second.heatmap().layers.size(), 16);
+    QVERIFY(first.heatmap().values != second.heatmap().values);
 }
 
 void TestMainWindow::cleanupTestCase()

@@ -50,8 +50,9 @@ QVariant RunListModel::data(const QModelIndex &index, int role) const
             return run.colour;
         if (role == Qt::CheckStateRole)
             return run.visible ? Qt::Checked : Qt::Unchecked;
-        if (role == Qt::ToolTipRole) // the whole name (the view elides long ones) and where it came from
-            return QStringLiteral("%1\n%2").arg(run.run.name, run.run.folder);
+        if (role == Qt::ToolTipRole) // the whole name (the view elides long ones), where it came from, versions
+            return QString(QStringLiteral("%1\n%2").arg(run.run.name, run.run.folder)
+                + (run.versions.isEmpty() ? QString() : QString(QLatin1Char('\n') + run.versions)));
         break;
     case PrecisionColumn:
         if (role == Qt::DisplayRole)

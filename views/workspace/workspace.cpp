@@ -235,7 +235,8 @@ void Workspace::finishLoad(const QStringList &errors)
         }
     }
     for (const Run &r : m_catalog.runs())
-        m_runs.push_back({r, runColour(int(m_runs.size())), true, m_catalog.pairing(r.ref)});
+        m_runs.push_back({r, runColour(int(m_runs.size())), true, m_catalog.pairing(r.ref),
+            keyVersionsText(m_catalog.versions(r.ref))});
     m_layers = m_catalog.layerTensors();
     for (ProblemEntry &p : m_catalog.problems())
         m_problems.push_back(std::move(p));

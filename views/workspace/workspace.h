@@ -30,6 +30,7 @@ struct WorkspaceRun {
     QColor colour;
     bool visible = true;
     Pairing pairing;
+    QString versions; // the key frameworks' versions it recorded ("transformer-engine 1.7.0, torch 2.3.0")
 };
 
 class Workspace : public QObject
