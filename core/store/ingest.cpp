@@ -203,20 +203,14 @@ public:
 
     void config(const QString &key, const QString &value) override
     {
-        if (!m_insertConfig.isValid())
-            m_insertConfig
-                = m_db.prepare("INSERT OR REPLACE INTO configs(run_id, file_id, key, value) VALUES(?,?,?,?)");
-        m_insertConfig.bind(1, m_run).bind(2, m_fileId).bind(3, key).bind(4, value);
-        check(m_insertConfig.exec(), m_insertConfig);
+        keyValue(m_insertConfig, "INSERT OR REPLACE INTO configs(run_id, file_id, key, value) VALUES(?,?,?,?)", key,
+            value);
     }
 
     void version(const QString &package, const QString &version) override
     {
-        if (!m_insertVersion.isValid())
-            m_insertVersion
-                = m_db.prepare("INSERT OR REPLACE INTO versions(run_id, file_id, package, version) VALUES(?,?,?,?)");
-        m_insertVersion.bind(1, m_run).bind(2, m_fileId).bind(3, package).bind(4, version);
-        check(m_insertVersion.exec(), m_insertVersion);
+        keyValue(m_insertVersion,
+            "INSERT OR REPLACE INTO versions(run_id, file_id, package, version) VALUES(?,?,?,?)", package, version);
     }
 
     void runInfo(const QString &field, const QString &value) override
@@ -267,6 +261,15 @@ public:
     QString error; // the first failure's message
 
 private:
+    // A (run, file, key, value) row, through a statement prepared on first use.
+    void keyValue(Statement &insert, const char *sql, const QString &key, const QString &value)
+    {
+        if (!insert.isValid())
+            insert = m_db.prepare(sql);
+        insert.bind(1, m_run).bind(2, m_fileId).bind(3, key).bind(4, value);
+        check(insert.exec(), insert);
+    }
+
     bool check(bool ok, const Statement &s)
     {
         if (!ok) {

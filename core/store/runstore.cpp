@@ -415,11 +415,10 @@ std::vector<EvalRow> RunStore::evals(int64_t runId) const
     return out;
 }
 
-std::vector<KeyValueRow> RunStore::configs(int64_t runId) const
+std::vector<KeyValueRow> RunStore::keyValues(const char *sql, int64_t runId) const
 {
     std::vector<KeyValueRow> out;
-    Statement s = prepare("SELECT c.key, c.value, COALESCE(f.path, '') FROM configs c LEFT JOIN files f ON "
-                          "f.id=c.file_id WHERE c.run_id=? ORDER BY c.key");
+    Statement s = prepare(sql);
     s.bind(1, runId);
     while (s.next())
         out.push_back({s.text(0), s.text(1), s.text(2)});
@@ -427,16 +426,18 @@ std::vector<KeyValueRow> RunStore::configs(int64_t runId) const
     return out;
 }
 
+std::vector<KeyValueRow> RunStore::configs(int64_t runId) const
+{
+    return keyValues("SELECT c.key, c.value, COALESCE(f.path, '') FROM configs c LEFT JOIN files f ON "
+                     "f.id=c.file_id WHERE c.run_id=? ORDER BY c.key",
+        runId);
+}
+
 std::vector<KeyValueRow> RunStore::versions(int64_t runId) const
 {
-    std::vector<KeyValueRow> out;
-    Statement s = prepare("SELECT v.package, v.version, COALESCE(f.path, '') FROM versions v LEFT JOIN files f ON "
-                          "f.id=v.file_id WHERE v.run_id=? ORDER BY v.package");
-    s.bind(1, runId);
-    while (s.next())
-        out.push_back({s.text(0), s.text(1), s.text(2)});
-    ok(s);
-    return out;
+    return keyValues("SELECT v.package, v.version, COALESCE(f.path, '') FROM versions v LEFT JOIN files f ON "
+                     "f.id=v.file_id WHERE v.run_id=? ORDER BY v.package",
+        runId);
 }
 
 std::vector<ProblemRecord> RunStore::problems() const

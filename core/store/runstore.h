@@ -146,6 +146,8 @@ private:
     // Records a failed statement's error; true when `s` did not fail.
     bool ok(const Statement &s) const;
     Statement prepare(const char *sql) const;
+    // (key, value, file) rows of a statement that takes the run id.
+    std::vector<KeyValueRow> keyValues(const char *sql, int64_t runId) const;
 
     mutable Database m_db;
     QString m_path;

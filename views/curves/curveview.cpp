@@ -77,7 +77,10 @@ CurveView::CurveView(CurveSource *source, Selection *selection, QWidget *parent)
     m_sourceBox->setObjectName(QStringLiteral("curveSource"));
     m_sourceBox->setToolTip(tr("Where several loggers hold the statistic: the one to draw (Auto: as the query layer "
                                "chooses, logged before recomputed, then the most points)"));
-    m_sourceBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    // Source names run long ("golden:golden_values_lts_dgx_a100"): the box shows a few characters, its list
+    // the whole names, so that it never widens the window.
+    m_sourceBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_sourceBox->setMinimumContentsLength(6);
     m_sourceBox->setVisible(false);
     m_smoothBox->setObjectName(QStringLiteral("curveSmoothing"));
     for (Smoothing s : {Smoothing::None, Smoothing::Ema, Smoothing::RunningMean, Smoothing::Gaussian})

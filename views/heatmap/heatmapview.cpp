@@ -71,7 +71,10 @@ HeatmapView::HeatmapView(HeatmapSource *source, Selection *selection, QWidget *p
     m_recipeBox->setVisible(false);
     m_sourceBox->setObjectName(QStringLiteral("heatmapSource"));
     m_sourceBox->setToolTip(tr("The source these statistics were read from"));
-    m_sourceBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    // Source names run long ("golden:golden_values_lts_dgx_a100"): the box shows a few characters, its list
+    // the whole names, so that it never widens the window.
+    m_sourceBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_sourceBox->setMinimumContentsLength(6);
     m_sourceBox->setVisible(false);
     m_logColour->setObjectName(QStringLiteral("heatmapLogColour"));
     m_threshold->setObjectName(QStringLiteral("heatmapThreshold"));
