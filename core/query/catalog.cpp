@@ -164,9 +164,14 @@ void Catalog::refresh()
 
 std::vector<Run> Catalog::runs() const
 {
+    return listRuns(true);
+}
+
+std::vector<Run> Catalog::listRuns(bool withCounts) const
+{
     std::vector<Run> out;
     for (const auto &e : m_entries) {
-        for (const RunInfo &r : e->store.runs())
+        for (const RunInfo &r : e->store.runs(withCounts))
             out.push_back(toRun(r, e->serial, e->folder));
     }
     return out;
@@ -177,16 +182,13 @@ std::optional<Run> Catalog::run(RunRef ref) const
     const Entry *e = entry(ref.store);
     if (!e)
         return std::nullopt;
-    for (const RunInfo &r : e->store.runs()) {
-        if (r.id == ref.id)
-            return toRun(r, e->serial, e->folder);
-    }
-    return std::nullopt;
+    const auto r = e->store.runInfo(ref.id);
+    return r ? std::optional<Run>(toRun(*r, e->serial, e->folder)) : std::nullopt;
 }
 
 std::optional<Run> Catalog::findRun(const QString &name) const
 {
-    const std::vector<Run> all = runs();
+    const std::vector<Run> all = listRuns(false);
     for (const Run &r : all) {
         if (r.name == name)
             return r;
@@ -201,7 +203,7 @@ std::optional<Run> Catalog::findRun(const QString &name) const
 Pairing Catalog::pairing(RunRef ref) const
 {
     if (!m_pairings) {
-        m_pairedRuns = runs();
+        m_pairedRuns = listRuns(false);
         std::vector<PairingInput> inputs;
         for (const Run &r : m_pairedRuns) {
             PairingInput in {r, {}};
@@ -321,7 +323,7 @@ std::optional<SeriesPoint> Catalog::valueAt(const Series &series, int64_t step) 
 std::vector<LayerTensors> Catalog::layerTensors(const std::vector<RunRef> &which) const
 {
     QHash<QString, QStringList> tensors;
-    for (const Run &r : runs()) {
+    for (const Run &r : listRuns(false)) {
         if (!which.empty() && std::find(which.begin(), which.end(), r.ref) == which.end())
             continue;
         for (const auto &[layer, tensor] : store(r.ref)->layerTensors(r.ref.id)) {

@@ -45,8 +45,9 @@ public:
 
     // Runs, in the order of the opened folders and, within one, by name.
     std::vector<Run> runs() const;
+    // One run (its seriesCount and pointCount left 0: runs() counts them).
     std::optional<Run> run(RunRef ref) const;
-    // A run by its name, its display name, or "<opened folder name>/<run name>" when names repeat.
+    // A run (counts left 0) by its name, its display name, or "<opened folder name>/<run name>" when names repeat.
     std::optional<Run> findRun(const QString &name) const;
     Pairing pairing(RunRef ref) const;
 
@@ -83,6 +84,7 @@ public:
 private:
     struct Entry;
     const Entry *entry(quint64 serial) const;
+    std::vector<Run> listRuns(bool withCounts) const;
     std::vector<std::unique_ptr<Entry>> m_entries;
     mutable std::optional<std::vector<Pairing>> m_pairings; // per runs() index
     mutable std::vector<Run> m_pairedRuns;

@@ -121,14 +121,16 @@ bool RunStore::ok(const Statement &s) const
     return false;
 }
 
-std::vector<RunInfo> RunStore::runs() const
+std::vector<RunInfo> RunStore::runs(bool withCounts) const
 {
     std::vector<RunInfo> out;
-    Statement s = prepare(
-        "SELECT r.id, r.name, r.display_name, r.precision, r.recipe, r.baseline, r.inference_precision, r.notes, "
-        "(SELECT COUNT(*) FROM series WHERE run_id=r.id), "
-        "(SELECT COALESCE(SUM(c.n), 0) FROM point_chunks c JOIN series s ON c.series_id=s.id WHERE s.run_id=r.id) "
-        "FROM runs r ORDER BY r.name");
+    Statement s = prepare(withCounts
+            ? "SELECT r.id, r.name, r.display_name, r.precision, r.recipe, r.baseline, r.inference_precision, r.notes, "
+              "(SELECT COUNT(*) FROM series WHERE run_id=r.id), "
+              "(SELECT COALESCE(SUM(c.n), 0) FROM point_chunks c JOIN series s ON c.series_id=s.id WHERE s.run_id=r.id) "
+              "FROM runs r ORDER BY r.name"
+            : "SELECT r.id, r.name, r.display_name, r.precision, r.recipe, r.baseline, r.inference_precision, r.notes, "
+              "0, 0 FROM runs r ORDER BY r.name");
     while (s.next())
         out.push_back({.id = s.int64(0),
             .name = s.text(1),
@@ -142,6 +144,25 @@ std::vector<RunInfo> RunStore::runs() const
             .pointCount = s.int64(9)});
     ok(s);
     return out;
+}
+
+std::optional<RunInfo> RunStore::runInfo(int64_t id) const
+{
+    Statement s = prepare("SELECT id, name, display_name, precision, recipe, baseline, inference_precision, notes "
+                          "FROM runs WHERE id=?");
+    s.bind(1, id);
+    if (!s.next()) {
+        ok(s);
+        return std::nullopt;
+    }
+    return RunInfo {.id = s.int64(0),
+        .name = s.text(1),
+        .displayName = s.text(2),
+        .precision = s.text(3),
+        .recipe = s.text(4),
+        .baseline = s.text(5),
+        .inferencePrecision = s.text(6),
+        .notes = s.text(7)};
 }
 
 std::optional<RunInfo> RunStore::run(const QString &name) const

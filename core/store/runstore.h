@@ -101,7 +101,10 @@ public:
     using Progress = IngestProgress;
     IngestReport ingest(const Progress &progress = {});
 
-    std::vector<RunInfo> runs() const;
+    // The runs by name; withCounts fills seriesCount and pointCount (a pass over their point chunks).
+    std::vector<RunInfo> runs(bool withCounts = true) const;
+    // One run by id, without its series and point counts (which cost a pass over its chunks).
+    std::optional<RunInfo> runInfo(int64_t id) const;
     // A run by its name or display name.
     std::optional<RunInfo> run(const QString &name) const;
     // Series matching the key fields that are not empty (source "" means any); stat, tensor, layer (natural

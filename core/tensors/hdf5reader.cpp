@@ -48,10 +48,11 @@ QString whyNoDataset(hid_t file, const QString &name)
     return QStringLiteral("'%1' does not open as a dataset").arg(name);
 }
 
-// HDF5 prints its error stack to stderr by default; errors here become Problems instead.
+// HDF5 prints its error stack to stderr by default; errors here become Problems instead. Debian's HDF5 is
+// built thread-safe, where the error stack and its printing are per thread: each thread that reads says so.
 void silenceHdf5()
 {
-    static const bool once = [] {
+    thread_local const bool once = [] {
         H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
         return true;
     }();

@@ -11,6 +11,10 @@ WorkspaceCurveSource::WorkspaceCurveSource(Workspace *workspace, QObject *parent
     : CurveSource(parent)
     , m_workspace(workspace)
 {
+    const auto forget = [this] { m_chosen.clear(); };
+    connect(workspace, &Workspace::loaded, this, forget);
+    connect(workspace, &Workspace::closed, this, forget);
+    connect(workspace, &Workspace::statisticsChanged, this, forget);
     connect(workspace, &Workspace::loaded, this, &CurveSource::statisticsChanged);
     connect(workspace, &Workspace::closed, this, &CurveSource::statisticsChanged);
     connect(workspace, &Workspace::runVisibilityChanged, this, &CurveSource::curvesChanged);
@@ -73,6 +77,17 @@ QColor WorkspaceCurveSource::runColour(RunRef run) const
     return r ? r->colour : QColor(Qt::gray);
 }
 
+std::optional<Series> WorkspaceCurveSource::chosen(RunRef run, const SeriesRequest &request) const
+{
+    const QString key = QString::number(run.store) + QLatin1Char(':') + QString::number(run.id) + QChar(0x1f)
+        + request.stat + QChar(0x1f) + request.layer + QChar(0x1f) + request.tensor + QChar(0x1f) + request.source
+        + QChar(0x1f) + request.recipe + (request.axis == SeriesAxis::Samples ? QStringLiteral("|samples") : QString());
+    const auto it = m_chosen.find(key);
+    if (it != m_chosen.end())
+        return it->second;
+    return m_chosen[key] = m_workspace->catalog().chooseSeries(run, request);
+}
+
 std::optional<CurveSource::Curve> WorkspaceCurveSource::curve(RunRef run, const Request &request) const
 {
     const Catalog &catalog = m_workspace->catalog();
@@ -82,32 +97,32 @@ std::optional<CurveSource::Curve> WorkspaceCurveSource::curve(RunRef run, const 
         .source = request.source};
     if (request.tensorLevel && (s.layer.isEmpty() || s.tensor.isEmpty()))
         return std::nullopt;
-    std::optional<Series> chosen;
+    std::optional<Series> pick;
     bool xIsSamples = false;
     if (request.bySamples && !request.tensorLevel) {
         // The series logged against consumed samples, where the run has one ("lm loss vs samples").
         SeriesRequest samples = s;
         samples.axis = SeriesAxis::Samples;
-        chosen = catalog.chooseSeries(run, samples);
-        if (!chosen && !s.source.isEmpty()) {
+        pick = this->chosen(run, samples);
+        if (!pick && !s.source.isEmpty()) {
             samples.source.clear();
-            chosen = catalog.chooseSeries(run, samples);
+            pick = this->chosen(run, samples);
         }
-        xIsSamples = chosen.has_value();
+        xIsSamples = pick.has_value();
     }
-    if (!chosen)
-        chosen = catalog.chooseSeries(run, s);
-    if (!chosen && !s.source.isEmpty()) {
+    if (!pick)
+        pick = this->chosen(run, s);
+    if (!pick && !s.source.isEmpty()) {
         // A run without the chosen source shows its own choice.
         s.source.clear();
-        chosen = catalog.chooseSeries(run, s);
+        pick = this->chosen(run, s);
     }
-    if (!chosen)
+    if (!pick)
         return std::nullopt;
     Curve c;
-    c.name = runName(run) + (chosen->recipe.isEmpty() ? QString() : tr(" (%1)").arg(chosen->recipe));
-    c.series = *chosen;
-    c.points = catalog.points(*chosen, request.range);
+    c.name = runName(run) + (pick->recipe.isEmpty() ? QString() : tr(" (%1)").arg(pick->recipe));
+    c.series = *pick;
+    c.points = catalog.points(*pick, request.range);
     c.xIsSamples = xIsSamples;
     return c;
 }

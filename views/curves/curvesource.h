@@ -9,6 +9,7 @@
 #include <QColor>
 #include <QObject>
 
+#include <map>
 #include <optional>
 #include <set>
 #include <utility>
@@ -74,8 +75,13 @@ public:
     std::vector<std::pair<double, double>> stepSamples(RunRef run) const override;
 
 private:
+    // The series the query layer chooses for a run and request (the range aside): chosen once, not on every
+    // pan and zoom (the choice counts every candidate's points); forgotten when the stores change.
+    std::optional<Series> chosen(RunRef run, const SeriesRequest &request) const;
+
     Workspace *m_workspace;
     mutable std::set<QString> m_listedTensorStats; // what statistics() last listed
+    mutable std::map<QString, std::optional<Series>> m_chosen;
 };
 
 } // namespace fp8scope
