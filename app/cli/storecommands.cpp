@@ -136,6 +136,12 @@ int runIngest(const QStringList &args)
                     {QStringLiteral("failed"), report.filesFailed}}},
             {QStringLiteral("points_written"), double(report.pointsWritten)},
             {QStringLiteral("unrecognised"), QJsonArray::fromStringList(report.unrecognised)},
+            {QStringLiteral("unreadable"), [&] {
+                 QJsonArray a;
+                 for (const auto &[path, why] : report.unreadable)
+                     a.append(QJsonObject {{QStringLiteral("file"), path}, {QStringLiteral("reason"), why}});
+                 return a;
+             }()},
             {QStringLiteral("errors"), QJsonArray::fromStringList(report.errors)}};
         out << QJsonDocument(doc).toJson(QJsonDocument::Indented);
     } else {
@@ -150,6 +156,13 @@ int runIngest(const QStringList &args)
             out << "problem  " << (p.storeError ? p.path : dir.relativeFilePath(p.path)) << ':' << p.line
                 << (p.offset >= 0 ? QStringLiteral(" (byte %1)").arg(p.offset) : QString()) << ": " << p.message
                 << '\n';
+        if (!report.unrecognised.isEmpty()) {
+            out << "skipped  " << report.unrecognised.size() << " file(s) in no format fp8scope reads:\n";
+            for (const QString &f : report.unrecognised)
+                out << "         " << f << '\n';
+        }
+        for (const auto &[path, why] : report.unreadable)
+            out << "unread   " << path << ": " << why << '\n';
         for (const QString &e : report.errors)
             out << "error    " << e << '\n';
     }

@@ -1,6 +1,7 @@
 #include "folderscanner.h"
 
 #include "importers.h"
+#include "linereader.h"
 
 #include <QDir>
 #include <QDirIterator>
@@ -8,6 +9,8 @@
 #include <QFileInfo>
 #include <QRegularExpression>
 #include <QSet>
+
+#include <dirent.h>
 
 #include <algorithm>
 #include <map>
@@ -92,27 +95,79 @@ private:
     std::vector<QString> *m_runFolder;
 };
 
+// Qt lists no entry whose name is not valid UTF-8 (it could not open it either): the folder's raw entries
+// name them, so that they are reported instead of silently left out. Shown with the bad bytes as \xNN.
+void reportNamesNotUtf8(const QDir &root, const QString &dir, std::vector<std::pair<QString, QString>> *out)
+{
+    DIR *d = opendir(QFile::encodeName(dir).constData());
+    if (!d)
+        return;
+    while (const dirent *e = readdir(d)) {
+        const QByteArray name(e->d_name);
+        if (isValidUtf8(name) || name.startsWith('.'))
+            continue;
+        QString shown;
+        for (qsizetype i = 0; i < name.size();) {
+            qsizetype n = 1;
+            while (n <= 4 && i + n <= name.size() && !isValidUtf8(name.mid(i, n)))
+                ++n;
+            if (n <= 4 && i + n <= name.size()) {
+                shown += QString::fromUtf8(name.mid(i, n));
+                i += n;
+            } else {
+                shown += QStringLiteral("\\x") + QString::number(uchar(name[i]), 16).toUpper().rightJustified(2, QLatin1Char('0'));
+                ++i;
+            }
+        }
+        const bool folder = e->d_type == DT_DIR;
+        out->emplace_back(root.relativeFilePath(dir + QLatin1Char('/') + shown),
+            folder ? QStringLiteral("the folder's name is not valid UTF-8, so nothing in it is read; rename it")
+                   : QStringLiteral("the file's name is not valid UTF-8, so it is not read; rename it"));
+    }
+    closedir(d);
+}
+
 } // namespace
 
 FolderScan scanFolder(const QString &folder)
 {
     FolderScan scan;
     const QDir root(folder);
-    QDirIterator it(folder, QDir::Files | QDir::NoDotAndDotDot, QDirIterator::Subdirectories);
+    QDirIterator it(folder, QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot, QDirIterator::Subdirectories);
     QStringList paths;
     while (it.hasNext()) {
         const QString p = it.next();
         // Hidden files and folders (our store among them) are not part of the run; the iterator leaves
         // them out already, this says so.
-        if (root.relativeFilePath(p).split(QLatin1Char('/')).first().startsWith(QLatin1Char('.')))
+        const QString rel = root.relativeFilePath(p);
+        if (rel.split(QLatin1Char('/')).first().startsWith(QLatin1Char('.')))
             continue;
-        paths << p;
+        const QFileInfo info = it.fileInfo();
+        if (info.isFile())
+            paths << p;
+        else if (info.isDir())
+            reportNamesNotUtf8(root, p, &scan.unreadable);
     }
+    reportNamesNotUtf8(root, QDir(folder).absolutePath(), &scan.unreadable);
     std::sort(paths.begin(), paths.end());
     for (const QString &p : paths) {
         QFile f(p);
-        const QByteArray head = f.open(QIODevice::ReadOnly) ? f.read(kHeadBytes) : QByteArray();
         const QString rel = root.relativeFilePath(p);
+        if (!f.open(QIODevice::ReadOnly)) {
+            scan.unreadable.emplace_back(rel, QStringLiteral("cannot open: %1").arg(f.errorString()));
+            continue;
+        }
+        QByteArray head = f.read(kHeadBytes);
+        const QString lower = p.toLower();
+        if ((lower.endsWith(QLatin1String(".csv")) || lower.endsWith(QLatin1String(".jsonl"))) && !head.contains('\n')) {
+            // A header line longer than the head: read on to its end.
+            while (head.size() < kMaxHeaderLine && !head.contains('\n')) {
+                const QByteArray more = f.read(64 * 1024);
+                if (more.isEmpty())
+                    break;
+                head += more;
+            }
+        }
         Importer *imp = importerFor(QFileInfo(p).fileName(), head);
         if (!imp) {
             scan.unrecognised << rel;

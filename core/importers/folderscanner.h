@@ -26,13 +26,19 @@ struct ScannedFile {
 
 struct FolderScan {
     std::vector<ScannedFile> files;
-    QStringList unrecognised; // relative paths
+    QStringList unrecognised; // relative paths of files no importer reads
+    // Files and folders that cannot be read at all, with why: names that are not valid UTF-8 (Qt cannot
+    // open them), files that do not open (permissions).
+    std::vector<std::pair<QString, QString>> unreadable;
     bool workspace = false; // the opened folder is a group of runs
     // The folder of each run, relative to the opened folder ("" for the opened folder itself), to its run.
     QHash<QString, QString> runOfFolder;
 };
 
 constexpr qint64 kHeadBytes = 4096;
+// A table's header line is what recognises it: a CSV or JSONL head is read on to its first newline, up to
+// this much (a W&B export with 150 columns has a header past 4 KiB).
+constexpr qint64 kMaxHeaderLine = qint64(1) << 20;
 
 FolderScan scanFolder(const QString &folder);
 

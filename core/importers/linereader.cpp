@@ -1,24 +1,48 @@
 #include "linereader.h"
 
-#include <QStringDecoder>
-
 namespace fp8scope {
 
-namespace {
-
-bool validUtf8(QByteArrayView b)
+bool isValidUtf8(QByteArrayView b)
 {
-    for (char c : b) {
-        if (uchar(c) >= 0x80) {
-            QStringDecoder decode(QStringDecoder::Utf8);
-            (void)decode(b);
-            return !decode.hasError();
+    // RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF. ASCII runs are the common case.
+    const auto *p = reinterpret_cast<const uchar *>(b.data());
+    const auto *end = p + b.size();
+    while (p < end) {
+        const uchar c = *p;
+        if (c < 0x80) {
+            ++p;
+            continue;
         }
+        int n = 0;
+        uint32_t cp = 0, min = 0;
+        if (c >= 0xC2 && c <= 0xDF) {
+            n = 1;
+            cp = c & 0x1F;
+            min = 0x80;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            n = 2;
+            cp = c & 0x0F;
+            min = 0x800;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 3;
+            cp = c & 0x07;
+            min = 0x10000;
+        } else {
+            return false;
+        }
+        if (end - p <= n)
+            return false;
+        for (int k = 1; k <= n; ++k) {
+            if ((p[k] & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (p[k] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        p += n + 1;
     }
     return true;
 }
-
-} // namespace
 
 ReadPosition readByteLines(const QString &path, const ReadPosition &from, IngestSink &sink,
     const std::function<bool(const ByteLine &)> &handle)
@@ -44,7 +68,7 @@ ReadPosition readByteLines(const QString &path, const ReadPosition &from, Ingest
         }
         if (bytes.endsWith('\r'))
             bytes.chop(1);
-        if (!validUtf8(bytes)) {
+        if (!isValidUtf8(bytes)) {
             sink.problem(number, lineStart, QStringLiteral("invalid UTF-8; line skipped"));
             return true;
         }

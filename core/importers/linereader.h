@@ -37,4 +37,8 @@ ReadPosition readByteLines(const QString &path, const ReadPosition &from, Ingest
 
 constexpr int64_t kMaxLine = int64_t(1) << 20;
 
+// Whether the bytes are well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or code points past
+// U+10FFFF).
+bool isValidUtf8(QByteArrayView bytes);
+
 } // namespace fp8scope

@@ -35,6 +35,49 @@ bool readFields(QStringView rest, int64_t step, const QString &prefix, IngestSin
     return true;
 }
 
+// Where `marker` ("iteration ") starts in the line as a word followed by a number, wherever a launcher or
+// logger put the Megatron text (" [2026-01-15 23:06:01] iteration 1/ ...", "0: iteration ..." from srun -l,
+// "[default0]:iteration ..." from torchrun); -1 when it does not.
+qsizetype markerAt(QStringView line, QLatin1StringView marker)
+{
+    for (qsizetype at = line.indexOf(marker); at >= 0; at = line.indexOf(marker, at + 1)) {
+        if (at > 0 && line[at - 1].isLetterOrNumber())
+            continue;
+        qsizetype next = at + marker.size();
+        while (next < line.size() && line[next] == QLatin1Char(' '))
+            ++next;
+        if (next < line.size() && line[next].isDigit())
+            return at;
+    }
+    return -1;
+}
+
+// The line without what launchers put before it: timestamps and ranks in brackets ("[2026-01-15 ...]",
+// "[default3]:", "[rank0]:") and srun -l's "12: ".
+QStringView withoutLauncherPrefix(QStringView line)
+{
+    for (;;) {
+        line = line.trimmed();
+        if (line.startsWith(QLatin1Char('['))) {
+            const qsizetype close = line.indexOf(QLatin1Char(']'));
+            if (close < 0 || close > 64)
+                return line;
+            line = line.mid(close + 1);
+            if (line.startsWith(QLatin1Char(':')))
+                line = line.mid(1);
+            continue;
+        }
+        qsizetype digits = 0;
+        while (digits < line.size() && digits < 6 && line[digits].isDigit())
+            ++digits;
+        if (digits > 0 && digits < line.size() && line[digits] == QLatin1Char(':')) {
+            line = line.mid(digits + 1);
+            continue;
+        }
+        return line;
+    }
+}
+
 } // namespace
 
 bool MegatronLogImporter::recognises(const QString &fileName, const QByteArray &head) const
@@ -56,8 +99,15 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
     static const QRegularExpression argument(QStringLiteral("^([A-Za-z_][A-Za-z0-9_]*) \\.{2,} ?(.*)$"));
     bool inArguments = false;
     return readLines(path, from, sink, [&](const TextLine &l) {
-        const QStringView line = QStringView(l.text).trimmed();
+        QStringView line = withoutLauncherPrefix(QStringView(l.text));
         QString bad;
+        // The training and validation lines wherever they start within the line.
+        const qsizetype iteration = markerAt(line, QLatin1StringView("iteration "));
+        const qsizetype validation = line.indexOf(QLatin1String("validation loss at iteration "));
+        if (validation >= 0)
+            line = line.mid(validation);
+        else if (iteration > 0)
+            line = line.mid(iteration);
         if (line.startsWith(QLatin1Char('-')) && line.endsWith(QLatin1Char('-')) && line.contains(QLatin1String(" arguments "))) {
             if (!l.complete)
                 return false;

@@ -124,9 +124,13 @@ ReadPosition TeDebugImporter::read(const QString &path, const ReadPosition &from
         const qsizetype val = it < 0 ? -1 : find(line, it, "value=");
         if (it < 0 || val < 0)
             return l.complete || line.trimmed().isEmpty(); // other lines of the log are not statistics
-        qsizetype nameStart = find(line, 0, " - INFO - ");
-        nameStart = nameStart < 0 || nameStart > it ? 0 : nameStart + 10;
+        // "<asctime> - <LEVEL> - <name> <ws> iteration=...": the name follows the last " - " before
+        // iteration= (any level); a line without one holds the name alone, as the TE docs print it.
+        qsizetype nameStart = 0;
+        for (qsizetype d = find(line, 0, " - "); d >= 0 && d < it; d = find(line, d + 1, " - "))
+            nameStart = d + 3;
         const QByteArrayView name = line.sliced(nameStart, it - nameStart).trimmed();
+
         int64_t step = 0;
         const char *stepBegin = line.data() + it + 10;
         const auto [stepEnd, stepErr] = std::from_chars(stepBegin, line.data() + val, step);
@@ -146,6 +150,17 @@ ReadPosition TeDebugImporter::read(const QString &path, const ReadPosition &from
         }
         auto h = handles.find(QByteArray::fromRawData(name.data(), name.size()));
         if (h == handles.end()) {
+            // A damaged separator (a NUL in " - INFO - ") would leave the timestamp in the name: a layer
+            // name has no spaces or control characters. Checked once per name, as names repeat.
+            bool clean = !name.isEmpty();
+            for (char c : name)
+                clean = clean && uchar(c) > 0x20 && c != 0x7F;
+            if (!clean) {
+                sink.problem(l.number, l.offset,
+                    QStringLiteral("no statistic name before 'iteration=' (expected '<time> - <LEVEL> - "
+                                   "<layer>_<tensor>_<stat>')"));
+                return true;
+            }
             TeStatName n;
             const QString nameText = QString::fromUtf8(name);
             if (!splitName(nameText, &n)) {

@@ -190,6 +190,12 @@ int64_t Database::lastInsertId() const
     return sqlite3_last_insert_rowid(m_db);
 }
 
+bool Database::isBusy() const
+{
+    const int code = sqlite3_errcode(m_db) & 0xFF;
+    return code == SQLITE_BUSY || code == SQLITE_LOCKED;
+}
+
 QString Database::lastError() const
 {
     return QString::fromUtf8(sqlite3_errmsg(m_db));

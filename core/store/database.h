@@ -72,6 +72,8 @@ public:
     Statement prepare(const char *sql, QString *error = nullptr);
     int64_t lastInsertId() const;
     QString lastError() const;
+    // The last failure was SQLITE_BUSY or SQLITE_LOCKED: another connection (another fp8scope) holds the store.
+    bool isBusy() const;
     sqlite3 *handle() const { return m_db; }
 
 private:

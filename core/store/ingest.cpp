@@ -27,14 +27,6 @@ QString seriesCacheKey(int64_t run, const SeriesKey &k)
         + k.source + QChar(0x1f) + k.recipe;
 }
 
-QByteArray headHash(const QString &path, qint64 len)
-{
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly))
-        return {};
-    return QCryptographicHash::hash(f.read(len), QCryptographicHash::Sha256).toHex();
-}
-
 // Writes one file's records inside the ingest transaction. A statement that fails counts as a failure (the
 // file's transaction then rolls back) and keeps its message for the report.
 class FileSink : public IngestSink
@@ -111,6 +103,12 @@ public:
                 id = m_db.lastInsertId();
         }
         m_findSeries.reset();
+        if (id != 0 && m_fileId != 0) {
+            // Which files wrote to the series: what a deleted or rewritten file wrote can then go.
+            if (!m_linkFile.isValid())
+                m_linkFile = m_db.prepare("INSERT OR IGNORE INTO series_files(series_id, file_id) VALUES(?,?)");
+            check(m_linkFile.bind(1, id).bind(2, m_fileId).exec(), m_linkFile);
+        }
         const int64_t slot = int64_t(m_slots.size());
         m_slots.push_back({id, {}, true, {}});
         m_series.insert(ck, slot);
@@ -288,7 +286,7 @@ private:
     int64_t m_run = 0;
     QHash<QString, int64_t> m_runs;
     QHash<QString, int64_t> m_series;
-    Statement m_findSeries, m_insertSeries, m_insertConfig, m_insertVersion, m_insertEval, m_insertProblem;
+    Statement m_findSeries, m_insertSeries, m_linkFile, m_insertConfig, m_insertVersion, m_insertEval, m_insertProblem;
     pointchunks::Writer m_chunks {m_db};
     struct Slot {
         int64_t id; // series id in the store (0 when its row could not be written)
@@ -319,30 +317,260 @@ bool execWithId(Database &db, const char *sql, int64_t id, QString *error)
     return false;
 }
 
-// A run whose files all went to other runs held what those files said, mixed: it goes, with all of it.
-void dropRunsLeftEmpty(Database &db, const std::set<QString> &names, IngestReport *report)
+// Runs that hold nothing any more (what their files wrote went with the files: deleted, rewritten, or now
+// another run's): they go. A run may hold series without files of its own (a long CSV's run column, a W&B
+// export named after its run), so "nothing" is no files, series, evals, configs, versions or dumps.
+void dropRunsLeftEmpty(Database &db, const std::set<QString> &movedFrom, IngestReport *report)
 {
-    for (const QString &name : names) {
+    // A store written when the folder was divided differently: a run whose files all went to other runs
+    // held what those files said, mixed (before fp8scope recorded which file wrote what); it goes, with all of it.
+    for (const QString &name : movedFrom) {
         Statement find = db.prepare(
             "SELECT id FROM runs WHERE name=? AND NOT EXISTS (SELECT 1 FROM files WHERE run_id=runs.id)");
         find.bind(1, name);
-        if (!find.next()) {
-            if (find.failed())
-                report->errors << QStringLiteral("run %1: %2").arg(name, find.error());
+        if (!find.next())
             continue;
-        }
         const int64_t id = find.int64(0);
         find.reset();
         Transaction t(db);
         QString error;
         bool ok = t.isActive();
         for (const char *sql : {"DELETE FROM point_chunks WHERE series_id IN (SELECT id FROM series WHERE run_id=?)",
+                 "DELETE FROM series_files WHERE series_id IN (SELECT id FROM series WHERE run_id=?)",
                  "DELETE FROM series WHERE run_id=?", "DELETE FROM evals WHERE run_id=?",
                  "DELETE FROM configs WHERE run_id=?", "DELETE FROM versions WHERE run_id=?",
                  "DELETE FROM dumps WHERE run_id=?", "DELETE FROM runs WHERE id=?"})
             ok = ok && execWithId(db, sql, id, &error);
         if (!ok || !t.commit(&error))
             report->errors << QStringLiteral("run %1 left without files: %2").arg(name, error);
+    }
+    Statement find = db.prepare("SELECT id, name FROM runs r WHERE NOT EXISTS (SELECT 1 FROM files WHERE run_id=r.id) "
+                                "AND NOT EXISTS (SELECT 1 FROM series WHERE run_id=r.id) "
+                                "AND NOT EXISTS (SELECT 1 FROM evals WHERE run_id=r.id) "
+                                "AND NOT EXISTS (SELECT 1 FROM configs WHERE run_id=r.id) "
+                                "AND NOT EXISTS (SELECT 1 FROM versions WHERE run_id=r.id) "
+                                "AND NOT EXISTS (SELECT 1 FROM dumps WHERE run_id=r.id)");
+    std::vector<std::pair<int64_t, QString>> empty;
+    while (find.next())
+        empty.emplace_back(find.int64(0), find.text(1));
+    if (find.failed())
+        report->errors << QStringLiteral("runs left without files: %1").arg(find.error());
+    find.reset();
+    for (const auto &[id, name] : empty) {
+        Transaction t(db);
+        QString error;
+        bool ok = t.isActive();
+        ok = ok && execWithId(db, "DELETE FROM runs WHERE id=?", id, &error);
+        if (!ok || !t.commit(&error))
+            report->errors << QStringLiteral("run %1 left without files: %2").arg(name, error);
+    }
+}
+
+// A files row's size that says: what this file wrote was dropped (another file's rewrite or deletion took
+// series they shared); read it again from the start, dropping nothing.
+constexpr int64_t kReadAgain = -2;
+
+// Drops the points a file wrote (inside the caller's transaction): series only it wrote go; series it
+// shared with other files lose all their points and those files are marked to be read again (kReadAgain),
+// since the points of one file cannot be told from another's.
+bool dropPoints(Database &db, int64_t fileId, QString *error)
+{
+    std::vector<int64_t> sole, shared;
+    Statement series = db.prepare("SELECT sf.series_id, (SELECT COUNT(*) FROM series_files o WHERE "
+                                  "o.series_id=sf.series_id AND o.file_id<>sf.file_id) FROM series_files sf WHERE sf.file_id=?",
+        error);
+    series.bind(1, fileId);
+    while (series.next())
+        (series.int64(1) == 0 ? sole : shared).push_back(series.int64(0));
+    if (series.failed()) {
+        *error = series.error();
+        return false;
+    }
+    series.reset();
+    for (int64_t id : shared) {
+        Statement mark = db.prepare("UPDATE files SET size=?, mtime=-1, consumed=0, lines=0, head_hash='' WHERE id IN "
+                                    "(SELECT file_id FROM series_files WHERE series_id=? AND file_id<>?)",
+            error);
+        if (!mark.bind(1, kReadAgain).bind(2, id).bind(3, fileId).exec()) {
+            *error = mark.error();
+            return false;
+        }
+        if (!execWithId(db, "DELETE FROM point_chunks WHERE series_id=?", id, error))
+            return false;
+    }
+    for (int64_t id : sole) {
+        if (!execWithId(db, "DELETE FROM point_chunks WHERE series_id=?", id, error)
+            || !execWithId(db, "DELETE FROM series_files WHERE series_id=?", id, error)
+            || !execWithId(db, "DELETE FROM series WHERE id=?", id, error))
+            return false;
+    }
+    return execWithId(db, "DELETE FROM series_files WHERE file_id=?", fileId, error);
+}
+
+// Drops what a file wrote: its points (dropPoints; with `points` false, for a file read again because
+// another's change took their shared series, they stay: they are read again unchanged, and the shared
+// series hold the other file's new points already), evals, configs, versions, dumps and problems.
+bool dropContributions(Database &db, int64_t fileId, bool points, QString *error)
+{
+    if (points && !dropPoints(db, fileId, error))
+        return false;
+    for (const char *sql : {"DELETE FROM problems WHERE file_id=?", "DELETE FROM evals WHERE file_id=?",
+             "DELETE FROM configs WHERE file_id=?", "DELETE FROM versions WHERE file_id=?",
+             "DELETE FROM dumps WHERE file_id=?"}) {
+        if (!execWithId(db, sql, fileId, error))
+            return false;
+    }
+    return true;
+}
+
+QByteArray windowHash(const QString &path, qint64 from, qint64 len)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly) || !f.seek(from))
+        return {};
+    return QCryptographicHash::hash(f.read(len), QCryptographicHash::Sha256).toHex();
+}
+
+constexpr qint64 kTailBytes = 4096;
+
+// Reads one scanned file into the store, in one transaction. Returns false when it could not be read
+// (the reason is in the report).
+void ingestFile(
+    Database &db, const ScannedFile &f, const FolderScan &scan, IngestReport &report, std::set<QString> *movedFrom)
+{
+    const auto fail = [&](const QString &error) {
+        ++report.filesFailed;
+        report.errors << QStringLiteral("%1: %2").arg(f.relativePath, error);
+    };
+    const QFileInfo info(f.absolutePath);
+    const int64_t size = info.size();
+    const int64_t mtime = info.lastModified().toMSecsSinceEpoch();
+    Statement q = db.prepare("SELECT f.id, f.size, f.mtime, f.head_len, f.head_hash, f.consumed, f.lines, f.importer, "
+                             "r.name, f.tail_len, f.tail_hash FROM files f LEFT JOIN runs r ON r.id=f.run_id WHERE f.path=?");
+    q.bind(1, f.relativePath);
+    int64_t fileId = 0;
+    ReadPosition from;
+    bool resume = false;
+    bool dropped = false; // what it wrote is gone already (kReadAgain)
+    if (q.next()) {
+        fileId = q.int64(0);
+        const int64_t oldSize = q.int64(1);
+        dropped = oldSize == kReadAgain;
+        // A file now in another run (the folder's runs were divided differently when it was read) is read
+        // again, as a rewritten file.
+        const bool sameRun = q.text(8) == f.run;
+        if (!sameRun)
+            movedFrom->insert(q.text(8));
+        if (sameRun && oldSize == size && q.int64(2) == mtime && q.text(7) == f.importer->name()) {
+            ++report.filesUnchanged;
+            return;
+        }
+        // A grown log is read on from where the last ingest stopped, when its first bytes and the last bytes
+        // read then are unchanged (a rewrite that kept its first 4 KiB is read again).
+        const int64_t consumed = q.int64(5), tailLen = q.int64(9);
+        resume = sameRun && f.importer->resumable() && size >= oldSize && q.text(7) == f.importer->name()
+            && windowHash(f.absolutePath, 0, q.int64(3)) == q.text(4).toLatin1()
+            && windowHash(f.absolutePath, consumed - tailLen, tailLen) == q.text(10).toLatin1();
+        if (resume)
+            from = {consumed, q.int64(6)};
+    } else if (q.failed()) {
+        fail(q.error());
+        return;
+    }
+    q.reset();
+    Transaction t(db);
+    if (!t.isActive()) {
+        fail(db.isBusy() ? QStringLiteral("the store is busy (another fp8scope is writing to it); try again when it "
+                                          "is done")
+                         : db.lastError());
+        return;
+    }
+    QString error;
+    const qint64 headLen = std::min<qint64>(size, kHeadBytes);
+    const QString hash = QString::fromLatin1(windowHash(f.absolutePath, 0, headLen));
+    bool ok = true;
+    if (fileId == 0) {
+        Statement ins = db.prepare("INSERT INTO files(path, importer, size, mtime, head_len, head_hash, consumed, lines) "
+                                   "VALUES(?,?,0,0,0,'',0,0)");
+        ok = ins.bind(1, f.relativePath).bind(2, f.importer->name()).exec();
+        if (!ok)
+            error = ins.error();
+        fileId = db.lastInsertId();
+    } else if (!resume) {
+        // A rewritten file (or one whose shared series another file's change took): what it wrote goes first.
+        ok = dropContributions(db, fileId, !dropped, &error);
+    } else {
+        // The last line may have been reported as incomplete; it is read again.
+        Statement d = db.prepare("DELETE FROM problems WHERE file_id=? AND line>?");
+        ok = d.bind(1, fileId).bind(2, from.line).exec();
+        if (!ok)
+            error = d.error();
+    }
+    if (!ok) {
+        fail(error);
+        return;
+    }
+    const qsizetype slash = f.relativePath.lastIndexOf(QLatin1Char('/'));
+    FileSink sink(db, fileId, f.run, &scan, slash < 0 ? QString() : f.relativePath.left(slash));
+    const ReadPosition end = f.importer->read(f.absolutePath, from, sink);
+    sink.finish();
+    const int64_t tailLen = std::min<int64_t>(end.offset, kTailBytes);
+    Statement upd = db.prepare("UPDATE files SET run_id=?, importer=?, size=?, mtime=?, head_len=?, head_hash=?, "
+                               "consumed=?, lines=?, tail_len=?, tail_hash=? WHERE id=?");
+    upd.bind(1, sink.runId(f.run))
+        .bind(2, f.importer->name())
+        .bind(3, size)
+        .bind(4, mtime)
+        .bind(5, int64_t(headLen))
+        .bind(6, hash)
+        .bind(7, end.offset)
+        .bind(8, end.line)
+        .bind(9, tailLen)
+        .bind(10, QString::fromLatin1(windowHash(f.absolutePath, end.offset - tailLen, tailLen)))
+        .bind(11, fileId);
+    if (sink.failures > 0) {
+        fail(sink.error);
+        return;
+    }
+    if (!upd.exec()) {
+        fail(upd.error());
+        return;
+    }
+    if (!t.commit(&error)) {
+        fail(error);
+        return;
+    }
+    resume ? ++report.filesResumed : ++report.filesRead;
+    report.pointsWritten += sink.points;
+    report.problems += sink.problems;
+}
+
+// Files the store holds that the folder no longer does: what they wrote goes, each in one transaction.
+void dropDeletedFiles(Database &db, const FolderScan &scan, IngestReport &report)
+{
+    std::set<QString> present;
+    for (const ScannedFile &f : scan.files)
+        present.insert(f.relativePath);
+    for (const auto &[path, why] : scan.unreadable)
+        present.insert(path); // still there, only not readable now: what it wrote stays
+    Statement all = db.prepare("SELECT id, path FROM files");
+    std::vector<std::pair<int64_t, QString>> gone;
+    while (all.next()) {
+        if (!present.count(all.text(1)))
+            gone.emplace_back(all.int64(0), all.text(1));
+    }
+    if (all.failed())
+        report.errors << QStringLiteral("files of the store: %1").arg(all.error());
+    all.reset();
+    for (const auto &[id, path] : gone) {
+        Transaction t(db);
+        QString error;
+        const bool ok = t.isActive() && dropContributions(db, id, true, &error)
+            && execWithId(db, "DELETE FROM files WHERE id=?", id, &error) && t.commit(&error);
+        if (ok)
+            ++report.filesDeleted;
+        else
+            report.errors << QStringLiteral("%1 (deleted): %2").arg(path, error.isEmpty() ? db.lastError() : error);
     }
 }
 
@@ -353,111 +581,29 @@ IngestReport ingestFolder(Database &db, const QString &folder, const IngestProgr
     IngestReport report;
     const FolderScan scan = scanFolder(folder);
     report.unrecognised = scan.unrecognised;
+    report.unreadable = scan.unreadable;
+    dropDeletedFiles(db, scan, report);
     std::set<QString> movedFrom;
     int done = 0;
     const int total = int(scan.files.size());
-    const auto fail = [&](const ScannedFile &f, const QString &error) {
-        ++report.filesFailed;
-        report.errors << QStringLiteral("%1: %2").arg(f.relativePath, error);
-    };
+    bool stopped = false;
     for (const ScannedFile &f : scan.files) {
-        if (progress && !progress(done, total, f.relativePath))
+        if (progress && !progress(done, total, f.relativePath)) {
+            stopped = true;
             break;
+        }
         ++done;
-        const QFileInfo info(f.absolutePath);
-        const int64_t size = info.size();
-        const int64_t mtime = info.lastModified().toMSecsSinceEpoch();
-        Statement q = db.prepare("SELECT f.id, f.size, f.mtime, f.head_len, f.head_hash, f.consumed, f.lines, "
-                                 "f.importer, r.name FROM files f LEFT JOIN runs r ON r.id=f.run_id WHERE f.path=?");
-        q.bind(1, f.relativePath);
-        int64_t fileId = 0;
-        ReadPosition from;
-        bool resume = false;
-        if (q.next()) {
-            fileId = q.int64(0);
-            const int64_t oldSize = q.int64(1);
-            // A file now in another run (the folder's runs were divided differently when it was read) is
-            // read again, as a rewritten file.
-            const bool sameRun = q.text(8) == f.run;
-            if (!sameRun)
-                movedFrom.insert(q.text(8));
-            if (sameRun && oldSize == size && q.int64(2) == mtime && q.text(7) == f.importer->name()) {
-                ++report.filesUnchanged;
-                continue;
+        ingestFile(db, f, scan, report, &movedFrom);
+    }
+    // A rewrite or deletion can take series a file read earlier in this pass shared: read those again.
+    if (!stopped) {
+        for (const ScannedFile &f : scan.files) {
+            Statement again = db.prepare("SELECT 1 FROM files WHERE path=? AND size=?");
+            if (again.bind(1, f.relativePath).bind(2, kReadAgain).next()) {
+                again.reset();
+                ingestFile(db, f, scan, report, &movedFrom);
             }
-            resume = sameRun && f.importer->resumable() && size >= oldSize && q.text(7) == f.importer->name()
-                && headHash(f.absolutePath, q.int64(3)) == q.text(4).toLatin1();
-            if (resume)
-                from = {q.int64(5), q.int64(6)};
-        } else if (q.failed()) {
-            fail(f, q.error());
-            continue;
         }
-        q.reset();
-        Transaction t(db);
-        if (!t.isActive()) {
-            fail(f, db.lastError());
-            continue;
-        }
-        QString error;
-        const qint64 headLen = std::min<qint64>(size, kHeadBytes);
-        const QString hash = QString::fromLatin1(headHash(f.absolutePath, headLen));
-        bool ok = true;
-        if (fileId == 0) {
-            Statement ins
-                = db.prepare("INSERT INTO files(path, importer, size, mtime, head_len, head_hash, consumed, lines) "
-                             "VALUES(?,?,0,0,0,'',0,0)");
-            ok = ins.bind(1, f.relativePath).bind(2, f.importer->name()).exec();
-            if (!ok)
-                error = ins.error();
-            fileId = db.lastInsertId();
-        } else if (!resume) {
-            // A rewritten file: what it contributed before, other than points (re-keyed below), goes.
-            for (const char *sql : {"DELETE FROM problems WHERE file_id=?", "DELETE FROM evals WHERE file_id=?",
-                     "DELETE FROM configs WHERE file_id=?", "DELETE FROM versions WHERE file_id=?",
-                     "DELETE FROM dumps WHERE file_id=?"})
-                ok = ok && execWithId(db, sql, fileId, &error);
-        } else {
-            // The last line may have been reported as incomplete; it is read again.
-            Statement d = db.prepare("DELETE FROM problems WHERE file_id=? AND line>?");
-            ok = d.bind(1, fileId).bind(2, from.line).exec();
-            if (!ok)
-                error = d.error();
-        }
-        if (!ok) {
-            fail(f, error);
-            continue;
-        }
-        const qsizetype slash = f.relativePath.lastIndexOf(QLatin1Char('/'));
-        FileSink sink(db, fileId, f.run, &scan, slash < 0 ? QString() : f.relativePath.left(slash));
-        const ReadPosition end = f.importer->read(f.absolutePath, from, sink);
-        sink.finish();
-        Statement upd = db.prepare("UPDATE files SET run_id=?, importer=?, size=?, mtime=?, head_len=?, head_hash=?, "
-                                   "consumed=?, lines=? WHERE id=?");
-        upd.bind(1, sink.runId(f.run))
-            .bind(2, f.importer->name())
-            .bind(3, size)
-            .bind(4, mtime)
-            .bind(5, int64_t(headLen))
-            .bind(6, hash)
-            .bind(7, end.offset)
-            .bind(8, end.line)
-            .bind(9, fileId);
-        if (sink.failures > 0) {
-            fail(f, sink.error);
-            continue;
-        }
-        if (!upd.exec()) {
-            fail(f, upd.error());
-            continue;
-        }
-        if (!t.commit(&error)) {
-            fail(f, error);
-            continue;
-        }
-        resume ? ++report.filesResumed : ++report.filesRead;
-        report.pointsWritten += sink.points;
-        report.problems += sink.problems;
     }
     dropRunsLeftEmpty(db, movedFrom, &report);
     QString error;

@@ -9,6 +9,8 @@
 
 #include <QStringList>
 
+#include <utility>
+
 #include <functional>
 #include <utility>
 #include <vector>
@@ -20,9 +22,11 @@ struct IngestReport {
     int filesUnchanged = 0;
     int filesResumed = 0;
     int filesFailed = 0;
+    int filesDeleted = 0; // in the store, no longer in the folder: what they wrote is gone
     int64_t pointsWritten = 0;
     int problems = 0;
-    QStringList unrecognised;
+    QStringList unrecognised; // relative paths of files no importer reads
+    std::vector<std::pair<QString, QString>> unreadable; // (relative path, why): bad names, no permission
     QStringList errors; // store errors (a failed statement or commit), with the file they stopped
 };
 

@@ -84,6 +84,19 @@ ALTER TABLE evals_v4 RENAME TO evals;
 UPDATE files SET size=-1, mtime=-1, consumed=0, lines=0 WHERE importer IN ('megatron-log', 'lm-eval');
 )";
 
+// Version 5: which files wrote to which series (so that what a deleted or rewritten file wrote can go), and a
+// hash of the last bytes read of each file (so that a rewrite that keeps the first 4 KiB is not resumed).
+// Every file is read again on the next ingest (size -2: read again, its points kept), which records what
+// each wrote.
+const char *const kSchemaV5 = R"(
+CREATE TABLE series_files(
+    series_id INTEGER NOT NULL, file_id INTEGER NOT NULL, PRIMARY KEY(series_id, file_id)) WITHOUT ROWID;
+CREATE INDEX series_files_file ON series_files(file_id);
+ALTER TABLE files ADD COLUMN tail_len INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE files ADD COLUMN tail_hash TEXT NOT NULL DEFAULT '';
+UPDATE files SET size=-2, mtime=-1, consumed=0, lines=0, head_hash='';
+)";
+
 // Version 3's conversion: every series' points into chunks, then the view in place of the table.
 bool pointsToChunks(Database &db, QString *error)
 {
@@ -146,7 +159,8 @@ bool migrate(Database &db, const QString &path, QString *error)
     }
     // Migrations run in order; version 1 is the first schema.
     const bool ok = (version >= 1 || db.exec(kSchemaV1, error)) && (version >= 2 || db.exec(kSchemaV2, error))
-        && (version >= 3 || pointsToChunks(db, error)) && (version >= 4 || db.exec(kSchemaV4, error));
+        && (version >= 3 || pointsToChunks(db, error)) && (version >= 4 || db.exec(kSchemaV4, error))
+        && (version >= 5 || db.exec(kSchemaV5, error));
     if (!ok)
         return false;
     Statement set = db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", error);

@@ -361,16 +361,20 @@ void TestImporters::earlierDataSurvivesABadFile()
 {
     QTemporaryDir dir;
     write(dir.path() + QStringLiteral("/a.csv"), "step,loss\n1,3.0\n2,2.0\n");
+    write(dir.path() + QStringLiteral("/b.csv"), "step,grad\n1,0.5\n2,0.25\n");
     RunStore store;
     QString error;
     QVERIFY(store.open(dir.path(), &error));
     store.ingest();
     const QString run = QFileInfo(dir.path()).fileName();
     QCOMPARE(pointAt(store, run, {{}, {}, QStringLiteral("loss"), {}, {}}, 2), 2.0);
-    // The file is replaced by garbage: its problems are reported, the points read before stay.
+    // One file is replaced by garbage: its problems are reported with the line; what the other file holds
+    // stays; the store holds what the files say, so the replaced file's old points are gone.
     write(dir.path() + QStringLiteral("/a.csv"), "step,loss\n\x01\x02\x03 not csv at all\n");
-    store.ingest();
-    QCOMPARE(pointAt(store, run, {{}, {}, QStringLiteral("loss"), {}, {}}, 2), 2.0);
+    const IngestReport report = store.ingest();
+    QCOMPARE(report.filesFailed, 0);
+    QCOMPARE(pointAt(store, run, {{}, {}, QStringLiteral("grad"), {}, {}}, 2), 0.25);
+    QVERIFY(pointAt(store, run, {{}, {}, QStringLiteral("loss"), {}, {}}, 2) < -1e299);
     QCOMPARE(store.problems().size(), size_t(1));
     QCOMPARE(store.problems().front().line, 2);
 }

@@ -11,6 +11,13 @@ Q_LOGGING_CATEGORY(lcWorkspace, "fp8scope.views.workspace")
 
 namespace fp8scope {
 
+namespace {
+
+// Marks, in what the load job hands back, a file the scan could not read ("<mark><path>\x1f<why>").
+const QString kUnreadable = QStringLiteral("\x1eunreadable:");
+
+} // namespace
+
 // Lives on the job queue's worker thread: only jobs touch the backend.
 struct Workspace::BackendHolder {
     std::mutex mutex; // guards choice/factory, which the GUI thread may change between jobs
@@ -183,6 +190,8 @@ void Workspace::open(const QStringList &folders)
                         return !ctx.isCancelled();
                     });
                     errors << report.errors;
+                    for (const auto &[path, why] : report.unreadable)
+                        errors << kUnreadable + QDir(list[i]).absoluteFilePath(path) + QChar(0x1f) + why;
                 }
                 return errors;
             }},
@@ -214,7 +223,10 @@ void Workspace::openDemo(const QString &dir, const DemoOptions &options)
                                           const IngestReport report = store.ingest(
                                               [&](int, int, const QString &) { return !ctx.isCancelled(); });
                                           ctx.setProgress(2, 2);
-                                          return report.errors;
+                                          QStringList errors = report.errors;
+                                          for (const auto &[path, why] : report.unreadable)
+                                              errors << kUnreadable + QDir(out).absoluteFilePath(path) + QChar(0x1f) + why;
+                                          return errors;
                                       }},
         this, [this](const JobResult &r) { finishLoad(r.value.toStringList() << r.error); });
 }
@@ -222,8 +234,12 @@ void Workspace::openDemo(const QString &dir, const DemoOptions &options)
 void Workspace::finishLoad(const QStringList &errors)
 {
     m_loadTicket = 0;
+    std::vector<ProblemEntry> unreadable;
     for (const QString &e : errors) {
-        if (!e.isEmpty())
+        if (e.startsWith(kUnreadable)) // a file the scan could not read: a problem of the panel
+            unreadable.push_back({.path = e.mid(kUnreadable.size()).section(QChar(0x1f), 0, 0),
+                .message = e.section(QChar(0x1f), 1)});
+        else if (!e.isEmpty())
             Q_EMIT message(e);
     }
     for (int i = 0; i < m_folders.size(); ++i) {
@@ -239,6 +255,8 @@ void Workspace::finishLoad(const QStringList &errors)
             keyVersionsText(m_catalog.versions(r.ref))});
     m_layers = m_catalog.layerTensors();
     for (ProblemEntry &p : m_catalog.problems())
+        m_problems.push_back(std::move(p));
+    for (ProblemEntry &p : unreadable)
         m_problems.push_back(std::move(p));
     Q_EMIT loaded();
 }
