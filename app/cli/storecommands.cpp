@@ -94,12 +94,23 @@ int runIngest(const QStringList &args)
 {
     QCommandLineParser parser;
     const QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("print JSON"));
-    parser.addOption(jsonOpt);
+    const QCommandLineOption rebuildOpt(QStringLiteral("rebuild"),
+        QStringLiteral("throw the store away and read every file again (a damaged store; the store is a cache of the "
+                       "run's files, recomputed metrics are recomputed on request)"));
+    parser.addOptions({jsonOpt, rebuildOpt});
     if (const int rc = parse(parser, args, QStringLiteral("Read a run folder into its store.")))
         return rc < 0 ? 0 : rc;
     const QString folder = parser.positionalArguments().front();
     QTextStream out(stdout);
     QTextStream err(stderr);
+    if (parser.isSet(rebuildOpt)) {
+        RunStore fresh;
+        QString error;
+        if (!fresh.rebuild(folder, &error)) {
+            err << "fp8scope-cli: " << error << '\n';
+            return 1;
+        }
+    }
     Catalog catalog;
     if (!openCatalog(catalog, folder))
         return 1;
@@ -166,7 +177,7 @@ int runIngest(const QStringList &args)
         for (const QString &e : report.errors)
             out << "error    " << e << '\n';
     }
-    return report.filesFailed > 0 ? 1 : 0;
+    return report.filesFailed > 0 || !report.errors.isEmpty() ? 1 : 0;
 }
 
 int runRuns(const QStringList &args)
@@ -256,6 +267,27 @@ int runSeries(const QStringList &args)
         .recipe = parser.value(recipeOpt),
         .axis = parser.isSet(samplesOpt) ? SeriesAxis::Samples : SeriesAxis::Step};
     const auto found = catalog.candidates(run->ref, request);
+    if (found.empty() && request.layer.isEmpty() && request.tensor.isEmpty()) {
+        // A per-layer statistic asked for without a layer: list where it is rather than pick one.
+        QStringList where;
+        for (const Series &s : catalog.series(run->ref)) {
+            if (s.stat == request.stat && !s.layer.isEmpty()) {
+                const QString w = QStringLiteral("--layer %1 --tensor %2").arg(s.layer, s.tensor);
+                if (!where.contains(w))
+                    where << w;
+            }
+        }
+        if (!where.isEmpty()) {
+            QTextStream err(stderr);
+            err << "fp8scope-cli: '" << request.stat << "' is a per-layer statistic of run " << run->name << " ("
+                << where.size() << " layer and tensor pairs); choose one:\n";
+            for (const QString &w : where.mid(0, 50))
+                err << "  " << w << '\n';
+            if (where.size() > 50)
+                err << "  ... and " << where.size() - 50 << " more\n";
+            return 2;
+        }
+    }
     if (found.empty()) {
         reportStoreErrors(catalog);
         QTextStream(stderr) << "fp8scope-cli: no series '" << parser.value(statOpt) << "' in run " << run->name << '\n';

@@ -207,6 +207,20 @@ void MainWindow::createMenus()
     m_recentMenu = file->addMenu(tr("Open &Recent"));
     m_recentMenu->setObjectName(QStringLiteral("recentMenu"));
     file->addAction(tr("Open &Demo (synthetic data)"), this, [this] { openDemo(); });
+    QAction *rebuild = file->addAction(tr("Re&build Store..."), this, [this] {
+        if (QMessageBox::question(this, tr("Rebuild the store"),
+                tr("Throw away what fp8scope keeps of the open folders and read every file again?\n\n"
+                   "The store is a cache of the run's files; statistics recomputed from tensor dumps are "
+                   "recomputed when asked for again."))
+            != QMessageBox::Yes)
+            return;
+        QString error;
+        if (!m_workspace->rebuild(&error))
+            QMessageBox::warning(this, tr("Rebuild the store"), error);
+    });
+    rebuild->setObjectName(QStringLiteral("rebuildStore"));
+    connect(m_workspace, &Workspace::loaded, rebuild, [this, rebuild] { rebuild->setEnabled(!m_workspace->folders().isEmpty()); });
+    rebuild->setEnabled(false);
     file->addSeparator();
     QAction *quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);

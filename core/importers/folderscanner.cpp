@@ -147,6 +147,13 @@ FolderScan scanFolder(const QString &folder)
             paths << p;
         else if (info.isDir())
             reportNamesNotUtf8(root, p, &scan.unreadable);
+        else if (info.isSymLink() && !info.exists())
+            scan.unreadable.emplace_back(rel, QStringLiteral("a link to %1, which does not exist").arg(info.symLinkTarget()));
+        else
+            // A device, a pipe or a socket (a link to /dev/zero): an endless stream, never read.
+            scan.unreadable.emplace_back(rel,
+                info.isSymLink() ? QStringLiteral("a link to %1, which is not a regular file; not read").arg(info.symLinkTarget())
+                                 : QStringLiteral("not a regular file (a device, a pipe or a socket); not read"));
     }
     reportNamesNotUtf8(root, QDir(folder).absolutePath(), &scan.unreadable);
     std::sort(paths.begin(), paths.end());

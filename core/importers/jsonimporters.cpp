@@ -25,11 +25,12 @@ bool loadJson(const QString &path, IngestSink &sink, QJsonDocument *doc, ReadPos
         sink.problem(0, -1, QStringLiteral("cannot open: %1").arg(f.errorString()));
         return false;
     }
-    if (f.size() > kMaxJson) {
-        sink.problem(0, -1, QStringLiteral("JSON file larger than %1 MiB").arg(kMaxJson >> 20));
+    // Read bounded: a name that is a symlink to /dev/zero or a pipe has no size and never ends.
+    const QByteArray bytes = f.read(kMaxJson + 1);
+    if (bytes.size() > kMaxJson) {
+        sink.problem(0, -1, QStringLiteral("JSON file larger than %1 MiB; not read").arg(kMaxJson >> 20));
         return false;
     }
-    const QByteArray bytes = f.readAll();
     QJsonParseError err;
     *doc = QJsonDocument::fromJson(bytes, &err);
     end->offset = bytes.size();
@@ -53,25 +54,48 @@ double numberOrNan(const QJsonValue &v)
 
 } // namespace
 
-void flattenConfig(const QString &prefix, const QJsonValue &v, IngestSink &sink)
+void flattenConfig(const QString &prefix, const QJsonValue &v, IngestSink &sink, ConfigBudget &budget, int depth)
 {
+    if (budget.tooManyKeys)
+        return;
+    if (depth > kMaxConfigDepth) {
+        budget.tooDeep = true;
+        return;
+    }
     if (v.isObject()) {
         const QJsonObject o = v.toObject();
-        for (auto it = o.begin(); it != o.end(); ++it)
-            flattenConfig(prefix.isEmpty() ? it.key() : prefix + QLatin1Char('.') + it.key(), it.value(), sink);
-    } else if (v.isArray()) {
-        const QJsonArray a = v.toArray();
-        for (qsizetype i = 0; i < a.size(); ++i)
-            flattenConfig(prefix + QStringLiteral("[%1]").arg(i), a.at(i), sink);
-    } else if (v.isBool()) {
-        sink.config(prefix, v.toBool() ? QStringLiteral("true") : QStringLiteral("false"));
-    } else if (v.isDouble()) {
-        sink.config(prefix, QString::number(v.toDouble(), 'g', 17));
-    } else if (v.isString()) {
-        sink.config(prefix, v.toString());
-    } else if (v.isNull()) {
-        sink.config(prefix, QStringLiteral("null"));
+        for (auto it = o.begin(); it != o.end() && !budget.tooManyKeys; ++it)
+            flattenConfig(prefix.isEmpty() ? it.key() : prefix + QLatin1Char('.') + it.key(), it.value(), sink, budget,
+                depth + 1);
+        return;
     }
+    if (v.isArray()) {
+        const QJsonArray a = v.toArray();
+        for (qsizetype i = 0; i < a.size() && !budget.tooManyKeys; ++i)
+            flattenConfig(prefix + QStringLiteral("[%1]").arg(i), a.at(i), sink, budget, depth + 1);
+        return;
+    }
+    if (v.isUndefined() || !budget.take())
+        return;
+    if (v.isBool())
+        sink.config(prefix, v.toBool() ? QStringLiteral("true") : QStringLiteral("false"));
+    else if (v.isDouble())
+        sink.config(prefix, QString::number(v.toDouble(), 'g', 17));
+    else if (v.isString())
+        sink.config(prefix, v.toString());
+    else if (v.isNull())
+        sink.config(prefix, QStringLiteral("null"));
+}
+
+void reportConfigBudget(const ConfigBudget &budget, IngestSink &sink)
+{
+    if (budget.tooManyKeys)
+        sink.problem(0, -1,
+            QStringLiteral("more than %1 config keys (aliases that expand without end?); the rest are not read")
+                .arg(kMaxConfigKeys));
+    if (budget.tooDeep)
+        sink.problem(0, -1,
+            QStringLiteral("values nested deeper than %1 levels are not read").arg(kMaxConfigDepth));
 }
 
 bool GoldenValuesImporter::recognises(const QString &fileName, const QByteArray &head) const
@@ -374,8 +398,11 @@ ReadPosition JsonConfigImporter::read(const QString &path, const ReadPosition &,
 {
     QJsonDocument doc;
     ReadPosition end;
-    if (loadJson(path, sink, &doc, &end))
-        flattenConfig(QString(), doc.isObject() ? QJsonValue(doc.object()) : QJsonValue(doc.array()), sink);
+    if (loadJson(path, sink, &doc, &end)) {
+        ConfigBudget budget;
+        flattenConfig(QString(), doc.isObject() ? QJsonValue(doc.object()) : QJsonValue(doc.array()), sink, budget, 0);
+        reportConfigBudget(budget, sink);
+    }
     return end;
 }
 

@@ -3,6 +3,7 @@
 // configs in JSON (flattened to dotted keys).
 #pragma once
 
+#include "configlimits.h"
 #include "importer.h"
 
 class QFileInfo;
@@ -61,6 +62,8 @@ public:
 };
 
 // Adds every scalar under `v` as a config entry with a dotted key (arrays as [i]).
-void flattenConfig(const QString &prefix, const QJsonValue &v, IngestSink &sink);
+void flattenConfig(const QString &prefix, const QJsonValue &v, IngestSink &sink, ConfigBudget &budget, int depth);
+// The problems a spent budget leaves (too many keys, too deep).
+void reportConfigBudget(const ConfigBudget &budget, IngestSink &sink);
 
 } // namespace fp8scope

@@ -1,9 +1,12 @@
 #include "megatronlogimporter.h"
 
+#include "configlimits.h"
 #include "linereader.h"
 #include "versionsimporter.h"
 
 #include <QRegularExpression>
+
+#include <utility>
 
 namespace fp8scope {
 
@@ -98,6 +101,8 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
     // ---", one "  name ........ value" per line: the run's config when it has no YAML.
     static const QRegularExpression argument(QStringLiteral("^([A-Za-z_][A-Za-z0-9_]*) \\.{2,} ?(.*)$"));
     bool inArguments = false;
+    ConfigBudget budget; // an arguments block is a few hundred lines; a damaged log could make it endless
+    bool saidTooMany = false;
     return readLines(path, from, sink, [&](const TextLine &l) {
         QStringView line = withoutLauncherPrefix(QStringView(l.text));
         QString bad;
@@ -118,9 +123,13 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
             if (!l.complete)
                 return false;
             const QRegularExpressionMatch m = argument.match(line);
-            if (m.hasMatch())
-                sink.config(m.captured(1), m.captured(2).trimmed());
-            else
+            if (m.hasMatch()) {
+                if (budget.take())
+                    sink.config(m.captured(1), m.captured(2).trimmed());
+                else if (!std::exchange(saidTooMany, true))
+                    sink.problem(l.number, l.offset,
+                        QStringLiteral("more than %1 arguments; the rest are not read").arg(kMaxConfigKeys));
+            } else
                 inArguments = false; // the block ended without its closing line
             return true;
         }

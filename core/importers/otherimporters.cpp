@@ -1,33 +1,54 @@
 #include "otherimporters.h"
 
+#include "configlimits.h"
+#include "jsonimporters.h"
+
 #include "core/tensors/dumplayout.h"
 #include "core/tensors/fp8decode.h"
 #include "core/tensors/tensorreader.h"
 
+#include <QFile>
 #include <QFileInfo>
 #include <QRegularExpression>
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+
 namespace fp8scope {
 
 namespace {
 
-void flattenYaml(const QString &prefix, const YAML::Node &n, IngestSink &sink)
+void flattenYaml(const QString &prefix, const YAML::Node &n, IngestSink &sink, ConfigBudget &budget, int depth)
 {
+    if (budget.tooManyKeys)
+        return;
+    if (depth > kMaxConfigDepth) {
+        budget.tooDeep = true;
+        return;
+    }
     switch (n.Type()) {
     case YAML::NodeType::Map:
-        for (const auto &kv : n)
+        for (const auto &kv : n) {
+            if (budget.tooManyKeys)
+                return;
             flattenYaml((prefix.isEmpty() ? QString() : prefix + QLatin1Char('.'))
                     + QString::fromStdString(kv.first.as<std::string>()),
-                kv.second, sink);
+                kv.second, sink, budget, depth + 1);
+        }
         break;
     case YAML::NodeType::Sequence:
-        for (std::size_t i = 0; i < n.size(); ++i)
-            flattenYaml(prefix + QStringLiteral("[%1]").arg(i), n[i], sink);
+        for (std::size_t i = 0; i < n.size() && !budget.tooManyKeys; ++i)
+            flattenYaml(prefix + QStringLiteral("[%1]").arg(i), n[i], sink, budget, depth + 1);
         break;
-    case YAML::NodeType::Scalar: sink.config(prefix, QString::fromStdString(n.Scalar())); break;
-    case YAML::NodeType::Null: sink.config(prefix, QStringLiteral("null")); break;
+    case YAML::NodeType::Scalar:
+        if (budget.take())
+            sink.config(prefix, QString::fromStdString(n.Scalar()));
+        break;
+    case YAML::NodeType::Null:
+        if (budget.take())
+            sink.config(prefix, QStringLiteral("null"));
+        break;
     case YAML::NodeType::Undefined: break;
     }
 }
@@ -42,9 +63,35 @@ bool YamlConfigImporter::recognises(const QString &fileName, const QByteArray &)
 ReadPosition YamlConfigImporter::read(const QString &path, const ReadPosition &, IngestSink &sink)
 {
     ReadPosition end {QFileInfo(path).size(), 0};
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) {
+        sink.problem(0, -1, QStringLiteral("cannot open: %1").arg(f.errorString()));
+        return end;
+    }
+    // Read bounded: a name that is a symlink to /dev/zero or a pipe has no size and never ends.
+    const QByteArray bytes = f.read(kMaxConfigBytes + 1);
+    if (bytes.size() > kMaxConfigBytes) {
+        sink.problem(0, -1, QStringLiteral("YAML file larger than %1 MiB; not read").arg(kMaxConfigBytes >> 20));
+        return end;
+    }
+    // yaml-cpp's parser recurses once per level of nesting: a few thousand '[' would overflow the stack.
+    int depth = 0, deepest = 0;
+    for (char c : bytes) {
+        if (c == '[' || c == '{')
+            deepest = std::max(deepest, ++depth);
+        else if ((c == ']' || c == '}') && depth > 0)
+            --depth;
+    }
+    if (deepest > kMaxConfigDepth) {
+        sink.problem(0, -1,
+            QStringLiteral("YAML nested deeper than %1 levels of brackets; not read").arg(kMaxConfigDepth));
+        return end;
+    }
     try {
-        const YAML::Node root = YAML::LoadFile(path.toStdString());
-        flattenYaml(QString(), root, sink);
+        const YAML::Node root = YAML::Load(bytes.toStdString());
+        ConfigBudget budget;
+        flattenYaml(QString(), root, sink, budget, 0);
+        reportConfigBudget(budget, sink);
     } catch (const YAML::Exception &e) {
         sink.problem(e.mark.is_null() ? 0 : e.mark.line + 1, e.mark.is_null() ? -1 : e.mark.pos,
             QStringLiteral("invalid YAML: %1").arg(QString::fromStdString(e.msg)));

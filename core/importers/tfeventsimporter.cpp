@@ -176,6 +176,32 @@ bool TfEventsImporter::recognises(const QString &fileName, const QByteArray &hea
     return readLe32(head.constData() + 8) == maskedCrc32c(head.constData(), 8);
 }
 
+namespace {
+
+// The offset of the next record header at or after `from` whose length fits the file and whose CRC holds (a
+// length word and its masked CRC32C), or `size` when there is none. Scans a window in memory at a time, the
+// length check first: 30 MB of junk between two records took 52 s with a seek and a read per byte.
+qint64 nextHeader(QFile &f, qint64 from, qint64 size)
+{
+    constexpr qint64 kWindow = qint64(1) << 20;
+    for (qint64 at = from; at + 12 <= size; at += kWindow) {
+        if (!f.seek(at))
+            return size;
+        const QByteArray window = f.read(kWindow + 11);
+        for (qsizetype i = 0; i + 12 <= window.size() && i < kWindow; ++i) {
+            const char *h = window.constData() + i;
+            const uint64_t len = readLe64(h);
+            if (len > kMaxRecord || at + i + 12 + qint64(len) + 4 > size)
+                continue;
+            if (readLe32(h + 8) == maskedCrc32c(h, 8))
+                return at + i;
+        }
+    }
+    return size;
+}
+
+} // namespace
+
 ReadPosition TfEventsImporter::read(const QString &path, const ReadPosition &, IngestSink &sink)
 {
     QFile f(path);
@@ -200,7 +226,7 @@ ReadPosition TfEventsImporter::read(const QString &path, const ReadPosition &, I
                         : QStringLiteral("corrupted record header; looking for the next record"));
                 resyncing = true;
             }
-            ++pos; // resynchronise byte by byte on the next header whose CRC holds
+            pos = nextHeader(f, pos + 1, size);
             continue;
         }
         resyncing = false;

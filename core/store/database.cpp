@@ -10,6 +10,7 @@ Statement::Statement(sqlite3 *db, const char *sql, QString *error)
     : m_db(db)
 {
     if (sqlite3_prepare_v2(db, sql, -1, &m_stmt, nullptr) != SQLITE_OK) {
+        m_errorCode = sqlite3_errcode(db) & 0xFF;
         m_error = QString::fromUtf8(sqlite3_errmsg(db));
         if (error)
             *error = m_error;
@@ -27,6 +28,7 @@ Statement::Statement(Statement &&o) noexcept
     : m_stmt(o.m_stmt)
     , m_db(o.m_db)
     , m_failed(o.m_failed)
+    , m_errorCode(o.m_errorCode)
     , m_error(std::move(o.m_error))
 {
     o.m_stmt = nullptr;
@@ -39,6 +41,7 @@ Statement &Statement::operator=(Statement &&o) noexcept
         m_stmt = o.m_stmt;
         m_db = o.m_db;
         m_failed = o.m_failed;
+        m_errorCode = o.m_errorCode;
         m_error = std::move(o.m_error);
         o.m_stmt = nullptr;
     }
@@ -88,6 +91,7 @@ bool Statement::next()
         return true;
     if (rc != SQLITE_DONE) {
         m_failed = true;
+        m_errorCode = rc & 0xFF;
         m_error = QString::fromUtf8(sqlite3_errmsg(m_db));
     }
     return false;
@@ -100,8 +104,10 @@ bool Statement::exec()
     int rc;
     while ((rc = sqlite3_step(m_stmt)) == SQLITE_ROW) { }
     const bool ok = rc == SQLITE_DONE;
-    if (!ok)
+    if (!ok) {
+        m_errorCode = rc & 0xFF;
         m_error = QString::fromUtf8(sqlite3_errmsg(m_db));
+    }
     sqlite3_reset(m_stmt);
     return ok;
 }
@@ -154,6 +160,8 @@ Database::~Database()
 
 bool Database::open(const QString &path, QString *error)
 {
+    sqlite3_close_v2(m_db);
+    m_db = nullptr;
     if (sqlite3_open_v2(path.toUtf8().constData(), &m_db,
             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr)
         != SQLITE_OK) {
@@ -192,8 +200,35 @@ int64_t Database::lastInsertId() const
 
 bool Database::isBusy() const
 {
-    const int code = sqlite3_errcode(m_db) & 0xFF;
+    return isBusyCode(lastErrorCode());
+}
+
+int Database::lastErrorCode() const
+{
+    return m_db ? sqlite3_errcode(m_db) & 0xFF : SQLITE_CANTOPEN;
+}
+
+bool isDamagedCode(int code)
+{
+    return code == SQLITE_CORRUPT || code == SQLITE_NOTADB;
+}
+
+bool isBusyCode(int code)
+{
     return code == SQLITE_BUSY || code == SQLITE_LOCKED;
+}
+
+QString describeStoreError(
+    int code, const QString &message, const QString &storePath, const QString &folder, const QString &writer)
+{
+    if (isDamagedCode(code))
+        return QStringLiteral("%1: the store is damaged (%2). It is a cache of the run's files: rebuild it with "
+                              "`fp8scope-cli ingest --rebuild %3`, or File > Rebuild Store in the window")
+            .arg(storePath, message, folder);
+    if (isBusyCode(code))
+        return QStringLiteral("%1: the store is busy: %2; try again when it is done")
+            .arg(storePath, writer.isEmpty() ? QStringLiteral("another fp8scope is writing to it") : writer);
+    return QStringLiteral("%1: %2").arg(storePath, message);
 }
 
 QString Database::lastError() const

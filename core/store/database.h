@@ -40,6 +40,8 @@ public:
     [[nodiscard]] bool exec();
     // True once a step failed or the statement did not prepare; cleared by reset().
     [[nodiscard]] bool failed() const { return m_failed || !m_stmt; }
+    // SQLite's result code of the failure (SQLITE_CORRUPT, SQLITE_BUSY, ...); 0 when none.
+    int errorCode() const { return m_errorCode; }
     void reset();
 
     int64_t int64(int col) const;
@@ -54,6 +56,7 @@ private:
     sqlite3_stmt *m_stmt = nullptr;
     sqlite3 *m_db = nullptr;
     bool m_failed = false;
+    int m_errorCode = 0;
     QString m_error; // the statement's own error (a failed prepare, a failed step)
 };
 
@@ -72,6 +75,7 @@ public:
     Statement prepare(const char *sql, QString *error = nullptr);
     int64_t lastInsertId() const;
     QString lastError() const;
+    int lastErrorCode() const; // SQLite's primary result code of the last failure
     // The last failure was SQLITE_BUSY or SQLITE_LOCKED: another connection (another fp8scope) holds the store.
     bool isBusy() const;
     sqlite3 *handle() const { return m_db; }
@@ -93,5 +97,13 @@ private:
     Database &m_db;
     bool m_active = false;
 };
+
+// What a store error means for the user, with the store's path and what to do: a damaged store (SQLite's
+// CORRUPT or NOTADB) is rebuilt from the run's files, a busy one waits for its writer (`writer`: who holds it,
+// when known).
+QString describeStoreError(int code, const QString &message, const QString &storePath, const QString &folder,
+    const QString &writer = QString());
+bool isDamagedCode(int code);
+bool isBusyCode(int code);
 
 } // namespace fp8scope

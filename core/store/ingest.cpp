@@ -5,6 +5,9 @@
 
 #include "core/importers/folderscanner.h"
 
+#include <sqlite3.h>
+
+#include <QCoreApplication>
 #include <QCryptographicHash>
 #include <QDateTime>
 #include <QFile>
@@ -12,10 +15,14 @@
 #include <QHash>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <future>
+#include <new>
 #include <map>
 #include <set>
+
+#include <signal.h>
 
 namespace fp8scope {
 
@@ -480,9 +487,10 @@ void ingestFile(
     q.reset();
     Transaction t(db);
     if (!t.isActive()) {
-        fail(db.isBusy() ? QStringLiteral("the store is busy (another fp8scope is writing to it); try again when it "
-                                          "is done")
-                         : db.lastError());
+        if (db.isBusy())
+            report.busy = true; // said once, by the caller
+        else
+            fail(db.lastError());
         return;
     }
     QString error;
@@ -512,8 +520,19 @@ void ingestFile(
     }
     const qsizetype slash = f.relativePath.lastIndexOf(QLatin1Char('/'));
     FileSink sink(db, fileId, f.run, &scan, slash < 0 ? QString() : f.relativePath.left(slash));
-    const ReadPosition end = f.importer->read(f.absolutePath, from, sink);
-    sink.finish();
+    ReadPosition end;
+    // One file's failure (memory running out on a hostile file, a library throwing) rolls back that file
+    // only: the others are read, and the report says which failed and why.
+    try {
+        end = f.importer->read(f.absolutePath, from, sink);
+        sink.finish();
+    } catch (const std::bad_alloc &) {
+        fail(QStringLiteral("out of memory while reading it; not read"));
+        return;
+    } catch (const std::exception &e) {
+        fail(QStringLiteral("not read: %1").arg(QString::fromLocal8Bit(e.what())));
+        return;
+    }
     const int64_t tailLen = std::min<int64_t>(end.offset, kTailBytes);
     Statement upd = db.prepare("UPDATE files SET run_id=?, importer=?, size=?, mtime=?, head_len=?, head_hash=?, "
                                "consumed=?, lines=?, tail_len=?, tail_hash=? WHERE id=?");
@@ -576,9 +595,64 @@ void dropDeletedFiles(Database &db, const FolderScan &scan, IngestReport &report
 
 } // namespace
 
-IngestReport ingestFolder(Database &db, const QString &folder, const IngestProgress &progress)
+namespace {
+
+QString writerPath(const QString &storePath)
+{
+    return storePath + QStringLiteral("-writer");
+}
+
+// Says who writes to the store while an ingest runs (for another fp8scope that finds it busy).
+class WriterMark
+{
+public:
+    explicit WriterMark(const QString &storePath)
+        : m_path(writerPath(storePath))
+    {
+        QFile f(m_path);
+        if (f.open(QIODevice::WriteOnly | QIODevice::Truncate))
+            f.write(QStringLiteral("%1\n%2 ingest (pid %1) since %3\n")
+                        .arg(QCoreApplication::applicationPid())
+                        .arg(QCoreApplication::applicationName().isEmpty() ? QStringLiteral("fp8scope")
+                                                                            : QCoreApplication::applicationName(),
+                            QDateTime::currentDateTime().toString(Qt::ISODate))
+                        .toUtf8());
+    }
+    ~WriterMark() { QFile::remove(m_path); }
+
+private:
+    QString m_path;
+};
+
+} // namespace
+
+QString readWriter(const QString &storePath)
+{
+    QFile f(writerPath(storePath));
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    const QList<QByteArray> lines = f.read(4096).split('\n');
+    bool ok = false;
+    const pid_t pid = pid_t(lines.value(0).toLongLong(&ok));
+    if (!ok || pid <= 0 || (::kill(pid, 0) != 0 && errno == ESRCH))
+        return {}; // a writer that is gone (killed) left its mark
+    return QString::fromUtf8(lines.value(1)).trimmed();
+}
+
+IngestReport ingestFolder(Database &db, const QString &folder, const QString &storePath, const IngestProgress &progress)
 {
     IngestReport report;
+    {
+        // Another fp8scope writing to the store (an ingest of the same folder): say who, and read nothing.
+        Transaction probe(db);
+        if (!probe.isActive()) {
+            report.busy = db.isBusy();
+            report.errors << (report.busy ? describeStoreError(SQLITE_BUSY, QString(), storePath, folder, readWriter(storePath))
+                                          : describeStoreError(db.lastErrorCode(), db.lastError(), storePath, folder));
+            return report;
+        }
+    }
+    const WriterMark mark(storePath);
     const FolderScan scan = scanFolder(folder);
     report.unrecognised = scan.unrecognised;
     report.unreadable = scan.unreadable;
@@ -594,6 +668,10 @@ IngestReport ingestFolder(Database &db, const QString &folder, const IngestProgr
         }
         ++done;
         ingestFile(db, f, scan, report, &movedFrom);
+        if (report.busy) {
+            stopped = true;
+            break;
+        }
     }
     // A rewrite or deletion can take series a file read earlier in this pass shared: read those again.
     if (!stopped) {
@@ -604,6 +682,10 @@ IngestReport ingestFolder(Database &db, const QString &folder, const IngestProgr
                 ingestFile(db, f, scan, report, &movedFrom);
             }
         }
+    }
+    if (report.busy) {
+        report.errors << describeStoreError(SQLITE_BUSY, QString(), storePath, folder, readWriter(storePath));
+        return report;
     }
     dropRunsLeftEmpty(db, movedFrom, &report);
     QString error;

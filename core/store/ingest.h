@@ -28,11 +28,17 @@ struct IngestReport {
     QStringList unrecognised; // relative paths of files no importer reads
     std::vector<std::pair<QString, QString>> unreadable; // (relative path, why): bad names, no permission
     QStringList errors; // store errors (a failed statement or commit), with the file they stopped
+    bool busy = false; // another fp8scope was writing to the store: the ingest stopped (errors say who)
 };
 
 using IngestProgress = std::function<bool(int done, int total, const QString &file)>;
 
-IngestReport ingestFolder(Database &db, const QString &folder, const IngestProgress &progress);
+// `storePath` names the store in messages; `writer` says who holds it when it is busy (readWriter()).
+IngestReport ingestFolder(Database &db, const QString &folder, const QString &storePath, const IngestProgress &progress);
+
+// Who is writing to a store: the program, its pid and since when, kept in <store>-writer while an ingest
+// runs; "" when nobody (or a writer that is gone).
+QString readWriter(const QString &storePath);
 
 // Recomputed metrics of one dump as series with source "recomputed" and the recipe, in one transaction.
 [[nodiscard]] bool writeRecomputed(Database &db, int64_t runId, const DumpRecord &d, const QString &recipe,

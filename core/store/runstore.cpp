@@ -3,8 +3,11 @@
 #include "pointchunks.h"
 #include "schema.h"
 
+#include <sqlite3.h>
+
 #include <QCryptographicHash>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QStandardPaths>
 
@@ -92,12 +95,48 @@ bool RunStore::openFile(const QString &storePath, const QString &folder, QString
     m_path = storePath;
     m_folder = QDir(folder).absolutePath();
     m_errors.clear();
-    return m_db.open(storePath, error) && schema::migrate(m_db, storePath, error);
+    QString why;
+    if (!m_db.open(storePath, &why) || !schema::migrate(m_db, storePath, &why) || !check(&why)) {
+        *error = why.startsWith(storePath) ? why : describeStoreError(m_db.lastErrorCode(), why, storePath, m_folder);
+        return false;
+    }
+    return true;
+}
+
+bool RunStore::check(QString *error)
+{
+    // Before a store is trusted: SQLite's quick check (every page's structure, not the index contents), on
+    // stores up to 512 MiB, which it reads in well under a second; a larger store is checked as it is read
+    // (every failed read is reported, damage included).
+    if (QFileInfo(m_path).size() > (qint64(512) << 20))
+        return true;
+    Statement s = m_db.prepare("PRAGMA quick_check(1)");
+    if (!s.next()) {
+        *error = describeStoreError(s.errorCode(), s.error(), m_path, m_folder);
+        return false;
+    }
+    if (s.text(0) != QLatin1String("ok")) {
+        *error = describeStoreError(SQLITE_CORRUPT, s.text(0), m_path, m_folder);
+        return false;
+    }
+    return true;
+}
+
+bool RunStore::rebuild(const QString &folder, QString *error)
+{
+    const QString path = storePathFor(folder);
+    for (const QString &f : QStringList {path, path + QStringLiteral("-wal"), path + QStringLiteral("-shm")}) {
+        if (QFileInfo::exists(f) && !QFile::remove(f)) {
+            *error = QStringLiteral("%1: cannot remove the old store").arg(f);
+            return false;
+        }
+    }
+    return open(folder, error);
 }
 
 IngestReport RunStore::ingest(const Progress &progress)
 {
-    return ingestFolder(m_db, m_folder, progress);
+    return ingestFolder(m_db, m_folder, m_path, progress);
 }
 
 bool RunStore::storeRecomputed(int64_t runId, const DumpRecord &d, const QString &recipe,
@@ -115,7 +154,8 @@ bool RunStore::ok(const Statement &s) const
 {
     if (!s.failed())
         return true;
-    const QString e = s.error().isEmpty() ? QStringLiteral("statement failed") : s.error();
+    const QString e = describeStoreError(s.errorCode(), s.error().isEmpty() ? QStringLiteral("statement failed") : s.error(),
+        m_path, m_folder, isBusyCode(s.errorCode()) ? readWriter(m_path) : QString());
     if (!m_errors.contains(e))
         m_errors << e;
     return false;

@@ -93,6 +93,9 @@ public:
 
     [[nodiscard]] bool open(const QString &folder, QString *error);
     [[nodiscard]] bool openFile(const QString &storePath, const QString &folder, QString *error);
+    // Throws the folder's store away and opens a new, empty one (ingest fills it again): the store is a cache of
+    // the run's files. What only it held (metrics recomputed from dumps) is recomputed on request.
+    [[nodiscard]] bool rebuild(const QString &folder, QString *error);
     QString path() const { return m_path; }
     QString folder() const { return m_folder; }
 
@@ -146,6 +149,8 @@ public:
 
 private:
     friend struct RunStoreTestAccess; // tests/core/storeaccess.h: the raw connection, for tests of the schema
+    // The quick check a store passes before it is trusted; false with *error (what to do included) when not.
+    bool check(QString *error);
     // Records a failed statement's error; true when `s` did not fail.
     bool ok(const Statement &s) const;
     Statement prepare(const char *sql) const;

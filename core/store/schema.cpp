@@ -140,12 +140,26 @@ bool migrate(Database &db, const QString &path, QString *error)
     if (!db.exec("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)", error))
         return false;
     Statement s = db.prepare("SELECT value FROM meta WHERE key='schema_version'", error);
-    const int version = s.next() ? s.text(0).toInt() : 0;
+    const bool stamped = s.next();
+    const QString stamp = stamped ? s.text(0) : QString();
     if (s.failed()) {
-        *error = QStringLiteral("%1: %2").arg(path, s.error());
+        *error = s.error(); // RunStore::openFile says what it means, and what to do
         return false;
     }
     s.reset(); // a pending read would block the DROP TABLE of a migration
+    bool isNumber = false;
+    const int version = stamped ? stamp.toInt(&isNumber) : 0;
+    Statement tables = db.prepare("SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='runs'", error);
+    const bool hasRuns = tables.next() && tables.int64(0) > 0;
+    tables.reset();
+    if ((stamped && (!isNumber || version < 1)) || (!stamped && hasRuns)) {
+        // Not a version fp8scope wrote: creating version 1's tables again would fail with "table runs already
+        // exists", which says nothing.
+        *error = QStringLiteral("%1: the store's schema version is %2, which no fp8scope wrote; rebuild it with "
+                                "`fp8scope-cli ingest --rebuild` (it is a cache of the run's files)")
+                     .arg(path, stamped ? QStringLiteral("'%1'").arg(stamp) : QStringLiteral("missing"));
+        return false;
+    }
     if (version > kVersion) {
         *error = QStringLiteral("%1: store schema %2 is newer than this fp8scope (%3)").arg(path).arg(version).arg(kVersion);
         return false;

@@ -7,9 +7,11 @@
 
 #include <libdeflate.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 namespace fp8scope {
@@ -290,6 +292,36 @@ std::unique_ptr<Hdf5Reader> Hdf5Reader::open(const QString &path, const QString 
                 QStringLiteral("dataset '%1': chunk of more than %2 MiB").arg(name).arg(kMaxChunkBytes >> 20)};
             return nullptr;
         }
+        // Chunks that were never written read as the fill value: a partly written dump reads. But a 1.4 KB file
+        // can declare 2^40 elements in chunks never written, and reading its fill values would take hours:
+        // a tensor whose unwritten part is both most of it and more than kMaxFillElements is refused.
+        if (r->m_info.numel > 0 && crank == rank) {
+            hsize_t written = 0;
+            int64_t chunks = 1, perChunk = 1;
+            for (int i = 0; i < rank; ++i) {
+                const int64_t along = int64_t((dims[i] + chunk[i] - 1) / std::max<hsize_t>(chunk[i], 1));
+                chunks = along > 0 && chunks > std::numeric_limits<int64_t>::max() / along
+                    ? std::numeric_limits<int64_t>::max()
+                    : chunks * along;
+                perChunk = std::min<int64_t>(perChunk * int64_t(chunk[i]), int64_t(1) << 40);
+            }
+            const hid_t all = H5Dget_space(r->m_dataset); // HDF5 1.10 takes no H5S_ALL here
+            const bool counted = H5Dget_num_chunks(r->m_dataset, all, &written) >= 0;
+            H5Sclose(all);
+            const double unwritten = std::max(0.0, double(r->m_info.numel) - double(written) * double(perChunk));
+            if (counted && unwritten > double(kMaxFillElements) && unwritten > double(r->m_info.numel) / 2) {
+                H5Pclose(dcpl);
+                *problem = {path, -1,
+                    QStringLiteral("dataset '%1': %2 of its %3 chunks were never written (the file holds %4 bytes "
+                                   "for a %5-byte tensor); a dump that is mostly unwritten is not read")
+                        .arg(name)
+                        .arg(chunks - int64_t(written))
+                        .arg(chunks)
+                        .arg(QFileInfo(path).size())
+                        .arg(QString::number(double(r->m_info.numel) * dtypeSize(*dtype), 'g', 4))};
+                return nullptr;
+            }
+        }
         // gzip alone (the dump layout's pipeline): chunks read raw and inflated here. No filter at all: chunks
         // read raw, straight into place where they are whole slices.
         unsigned flags = 0;
@@ -311,7 +343,13 @@ std::unique_ptr<Hdf5Reader> Hdf5Reader::open(const QString &path, const QString 
         const haddr_t addr = H5Dget_offset(r->m_dataset);
         const qint64 fileSize = QFileInfo(path).size();
         const qint64 need = r->m_info.numel * dtypeSize(*dtype);
-        if (addr == HADDR_UNDEF || qint64(addr) > fileSize || need > fileSize - qint64(addr)) {
+        if (addr == HADDR_UNDEF) {
+            // Storage is allocated at the first write: none means the dataset was created and never written.
+            H5Pclose(dcpl);
+            *problem = {path, -1, QStringLiteral("dataset '%1' holds no data (created, never written)").arg(name)};
+            return nullptr;
+        }
+        if (qint64(addr) > fileSize || need > fileSize - qint64(addr)) {
             H5Pclose(dcpl);
             *problem = {path, addr == HADDR_UNDEF ? -1 : qint64(addr),
                 QStringLiteral("dataset '%1' declares %2 bytes past the end of the file").arg(name).arg(need)};

@@ -28,6 +28,9 @@ public:
 
     // Largest chunk (bytes) a dataset may declare: the HDF5 library holds whole chunks while it decodes.
     static constexpr int64_t kMaxChunkBytes = int64_t(256) << 20;
+    // Most fill-value elements (chunks never written) a dataset may make the metrics read, when they are most
+    // of it: a few seconds of work. A partly written dump reads; a 1.4 KB file declaring 2^40 is refused.
+    static constexpr int64_t kMaxFillElements = int64_t(1) << 27;
     // Largest chunk read raw and inflated here (each worker may hold one); larger ones use H5Dread.
     static constexpr int64_t kMaxDirectChunkBytes = int64_t(16) << 20;
 

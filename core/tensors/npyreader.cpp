@@ -51,6 +51,11 @@ bool parseNpyHeader(const QByteArray &head, qint64 fileSize, NpyHeader *header, 
     const auto descr = descrRe.match(dict);
     const auto fortran = fortranRe.match(dict);
     const auto shape = shapeRe.match(dict);
+    // A structured dtype's descr is a list of fields, not a string: say so, not that descr is missing.
+    static const QRegularExpression structured(QStringLiteral("'descr'\\s*:\\s*\\["));
+    if (!descr.hasMatch() && structured.match(dict).hasMatch())
+        return fail(error, errorOffset, start,
+            QStringLiteral("structured dtype (a record of named fields): only plain float arrays are read"));
     if (!descr.hasMatch() || !fortran.hasMatch() || !shape.hasMatch())
         return fail(
             error, errorOffset, start, QStringLiteral("header dictionary lacks 'descr', 'fortran_order' or 'shape'"));

@@ -11,6 +11,7 @@
 #include <QJsonObject>
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 
 namespace fp8scope {
@@ -136,6 +137,13 @@ bool parseSafetensorsHeader(
         }
         const double b = offsets[0].toDouble();
         const double en = offsets[1].toDouble();
+        if (b != std::floor(b) || en != std::floor(en)) {
+            // Printed as written: rounded, 10.5 read as "11" and the message pointed nowhere.
+            *error = QStringLiteral("tensor '%1': data_offsets [%2, %3] are not whole byte offsets")
+                         .arg(e.name)
+                         .arg(QString::number(b, 'g', 17), QString::number(en, 'g', 17));
+            return false;
+        }
         if (b < 0 || en < b || en > double(dataSize)) {
             *error = QStringLiteral("tensor '%1': data_offsets [%2, %3] outside the %4-byte data section")
                          .arg(e.name)

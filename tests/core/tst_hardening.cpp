@@ -8,7 +8,9 @@
 #include "core/importers/linereader.h"
 #include "core/query/catalog.h"
 #include "core/store/runstore.h"
+#include "core/tensors/tensorreader.h"
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QFile>
 #include <QProcess>
@@ -16,6 +18,7 @@
 #include <QTest>
 
 #include <fcntl.h>
+#include <hdf5.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -86,6 +89,11 @@ private Q_SLOTS:
     void deletedFilesTakeWhatTheyWrote();
     void rewrittenFilesAreReadAgain();
     void sharedSeriesSurviveARewrite();
+    void damagedStoreIsDetectedAndRebuilt();
+    void storeOfASchemaNoFp8scopeWrote();
+    void busyStoreSaysByWhom();
+    void perLayerStatisticWithoutALayer();
+    void messagesSayWhatIsWrong();
 };
 
 void TestHardening::megatronLinesBehindLauncherPrefixes()
@@ -314,6 +322,164 @@ void TestHardening::sharedSeriesSurviveARewrite()
     QVERIFY(QFile::remove(dir.filePath(QStringLiteral("train_1.out"))));
     ingest(dir.path());
     QCOMPARE(points(dir.path(), QStringLiteral("lm loss")), (std::map<int64_t, double> {{3, 8.0}, {4, 7.5}}));
+}
+
+void TestHardening::damagedStoreIsDetectedAndRebuilt()
+{
+    QTemporaryDir dir;
+    QByteArray csv = "step,loss\n";
+    for (int s = 0; s < 20000; ++s)
+        csv += QByteArray::number(s) + ',' + QByteArray::number(1.0 / (s + 1)) + '\n';
+    write(dir.filePath(QStringLiteral("metrics.csv")), csv);
+    QCOMPARE(ingest(dir.path()).filesRead, 1);
+    const QString store = RunStore::storePathFor(dir.path());
+    QVERIFY(!QFileInfo::exists(store + QStringLiteral("-wal")) || QFileInfo(store + QStringLiteral("-wal")).size() == 0);
+    // Damage pages in the middle of the file.
+    {
+        QFile f(store);
+        QVERIFY(f.open(QIODevice::ReadWrite));
+        QVERIFY(f.size() > 6 * 16384);
+        QVERIFY(f.seek(3 * 16384));
+        f.write(QByteArray(2 * 16384, '\xA5'));
+    }
+    RunStore damaged;
+    QString error;
+    QVERIFY(!damaged.open(dir.path(), &error));
+    QVERIFY2(error.startsWith(store) && error.contains(QLatin1String("the store is damaged"))
+            && error.contains(QLatin1String("fp8scope-cli ingest --rebuild")),
+        qPrintable(error));
+    // The CLI says the same and exits non-zero; --rebuild reads the folder again into a new store.
+    QProcess cli;
+    cli.start(qEnvironmentVariable("FP8SCOPE_CLI"), {QStringLiteral("runs"), dir.path()});
+    QVERIFY(cli.waitForFinished(60000));
+    QCOMPARE(cli.exitCode(), 1);
+    QVERIFY(cli.readAllStandardError().contains("the store is damaged"));
+    cli.start(qEnvironmentVariable("FP8SCOPE_CLI"), {QStringLiteral("ingest"), dir.path(), QStringLiteral("--rebuild")});
+    QVERIFY(cli.waitForFinished(60000));
+    QCOMPARE(cli.exitCode(), 0);
+    QCOMPARE(points(dir.path(), QStringLiteral("loss")).size(), size_t(20000));
+}
+
+void TestHardening::storeOfASchemaNoFp8scopeWrote()
+{
+    QTemporaryDir dir;
+    write(dir.filePath(QStringLiteral("metrics.csv")), "step,loss\n1,2\n");
+    ingest(dir.path());
+    {
+        RunStore s;
+        QString error;
+        QVERIFY(s.open(dir.path(), &error));
+        QVERIFY(RunStoreTestAccess::db(s).exec("UPDATE meta SET value='abc' WHERE key='schema_version'", &error));
+    }
+    RunStore s;
+    QString error;
+    QVERIFY(!s.open(dir.path(), &error));
+    QVERIFY2(error.contains(QLatin1String("schema version is 'abc', which no fp8scope wrote")) && error.contains(QLatin1String("--rebuild")),
+        qPrintable(error));
+}
+
+void TestHardening::busyStoreSaysByWhom()
+{
+    // Another fp8scope holds the store's write lock (here the test, with a writer mark naming itself): a
+    // second ingest waits SQLite's busy timeout, then says the store is busy and by whom, and reads nothing.
+    QTemporaryDir dir;
+    write(dir.filePath(QStringLiteral("metrics.csv")), "step,loss\n1,2\n");
+    ingest(dir.path());
+    write(dir.filePath(QStringLiteral("more.csv")), "step,grad\n1,2\n");
+    RunStore holder;
+    QString error;
+    QVERIFY(holder.open(dir.path(), &error));
+    QVERIFY(RunStoreTestAccess::db(holder).exec("BEGIN IMMEDIATE", &error));
+    write(RunStore::storePathFor(dir.path()) + QStringLiteral("-writer"),
+        QByteArray::number(QCoreApplication::applicationPid()) + "\ntst_hardening ingest (pid "
+            + QByteArray::number(QCoreApplication::applicationPid()) + ") since 2026-12-01T08:00:00\n");
+    QProcess cli;
+    cli.start(qEnvironmentVariable("FP8SCOPE_CLI"), {QStringLiteral("ingest"), dir.path()});
+    QVERIFY(cli.waitForFinished(60000));
+    const QByteArray out = cli.readAllStandardOutput();
+    QCOMPARE(cli.exitCode(), 1);
+    QVERIFY2(out.contains("the store is busy: tst_hardening ingest (pid ") && out.contains("try again when it is done"),
+        out.constData());
+    QVERIFY(RunStoreTestAccess::db(holder).exec("ROLLBACK", &error));
+    QFile::remove(RunStore::storePathFor(dir.path()) + QStringLiteral("-writer"));
+    QCOMPARE(ingest(dir.path()).filesRead, 1); // more.csv, now that the store is free
+    // A mark left by a writer that is gone (killed) names nobody.
+    write(RunStore::storePathFor(dir.path()) + QStringLiteral("-writer"), "999999999\nghost ingest\n");
+    QCOMPARE(readWriter(RunStore::storePathFor(dir.path())), QString());
+}
+
+void TestHardening::perLayerStatisticWithoutALayer()
+{
+    QTemporaryDir dir;
+    QByteArray log;
+    for (int layer = 0; layer < 3; ++layer)
+        log += "2026-01-15 23:06:41,584 - INFO - layers." + QByteArray::number(layer)
+            + ".fc1_activation_underflows% \t iteration=000001 \t value=1.0\n";
+    write(dir.filePath(QStringLiteral("nvdlfw_inspect_globalrank-0.log")), log);
+    ingest(dir.path());
+    QProcess cli;
+    cli.start(qEnvironmentVariable("FP8SCOPE_CLI"),
+        {QStringLiteral("series"), dir.path(), QStringLiteral("--run"), QFileInfo(dir.path()).fileName(),
+            QStringLiteral("--stat"), QStringLiteral("underflows%")});
+    QVERIFY(cli.waitForFinished(60000));
+    QCOMPARE(cli.exitCode(), 2);
+    const QByteArray err = cli.readAllStandardError();
+    QVERIFY2(err.contains("is a per-layer statistic") && err.contains("--layer layers.0.fc1 --tensor activation")
+            && err.contains("--layer layers.2.fc1 --tensor activation"),
+        err.constData());
+}
+
+void TestHardening::messagesSayWhatIsWrong()
+{
+    QTemporaryDir dir;
+    Problem problem;
+    // An HDF5 dataset created and never written (it had "declares 4 bytes past the end of the file").
+    const QString h5 = dir.filePath(QStringLiteral("d.h5"));
+    {
+        const hid_t file = H5Fcreate(QFile::encodeName(h5).constData(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+        const hsize_t one[1] = {1};
+        const hid_t space = H5Screate_simple(1, one, nullptr);
+        H5Dclose(H5Dcreate2(file, "never", H5T_NATIVE_FLOAT, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+        const hid_t u8 = H5Dcreate2(file, "codes", H5T_NATIVE_UINT8, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        const uint8_t code = 0x38;
+        H5Dwrite(u8, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, &code);
+        const hid_t str = H5Tcopy(H5T_C_S1);
+        H5Tset_size(str, 4);
+        const hid_t scalar = H5Screate(H5S_SCALAR);
+        const hid_t attr = H5Acreate2(u8, "fp8_format", str, scalar, H5P_DEFAULT, H5P_DEFAULT);
+        H5Awrite(attr, str, "E3M4");
+        H5Aclose(attr);
+        H5Sclose(scalar);
+        H5Tclose(str);
+        H5Dclose(u8);
+        H5Sclose(space);
+        H5Fclose(file);
+    }
+    QVERIFY(!openTensor(h5 + QStringLiteral(":never"), &problem));
+    QVERIFY2(problem.message.contains(QLatin1String("holds no data (created, never written)")), qPrintable(problem.message));
+    // An unknown fp8_format is named, not reported as missing.
+    QVERIFY(!openTensor(h5 + QStringLiteral(":codes"), &problem));
+    QVERIFY2(problem.message.contains(QLatin1String("fp8_format 'E3M4'")), qPrintable(problem.message));
+    // A structured .npy dtype (it had "lacks 'descr'").
+    QByteArray header = "{'descr': [('x', '<f4'), ('y', '<f4')], 'fortran_order': False, 'shape': (2,), }";
+    while ((10 + header.size() + 1) % 64)
+        header += ' ';
+    header += '\n';
+    QByteArray npy("\x93NUMPY\x01\x00", 8);
+    npy += char(header.size() & 0xFF);
+    npy += char(header.size() >> 8);
+    write(dir.filePath(QStringLiteral("s.npy")), npy + header + QByteArray(16, '\0'));
+    QVERIFY(!openTensor(dir.filePath(QStringLiteral("s.npy")), &problem));
+    QVERIFY2(problem.message.contains(QLatin1String("structured dtype")), qPrintable(problem.message));
+    // Fractional safetensors offsets are printed as written (10.5 printed as 11 before).
+    const QByteArray json = R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0.5, 4.5]}})";
+    QByteArray st;
+    for (int i = 0; i < 8; ++i)
+        st += char((uint64_t(json.size()) >> (8 * i)) & 0xFF);
+    write(dir.filePath(QStringLiteral("f.safetensors")), st + json + QByteArray(8, '\0'));
+    QVERIFY(!openTensor(dir.filePath(QStringLiteral("f.safetensors")) + QStringLiteral(":w"), &problem));
+    QVERIFY2(problem.message.contains(QLatin1String("data_offsets [0.5, 4.5] are not whole byte offsets")),
+        qPrintable(problem.message));
 }
 
 QTEST_GUILESS_MAIN(TestHardening)

@@ -13,8 +13,10 @@ namespace fp8scope {
 
 namespace {
 
-// Marks, in what the load job hands back, a file the scan could not read ("<mark><path>\x1f<why>").
+// Marks, in what the load job hands back, a file the scan could not read ("<mark><path>\x1f<why>") and a
+// file the ingest failed on ("<mark><folder>\x1f<file: why>"): both become problems of the panel.
 const QString kUnreadable = QStringLiteral("\x1eunreadable:");
+const QString kFailed = QStringLiteral("\x1efailed:");
 
 } // namespace
 
@@ -165,6 +167,21 @@ void Workspace::close()
     Q_EMIT closed();
 }
 
+bool Workspace::rebuild(QString *error)
+{
+    const QStringList folders = m_folders;
+    const bool demo = m_demo;
+    close();
+    for (const QString &f : folders) {
+        RunStore store;
+        if (!store.rebuild(f, error))
+            return false;
+    }
+    open(folders);
+    m_demo = demo;
+    return true;
+}
+
 void Workspace::open(const QStringList &folders)
 {
     close();
@@ -189,7 +206,8 @@ void Workspace::open(const QStringList &folders)
                         ctx.setProgress(done, total, QObject::tr("Reading %1").arg(QFileInfo(file).fileName()));
                         return !ctx.isCancelled();
                     });
-                    errors << report.errors;
+                    for (const QString &e : report.errors)
+                        errors << kFailed + list[i] + QChar(0x1f) + e;
                     for (const auto &[path, why] : report.unreadable)
                         errors << kUnreadable + QDir(list[i]).absoluteFilePath(path) + QChar(0x1f) + why;
                 }
@@ -223,7 +241,9 @@ void Workspace::openDemo(const QString &dir, const DemoOptions &options)
                                           const IngestReport report = store.ingest(
                                               [&](int, int, const QString &) { return !ctx.isCancelled(); });
                                           ctx.setProgress(2, 2);
-                                          QStringList errors = report.errors;
+                                          QStringList errors;
+                                          for (const QString &e : report.errors)
+                                              errors << kFailed + out + QChar(0x1f) + e;
                                           for (const auto &[path, why] : report.unreadable)
                                               errors << kUnreadable + QDir(out).absoluteFilePath(path) + QChar(0x1f) + why;
                                           return errors;
@@ -236,11 +256,19 @@ void Workspace::finishLoad(const QStringList &errors)
     m_loadTicket = 0;
     std::vector<ProblemEntry> unreadable;
     for (const QString &e : errors) {
-        if (e.startsWith(kUnreadable)) // a file the scan could not read: a problem of the panel
+        if (e.startsWith(kUnreadable)) { // a file the scan could not read: a problem of the panel
             unreadable.push_back({.path = e.mid(kUnreadable.size()).section(QChar(0x1f), 0, 0),
                 .message = e.section(QChar(0x1f), 1)});
-        else if (!e.isEmpty())
+        } else if (e.startsWith(kFailed)) { // a file the ingest failed on: said, and kept in the panel
+            const QString folder = e.mid(kFailed.size()).section(QChar(0x1f), 0, 0);
+            const QString what = e.section(QChar(0x1f), 1);
+            unreadable.push_back({.path = QDir(folder).absoluteFilePath(what.section(QStringLiteral(": "), 0, 0)),
+                .message = what.section(QStringLiteral(": "), 1),
+                .storeError = true});
+            Q_EMIT message(what);
+        } else if (!e.isEmpty()) {
             Q_EMIT message(e);
+        }
     }
     for (int i = 0; i < m_folders.size(); ++i) {
         QString error;

@@ -50,6 +50,9 @@ public:
     // Generates the demo pair into `dir` unless a complete one is there, then opens it.
     void openDemo(const QString &dir, const DemoOptions &options);
     void close();
+    // Throws the stores of the open folders away and reads the folders again (a damaged store: the store is a
+    // cache of the run's files); false with *error when a store could not be removed.
+    bool rebuild(QString *error);
     QStringList folders() const { return m_folders; }
     bool isLoading() const { return m_loadTicket != 0; }
     bool isDemo() const { return m_demo; }
