@@ -14,6 +14,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <vector>
 
 namespace fp8scope {
 
@@ -74,7 +75,9 @@ ReadPosition YamlConfigImporter::read(const QString &path, const ReadPosition &,
         sink.problem(0, -1, QStringLiteral("YAML file larger than %1 MiB; not read").arg(kMaxConfigBytes >> 20));
         return end;
     }
-    // yaml-cpp's parser recurses once per level of nesting: a few thousand '[' would overflow the stack.
+    // yaml-cpp's parser recurses once per level of nesting (a few thousand '[' overflow the stack; it stops
+    // block nesting at 500 levels with "bad file"): deeper files are refused with what is wrong. Levels are
+    // counted from brackets and from the stack of indentations.
     int depth = 0, deepest = 0;
     for (char c : bytes) {
         if (c == '[' || c == '{')
@@ -82,9 +85,25 @@ ReadPosition YamlConfigImporter::read(const QString &path, const ReadPosition &,
         else if ((c == ']' || c == '}') && depth > 0)
             --depth;
     }
+    std::vector<qsizetype> indents;
+    for (qsizetype at = 0; at < bytes.size() && deepest <= kMaxConfigDepth;) {
+        qsizetype lineEnd = bytes.indexOf('\n', at);
+        if (lineEnd < 0)
+            lineEnd = bytes.size();
+        qsizetype i = at;
+        while (i < lineEnd && (bytes[i] == ' ' || bytes[i] == '-'))
+            ++i;
+        if (i < lineEnd && bytes[i] != '#' && bytes[i] != '\r') {
+            const qsizetype indent = i - at;
+            while (!indents.empty() && indents.back() >= indent)
+                indents.pop_back();
+            indents.push_back(indent);
+            deepest = std::max(deepest, int(indents.size()));
+        }
+        at = lineEnd + 1;
+    }
     if (deepest > kMaxConfigDepth) {
-        sink.problem(0, -1,
-            QStringLiteral("YAML nested deeper than %1 levels of brackets; not read").arg(kMaxConfigDepth));
+        sink.problem(0, -1, QStringLiteral("YAML nested deeper than %1 levels; not read").arg(kMaxConfigDepth));
         return end;
     }
     try {

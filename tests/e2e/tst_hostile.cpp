@@ -164,6 +164,11 @@ void TestHostile::yamlBillionLaughs()
     write(dir.filePath(QStringLiteral("config.yaml")), yaml);
     // Deep nesting too: yaml-cpp's parser recursed until the stack ran out.
     write(dir.filePath(QStringLiteral("deep.yaml")), "x: " + QByteArray(100000, '[') + QByteArray(100000, ']') + "\n");
+    // And by indentation, which yaml-cpp stops at 500 levels with "bad file".
+    QByteArray indented;
+    for (int i = 0; i < 600; ++i)
+        indented += QByteArray(i, ' ') + "k" + QByteArray::number(i) + ":\n";
+    write(dir.filePath(QStringLiteral("indented.yaml")), indented + QByteArray(600, ' ') + "v\n");
     write(dir.filePath(QStringLiteral("metrics.csv")), "step,loss\n1,2\n");
     const Result r = cli({QStringLiteral("ingest"), dir.path(), QStringLiteral("--json")});
     QCOMPARE(r.code, 0);
@@ -174,9 +179,10 @@ void TestHostile::yamlBillionLaughs()
         said << p.toObject().value(QStringLiteral("file")).toString() + QLatin1String(": ")
                 + p.toObject().value(QStringLiteral("message")).toString();
     said.sort();
-    QCOMPARE(said.size(), 2);
+    QCOMPARE(said.size(), 3);
     QVERIFY2(said[0].startsWith(QLatin1String("config.yaml: more than 50000 config keys")), qPrintable(said[0]));
     QVERIFY2(said[1].startsWith(QLatin1String("deep.yaml: YAML nested deeper than 64")), qPrintable(said[1]));
+    QVERIFY2(said[2].startsWith(QLatin1String("indented.yaml: YAML nested deeper than 64")), qPrintable(said[2]));
     QCOMPARE(doc.value(QStringLiteral("runs")).toArray().at(0).toObject().value(QStringLiteral("points")).toDouble(), 1.0);
 }
 
