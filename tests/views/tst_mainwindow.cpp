@@ -109,6 +109,7 @@ private Q_SLOTS:
     void guiAndCliChooseTheSameSeries();
     void heatmapViewDrawsAHandedSource();
     void twoHeatmapsDoNotCancelEachOther();
+    void rebuildStoreReadsTheFolderAgain();
     void cleanupTestCase();
 
 private:
@@ -1175,6 +1176,34 @@ void TestMainWindow::twoHeatmapsDoNotCancelEachOther()
     QCOMPARE(first.heatmap().layers.size(), 16);
     QCOMPARE(second.heatmap().layers.size(), 16);
     QVERIFY(first.heatmap().values != second.heatmap().values);
+}
+
+void TestMainWindow::rebuildStoreReadsTheFolderAgain()
+{
+    // File > Rebuild Store: the store is thrown away and the folder read again; what only it held (metrics
+    // recomputed from dumps, which earlier tests computed) is gone, everything the files say is back.
+    openAndWait({m_pair});
+    Workspace *ws = m_window->workspace();
+    const auto recomputed = [&] {
+        int n = 0;
+        for (const WorkspaceRun &r : ws->runs()) {
+            for (const Series &s : ws->catalog().series(r.run.ref))
+                n += s.isRecomputed();
+        }
+        return n;
+    };
+    QVERIFY(recomputed() > 0);
+    const int64_t points = ws->run(ws->findRun(QStringLiteral("fp8")))->run.pointCount;
+    QSignalSpy ready(m_window.get(), &MainWindow::ready);
+    QString error;
+    QVERIFY2(ws->rebuild(&error), qPrintable(error));
+    QVERIFY(ready.wait(60000));
+    QCOMPARE(ws->runCount(), 2);
+    QCOMPARE(recomputed(), 0);
+    QVERIFY(ws->run(ws->findRun(QStringLiteral("fp8")))->run.pointCount < points);
+    QCOMPARE(m_window->curves()->curves().size(), size_t(2));
+    auto *action = m_window->findChild<QAction *>(QStringLiteral("rebuildStore"));
+    QVERIFY(action && action->isEnabled());
 }
 
 void TestMainWindow::cleanupTestCase()
