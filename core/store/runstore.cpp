@@ -60,6 +60,20 @@ int naturalCompare(const QString &a, const QString &b)
     return ra == rb ? 0 : ra < rb ? -1 : 1;
 }
 
+// A run from the first eight columns of a row: id, name, display_name, precision, recipe, baseline,
+// inference_precision, notes.
+RunInfo runFromRow(const Statement &s)
+{
+    return {.id = s.int64(0),
+        .name = s.text(1),
+        .displayName = s.text(2),
+        .precision = s.text(3),
+        .recipe = s.text(4),
+        .baseline = s.text(5),
+        .inferencePrecision = s.text(6),
+        .notes = s.text(7)};
+}
+
 } // namespace
 
 bool layerLess(const QString &a, const QString &b)
@@ -171,17 +185,12 @@ std::vector<RunInfo> RunStore::runs(bool withCounts) const
               "FROM runs r ORDER BY r.name"
             : "SELECT r.id, r.name, r.display_name, r.precision, r.recipe, r.baseline, r.inference_precision, r.notes, "
               "0, 0 FROM runs r ORDER BY r.name");
-    while (s.next())
-        out.push_back({.id = s.int64(0),
-            .name = s.text(1),
-            .displayName = s.text(2),
-            .precision = s.text(3),
-            .recipe = s.text(4),
-            .baseline = s.text(5),
-            .inferencePrecision = s.text(6),
-            .notes = s.text(7),
-            .seriesCount = s.int64(8),
-            .pointCount = s.int64(9)});
+    while (s.next()) {
+        RunInfo r = runFromRow(s);
+        r.seriesCount = s.int64(8);
+        r.pointCount = s.int64(9);
+        out.push_back(std::move(r));
+    }
     ok(s);
     return out;
 }
@@ -195,14 +204,7 @@ std::optional<RunInfo> RunStore::runInfo(int64_t id) const
         ok(s);
         return std::nullopt;
     }
-    return RunInfo {.id = s.int64(0),
-        .name = s.text(1),
-        .displayName = s.text(2),
-        .precision = s.text(3),
-        .recipe = s.text(4),
-        .baseline = s.text(5),
-        .inferencePrecision = s.text(6),
-        .notes = s.text(7)};
+    return runFromRow(s);
 }
 
 std::optional<RunInfo> RunStore::run(const QString &name) const
