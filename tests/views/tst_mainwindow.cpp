@@ -4,10 +4,12 @@
 #include "app/gui/appsettings.h"
 #include "app/gui/mainwindow.h"
 #include "core/demo/demogenerator.h"
+#include "core/store/runstore.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/histogram/histogramview.h"
 #include "views/models/layertreemodel.h"
+#include "views/models/problemsmodel.h"
 #include "views/models/runlistmodel.h"
 #include "views/models/statstablemodel.h"
 #include "views/plotting/qcp.h"
@@ -110,6 +112,7 @@ private Q_SLOTS:
     void heatmapViewDrawsAHandedSource();
     void twoHeatmapsDoNotCancelEachOther();
     void rebuildStoreReadsTheFolderAgain();
+    void storeErrorsMetWhileDrawingReachTheProblemsPanel();
     void cleanupTestCase();
 
 private:
@@ -1204,6 +1207,30 @@ void TestMainWindow::rebuildStoreReadsTheFolderAgain()
     QCOMPARE(m_window->curves()->curves().size(), size_t(2));
     auto *action = m_window->findChild<QAction *>(QStringLiteral("rebuildStore"));
     QVERIFY(action && action->isEnabled());
+}
+
+void TestMainWindow::storeErrorsMetWhileDrawingReachTheProblemsPanel()
+{
+    // A store damaged after it was opened (here a table dropped by another connection): the read that meets
+    // it answers what it can, and the error reaches the problems panel with the store's path.
+    QTemporaryDir dir;
+    QVERIFY(appendTo(dir.filePath(QStringLiteral("metrics.csv")), "step,loss\n1,2.0\n2,1.5\n"));
+    openAndWait({dir.path()});
+    Workspace *ws = m_window->workspace();
+    {
+        Database db;
+        QString error;
+        QVERIFY(db.open(RunStore::storePathFor(dir.path()), &error));
+        QVERIFY(db.exec("DROP TABLE dumps", &error));
+    }
+    QSignalSpy added(ws, &Workspace::problemsAdded);
+    QVERIFY(ws->catalog().dumps(ws->runAt(0)).empty());
+    QVERIFY(added.wait(5000));
+    auto *problems = m_window->problemsTable()->model();
+    bool shown = false;
+    for (int r = 0; r < problems->rowCount(); ++r)
+        shown = shown || problems->index(r, ProblemsModel::MessageColumn).data().toString().contains(QLatin1String("no such table: dumps"));
+    QVERIFY(shown);
 }
 
 void TestMainWindow::cleanupTestCase()

@@ -16,6 +16,7 @@ ProblemsModel::ProblemsModel(Workspace *workspace, QObject *parent)
     };
     connect(workspace, &Workspace::loaded, this, reset);
     connect(workspace, &Workspace::closed, this, reset);
+    connect(workspace, &Workspace::problemsAdded, this, reset);
 }
 
 int ProblemsModel::rowCount(const QModelIndex &parent) const

@@ -3,6 +3,8 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QLoggingCategory>
+#include <QPointer>
+#include <QTimer>
 
 #include <atomic>
 #include <mutex>
@@ -83,6 +85,11 @@ Workspace::Workspace(QObject *parent)
     qRegisterMetaType<TensorMetrics>();
     qRegisterMetaType<Heatmap>();
     qRegisterMetaType<RunRef>();
+    // Store errors the GUI thread's reads meet (curves, the statistics table) reach the problems panel.
+    auto *errors = new QTimer(this);
+    errors->setInterval(1000);
+    connect(errors, &QTimer::timeout, this, [this] { noteStoreErrors(); });
+    errors->start();
 }
 
 Workspace::~Workspace()
@@ -105,6 +112,8 @@ quint64 Workspace::query(
     for (int i = 0; i < m_folders.size() && i < int(m_serials.size()); ++i)
         stores.emplace_back(m_serials[size_t(i)], m_folders[i]);
     auto holder = m_queryCatalog;
+    // The query thread's store errors come back with the value, for the problems panel.
+    QPointer<Workspace> self(this);
     return m_queries->submit({QString(), slot,
                                  [holder, stores, work](JobContext &ctx) -> QVariant {
                                      QString error;
@@ -113,9 +122,20 @@ quint64 Workspace::query(
                                          ctx.setError(error);
                                          return {};
                                      }
-                                     return work(*catalog);
+                                     QVariant value = work(*catalog);
+                                     QStringList errors;
+                                     for (const ProblemEntry &p : catalog->problems()) {
+                                         if (p.storeError)
+                                             errors << p.message;
+                                     }
+                                     return QVariantList {value, errors};
                                  }},
-        receiver, [done](const JobResult &r) { done(r.value); });
+        receiver, [done, self](const JobResult &r) {
+            const QVariantList both = r.value.toList();
+            if (self && both.size() == 2)
+                self->noteStoreErrors(both.at(1).toStringList());
+            done(both.value(0));
+        });
 }
 
 void Workspace::setBackend(BackendChoice choice, CudaFactory cudaFactory)
@@ -160,6 +180,7 @@ void Workspace::close()
     m_runs.clear();
     m_catalog.close();
     m_problems.clear();
+    m_storeErrorsSaid.clear();
     m_layers.clear();
     m_folders.clear();
     m_serials.clear();
@@ -287,6 +308,31 @@ void Workspace::finishLoad(const QStringList &errors)
     for (ProblemEntry &p : unreadable)
         m_problems.push_back(std::move(p));
     Q_EMIT loaded();
+}
+
+void Workspace::noteStoreErrors(const QStringList &extra)
+{
+    QStringList errors = extra;
+    for (const ProblemEntry &p : m_catalog.problems()) {
+        if (p.storeError)
+            errors << p.message;
+    }
+    bool added = false;
+    for (const QString &e : errors) {
+        if (m_storeErrorsSaid.contains(e))
+            continue;
+        m_storeErrorsSaid << e;
+        bool known = false;
+        for (const ProblemEntry &p : m_problems)
+            known = known || p.message == e;
+        if (known)
+            continue;
+        m_problems.push_back({.path = e.section(QStringLiteral(": "), 0, 0), .message = e, .storeError = true});
+        Q_EMIT message(e);
+        added = true;
+    }
+    if (added)
+        Q_EMIT problemsAdded();
 }
 
 const WorkspaceRun *Workspace::run(RunRef ref) const

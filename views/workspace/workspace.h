@@ -73,6 +73,9 @@ public:
     RunRef baselineOf(RunRef ref) const;
 
     const std::vector<ProblemEntry> &problems() const { return m_problems; }
+    // Adds the store errors reads met since (on this thread's Catalog, and those a query brought back) to
+    // problems(): a damaged page found while drawing is said, not drawn as a gap. Emits problemsAdded().
+    void noteStoreErrors(const QStringList &extra = {});
     // Every distinct layer over all runs, in depth order, with its tensor kinds (series or dumps).
     const std::vector<LayerTensors> &layerTensors() const { return m_layers; }
 
@@ -103,6 +106,7 @@ Q_SIGNALS:
     void statisticsChanged(fp8scope::RunRef run);
     void backendStatusChanged(const QString &status);
     void message(const QString &text); // for the status bar: what failed or finished
+    void problemsAdded(); // problems() grew after loaded()
 
 private:
     void finishLoad(const QStringList &errors);
@@ -123,6 +127,7 @@ private:
     std::vector<LayerTensors> m_layers;
     quint64 m_loadTicket = 0;
     bool m_demo = false;
+    QStringList m_storeErrorsSaid; // already in m_problems
 };
 
 // The colour of the i-th run (Okabe-Ito, distinguishable for colour-blind readers).
