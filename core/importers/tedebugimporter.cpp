@@ -127,8 +127,12 @@ ReadPosition TeDebugImporter::read(const QString &path, const ReadPosition &from
         // "<asctime> - <LEVEL> - <name> <ws> iteration=...": the name follows the last " - " before
         // iteration= (any level); a line without one holds the name alone, as the TE docs print it.
         qsizetype nameStart = 0;
-        for (qsizetype d = find(line, 0, " - "); d >= 0 && d < it; d = find(line, d + 1, " - "))
-            nameStart = d + 3;
+        for (qsizetype d = it - 3; d >= 0; --d) {
+            if (line[d] == ' ' && line[d + 1] == '-' && line[d + 2] == ' ') {
+                nameStart = d + 3;
+                break;
+            }
+        }
         const QByteArrayView name = line.sliced(nameStart, it - nameStart).trimmed();
 
         int64_t step = 0;
