@@ -9,8 +9,9 @@
 
 namespace fp8scope::cli {
 
-void runJob(const std::function<void(JobContext &)> &work)
+QString runJob(const std::function<void(JobContext &)> &work)
 {
+    QString error;
     JobQueue queue;
     QEventLoop loop;
     QTextStream err(stderr);
@@ -21,7 +22,11 @@ void runJob(const std::function<void(JobContext &)> &work)
         return {};
     };
     queue.submit(
-        std::move(request), &loop, [&loop](const JobResult &) { loop.quit(); },
+        std::move(request), &loop,
+        [&loop, &error](const JobResult &r) {
+            error = r.error;
+            loop.quit();
+        },
         [&err, tty](const JobProgress &p) {
             if (tty && p.total > 0)
                 err << "\r\033[K" << p.done << '/' << p.total << ' ' << p.message << Qt::flush;
@@ -29,6 +34,7 @@ void runJob(const std::function<void(JobContext &)> &work)
     loop.exec();
     if (tty)
         err << "\r\033[K" << Qt::flush;
+    return error;
 }
 
 } // namespace fp8scope::cli

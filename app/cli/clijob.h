@@ -8,6 +8,8 @@
 
 namespace fp8scope::cli {
 
-void runJob(const std::function<void(JobContext &)> &work);
+// Returns the job's error (an exception the work threw, out of memory among them), "" when it finished:
+// callers say it and exit non-zero, never carry on as if the work had been done.
+[[nodiscard]] QString runJob(const std::function<void(JobContext &)> &work);
 
 } // namespace fp8scope::cli

@@ -237,7 +237,7 @@ int runStats(const QStringList &args)
     // backend, as in the GUI; this thread waits in an event loop and shows progress on a terminal.
     std::optional<std::vector<TensorMetrics>> results;
     QString backendError;
-    runJob([&](JobContext &ctx) {
+    const QString jobError = runJob([&](JobContext &ctx) {
         BackendSelection selection = selectBackend(*backendChoice, threads, cudaFactory());
         if (!selection.backend) {
             backendError = selection.error;
@@ -249,6 +249,10 @@ int runStats(const QStringList &args)
             return !ctx.isCancelled();
         });
     });
+    if (!jobError.isEmpty()) {
+        err << "fp8scope-cli: " << jobError << '\n';
+        return 1;
+    }
     if (!backendError.isEmpty()) {
         err << "fp8scope-cli: " << backendError << '\n';
         return 1;

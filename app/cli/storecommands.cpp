@@ -16,6 +16,7 @@
 #include <QJsonObject>
 #include <QTextStream>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -117,12 +118,14 @@ int runIngest(const QStringList &args)
     RunStore &store = *catalog.storeOf(catalog.stores().front().serial);
     // The ingest runs as a job, as in the GUI; this thread shows its progress on a terminal.
     IngestReport report;
-    runJob([&](JobContext &ctx) {
+    const QString jobError = runJob([&](JobContext &ctx) {
         report = store.ingest([&](int done, int total, const QString &file) {
             ctx.setProgress(done, total, file);
             return !ctx.isCancelled();
         });
     });
+    if (!jobError.isEmpty())
+        report.errors << QStringLiteral("ingest stopped: %1").arg(jobError);
     catalog.refresh();
     const auto runs = catalog.runs();
     const auto problems = catalog.problems();
@@ -445,7 +448,7 @@ int runRecompute(const QStringList &args)
     int failures = 0;
     QString backendName;
     QStringList errors; // written by the job, printed here afterwards
-    runJob([&](JobContext &ctx) {
+    const QString jobError = runJob([&](JobContext &ctx) {
         BackendSelection selection = selectBackend(*choice, threads, cudaFactory());
         if (!selection.backend) {
             errors << selection.error;
@@ -463,6 +466,10 @@ int runRecompute(const QStringList &args)
             }
         }
     });
+    if (!jobError.isEmpty()) {
+        errors << QStringLiteral("recompute stopped: %1").arg(jobError);
+        failures = std::max(failures, 1);
+    }
     for (const QString &e : errors)
         err << "fp8scope-cli: " << e << '\n';
     out << "recomputed " << (work.size() - size_t(failures)) << " of " << work.size() << " tensors x " << recipes.size()

@@ -225,6 +225,11 @@ void TestHardening::utf8Validation()
     QVERIFY(!isValidUtf8("\xf4\x90\x80\x80")); // past U+10FFFF
     QVERIFY(!isValidUtf8("\xe2\x82")); // cut short
     QVERIFY(!isValidUtf8("a\x80"));
+    // Past the eight-byte ASCII fast path, on either side of a word boundary.
+    QVERIFY(isValidUtf8("0123456789abcdef caf\xc3\xa9 0123456789"));
+    QVERIFY(!isValidUtf8("0123456789abcdef\xff"));
+    QVERIFY(!isValidUtf8("01234567\xc3("));
+    QVERIFY(!isValidUtf8("0123456\xe2\x82"));
 }
 
 void TestHardening::deletedFilesTakeWhatTheyWrote()
