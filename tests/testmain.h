@@ -11,8 +11,7 @@
 
 namespace fp8scope::testing {
 
-template<class T>
-int runTests(int argc, char **argv)
+template <class T> int runTests(int argc, char **argv)
 {
     T tests;
     QStringList args;
@@ -28,8 +27,8 @@ int runTests(int argc, char **argv)
             // Qt Test runs the private slots without parameters; the fixtures run by themselves.
             if (m.methodType() != QMetaMethod::Slot || m.access() != QMetaMethod::Private || m.parameterCount() != 0
                 || name.endsWith(QLatin1String("_data")) || exclude.contains(name)
-                || QStringList {QStringLiteral("initTestCase"), QStringLiteral("cleanupTestCase"), QStringLiteral("init"),
-                       QStringLiteral("cleanup")}
+                || QStringList {QStringLiteral("initTestCase"), QStringLiteral("cleanupTestCase"),
+                    QStringLiteral("init"), QStringLiteral("cleanup")}
                        .contains(name))
                 continue;
             args << name;

@@ -138,9 +138,10 @@ int runIngest(const QStringList &args)
                 {QStringLiteral("evals"), double(catalog.evals(r.ref).size())}});
         QJsonArray problemArray;
         for (const ProblemEntry &p : problems)
-            problemArray.append(QJsonObject {{QStringLiteral("file"), p.storeError ? p.path : dir.relativeFilePath(p.path)},
-                {QStringLiteral("line"), double(p.line)}, {QStringLiteral("offset"), double(p.offset)},
-                {QStringLiteral("message"), p.message}});
+            problemArray.append(
+                QJsonObject {{QStringLiteral("file"), p.storeError ? p.path : dir.relativeFilePath(p.path)},
+                    {QStringLiteral("line"), double(p.line)}, {QStringLiteral("offset"), double(p.offset)},
+                    {QStringLiteral("message"), p.message}});
         QJsonObject doc {{QStringLiteral("store"), store.path()}, {QStringLiteral("runs"), runArray},
             {QStringLiteral("problems"), problemArray},
             {QStringLiteral("files"),
@@ -150,12 +151,13 @@ int runIngest(const QStringList &args)
                     {QStringLiteral("failed"), report.filesFailed}}},
             {QStringLiteral("points_written"), double(report.pointsWritten)},
             {QStringLiteral("unrecognised"), QJsonArray::fromStringList(report.unrecognised)},
-            {QStringLiteral("unreadable"), [&] {
-                 QJsonArray a;
-                 for (const auto &[path, why] : report.unreadable)
-                     a.append(QJsonObject {{QStringLiteral("file"), path}, {QStringLiteral("reason"), why}});
-                 return a;
-             }()},
+            {QStringLiteral("unreadable"),
+                [&] {
+                    QJsonArray a;
+                    for (const auto &[path, why] : report.unreadable)
+                        a.append(QJsonObject {{QStringLiteral("file"), path}, {QStringLiteral("reason"), why}});
+                    return a;
+                }()},
             {QStringLiteral("errors"), QJsonArray::fromStringList(report.errors)}};
         out << QJsonDocument(doc).toJson(QJsonDocument::Indented);
     } else {
@@ -310,7 +312,8 @@ int runSeries(const QStringList &args)
     if (csv)
         out << "step,value,min,max,count\n";
     else
-        out << "# " << run->name << " | " << s.stat << (s.sourceStat != s.stat ? QStringLiteral(" (%1)").arg(s.sourceStat) : QString())
+        out << "# " << run->name << " | " << s.stat
+            << (s.sourceStat != s.stat ? QStringLiteral(" (%1)").arg(s.sourceStat) : QString())
             << " | layer=" << s.layer << " tensor=" << s.tensor << " source=" << s.source
             << (s.recipe.isEmpty() ? QString() : QStringLiteral(" recipe=") + s.recipe) << " | " << s.points
             << " points\n";
@@ -373,8 +376,8 @@ int runHeatmap(const QStringList &args)
     }
     if (parser.isSet(sourceOpt) && h.source != parser.value(sourceOpt)) {
         QTextStream(stderr) << "fp8scope-cli: no " << parser.value(statOpt) << " of " << parser.value(tensorOpt)
-                            << " from " << parser.value(sourceOpt) << "; sources: " << h.sources.join(QLatin1String(", "))
-                            << '\n';
+                            << " from " << parser.value(sourceOpt)
+                            << "; sources: " << h.sources.join(QLatin1String(", ")) << '\n';
         return 1;
     }
     if (h.recipes.size() > 1 && !parser.isSet(recipeOpt))

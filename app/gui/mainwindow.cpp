@@ -219,7 +219,8 @@ void MainWindow::createMenus()
             QMessageBox::warning(this, tr("Rebuild the store"), error);
     });
     rebuild->setObjectName(QStringLiteral("rebuildStore"));
-    connect(m_workspace, &Workspace::loaded, rebuild, [this, rebuild] { rebuild->setEnabled(!m_workspace->folders().isEmpty()); });
+    connect(m_workspace, &Workspace::loaded, rebuild,
+        [this, rebuild] { rebuild->setEnabled(!m_workspace->folders().isEmpty()); });
     rebuild->setEnabled(false);
     file->addSeparator();
     QAction *quit = file->addAction(tr("&Quit"), this, &QWidget::close);

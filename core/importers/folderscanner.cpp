@@ -115,7 +115,8 @@ void reportNamesNotUtf8(const QDir &root, const QString &dir, std::vector<std::p
                 shown += QString::fromUtf8(name.mid(i, n));
                 i += n;
             } else {
-                shown += QStringLiteral("\\x") + QString::number(uchar(name[i]), 16).toUpper().rightJustified(2, QLatin1Char('0'));
+                shown += QStringLiteral("\\x")
+                    + QString::number(uchar(name[i]), 16).toUpper().rightJustified(2, QLatin1Char('0'));
                 ++i;
             }
         }
@@ -148,12 +149,14 @@ FolderScan scanFolder(const QString &folder)
         else if (info.isDir())
             reportNamesNotUtf8(root, p, &scan.unreadable);
         else if (info.isSymLink() && !info.exists())
-            scan.unreadable.emplace_back(rel, QStringLiteral("a link to %1, which does not exist").arg(info.symLinkTarget()));
+            scan.unreadable.emplace_back(
+                rel, QStringLiteral("a link to %1, which does not exist").arg(info.symLinkTarget()));
         else
             // A device, a pipe or a socket (a link to /dev/zero): an endless stream, never read.
             scan.unreadable.emplace_back(rel,
-                info.isSymLink() ? QStringLiteral("a link to %1, which is not a regular file; not read").arg(info.symLinkTarget())
-                                 : QStringLiteral("not a regular file (a device, a pipe or a socket); not read"));
+                info.isSymLink()
+                    ? QStringLiteral("a link to %1, which is not a regular file; not read").arg(info.symLinkTarget())
+                    : QStringLiteral("not a regular file (a device, a pipe or a socket); not read"));
     }
     reportNamesNotUtf8(root, QDir(folder).absolutePath(), &scan.unreadable);
     std::sort(paths.begin(), paths.end());
@@ -166,7 +169,8 @@ FolderScan scanFolder(const QString &folder)
         }
         QByteArray head = f.read(kHeadBytes);
         const QString lower = p.toLower();
-        if ((lower.endsWith(QLatin1String(".csv")) || lower.endsWith(QLatin1String(".jsonl"))) && !head.contains('\n')) {
+        if ((lower.endsWith(QLatin1String(".csv")) || lower.endsWith(QLatin1String(".jsonl")))
+            && !head.contains('\n')) {
             // A header line longer than the head: read on to its end.
             while (head.size() < kMaxHeaderLine && !head.contains('\n')) {
                 const QByteArray more = f.read(64 * 1024);

@@ -94,8 +94,7 @@ void reportConfigBudget(const ConfigBudget &budget, IngestSink &sink)
             QStringLiteral("more than %1 config keys (aliases that expand without end?); the rest are not read")
                 .arg(kMaxConfigKeys));
     if (budget.tooDeep)
-        sink.problem(0, -1,
-            QStringLiteral("values nested deeper than %1 levels are not read").arg(kMaxConfigDepth));
+        sink.problem(0, -1, QStringLiteral("values nested deeper than %1 levels are not read").arg(kMaxConfigDepth));
 }
 
 bool GoldenValuesImporter::recognises(const QString &fileName, const QByteArray &head) const
@@ -204,10 +203,12 @@ QString inferenceSetting(const QJsonObject &root, const QFileInfo &file, QString
     if (modelArgs.isObject()) {
         const QJsonObject o = modelArgs.toObject();
         for (auto it = o.begin(); it != o.end(); ++it)
-            args.emplace_back(it.key(), it.value().isString() ? it.value().toString() : it.value().toVariant().toString());
+            args.emplace_back(
+                it.key(), it.value().isString() ? it.value().toString() : it.value().toVariant().toString());
     } else {
         for (const QString &part : modelArgs.toString().split(QLatin1Char(','), Qt::SkipEmptyParts))
-            args.emplace_back(part.section(QLatin1Char('='), 0, 0).trimmed(), part.section(QLatin1Char('='), 1).trimmed());
+            args.emplace_back(
+                part.section(QLatin1Char('='), 0, 0).trimmed(), part.section(QLatin1Char('='), 1).trimmed());
     }
     QString weights, quantization, kv;
     QStringList used;
@@ -242,7 +243,9 @@ QString inferenceSetting(const QJsonObject &root, const QFileInfo &file, QString
             used << QStringLiteral("file name ") + file.fileName();
         const QString folder = file.dir().dirName();
         const QString f = folder.toLower();
-        if (primary.isEmpty() && (f.contains(QLatin1String("eval")) || f.contains(QLatin1String("infer")) || f.contains(QLatin1String("result")))) {
+        if (primary.isEmpty()
+            && (f.contains(QLatin1String("eval")) || f.contains(QLatin1String("infer"))
+                || f.contains(QLatin1String("result")))) {
             primary = precisionInName(folder);
             if (!primary.isEmpty())
                 used << QStringLiteral("folder name ") + folder;

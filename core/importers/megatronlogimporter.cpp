@@ -113,7 +113,8 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
             line = line.mid(validation);
         else if (iteration > 0)
             line = line.mid(iteration);
-        if (line.startsWith(QLatin1Char('-')) && line.endsWith(QLatin1Char('-')) && line.contains(QLatin1String(" arguments "))) {
+        if (line.startsWith(QLatin1Char('-')) && line.endsWith(QLatin1Char('-'))
+            && line.contains(QLatin1String(" arguments "))) {
             if (!l.complete)
                 return false;
             inArguments = !line.contains(QLatin1String("end of arguments"));

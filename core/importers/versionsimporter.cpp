@@ -120,7 +120,8 @@ ReadPosition VersionsImporter::read(const QString &path, const ReadPosition &, I
         return true;
     });
     if (found == 0)
-        sink.problem(0, -1, QStringLiteral("%1: no pinned package versions (name==version lines)").arg(QFileInfo(path).fileName()));
+        sink.problem(0, -1,
+            QStringLiteral("%1: no pinned package versions (name==version lines)").arg(QFileInfo(path).fileName()));
     return end;
 }
 

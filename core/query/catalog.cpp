@@ -69,8 +69,8 @@ void sortByPolicy(std::vector<Series> *series, const QString &ownRecipe)
 {
     std::sort(series->begin(), series->end(), [&](const Series &a, const Series &b) {
         const auto rank = [&](const Series &s) {
-            return std::make_tuple(s.isRecomputed() ? 1 : 0, s.isRecomputed() && s.recipe != ownRecipe ? 1 : 0,
-                -s.points);
+            return std::make_tuple(
+                s.isRecomputed() ? 1 : 0, s.isRecomputed() && s.recipe != ownRecipe ? 1 : 0, -s.points);
         };
         if (rank(a) != rank(b))
             return rank(a) < rank(b);
@@ -90,7 +90,8 @@ qsizetype Heatmap::nearestColumn(double step) const
 {
     if (steps.empty())
         return -1;
-    const auto it = std::lower_bound(steps.begin(), steps.end(), step, [](int64_t s, double v) { return double(s) < v; });
+    const auto it
+        = std::lower_bound(steps.begin(), steps.end(), step, [](int64_t s, double v) { return double(s) < v; });
     if (it == steps.end())
         return qsizetype(steps.size()) - 1;
     if (it == steps.begin())
@@ -338,7 +339,8 @@ std::vector<LayerTensors> Catalog::layerTensors(const std::vector<RunRef> &which
         t.sort();
         out.push_back({it.key(), t});
     }
-    std::sort(out.begin(), out.end(), [](const LayerTensors &a, const LayerTensors &b) { return layerLess(a.layer, b.layer); });
+    std::sort(out.begin(), out.end(),
+        [](const LayerTensors &a, const LayerTensors &b) { return layerLess(a.layer, b.layer); });
     return out;
 }
 
@@ -380,9 +382,8 @@ Heatmap Catalog::matrix(RunRef ref, const MatrixRequest &request) const
         if (s.source == h.source)
             recipes.emplace_back(s.recipe, s.layers);
     }
-    std::sort(recipes.begin(), recipes.end(), [](const auto &a, const auto &b) {
-        return a.second != b.second ? a.second > b.second : a.first < b.first;
-    });
+    std::sort(recipes.begin(), recipes.end(),
+        [](const auto &a, const auto &b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
     for (const auto &[recipe, n] : recipes)
         h.recipes << recipe;
     QString runRecipe;

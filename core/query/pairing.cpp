@@ -61,8 +61,9 @@ PrecisionClass precisionClass(const QString &precision, const QString &name)
     if (!p.isEmpty()) {
         if (baselineWords().contains(p) || p == QLatin1String("float16") || p == QLatin1String("half"))
             return PrecisionClass::Baseline;
-        if (p.startsWith(QLatin1String("fp8")) || p.startsWith(QLatin1String("mxfp")) || p.startsWith(QLatin1String("nvfp"))
-            || p.startsWith(QLatin1String("fp4")) || p.startsWith(QLatin1String("float8")))
+        if (p.startsWith(QLatin1String("fp8")) || p.startsWith(QLatin1String("mxfp"))
+            || p.startsWith(QLatin1String("nvfp")) || p.startsWith(QLatin1String("fp4"))
+            || p.startsWith(QLatin1String("float8")))
             return PrecisionClass::LowPrecision;
         return PrecisionClass::Unknown;
     }
@@ -215,7 +216,8 @@ Pairing pairRun(const std::vector<PairingInput> &runs, size_t index)
                 p.basis = Pairing::Basis::Config;
                 p.configDifferences = best;
                 p.reason = next == kNone
-                    ? QStringLiteral("of %1 high-precision runs, the only one with a config to compare (%2 keys differ)")
+                    ? QStringLiteral(
+                        "of %1 high-precision runs, the only one with a config to compare (%2 keys differ)")
                           .arg(candidates.size())
                           .arg(best)
                     : QStringLiteral("of %1 high-precision runs, its config differs least: %2 keys (next: %3)")
@@ -244,11 +246,10 @@ Pairing pairRun(const std::vector<PairingInput> &runs, size_t index)
     const Run &b = runs[tied.front()].run;
     p.baseline = b.ref;
     p.basis = Pairing::Basis::Name;
-    p.reason = tied.size() == 1 ? (best == 1 << 20 ? QStringLiteral("its name is %1's but for the precision").arg(b.name)
-                                                   : QStringLiteral("its name shares the most with %1's").arg(b.name))
-                                : QStringLiteral("%1 high-precision runs fit equally; %2 is the first by name")
-                                      .arg(tied.size())
-                                      .arg(b.name);
+    p.reason = tied.size() == 1
+        ? (best == 1 << 20 ? QStringLiteral("its name is %1's but for the precision").arg(b.name)
+                           : QStringLiteral("its name shares the most with %1's").arg(b.name))
+        : QStringLiteral("%1 high-precision runs fit equally; %2 is the first by name").arg(tied.size()).arg(b.name);
     return p;
 }
 

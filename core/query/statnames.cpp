@@ -24,9 +24,10 @@ const QHash<QString, QString> &vocabulary()
         add("loss scale", {"loss scale"});
         add("params norm", {"params norm", "param norm", "parameter norm"});
         add("num zeros", {"num zeros", "number of zeros"});
-        add("validation loss", {"validation loss", "validation lm loss", "validation lm loss value",
-                                   "lm loss validation"});
-        add("validation ppl", {"validation ppl", "validation lm loss ppl", "lm loss validation ppl", "validation perplexity"});
+        add("validation loss",
+            {"validation loss", "validation lm loss", "validation lm loss value", "lm loss validation"});
+        add("validation ppl",
+            {"validation ppl", "validation lm loss ppl", "lm loss validation ppl", "validation perplexity"});
         add("skipped iterations", {"skipped iterations", "number of skipped iterations"});
         add("nan iterations", {"nan iterations", "number of nan iterations"});
         add("consumed samples", {"consumed samples", "consumed train samples"});

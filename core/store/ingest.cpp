@@ -18,8 +18,8 @@
 #include <cerrno>
 #include <cmath>
 #include <future>
-#include <new>
 #include <map>
+#include <new>
 #include <set>
 
 #include <signal.h>
@@ -208,14 +208,14 @@ public:
 
     void config(const QString &key, const QString &value) override
     {
-        keyValue(m_insertConfig, "INSERT OR REPLACE INTO configs(run_id, file_id, key, value) VALUES(?,?,?,?)", key,
-            value);
+        keyValue(
+            m_insertConfig, "INSERT OR REPLACE INTO configs(run_id, file_id, key, value) VALUES(?,?,?,?)", key, value);
     }
 
     void version(const QString &package, const QString &version) override
     {
-        keyValue(m_insertVersion,
-            "INSERT OR REPLACE INTO versions(run_id, file_id, package, version) VALUES(?,?,?,?)", package, version);
+        keyValue(m_insertVersion, "INSERT OR REPLACE INTO versions(run_id, file_id, package, version) VALUES(?,?,?,?)",
+            package, version);
     }
 
     void runInfo(const QString &field, const QString &value) override
@@ -332,8 +332,8 @@ void dropRunsLeftEmpty(Database &db, const std::set<QString> &movedFrom, IngestR
     // A store written when the folder was divided differently: a run whose files all went to other runs
     // held what those files said, mixed (before fp8scope recorded which file wrote what); it goes, with all of it.
     for (const QString &name : movedFrom) {
-        Statement find = db.prepare(
-            "SELECT id FROM runs WHERE name=? AND NOT EXISTS (SELECT 1 FROM files WHERE run_id=runs.id)");
+        Statement find
+            = db.prepare("SELECT id FROM runs WHERE name=? AND NOT EXISTS (SELECT 1 FROM files WHERE run_id=runs.id)");
         find.bind(1, name);
         if (!find.next())
             continue;
@@ -383,9 +383,10 @@ constexpr int64_t kReadAgain = -2;
 bool dropPoints(Database &db, int64_t fileId, QString *error)
 {
     std::vector<int64_t> sole, shared;
-    Statement series = db.prepare("SELECT sf.series_id, (SELECT COUNT(*) FROM series_files o WHERE "
-                                  "o.series_id=sf.series_id AND o.file_id<>sf.file_id) FROM series_files sf WHERE sf.file_id=?",
-        error);
+    Statement series
+        = db.prepare("SELECT sf.series_id, (SELECT COUNT(*) FROM series_files o WHERE "
+                     "o.series_id=sf.series_id AND o.file_id<>sf.file_id) FROM series_files sf WHERE sf.file_id=?",
+            error);
     series.bind(1, fileId);
     while (series.next())
         (series.int64(1) == 0 ? sole : shared).push_back(series.int64(0));
@@ -452,8 +453,9 @@ void ingestFile(
     const QFileInfo info(f.absolutePath);
     const int64_t size = info.size();
     const int64_t mtime = info.lastModified().toMSecsSinceEpoch();
-    Statement q = db.prepare("SELECT f.id, f.size, f.mtime, f.head_len, f.head_hash, f.consumed, f.lines, f.importer, "
-                             "r.name, f.tail_len, f.tail_hash FROM files f LEFT JOIN runs r ON r.id=f.run_id WHERE f.path=?");
+    Statement q
+        = db.prepare("SELECT f.id, f.size, f.mtime, f.head_len, f.head_hash, f.consumed, f.lines, f.importer, "
+                     "r.name, f.tail_len, f.tail_hash FROM files f LEFT JOIN runs r ON r.id=f.run_id WHERE f.path=?");
     q.bind(1, f.relativePath);
     int64_t fileId = 0;
     ReadPosition from;
@@ -498,8 +500,9 @@ void ingestFile(
     const QString hash = QString::fromLatin1(windowHash(f.absolutePath, 0, headLen));
     bool ok = true;
     if (fileId == 0) {
-        Statement ins = db.prepare("INSERT INTO files(path, importer, size, mtime, head_len, head_hash, consumed, lines) "
-                                   "VALUES(?,?,0,0,0,'',0,0)");
+        Statement ins
+            = db.prepare("INSERT INTO files(path, importer, size, mtime, head_len, head_hash, consumed, lines) "
+                         "VALUES(?,?,0,0,0,'',0,0)");
         ok = ins.bind(1, f.relativePath).bind(2, f.importer->name()).exec();
         if (!ok)
             error = ins.error();
@@ -614,7 +617,7 @@ public:
             f.write(QStringLiteral("%1\n%2 ingest (pid %1) since %3\n")
                         .arg(QCoreApplication::applicationPid())
                         .arg(QCoreApplication::applicationName().isEmpty() ? QStringLiteral("fp8scope")
-                                                                            : QCoreApplication::applicationName(),
+                                                                           : QCoreApplication::applicationName(),
                             QDateTime::currentDateTime().toString(Qt::ISODate))
                         .toUtf8());
     }
@@ -647,8 +650,9 @@ IngestReport ingestFolder(Database &db, const QString &folder, const QString &st
         Transaction probe(db);
         if (!probe.isActive()) {
             report.busy = db.isBusy();
-            report.errors << (report.busy ? describeStoreError(SQLITE_BUSY, QString(), storePath, folder, readWriter(storePath))
-                                          : describeStoreError(db.lastErrorCode(), db.lastError(), storePath, folder));
+            report.errors << (report.busy
+                    ? describeStoreError(SQLITE_BUSY, QString(), storePath, folder, readWriter(storePath))
+                    : describeStoreError(db.lastErrorCode(), db.lastError(), storePath, folder));
             return report;
         }
     }

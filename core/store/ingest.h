@@ -34,7 +34,8 @@ struct IngestReport {
 using IngestProgress = std::function<bool(int done, int total, const QString &file)>;
 
 // `storePath` names the store in messages; `writer` says who holds it when it is busy (readWriter()).
-IngestReport ingestFolder(Database &db, const QString &folder, const QString &storePath, const IngestProgress &progress);
+IngestReport ingestFolder(
+    Database &db, const QString &folder, const QString &storePath, const IngestProgress &progress);
 
 // Who is writing to a store: the program, its pid and since when, kept in <store>-writer while an ingest
 // runs; "" when nobody (or a writer that is gone).

@@ -109,9 +109,9 @@ bool inferRunsFromConfigs(Database &db, QString *error)
         }
         configs.reset();
         const QString precision = fp8 ? QStringLiteral("fp8")
-            : bf16                     ? QStringLiteral("bf16")
-            : fp16                     ? QStringLiteral("fp16")
-                                       : QString();
+            : bf16                    ? QStringLiteral("bf16")
+            : fp16                    ? QStringLiteral("fp16")
+                                      : QString();
         const QString runPrecision = storedPrecision.isEmpty() ? precision : storedPrecision;
         if (recipe.isEmpty() && amaxHistory && runPrecision == QLatin1String("fp8"))
             recipe = QStringLiteral("delayed");

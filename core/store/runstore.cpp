@@ -125,14 +125,14 @@ bool RunStore::check(QString *error)
     // are read (every failed read is reported, damage included). A whole check of a 200 MB store took 100 ms,
     // and every connection (the window opens several) would pay it.
     const bool whole = QFileInfo(m_path).size() <= (qint64(64) << 20);
-    const QStringList tables = whole ? QStringList {QString()}
-                                     : QStringList {QStringLiteral("meta"), QStringLiteral("runs"), QStringLiteral("files"),
-                                           QStringLiteral("series"), QStringLiteral("series_files"), QStringLiteral("evals"),
-                                           QStringLiteral("configs"), QStringLiteral("versions"), QStringLiteral("dumps"),
-                                           QStringLiteral("problems")};
+    const QStringList tables = whole
+        ? QStringList {QString()}
+        : QStringList {QStringLiteral("meta"), QStringLiteral("runs"), QStringLiteral("files"),
+            QStringLiteral("series"), QStringLiteral("series_files"), QStringLiteral("evals"),
+            QStringLiteral("configs"), QStringLiteral("versions"), QStringLiteral("dumps"), QStringLiteral("problems")};
     for (const QString &table : tables) {
-        const QByteArray sql = table.isEmpty() ? QByteArray("PRAGMA quick_check(1)")
-                                               : "PRAGMA quick_check('" + table.toLatin1() + "')";
+        const QByteArray sql
+            = table.isEmpty() ? QByteArray("PRAGMA quick_check(1)") : "PRAGMA quick_check('" + table.toLatin1() + "')";
         Statement s = m_db.prepare(sql.constData());
         if (!s.next()) {
             *error = describeStoreError(s.errorCode(), s.error(), m_path, m_folder);
@@ -178,8 +178,9 @@ bool RunStore::ok(const Statement &s) const
 {
     if (!s.failed())
         return true;
-    const QString e = describeStoreError(s.errorCode(), s.error().isEmpty() ? QStringLiteral("statement failed") : s.error(),
-        m_path, m_folder, isBusyCode(s.errorCode()) ? readWriter(m_path) : QString());
+    const QString e
+        = describeStoreError(s.errorCode(), s.error().isEmpty() ? QStringLiteral("statement failed") : s.error(),
+            m_path, m_folder, isBusyCode(s.errorCode()) ? readWriter(m_path) : QString());
     if (!m_errors.contains(e))
         m_errors << e;
     return false;
@@ -191,7 +192,8 @@ std::vector<RunInfo> RunStore::runs(bool withCounts) const
     Statement s = prepare(withCounts
             ? "SELECT r.id, r.name, r.display_name, r.precision, r.recipe, r.baseline, r.inference_precision, r.notes, "
               "(SELECT COUNT(*) FROM series WHERE run_id=r.id), "
-              "(SELECT COALESCE(SUM(c.n), 0) FROM point_chunks c JOIN series s ON c.series_id=s.id WHERE s.run_id=r.id) "
+              "(SELECT COALESCE(SUM(c.n), 0) FROM point_chunks c JOIN series s ON c.series_id=s.id WHERE "
+              "s.run_id=r.id) "
               "FROM runs r ORDER BY r.name"
             : "SELECT r.id, r.name, r.display_name, r.precision, r.recipe, r.baseline, r.inference_precision, r.notes, "
               "0, 0 FROM runs r ORDER BY r.name");
@@ -238,7 +240,8 @@ std::vector<SeriesInfo> RunStore::findSeries(int64_t runId, const SeriesKey &key
     while (s.next())
         out.push_back({.id = s.int64(0),
             .runId = runId,
-            .key = {.layer = s.text(1), .tensor = s.text(2), .stat = s.text(3), .source = s.text(4), .recipe = s.text(5)},
+            .key
+            = {.layer = s.text(1), .tensor = s.text(2), .stat = s.text(3), .source = s.text(4), .recipe = s.text(5)},
             .points = s.int64(6),
             .firstStep = s.int64(7),
             .lastStep = s.int64(8)});
@@ -261,9 +264,10 @@ std::vector<SeriesInfo> RunStore::findSeries(int64_t runId, const SeriesKey &key
 std::vector<SeriesInfo> RunStore::seriesAt(int64_t runId, const QString &layer, const QString &tensor) const
 {
     std::vector<SeriesInfo> out;
-    Statement s = prepare("SELECT s.id, s.stat, s.source, s.recipe, COALESCE(SUM(c.n), 0), MIN(c.first_step), "
-                          "MAX(c.last_step) FROM series s LEFT JOIN point_chunks c ON c.series_id=s.id "
-                          "WHERE s.run_id=? AND s.layer=? AND s.tensor=? GROUP BY s.id ORDER BY s.stat, s.source, s.recipe");
+    Statement s
+        = prepare("SELECT s.id, s.stat, s.source, s.recipe, COALESCE(SUM(c.n), 0), MIN(c.first_step), "
+                  "MAX(c.last_step) FROM series s LEFT JOIN point_chunks c ON c.series_id=s.id "
+                  "WHERE s.run_id=? AND s.layer=? AND s.tensor=? GROUP BY s.id ORDER BY s.stat, s.source, s.recipe");
     s.bind(1, runId).bind(2, layer).bind(3, tensor);
     while (s.next())
         out.push_back({.id = s.int64(0),
@@ -276,7 +280,8 @@ std::vector<SeriesInfo> RunStore::seriesAt(int64_t runId, const QString &layer, 
     return out;
 }
 
-std::vector<RunStore::LayerSource> RunStore::layerSources(int64_t runId, const QString &stat, const QString &tensor) const
+std::vector<RunStore::LayerSource> RunStore::layerSources(
+    int64_t runId, const QString &stat, const QString &tensor) const
 {
     std::vector<LayerSource> out;
     Statement s = prepare("SELECT source, recipe, COUNT(*) FROM series WHERE run_id=? AND stat=? AND tensor=? AND "
@@ -290,8 +295,8 @@ std::vector<RunStore::LayerSource> RunStore::layerSources(int64_t runId, const Q
 
 std::optional<SeriesPoint> RunStore::valueAt(int64_t seriesId, int64_t step) const
 {
-    Statement s = prepare(
-        "SELECT data FROM point_chunks WHERE series_id=? AND first_step<=? ORDER BY first_step DESC LIMIT 1");
+    Statement s
+        = prepare("SELECT data FROM point_chunks WHERE series_id=? AND first_step<=? ORDER BY first_step DESC LIMIT 1");
     s.bind(1, seriesId).bind(2, step);
     bool before = true;
     if (!s.next()) {
@@ -353,9 +358,8 @@ std::vector<SeriesPoint> RunStore::points(int64_t seriesId, int64_t from, int64_
     const int64_t lo = std::max(from, count.int64(1));
     const int64_t hi = std::min(to, count.int64(2));
     const double width = double(hi - lo + 1) / double(maxPoints);
-    auto bucketOf = [&](int64_t step) {
-        return std::clamp<int64_t>(int64_t(double(step - lo) / width), 0, maxPoints - 1);
-    };
+    auto bucketOf
+        = [&](int64_t step) { return std::clamp<int64_t>(int64_t(double(step - lo) / width), 0, maxPoints - 1); };
     std::vector<SeriesPoint> buckets(size_t(maxPoints), SeriesPoint {0, 0, NAN, NAN, NAN, 0});
     auto add = [&](int64_t first, int64_t last, double mn, double mx, int64_t n) {
         SeriesPoint &b = buckets[size_t(bucketOf(first))];
@@ -472,9 +476,10 @@ std::vector<LayerRow> RunStore::layerRows(
 std::vector<EvalRow> RunStore::evals(int64_t runId) const
 {
     std::vector<EvalRow> out;
-    Statement s = prepare("SELECT e.task, e.metric, e.value, e.stderr, e.inference, e.settings, f.path FROM evals e "
-                          "LEFT JOIN files f ON f.id=e.file_id WHERE e.run_id=? ORDER BY e.task, e.metric, e.inference, "
-                          "f.path");
+    Statement s
+        = prepare("SELECT e.task, e.metric, e.value, e.stderr, e.inference, e.settings, f.path FROM evals e "
+                  "LEFT JOIN files f ON f.id=e.file_id WHERE e.run_id=? ORDER BY e.task, e.metric, e.inference, "
+                  "f.path");
     s.bind(1, runId);
     while (s.next())
         out.push_back({.eval = {.task = s.text(0),

@@ -161,7 +161,10 @@ bool migrate(Database &db, const QString &path, QString *error)
         return false;
     }
     if (version > kVersion) {
-        *error = QStringLiteral("%1: store schema %2 is newer than this fp8scope (%3)").arg(path).arg(version).arg(kVersion);
+        *error = QStringLiteral("%1: store schema %2 is newer than this fp8scope (%3)")
+                     .arg(path)
+                     .arg(version)
+                     .arg(kVersion);
         return false;
     }
     if (version == kVersion)

@@ -64,7 +64,8 @@ std::optional<DType> dumpElementType(StoredClass cls, int bytes, const QString &
         }
         *error = fp8FormatAttr.isEmpty()
             ? QStringLiteral("uint8 dataset without an fp8_format attribute (E4M3, E5M2 or HYBRID)")
-            : QStringLiteral("uint8 dataset with fp8_format '%1', which is none of E4M3, E5M2 or HYBRID").arg(fp8FormatAttr);
+            : QStringLiteral("uint8 dataset with fp8_format '%1', which is none of E4M3, E5M2 or HYBRID")
+                  .arg(fp8FormatAttr);
         return std::nullopt;
     }
     *error = QStringLiteral("unsupported element type (%1-byte %2)")

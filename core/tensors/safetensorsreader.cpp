@@ -11,8 +11,8 @@
 #include <QJsonObject>
 
 #include <algorithm>
-#include <cmath>
 #include <array>
+#include <cmath>
 
 namespace fp8scope {
 

@@ -171,7 +171,8 @@ int main(int argc, char **argv)
     if (!catalog.open(runDir, &error))
         return 1;
     const auto run = catalog.runs().front();
-    const Heatmap h = catalog.matrix(run.ref, {.stat = QStringLiteral("underflows%"), .tensor = QStringLiteral("activation")});
+    const Heatmap h
+        = catalog.matrix(run.ref, {.stat = QStringLiteral("underflows%"), .tensor = QStringLiteral("activation")});
     const double heatMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::printf("%-44s %10.1f ms (%lld x %zu)\n", "reopen + heatmap of one stat", heatMs, (long long)h.layers.size(),
         h.steps.size());

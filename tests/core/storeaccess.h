@@ -14,8 +14,8 @@ struct RunStoreTestAccess {
 namespace testing {
 
 // The query layer's layer x step matrix of a store's run, through a Catalog over the store's folder.
-inline Heatmap matrixOf(const RunStore &store, int64_t runId, const QString &stat, const QString &tensor,
-    const QString &recipe = QString())
+inline Heatmap matrixOf(
+    const RunStore &store, int64_t runId, const QString &stat, const QString &tensor, const QString &recipe = QString())
 {
     Catalog c;
     QString error;

@@ -2,8 +2,8 @@
 // outliers; their encodings in the dump dtypes; a relative comparison.
 #pragma once
 
-#include "core/formats/fp8math.h"
 #include "core/formats/dtype.h"
+#include "core/formats/fp8math.h"
 
 #include <QByteArray>
 

@@ -189,11 +189,13 @@ void TestHardening::linesWithInvalidUtf8OrADamagedSeparator()
     log += "2026-01-15 23:06:41,584 - INFO - layers.\xff.fc1_activation_mse \t iteration=000001 \t value=2.0\n";
     log += "2026-01-15 23:06:41,584 - INFO - layers.\xfe.fc1_activation_mse \t iteration=000001 \t value=3.0\n";
     // A NUL inside the level: the name still follows the last " - ".
-    QByteArray damaged = "2026-01-15 23:06:41,584 - INFO - layers.1.fc1_activation_mse \t iteration=000001 \t value=4.0\n";
+    QByteArray damaged
+        = "2026-01-15 23:06:41,584 - INFO - layers.1.fc1_activation_mse \t iteration=000001 \t value=4.0\n";
     damaged[damaged.indexOf("INFO") + 2] = '\0';
     log += damaged;
     // A NUL in the separator itself: what is before iteration= is no name.
-    QByteArray broken = "2026-01-15 23:06:41,584 - INFO - layers.3.fc1_activation_mse \t iteration=000001 \t value=6.0\n";
+    QByteArray broken
+        = "2026-01-15 23:06:41,584 - INFO - layers.3.fc1_activation_mse \t iteration=000001 \t value=6.0\n";
     broken[broken.indexOf(" layers.3")] = '\0';
     log += broken;
     log += "2026-01-15 23:06:41,584 - WARNING - layers.2.fc1_activation_mse \t iteration=000001 \t value=5.0\n";
@@ -271,7 +273,8 @@ void TestHardening::rewrittenFilesAreReadAgain()
         head += "> building the data loader, please wait ...\n";
     QByteArray lines = head;
     for (int i = 1; i <= 50; ++i)
-        lines += " iteration " + QByteArray::number(i) + "/ 100 | lm loss: " + QByteArray::number(10.0 - i * 0.01) + " |\n";
+        lines += " iteration " + QByteArray::number(i) + "/ 100 | lm loss: " + QByteArray::number(10.0 - i * 0.01)
+            + " |\n";
     write(log, lines);
     ingest(dir.path());
     QCOMPARE(points(dir.path(), QStringLiteral("lm loss")).size(), size_t(50));
@@ -338,7 +341,8 @@ void TestHardening::damagedStoreIsDetectedAndRebuilt()
     write(dir.filePath(QStringLiteral("metrics.csv")), csv);
     QCOMPARE(ingest(dir.path()).filesRead, 1);
     const QString store = RunStore::storePathFor(dir.path());
-    QVERIFY(!QFileInfo::exists(store + QStringLiteral("-wal")) || QFileInfo(store + QStringLiteral("-wal")).size() == 0);
+    QVERIFY(
+        !QFileInfo::exists(store + QStringLiteral("-wal")) || QFileInfo(store + QStringLiteral("-wal")).size() == 0);
     // Damage pages in the middle of the file.
     {
         QFile f(store);
@@ -359,7 +363,8 @@ void TestHardening::damagedStoreIsDetectedAndRebuilt()
     QVERIFY(cli.waitForFinished(60000));
     QCOMPARE(cli.exitCode(), 1);
     QVERIFY(cli.readAllStandardError().contains("the store is damaged"));
-    cli.start(qEnvironmentVariable("FP8SCOPE_CLI"), {QStringLiteral("ingest"), dir.path(), QStringLiteral("--rebuild")});
+    cli.start(
+        qEnvironmentVariable("FP8SCOPE_CLI"), {QStringLiteral("ingest"), dir.path(), QStringLiteral("--rebuild")});
     QVERIFY(cli.waitForFinished(60000));
     QCOMPARE(cli.exitCode(), 0);
     QCOMPARE(points(dir.path(), QStringLiteral("loss")).size(), size_t(20000));
@@ -379,7 +384,8 @@ void TestHardening::storeOfASchemaNoFp8scopeWrote()
     RunStore s;
     QString error;
     QVERIFY(!s.open(dir.path(), &error));
-    QVERIFY2(error.contains(QLatin1String("schema version is 'abc', which no fp8scope wrote")) && error.contains(QLatin1String("--rebuild")),
+    QVERIFY2(error.contains(QLatin1String("schema version is 'abc', which no fp8scope wrote"))
+            && error.contains(QLatin1String("--rebuild")),
         qPrintable(error));
 }
 
@@ -461,7 +467,8 @@ void TestHardening::messagesSayWhatIsWrong()
         H5Fclose(file);
     }
     QVERIFY(!openTensor(h5 + QStringLiteral(":never"), &problem));
-    QVERIFY2(problem.message.contains(QLatin1String("holds no data (created, never written)")), qPrintable(problem.message));
+    QVERIFY2(
+        problem.message.contains(QLatin1String("holds no data (created, never written)")), qPrintable(problem.message));
     // An unknown fp8_format is named, not reported as missing.
     QVERIFY(!openTensor(h5 + QStringLiteral(":codes"), &problem));
     QVERIFY2(problem.message.contains(QLatin1String("fp8_format 'E3M4'")), qPrintable(problem.message));

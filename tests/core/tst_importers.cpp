@@ -7,8 +7,8 @@
 #include "core/importers/tedebugimporter.h"
 #include "core/store/runstore.h"
 #include "core/tensors/tensorreader.h"
-#include "storedigest.h"
 #include "storeaccess.h"
+#include "storedigest.h"
 #include "testmain.h"
 
 #include <QCryptographicHash>
@@ -613,8 +613,8 @@ void TestImporters::nestedRunFolders()
     QCOMPARE(store.runs().size(), size_t(7));
     QCOMPARE(pointAt(store, QStringLiteral("pair/x"), loss, 1), 1.0);
     QCOMPARE(pointAt(store, QStringLiteral("y"), loss, 1), 2.0);
-    Statement orphans
-        = RunStoreTestAccess::db(store).prepare("SELECT COUNT(*) FROM series WHERE run_id NOT IN (SELECT id FROM runs)");
+    Statement orphans = RunStoreTestAccess::db(store).prepare(
+        "SELECT COUNT(*) FROM series WHERE run_id NOT IN (SELECT id FROM runs)");
     QVERIFY(orphans.next());
     QCOMPARE(orphans.int64(0), 0);
 }

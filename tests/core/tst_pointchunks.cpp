@@ -268,7 +268,8 @@ INSERT INTO series VALUES(1, 1, '', '', 'loss', 'csv', ''), (2, 1, 'l.0', 'activ
     QCOMPARE(mse.size(), size_t(150));
     QCOMPARE(mse[10].step, 40);
     QCOMPARE(store.runs().front().pointCount, 300);
-    Statement v = RunStoreTestAccess::db(store).prepare("SELECT step, value, wall_time FROM points WHERE series_id=2 AND step=40");
+    Statement v = RunStoreTestAccess::db(store).prepare(
+        "SELECT step, value, wall_time FROM points WHERE series_id=2 AND step=40");
     QVERIFY(v.next());
     QCOMPARE(v.real(2), 110.0);
     Statement tables = RunStoreTestAccess::db(store).prepare(

@@ -104,7 +104,8 @@ void TestQuery::initTestCase()
     QByteArray other = megatronLog("None", 5, 9.0);
     other.replace("hidden_size ..................................... 1024",
         "hidden_size ..................................... 4096");
-    other.replace("num_layers ...................................... 4", "num_layers ...................................... 32");
+    other.replace(
+        "num_layers ...................................... 4", "num_layers ...................................... 32");
     write(m_ws + QStringLiteral("/big_bf16/train.out"), other);
     // The FP8 run also logs its loss to a CSV, at every step (more points than the log's every tenth).
     QByteArray csv = "step,train/loss\n";
@@ -116,7 +117,8 @@ void TestQuery::initTestCase()
     for (int step : {0, 10, 20, 100, 1000}) {
         for (int layer = 0; layer < 3; ++layer) {
             te += "2026-01-15 23:06:41,584 - INFO - decoder.layers." + QByteArray::number(layer)
-                + ".mlp.linear_fc2_activation_underflows% \t\t\t\t iteration=" + QByteArray::number(step).rightJustified(6, '0')
+                + ".mlp.linear_fc2_activation_underflows% \t\t\t\t iteration="
+                + QByteArray::number(step).rightJustified(6, '0')
                 + " \t\t\t\t value=" + QByteArray::number(layer * 10 + step / 10.0, 'f', 4) + '\n';
         }
     }
@@ -297,9 +299,12 @@ void TestQuery::seriesChoice()
     QCOMPARE(all[1].source, QStringLiteral("megatron-log"));
     // Any of its names asks for it; a source chooses among them.
     QCOMPARE(m_catalog.chooseSeries(fp8->ref, {.stat = QStringLiteral("train/loss")})->id, all[0].id);
-    QCOMPARE(m_catalog.chooseSeries(fp8->ref, {.stat = QStringLiteral("loss"), .source = QStringLiteral("megatron-log")})->id,
+    QCOMPARE(
+        m_catalog.chooseSeries(fp8->ref, {.stat = QStringLiteral("loss"), .source = QStringLiteral("megatron-log")})
+            ->id,
         all[1].id);
-    QVERIFY(!m_catalog.chooseSeries(fp8->ref, {.stat = QStringLiteral("lm loss"), .source = QStringLiteral("tensorboard")}));
+    QVERIFY(!m_catalog.chooseSeries(
+        fp8->ref, {.stat = QStringLiteral("lm loss"), .source = QStringLiteral("tensorboard")}));
     // The run's statistics list lm loss once, with both sources.
     bool listed = false;
     for (const StatisticInfo &s : m_catalog.runStatistics(fp8->ref)) {
@@ -323,9 +328,12 @@ void TestQuery::seriesChoice()
     const QString layer = QStringLiteral("decoder.layers.0.mlp.linear_fc2");
     DumpRecord d {.layer = layer, .tensor = QStringLiteral("activation"), .step = 20};
     QString error;
-    QVERIFY(store->storeRecomputed(fp8->ref.id, d, QStringLiteral("mxfp8"), {{QStringLiteral("underflows%"), 7.0}}, &error));
-    QVERIFY(store->storeRecomputed(fp8->ref.id, d, QStringLiteral("delayed"), {{QStringLiteral("underflows%"), 8.0}}, &error));
-    const SeriesRequest tensorStat {.stat = QStringLiteral("underflows%"), .layer = layer, .tensor = QStringLiteral("activation")};
+    QVERIFY(store->storeRecomputed(
+        fp8->ref.id, d, QStringLiteral("mxfp8"), {{QStringLiteral("underflows%"), 7.0}}, &error));
+    QVERIFY(store->storeRecomputed(
+        fp8->ref.id, d, QStringLiteral("delayed"), {{QStringLiteral("underflows%"), 8.0}}, &error));
+    const SeriesRequest tensorStat {
+        .stat = QStringLiteral("underflows%"), .layer = layer, .tensor = QStringLiteral("activation")};
     const auto tensorCandidates = m_catalog.candidates(fp8->ref, tensorStat);
     QCOMPARE(tensorCandidates.size(), size_t(3));
     QCOMPARE(tensorCandidates[0].source, QStringLiteral("te-debug rank 0"));
@@ -340,16 +348,20 @@ void TestQuery::seriesChoice()
     // A run that trained with mxfp8 shows that recipe's first.
     const auto mx = run(QStringLiteral("mx"));
     DumpRecord w {.layer = QStringLiteral("l.0"), .tensor = QStringLiteral("weight"), .step = -1};
-    QVERIFY(m_catalog.store(mx->ref)->storeRecomputed(mx->ref.id, w, QStringLiteral("delayed"), {{QStringLiteral("mse"), 1.0}}, &error));
-    QVERIFY(m_catalog.store(mx->ref)->storeRecomputed(mx->ref.id, w, QStringLiteral("mxfp8"), {{QStringLiteral("mse"), 2.0}}, &error));
-    const auto own = m_catalog.chooseSeries(mx->ref, {.stat = QStringLiteral("mse"), .layer = QStringLiteral("l.0"), .tensor = QStringLiteral("weight")});
+    QVERIFY(m_catalog.store(mx->ref)->storeRecomputed(
+        mx->ref.id, w, QStringLiteral("delayed"), {{QStringLiteral("mse"), 1.0}}, &error));
+    QVERIFY(m_catalog.store(mx->ref)->storeRecomputed(
+        mx->ref.id, w, QStringLiteral("mxfp8"), {{QStringLiteral("mse"), 2.0}}, &error));
+    const auto own = m_catalog.chooseSeries(
+        mx->ref, {.stat = QStringLiteral("mse"), .layer = QStringLiteral("l.0"), .tensor = QStringLiteral("weight")});
     QCOMPARE(own->recipe, QStringLiteral("mxfp8"));
 }
 
 void TestQuery::matrixAtRealSteps()
 {
     const auto fp8 = run(QStringLiteral("gpt_fp8"));
-    const Heatmap h = m_catalog.matrix(fp8->ref, {.stat = QStringLiteral("underflows%"), .tensor = QStringLiteral("activation")});
+    const Heatmap h
+        = m_catalog.matrix(fp8->ref, {.stat = QStringLiteral("underflows%"), .tensor = QStringLiteral("activation")});
     QCOMPARE(h.source, QStringLiteral("te-debug rank 0")); // logged before recomputed
     QCOMPARE(h.sources, (QStringList {QStringLiteral("te-debug rank 0"), QStringLiteral("recomputed")}));
     QCOMPARE(h.layers.size(), 3);
@@ -367,7 +379,9 @@ void TestQuery::matrixAtRealSteps()
     QCOMPARE(h.nearestColumn(5000), 4);
     // The recomputed source on request, at its one step.
     const Heatmap r = m_catalog.matrix(fp8->ref,
-        {.stat = QStringLiteral("underflows%"), .tensor = QStringLiteral("activation"), .source = QStringLiteral("recomputed"),
+        {.stat = QStringLiteral("underflows%"),
+            .tensor = QStringLiteral("activation"),
+            .source = QStringLiteral("recomputed"),
             .recipe = QStringLiteral("mxfp8")});
     QCOMPARE(r.source, QStringLiteral("recomputed"));
     QCOMPARE(r.recipe, QStringLiteral("mxfp8"));
@@ -401,9 +415,11 @@ void TestQuery::evalsPerInferenceSetting()
     QJsonObject root;
     root.insert(QStringLiteral("config"),
         QJsonObject {{QStringLiteral("model_args"),
-            QJsonObject {{QStringLiteral("dtype"), QStringLiteral("bfloat16")}, {QStringLiteral("kv_cache_dtype"), QStringLiteral("fp8")}}}});
+            QJsonObject {{QStringLiteral("dtype"), QStringLiteral("bfloat16")},
+                {QStringLiteral("kv_cache_dtype"), QStringLiteral("fp8")}}}});
     QString settings;
-    QCOMPARE(inferenceSetting(root, QFileInfo(QStringLiteral("/x/results.json")), &settings), QStringLiteral("bf16 kv-fp8"));
+    QCOMPARE(
+        inferenceSetting(root, QFileInfo(QStringLiteral("/x/results.json")), &settings), QStringLiteral("bf16 kv-fp8"));
 }
 
 void TestQuery::configsAndVersions()
@@ -498,7 +514,8 @@ void TestQuery::layerOrderIsTotal()
     QVERIFY(!layerLess(QStringLiteral("layers.10"), QStringLiteral("layers.2")));
     QVERIFY(layerLess(QStringLiteral("x5"), QStringLiteral("x99999999999999999999")));
     QVERIFY(!layerLess(QStringLiteral("x99999999999999999999"), QStringLiteral("x5")));
-    QVERIFY(layerLess(QStringLiteral("a01"), QStringLiteral("a1")) != layerLess(QStringLiteral("a1"), QStringLiteral("a01")));
+    QVERIFY(layerLess(QStringLiteral("a01"), QStringLiteral("a1"))
+        != layerLess(QStringLiteral("a1"), QStringLiteral("a01")));
     const QStringList names {QStringLiteral("a1"), QStringLiteral("a01"), QStringLiteral("a2"), QStringLiteral("a10"),
         QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("a1b"), QStringLiteral("a001"), QStringLiteral("")};
     for (const QString &x : names) {

@@ -291,15 +291,21 @@ void TestCli::runsShowBaselineAndVersions()
                             "  bf16 ............................................ True\n";
     const QByteArray end = "-------------------- end of arguments ---------------------\n"
                            " iteration 10/ 100 | lm loss: 9.0E+00 |\n";
-    write(ws.filePath(QStringLiteral("a_fp8/train.out")), args + "  fp8 ............................................. hybrid\n" + end);
-    write(ws.filePath(QStringLiteral("b_bf16/train.out")), args + "  fp8 ............................................. None\n" + end);
+    write(ws.filePath(QStringLiteral("a_fp8/train.out")),
+        args + "  fp8 ............................................. hybrid\n" + end);
+    write(ws.filePath(QStringLiteral("b_bf16/train.out")),
+        args + "  fp8 ............................................. None\n" + end);
     QByteArray other = args;
     other.replace("2048", "8192");
-    write(ws.filePath(QStringLiteral("c_bf16/train.out")), other + "  fp8 ............................................. None\n" + end);
-    write(ws.filePath(QStringLiteral("a_fp8/pip_freeze.txt")), "torch==2.4.1\ntransformer-engine==1.11.0\nnumpy==2.0\n");
-    const QByteArray eval = R"({"results": {"mmlu": {"acc,none": %1, "acc_stderr,none": 0.004}}, "versions": {"mmlu": 1},
+    write(ws.filePath(QStringLiteral("c_bf16/train.out")),
+        other + "  fp8 ............................................. None\n" + end);
+    write(
+        ws.filePath(QStringLiteral("a_fp8/pip_freeze.txt")), "torch==2.4.1\ntransformer-engine==1.11.0\nnumpy==2.0\n");
+    const QByteArray eval
+        = R"({"results": {"mmlu": {"acc,none": %1, "acc_stderr,none": 0.004}}, "versions": {"mmlu": 1},
         "config": {"model_args": "pretrained=./hf,%2"}})";
-    write(ws.filePath(QStringLiteral("a_fp8/eval/bf16.json")), QByteArray(eval).replace("%1", "0.61").replace("%2", "dtype=bfloat16"));
+    write(ws.filePath(QStringLiteral("a_fp8/eval/bf16.json")),
+        QByteArray(eval).replace("%1", "0.61").replace("%2", "dtype=bfloat16"));
     write(ws.filePath(QStringLiteral("a_fp8/eval/fp8.json")),
         QByteArray(eval).replace("%1", "0.58").replace("%2", "dtype=bfloat16,quantization=fp8"));
     Run r = cli({QStringLiteral("ingest"), ws.path(), QStringLiteral("--json")});
@@ -313,9 +319,11 @@ void TestCli::runsShowBaselineAndVersions()
     QVERIFY2(r.code == 0, r.err.constData());
     const QList<QByteArray> lines = r.out.split('\n');
     QVERIFY2(lines[0].startsWith("a_fp8\tprecision=fp8\trecipe=\tbaseline=b_bf16\t"), r.out.constData());
-    QVERIFY2(lines[1].contains("baseline  b_bf16 (config: of 2 high-precision runs, its config differs least: 0 keys (next: 1))"),
+    QVERIFY2(lines[1].contains(
+                 "baseline  b_bf16 (config: of 2 high-precision runs, its config differs least: 0 keys (next: 1))"),
         r.out.constData());
-    QVERIFY2(lines[2].contains("versions  transformer-engine 1.11.0, torch 2.4.1 (3 packages in all)"), r.out.constData());
+    QVERIFY2(
+        lines[2].contains("versions  transformer-engine 1.11.0, torch 2.4.1 (3 packages in all)"), r.out.constData());
     QVERIFY2(r.out.contains("b_bf16\tprecision=bf16\trecipe=\tbaseline=\t"), r.out.constData());
     QVERIFY2(r.out.contains("baseline  none (none: trained in BF16: a baseline itself)"), r.out.constData());
 

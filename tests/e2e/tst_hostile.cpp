@@ -98,7 +98,8 @@ QByteArray scalarRecord(int64_t step, const QByteArray &tag, float value)
     std::memcpy(&bits, &value, 4);
     v += le(bits, 4);
     const QByteArray summary = "\x0a" + QByteArray(1, char(v.size())) + v;
-    const QByteArray event = "\x10" + QByteArray(1, char(step)) + "\x2a" + QByteArray(1, char(summary.size())) + summary;
+    const QByteArray event
+        = "\x10" + QByteArray(1, char(step)) + "\x2a" + QByteArray(1, char(summary.size())) + summary;
     const QByteArray len = le(uint64_t(event.size()), 8);
     return len + le(masked(len), 4) + event + le(masked(event), 4);
 }
@@ -134,7 +135,8 @@ void TestHostile::unwrittenHdf5Chunks()
     H5Sclose(space);
     H5Fclose(file);
     QVERIFY(QFileInfo(path).size() < 64 * 1024);
-    Result r = cli({QStringLiteral("stats"), path + QStringLiteral(":huge"), QStringLiteral("--backend"), QStringLiteral("cpu")});
+    Result r = cli(
+        {QStringLiteral("stats"), path + QStringLiteral(":huge"), QStringLiteral("--backend"), QStringLiteral("cpu")});
     QCOMPARE(r.code, 1);
     QVERIFY2(r.err.contains("chunks were never written"), r.err.constData());
     QVERIFY2(r.seconds < 10, qPrintable(QString::number(r.seconds)));
@@ -144,7 +146,8 @@ void TestHostile::unwrittenHdf5Chunks()
     QCOMPARE(r.code, 0);
     const QJsonArray problems = QJsonDocument::fromJson(r.out).object().value(QStringLiteral("problems")).toArray();
     QCOMPARE(problems.size(), 1);
-    QVERIFY(problems[0].toObject().value(QStringLiteral("message")).toString().contains(QLatin1String("never written")));
+    QVERIFY(
+        problems[0].toObject().value(QStringLiteral("message")).toString().contains(QLatin1String("never written")));
     r = cli({QStringLiteral("recompute"), dir.path(), QStringLiteral("--backend"), QStringLiteral("cpu")});
     QCOMPARE(r.code, 1);
     QVERIFY2(r.err.contains("no tensor dumps indexed"), r.err.constData());
@@ -183,7 +186,8 @@ void TestHostile::yamlBillionLaughs()
     QVERIFY2(said[0].startsWith(QLatin1String("config.yaml: more than 50000 config keys")), qPrintable(said[0]));
     QVERIFY2(said[1].startsWith(QLatin1String("deep.yaml: YAML nested deeper than 64")), qPrintable(said[1]));
     QVERIFY2(said[2].startsWith(QLatin1String("indented.yaml: YAML nested deeper than 64")), qPrintable(said[2]));
-    QCOMPARE(doc.value(QStringLiteral("runs")).toArray().at(0).toObject().value(QStringLiteral("points")).toDouble(), 1.0);
+    QCOMPARE(
+        doc.value(QStringLiteral("runs")).toArray().at(0).toObject().value(QStringLiteral("points")).toDouble(), 1.0);
 }
 
 void TestHostile::configLinkedToAnEndlessStream()
@@ -202,10 +206,12 @@ void TestHostile::configLinkedToAnEndlessStream()
     QCOMPARE(unreadable.size(), 3);
     for (const auto &u : unreadable)
         QVERIFY(u.toObject().value(QStringLiteral("reason")).toString().contains(QLatin1String("/dev/zero")));
-    QCOMPARE(doc.value(QStringLiteral("runs")).toArray().at(0).toObject().value(QStringLiteral("points")).toDouble(), 2.0);
+    QCOMPARE(
+        doc.value(QStringLiteral("runs")).toArray().at(0).toObject().value(QStringLiteral("points")).toDouble(), 2.0);
     // The text output says so too.
     const Result text = cli({QStringLiteral("ingest"), dir.path()});
-    QVERIFY2(text.out.contains("unread   config.yaml: a link to /dev/zero, which is not a regular file"), text.out.constData());
+    QVERIFY2(text.out.contains("unread   config.yaml: a link to /dev/zero, which is not a regular file"),
+        text.out.constData());
 }
 
 void TestHostile::junkInsideATfeventsFile()
@@ -225,10 +231,12 @@ void TestHostile::junkInsideATfeventsFile()
     QCOMPARE(r.code, 0);
     QVERIFY2(r.seconds < 10, qPrintable(QString::number(r.seconds)));
     const QJsonObject doc = QJsonDocument::fromJson(r.out).object();
-    QCOMPARE(doc.value(QStringLiteral("runs")).toArray().at(0).toObject().value(QStringLiteral("points")).toDouble(), 2.0);
+    QCOMPARE(
+        doc.value(QStringLiteral("runs")).toArray().at(0).toObject().value(QStringLiteral("points")).toDouble(), 2.0);
     const QJsonArray problems = doc.value(QStringLiteral("problems")).toArray();
     QCOMPARE(problems.size(), 1);
-    QCOMPARE(problems[0].toObject().value(QStringLiteral("offset")).toDouble(), double(scalarRecord(1, "loss", 2.5f).size()));
+    QCOMPARE(problems[0].toObject().value(QStringLiteral("offset")).toDouble(),
+        double(scalarRecord(1, "loss", 2.5f).size()));
 }
 
 QTEST_GUILESS_MAIN(TestHostile)

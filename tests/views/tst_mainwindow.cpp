@@ -994,8 +994,8 @@ void TestMainWindow::recomputeFinishingAfterClose()
     const auto recipe = Recipe::parse(QStringLiteral("current"), std::nullopt, &error);
     QVERIFY2(recipe, qPrintable(error));
     bool finished = false;
-    ws->recompute(dumps.front(), *recipe,
-        QStringLiteral("test"), this, [&](const std::optional<TensorMetrics> &, const QString &) { finished = true; });
+    ws->recompute(dumps.front(), *recipe, QStringLiteral("test"), this,
+        [&](const std::optional<TensorMetrics> &, const QString &) { finished = true; });
     QSignalSpy announced(ws, &Workspace::statisticsChanged);
     QTemporaryDir dir;
     QVERIFY(appendTo(dir.filePath(QStringLiteral("metrics.csv")), "step,loss\n1,2.0\n"));
@@ -1063,8 +1063,8 @@ void TestMainWindow::guiAndCliChooseTheSameSeries()
     for (int s = 1; s <= 300; ++s) {
         csv += QByteArray::number(s) + ',' + QByteArray::number(8.0 + std::sin(s * 0.1), 'g', 10) + '\n';
         if (s % 10 == 0)
-            log += " iteration " + QByteArray::number(s) + "/ 300 | lm loss: " + QByteArray::number(9.0 - s * 1e-3, 'E', 6)
-                + " |\n";
+            log += " iteration " + QByteArray::number(s)
+                + "/ 300 | lm loss: " + QByteArray::number(9.0 - s * 1e-3, 'E', 6) + " |\n";
     }
     QVERIFY(appendTo(dir.filePath(QStringLiteral("train.out")), log));
     QVERIFY(appendTo(dir.filePath(QStringLiteral("history.csv")), csv));
@@ -1121,7 +1121,8 @@ public:
         std::function<void(const Heatmap &)> done) override
     {
         requests.push_back({run, request.stat});
-        QMetaObject::invokeMethod(receiver, [done, h = m_heatmap] { done(h); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            receiver, [done, h = m_heatmap] { done(h); }, Qt::QueuedConnection);
         return ++m_ticket;
     }
     void cancel(quint64) override { }
@@ -1229,7 +1230,11 @@ void TestMainWindow::storeErrorsMetWhileDrawingReachTheProblemsPanel()
     auto *problems = m_window->problemsTable()->model();
     bool shown = false;
     for (int r = 0; r < problems->rowCount(); ++r)
-        shown = shown || problems->index(r, ProblemsModel::MessageColumn).data().toString().contains(QLatin1String("no such table: dumps"));
+        shown = shown
+            || problems->index(r, ProblemsModel::MessageColumn)
+                   .data()
+                   .toString()
+                   .contains(QLatin1String("no such table: dumps"));
     QVERIFY(shown);
 }
 

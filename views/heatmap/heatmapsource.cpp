@@ -42,7 +42,8 @@ RunRef WorkspaceHeatmapSource::preferredRun() const
 
 std::vector<std::pair<QString, QString>> WorkspaceHeatmapSource::statistics(RunRef run) const
 {
-    return m_workspace->run(run) ? m_workspace->catalog().layerStatistics(run) : std::vector<std::pair<QString, QString>>();
+    return m_workspace->run(run) ? m_workspace->catalog().layerStatistics(run)
+                                 : std::vector<std::pair<QString, QString>>();
 }
 
 quint64 WorkspaceHeatmapSource::load(RunRef run, const MatrixRequest &request, const QString &slot, QObject *receiver,

@@ -340,8 +340,9 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
     QString message;
     const RunRef r = run();
     if ((!nx || !ny) && r.isValid()) {
-        message = m_statBox->count() == 0 ? m_source->noStatisticsText(r)
-                                          : tr("No %1 of %2 in %3.").arg(statistic(), tensor(), m_runBox->currentText());
+        message = m_statBox->count() == 0
+            ? m_source->noStatisticsText(r)
+            : tr("No %1 of %2 in %3.").arg(statistic(), tensor(), m_runBox->currentText());
     }
     m_message->setText(message);
     m_message->setColor(palette().color(QPalette::Text));
@@ -442,7 +443,8 @@ double HeatmapView::drawnValueAt(const QPointF &pixel) const
     if (m_data.steps.empty() || m_data.layers.isEmpty() || !plot()->axisRect()->rect().contains(pixel.toPoint()))
         return NAN;
     int key = 0, value = 0;
-    m_map->data()->coordToCell(plot()->xAxis->pixelToCoord(pixel.x()), plot()->yAxis->pixelToCoord(pixel.y()), &key, &value);
+    m_map->data()->coordToCell(
+        plot()->xAxis->pixelToCoord(pixel.x()), plot()->yAxis->pixelToCoord(pixel.y()), &key, &value);
     if (key < 0 || value < 0 || key >= m_map->data()->keySize() || value >= m_map->data()->valueSize())
         return NAN;
     return m_map->data()->cell(key, value);
@@ -565,7 +567,8 @@ bool HeatmapView::cellAt(const QPointF &pixel, int *layer, int *stepIndex) const
 
 QPointF HeatmapView::cellCentre(int layer, int stepIndex) const
 {
-    const double x = stepIndex >= 0 && size_t(stepIndex) < m_data.steps.size() ? double(m_data.steps[size_t(stepIndex)]) : 0;
+    const double x
+        = stepIndex >= 0 && size_t(stepIndex) < m_data.steps.size() ? double(m_data.steps[size_t(stepIndex)]) : 0;
     return {plot()->xAxis->coordToPixel(x), plot()->yAxis->coordToPixel(layer)};
 }
 

@@ -182,8 +182,8 @@ void HistogramView::request()
         Q_EMIT metricsChanged();
         return;
     }
-    m_ticket = m_workspace->recompute(*m_dump, *rcp, m_slot, this,
-        [this](const std::optional<TensorMetrics> &m, const QString &error) {
+    m_ticket = m_workspace->recompute(
+        *m_dump, *rcp, m_slot, this, [this](const std::optional<TensorMetrics> &m, const QString &error) {
             m_ticket = 0;
             m_metrics = m;
             if (!m)

@@ -245,30 +245,30 @@ void Workspace::openDemo(const QString &dir, const DemoOptions &options)
     m_serials.push_back(Catalog::newStoreSerial());
     Q_EMIT loadingStarted();
     const QString out = m_folders.front();
-    m_loadTicket = m_jobs->submit({QString(), QStringLiteral("load"),
-                                      [out, options](JobContext &ctx) -> QVariant {
-                                          // planted.json is written last: its presence marks a complete pair.
-                                          if (!QFileInfo::exists(out + QStringLiteral("/planted.json"))) {
-                                              ctx.setProgress(0, 2, QObject::tr("Generating the demo run pair"));
-                                              QString error;
-                                              if (!generateDemo(out, options, nullptr, &error))
-                                                  return QStringList {error};
-                                          }
-                                          ctx.setProgress(1, 2, QObject::tr("Reading the demo run pair"));
-                                          RunStore store;
-                                          QString error;
-                                          if (!store.open(out, &error))
-                                              return QStringList {error};
-                                          const IngestReport report = store.ingest(
-                                              [&](int, int, const QString &) { return !ctx.isCancelled(); });
-                                          ctx.setProgress(2, 2);
-                                          QStringList errors;
-                                          for (const QString &e : report.errors)
-                                              errors << kFailed + out + QChar(0x1f) + e;
-                                          for (const auto &[path, why] : report.unreadable)
-                                              errors << kUnreadable + QDir(out).absoluteFilePath(path) + QChar(0x1f) + why;
-                                          return errors;
-                                      }},
+    m_loadTicket = m_jobs->submit(
+        {QString(), QStringLiteral("load"),
+            [out, options](JobContext &ctx) -> QVariant {
+                // planted.json is written last: its presence marks a complete pair.
+                if (!QFileInfo::exists(out + QStringLiteral("/planted.json"))) {
+                    ctx.setProgress(0, 2, QObject::tr("Generating the demo run pair"));
+                    QString error;
+                    if (!generateDemo(out, options, nullptr, &error))
+                        return QStringList {error};
+                }
+                ctx.setProgress(1, 2, QObject::tr("Reading the demo run pair"));
+                RunStore store;
+                QString error;
+                if (!store.open(out, &error))
+                    return QStringList {error};
+                const IngestReport report = store.ingest([&](int, int, const QString &) { return !ctx.isCancelled(); });
+                ctx.setProgress(2, 2);
+                QStringList errors;
+                for (const QString &e : report.errors)
+                    errors << kFailed + out + QChar(0x1f) + e;
+                for (const auto &[path, why] : report.unreadable)
+                    errors << kUnreadable + QDir(out).absoluteFilePath(path) + QChar(0x1f) + why;
+                return errors;
+            }},
         this, [this](const JobResult &r) { finishLoad(r.value.toStringList() << r.error); });
 }
 
@@ -278,8 +278,8 @@ void Workspace::finishLoad(const QStringList &errors)
     std::vector<ProblemEntry> unreadable;
     for (const QString &e : errors) {
         if (e.startsWith(kUnreadable)) { // a file the scan could not read: a problem of the panel
-            unreadable.push_back({.path = e.mid(kUnreadable.size()).section(QChar(0x1f), 0, 0),
-                .message = e.section(QChar(0x1f), 1)});
+            unreadable.push_back(
+                {.path = e.mid(kUnreadable.size()).section(QChar(0x1f), 0, 0), .message = e.section(QChar(0x1f), 1)});
         } else if (e.startsWith(kFailed)) { // a file the ingest failed on: said, and kept in the panel
             const QString folder = e.mid(kFailed.size()).section(QChar(0x1f), 0, 0);
             const QString what = e.section(QChar(0x1f), 1);
@@ -404,8 +404,8 @@ quint64 Workspace::recompute(
                                       ctx.setError(error);
                                       return {};
                                   }
-                                  auto result = recomputeDump(store, *backend, ref, {recipe}, &error,
-                                      [&](int64_t doneElements, int64_t total) {
+                                  auto result = recomputeDump(
+                                      store, *backend, ref, {recipe}, &error, [&](int64_t doneElements, int64_t total) {
                                           ctx.setProgress(doneElements, total,
                                               QObject::tr("Recomputing %1 (%2)").arg(ref.dump.layer, recipe.name()));
                                           return !ctx.isCancelled();

@@ -66,7 +66,10 @@ public:
     // nullptr for a run that is not open (a closed folder's run, an invalid ref).
     const WorkspaceRun *run(RunRef ref) const;
     int indexOf(RunRef ref) const; // -1 when not open
-    RunRef runAt(int index) const { return index >= 0 && index < runCount() ? m_runs[size_t(index)].run.ref : RunRef(); }
+    RunRef runAt(int index) const
+    {
+        return index >= 0 && index < runCount() ? m_runs[size_t(index)].run.ref : RunRef();
+    }
     RunRef findRun(const QString &name) const; // by name or display name
     void setRunVisible(RunRef ref, bool visible);
     // The baseline the run is paired with (invalid when none).
@@ -96,7 +99,8 @@ public:
     // Recomputes one dump under one recipe in the job queue (a newer request of the same slot replaces an
     // older one); stores the statistics, emits statisticsChanged(run) and calls done on receiver's thread.
     using RecomputeDone = std::function<void(const std::optional<TensorMetrics> &metrics, const QString &error)>;
-    quint64 recompute(const Dump &dump, const Recipe &recipe, const QString &slot, QObject *receiver, RecomputeDone done);
+    quint64 recompute(
+        const Dump &dump, const Recipe &recipe, const QString &slot, QObject *receiver, RecomputeDone done);
 
 Q_SIGNALS:
     void loadingStarted();
