@@ -1,0 +1,127 @@
+// Series maths the triage rests on, on plain (step, value) series in step order: robust statistics that
+// spikes do not move, alignment of two runs logged at other intervals, the departure of one run's loss from
+// its baseline's against the noise of their difference, spikes against a local level, and the onset of a
+// sustained change of a statistic against its own early level. Every rule and threshold is written down in
+// docs/TRIAGE.md; the options structs carry the defaults so a caller can say which it used.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace fp8scope::analysis {
+
+// Points in step order (steps strictly increasing); NaN values are points the log had no number for.
+struct StepSeries {
+    std::vector<int64_t> steps;
+    std::vector<double> values;
+    size_t size() const { return steps.size(); }
+    bool empty() const { return steps.empty(); }
+};
+
+// The median of the finite values (NaN when there are none).
+double median(std::span<const double> values);
+// The median absolute deviation of the finite values, scaled to a normal's sigma (x 1.4826).
+double robustSigma(std::span<const double> values);
+// The noise of one point: the robust sigma of successive differences over sqrt(2). A trend, a constant
+// offset and isolated spikes leave it nearly unchanged; NaN when fewer than three finite points.
+double stepNoise(std::span<const double> values);
+// The finite points of a series, in order.
+StepSeries finitePoints(const StepSeries &s);
+
+// Two series on common steps: where both logged the same step, those; where their intervals differ, the
+// denser one linearly interpolated onto the sparser one's steps inside their common range (never
+// extrapolated).
+struct Aligned {
+    std::vector<int64_t> steps;
+    std::vector<double> a;
+    std::vector<double> b;
+};
+Aligned align(const StepSeries &a, const StepSeries &b);
+
+// A running median over a centred window of 2h + 1 points. Near the ends the window is cut short, or, with
+// `symmetric`, shrunk on both sides so that it stays centred (a steep trend at the start then does not
+// stand out of its own window).
+std::vector<double> runningMedian(std::span<const double> values, int halfWidth, bool symmetric = false);
+
+struct DepartureOptions {
+    double relativeTolerance = 0.005; // an offset within 0.5 % of the baseline is agreement (FIELD.md: < 0.25 %)
+    double absoluteTolerance = 0.01; // ... or within 0.01 (matched-step gaps of healthy runs)
+    double noiseSigmas = 4.0; // the band: tolerance + this many sigmas of the smoothed difference
+    double stayFraction = 0.9; // "stays above": this share of the points from the departure on
+    int minPoints = 8; // fewer aligned points: no verdict
+};
+
+struct Departure {
+    std::optional<int64_t> step; // the first step from which the run stays above the band
+    int64_t low = 0; // the interval: where 80 % and 98 % of the points from there on are above
+    int64_t high = 0;
+    double offset = 0; // the median difference before the departure (or overall): a constant offset
+    double noise = 0; // sigma of one point of the difference
+    double band = 0; // the smoothed difference's noise band (sigmas x noise / sqrt(window))
+    int window = 0; // points of the running median
+    double gapAtEnd = 0; // the smoothed difference at the last step
+    size_t points = 0;
+};
+
+// Where `run` (aligned with `baseline` by align()) leaves the baseline's band for good: the difference
+// run - baseline, smoothed by a running median, stays above the tolerance plus the band.
+Departure findDeparture(const Aligned &aligned, const DepartureOptions &options = {});
+
+struct SpikeOptions {
+    double sigmas = 6.0; // a spike stands this many noise sigmas above the local level
+    double relative = 0.02; // ... and at least 2 % above it
+    int halfWidth = 0; // the local level: the median of this many points before; 0: points / 100, in [3, 50]
+    double recoverSigmas = 3.0; // recovered: back within this many sigmas
+};
+
+struct Spike {
+    int64_t step = 0; // where it starts
+    double value = 0; // its peak
+    double level = 0; // the local level it stands above
+    double height = 0; // value - level, in noise sigmas
+    std::optional<int64_t> recoveredAt; // the first later step back near the level before it (none: a blow-up)
+};
+
+struct SpikeReport {
+    std::vector<Spike> spikes;
+    double noise = 0;
+    size_t points = 0;
+    int64_t span = 0; // last - first step
+};
+SpikeReport findSpikes(const StepSeries &s, const SpikeOptions &options = {});
+
+// Whether `k` spikes in `n` points is more than `kBase` in `nBase` at a one-sided significance `alpha`
+// (the conditional binomial test of two Poisson rates), with at least `minSpikes` spikes.
+bool spikesMoreOften(size_t k, size_t n, size_t kBase, size_t nBase, double alpha = 0.01, size_t minSpikes = 3);
+// The one-sided p-value of that test.
+double spikeRateP(size_t k, size_t n, size_t kBase, size_t nBase);
+
+enum class Direction { Up, Down, Either };
+
+struct OnsetOptions {
+    double earlyFraction = 0.2; // the early level: the median of this share of the points (at least 5)
+    double sigmas = 6.0; // a change: beyond this many early-noise sigmas ...
+    double relative = 0.25; // ... and beyond this share of the early level's magnitude
+    double absolute = 0.0; // ... and beyond this (the statistic's resolution; 1e-4 for the TE log format)
+    double stayFraction = 0.9; // sustained: this share of the points from the onset on
+    int minPoints = 8;
+};
+
+struct Onset {
+    std::optional<int64_t> step; // the first step of a sustained change
+    double early = 0; // the early level
+    double noise = 0; // its noise
+    double threshold = 0; // how far from the early level counts
+    double late = 0; // the median of the last fifth of the points
+    double size = 0; // (late - early) / threshold
+};
+// Where a statistic leaves its own early level for good, in the direction that carries risk.
+Onset findOnset(const StepSeries &s, Direction direction, const OnsetOptions &options = {});
+
+// Values printed with four decimals (the Transformer Engine statistics log): a series whose values are all
+// multiples of 1e-4 and mostly exactly 0 is truncated, not zero.
+bool looksTruncated(std::span<const double> values);
+
+} // namespace fp8scope::analysis

@@ -1,0 +1,245 @@
+// The triage's series maths on constructed series, each asserting the number it must give: noise that
+// spikes and trends do not move, alignment of other log intervals, departures at a known step (and none for
+// an offset within tolerance), spikes and their recovery, the onset of a sustained change, missing and NaN
+// points, one point, and the four-decimal truncation of the TE log.
+#include "core/analysis/seriesmath.h"
+
+#include <QTest>
+
+#include <cmath>
+#include <random>
+
+using namespace fp8scope::analysis;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// A loss-like curve: 10 * (1 + step)^-0.3 + 2, with Gaussian noise of `sigma`, at `every` steps.
+StepSeries loss(int points, int every, double sigma, uint32_t seed, int64_t first = 0)
+{
+    std::mt19937 rng(seed);
+    std::normal_distribution<double> noise(0.0, sigma);
+    StepSeries s;
+    for (int i = 0; i < points; ++i) {
+        const int64_t step = first + int64_t(i) * every;
+        s.steps.push_back(step);
+        s.values.push_back(10.0 * std::pow(1.0 + double(step), -0.3) + 2.0 + noise(rng));
+    }
+    return s;
+}
+
+} // namespace
+
+class TestSeriesMath : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void robustStatistics();
+    void noiseIgnoresTrendAndSpikes();
+    void alignsOtherIntervals();
+    void departureAtAKnownStep();
+    void offsetWithinToleranceIsNoDeparture();
+    void departureOfTooFewPoints();
+    void spikesAndRecovery();
+    void spikeRates();
+    void onsetOfASustainedRise();
+    void traitIsNoOnset();
+    void truncatedValues();
+};
+
+void TestSeriesMath::robustStatistics()
+{
+    const std::vector<double> v {1, 2, 3, 4, 100, kNaN};
+    QCOMPARE(median(v), 3.0);
+    QCOMPARE(median(std::vector<double> {1, 2, 3, 4}), 2.5);
+    QVERIFY(std::isnan(median(std::vector<double> {kNaN})));
+    // MAD of {1,2,3,4,100} about 3: {2,1,0,1,97} -> 1, times 1.4826.
+    QCOMPARE(robustSigma(v), 1.4826);
+    QVERIFY(std::isnan(stepNoise(std::vector<double> {1.0, 2.0})));
+}
+
+void TestSeriesMath::noiseIgnoresTrendAndSpikes()
+{
+    StepSeries s = loss(4000, 1, 0.05, 7);
+    const double clean = stepNoise(s.values);
+    QVERIFY2(std::abs(clean - 0.05) < 0.005, qPrintable(QString::number(clean)));
+    for (size_t i = 100; i < s.size(); i += 400)
+        s.values[i] += 5.0; // ten spikes of 100 sigmas
+    QVERIFY(std::abs(stepNoise(s.values) - clean) < 0.005);
+    // A constant offset does not change it either.
+    for (double &v : s.values)
+        v += 3.0;
+    QVERIFY(std::abs(stepNoise(s.values) - clean) < 0.005);
+}
+
+void TestSeriesMath::alignsOtherIntervals()
+{
+    // The baseline every 10 steps from 0, the run every 25 from 5: the run's steps inside the common range,
+    // the baseline interpolated onto them.
+    StepSeries a, b;
+    for (int i = 0; i <= 100; ++i) {
+        a.steps.push_back(i * 10);
+        a.values.push_back(double(i * 10));
+    }
+    for (int i = 0; i < 50; ++i) {
+        b.steps.push_back(5 + i * 25);
+        b.values.push_back(1.0);
+    }
+    b.values[3] = kNaN; // a point without a number is left out
+    const Aligned al = align(a, b);
+    QCOMPARE(al.steps.front(), 5);
+    QCOMPARE(al.steps.back(), 980);
+    QCOMPARE(al.steps.size(), size_t(39)); // 5 .. 980 step 25 is 40 points, less the NaN
+    for (size_t i = 0; i < al.steps.size(); ++i) {
+        QCOMPARE(al.a[i], double(al.steps[i])); // a is linear in step
+        QCOMPARE(al.b[i], 1.0);
+    }
+    // Same steps: taken as they are.
+    const Aligned same = align(a, a);
+    QCOMPARE(same.steps.size(), a.size());
+    // Disjoint ranges: nothing.
+    StepSeries late;
+    late.steps = {5000, 5010};
+    late.values = {1, 2};
+    QVERIFY(align(a, late).steps.empty());
+}
+
+void TestSeriesMath::departureAtAKnownStep()
+{
+    // Two runs with independent noise (the baseline's own curve with another seed), the run climbing away
+    // from step 3000 on; logged at other intervals.
+    const StepSeries base = loss(1000, 10, 0.03, 1);
+    StepSeries run = loss(500, 20, 0.03, 2);
+    for (size_t i = 0; i < run.size(); ++i) {
+        if (run.steps[i] >= 3000)
+            run.values[i] += 0.0005 * double(run.steps[i] - 3000);
+    }
+    const Departure d = findDeparture(align(base, run));
+    QVERIFY(d.step.has_value());
+    QVERIFY2(*d.step >= 3000 && *d.step <= 3500, qPrintable(QString::number(*d.step)));
+    QVERIFY(d.low <= *d.step && *d.step <= d.high);
+    QVERIFY2(std::abs(d.noise - 0.03 * std::sqrt(2.0)) < 0.01, qPrintable(QString::number(d.noise)));
+    QVERIFY(d.gapAtEnd > 2.0);
+    QVERIFY(std::abs(d.offset) < 0.02);
+    // The same run against itself: none.
+    QVERIFY(!findDeparture(align(base, base)).step);
+}
+
+void TestSeriesMath::offsetWithinToleranceIsNoDeparture()
+{
+    // An FP8 run 0.2 % above its baseline throughout (healthy runs stay below 0.25 %): no departure, the
+    // offset measured.
+    const StepSeries base = loss(2000, 1, 0.02, 3);
+    StepSeries run = loss(2000, 1, 0.02, 4);
+    for (size_t i = 0; i < run.size(); ++i)
+        run.values[i] *= 1.002;
+    const Departure d = findDeparture(align(base, run));
+    QVERIFY(!d.step);
+    QVERIFY2(d.offset > 0.002 && d.offset < 0.012, qPrintable(QString::number(d.offset)));
+    // 3 % above from the start is a departure at the start.
+    for (size_t i = 0; i < run.size(); ++i)
+        run.values[i] *= 1.03 / 1.002;
+    const Departure early = findDeparture(align(base, run));
+    QVERIFY(early.step.has_value());
+    QVERIFY2(*early.step < 50, qPrintable(QString::number(*early.step)));
+}
+
+void TestSeriesMath::departureOfTooFewPoints()
+{
+    StepSeries one;
+    one.steps = {10};
+    one.values = {3.0};
+    const Departure d = findDeparture(align(one, one));
+    QVERIFY(!d.step);
+    QCOMPARE(d.points, size_t(1));
+}
+
+void TestSeriesMath::spikesAndRecovery()
+{
+    StepSeries s = loss(3000, 1, 0.02, 5);
+    // Three spikes: two recover within a few steps, one is a blow-up that stays.
+    s.values[500] += 2.0;
+    s.values[501] += 1.0;
+    s.values[1500] += 1.5;
+    for (size_t i = 2800; i < s.size(); ++i)
+        s.values[i] += 4.0;
+    s.values[1000] = kNaN; // a NaN iteration is not a spike
+    const SpikeReport r = findSpikes(s);
+    QCOMPARE(r.spikes.size(), size_t(3));
+    QCOMPARE(r.spikes[0].step, 500); // the peak of a two-point spike
+    QVERIFY(r.spikes[0].recoveredAt && *r.spikes[0].recoveredAt <= 503);
+    QCOMPARE(r.spikes[1].step, 1500);
+    QCOMPARE(*r.spikes[1].recoveredAt, 1501);
+    QCOMPARE(r.spikes[2].step, 2800);
+    QVERIFY(!r.spikes[2].recoveredAt);
+    QVERIFY(r.spikes[0].height > 50);
+    QVERIFY2(std::abs(r.noise - 0.02) < 0.005, qPrintable(QString::number(r.noise)));
+    // A noisier run with no spikes has none.
+    QCOMPARE(findSpikes(loss(3000, 1, 0.2, 6)).spikes.size(), size_t(0));
+}
+
+void TestSeriesMath::spikeRates()
+{
+    // 12 spikes in 1000 points against 2 in 1000: more often. 3 against 2: not.
+    QVERIFY(spikesMoreOften(12, 1000, 2, 1000));
+    QVERIFY(!spikesMoreOften(3, 1000, 2, 1000));
+    QVERIFY(spikeRateP(12, 1000, 2, 1000) < 0.01);
+    // The rates, not the counts: 12 in 6000 points against 2 in 1000 is the same rate.
+    QVERIFY(!spikesMoreOften(12, 6000, 2, 1000));
+    QCOMPARE(spikeRateP(0, 1000, 0, 1000), 1.0);
+}
+
+void TestSeriesMath::onsetOfASustainedRise()
+{
+    // An activation's underflows% near 0.8 with noise 0.05, rising from step 1200 to 30 %.
+    std::mt19937 rng(9);
+    std::normal_distribution<double> noise(0.0, 0.05);
+    StepSeries s;
+    for (int step = 0; step < 3000; step += 25) {
+        s.steps.push_back(step);
+        s.values.push_back(0.8 + noise(rng) + (step >= 1200 ? 0.02 * (step - 1200) : 0.0));
+    }
+    const Onset o = findOnset(s, Direction::Up);
+    QVERIFY(o.step.has_value());
+    QVERIFY2(*o.step >= 1200 && *o.step <= 1400, qPrintable(QString::number(*o.step)));
+    QVERIFY(std::abs(o.early - 0.8) < 0.05);
+    QVERIFY(o.size > 10);
+    // The same series read for a fall: none.
+    QVERIFY(!findOnset(s, Direction::Down).step);
+    // A few missing points change nothing.
+    s.values[10] = kNaN;
+    s.values[60] = kNaN;
+    QCOMPARE(findOnset(s, Direction::Up).step, o.step);
+}
+
+void TestSeriesMath::traitIsNoOnset()
+{
+    // A layer constantly worse than the rest (high from the start, noisy, flat): a trait, not an onset.
+    std::mt19937 rng(11);
+    std::normal_distribution<double> noise(0.0, 0.5);
+    StepSeries s;
+    for (int step = 0; step < 3000; step += 25) {
+        s.steps.push_back(step);
+        s.values.push_back(6.0 + noise(rng));
+    }
+    QVERIFY(!findOnset(s, Direction::Up).step);
+    // A single outlier late on is not sustained.
+    s.values[100] = 60;
+    QVERIFY(!findOnset(s, Direction::Up).step);
+    StepSeries few;
+    few.steps = {0, 1, 2};
+    few.values = {1, 50, 50};
+    QVERIFY(!findOnset(few, Direction::Up).step); // too few points to say
+}
+
+void TestSeriesMath::truncatedValues()
+{
+    QVERIFY(looksTruncated(std::vector<double> {0.0, 0.0, 0.0, 0.0001, 0.0}));
+    QVERIFY(!looksTruncated(std::vector<double> {0.0, 0.0, 0.000012, 0.0}));
+    QVERIFY(!looksTruncated(std::vector<double> {0.5, 0.25, 1.0, 0.0}));
+    QVERIFY(!looksTruncated(std::vector<double> {}));
+}
+
+QTEST_APPLESS_MAIN(TestSeriesMath)
+#include "tst_seriesmath.moc"
