@@ -4,6 +4,7 @@
 #include "generatecommand.h"
 #include "statscommand.h"
 #include "storecommands.h"
+#include "triagecommand.h"
 
 #include <QCoreApplication>
 #include <QTextStream>
@@ -26,6 +27,7 @@ int main(int argc, char **argv)
         "  series FOLDER          print one series (--run, --stat, [--layer, --tensor, --source], --csv)\n"
         "  heatmap FOLDER         print a layers x steps matrix (--run, --stat, --tensor, [--source], --csv)\n"
         "  recompute FOLDER       FP8 metrics of every indexed dump into the store (--recipe, --backend)\n"
+        "  triage FOLDER          every FP8 run against its baseline: verdict, findings, what to try (--json)\n"
         "run 'fp8scope-cli COMMAND --help' for a command's options\n");
     if (args.size() < 2) {
         err << usage;
@@ -50,6 +52,8 @@ int main(int argc, char **argv)
         return fp8scope::cli::runHeatmap(args);
     if (command == QLatin1String("recompute"))
         return fp8scope::cli::runRecompute(args);
+    if (command == QLatin1String("triage"))
+        return fp8scope::cli::runTriage(args);
     if (command == QLatin1String("demo"))
         return fp8scope::cli::runDemo(args);
     if (command == QLatin1String("--version")) {

@@ -158,6 +158,68 @@ std::vector<double> runningMedian(std::span<const double> values, int halfWidth,
     return out;
 }
 
+namespace {
+
+// The start of a departure, by a hinge fit: y = a before step x_k, a + b (x - x_k) from it, least squares,
+// over k in [0, last]. Returns the best k and the range of k whose squared error is within `margin` of the
+// best (the interval). O(n) with suffix sums.
+struct Hinge {
+    size_t best = 0;
+    size_t low = 0;
+    size_t high = 0;
+};
+
+Hinge fitHinge(const std::vector<int64_t> &steps, const std::vector<double> &y, size_t last, double margin)
+{
+    const size_t n = y.size();
+    std::vector<double> sx(n + 1, 0), sxx(n + 1, 0), sxy(n + 1, 0);
+    double sy = 0, syy = 0;
+    const double x0 = double(steps.front());
+    for (size_t i = n; i-- > 0;) {
+        const double x = double(steps[i]) - x0;
+        sx[i] = sx[i + 1] + x;
+        sxx[i] = sxx[i + 1] + x * x;
+        sxy[i] = sxy[i + 1] + x * y[i];
+    }
+    for (double v : y) {
+        sy += v;
+        syy += v * v;
+    }
+    std::vector<double> sse(last + 1, std::numeric_limits<double>::infinity());
+    std::vector<double> syk(n + 1, 0);
+    for (size_t i = n; i-- > 0;)
+        syk[i] = syk[i + 1] + y[i];
+    const double nn = double(n);
+    for (size_t k = 0; k <= last && k < n; ++k) {
+        const double xk = double(steps[k]) - x0;
+        const double m = double(n - k);
+        const double sz = sx[k] - m * xk;
+        const double szz = sxx[k] - 2 * xk * sx[k] + m * xk * xk;
+        const double szy = sxy[k] - xk * syk[k];
+        // Regression of y on (1, z): b = cov(z, y) / var(z), a = mean(y) - b mean(z).
+        const double vz = szz - sz * sz / nn;
+        const double cz = szy - sz * sy / nn;
+        const double b = vz > 0 ? cz / vz : 0.0;
+        sse[k] = (syy - sy * sy / nn) - b * cz;
+    }
+    Hinge h;
+    for (size_t k = 0; k <= last && k < n; ++k) {
+        if (sse[k] < sse[h.best])
+            h.best = k;
+    }
+    h.low = h.best;
+    h.high = h.best;
+    for (size_t k = 0; k <= last && k < n; ++k) {
+        if (sse[k] <= sse[h.best] + margin) {
+            h.low = std::min(h.low, k);
+            h.high = std::max(h.high, k);
+        }
+    }
+    return h;
+}
+
+} // namespace
+
 Departure findDeparture(const Aligned &aligned, const DepartureOptions &o)
 {
     Departure d;
@@ -197,12 +259,14 @@ Departure findDeparture(const Aligned &aligned, const DepartureOptions &o)
         d.offset = median(diff);
         return d;
     }
-    d.step = steps[at];
-    const size_t low = firstSustained(exceed, share, 0.8, minRun);
-    const size_t high = firstSustained(exceed, share, 0.98, minRun);
-    d.low = steps[std::min(low, at)];
-    d.high = steps[high == kNone ? at : std::max(high, at)];
-    d.offset = at > 0 ? median(std::span<const double>(diff.data(), at)) : 0.0;
+    // Where it starts: the crossing of the tolerance comes late on a slow climb, so the start is the break of a
+    // hinge fit to the difference (flat, then rising) at or before the crossing, and the interval the breaks
+    // whose fit is within a chi-square(1) 95 % margin (3.84 noise variances) of the best.
+    const Hinge hinge = fitHinge(steps, diff, at, 3.84 * d.noise * d.noise);
+    d.step = steps[hinge.best];
+    d.low = steps[hinge.low];
+    d.high = steps[std::max(hinge.high, hinge.best)];
+    d.offset = hinge.best > 0 ? median(std::span<const double>(diff.data(), hinge.best)) : 0.0;
     return d;
 }
 

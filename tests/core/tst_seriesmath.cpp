@@ -117,7 +117,8 @@ void TestSeriesMath::departureAtAKnownStep()
     }
     const Departure d = findDeparture(align(base, run));
     QVERIFY(d.step.has_value());
-    QVERIFY2(*d.step >= 3000 && *d.step <= 3500, qPrintable(QString::number(*d.step)));
+    // The break of the climb, not where it crosses the tolerance (3150 here).
+    QVERIFY2(*d.step >= 2950 && *d.step <= 3060, qPrintable(QString::number(*d.step)));
     QVERIFY(d.low <= *d.step && *d.step <= d.high);
     QVERIFY2(std::abs(d.noise - 0.03 * std::sqrt(2.0)) < 0.01, qPrintable(QString::number(d.noise)));
     QVERIFY(d.gapAtEnd > 2.0);

@@ -1,0 +1,11 @@
+// fp8scope-cli triage: every FP8 run of a folder against its baseline, and the runs without one on their own
+// (core/analysis/triage.h), as a short report or as JSON.
+#pragma once
+
+#include <QStringList>
+
+namespace fp8scope::cli {
+
+int runTriage(const QStringList &args);
+
+} // namespace fp8scope::cli

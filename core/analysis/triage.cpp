@@ -1,0 +1,647 @@
+#include "triage.h"
+
+#include "core/query/pairing.h"
+
+#include <QJsonArray>
+#include <QRegularExpression>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace fp8scope::analysis {
+
+namespace {
+
+StepSeries stepSeries(const Catalog &catalog, const Series &s)
+{
+    StepSeries out;
+    for (const SeriesPoint &p : catalog.points(s)) {
+        out.steps.push_back(p.step);
+        out.values.push_back(p.value);
+    }
+    return out;
+}
+
+std::optional<StepSeries> runSeries(const Catalog &catalog, RunRef run, const QString &stat)
+{
+    const auto s = catalog.chooseSeries(run, {.stat = stat});
+    if (!s)
+        return std::nullopt;
+    StepSeries out = stepSeries(catalog, *s);
+    if (out.empty())
+        return std::nullopt;
+    return out;
+}
+
+// The planned steps of a run: its config's train iterations, else the last step it logged.
+int64_t plannedSteps(const Catalog &catalog, RunRef run, int64_t lastStep)
+{
+    static const QStringList keys {QStringLiteral("train_iters"), QStringLiteral("--train-iters"),
+        QStringLiteral("train-iters"), QStringLiteral("max_steps"), QStringLiteral("num_train_steps"),
+        QStringLiteral("total_steps")};
+    for (const ConfigEntry &c : catalog.configs(run)) {
+        const QString k = c.key.section(QLatin1Char('.'), -1).toLower();
+        bool ok = false;
+        const int64_t v = c.value.toLongLong(&ok);
+        if (keys.contains(k) && ok && v > 0)
+            return v;
+    }
+    return lastStep;
+}
+
+QString runName(const Catalog &catalog, RunRef ref)
+{
+    const auto r = catalog.run(ref);
+    return r ? r->name : QString();
+}
+
+// The direction in which a tensor statistic carries risk, or nullopt for statistics the triage does not read
+// (min, max, mean, std, norms of healthy training move for reasons of their own).
+std::optional<Direction> riskDirection(const QString &stat)
+{
+    static const std::map<QString, Direction> directions {
+        {QStringLiteral("underflows%"), Direction::Up}, {QStringLiteral("overflows%"), Direction::Up},
+        {QStringLiteral("mse"), Direction::Up}, {QStringLiteral("cur_amax"), Direction::Up},
+        {QStringLiteral("dynamic_range"), Direction::Up}, {QStringLiteral("relative_error"), Direction::Up},
+        {QStringLiteral("cosine"), Direction::Down}, {QStringLiteral("sqnr_db"), Direction::Down},
+        {QStringLiteral("scale_inv_min"), Direction::Either}, {QStringLiteral("scale_inv_max"), Direction::Either}};
+    const auto it = directions.find(stat);
+    if (it != directions.end())
+        return it->second;
+    if (stat.startsWith(QLatin1String("max_blockwise_dynamic_range")))
+        return Direction::Up;
+    return std::nullopt;
+}
+
+// The layer index in a dotted name ("decoder.layers.11.mlp.linear_fc2" -> 11), -1 when none.
+int layerIndex(const QString &layer)
+{
+    static const QRegularExpression re(QStringLiteral("(?:^|\\.)(?:layers?|blocks?|h)\\.(\\d+)(?:\\.|$)"));
+    const QRegularExpressionMatch m = re.match(layer);
+    return m.hasMatch() ? m.captured(1).toInt() : -1;
+}
+
+int severityRank(Severity s)
+{
+    return s == Severity::Critical ? 0 : s == Severity::Warning ? 1 : 2;
+}
+
+int kindRank(const QString &kind)
+{
+    static const QStringList order {QStringLiteral("loss-departure"), QStringLiteral("run-blow-up"),
+        QStringLiteral("config-difference"), QStringLiteral("version-difference"), QStringLiteral("layer-signal"),
+        QStringLiteral("loss-spikes"), QStringLiteral("eval-gap"), QStringLiteral("inference-precision"),
+        QStringLiteral("truncated-statistic")};
+    const qsizetype i = order.indexOf(kind);
+    return i < 0 ? int(order.size()) : int(i);
+}
+
+// Most important first: severity, then kind; layer signals keep their onset order (stable).
+void rank(std::vector<Finding> *findings)
+{
+    std::stable_sort(findings->begin(), findings->end(), [](const Finding &a, const Finding &b) {
+        if (severityRank(a.severity) != severityRank(b.severity))
+            return severityRank(a.severity) < severityRank(b.severity);
+        return kindRank(a.kind) < kindRank(b.kind);
+    });
+}
+
+struct Signal {
+    Series series;
+    Onset onset;
+};
+
+// The layer signals of a run: every risk statistic's sustained change, earliest first (what moved first is
+// the suspect, not what moved most). Truncated statistics are reported once per statistic.
+std::vector<Signal> layerSignals(
+    const Catalog &catalog, RunRef run, const OnsetOptions &base, std::set<QString> *truncated)
+{
+    std::vector<Signal> out;
+    for (const Series &s : catalog.series(run)) {
+        if (s.layer.isEmpty() || s.points < 8)
+            continue;
+        const auto direction = riskDirection(s.stat);
+        if (!direction)
+            continue;
+        const StepSeries points = stepSeries(catalog, s);
+        // A statistic that cannot be exactly zero (an MSE, a scale, an amax) reading 0.0000 was printed too
+        // small for the log's four decimals; underflows% and overflows% of 0 are real.
+        static const QStringList neverZero {QStringLiteral("mse"), QStringLiteral("scale_inv_min"),
+            QStringLiteral("scale_inv_max"), QStringLiteral("cur_amax"), QStringLiteral("relative_error")};
+        if (neverZero.contains(s.stat) && looksTruncated(points.values)) {
+            truncated->insert(s.stat);
+            continue;
+        }
+        OnsetOptions o = base;
+        // The TE statistics log prints four decimals: a change smaller than that is not one.
+        if (s.source.startsWith(QLatin1String("te-debug")))
+            o.absolute = std::max(o.absolute, 2e-4);
+        const Onset onset = findOnset(points, *direction, o);
+        if (onset.step)
+            out.push_back({s, onset});
+    }
+    std::stable_sort(out.begin(), out.end(), [](const Signal &a, const Signal &b) {
+        if (*a.onset.step != *b.onset.step)
+            return *a.onset.step < *b.onset.step;
+        return a.onset.size > b.onset.size;
+    });
+    return out;
+}
+
+} // namespace
+
+QString verdictName(Verdict v)
+{
+    switch (v) {
+    case Verdict::None: return QStringLiteral("none");
+    case Verdict::EarlyDivergence: return QStringLiteral("early-divergence");
+    case Verdict::MidRunInstability: return QStringLiteral("mid-run-instability");
+    case Verdict::LossSpikes: return QStringLiteral("loss-spikes");
+    case Verdict::DownstreamGap: return QStringLiteral("downstream-gap");
+    }
+    return {};
+}
+
+QString severityName(Severity s)
+{
+    switch (s) {
+    case Severity::Info: return QStringLiteral("info");
+    case Severity::Warning: return QStringLiteral("warning");
+    case Severity::Critical: return QStringLiteral("critical");
+    }
+    return {};
+}
+
+KeyClass classifyConfigKey(const QString &key)
+{
+    static const QRegularExpression sep(QStringLiteral("[^a-z0-9]+"));
+    const QString last = key.section(QLatin1Char('.'), -1).toLower();
+    const QString joined = last.split(sep, Qt::SkipEmptyParts).join(QLatin1Char('_'));
+    // Features the field names as causes of early divergence (FIELD.md): FP8 parameters and their gather,
+    // CPU offloading, overlapped parameter gather or TP communication, the amax reduction group.
+    for (const char *suspect : {"fp8_param", "primary_weights_in_fp8", "fp8_weight", "cpu_offload", "offload",
+             "overlap_param_gather", "tp_comm_overlap", "overlap_grad_reduce", "amax_reduction", "reduce_amax",
+             "fp8_dpa", "fp8_mha", "fp8_all_gather", "fp8_allgather", "delay_wgrad", "fp8_wgrad"}) {
+        if (joined.contains(QLatin1String(suspect)))
+            return KeyClass::Suspect;
+    }
+    if (isPairingNeutralKey(key)) {
+        // Precision, recipe and FP8 settings are what the comparison is about; paths and names are incidental.
+        static const QRegularExpression incidental(
+            QStringLiteral("(^|_)(save|load|dir|path|name|wandb|tensorboard|log|checkpoint|output|timestamp|date|job|host|exp)(_|$)"));
+        return incidental.match(joined).hasMatch() ? KeyClass::Incidental : KeyClass::Expected;
+    }
+    return KeyClass::Other;
+}
+
+QJsonObject findingJson(const Finding &f)
+{
+    QJsonObject o {{QStringLiteral("kind"), f.kind}, {QStringLiteral("severity"), severityName(f.severity)},
+        {QStringLiteral("summary"), f.summary}};
+    const auto put = [&](const char *name, const QString &v) {
+        if (!v.isEmpty())
+            o.insert(QLatin1String(name), v);
+    };
+    put("layer", f.layer);
+    put("tensor", f.tensor);
+    put("stat", f.stat);
+    put("key", f.key);
+    put("task", f.task);
+    if (f.step)
+        o.insert(QStringLiteral("step"), double(*f.step));
+    if (!f.evidence.isEmpty())
+        o.insert(QStringLiteral("evidence"), f.evidence);
+    put("suggestion", f.suggestion);
+    return o;
+}
+
+Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options)
+{
+    Comparison c;
+    c.baseline = baseline;
+    c.run = run;
+    const QString baseName = runName(catalog, baseline);
+    const auto baseLoss = runSeries(catalog, baseline, QStringLiteral("lm loss"));
+    const auto runLoss = runSeries(catalog, run, QStringLiteral("lm loss"));
+    int64_t last = 0;
+    for (const auto &s : {baseLoss, runLoss}) {
+        if (s)
+            last = std::max(last, s->steps.back());
+    }
+    c.plannedSteps = std::max(plannedSteps(catalog, run, last), plannedSteps(catalog, baseline, last));
+
+    // The loss: where the run leaves the baseline's band for good.
+    Departure departure;
+    if (baseLoss && runLoss) {
+        departure = findDeparture(align(*baseLoss, *runLoss), options.departure);
+        c.departure = departure.step;
+        if (departure.step) {
+            Finding f;
+            f.kind = QStringLiteral("loss-departure");
+            f.severity = Severity::Critical;
+            f.stat = QStringLiteral("lm loss");
+            f.step = departure.step;
+            f.summary = QStringLiteral("the loss leaves %1's band at step %2 (between %3 and %4) and stays above it; "
+                                       "%5 higher at the end")
+                            .arg(baseName)
+                            .arg(*departure.step)
+                            .arg(departure.low)
+                            .arg(departure.high)
+                            .arg(departure.gapAtEnd, 0, 'g', 3);
+            f.evidence = {{QStringLiteral("step"), double(*departure.step)}, {QStringLiteral("low"), double(departure.low)},
+                {QStringLiteral("high"), double(departure.high)}, {QStringLiteral("offset_before"), departure.offset},
+                {QStringLiteral("noise"), departure.noise}, {QStringLiteral("band"), departure.band},
+                {QStringLiteral("gap_at_end"), departure.gapAtEnd}, {QStringLiteral("points"), double(departure.points)},
+                {QStringLiteral("planned_steps"), double(c.plannedSteps)}};
+            c.findings.push_back(f);
+        }
+    }
+
+    // Spikes, before the departure (after it the loss has left its course anyway).
+    if (baseLoss && runLoss) {
+        const auto before = [&](const StepSeries &s) {
+            if (!departure.step)
+                return s;
+            StepSeries out;
+            for (size_t i = 0; i < s.size() && s.steps[i] < *departure.step; ++i) {
+                out.steps.push_back(s.steps[i]);
+                out.values.push_back(s.values[i]);
+            }
+            return out;
+        };
+        const SpikeReport sb = findSpikes(before(*baseLoss), options.spikes);
+        const SpikeReport sr = findSpikes(before(*runLoss), options.spikes);
+        const double p = spikeRateP(sr.spikes.size(), sr.points, sb.spikes.size(), sb.points);
+        if (spikesMoreOften(sr.spikes.size(), sr.points, sb.spikes.size(), sb.points)) {
+            Finding f;
+            f.kind = QStringLiteral("loss-spikes");
+            f.severity = Severity::Warning;
+            f.stat = QStringLiteral("lm loss");
+            f.step = sr.spikes.front().step;
+            QJsonArray steps;
+            size_t recovered = 0;
+            for (const Spike &s : sr.spikes) {
+                if (steps.size() < 20)
+                    steps.append(double(s.step));
+                recovered += s.recoveredAt ? 1 : 0;
+            }
+            f.summary = QStringLiteral("%1 loss spikes in %2 points against %3 in %4 points of %5 (p = %6); %7 recovered")
+                            .arg(sr.spikes.size())
+                            .arg(sr.points)
+                            .arg(sb.spikes.size())
+                            .arg(sb.points)
+                            .arg(baseName)
+                            .arg(p, 0, 'g', 2)
+                            .arg(recovered);
+            f.evidence = {{QStringLiteral("spikes"), double(sr.spikes.size())},
+                {QStringLiteral("baseline_spikes"), double(sb.spikes.size())}, {QStringLiteral("points"), double(sr.points)},
+                {QStringLiteral("baseline_points"), double(sb.points)}, {QStringLiteral("p"), p},
+                {QStringLiteral("recovered"), double(recovered)}, {QStringLiteral("steps"), steps}};
+            f.suggestion = QStringLiteral("lower the peak learning rate or lengthen its warm-up, or try current "
+                                          "scaling instead of delayed (one change at a time)");
+            c.findings.push_back(f);
+        }
+    }
+
+    // Config and version differences.
+    std::map<QString, QString> baseConfig, runConfig;
+    for (const ConfigEntry &e : catalog.configs(baseline))
+        baseConfig[e.key] = e.value;
+    for (const ConfigEntry &e : catalog.configs(run))
+        runConfig[e.key] = e.value;
+    QStringList expected;
+    std::set<QString> keys;
+    for (const auto &[k, v] : baseConfig)
+        keys.insert(k);
+    for (const auto &[k, v] : runConfig)
+        keys.insert(k);
+    const bool haveBoth = !baseConfig.empty() && !runConfig.empty();
+    for (const QString &k : keys) {
+        const auto b = baseConfig.find(k);
+        const auto r = runConfig.find(k);
+        const QString bv = b == baseConfig.end() ? QStringLiteral("(unset)") : b->second;
+        const QString rv = r == runConfig.end() ? QStringLiteral("(unset)") : r->second;
+        if (bv == rv || !haveBoth)
+            continue;
+        const KeyClass cls = classifyConfigKey(k);
+        if (cls == KeyClass::Expected)
+            expected << k;
+        if (cls != KeyClass::Suspect && cls != KeyClass::Other)
+            continue;
+        Finding f;
+        f.kind = QStringLiteral("config-difference");
+        f.severity = cls == KeyClass::Suspect ? Severity::Warning : Severity::Info;
+        f.key = k;
+        f.summary = QStringLiteral("%1 is %2 here and %3 in %4").arg(k, rv, bv, baseName);
+        f.evidence = {{QStringLiteral("run"), rv}, {QStringLiteral("baseline"), bv},
+            {QStringLiteral("class"), cls == KeyClass::Suspect ? QStringLiteral("suspect") : QStringLiteral("other")}};
+        f.suggestion = QStringLiteral("set %1 back to %2 (as in %3) and run again").arg(k, bv, baseName);
+        c.findings.push_back(f);
+    }
+    std::map<QString, QString> baseVersions, runVersions;
+    for (const VersionEntry &v : catalog.versions(baseline))
+        baseVersions[v.package] = v.version;
+    for (const VersionEntry &v : catalog.versions(run))
+        runVersions[v.package] = v.version;
+    if (!baseVersions.empty() && !runVersions.empty()) {
+        for (const auto &[package, version] : runVersions) {
+            const auto b = baseVersions.find(package);
+            if (b == baseVersions.end() || b->second == version)
+                continue;
+            Finding f;
+            f.kind = QStringLiteral("version-difference");
+            const bool key = keyPackages().contains(package);
+            f.severity = key ? Severity::Warning : Severity::Info;
+            f.key = package;
+            f.summary = QStringLiteral("%1 %2 here, %3 in %4").arg(package, version, b->second, baseName);
+            f.evidence = {{QStringLiteral("run"), version}, {QStringLiteral("baseline"), b->second}};
+            f.suggestion = QStringLiteral("run with %1 %2, as %3 did").arg(package, b->second, baseName);
+            c.findings.push_back(f);
+        }
+    }
+
+    // Layer signals: what moved first.
+    std::set<QString> truncated;
+    const std::vector<Signal> signals = layerSignals(catalog, run, options.onset, &truncated);
+    QStringList suspects;
+    for (size_t i = 0; i < signals.size() && i < 12; ++i) {
+        const Signal &s = signals[i];
+        Finding f;
+        f.kind = QStringLiteral("layer-signal");
+        const bool beforeDeparture = c.departure && *s.onset.step <= *c.departure;
+        f.severity = beforeDeparture && i == 0 ? Severity::Critical : beforeDeparture ? Severity::Warning : Severity::Info;
+        f.layer = s.series.layer;
+        f.tensor = s.series.tensor;
+        f.stat = s.series.stat;
+        f.step = s.onset.step;
+        const QString when = !c.departure ? QStringLiteral("(the loss does not depart)")
+            : beforeDeparture            ? QStringLiteral("%1 steps before the loss departs").arg(*c.departure - *s.onset.step)
+                                         : QStringLiteral("%1 steps after the loss departs: a consequence").arg(*s.onset.step - *c.departure);
+        f.summary = QStringLiteral("%1 of %2 %3 leaves its early level %4 at step %5, %6")
+                        .arg(s.series.stat, s.series.layer, s.series.tensor)
+                        .arg(s.onset.early, 0, 'g', 3)
+                        .arg(*s.onset.step)
+                        .arg(when);
+        f.evidence = {{QStringLiteral("onset"), double(*s.onset.step)}, {QStringLiteral("early"), s.onset.early},
+            {QStringLiteral("late"), s.onset.late}, {QStringLiteral("threshold"), s.onset.threshold},
+            {QStringLiteral("size"), s.onset.size}, {QStringLiteral("source"), s.series.source},
+            {QStringLiteral("lead_steps"), c.departure ? QJsonValue(double(*c.departure - *s.onset.step)) : QJsonValue()}};
+        if (beforeDeparture && !suspects.contains(s.series.layer))
+            suspects << s.series.layer;
+        c.findings.push_back(f);
+    }
+    if (c.departure && !signals.empty() && *signals.front().onset.step <= *c.departure)
+        c.lead = *c.departure - *signals.front().onset.step;
+    for (const QString &stat : truncated) {
+        Finding f;
+        f.kind = QStringLiteral("truncated-statistic");
+        f.stat = stat;
+        f.summary = QStringLiteral("%1 is printed with four decimals and reads 0.0000 for most layers: too small to "
+                                   "read from this log (the TensorBoard writer has it at full precision)")
+                        .arg(stat);
+        c.findings.push_back(f);
+    }
+
+    // Evals: per task, the largest significant gap, per inference setting of the run.
+    const std::vector<Eval> baseEvals = catalog.evals(baseline);
+    const std::vector<Eval> runEvals = catalog.evals(run);
+    std::map<QString, std::map<QString, std::pair<double, Eval>>> gaps; // inference -> task -> (z, eval)
+    std::map<QString, std::map<QString, double>> diffs; // inference -> task -> baseline - run of that metric
+    for (const Eval &r : runEvals) {
+        for (const Eval &b : baseEvals) {
+            if (b.task != r.task || b.metric != r.metric || !std::isfinite(b.value) || !std::isfinite(r.value))
+                continue;
+            const double se = std::sqrt((std::isfinite(b.stderrValue) ? b.stderrValue * b.stderrValue : 0.0)
+                + (std::isfinite(r.stderrValue) ? r.stderrValue * r.stderrValue : 0.0));
+            if (!(se > 0))
+                continue;
+            const double z = (b.value - r.value) / se;
+            auto &slot = gaps[r.inference][r.task];
+            if (z > slot.first) {
+                slot = {z, r};
+                diffs[r.inference][r.task] = b.value - r.value;
+            }
+        }
+    }
+    std::set<QString> gapTasks;
+    for (const auto &[inference, tasks] : gaps) {
+        for (const auto &[task, best] : tasks) {
+            if (best.first < options.evalSigmas)
+                continue;
+            gapTasks.insert(task);
+            Finding f;
+            f.kind = QStringLiteral("eval-gap");
+            f.severity = Severity::Warning;
+            f.task = task;
+            f.key = best.second.metric;
+            double baseValue = 0;
+            for (const Eval &b : baseEvals) {
+                if (b.task == task && b.metric == best.second.metric)
+                    baseValue = b.value;
+            }
+            f.summary = QStringLiteral("%1 %2: %3 against %4's %5 (%6 standard errors%7)")
+                            .arg(task, best.second.metric)
+                            .arg(best.second.value, 0, 'g', 4)
+                            .arg(baseName)
+                            .arg(baseValue, 0, 'g', 4)
+                            .arg(best.first, 0, 'f', 1)
+                            .arg(inference.isEmpty() ? QString() : QStringLiteral(", %1 inference").arg(inference));
+            f.evidence = {{QStringLiteral("run"), best.second.value}, {QStringLiteral("baseline"), baseValue},
+                {QStringLiteral("z"), best.first}, {QStringLiteral("metric"), best.second.metric},
+                {QStringLiteral("inference"), inference}};
+            f.suggestion = QStringLiteral("evaluate in the precision the model was trained in (FP8 inference) and check "
+                                          "that the checkpoint carries its FP8 scales");
+            c.findings.push_back(f);
+        }
+    }
+    // The inference precision: a gap that narrows under another inference setting of the same run.
+    if (gaps.size() >= 2 && !gapTasks.empty()) {
+        for (const auto &[a, aTasks] : diffs) {
+            for (const auto &[b, bTasks] : diffs) {
+                if (a == b)
+                    continue;
+                QStringList narrower;
+                for (const QString &task : gapTasks) {
+                    const auto x = aTasks.find(task);
+                    const auto y = bTasks.find(task);
+                    if (x != aTasks.end() && y != bTasks.end() && y->second < x->second)
+                        narrower << task;
+                }
+                if (narrower.size() == int(gapTasks.size())) {
+                    Finding f;
+                    f.kind = QStringLiteral("inference-precision");
+                    f.severity = Severity::Warning;
+                    f.summary = QStringLiteral("%1 inference of this run scores lower on %2; %3 inference is closer to %4")
+                                    .arg(a.isEmpty() ? QStringLiteral("the first") : a, narrower.join(QStringLiteral(", ")),
+                                        b.isEmpty() ? QStringLiteral("the other") : b, baseName);
+                    f.evidence = {{QStringLiteral("lower"), a}, {QStringLiteral("closer"), b},
+                        {QStringLiteral("tasks"), QJsonArray::fromStringList(narrower)}};
+                    f.suggestion = QStringLiteral("serve the model with %1 inference, or export the FP8 scales with the "
+                                                  "checkpoint for %2")
+                                       .arg(b, a);
+                    c.findings.push_back(f);
+                }
+            }
+        }
+    }
+
+    // The verdict.
+    const bool spikes = std::any_of(c.findings.begin(), c.findings.end(),
+        [](const Finding &f) { return f.kind == QLatin1String("loss-spikes"); });
+    if (c.departure) {
+        c.verdict = double(*c.departure) < options.earlyFraction * double(std::max<int64_t>(c.plannedSteps, 1))
+            ? Verdict::EarlyDivergence
+            : Verdict::MidRunInstability;
+    } else if (spikes) {
+        c.verdict = Verdict::LossSpikes;
+    } else if (!gapTasks.empty()) {
+        c.verdict = Verdict::DownstreamGap;
+    }
+
+    // What to try next.
+    for (Finding &f : c.findings) {
+        if (f.kind != QLatin1String("loss-departure"))
+            continue;
+        if (c.verdict == Verdict::EarlyDivergence) {
+            QStringList named;
+            for (const Finding &g : c.findings) {
+                if ((g.kind == QLatin1String("config-difference") && g.severity == Severity::Warning)
+                    || (g.kind == QLatin1String("version-difference") && g.severity == Severity::Warning))
+                    named << g.key;
+            }
+            f.suggestion = named.isEmpty()
+                ? QStringLiteral("early divergence is usually software: compare the versions and the FP8 settings "
+                                 "with %1's and undo the most recent change first")
+                      .arg(baseName)
+                : QStringLiteral("undo one of these at a time, the first first: %1").arg(named.join(QStringLiteral(", ")));
+        } else if (c.verdict == Verdict::MidRunInstability) {
+            QStringList indices;
+            int lastIndex = -1;
+            for (const Signal &s : signals)
+                lastIndex = std::max(lastIndex, layerIndex(s.series.layer));
+            QString teConfig;
+            for (const QString &layer : suspects.mid(0, 4)) {
+                indices << QString::number(layerIndex(layer));
+                teConfig += QStringLiteral("bf16_%1:\n  enabled: True\n  layers:\n    layer_name_regex_pattern: %2\n"
+                                           "  transformer_engine:\n    DisableFP8Layer:\n      enabled: True\n")
+                                .arg(QString(layer).replace(QLatin1Char('.'), QLatin1Char('_')),
+                                    QRegularExpression::escape(layer));
+            }
+            f.suggestion = QStringLiteral("one change at a time: current scaling or a block recipe instead of delayed "
+                                          "(--fp8-recipe tensorwise, mxfp8 or blockwise)");
+            if (!suspects.isEmpty()) {
+                f.suggestion += QStringLiteral("; or keep %1 in BF16 (Transformer Engine debug config:\n%2)")
+                                    .arg(suspects.mid(0, 4).join(QStringLiteral(", ")), teConfig);
+                bool edge = true;
+                for (const QString &i : indices)
+                    edge = edge && (i.toInt() <= 1 || (lastIndex >= 0 && i.toInt() >= lastIndex - 1));
+                if (edge && lastIndex > 0)
+                    f.suggestion += QStringLiteral("; the suspects are first or last layers: Megatron "
+                                                   "--first-last-layers-bf16 --num-layers-at-start-in-bf16 2 "
+                                                   "--num-layers-at-end-in-bf16 2");
+            }
+        }
+    }
+    rank(&c.findings);
+    return c;
+}
+
+RunCheck checkRun(const Catalog &catalog, RunRef run, const TriageOptions &options)
+{
+    RunCheck r;
+    r.run = run;
+    const auto loss = runSeries(catalog, run, QStringLiteral("lm loss"));
+    if (!loss)
+        return r;
+    size_t nan = 0;
+    for (double v : loss->values)
+        nan += std::isfinite(v) ? 0 : 1;
+    const StepSeries f = finitePoints(*loss);
+    if (nan > 0) {
+        Finding n;
+        n.kind = QStringLiteral("run-blow-up");
+        n.severity = Severity::Critical;
+        n.stat = QStringLiteral("lm loss");
+        n.summary = QStringLiteral("%1 loss values are NaN or infinite").arg(nan);
+        n.evidence = {{QStringLiteral("nan_points"), double(nan)}};
+        r.findings.push_back(n);
+    }
+    if (f.size() >= 8) {
+        // A sustained rise: the smoothed loss stays above its running minimum by more than 5 % (and the noise).
+        const int h = std::clamp(int(f.size() / 50), 2, 50);
+        const std::vector<double> smooth = runningMedian(f.values, h);
+        const double noise = stepNoise(f.values);
+        std::vector<bool> exceed(f.size());
+        double low = smooth.front();
+        for (size_t i = 0; i < f.size(); ++i) {
+            low = std::min(low, smooth[i]);
+            exceed[i] = smooth[i] > low + std::max(0.05 * std::abs(low), 6.0 * (std::isfinite(noise) ? noise : 0.0));
+        }
+        size_t at = size_t(-1);
+        size_t count = 0;
+        for (size_t i = f.size(); i-- > 0;) {
+            count += exceed[i] ? 1 : 0;
+            if (exceed[i] && double(count) / double(f.size() - i) >= 0.9 && f.size() - i >= size_t(std::max(3, h)))
+                at = i;
+        }
+        if (at != size_t(-1)) {
+            r.departure = f.steps[at];
+            Finding b;
+            b.kind = QStringLiteral("run-blow-up");
+            b.severity = Severity::Critical;
+            b.stat = QStringLiteral("lm loss");
+            b.step = r.departure;
+            b.summary = QStringLiteral("the loss rises from step %1 and stays above its lowest level").arg(*r.departure);
+            b.evidence = {{QStringLiteral("step"), double(*r.departure)}, {QStringLiteral("noise"), noise}};
+            r.findings.push_back(b);
+            r.verdict = double(*r.departure) < options.earlyFraction * double(plannedSteps(catalog, run, f.steps.back()))
+                ? Verdict::EarlyDivergence
+                : Verdict::MidRunInstability;
+        }
+        // Spikes that recover are part of training; a run needs repeated recovery when several never come
+        // back (after the blow-up above, they are its consequence).
+        const SpikeReport s = findSpikes(f, options.spikes);
+        size_t unrecovered = 0;
+        for (const Spike &x : s.spikes)
+            unrecovered += x.recoveredAt ? 0 : 1;
+        if (s.spikes.size() >= 3) {
+            Finding sp;
+            sp.kind = QStringLiteral("loss-spikes");
+            sp.severity = unrecovered >= 2 ? Severity::Warning : Severity::Info;
+            sp.stat = QStringLiteral("lm loss");
+            sp.step = s.spikes.front().step;
+            size_t recovered = 0;
+            QJsonArray steps;
+            for (const Spike &x : s.spikes) {
+                recovered += x.recoveredAt ? 1 : 0;
+                if (steps.size() < 20)
+                    steps.append(double(x.step));
+            }
+            sp.summary = QStringLiteral("%1 loss spikes in %2 points; %3 recovered").arg(s.spikes.size()).arg(s.points).arg(recovered);
+            sp.evidence = {{QStringLiteral("spikes"), double(s.spikes.size())}, {QStringLiteral("points"), double(s.points)},
+                {QStringLiteral("recovered"), double(recovered)}, {QStringLiteral("steps"), steps}};
+            r.findings.push_back(sp);
+            if (r.verdict == Verdict::None && unrecovered >= 2)
+                r.verdict = Verdict::LossSpikes;
+        }
+    }
+    rank(&r.findings);
+    return r;
+}
+
+TriageResult triage(const Catalog &catalog, const TriageOptions &options)
+{
+    TriageResult out;
+    for (const Run &r : catalog.runs()) {
+        const Pairing p = catalog.pairing(r.ref);
+        if (p.baseline.isValid())
+            out.comparisons.push_back(compareRuns(catalog, p.baseline, r.ref, options));
+        else if (catalog.chooseSeries(r.ref, {.stat = QStringLiteral("lm loss")}))
+            out.runs.push_back(checkRun(catalog, r.ref, options));
+    }
+    return out;
+}
+
+} // namespace fp8scope::analysis

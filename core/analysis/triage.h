@@ -1,0 +1,81 @@
+// The triage engine: an FP8 run against its baseline (the query layer's pairing), and a run without one
+// against itself. It tells apart early divergence (software, versions, a recently enabled feature),
+// mid-run instability (layers whose statistics moved first), loss spikes and a downstream-score gap, and
+// says what to try next, one change at a time. The rules and thresholds are in docs/TRIAGE.md; every number
+// a finding quotes is in its evidence.
+#pragma once
+
+#include "seriesmath.h"
+
+#include "core/query/catalog.h"
+
+#include <QJsonObject>
+#include <QString>
+
+#include <optional>
+#include <vector>
+
+namespace fp8scope::analysis {
+
+enum class Verdict { None, EarlyDivergence, MidRunInstability, LossSpikes, DownstreamGap };
+QString verdictName(Verdict v); // "none", "early-divergence", ...
+
+enum class Severity { Info, Warning, Critical };
+QString severityName(Severity s);
+
+struct Finding {
+    QString kind; // loss-departure, loss-spikes, config-difference, version-difference, layer-signal, eval-gap,
+                  // inference-precision, run-blow-up, truncated-statistic
+    Severity severity = Severity::Info;
+    QString layer, tensor, stat, key, task;
+    std::optional<int64_t> step;
+    QString summary;
+    QJsonObject evidence;
+    QString suggestion;
+};
+
+struct TriageOptions {
+    DepartureOptions departure;
+    SpikeOptions spikes;
+    OnsetOptions onset;
+    double earlyFraction = 0.10; // a departure before this share of the planned steps is early divergence
+    double evalSigmas = 3.0; // an eval gap counts beyond this many combined standard errors
+};
+
+struct Comparison {
+    RunRef baseline;
+    RunRef run;
+    Verdict verdict = Verdict::None;
+    std::optional<int64_t> departure;
+    std::optional<int64_t> lead; // departure - onset of the first layer signal
+    int64_t plannedSteps = 0;
+    std::vector<Finding> findings; // most important first
+};
+
+struct RunCheck {
+    RunRef run;
+    Verdict verdict = Verdict::None;
+    std::optional<int64_t> departure; // where the loss leaves its own course (a blow-up, a sustained rise)
+    std::vector<Finding> findings;
+};
+
+struct TriageResult {
+    std::vector<Comparison> comparisons;
+    std::vector<RunCheck> runs;
+};
+
+// One comparison.
+Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options = {});
+// A run on its own.
+RunCheck checkRun(const Catalog &catalog, RunRef run, const TriageOptions &options = {});
+// Every run with a baseline against it, and every run without one that has a loss, on its own.
+TriageResult triage(const Catalog &catalog, const TriageOptions &options = {});
+
+// The finding as the CLI's JSON prints it (fields that do not apply are left out).
+QJsonObject findingJson(const Finding &f);
+
+// What a config key is to a comparison of a baseline and its FP8 twin.
+enum class KeyClass { Expected, Incidental, Suspect, Other };
+KeyClass classifyConfigKey(const QString &key);
+
+} // namespace fp8scope::analysis
