@@ -1,6 +1,7 @@
 #include "democommand.h"
 
 #include "core/demo/demogenerator.h"
+#include "core/demo/scenarios.h"
 
 #include <QCommandLineParser>
 #include <QTextStream>
@@ -20,7 +21,12 @@ int runDemo(const QStringList &args)
         QStringLiteral("n"), QStringLiteral("12"));
     const QCommandLineOption stepsOpt(QStringLiteral("steps"), QStringLiteral("training steps (default 3000)"),
         QStringLiteral("n"), QStringLiteral("3000"));
-    parser.addOptions({seedOpt, layersOpt, stepsOpt});
+    const QCommandLineOption scenarioOpt(QStringLiteral("scenario"),
+        QStringLiteral("a triage scenario instead of the demo: early-divergence, mid-run-instability, loss-spikes, "
+                       "downstream-gap or none (its seed varies steps, layers, names, intervals and noise; the truth "
+                       "is in OUTDIR/planted.json)"),
+        QStringLiteral("name"));
+    parser.addOptions({seedOpt, layersOpt, stepsOpt, scenarioOpt});
     QTextStream err(stderr);
     if (!parser.parse(args)) {
         err << "fp8scope-cli demo: " << parser.errorText() << '\n';
@@ -33,6 +39,39 @@ int runDemo(const QStringList &args)
     if (parser.positionalArguments().size() != 1) {
         err << "fp8scope-cli demo: expected one OUTDIR\n";
         return 2;
+    }
+    if (parser.isSet(scenarioOpt)) {
+        const std::optional<Scenario> scenario = scenarioFromName(parser.value(scenarioOpt));
+        bool ok = false;
+        const uint64_t seed = parser.value(seedOpt).toULongLong(&ok);
+        if (!scenario || !ok) {
+            err << "fp8scope-cli demo: --scenario is early-divergence, mid-run-instability, loss-spikes, "
+                   "downstream-gap or none, and --seed a number\n";
+            return 2;
+        }
+        if (parser.isSet(layersOpt) || parser.isSet(stepsOpt)) {
+            err << "fp8scope-cli demo: a scenario draws its layers and steps from its seed (no --layers, --steps)\n";
+            return 2;
+        }
+        ScenarioPlan plan;
+        QString error;
+        if (!generateScenario(parser.positionalArguments().front(), *scenario, seed, &plan, &error)) {
+            err << "fp8scope-cli: " << error << '\n';
+            return 1;
+        }
+        QTextStream out(stdout);
+        out << "scenario " << scenarioName(*scenario) << " (seed " << seed << ", " << plan.steps
+            << " steps) written to " << parser.positionalArguments().front();
+        if (plan.departureStep)
+            out << ": FP8 departs at step " << *plan.departureStep;
+        if (!plan.layer.isEmpty())
+            out << ", " << plan.layer << ' ' << plan.tensor << " moves from step " << *plan.onsetStep;
+        if (!plan.keys.isEmpty())
+            out << ", suspect " << plan.keys.join(QStringLiteral(", "));
+        if (!plan.tasks.isEmpty())
+            out << ": weaker tasks " << plan.tasks.join(QStringLiteral(", "));
+        out << '\n';
+        return 0;
     }
     DemoOptions o;
     bool ok1 = false, ok2 = false, ok3 = false;

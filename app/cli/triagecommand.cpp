@@ -38,7 +38,8 @@ void printFindings(QTextStream &out, const std::vector<Finding> &findings)
     for (const Finding &f : findings) {
         out << "  [" << severityName(f.severity) << "] " << f.kind << ": " << f.summary << '\n';
         if (!f.suggestion.isEmpty())
-            out << "      try: " << QString(f.suggestion).replace(QLatin1Char('\n'), QStringLiteral("\n           ")) << '\n';
+            out << "      try: " << QString(f.suggestion).replace(QLatin1Char('\n'), QStringLiteral("\n           "))
+                << '\n';
     }
 }
 
@@ -52,10 +53,10 @@ int runTriage(const QStringList &args)
         "loss spikes or a downstream gap, with the evidence and what to try next (docs/TRIAGE.md)."));
     parser.addHelpOption();
     parser.addPositionalArgument(QStringLiteral("folder"), QStringLiteral("run folder or workspace"));
-    const QCommandLineOption baselineOpt(QStringLiteral("baseline"), QStringLiteral("the baseline run (with --run)"),
-        QStringLiteral("run"));
-    const QCommandLineOption runOpt(QStringLiteral("run"), QStringLiteral("the run to compare (with --baseline)"),
-        QStringLiteral("run"));
+    const QCommandLineOption baselineOpt(
+        QStringLiteral("baseline"), QStringLiteral("the baseline run (with --run)"), QStringLiteral("run"));
+    const QCommandLineOption runOpt(
+        QStringLiteral("run"), QStringLiteral("the run to compare (with --baseline)"), QStringLiteral("run"));
     const QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("print JSON"));
     parser.addOptions({baselineOpt, runOpt, jsonOpt});
     QTextStream err(stderr);
@@ -81,6 +82,11 @@ int runTriage(const QStringList &args)
         err << "fp8scope-cli: " << error << '\n';
         return 1;
     }
+    // The folder as it is now: files added or grown since the last ingest are read first.
+    const IngestReport ingested = catalog.storeOf(catalog.stores().front().serial)->ingest();
+    for (const QString &e : ingested.errors)
+        err << "fp8scope-cli: " << e << '\n';
+    catalog.refresh();
     TriageResult result;
     if (parser.isSet(runOpt)) {
         const auto baseline = catalog.findRun(parser.value(baselineOpt));
@@ -103,7 +109,8 @@ int runTriage(const QStringList &args)
                 {QStringLiteral("findings"), findingsJson(c.findings)}});
         for (const RunCheck &r : result.runs)
             runs.append(QJsonObject {{QStringLiteral("run"), nameOf(catalog, r.run)},
-                {QStringLiteral("verdict"), verdictName(r.verdict)}, {QStringLiteral("departure_step"), step(r.departure)},
+                {QStringLiteral("verdict"), verdictName(r.verdict)},
+                {QStringLiteral("departure_step"), step(r.departure)},
                 {QStringLiteral("findings"), findingsJson(r.findings)}});
         out << QJsonDocument(QJsonObject {{QStringLiteral("version"), 1}, {QStringLiteral("comparisons"), comparisons},
                                  {QStringLiteral("runs"), runs}})

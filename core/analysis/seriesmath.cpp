@@ -77,6 +77,19 @@ double robustSigma(std::span<const double> values)
     return 1.4826 * medianInPlace(v);
 }
 
+double lowQuartileSigma(std::span<const double> values)
+{
+    std::vector<double> v = finite(values);
+    const double m = medianInPlace(v);
+    if (std::isnan(m))
+        return kNaN;
+    for (double &x : v)
+        x = std::abs(x - m);
+    const auto q = v.begin() + ptrdiff_t(v.size() / 4);
+    std::nth_element(v.begin(), q, v.end());
+    return *q / 0.3186;
+}
+
 double stepNoise(std::span<const double> values)
 {
     const std::vector<double> v = finite(values);
@@ -101,7 +114,7 @@ StepSeries finitePoints(const StepSeries &s)
     return out;
 }
 
-Aligned align(const StepSeries &aIn, const StepSeries &bIn)
+Aligned align(const StepSeries &aIn, const StepSeries &bIn, bool intervalMeans)
 {
     const StepSeries a = finitePoints(aIn);
     const StepSeries b = finitePoints(bIn);
@@ -113,7 +126,8 @@ Aligned align(const StepSeries &aIn, const StepSeries &bIn)
     if (lo > hi)
         return out;
     const auto countIn = [&](const StepSeries &s) {
-        return std::upper_bound(s.steps.begin(), s.steps.end(), hi) - std::lower_bound(s.steps.begin(), s.steps.end(), lo);
+        return std::upper_bound(s.steps.begin(), s.steps.end(), hi)
+            - std::lower_bound(s.steps.begin(), s.steps.end(), lo);
     };
     // The sparser series' steps; the other is read at them, exactly or between its neighbours.
     const bool aSparser = countIn(a) <= countIn(b);
@@ -125,7 +139,18 @@ Aligned align(const StepSeries &aIn, const StepSeries &bIn)
             continue;
         const auto it = std::lower_bound(dense.steps.begin(), dense.steps.end(), step);
         double v = kNaN;
-        if (it != dense.steps.end() && *it == step) {
+        const int64_t gap = i > 0 ? step - sparse.steps[i - 1] : (sparse.size() > 1 ? sparse.steps[1] - step : 0);
+        const auto from = std::upper_bound(dense.steps.begin(), dense.steps.end(), step - gap);
+        const auto to = std::upper_bound(dense.steps.begin(), dense.steps.end(), step);
+        // The window must not start before the denser series' first interval does.
+        const int64_t denseStart = dense.steps.front() - (dense.size() > 1 ? dense.steps[1] - dense.steps[0] : 0);
+        if (intervalMeans && to - from >= 2 && step - gap >= denseStart) {
+            // The window (step - gap, step] holds several of the denser series' intervals: their mean.
+            double sum = 0;
+            for (auto k = from; k != to; ++k)
+                sum += dense.values[size_t(k - dense.steps.begin())];
+            v = sum / double(to - from);
+        } else if (it != dense.steps.end() && *it == step) {
             v = dense.values[size_t(it - dense.steps.begin())];
         } else if (it != dense.steps.begin() && it != dense.steps.end()) {
             const size_t j = size_t(it - dense.steps.begin());
@@ -163,64 +188,45 @@ namespace {
 // The start of a departure, by a hinge fit: y = a before step x_k, a + b (x - x_k) from it, least squares,
 // over k in [0, last]. Returns the best k and the range of k whose squared error is within `margin` of the
 // best (the interval). O(n) with suffix sums.
-struct Hinge {
+// Where a shift of the difference up by `shift` most likely started, at or before `last`: Page's CUSUM of the
+// difference against `reference` (the midpoint between its level before and after); the start is the argmin
+// of the cumulative sum. Each term is clipped to +-(3 sigma, at least the shift): the two runs' own spikes
+// (of either sign, tens of sigmas, decaying over many points) would otherwise move the start to wherever
+// they cluster. The interval holds the starts whose log-likelihood is within 1.92 (a chi-square(1) 95 %
+// margin) of the best: (shift / sigma^2) (S_k - S_min) <= 1.92.
+struct ChangeStart {
     size_t best = 0;
     size_t low = 0;
     size_t high = 0;
 };
 
-Hinge fitHinge(const std::vector<int64_t> &steps, const std::vector<double> &y, size_t last, double margin)
+ChangeStart cusumStart(
+    const std::vector<double> &y, const std::vector<double> &reference, size_t last, double shift, double sigma)
 {
-    const size_t n = y.size();
-    std::vector<double> sx(n + 1, 0), sxx(n + 1, 0), sxy(n + 1, 0);
-    double sy = 0, syy = 0;
-    const double x0 = double(steps.front());
-    for (size_t i = n; i-- > 0;) {
-        const double x = double(steps[i]) - x0;
-        sx[i] = sx[i + 1] + x;
-        sxx[i] = sxx[i + 1] + x * x;
-        sxy[i] = sxy[i + 1] + x * y[i];
+    std::vector<double> sum(last + 2, 0.0); // sum[k]: the cumulative sum of the points before k
+    const double cap = std::max(3 * sigma, shift);
+    for (size_t i = 0; i <= last && i < y.size(); ++i)
+        sum[i + 1] = sum[i] + std::clamp(y[i] - reference[i], -cap, cap);
+    ChangeStart c;
+    for (size_t k = 0; k <= last; ++k) {
+        if (sum[k] < sum[c.best])
+            c.best = k;
     }
-    for (double v : y) {
-        sy += v;
-        syy += v * v;
-    }
-    std::vector<double> sse(last + 1, std::numeric_limits<double>::infinity());
-    std::vector<double> syk(n + 1, 0);
-    for (size_t i = n; i-- > 0;)
-        syk[i] = syk[i + 1] + y[i];
-    const double nn = double(n);
-    for (size_t k = 0; k <= last && k < n; ++k) {
-        const double xk = double(steps[k]) - x0;
-        const double m = double(n - k);
-        const double sz = sx[k] - m * xk;
-        const double szz = sxx[k] - 2 * xk * sx[k] + m * xk * xk;
-        const double szy = sxy[k] - xk * syk[k];
-        // Regression of y on (1, z): b = cov(z, y) / var(z), a = mean(y) - b mean(z).
-        const double vz = szz - sz * sz / nn;
-        const double cz = szy - sz * sy / nn;
-        const double b = vz > 0 ? cz / vz : 0.0;
-        sse[k] = (syy - sy * sy / nn) - b * cz;
-    }
-    Hinge h;
-    for (size_t k = 0; k <= last && k < n; ++k) {
-        if (sse[k] < sse[h.best])
-            h.best = k;
-    }
-    h.low = h.best;
-    h.high = h.best;
-    for (size_t k = 0; k <= last && k < n; ++k) {
-        if (sse[k] <= sse[h.best] + margin) {
-            h.low = std::min(h.low, k);
-            h.high = std::max(h.high, k);
+    const double weight = sigma > 0 ? shift / (sigma * sigma) : std::numeric_limits<double>::infinity();
+    c.low = c.high = c.best;
+    for (size_t k = 0; k <= last; ++k) {
+        if (weight * (sum[k] - sum[c.best]) <= 1.92) {
+            c.low = std::min(c.low, k);
+            c.high = std::max(c.high, k);
         }
     }
-    return h;
+    return c;
 }
 
 } // namespace
 
-Departure findDeparture(const Aligned &aligned, const DepartureOptions &o)
+Departure findDeparture(
+    const Aligned &aligned, const DepartureOptions &o, std::span<const std::pair<int64_t, int64_t>> spikes)
 {
     Departure d;
     std::vector<double> diff, base;
@@ -241,7 +247,9 @@ Departure findDeparture(const Aligned &aligned, const DepartureOptions &o)
     d.noise = stepNoise(diff);
     if (!std::isfinite(d.noise))
         d.noise = 0;
-    d.window = std::clamp(int(diff.size() / 50) | 1, 5, 101);
+    // The window: a twentieth of the points, so that spikes of either run (a few points each, decaying) do not
+    // break a stay above the band; where the departure starts is the CUSUM's below, not the smoothing's.
+    d.window = std::clamp(int(diff.size() / 20) | 1, 5, 201);
     const int h = d.window / 2;
     const std::vector<double> smooth = runningMedian(diff, h);
     // A running median of w points has about 1.25 / sqrt(w) of one point's noise.
@@ -251,22 +259,70 @@ Departure findDeparture(const Aligned &aligned, const DepartureOptions &o)
         const double tolerance = std::max(o.relativeTolerance * std::abs(base[i]), o.absoluteTolerance);
         exceed[i] = smooth[i] > tolerance + d.band;
     }
-    const std::vector<double> share = suffixShare(exceed);
-    const size_t minRun = size_t(std::max(3, h));
-    const size_t at = firstSustained(exceed, share, o.stayFraction, minRun);
+    // Points inside a spike either run recovered from are neither for nor against a new course: the stay is
+    // judged on the others (a cluster of recovered spikes is spikes, not a departure).
+    std::vector<size_t> calm;
+    std::vector<bool> calmExceed;
+    for (size_t i = 0; i < diff.size(); ++i) {
+        const bool inSpike = std::any_of(
+            spikes.begin(), spikes.end(), [&](const auto &r) { return steps[i] >= r.first && steps[i] < r.second; });
+        if (!inSpike) {
+            calm.push_back(i);
+            calmExceed.push_back(exceed[i]);
+        }
+    }
+    const std::vector<double> share = suffixShare(calmExceed);
+    // A departure is followed by at least 8 % of the points and a whole smoothing window: a spike in the last
+    // few points of a run, still decaying, is no evidence of a new course.
+    const size_t minRun = std::max({size_t(3), size_t(d.window), (diff.size() * 8 + 99) / 100});
+    const size_t calmAt = firstSustained(calmExceed, share, o.stayFraction, minRun);
+    const size_t at = calmAt == kNone ? kNone : calm[calmAt];
     d.gapAtEnd = smooth.back();
     if (at == kNone) {
         d.offset = median(diff);
         return d;
     }
-    // Where it starts: the crossing of the tolerance comes late on a slow climb, so the start is the break of a
-    // hinge fit to the difference (flat, then rising) at or before the crossing, and the interval the breaks
-    // whose fit is within a chi-square(1) 95 % margin (3.84 noise variances) of the best.
-    const Hinge hinge = fitHinge(steps, diff, at, 3.84 * d.noise * d.noise);
-    d.step = steps[hinge.best];
-    d.low = steps[hinge.low];
-    d.high = steps[std::max(hinge.high, hinge.best)];
-    d.offset = hinge.best > 0 ? median(std::span<const double>(diff.data(), hinge.best)) : 0.0;
+    // Where it starts: the crossing of the band comes late on a slow climb. The level before is the median of
+    // the difference before the crossing; the shift that matters takes it to the band's edge (at least half the
+    // band); the start is where the CUSUM against the midpoint is lowest, whatever the shape after it (a step,
+    // a ramp, a curve that levels off).
+    // When the crossing comes late, the points before it hold part of the climb: the level is taken again
+    // from the points before the start found, once.
+    ChangeStart start;
+    size_t levelPoints = std::max<size_t>(at, 1);
+    for (int round = 0; round < 2; ++round) {
+        // Before the departure the runs agreed, by its definition: within the tolerance.
+        const double tolerance = std::max(o.relativeTolerance * std::abs(base[at]), o.absoluteTolerance);
+        const double before
+            = std::clamp(median(std::span<const double>(diff.data(), levelPoints)), -tolerance, tolerance);
+        std::vector<double> reference(diff.size());
+        double shift = 0;
+        for (size_t i = 0; i < diff.size(); ++i) {
+            const double edge = std::max(o.relativeTolerance * std::abs(base[i]), o.absoluteTolerance) + d.band;
+            const double half = std::max((edge - before) / 2, d.band / 2);
+            reference[i] = before + half;
+            if (i == at)
+                shift = 2 * half;
+        }
+        // Points in a spike either run recovered from count as at the reference (neither way): a long spike
+        // just before the departure would pull the start to itself.
+        std::vector<double> quiet = diff;
+        for (size_t i = 0; i < at; ++i) {
+            for (const auto &[first, last] : spikes) {
+                if (steps[i] >= first && steps[i] < last)
+                    quiet[i] = reference[i];
+            }
+        }
+        start = cusumStart(quiet, reference, at, shift, d.noise);
+
+        if (start.best < 3 || start.best >= levelPoints)
+            break;
+        levelPoints = start.best;
+    }
+    d.step = steps[start.best];
+    d.low = steps[start.low];
+    d.high = steps[std::max(start.high, start.best)];
+    d.offset = start.best > 0 ? median(std::span<const double>(diff.data(), start.best)) : 0.0;
     return d;
 }
 
@@ -283,41 +339,80 @@ SpikeReport findSpikes(const StepSeries &in, const SpikeOptions &o)
     // stays, a blow-up, still stands out where it starts; a falling loss does not).
     std::vector<double> level(s.size(), kNaN), window;
     for (size_t i = 0; i < s.size(); ++i) {
-        window.assign(s.values.begin() + ptrdiff_t(i >= size_t(h) ? i - size_t(h) : 0), s.values.begin() + ptrdiff_t(i));
+        window.assign(
+            s.values.begin() + ptrdiff_t(i >= size_t(h) ? i - size_t(h) : 0), s.values.begin() + ptrdiff_t(i));
         level[i] = i >= 3 ? medianInPlace(window) : s.values[i];
     }
     std::vector<double> resid(s.size());
     for (size_t i = 0; i < s.size(); ++i)
         resid[i] = s.values[i] - level[i];
-    r.noise = robustSigma(resid);
+    // The noise the spikes are measured in: of second differences (a trend, even the steep fall of a warm-up,
+    // cancels in them; each has 6 sigma^2 of variance), from their quietest three quarters, and again without
+    // the spikes found and their tails (a run that spikes often spends much of its time in them), until the
+    // estimate settles (three rounds at most).
+    const auto noiseOutside = [&](const std::vector<bool> &masked) {
+        std::vector<double> second;
+        for (size_t i = 1; i + 1 < s.size(); ++i) {
+            if (!masked[i - 1] && !masked[i] && !masked[i + 1])
+                second.push_back(s.values[i + 1] - 2 * s.values[i] + s.values[i - 1]);
+        }
+        return second.size() >= 10 ? lowQuartileSigma(second) / std::sqrt(6.0) : kNaN;
+    };
+    const auto detect = [&](double noise, std::vector<bool> *masked) {
+        std::vector<Spike> spikes;
+        const auto high
+            = [&](size_t i) { return resid[i] > o.sigmas * noise && resid[i] > o.relative * std::abs(level[i]); };
+        masked->assign(s.size(), false);
+        for (size_t i = 0; i < s.size();) {
+            if (!high(i)) {
+                ++i;
+                continue;
+            }
+            // One spike per run of high points: where it starts, and the height of its peak.
+            size_t peak = i, j = i;
+            while (j < s.size() && high(j)) {
+                if (resid[j] > resid[peak])
+                    peak = j;
+                ++j;
+            }
+            Spike sp {s.steps[i], s.values[peak], level[i], resid[peak] / noise, std::nullopt};
+            size_t end = s.size();
+            for (size_t k = peak + 1; k < s.size(); ++k) {
+                if (s.values[k] <= level[i] + o.recoverSigmas * noise) {
+                    sp.recoveredAt = s.steps[k];
+                    end = k;
+                    break;
+                }
+            }
+            std::fill(masked->begin() + ptrdiff_t(i), masked->begin() + ptrdiff_t(end), true);
+            spikes.push_back(sp);
+            i = j;
+        }
+        return spikes;
+    };
+    std::vector<bool> masked(s.size(), false);
+    r.noise = noiseOutside(masked);
     if (!(r.noise > 0))
         r.noise = std::max(stepNoise(s.values), 1e-12);
-    const auto high = [&](size_t i) {
-        return resid[i] > o.sigmas * r.noise && resid[i] > o.relative * std::abs(level[i]);
-    };
-    for (size_t i = 0; i < s.size();) {
-        if (!high(i)) {
-            ++i;
-            continue;
-        }
-        // One spike per run of high points: where it starts, and the height of its peak.
-        size_t peak = i, j = i;
-        while (j < s.size() && high(j)) {
-            if (resid[j] > resid[peak])
-                peak = j;
-            ++j;
-        }
-        Spike sp {s.steps[i], s.values[peak], level[i], resid[peak] / r.noise, std::nullopt};
-        for (size_t k = peak + 1; k < s.size(); ++k) {
-            if (s.values[k] <= level[i] + o.recoverSigmas * r.noise) {
-                sp.recoveredAt = s.steps[k];
-                break;
-            }
-        }
-        r.spikes.push_back(sp);
-        i = j;
+    r.spikes = detect(r.noise, &masked);
+    for (int round = 0; round < 3 && !r.spikes.empty(); ++round) {
+        const double quieter = noiseOutside(masked);
+        if (!(quieter > 0) || quieter >= 0.98 * r.noise)
+            break;
+        r.noise = quieter;
+        r.spikes = detect(r.noise, &masked);
     }
     return r;
+}
+
+std::vector<std::pair<int64_t, int64_t>> recoveredSpikeRanges(const SpikeReport &report)
+{
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (const Spike &s : report.spikes) {
+        if (s.recoveredAt)
+            out.emplace_back(s.step, *s.recoveredAt);
+    }
+    return out;
 }
 
 double spikeRateP(size_t k, size_t n, size_t kBase, size_t nBase)
@@ -331,8 +426,8 @@ double spikeRateP(size_t k, size_t n, size_t kBase, size_t nBase)
         return 1.0;
     double sum = 0;
     for (size_t x = k; x <= total; ++x) {
-        const double logPmf = std::lgamma(double(total) + 1) - std::lgamma(double(x) + 1) - std::lgamma(double(total - x) + 1)
-            + double(x) * std::log(p) + double(total - x) * std::log1p(-p);
+        const double logPmf = std::lgamma(double(total) + 1) - std::lgamma(double(x) + 1)
+            - std::lgamma(double(total - x) + 1) + double(x) * std::log(p) + double(total - x) * std::log1p(-p);
         sum += std::exp(logPmf);
     }
     return std::min(1.0, sum);
@@ -361,7 +456,9 @@ Onset findOnset(const StepSeries &in, Direction direction, const OnsetOptions &o
     const size_t tail = std::max<size_t>(1, s.size() / 5);
     r.late = median(std::span<const double>(s.values.data() + (s.size() - tail), tail));
     const double change = r.late - r.early;
-    r.size = r.threshold > 0 ? (direction == Direction::Down ? -change : direction == Direction::Up ? change : std::abs(change))
+    r.size = r.threshold > 0 ? (direction == Direction::Down        ? -change
+                                       : direction == Direction::Up ? change
+                                                                    : std::abs(change))
             / r.threshold
                              : 0;
     if (!(r.threshold > 0))
@@ -376,7 +473,9 @@ Onset findOnset(const StepSeries &in, Direction direction, const OnsetOptions &o
                                                : std::abs(c) > r.threshold;
     }
     const std::vector<double> share = suffixShare(exceed);
-    const size_t at = firstSustained(exceed, share, o.stayFraction, size_t(std::max(3, h)));
+    // Sustained: at least 5 % of the points (and the smoothing's half-width) from the onset on.
+    const size_t at
+        = firstSustained(exceed, share, o.stayFraction, std::max({size_t(3), size_t(h), (s.size() + 19) / 20}));
     if (at != kNone)
         r.step = s.steps[at];
     return r;

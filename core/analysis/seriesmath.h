@@ -24,6 +24,10 @@ struct StepSeries {
 double median(std::span<const double> values);
 // The median absolute deviation of the finite values, scaled to a normal's sigma (x 1.4826).
 double robustSigma(std::span<const double> values);
+// A sigma that up to three quarters of the values may not move: the lower quartile of the absolute
+// deviations from the median, scaled to a normal's sigma (/ 0.3186). For residuals of a run that spikes
+// often, where the median absolute deviation already counts spike tails and a falling warm-up.
+double lowQuartileSigma(std::span<const double> values);
 // The noise of one point: the robust sigma of successive differences over sqrt(2). A trend, a constant
 // offset and isolated spikes leave it nearly unchanged; NaN when fewer than three finite points.
 double stepNoise(std::span<const double> values);
@@ -31,14 +35,16 @@ double stepNoise(std::span<const double> values);
 StepSeries finitePoints(const StepSeries &s);
 
 // Two series on common steps: where both logged the same step, those; where their intervals differ, the
-// denser one linearly interpolated onto the sparser one's steps inside their common range (never
-// extrapolated).
+// denser one read at the sparser one's steps inside their common range (never extrapolated): linearly
+// interpolated, or with `intervalMeans` (both series are means over their log intervals, as Megatron's loss
+// is) the mean of the denser one's points in the sparser one's interval (s - gap, s], the same window, so
+// that a steep warm-up does not look like a gap between runs logged every 5 and every 10 steps.
 struct Aligned {
     std::vector<int64_t> steps;
     std::vector<double> a;
     std::vector<double> b;
 };
-Aligned align(const StepSeries &a, const StepSeries &b);
+Aligned align(const StepSeries &a, const StepSeries &b, bool intervalMeans = false);
 
 // A running median over a centred window of 2h + 1 points. Near the ends the window is cut short, or, with
 // `symmetric`, shrunk on both sides so that it stays centred (a steep trend at the start then does not
@@ -66,8 +72,11 @@ struct Departure {
 };
 
 // Where `run` (aligned with `baseline` by align()) leaves the baseline's band for good: the difference
-// run - baseline, smoothed by a running median, stays above the tolerance plus the band.
-Departure findDeparture(const Aligned &aligned, const DepartureOptions &options = {});
+// run - baseline, smoothed by a running median, stays above the tolerance plus the band. `spikes` are step
+// ranges [first, last) where either run was in a spike it recovered from: they do not count when the start of
+// the departure is estimated (a long spike just before it would pull the start to itself).
+Departure findDeparture(const Aligned &aligned, const DepartureOptions &options = {},
+    std::span<const std::pair<int64_t, int64_t>> spikes = {});
 
 struct SpikeOptions {
     double sigmas = 6.0; // a spike stands this many noise sigmas above the local level
@@ -91,8 +100,11 @@ struct SpikeReport {
     int64_t span = 0; // last - first step
 };
 SpikeReport findSpikes(const StepSeries &s, const SpikeOptions &options = {});
+// The step ranges of a report's recovered spikes, from their start to their recovery.
+std::vector<std::pair<int64_t, int64_t>> recoveredSpikeRanges(const SpikeReport &report);
 
-// Whether `k` spikes in `n` points is more than `kBase` in `nBase` at a one-sided significance `alpha`
+// Whether `k` spikes in an exposure `n` (the steps a run covers) is more than `kBase` in `nBase` at a
+// one-sided significance `alpha`
 // (the conditional binomial test of two Poisson rates), with at least `minSpikes` spikes.
 bool spikesMoreOften(size_t k, size_t n, size_t kBase, size_t nBase, double alpha = 0.01, size_t minSpikes = 3);
 // The one-sided p-value of that test.

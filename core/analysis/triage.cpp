@@ -24,11 +24,13 @@ StepSeries stepSeries(const Catalog &catalog, const Series &s)
     return out;
 }
 
-std::optional<StepSeries> runSeries(const Catalog &catalog, RunRef run, const QString &stat)
+std::optional<StepSeries> runSeries(const Catalog &catalog, RunRef run, const QString &stat, QString *source = nullptr)
 {
     const auto s = catalog.chooseSeries(run, {.stat = stat});
     if (!s)
         return std::nullopt;
+    if (source)
+        *source = s->source;
     StepSeries out = stepSeries(catalog, *s);
     if (out.empty())
         return std::nullopt;
@@ -61,12 +63,12 @@ QString runName(const Catalog &catalog, RunRef ref)
 // (min, max, mean, std, norms of healthy training move for reasons of their own).
 std::optional<Direction> riskDirection(const QString &stat)
 {
-    static const std::map<QString, Direction> directions {
-        {QStringLiteral("underflows%"), Direction::Up}, {QStringLiteral("overflows%"), Direction::Up},
-        {QStringLiteral("mse"), Direction::Up}, {QStringLiteral("cur_amax"), Direction::Up},
-        {QStringLiteral("dynamic_range"), Direction::Up}, {QStringLiteral("relative_error"), Direction::Up},
-        {QStringLiteral("cosine"), Direction::Down}, {QStringLiteral("sqnr_db"), Direction::Down},
-        {QStringLiteral("scale_inv_min"), Direction::Either}, {QStringLiteral("scale_inv_max"), Direction::Either}};
+    static const std::map<QString, Direction> directions {{QStringLiteral("underflows%"), Direction::Up},
+        {QStringLiteral("overflows%"), Direction::Up}, {QStringLiteral("mse"), Direction::Up},
+        {QStringLiteral("cur_amax"), Direction::Up}, {QStringLiteral("dynamic_range"), Direction::Up},
+        {QStringLiteral("relative_error"), Direction::Up}, {QStringLiteral("cosine"), Direction::Down},
+        {QStringLiteral("sqnr_db"), Direction::Down}, {QStringLiteral("scale_inv_min"), Direction::Either},
+        {QStringLiteral("scale_inv_max"), Direction::Either}};
     const auto it = directions.find(stat);
     if (it != directions.end())
         return it->second;
@@ -108,39 +110,127 @@ void rank(std::vector<Finding> *findings)
     });
 }
 
+// The median step between a series' points (1 when it has fewer than two).
+int64_t medianInterval(const StepSeries &s)
+{
+    std::vector<double> gaps;
+    for (size_t i = 1; i < s.size(); ++i)
+        gaps.push_back(double(s.steps[i] - s.steps[i - 1]));
+    return gaps.empty() ? 1 : std::max<int64_t>(1, int64_t(median(gaps)));
+}
+
+// The spikes of `a` that `b` has no spike within `tolerance` steps of.
+size_t unmatchedSpikes(const SpikeReport &a, const SpikeReport &b, int64_t tolerance)
+{
+    size_t n = 0;
+    for (const Spike &x : a.spikes) {
+        const bool matched = std::any_of(
+            b.spikes.begin(), b.spikes.end(), [&](const Spike &y) { return std::abs(y.step - x.step) <= tolerance; });
+        n += matched ? 0 : 1;
+    }
+    return n;
+}
+
 struct Signal {
     Series series;
     Onset onset;
+    size_t peers = 0; // the layers it was measured against (0: on its own)
 };
 
-// The layer signals of a run: every risk statistic's sustained change, earliest first (what moved first is
-// the suspect, not what moved most). Truncated statistics are reported once per statistic.
+// A statistic's early level: the median of its first share of the finite points (at least 5), as findOnset
+// takes it.
+double earlyLevel(const StepSeries &s, double fraction)
+{
+    std::vector<double> early;
+    const size_t m = std::max<size_t>(5, size_t(std::ceil(fraction * double(s.size()))));
+    for (size_t i = 0; i < s.size() && early.size() < m; ++i) {
+        if (std::isfinite(s.values[i]))
+            early.push_back(s.values[i]);
+    }
+    return median(early);
+}
+
+// What a layer does that its peers (the other layers' same tensor and statistic) do not: each point divided
+// by the peers' median change since their early levels at that step. A drift all layers share (amaxes that
+// grow as training goes on, gradients that shrink) is the training's, not a layer's, and cancels; one layer
+// that moves alone hardly moves the median. Groups of fewer than 4 layers are left as they are.
+void normalizeByPeers(
+    std::vector<StepSeries> *series, const std::vector<size_t> &members, double fraction, std::vector<size_t> *peers)
+{
+    if (members.size() < 4)
+        return;
+    std::vector<double> early(members.size());
+    std::map<int64_t, std::vector<double>> ratios;
+    for (size_t m = 0; m < members.size(); ++m) {
+        const StepSeries &s = (*series)[members[m]];
+        early[m] = earlyLevel(s, fraction);
+        if (!(early[m] > 0))
+            continue;
+        for (size_t i = 0; i < s.size(); ++i) {
+            if (std::isfinite(s.values[i]) && s.values[i] >= 0)
+                ratios[s.steps[i]].push_back(s.values[i] / early[m]);
+        }
+    }
+    std::map<int64_t, double> factor;
+    for (auto &[step, r] : ratios) {
+        if (r.size() * 2 >= members.size() && r.size() >= 3)
+            factor[step] = median(r);
+    }
+    for (size_t m = 0; m < members.size(); ++m) {
+        if (!(early[m] > 0))
+            continue;
+        StepSeries &s = (*series)[members[m]];
+        for (size_t i = 0; i < s.size(); ++i) {
+            const auto f = factor.find(s.steps[i]);
+            if (f != factor.end() && f->second > 0)
+                s.values[i] /= f->second;
+        }
+        (*peers)[members[m]] = members.size() - 1;
+    }
+}
+
+// The layer signals of a run: every risk statistic's sustained change against its peers, earliest first
+// (what moved first is the suspect, not what moved most). Truncated statistics are reported once per
+// statistic.
 std::vector<Signal> layerSignals(
     const Catalog &catalog, RunRef run, const OnsetOptions &base, std::set<QString> *truncated)
 {
-    std::vector<Signal> out;
+    std::vector<Series> kept;
+    std::vector<StepSeries> points;
+    std::vector<Direction> directions;
+    std::map<std::tuple<QString, QString, QString>, std::vector<size_t>> groups; // tensor, stat, source
     for (const Series &s : catalog.series(run)) {
         if (s.layer.isEmpty() || s.points < 8)
             continue;
         const auto direction = riskDirection(s.stat);
         if (!direction)
             continue;
-        const StepSeries points = stepSeries(catalog, s);
+        StepSeries p = stepSeries(catalog, s);
         // A statistic that cannot be exactly zero (an MSE, a scale, an amax) reading 0.0000 was printed too
         // small for the log's four decimals; underflows% and overflows% of 0 are real.
         static const QStringList neverZero {QStringLiteral("mse"), QStringLiteral("scale_inv_min"),
             QStringLiteral("scale_inv_max"), QStringLiteral("cur_amax"), QStringLiteral("relative_error")};
-        if (neverZero.contains(s.stat) && looksTruncated(points.values)) {
+        if (neverZero.contains(s.stat) && looksTruncated(p.values)) {
             truncated->insert(s.stat);
             continue;
         }
+        groups[{s.tensor, s.stat, s.source}].push_back(kept.size());
+        kept.push_back(s);
+        points.push_back(std::move(p));
+        directions.push_back(*direction);
+    }
+    std::vector<size_t> peers(kept.size(), 0);
+    for (const auto &[key, members] : groups)
+        normalizeByPeers(&points, members, base.earlyFraction, &peers);
+    std::vector<Signal> out;
+    for (size_t i = 0; i < kept.size(); ++i) {
         OnsetOptions o = base;
         // The TE statistics log prints four decimals: a change smaller than that is not one.
-        if (s.source.startsWith(QLatin1String("te-debug")))
+        if (kept[i].source.startsWith(QLatin1String("te-debug")))
             o.absolute = std::max(o.absolute, 2e-4);
-        const Onset onset = findOnset(points, *direction, o);
+        const Onset onset = findOnset(points[i], directions[i], o);
         if (onset.step)
-            out.push_back({s, onset});
+            out.push_back({kept[i], onset, peers[i]});
     }
     std::stable_sort(out.begin(), out.end(), [](const Signal &a, const Signal &b) {
         if (*a.onset.step != *b.onset.step)
@@ -183,14 +273,15 @@ KeyClass classifyConfigKey(const QString &key)
     // CPU offloading, overlapped parameter gather or TP communication, the amax reduction group.
     for (const char *suspect : {"fp8_param", "primary_weights_in_fp8", "fp8_weight", "cpu_offload", "offload",
              "overlap_param_gather", "tp_comm_overlap", "overlap_grad_reduce", "amax_reduction", "reduce_amax",
-             "fp8_dpa", "fp8_mha", "fp8_all_gather", "fp8_allgather", "delay_wgrad", "fp8_wgrad"}) {
+             "fp8_dpa", "fp8_mha", "fp8_dot_product_attention", "fp8_multi_head_attention", "fp8_all_gather",
+             "fp8_allgather", "delay_wgrad", "fp8_wgrad"}) {
         if (joined.contains(QLatin1String(suspect)))
             return KeyClass::Suspect;
     }
     if (isPairingNeutralKey(key)) {
         // Precision, recipe and FP8 settings are what the comparison is about; paths and names are incidental.
-        static const QRegularExpression incidental(
-            QStringLiteral("(^|_)(save|load|dir|path|name|wandb|tensorboard|log|checkpoint|output|timestamp|date|job|host|exp)(_|$)"));
+        static const QRegularExpression incidental(QStringLiteral(
+            "(^|_)(save|load|dir|path|name|wandb|tensorboard|log|checkpoint|output|timestamp|date|job|host|exp)(_|$)"));
         return incidental.match(joined).hasMatch() ? KeyClass::Incidental : KeyClass::Expected;
     }
     return KeyClass::Other;
@@ -223,8 +314,12 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
     c.baseline = baseline;
     c.run = run;
     const QString baseName = runName(catalog, baseline);
-    const auto baseLoss = runSeries(catalog, baseline, QStringLiteral("lm loss"));
-    const auto runLoss = runSeries(catalog, run, QStringLiteral("lm loss"));
+    QString baseSource, runSource;
+    const auto baseLoss = runSeries(catalog, baseline, QStringLiteral("lm loss"), &baseSource);
+    const auto runLoss = runSeries(catalog, run, QStringLiteral("lm loss"), &runSource);
+    // Megatron prints the mean loss of each log interval.
+    const bool intervalMeans
+        = baseSource == QLatin1String("megatron-log") && runSource == QLatin1String("megatron-log");
     int64_t last = 0;
     for (const auto &s : {baseLoss, runLoss}) {
         if (s)
@@ -235,7 +330,11 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
     // The loss: where the run leaves the baseline's band for good.
     Departure departure;
     if (baseLoss && runLoss) {
-        departure = findDeparture(align(*baseLoss, *runLoss), options.departure);
+        std::vector<std::pair<int64_t, int64_t>> spikeRanges
+            = recoveredSpikeRanges(findSpikes(*baseLoss, options.spikes));
+        for (const auto &r : recoveredSpikeRanges(findSpikes(*runLoss, options.spikes)))
+            spikeRanges.push_back(r);
+        departure = findDeparture(align(*baseLoss, *runLoss, intervalMeans), options.departure, spikeRanges);
         c.departure = departure.step;
         if (departure.step) {
             Finding f;
@@ -250,10 +349,11 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
                             .arg(departure.low)
                             .arg(departure.high)
                             .arg(departure.gapAtEnd, 0, 'g', 3);
-            f.evidence = {{QStringLiteral("step"), double(*departure.step)}, {QStringLiteral("low"), double(departure.low)},
-                {QStringLiteral("high"), double(departure.high)}, {QStringLiteral("offset_before"), departure.offset},
-                {QStringLiteral("noise"), departure.noise}, {QStringLiteral("band"), departure.band},
-                {QStringLiteral("gap_at_end"), departure.gapAtEnd}, {QStringLiteral("points"), double(departure.points)},
+            f.evidence = {{QStringLiteral("step"), double(*departure.step)},
+                {QStringLiteral("low"), double(departure.low)}, {QStringLiteral("high"), double(departure.high)},
+                {QStringLiteral("offset_before"), departure.offset}, {QStringLiteral("noise"), departure.noise},
+                {QStringLiteral("band"), departure.band}, {QStringLiteral("gap_at_end"), departure.gapAtEnd},
+                {QStringLiteral("points"), double(departure.points)},
                 {QStringLiteral("planned_steps"), double(c.plannedSteps)}};
             c.findings.push_back(f);
         }
@@ -273,8 +373,16 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
         };
         const SpikeReport sb = findSpikes(before(*baseLoss), options.spikes);
         const SpikeReport sr = findSpikes(before(*runLoss), options.spikes);
-        const double p = spikeRateP(sr.spikes.size(), sr.points, sb.spikes.size(), sb.points);
-        if (spikesMoreOften(sr.spikes.size(), sr.points, sb.spikes.size(), sb.points)) {
+        // Spikes both runs have at the same steps are the data's (the same batches in the same order), not the
+        // precision's: the test compares the spikes only one of them has. The exposure is the steps a run's
+        // points cover, not their number: runs logged at other intervals see the same spikes in more or fewer
+        // points.
+        const int64_t tolerance = 2 * std::max(medianInterval(*baseLoss), medianInterval(*runLoss));
+        const size_t runOnly = unmatchedSpikes(sr, sb, tolerance), baseOnly = unmatchedSpikes(sb, sr, tolerance);
+        const size_t shared = sr.spikes.size() - runOnly;
+        const size_t runSpan = size_t(std::max<int64_t>(sr.span, 1)), baseSpan = size_t(std::max<int64_t>(sb.span, 1));
+        const double p = spikeRateP(runOnly, runSpan, baseOnly, baseSpan);
+        if (spikesMoreOften(runOnly, runSpan, baseOnly, baseSpan, options.spikeAlpha, options.minSpikes)) {
             Finding f;
             f.kind = QStringLiteral("loss-spikes");
             f.severity = Severity::Warning;
@@ -287,17 +395,26 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
                     steps.append(double(s.step));
                 recovered += s.recoveredAt ? 1 : 0;
             }
-            f.summary = QStringLiteral("%1 loss spikes in %2 points against %3 in %4 points of %5 (p = %6); %7 recovered")
-                            .arg(sr.spikes.size())
-                            .arg(sr.points)
-                            .arg(sb.spikes.size())
-                            .arg(sb.points)
+            f.summary = QStringLiteral("%1 loss spikes of its own in %2 steps against %3 of %4's own in %5 steps "
+                                       "(p = %6; %7 more at the same steps in both); %8 of %9 recovered")
+                            .arg(runOnly)
+                            .arg(runSpan)
+                            .arg(baseOnly)
                             .arg(baseName)
+                            .arg(baseSpan)
                             .arg(p, 0, 'g', 2)
-                            .arg(recovered);
+                            .arg(shared)
+                            .arg(recovered)
+                            .arg(sr.spikes.size());
             f.evidence = {{QStringLiteral("spikes"), double(sr.spikes.size())},
-                {QStringLiteral("baseline_spikes"), double(sb.spikes.size())}, {QStringLiteral("points"), double(sr.points)},
-                {QStringLiteral("baseline_points"), double(sb.points)}, {QStringLiteral("p"), p},
+                {QStringLiteral("baseline_spikes"), double(sb.spikes.size())},
+                {QStringLiteral("own_spikes"), double(runOnly)},
+                {QStringLiteral("baseline_own_spikes"), double(baseOnly)},
+                {QStringLiteral("shared_spikes"), double(shared)},
+                {QStringLiteral("match_tolerance_steps"), double(tolerance)},
+                {QStringLiteral("points"), double(sr.points)}, {QStringLiteral("baseline_points"), double(sb.points)},
+                {QStringLiteral("steps_covered"), double(runSpan)},
+                {QStringLiteral("baseline_steps_covered"), double(baseSpan)}, {QStringLiteral("p"), p},
                 {QStringLiteral("recovered"), double(recovered)}, {QStringLiteral("steps"), steps}};
             f.suggestion = QStringLiteral("lower the peak learning rate or lengthen its warm-up, or try current "
                                           "scaling instead of delayed (one change at a time)");
@@ -371,14 +488,17 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
         Finding f;
         f.kind = QStringLiteral("layer-signal");
         const bool beforeDeparture = c.departure && *s.onset.step <= *c.departure;
-        f.severity = beforeDeparture && i == 0 ? Severity::Critical : beforeDeparture ? Severity::Warning : Severity::Info;
+        f.severity = beforeDeparture && i == 0 ? Severity::Critical
+            : beforeDeparture                  ? Severity::Warning
+                                               : Severity::Info;
         f.layer = s.series.layer;
         f.tensor = s.series.tensor;
         f.stat = s.series.stat;
         f.step = s.onset.step;
         const QString when = !c.departure ? QStringLiteral("(the loss does not depart)")
-            : beforeDeparture            ? QStringLiteral("%1 steps before the loss departs").arg(*c.departure - *s.onset.step)
-                                         : QStringLiteral("%1 steps after the loss departs: a consequence").arg(*s.onset.step - *c.departure);
+            : beforeDeparture
+            ? QStringLiteral("%1 steps before the loss departs").arg(*c.departure - *s.onset.step)
+            : QStringLiteral("%1 steps after the loss departs: a consequence").arg(*s.onset.step - *c.departure);
         f.summary = QStringLiteral("%1 of %2 %3 leaves its early level %4 at step %5, %6")
                         .arg(s.series.stat, s.series.layer, s.series.tensor)
                         .arg(s.onset.early, 0, 'g', 3)
@@ -387,7 +507,9 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
         f.evidence = {{QStringLiteral("onset"), double(*s.onset.step)}, {QStringLiteral("early"), s.onset.early},
             {QStringLiteral("late"), s.onset.late}, {QStringLiteral("threshold"), s.onset.threshold},
             {QStringLiteral("size"), s.onset.size}, {QStringLiteral("source"), s.series.source},
-            {QStringLiteral("lead_steps"), c.departure ? QJsonValue(double(*c.departure - *s.onset.step)) : QJsonValue()}};
+            {QStringLiteral("peers"), double(s.peers)},
+            {QStringLiteral("lead_steps"),
+                c.departure ? QJsonValue(double(*c.departure - *s.onset.step)) : QJsonValue()}};
         if (beforeDeparture && !suspects.contains(s.series.layer))
             suspects << s.series.layer;
         c.findings.push_back(f);
@@ -451,8 +573,9 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
             f.evidence = {{QStringLiteral("run"), best.second.value}, {QStringLiteral("baseline"), baseValue},
                 {QStringLiteral("z"), best.first}, {QStringLiteral("metric"), best.second.metric},
                 {QStringLiteral("inference"), inference}};
-            f.suggestion = QStringLiteral("evaluate in the precision the model was trained in (FP8 inference) and check "
-                                          "that the checkpoint carries its FP8 scales");
+            f.suggestion
+                = QStringLiteral("evaluate in the precision the model was trained in (FP8 inference) and check "
+                                 "that the checkpoint carries its FP8 scales");
             c.findings.push_back(f);
         }
     }
@@ -473,14 +596,16 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
                     Finding f;
                     f.kind = QStringLiteral("inference-precision");
                     f.severity = Severity::Warning;
-                    f.summary = QStringLiteral("%1 inference of this run scores lower on %2; %3 inference is closer to %4")
-                                    .arg(a.isEmpty() ? QStringLiteral("the first") : a, narrower.join(QStringLiteral(", ")),
-                                        b.isEmpty() ? QStringLiteral("the other") : b, baseName);
+                    f.summary
+                        = QStringLiteral("%1 inference of this run scores lower on %2; %3 inference is closer to %4")
+                              .arg(a.isEmpty() ? QStringLiteral("the first") : a, narrower.join(QStringLiteral(", ")),
+                                  b.isEmpty() ? QStringLiteral("the other") : b, baseName);
                     f.evidence = {{QStringLiteral("lower"), a}, {QStringLiteral("closer"), b},
                         {QStringLiteral("tasks"), QJsonArray::fromStringList(narrower)}};
-                    f.suggestion = QStringLiteral("serve the model with %1 inference, or export the FP8 scales with the "
-                                                  "checkpoint for %2")
-                                       .arg(b, a);
+                    f.suggestion
+                        = QStringLiteral("serve the model with %1 inference, or export the FP8 scales with the "
+                                         "checkpoint for %2")
+                              .arg(b, a);
                     c.findings.push_back(f);
                 }
             }
@@ -488,8 +613,8 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
     }
 
     // The verdict.
-    const bool spikes = std::any_of(c.findings.begin(), c.findings.end(),
-        [](const Finding &f) { return f.kind == QLatin1String("loss-spikes"); });
+    const bool spikes = std::any_of(
+        c.findings.begin(), c.findings.end(), [](const Finding &f) { return f.kind == QLatin1String("loss-spikes"); });
     if (c.departure) {
         c.verdict = double(*c.departure) < options.earlyFraction * double(std::max<int64_t>(c.plannedSteps, 1))
             ? Verdict::EarlyDivergence
@@ -515,7 +640,8 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
                 ? QStringLiteral("early divergence is usually software: compare the versions and the FP8 settings "
                                  "with %1's and undo the most recent change first")
                       .arg(baseName)
-                : QStringLiteral("undo one of these at a time, the first first: %1").arg(named.join(QStringLiteral(", ")));
+                : QStringLiteral("undo one of these at a time, the first first: %1")
+                      .arg(named.join(QStringLiteral(", ")));
         } else if (c.verdict == Verdict::MidRunInstability) {
             QStringList indices;
             int lastIndex = -1;
@@ -593,10 +719,12 @@ RunCheck checkRun(const Catalog &catalog, RunRef run, const TriageOptions &optio
             b.severity = Severity::Critical;
             b.stat = QStringLiteral("lm loss");
             b.step = r.departure;
-            b.summary = QStringLiteral("the loss rises from step %1 and stays above its lowest level").arg(*r.departure);
+            b.summary
+                = QStringLiteral("the loss rises from step %1 and stays above its lowest level").arg(*r.departure);
             b.evidence = {{QStringLiteral("step"), double(*r.departure)}, {QStringLiteral("noise"), noise}};
             r.findings.push_back(b);
-            r.verdict = double(*r.departure) < options.earlyFraction * double(plannedSteps(catalog, run, f.steps.back()))
+            r.verdict
+                = double(*r.departure) < options.earlyFraction * double(plannedSteps(catalog, run, f.steps.back()))
                 ? Verdict::EarlyDivergence
                 : Verdict::MidRunInstability;
         }
@@ -619,9 +747,13 @@ RunCheck checkRun(const Catalog &catalog, RunRef run, const TriageOptions &optio
                 if (steps.size() < 20)
                     steps.append(double(x.step));
             }
-            sp.summary = QStringLiteral("%1 loss spikes in %2 points; %3 recovered").arg(s.spikes.size()).arg(s.points).arg(recovered);
-            sp.evidence = {{QStringLiteral("spikes"), double(s.spikes.size())}, {QStringLiteral("points"), double(s.points)},
-                {QStringLiteral("recovered"), double(recovered)}, {QStringLiteral("steps"), steps}};
+            sp.summary = QStringLiteral("%1 loss spikes in %2 points; %3 recovered")
+                             .arg(s.spikes.size())
+                             .arg(s.points)
+                             .arg(recovered);
+            sp.evidence
+                = {{QStringLiteral("spikes"), double(s.spikes.size())}, {QStringLiteral("points"), double(s.points)},
+                    {QStringLiteral("recovered"), double(recovered)}, {QStringLiteral("steps"), steps}};
             r.findings.push_back(sp);
             if (r.verdict == Verdict::None && unrecovered >= 2)
                 r.verdict = Verdict::LossSpikes;

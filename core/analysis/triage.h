@@ -40,6 +40,8 @@ struct TriageOptions {
     OnsetOptions onset;
     double earlyFraction = 0.10; // a departure before this share of the planned steps is early divergence
     double evalSigmas = 3.0; // an eval gap counts beyond this many combined standard errors
+    double spikeAlpha = 0.05; // the run's own spikes outnumber the baseline's at this one-sided significance
+    size_t minSpikes = 3; // ... and number at least this many
 };
 
 struct Comparison {

@@ -1,5 +1,7 @@
 #include "demogenerator.h"
 
+#include "demoutil.h"
+
 #include "core/numerics/cpubackend.h"
 #include "core/numerics/metricsengine.h"
 #include "core/numerics/tensormetrics.h"
@@ -27,42 +29,9 @@ const char *const kGemms[]
 const char *const kTensors[] = {"activation", "weight", "gradient"};
 const char *const kTasks[] = {"arc_easy", "arc_challenge", "hellaswag", "winogrande", "piqa", "boolq"};
 
-// A seeded generator whose draws are the same on every platform (no std:: distributions).
-class Rng
-{
-public:
-    explicit Rng(uint64_t seed)
-        : m_engine(seed)
-    {
-    }
-    double uniform() { return double(m_engine() >> 11) * 0x1p-53; }
-    double normal()
-    {
-        // Box-Muller; the second value is dropped to keep the sequence simple to reason about.
-        const double u1 = std::max(uniform(), 1e-300);
-        const double u2 = uniform();
-        return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
-    }
-    int64_t below(int64_t n) { return int64_t(uniform() * double(n)); }
-
-private:
-    std::mt19937_64 m_engine;
-};
-
 QString layerName(int layer, const char *gemm)
 {
     return QStringLiteral("decoder.layers.%1.%2").arg(layer).arg(QLatin1String(gemm));
-}
-
-bool writeFile(const QString &path, const QByteArray &bytes, QString *error)
-{
-    QDir().mkpath(QFileInfo(path).absolutePath());
-    QFile f(path);
-    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size()) {
-        *error = QStringLiteral("%1: %2").arg(path, f.errorString());
-        return false;
-    }
-    return true;
 }
 
 QByteArray num(double v, int decimals)
@@ -231,7 +200,7 @@ bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *planOut
     for (bool fp8 : {false, true}) {
         const LossTrack t = lossTrack(o, plan, fp8, rng);
         const QString run = outDir + (fp8 ? QStringLiteral("/fp8") : QStringLiteral("/bf16"));
-        if (!writeFile(run + QStringLiteral("/logs/train.out"), megatronLog(o, t, fp8), error))
+        if (!writeDemoFile(run + QStringLiteral("/logs/train.out"), megatronLog(o, t, fp8), error))
             return false;
     }
 
@@ -264,7 +233,7 @@ bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *planOut
             }
         }
     }
-    if (!writeFile(
+    if (!writeDemoFile(
             outDir + QStringLiteral("/fp8/rank_0/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log"), te,
             error))
         return false;
@@ -323,11 +292,11 @@ bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *planOut
         fp8Bf16.push_back(b - gap);
         fp8Fp8.push_back(b - (weak ? gap * 0.3 : gap));
     }
-    if (!writeFile(outDir + QStringLiteral("/bf16/eval/results_bf16_inference.json"),
+    if (!writeDemoFile(outDir + QStringLiteral("/bf16/eval/results_bf16_inference.json"),
             evalJson(tasks, base, QStringLiteral("bfloat16")), error)
-        || !writeFile(outDir + QStringLiteral("/fp8/eval/results_bf16_inference.json"),
+        || !writeDemoFile(outDir + QStringLiteral("/fp8/eval/results_bf16_inference.json"),
             evalJson(tasks, fp8Bf16, QStringLiteral("bfloat16")), error)
-        || !writeFile(outDir + QStringLiteral("/fp8/eval/results_fp8_inference.json"),
+        || !writeDemoFile(outDir + QStringLiteral("/fp8/eval/results_fp8_inference.json"),
             evalJson(tasks, fp8Fp8, QStringLiteral("fp8")), error))
         return false;
 
@@ -335,19 +304,19 @@ bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *planOut
     const QByteArray common = "MODEL_ARGS:\n  --num-layers: " + QByteArray::number(o.layers)
         + "\n  --hidden-size: 2048\n  --global-batch-size: " + QByteArray::number(kGlobalBatch) + "\n  --train-iters: "
         + QByteArray::number(o.steps) + "\n  --bf16: true\n  --transformer-impl: transformer_engine\n";
-    if (!writeFile(outDir + QStringLiteral("/bf16/config.yaml"), common, error)
-        || !writeFile(outDir + QStringLiteral("/fp8/config.yaml"),
+    if (!writeDemoFile(outDir + QStringLiteral("/bf16/config.yaml"), common, error)
+        || !writeDemoFile(outDir + QStringLiteral("/fp8/config.yaml"),
             common + "  --fp8-format: hybrid\n  --fp8-recipe: tensorwise\n  --overlap-param-gather: true\n", error)
-        || !writeFile(outDir + QStringLiteral("/bf16/fp8scope.json"),
+        || !writeDemoFile(outDir + QStringLiteral("/bf16/fp8scope.json"),
             R"({"name": "BF16 baseline", "precision": "bf16", "notes": "synthetic demo data"})"
             "\n",
             error)
-        || !writeFile(outDir + QStringLiteral("/fp8/fp8scope.json"),
+        || !writeDemoFile(outDir + QStringLiteral("/fp8/fp8scope.json"),
             R"({"name": "FP8 run", "precision": "fp8", "recipe": "current", "baseline": "bf16", "inference_precision": "bf16", "notes": "synthetic demo data"})"
             "\n",
             error)
         // The workspace manifest pairs the two runs (the FP8 run and its BF16 baseline).
-        || !writeFile(outDir + QStringLiteral("/fp8scope-workspace.json"),
+        || !writeDemoFile(outDir + QStringLiteral("/fp8scope-workspace.json"),
             R"({"runs": {"fp8": {"precision": "fp8", "baseline": "bf16"}, "bf16": {"precision": "bf16"}}})"
             "\n",
             error))
@@ -382,8 +351,8 @@ bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *planOut
         + plan.weakTasks.join(QStringLiteral(" and ")).toUtf8()
         + " with BF16 inference, and closer to BF16 with FP8 inference.\n\n"
           "`planted.json` holds the same facts for programs.\n";
-    return writeFile(outDir + QStringLiteral("/README.md"), readme, error)
-        && writeFile(
+    return writeDemoFile(outDir + QStringLiteral("/README.md"), readme, error)
+        && writeDemoFile(
             outDir + QStringLiteral("/planted.json"), QJsonDocument(planted).toJson(QJsonDocument::Indented), error);
 }
 
