@@ -247,9 +247,10 @@ Departure findDeparture(
     d.noise = stepNoise(diff);
     if (!std::isfinite(d.noise))
         d.noise = 0;
-    // The window: a twentieth of the points, so that spikes of either run (a few points each, decaying) do not
-    // break a stay above the band; where the departure starts is the CUSUM's below, not the smoothing's.
-    d.window = std::clamp(int(diff.size() / 20) | 1, 5, 201);
+    // The window: a tenth of the points, so that a small gap stands out of the noise of its mean and spikes of
+    // either run (a few points each, decaying) do not break a stay above the band; where the departure starts
+    // is the CUSUM's below, not the smoothing's.
+    d.window = std::clamp(int(diff.size() / 10) | 1, 5, 201);
     const int h = d.window / 2;
     const std::vector<double> smooth = runningMedian(diff, h);
     // A running median of w points has about 1.25 / sqrt(w) of one point's noise.
@@ -290,6 +291,8 @@ Departure findDeparture(
     // from the points before the start found, once.
     ChangeStart start;
     size_t levelPoints = std::max<size_t>(at, 1);
+    // The smoothing is centred: a sharp jump crosses up to h points before it happens.
+    const size_t last = std::min(diff.size() - 1, at + size_t(h));
     for (int round = 0; round < 2; ++round) {
         // Before the departure the runs agreed, by its definition: within the tolerance.
         const double tolerance = std::max(o.relativeTolerance * std::abs(base[at]), o.absoluteTolerance);
@@ -307,13 +310,13 @@ Departure findDeparture(
         // Points in a spike either run recovered from count as at the reference (neither way): a long spike
         // just before the departure would pull the start to itself.
         std::vector<double> quiet = diff;
-        for (size_t i = 0; i < at; ++i) {
-            for (const auto &[first, last] : spikes) {
-                if (steps[i] >= first && steps[i] < last)
+        for (size_t i = 0; i < last; ++i) {
+            for (const auto &[first, end] : spikes) {
+                if (steps[i] >= first && steps[i] < end)
                     quiet[i] = reference[i];
             }
         }
-        start = cusumStart(quiet, reference, at, shift, d.noise);
+        start = cusumStart(quiet, reference, last, shift, d.noise);
 
         if (start.best < 3 || start.best >= levelPoints)
             break;

@@ -24,9 +24,8 @@ struct StepSeries {
 double median(std::span<const double> values);
 // The median absolute deviation of the finite values, scaled to a normal's sigma (x 1.4826).
 double robustSigma(std::span<const double> values);
-// A sigma that up to three quarters of the values may not move: the lower quartile of the absolute
-// deviations from the median, scaled to a normal's sigma (/ 0.3186). For residuals of a run that spikes
-// often, where the median absolute deviation already counts spike tails and a falling warm-up.
+// A sigma from the quietest values: the lower quartile of the absolute deviations from the median, scaled to
+// a normal's sigma (/ 0.3186); it breaks down only when three quarters of the values are off.
 double lowQuartileSigma(std::span<const double> values);
 // The noise of one point: the robust sigma of successive differences over sqrt(2). A trend, a constant
 // offset and isolated spikes leave it nearly unchanged; NaN when fewer than three finite points.

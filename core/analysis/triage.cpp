@@ -94,8 +94,8 @@ int kindRank(const QString &kind)
 {
     static const QStringList order {QStringLiteral("loss-departure"), QStringLiteral("run-blow-up"),
         QStringLiteral("config-difference"), QStringLiteral("version-difference"), QStringLiteral("layer-signal"),
-        QStringLiteral("loss-spikes"), QStringLiteral("eval-gap"), QStringLiteral("inference-precision"),
-        QStringLiteral("truncated-statistic")};
+        QStringLiteral("loss-spikes"), QStringLiteral("skipped-iterations"), QStringLiteral("eval-gap"),
+        QStringLiteral("inference-precision"), QStringLiteral("truncated-statistic")};
     const qsizetype i = order.indexOf(kind);
     return i < 0 ? int(order.size()) : int(i);
 }
@@ -238,6 +238,58 @@ std::vector<Signal> layerSignals(
         return a.onset.size > b.onset.size;
     });
     return out;
+}
+
+// Skipped and NaN iterations (Megatron's counts per log interval). Those of the first steps are an FP16 loss
+// scaler finding its scale (info); later ones are steps whose gradients were not finite (a warning).
+std::optional<Finding> skippedIterations(const Catalog &catalog, RunRef run, int64_t planned)
+{
+    const auto skipped = runSeries(catalog, run, QStringLiteral("number of skipped iterations"));
+    const auto nans = runSeries(catalog, run, QStringLiteral("number of nan iterations"));
+    double total = 0, nanTotal = 0;
+    std::optional<int64_t> first, lastStep;
+    const int64_t startUp = std::max<int64_t>(100, planned / 20);
+    double late = 0;
+    if (skipped) {
+        for (size_t i = 0; i < skipped->size(); ++i) {
+            const double v = skipped->values[i];
+            if (!(v > 0))
+                continue;
+            total += v;
+            if (!first)
+                first = skipped->steps[i];
+            lastStep = skipped->steps[i];
+            late += skipped->steps[i] > startUp ? v : 0.0;
+        }
+    }
+    if (nans) {
+        for (double v : nans->values)
+            nanTotal += v > 0 ? v : 0.0;
+    }
+    if (total <= 0 && nanTotal <= 0)
+        return std::nullopt;
+    Finding f;
+    f.kind = QStringLiteral("skipped-iterations");
+    f.severity = late > 0 || nanTotal > 0 ? Severity::Warning : Severity::Info;
+    f.stat = QStringLiteral("number of skipped iterations");
+    f.step = first;
+    f.summary = late > 0 || nanTotal > 0
+        ? QStringLiteral("%1 iterations skipped (%2 after step %3), %4 NaN: steps whose gradients were not finite")
+              .arg(total)
+              .arg(late)
+              .arg(startUp)
+              .arg(nanTotal)
+        : QStringLiteral("%1 iterations skipped, all by step %2: the loss scaler finding its scale")
+              .arg(total)
+              .arg(*lastStep);
+    f.evidence = {{QStringLiteral("skipped"), total}, {QStringLiteral("skipped_after_start"), late},
+        {QStringLiteral("nan"), nanTotal}, {QStringLiteral("start_steps"), double(startUp)},
+        {QStringLiteral("first"), first ? QJsonValue(double(*first)) : QJsonValue()},
+        {QStringLiteral("last"), lastStep ? QJsonValue(double(*lastStep)) : QJsonValue()}};
+    if (f.severity == Severity::Warning)
+        f.suggestion = QStringLiteral("find the layers whose statistics overflow near those steps (overflows%, "
+                                      "cur_amax) and keep them in BF16, or lower the learning rate");
+    return f;
 }
 
 } // namespace
@@ -612,6 +664,9 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
         }
     }
 
+    if (const auto skipped = skippedIterations(catalog, run, c.plannedSteps))
+        c.findings.push_back(*skipped);
+
     // The verdict.
     const bool spikes = std::any_of(
         c.findings.begin(), c.findings.end(), [](const Finding &f) { return f.kind == QLatin1String("loss-spikes"); });
@@ -759,6 +814,8 @@ RunCheck checkRun(const Catalog &catalog, RunRef run, const TriageOptions &optio
                 r.verdict = Verdict::LossSpikes;
         }
     }
+    if (const auto skipped = skippedIterations(catalog, run, plannedSteps(catalog, run, loss->steps.back())))
+        r.findings.push_back(*skipped);
     rank(&r.findings);
     return r;
 }

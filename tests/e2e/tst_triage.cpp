@@ -1,0 +1,346 @@
+// The triage engine end to end: scenario pairs written by the scenario generator (fp8scope-cli demo
+// --scenario), read into a store, triaged, and judged against their planted.json by the acceptance rules of
+// issue 21 (docs/TRIAGE.md quotes the counts this test prints); and the real public fixtures of
+// ../shared/fixtures/real, whose verdicts docs/TRIAGE.md explains.
+#include "core/analysis/triage.h"
+#include "core/demo/scenarios.h"
+#include "core/query/catalog.h"
+#include "core/store/runstore.h"
+
+#include "testmain.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace fp8scope;
+using namespace fp8scope::analysis;
+
+namespace {
+
+constexpr int kSeeds = 20;
+
+QString sharedFixtures()
+{
+    return QDir(qEnvironmentVariable("FP8SCOPE_SOURCE_DIR", QStringLiteral(".")))
+        .absoluteFilePath(QStringLiteral("../shared/fixtures/real"));
+}
+
+// Copies a folder tree (the shared fixtures stay untouched: a store would land beside them).
+bool copyTree(const QString &from, const QString &to)
+{
+    QDir().mkpath(to);
+    const QDir src(from);
+    for (const QFileInfo &fi : src.entryInfoList(QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot)) {
+        const QString target = to + QLatin1Char('/') + fi.fileName();
+        if (fi.isDir() ? !copyTree(fi.absoluteFilePath(), target) : !QFile::copy(fi.absoluteFilePath(), target))
+            return false;
+    }
+    return true;
+}
+
+bool openAndTriage(const QString &folder, Catalog *catalog, TriageResult *result, QString *error)
+{
+    if (!catalog->open(folder, error))
+        return false;
+    const IngestReport report = catalog->storeOf(catalog->stores().front().serial)->ingest();
+    if (!report.errors.isEmpty()) {
+        *error = report.errors.join(QLatin1Char('\n'));
+        return false;
+    }
+    catalog->refresh();
+    *result = triage(*catalog);
+    return true;
+}
+
+QString runNameOf(const Catalog &catalog, RunRef ref)
+{
+    for (const Run &r : catalog.runs()) {
+        if (r.ref == ref)
+            return r.name;
+    }
+    return {};
+}
+
+// "--tp-comm-overlap", "MODEL_ARGS.--tp-comm-overlap" and "tp_comm_overlap" name the same flag.
+QString flagName(const QString &key)
+{
+    QString k = key.section(QLatin1Char('.'), -1);
+    while (k.startsWith(QLatin1Char('-')))
+        k.remove(0, 1);
+    return k.replace(QLatin1Char('_'), QLatin1Char('-')).toLower();
+}
+
+// Why a comparison does not match what was planted ("" when it does), by the acceptance rules.
+QString judge(const QJsonObject &planted, const Comparison &c)
+{
+    QStringList wrong;
+    const QString scenario = planted.value(QStringLiteral("scenario")).toString();
+    if (verdictName(c.verdict) != scenario)
+        wrong << QStringLiteral("verdict %1").arg(verdictName(c.verdict));
+    const double planned = planted.value(QStringLiteral("planned_steps")).toDouble();
+    const QJsonValue dep = planted.value(QStringLiteral("departure_step"));
+    if (dep.isNull() && c.departure)
+        wrong << QStringLiteral("a departure at %1 where none was planted").arg(*c.departure);
+    if (!dep.isNull()) {
+        if (!c.departure)
+            wrong << QStringLiteral("no departure (planted at %1)").arg(dep.toDouble());
+        else if (std::abs(double(*c.departure) - dep.toDouble()) > 0.05 * planned)
+            wrong << QStringLiteral("departure %1 (planted at %2)").arg(*c.departure).arg(dep.toDouble());
+    }
+    if (scenario == QLatin1String("mid-run-instability")) {
+        const auto first = std::find_if(c.findings.begin(), c.findings.end(),
+            [](const Finding &f) { return f.kind == QLatin1String("layer-signal"); });
+        if (first == c.findings.end())
+            wrong << QStringLiteral("no layer signal");
+        else if (first->layer != planted.value(QStringLiteral("layer")).toString()
+            || first->tensor != planted.value(QStringLiteral("tensor")).toString())
+            wrong << QStringLiteral("first layer signal %1 %2").arg(first->layer, first->tensor);
+    }
+    if (scenario == QLatin1String("early-divergence")) {
+        for (const QJsonValue &k : planted.value(QStringLiteral("keys")).toArray()) {
+            const bool named = std::any_of(c.findings.begin(), c.findings.end(), [&](const Finding &f) {
+                return (f.kind == QLatin1String("config-difference") || f.kind == QLatin1String("version-difference"))
+                    && f.severity == Severity::Warning && flagName(f.key) == flagName(k.toString());
+            });
+            if (!named)
+                wrong << QStringLiteral("%1 not named").arg(k.toString());
+        }
+    }
+    if (scenario == QLatin1String("downstream-gap")) {
+        QStringList found;
+        for (const Finding &f : c.findings) {
+            if (f.kind == QLatin1String("eval-gap") && !found.contains(f.task))
+                found << f.task;
+        }
+        found.sort();
+        QStringList want;
+        for (const QJsonValue &t : planted.value(QStringLiteral("tasks")).toArray())
+            want << t.toString();
+        want.sort();
+        if (found != want)
+            wrong << QStringLiteral("gap tasks %1 (planted %2)")
+                         .arg(found.join(QLatin1Char(',')), want.join(QLatin1Char(',')));
+    }
+    if (scenario == QLatin1String("none")) {
+        for (const Finding &f : c.findings) {
+            if (f.severity == Severity::Critical)
+                wrong << QStringLiteral("critical %1").arg(f.kind);
+        }
+    }
+    return wrong.join(QStringLiteral("; "));
+}
+
+} // namespace
+
+class TestTriage : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void scenarios_data();
+    void scenarios();
+    void scenarioIsDeterministic();
+    void scenarioCli();
+    void realFixtures();
+};
+
+void TestTriage::scenarios_data()
+{
+    QTest::addColumn<int>("scenario");
+    for (Scenario s : {Scenario::EarlyDivergence, Scenario::MidRunInstability, Scenario::LossSpikes,
+             Scenario::DownstreamGap, Scenario::None})
+        QTest::newRow(qPrintable(scenarioName(s))) << int(s);
+}
+
+void TestTriage::scenarios()
+{
+    QFETCH(int, scenario);
+    const Scenario s = Scenario(scenario);
+    int right = 0;
+    QStringList failures;
+    for (int seed = 1; seed <= kSeeds; ++seed) {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        ScenarioPlan plan;
+        QString error;
+        QVERIFY2(generateScenario(dir.path(), s, uint64_t(seed), &plan, &error), qPrintable(error));
+        QFile f(dir.filePath(QStringLiteral("planted.json")));
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject planted = QJsonDocument::fromJson(f.readAll()).object();
+        QCOMPARE(planted.value(QStringLiteral("scenario")).toString(), scenarioName(s));
+        Catalog catalog;
+        TriageResult result;
+        QVERIFY2(openAndTriage(dir.path(), &catalog, &result, &error), qPrintable(error));
+        // The FP8 run pairs with its baseline by config and name alone (no manifests): one comparison.
+        QCOMPARE(int(result.comparisons.size()), 1);
+        const Comparison &c = result.comparisons.front();
+        QCOMPARE(runNameOf(catalog, c.baseline), planted.value(QStringLiteral("baseline")).toString());
+        QCOMPARE(runNameOf(catalog, c.run), planted.value(QStringLiteral("run")).toString());
+        const QString why = judge(planted, c);
+        if (why.isEmpty())
+            ++right;
+        else
+            failures << QStringLiteral("seed %1: %2").arg(seed).arg(why);
+    }
+    // The table docs/TRIAGE.md quotes.
+    qInfo("%s: %d of %d right%s", qPrintable(scenarioName(s)), right, kSeeds,
+        failures.isEmpty() ? "" : qPrintable(QStringLiteral(" (%1)").arg(failures.join(QStringLiteral(" | ")))));
+    QVERIFY2(right >= kSeeds - 1, qPrintable(failures.join(QLatin1Char('\n'))));
+}
+
+void TestTriage::scenarioIsDeterministic()
+{
+    // The same seed writes the same files; another seed another run (steps, names or values differ).
+    QTemporaryDir a, b, c;
+    ScenarioPlan pa, pb, pc;
+    QString error;
+    QVERIFY(generateScenario(a.path(), Scenario::MidRunInstability, 7, &pa, &error));
+    QVERIFY(generateScenario(b.path(), Scenario::MidRunInstability, 7, &pb, &error));
+    QVERIFY(generateScenario(c.path(), Scenario::MidRunInstability, 8, &pc, &error));
+    QCOMPARE(pa.layer, pb.layer);
+    QCOMPARE(pa.departureStep, pb.departureStep);
+    const auto read = [](const QString &path) {
+        QFile f(path);
+        return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+    };
+    QCOMPARE(read(a.filePath(QStringLiteral("planted.json"))), read(b.filePath(QStringLiteral("planted.json"))));
+    QVERIFY(read(a.filePath(QStringLiteral("planted.json"))) != read(c.filePath(QStringLiteral("planted.json"))));
+    QVERIFY(pa.onsetStep && pa.departureStep && *pa.onsetStep < *pa.departureStep);
+}
+
+void TestTriage::scenarioCli()
+{
+    // fp8scope-cli demo --scenario writes the pair; fp8scope-cli triage --json reads it as the spec prints it.
+    const QString cli = qEnvironmentVariable("FP8SCOPE_CLI");
+    QVERIFY(!cli.isEmpty());
+    QTemporaryDir dir;
+    QProcess demo;
+    demo.start(cli,
+        {QStringLiteral("demo"), dir.path(), QStringLiteral("--scenario"), QStringLiteral("early-divergence"),
+            QStringLiteral("--seed"), QStringLiteral("3")});
+    QVERIFY(demo.waitForFinished(120000));
+    QCOMPARE(demo.exitCode(), 0);
+    QVERIFY(QString::fromUtf8(demo.readAllStandardOutput()).contains(QLatin1String("early-divergence")));
+    QProcess bad;
+    bad.start(cli,
+        {QStringLiteral("demo"), dir.path() + QStringLiteral("/x"), QStringLiteral("--scenario"),
+            QStringLiteral("sideways")});
+    QVERIFY(bad.waitForFinished(60000));
+    QCOMPARE(bad.exitCode(), 2);
+    QVERIFY(QString::fromUtf8(bad.readAllStandardError()).contains(QLatin1String("--scenario is early-divergence")));
+
+    QProcess tri;
+    tri.start(cli, {QStringLiteral("triage"), dir.path(), QStringLiteral("--json")});
+    QVERIFY(tri.waitForFinished(120000));
+    QCOMPARE(tri.exitCode(), 0);
+    const QJsonObject doc = QJsonDocument::fromJson(tri.readAllStandardOutput()).object();
+    QCOMPARE(doc.value(QStringLiteral("version")).toInt(), 1);
+    const QJsonArray comparisons = doc.value(QStringLiteral("comparisons")).toArray();
+    QCOMPARE(comparisons.size(), 1);
+    const QJsonObject c = comparisons.first().toObject();
+    QCOMPARE(c.value(QStringLiteral("verdict")).toString(), QStringLiteral("early-divergence"));
+    QVERIFY(c.value(QStringLiteral("departure_step")).isDouble());
+    QVERIFY(c.contains(QStringLiteral("lead_steps")));
+    const QJsonArray findings = c.value(QStringLiteral("findings")).toArray();
+    QVERIFY(!findings.isEmpty());
+    const QJsonObject first = findings.first().toObject();
+    QCOMPARE(first.value(QStringLiteral("kind")).toString(), QStringLiteral("loss-departure"));
+    QCOMPARE(first.value(QStringLiteral("severity")).toString(), QStringLiteral("critical"));
+    QVERIFY(first.value(QStringLiteral("evidence")).toObject().contains(QStringLiteral("noise")));
+    QVERIFY(!first.value(QStringLiteral("suggestion")).toString().isEmpty());
+    for (const QJsonValue &v : findings) {
+        const QJsonObject f = v.toObject();
+        for (const QString &k : f.keys())
+            QVERIFY2(QStringList({QStringLiteral("kind"), QStringLiteral("severity"), QStringLiteral("layer"),
+                                     QStringLiteral("tensor"), QStringLiteral("stat"), QStringLiteral("step"),
+                                     QStringLiteral("key"), QStringLiteral("task"), QStringLiteral("summary"),
+                                     QStringLiteral("evidence"), QStringLiteral("suggestion")})
+                         .contains(k),
+                qPrintable(k));
+        QVERIFY(!f.value(QStringLiteral("summary")).toString().isEmpty());
+    }
+    for (const QJsonValue &v : doc.value(QStringLiteral("runs")).toArray()) {
+        const QJsonObject r = v.toObject();
+        QVERIFY(r.contains(QStringLiteral("run")) && r.contains(QStringLiteral("verdict"))
+            && r.contains(QStringLiteral("departure_step")) && r.contains(QStringLiteral("findings")));
+    }
+}
+
+void TestTriage::realFixtures()
+{
+    if (!QFileInfo::exists(sharedFixtures()))
+        QSKIP("../shared/fixtures/real is absent");
+    QTemporaryDir dir;
+    // The Megatron golden values: the FP8 run against its FP16 baseline (the config pairs them). Their losses
+    // agree (Megatron's CI holds them to that): no departure, no spikes, verdict none; the differences of the
+    // two model configs are named.
+    {
+        const QString folder = dir.filePath(QStringLiteral("golden"));
+        QVERIFY(copyTree(sharedFixtures() + QStringLiteral("/megatron_golden_values"), folder));
+        Catalog catalog;
+        TriageResult result;
+        QString error;
+        QVERIFY2(openAndTriage(folder, &catalog, &result, &error), qPrintable(error));
+        QCOMPARE(int(result.comparisons.size()), 1);
+        const Comparison &c = result.comparisons.front();
+        QVERIFY(runNameOf(catalog, c.run).endsWith(QLatin1String("fp8_no_model_parallel")));
+        QVERIFY(runNameOf(catalog, c.baseline).endsWith(QLatin1String("bf16_baseline")));
+        QCOMPARE(c.verdict, Verdict::None);
+        QVERIFY(!c.departure);
+        QVERIFY(std::any_of(c.findings.begin(), c.findings.end(), [](const Finding &f) {
+            return f.kind == QLatin1String("config-difference") && f.key.endsWith(QLatin1String("--transformer-impl"));
+        }));
+        QVERIFY(std::none_of(
+            c.findings.begin(), c.findings.end(), [](const Finding &f) { return f.severity == Severity::Critical; }));
+    }
+    // The W&B pair: two FP8 runs (first/last 2 and 4 layers in BF16), neither a baseline: each is checked on
+    // its own (no blow-up, no sustained rise), and compared with each other on request they agree.
+    {
+        const QString folder = dir.filePath(QStringLiteral("wandb"));
+        QVERIFY(copyTree(sharedFixtures() + QStringLiteral("/wandb_csv"), folder));
+        Catalog catalog;
+        TriageResult result;
+        QString error;
+        QVERIFY2(openAndTriage(folder, &catalog, &result, &error), qPrintable(error));
+        QCOMPARE(int(result.comparisons.size()), 0);
+        QCOMPARE(int(result.runs.size()), 2);
+        for (const RunCheck &r : result.runs) {
+            QCOMPARE(r.verdict, Verdict::None);
+            QVERIFY(!r.departure);
+        }
+        const auto fl4 = catalog.findRun(QStringLiteral("history_ww9z3vy4"));
+        const auto fl2 = catalog.findRun(QStringLiteral("history_98xg86yz"));
+        QVERIFY(fl4 && fl2);
+        const Comparison c = compareRuns(catalog, fl4->ref, fl2->ref);
+        QCOMPARE(c.verdict, Verdict::None);
+        QVERIFY(!c.departure);
+    }
+    // The Megatron stdout log (an FP16 GPT-2 run): checked alone, a healthy start; the loss scaler's skipped
+    // iterations of the first steps are said, not counted against it.
+    {
+        const QString folder = dir.filePath(QStringLiteral("stdout"));
+        QVERIFY(copyTree(sharedFixtures() + QStringLiteral("/megatron_stdout"), folder));
+        Catalog catalog;
+        TriageResult result;
+        QString error;
+        QVERIFY2(openAndTriage(folder, &catalog, &result, &error), qPrintable(error));
+        QCOMPARE(int(result.comparisons.size()), 0);
+        QCOMPARE(int(result.runs.size()), 1);
+        const RunCheck &r = result.runs.front();
+        QCOMPARE(r.verdict, Verdict::None);
+        QVERIFY(!r.departure);
+        const auto skipped = std::find_if(r.findings.begin(), r.findings.end(),
+            [](const Finding &f) { return f.kind == QLatin1String("skipped-iterations"); });
+        QVERIFY(skipped != r.findings.end());
+        QCOMPARE(skipped->severity, Severity::Info);
+        QVERIFY(skipped->evidence.value(QStringLiteral("skipped")).toDouble() > 0);
+    }
+}
+
+FP8SCOPE_TEST_GUILESS_MAIN(TestTriage)
+#include "tst_triage.moc"
