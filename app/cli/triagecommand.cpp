@@ -88,6 +88,7 @@ int runTriage(const QStringList &args)
         err << "fp8scope-cli: " << e << '\n';
     catalog.refresh();
     TriageResult result;
+    QStringList storeErrors; // results computed but not stored: they are printed all the same
     if (parser.isSet(runOpt)) {
         const auto baseline = catalog.findRun(parser.value(baselineOpt));
         const auto run = catalog.findRun(parser.value(runOpt));
@@ -95,10 +96,12 @@ int runTriage(const QStringList &args)
             err << "fp8scope-cli: no run '" << (baseline ? parser.value(runOpt) : parser.value(baselineOpt)) << "'\n";
             return 1;
         }
-        result.comparisons.push_back(compareRuns(catalog, baseline->ref, run->ref));
+        result.comparisons.push_back(compareRunsStored(catalog, baseline->ref, run->ref, {}, &storeErrors));
     } else {
-        result = triage(catalog);
+        result = triageStored(catalog, {}, &storeErrors);
     }
+    for (const QString &e : storeErrors)
+        err << "fp8scope-cli: " << e << '\n';
     QTextStream out(stdout);
     if (parser.isSet(jsonOpt)) {
         QJsonArray comparisons, runs;

@@ -273,6 +273,7 @@ std::optional<Finding> skippedIterations(const Catalog &catalog, RunRef run, int
     f.severity = late > 0 || nanTotal > 0 ? Severity::Warning : Severity::Info;
     f.stat = QStringLiteral("number of skipped iterations");
     f.step = first;
+    f.lastStep = lastStep;
     f.summary = late > 0 || nanTotal > 0
         ? QStringLiteral("%1 iterations skipped (%2 after step %3), %4 NaN: steps whose gradients were not finite")
               .arg(total)
@@ -440,6 +441,7 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
             f.severity = Severity::Warning;
             f.stat = QStringLiteral("lm loss");
             f.step = sr.spikes.front().step;
+            f.lastStep = sr.spikes.back().step;
             QJsonArray steps;
             size_t recovered = 0;
             for (const Spike &s : sr.spikes) {
@@ -795,6 +797,7 @@ RunCheck checkRun(const Catalog &catalog, RunRef run, const TriageOptions &optio
             sp.severity = unrecovered >= 2 ? Severity::Warning : Severity::Info;
             sp.stat = QStringLiteral("lm loss");
             sp.step = s.spikes.front().step;
+            sp.lastStep = s.spikes.back().step;
             size_t recovered = 0;
             QJsonArray steps;
             for (const Spike &x : s.spikes) {
@@ -820,15 +823,27 @@ RunCheck checkRun(const Catalog &catalog, RunRef run, const TriageOptions &optio
     return r;
 }
 
+std::vector<TriageTarget> triageTargets(const Catalog &catalog)
+{
+    std::vector<TriageTarget> out;
+    for (const Run &r : catalog.runs(false)) {
+        const Pairing p = catalog.pairing(r.ref);
+        if (p.baseline.isValid())
+            out.push_back({p.baseline, r.ref});
+        else if (catalog.chooseSeries(r.ref, {.stat = QStringLiteral("lm loss")}))
+            out.push_back({{}, r.ref});
+    }
+    return out;
+}
+
 TriageResult triage(const Catalog &catalog, const TriageOptions &options)
 {
     TriageResult out;
-    for (const Run &r : catalog.runs()) {
-        const Pairing p = catalog.pairing(r.ref);
-        if (p.baseline.isValid())
-            out.comparisons.push_back(compareRuns(catalog, p.baseline, r.ref, options));
-        else if (catalog.chooseSeries(r.ref, {.stat = QStringLiteral("lm loss")}))
-            out.runs.push_back(checkRun(catalog, r.ref, options));
+    for (const TriageTarget &t : triageTargets(catalog)) {
+        if (t.baseline.isValid())
+            out.comparisons.push_back(compareRuns(catalog, t.baseline, t.run, options));
+        else
+            out.runs.push_back(checkRun(catalog, t.run, options));
     }
     return out;
 }

@@ -11,6 +11,7 @@
 
 #include <QJsonObject>
 #include <QString>
+#include <QStringList>
 
 #include <optional>
 #include <vector>
@@ -28,7 +29,8 @@ struct Finding {
                   // inference-precision, run-blow-up, truncated-statistic
     Severity severity = Severity::Info;
     QString layer, tensor, stat, key, task;
-    std::optional<int64_t> step;
+    std::optional<int64_t> step; // where it starts
+    std::optional<int64_t> lastStep; // where it ends, for a finding that spans steps (spikes, skipped steps)
     QString summary;
     QJsonObject evidence;
     QString suggestion;
@@ -52,6 +54,7 @@ struct Comparison {
     std::optional<int64_t> lead; // departure - onset of the first layer signal
     int64_t plannedSteps = 0;
     std::vector<Finding> findings; // most important first
+    bool fromStore = false; // read back from the store, not computed now
 };
 
 struct RunCheck {
@@ -59,6 +62,7 @@ struct RunCheck {
     Verdict verdict = Verdict::None;
     std::optional<int64_t> departure; // where the loss leaves its own course (a blow-up, a sustained rise)
     std::vector<Finding> findings;
+    bool fromStore = false;
 };
 
 struct TriageResult {
@@ -72,6 +76,25 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
 RunCheck checkRun(const Catalog &catalog, RunRef run, const TriageOptions &options = {});
 // Every run with a baseline against it, and every run without one that has a loss, on its own.
 TriageResult triage(const Catalog &catalog, const TriageOptions &options = {});
+// What triage() works on: (baseline, run) pairs, and runs to check alone (baseline invalid).
+struct TriageTarget {
+    RunRef baseline;
+    RunRef run;
+};
+std::vector<TriageTarget> triageTargets(const Catalog &catalog);
+
+// The same, through the store: a result stored with the stamp the data and engine have now is read back;
+// any other is computed and stored (a store that cannot take it is reported in *errors, the result still
+// returned). The stamp: the engine's version, the options, and the data generation of the stores of both runs.
+Comparison compareRunsStored(
+    Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options = {}, QStringList *errors = nullptr);
+RunCheck checkRunStored(Catalog &catalog, RunRef run, const TriageOptions &options = {}, QStringList *errors = nullptr);
+TriageResult triageStored(Catalog &catalog, const TriageOptions &options = {}, QStringList *errors = nullptr);
+// The stamp a result of (baseline, run) computed now carries (baseline invalid: a run checked alone).
+QString triageStamp(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options);
+// The version of the engine's rules: moved whenever a rule or threshold changes, so that results stored by an
+// older engine are computed again.
+constexpr int kTriageEngineVersion = 1;
 
 // The finding as the CLI's JSON prints it (fields that do not apply are left out).
 QJsonObject findingJson(const Finding &f);

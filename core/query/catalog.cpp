@@ -163,9 +163,9 @@ void Catalog::refresh()
     m_pairedRuns.clear();
 }
 
-std::vector<Run> Catalog::runs() const
+std::vector<Run> Catalog::runs(bool withCounts) const
 {
-    return listRuns(true);
+    return listRuns(withCounts);
 }
 
 std::vector<Run> Catalog::listRuns(bool withCounts) const
@@ -428,6 +428,58 @@ std::vector<Eval> Catalog::evals(RunRef ref) const
                 .file = r.file});
     }
     return out;
+}
+
+int64_t Catalog::dataGeneration(quint64 store) const
+{
+    const Entry *e = entry(store);
+    return e ? e->store.dataGeneration() : -1;
+}
+
+namespace {
+
+// Who a stored result's baseline is, as the run's store keeps it: its name, and its folder when it is in
+// another store ("" for a run checked alone).
+std::pair<QString, QString> baselineKey(const Catalog &catalog, RunRef run, RunRef baseline)
+{
+    if (!baseline.isValid())
+        return {};
+    const auto b = catalog.run(baseline);
+    if (!b)
+        return {};
+    QString folder;
+    if (baseline.store != run.store) {
+        for (const Catalog::StoreEntry &s : catalog.stores()) {
+            if (s.serial == baseline.store)
+                folder = s.folder;
+        }
+    }
+    return {folder, b->name};
+}
+
+} // namespace
+
+std::optional<StoredTriage> Catalog::storedTriage(RunRef run, RunRef baseline) const
+{
+    const Entry *e = entry(run.store);
+    const auto [folder, name] = baselineKey(*this, run, baseline);
+    if (!e || (baseline.isValid() && name.isEmpty()))
+        return std::nullopt;
+    return e->store.triageResult(run.id, folder, name);
+}
+
+bool Catalog::storeTriage(RunRef run, RunRef baseline, const StoredTriage &result, QString *error)
+{
+    RunStore *s = store(run);
+    const auto [folder, name] = baselineKey(*this, run, baseline);
+    if (!s || (baseline.isValid() && name.isEmpty())) {
+        *error = QStringLiteral("the run or its baseline is not open");
+        return false;
+    }
+    StoredTriage keyed = result;
+    keyed.baselineFolder = folder;
+    keyed.baselineName = name;
+    return s->storeTriageResult(run.id, keyed, error);
 }
 
 std::vector<ConfigEntry> Catalog::configs(RunRef ref) const

@@ -43,8 +43,9 @@ public:
     // Forgets what it worked out from the stores (pairings), after they changed.
     void refresh();
 
-    // Runs, in the order of the opened folders and, within one, by name.
-    std::vector<Run> runs() const;
+    // Runs, in the order of the opened folders and, within one, by name; withCounts fills seriesCount and
+    // pointCount (a pass over every point chunk).
+    std::vector<Run> runs(bool withCounts = true) const;
     // One run (its seriesCount and pointCount left 0: runs() counts them).
     std::optional<Run> run(RunRef ref) const;
     // A run (counts left 0) by its name, its display name, or "<opened folder name>/<run name>" when names repeat.
@@ -80,6 +81,14 @@ public:
     std::vector<Dump> dumps(RunRef ref, bool withQuantized = false) const;
     // Import problems of every store, then the store errors reads met (a damaged store says so).
     std::vector<ProblemEntry> problems() const;
+
+    // Stored triage results (core/analysis/triage.h computes them). `baseline` invalid: the run checked alone.
+    // The generation is the data's part of their stamp: it moves whenever the store's data change (-1 when
+    // the store is not open here).
+    int64_t dataGeneration(quint64 store) const;
+    std::optional<StoredTriage> storedTriage(RunRef run, RunRef baseline) const;
+    // Replaces the stored result of (run, baseline); false with *error set when the store could not take it.
+    [[nodiscard]] bool storeTriage(RunRef run, RunRef baseline, const StoredTriage &result, QString *error);
 
 private:
     struct Entry;

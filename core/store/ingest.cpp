@@ -351,8 +351,11 @@ void dropRunsLeftEmpty(Database &db, const std::set<QString> &movedFrom, IngestR
         if (!ok || !t.commit(&error))
             report->errors << QStringLiteral("run %1 left without files: %2").arg(name, error);
     }
+    // A run left with nothing any file wrote goes, with what only the store held of it: the metrics recomputed
+    // from its dumps (series no file wrote) and its triage results.
     Statement find = db.prepare("SELECT id, name FROM runs r WHERE NOT EXISTS (SELECT 1 FROM files WHERE run_id=r.id) "
-                                "AND NOT EXISTS (SELECT 1 FROM series WHERE run_id=r.id) "
+                                "AND NOT EXISTS (SELECT 1 FROM series s JOIN series_files sf ON sf.series_id=s.id "
+                                "WHERE s.run_id=r.id) "
                                 "AND NOT EXISTS (SELECT 1 FROM evals WHERE run_id=r.id) "
                                 "AND NOT EXISTS (SELECT 1 FROM configs WHERE run_id=r.id) "
                                 "AND NOT EXISTS (SELECT 1 FROM versions WHERE run_id=r.id) "
@@ -367,7 +370,9 @@ void dropRunsLeftEmpty(Database &db, const std::set<QString> &movedFrom, IngestR
         Transaction t(db);
         QString error;
         bool ok = t.isActive();
-        ok = ok && execWithId(db, "DELETE FROM runs WHERE id=?", id, &error);
+        for (const char *sql : {"DELETE FROM point_chunks WHERE series_id IN (SELECT id FROM series WHERE run_id=?)",
+                 "DELETE FROM series WHERE run_id=?", "DELETE FROM runs WHERE id=?"})
+            ok = ok && execWithId(db, sql, id, &error);
         if (!ok || !t.commit(&error))
             report->errors << QStringLiteral("run %1 left without files: %2").arg(name, error);
     }
@@ -720,7 +725,8 @@ bool writeRecomputed(Database &db, int64_t runId, const DumpRecord &d, const QSt
         *error = sink.error;
         return false;
     }
-    return t.commit(error);
+    // What the triage read has changed (schema version 6).
+    return db.exec("UPDATE meta SET value=value+1 WHERE key='data_generation'", error) && t.commit(error);
 }
 
 } // namespace fp8scope

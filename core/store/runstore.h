@@ -85,6 +85,29 @@ struct LayerRow {
     std::vector<std::pair<int64_t, double>> points; // step order
 };
 
+// A triage finding as stored (core/analysis/triage.h says what the fields mean).
+struct StoredFinding {
+    QString kind;
+    QString severity;
+    QString runs; // the run names it concerns, as a JSON array
+    QString layer, tensor, stat, key, task;
+    std::optional<int64_t> firstStep, lastStep;
+    QString summary;
+    QString evidence; // a JSON object
+    QString suggestion;
+};
+
+// One comparison of a run with a baseline (baselineName "" for a run checked alone), as stored with the stamp
+// of the data and engine it was computed from.
+struct StoredTriage {
+    QString baselineFolder; // "" when the baseline is in this store
+    QString baselineName;
+    QString verdict;
+    std::optional<int64_t> departure, lead, planned;
+    QString stamp;
+    std::vector<StoredFinding> findings; // most important first
+};
+
 class RunStore
 {
 public:
@@ -143,6 +166,14 @@ public:
     // Recomputed metrics as series with source "recomputed" and the recipe name.
     [[nodiscard]] bool storeRecomputed(int64_t runId, const DumpRecord &d, const QString &recipe,
         const std::vector<std::pair<QString, double>> &stats, QString *error);
+
+    // A number that moves whenever what the store holds of the run files changes (a file read, rewritten or
+    // gone, a run's attributes, a recomputed metric): what a stored triage result is stamped with.
+    int64_t dataGeneration() const;
+    std::optional<StoredTriage> triageResult(
+        int64_t runId, const QString &baselineFolder, const QString &baselineName) const;
+    // Replaces the run's result for that baseline, findings included, in one transaction.
+    [[nodiscard]] bool storeTriageResult(int64_t runId, const StoredTriage &result, QString *error);
 
     // Store errors met by reads since the store was opened (each once), newest last.
     QStringList errors() const { return m_errors; }

@@ -97,6 +97,40 @@ ALTER TABLE files ADD COLUMN tail_hash TEXT NOT NULL DEFAULT '';
 UPDATE files SET size=-2, mtime=-1, consumed=0, lines=0, head_hash='';
 )";
 
+// Version 6: the triage's results (core/analysis/triage.h), one row per comparison of a run with a baseline
+// (baseline_name '' for a run checked alone; baseline_folder '' when the baseline is in this store, else its
+// folder) with its findings in order, and the stamp of the data and engine they were computed from. The
+// data's part of the stamp is meta.data_generation, which every change to the files read or to the runs
+// moves (the triggers below; a recomputed metric moves it in RunStore::storeRecomputed). A run that goes
+// takes its results with it.
+const char *const kSchemaV6 = R"(
+INSERT OR IGNORE INTO meta(key, value) VALUES('data_generation', '0');
+CREATE TABLE triage_results(
+    id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    baseline_folder TEXT NOT NULL, baseline_name TEXT NOT NULL, verdict TEXT NOT NULL, departure_step INTEGER,
+    lead_steps INTEGER, planned_steps INTEGER, stamp TEXT NOT NULL, UNIQUE(run_id, baseline_folder, baseline_name));
+CREATE TABLE findings(
+    result_id INTEGER NOT NULL REFERENCES triage_results(id) ON DELETE CASCADE, rank INTEGER NOT NULL,
+    kind TEXT NOT NULL, severity TEXT NOT NULL, runs TEXT NOT NULL, layer TEXT, tensor TEXT, stat TEXT, key TEXT,
+    task TEXT, first_step INTEGER, last_step INTEGER, summary TEXT NOT NULL, evidence TEXT NOT NULL,
+    suggestion TEXT, PRIMARY KEY(result_id, rank)) WITHOUT ROWID;
+CREATE TRIGGER files_added AFTER INSERT ON files
+    BEGIN UPDATE meta SET value=value+1 WHERE key='data_generation'; END;
+CREATE TRIGGER files_changed AFTER UPDATE ON files
+    BEGIN UPDATE meta SET value=value+1 WHERE key='data_generation'; END;
+CREATE TRIGGER files_removed AFTER DELETE ON files
+    BEGIN UPDATE meta SET value=value+1 WHERE key='data_generation'; END;
+CREATE TRIGGER runs_added AFTER INSERT ON runs
+    BEGIN UPDATE meta SET value=value+1 WHERE key='data_generation'; END;
+CREATE TRIGGER runs_changed AFTER UPDATE ON runs
+    WHEN old.name IS NOT new.name OR old.display_name IS NOT new.display_name OR old.precision IS NOT new.precision
+        OR old.recipe IS NOT new.recipe OR old.baseline IS NOT new.baseline
+        OR old.inference_precision IS NOT new.inference_precision OR old.notes IS NOT new.notes
+    BEGIN UPDATE meta SET value=value+1 WHERE key='data_generation'; END;
+CREATE TRIGGER runs_removed AFTER DELETE ON runs
+    BEGIN UPDATE meta SET value=value+1 WHERE key='data_generation'; END;
+)";
+
 // Version 3's conversion: every series' points into chunks, then the view in place of the table.
 bool pointsToChunks(Database &db, QString *error)
 {
@@ -177,7 +211,7 @@ bool migrate(Database &db, const QString &path, QString *error)
     // Migrations run in order; version 1 is the first schema.
     const bool ok = (version >= 1 || db.exec(kSchemaV1, error)) && (version >= 2 || db.exec(kSchemaV2, error))
         && (version >= 3 || pointsToChunks(db, error)) && (version >= 4 || db.exec(kSchemaV4, error))
-        && (version >= 5 || db.exec(kSchemaV5, error));
+        && (version >= 5 || db.exec(kSchemaV5, error)) && (version >= 6 || db.exec(kSchemaV6, error));
     if (!ok)
         return false;
     Statement set = db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", error);

@@ -146,6 +146,7 @@ private Q_SLOTS:
     void scenarios();
     void scenarioIsDeterministic();
     void scenarioCli();
+    void storedFindings();
     void realFixtures();
 };
 
@@ -269,6 +270,96 @@ void TestTriage::scenarioCli()
         QVERIFY(r.contains(QStringLiteral("run")) && r.contains(QStringLiteral("verdict"))
             && r.contains(QStringLiteral("departure_step")) && r.contains(QStringLiteral("findings")));
     }
+}
+
+// Findings are stored with the stamp of the data they came from: read back while it holds, computed again
+// once the files change (a rewritten log, a deleted run, a recomputed metric) or the options do.
+void TestTriage::storedFindings()
+{
+    QTemporaryDir dir;
+    QString error;
+    ScenarioPlan plan;
+    QVERIFY2(generateScenario(dir.path(), Scenario::MidRunInstability, 3, &plan, &error), qPrintable(error));
+    const auto findingsJson = [](const std::vector<Finding> &fs) {
+        QJsonArray a;
+        for (const Finding &f : fs)
+            a.append(findingJson(f));
+        return a;
+    };
+    const auto ingest = [](Catalog &c) {
+        const IngestReport report = c.storeOf(c.stores().front().serial)->ingest();
+        c.refresh();
+        return report.errors.isEmpty();
+    };
+    Catalog catalog;
+    QVERIFY2(catalog.open(dir.path(), &error), qPrintable(error));
+    QVERIFY(ingest(catalog));
+    QStringList errors;
+    const TriageResult first = triageStored(catalog, {}, &errors);
+    QVERIFY2(errors.isEmpty(), qPrintable(errors.join(QLatin1Char('\n'))));
+    QCOMPARE(int(first.comparisons.size()), 1);
+    const Comparison &c1 = first.comparisons.front();
+    QVERIFY(!c1.fromStore);
+    QCOMPARE(c1.verdict, Verdict::MidRunInstability);
+    QVERIFY(c1.departure);
+    // What is stored reads back as it was computed, in order, evidence and step ranges included.
+    const TriageResult second = triageStored(catalog, {}, &errors);
+    QCOMPARE(int(second.comparisons.size()), 1);
+    const Comparison &c2 = second.comparisons.front();
+    QVERIFY(c2.fromStore);
+    QCOMPARE(c2.verdict, c1.verdict);
+    QCOMPARE(c2.departure, c1.departure);
+    QCOMPARE(c2.lead, c1.lead);
+    QCOMPARE(c2.plannedSteps, c1.plannedSteps);
+    QCOMPARE(findingsJson(c2.findings), findingsJson(c1.findings));
+    QCOMPARE(int(c2.findings.size()), int(c1.findings.size()));
+    for (size_t i = 0; i < c1.findings.size(); ++i)
+        QCOMPARE(c2.findings[i].lastStep, c1.findings[i].lastStep);
+    QCOMPARE(int(second.runs.size()), int(first.runs.size()));
+    for (const RunCheck &r : second.runs)
+        QVERIFY(r.fromStore);
+    // ... by another connection too (the next process).
+    {
+        Catalog other;
+        QVERIFY2(other.open(dir.path(), &error), qPrintable(error));
+        QVERIFY(ingest(other)); // nothing changed: the stamp still holds
+        const TriageResult again = triageStored(other, {}, &errors);
+        QVERIFY(again.comparisons.front().fromStore);
+        QCOMPARE(findingsJson(again.comparisons.front().findings), findingsJson(c1.findings));
+    }
+    // Other options: computed again.
+    TriageOptions stricter;
+    stricter.departure.noiseSigmas = 6;
+    QVERIFY(!compareRunsStored(catalog, c1.baseline, c1.run, stricter).fromStore);
+    QVERIFY(!compareRunsStored(catalog, c1.baseline, c1.run).fromStore); // the default's result was replaced
+    QVERIFY(compareRunsStored(catalog, c1.baseline, c1.run).fromStore);
+    // A recomputed metric moves the data generation.
+    const int64_t generation = catalog.dataGeneration(c1.run.store);
+    QVERIFY(generation >= 0);
+    QVERIFY2(catalog.store(c1.run)->storeRecomputed(c1.run.id,
+                 {.layer = QStringLiteral("layers.0"), .tensor = QStringLiteral("activation"), .step = 10},
+                 QStringLiteral("current"), {{QStringLiteral("mse"), 0.5}}, &error),
+        qPrintable(error));
+    QVERIFY(catalog.dataGeneration(c1.run.store) > generation);
+    QVERIFY(!compareRunsStored(catalog, c1.baseline, c1.run).fromStore);
+    // The FP8 run's log rewritten with the baseline's loss: the stored departure no longer holds.
+    const QString runLog = dir.filePath(QStringLiteral("fp8/stdout.log"));
+    QVERIFY(QFile::remove(runLog));
+    QVERIFY(QFile::copy(dir.filePath(QStringLiteral("bf16/stdout.log")), runLog));
+    QVERIFY(ingest(catalog));
+    const TriageResult rewritten = triageStored(catalog, {}, &errors);
+    QCOMPARE(int(rewritten.comparisons.size()), 1);
+    QVERIFY(!rewritten.comparisons.front().fromStore);
+    QVERIFY(!rewritten.comparisons.front().departure);
+    // A run that goes takes its results with it.
+    const RunRef gone = rewritten.comparisons.front().run;
+    const RunRef baseline = rewritten.comparisons.front().baseline;
+    QVERIFY(catalog.storedTriage(gone, baseline));
+    QVERIFY(QDir(dir.filePath(QStringLiteral("fp8"))).removeRecursively());
+    QVERIFY(ingest(catalog));
+    QVERIFY(!catalog.run(gone));
+    QVERIFY(!catalog.store(baseline)->triageResult(gone.id, QString(), runNameOf(catalog, baseline)));
+    QVERIFY(triageStored(catalog).comparisons.empty());
 }
 
 void TestTriage::realFixtures()

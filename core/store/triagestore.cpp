@@ -1,0 +1,112 @@
+// RunStore's part that keeps triage results (schema version 6, docs/STORE.md): what core/analysis computed,
+// with the stamp that says whether it still holds.
+#include "runstore.h"
+
+namespace fp8scope {
+
+namespace {
+
+std::optional<int64_t> optionalInt(const Statement &s, int col)
+{
+    return s.isNull(col) ? std::nullopt : std::optional<int64_t>(s.int64(col));
+}
+
+Statement &bindOptional(Statement &s, int i, const std::optional<int64_t> &v)
+{
+    return v ? s.bind(i, *v) : s.bindNull(i);
+}
+
+} // namespace
+
+int64_t RunStore::dataGeneration() const
+{
+    Statement s = prepare("SELECT value FROM meta WHERE key='data_generation'");
+    const int64_t generation = s.next() ? s.int64(0) : -1;
+    ok(s);
+    return generation;
+}
+
+std::optional<StoredTriage> RunStore::triageResult(
+    int64_t runId, const QString &baselineFolder, const QString &baselineName) const
+{
+    Statement r = prepare("SELECT id, verdict, departure_step, lead_steps, planned_steps, stamp FROM triage_results "
+                          "WHERE run_id=? AND baseline_folder=? AND baseline_name=?");
+    r.bind(1, runId).bind(2, baselineFolder).bind(3, baselineName);
+    if (!r.next()) {
+        ok(r);
+        return std::nullopt;
+    }
+    StoredTriage out {.baselineFolder = baselineFolder,
+        .baselineName = baselineName,
+        .verdict = r.text(1),
+        .departure = optionalInt(r, 2),
+        .lead = optionalInt(r, 3),
+        .planned = optionalInt(r, 4),
+        .stamp = r.text(5)};
+    const int64_t id = r.int64(0);
+    r.reset();
+    Statement f = prepare("SELECT kind, severity, runs, layer, tensor, stat, key, task, first_step, last_step, "
+                          "summary, evidence, suggestion FROM findings WHERE result_id=? ORDER BY rank");
+    f.bind(1, id);
+    while (f.next()) {
+        out.findings.push_back({.kind = f.text(0),
+            .severity = f.text(1),
+            .runs = f.text(2),
+            .layer = f.text(3),
+            .tensor = f.text(4),
+            .stat = f.text(5),
+            .key = f.text(6),
+            .task = f.text(7),
+            .firstStep = optionalInt(f, 8),
+            .lastStep = optionalInt(f, 9),
+            .summary = f.text(10),
+            .evidence = f.text(11),
+            .suggestion = f.text(12)});
+    }
+    // A read that failed part-way is no result: the caller computes it again.
+    if (!ok(f))
+        return std::nullopt;
+    return out;
+}
+
+bool RunStore::storeTriageResult(int64_t runId, const StoredTriage &result, QString *error)
+{
+    Transaction t(m_db);
+    if (!t.isActive()) {
+        *error = m_db.lastError();
+        return false;
+    }
+    // The old result's findings go with it (ON DELETE CASCADE).
+    Statement del = prepare("DELETE FROM triage_results WHERE run_id=? AND baseline_folder=? AND baseline_name=?");
+    if (!del.bind(1, runId).bind(2, result.baselineFolder).bind(3, result.baselineName).exec()) {
+        *error = del.error();
+        return false;
+    }
+    Statement ins = prepare("INSERT INTO triage_results(run_id, baseline_folder, baseline_name, verdict, "
+                            "departure_step, lead_steps, planned_steps, stamp) VALUES(?,?,?,?,?,?,?,?)");
+    ins.bind(1, runId).bind(2, result.baselineFolder).bind(3, result.baselineName).bind(4, result.verdict);
+    bindOptional(ins, 5, result.departure);
+    bindOptional(ins, 6, result.lead);
+    bindOptional(ins, 7, result.planned);
+    if (!ins.bind(8, result.stamp).exec()) {
+        *error = ins.error();
+        return false;
+    }
+    const int64_t id = m_db.lastInsertId();
+    Statement f = prepare("INSERT INTO findings(result_id, rank, kind, severity, runs, layer, tensor, stat, key, task, "
+                          "first_step, last_step, summary, evidence, suggestion) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    int64_t rank = 0;
+    for (const StoredFinding &x : result.findings) {
+        f.bind(1, id).bind(2, rank++).bind(3, x.kind).bind(4, x.severity).bind(5, x.runs).bind(6, x.layer);
+        f.bind(7, x.tensor).bind(8, x.stat).bind(9, x.key).bind(10, x.task);
+        bindOptional(f, 11, x.firstStep);
+        bindOptional(f, 12, x.lastStep);
+        if (!f.bind(13, x.summary).bind(14, x.evidence).bind(15, x.suggestion).exec()) {
+            *error = f.error();
+            return false;
+        }
+    }
+    return t.commit(error);
+}
+
+} // namespace fp8scope
