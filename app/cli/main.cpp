@@ -28,6 +28,7 @@ int main(int argc, char **argv)
         "  heatmap FOLDER         print a layers x steps matrix (--run, --stat, --tensor, [--source], --csv)\n"
         "  recompute FOLDER       FP8 metrics of every indexed dump into the store (--recipe, --backend)\n"
         "  triage FOLDER          every FP8 run against its baseline: verdict, findings, what to try (--json)\n"
+        "  compare FOLDER         a statistic of a run against its baseline: aligned, band, departure (--run, --csv)\n"
         "run 'fp8scope-cli COMMAND --help' for a command's options\n");
     if (args.size() < 2) {
         err << usage;
@@ -54,6 +55,8 @@ int main(int argc, char **argv)
         return fp8scope::cli::runRecompute(args);
     if (command == QLatin1String("triage"))
         return fp8scope::cli::runTriage(args);
+    if (command == QLatin1String("compare"))
+        return fp8scope::cli::runCompare(args);
     if (command == QLatin1String("demo"))
         return fp8scope::cli::runDemo(args);
     if (command == QLatin1String("--version")) {

@@ -8,6 +8,8 @@
 #include <QJsonObject>
 #include <QTextStream>
 
+#include <cmath>
+
 namespace fp8scope::cli {
 
 using namespace analysis;
@@ -41,6 +43,31 @@ void printFindings(QTextStream &out, const std::vector<Finding> &findings)
             out << "      try: " << QString(f.suggestion).replace(QLatin1Char('\n'), QStringLiteral("\n           "))
                 << '\n';
     }
+}
+
+// Opens the folder's store and reads the folder as it is now first (files added or grown since the last ingest).
+bool openAndIngest(const QString &folder, Catalog *catalog, QTextStream &err)
+{
+    QString error;
+    if (!catalog->open(folder, &error)) {
+        err << "fp8scope-cli: " << error << '\n';
+        return false;
+    }
+    const IngestReport ingested = catalog->storeOf(catalog->stores().front().serial)->ingest();
+    for (const QString &e : ingested.errors)
+        err << "fp8scope-cli: " << e << '\n';
+    catalog->refresh();
+    return true;
+}
+
+QJsonValue number(double v)
+{
+    return std::isfinite(v) ? QJsonValue(v) : QJsonValue(QJsonValue::Null);
+}
+
+QString csvNumber(double v)
+{
+    return std::isfinite(v) ? QString::number(v, 'g', 9) : QString();
 }
 
 } // namespace
@@ -77,16 +104,8 @@ int runTriage(const QStringList &args)
         return 2;
     }
     Catalog catalog;
-    QString error;
-    if (!catalog.open(parser.positionalArguments().front(), &error)) {
-        err << "fp8scope-cli: " << error << '\n';
+    if (!openAndIngest(parser.positionalArguments().front(), &catalog, err))
         return 1;
-    }
-    // The folder as it is now: files added or grown since the last ingest are read first.
-    const IngestReport ingested = catalog.storeOf(catalog.stores().front().serial)->ingest();
-    for (const QString &e : ingested.errors)
-        err << "fp8scope-cli: " << e << '\n';
-    catalog.refresh();
     TriageResult result;
     QStringList storeErrors; // results computed but not stored: they are printed all the same
     if (parser.isSet(runOpt)) {
@@ -138,6 +157,157 @@ int runTriage(const QStringList &args)
     }
     if (result.comparisons.empty() && result.runs.empty())
         out << "no run with a loss to triage\n";
+    return 0;
+}
+
+int runCompare(const QStringList &args)
+{
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral(
+        "One statistic of a run against its baseline, aligned on step: both values, their difference, its running "
+        "median, the edge it must stay above (tolerance + noise band) and the departure (docs/TRIAGE.md)."));
+    parser.addHelpOption();
+    parser.addPositionalArgument(QStringLiteral("folder"), QStringLiteral("run folder or workspace"));
+    const QCommandLineOption baselineOpt(
+        QStringLiteral("baseline"), QStringLiteral("the baseline run (default: the run's pairing)"), QStringLiteral("run"));
+    const QCommandLineOption runOpt(QStringLiteral("run"), QStringLiteral("the run to compare"), QStringLiteral("run"));
+    const QCommandLineOption statOpt(QStringLiteral("stat"),
+        QStringLiteral("the statistic, by its canonical or source name (default: lm loss)"), QStringLiteral("stat"),
+        QStringLiteral("lm loss"));
+    const QCommandLineOption csvOpt(QStringLiteral("csv"), QStringLiteral("print every aligned step as CSV"));
+    const QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("print JSON"));
+    parser.addOptions({baselineOpt, runOpt, statOpt, csvOpt, jsonOpt});
+    QTextStream err(stderr);
+    if (!parser.parse(args)) {
+        err << "fp8scope-cli: " << parser.errorText() << '\n';
+        return 2;
+    }
+    if (parser.isSet(QStringLiteral("help"))) {
+        QTextStream(stdout) << parser.helpText();
+        return 0;
+    }
+    if (parser.positionalArguments().size() != 1) {
+        err << "fp8scope-cli: expected one FOLDER\n";
+        return 2;
+    }
+    if (!parser.isSet(runOpt)) {
+        err << "fp8scope-cli compare: --run is required\n";
+        return 2;
+    }
+    if (parser.isSet(csvOpt) && parser.isSet(jsonOpt)) {
+        err << "fp8scope-cli compare: --csv or --json, not both\n";
+        return 2;
+    }
+    Catalog catalog;
+    if (!openAndIngest(parser.positionalArguments().front(), &catalog, err))
+        return 1;
+    const auto run = catalog.findRun(parser.value(runOpt));
+    if (!run) {
+        err << "fp8scope-cli: no run '" << parser.value(runOpt) << "'\n";
+        return 1;
+    }
+    std::optional<Run> baseline;
+    if (parser.isSet(baselineOpt)) {
+        baseline = catalog.findRun(parser.value(baselineOpt));
+        if (!baseline) {
+            err << "fp8scope-cli: no run '" << parser.value(baselineOpt) << "'\n";
+            return 1;
+        }
+    } else {
+        const Pairing p = catalog.pairing(run->ref);
+        baseline = p.baseline.isValid() ? catalog.run(p.baseline) : std::nullopt;
+        if (!baseline) {
+            err << "fp8scope-cli compare: " << run->name << " has no baseline; name one with --baseline\n";
+            return 1;
+        }
+    }
+    const StatComparison c = compareStatistic(catalog, baseline->ref, run->ref, parser.value(statOpt));
+    if (!c.found) {
+        err << "fp8scope-cli compare: " << (c.baselineSource.isEmpty() ? baseline->name : run->name) << " has no '"
+            << c.stat << "' series\n";
+        return 1;
+    }
+    const Departure &d = c.departure;
+    const Departure::Trace &t = d.trace;
+    const auto at = [&](const std::vector<double> &v, size_t i) { return i < v.size() ? v[i] : NAN; };
+    QTextStream out(stdout);
+    if (parser.isSet(csvOpt)) {
+        out << "step,baseline,run,difference,smoothed,edge\n";
+        for (size_t i = 0; i < t.steps.size(); ++i)
+            out << t.steps[i] << ',' << csvNumber(t.baseline[i]) << ',' << csvNumber(t.run[i]) << ','
+                << csvNumber(t.difference[i]) << ',' << csvNumber(at(t.smoothed, i)) << ','
+                << csvNumber(at(t.edge, i)) << '\n';
+        return 0;
+    }
+    if (parser.isSet(jsonOpt)) {
+        QJsonArray points;
+        for (size_t i = 0; i < t.steps.size(); ++i)
+            points.append(QJsonObject {{QStringLiteral("step"), double(t.steps[i])},
+                {QStringLiteral("baseline"), number(t.baseline[i])}, {QStringLiteral("run"), number(t.run[i])},
+                {QStringLiteral("difference"), number(t.difference[i])},
+                {QStringLiteral("smoothed"), number(at(t.smoothed, i))}, {QStringLiteral("edge"), number(at(t.edge, i))}});
+        const QJsonObject departure {{QStringLiteral("step"), step(d.step)},
+            {QStringLiteral("low"), d.step ? QJsonValue(double(d.low)) : QJsonValue(QJsonValue::Null)},
+            {QStringLiteral("high"), d.step ? QJsonValue(double(d.high)) : QJsonValue(QJsonValue::Null)},
+            {QStringLiteral("offset"), number(d.offset)}, {QStringLiteral("noise"), number(d.noise)},
+            {QStringLiteral("band"), number(d.band)}, {QStringLiteral("window"), d.window},
+            {QStringLiteral("gap_at_end"), number(d.gapAtEnd)}, {QStringLiteral("points"), double(d.points)},
+            {QStringLiteral("relative_tolerance"), c.options.relativeTolerance},
+            {QStringLiteral("absolute_tolerance"), c.options.absoluteTolerance}};
+        out << QJsonDocument(QJsonObject {{QStringLiteral("version"), 1}, {QStringLiteral("baseline"), baseline->name},
+                                 {QStringLiteral("run"), run->name}, {QStringLiteral("stat"), c.stat},
+                                 {QStringLiteral("baseline_source"), c.baselineSource},
+                                 {QStringLiteral("run_source"), c.runSource},
+                                 {QStringLiteral("interval_means"), c.intervalMeans},
+                                 {QStringLiteral("departure"), departure}, {QStringLiteral("points"), points}})
+                   .toJson(QJsonDocument::Indented);
+        return 0;
+    }
+    out << c.stat << " of " << run->name << " against " << baseline->name << ": " << d.points << " aligned steps";
+    if (c.intervalMeans)
+        out << " (interval means)";
+    out << '\n';
+    out << "  noise of the difference " << QString::number(d.noise, 'g', 3) << ", band " << QString::number(d.band, 'g', 3)
+        << " (running median of " << d.window << " points), tolerance "
+        << QString::number(100 * c.options.relativeTolerance, 'g', 3) << " % or "
+        << QString::number(c.options.absoluteTolerance, 'g', 3) << '\n';
+    if (d.step)
+        out << "  departs at step " << *d.step << " (between " << d.low << " and " << d.high << "), "
+            << QString::number(d.gapAtEnd, 'g', 3) << " higher at the end\n";
+    else
+        out << "  no departure: offset " << QString::number(d.offset, 'g', 3) << ", "
+            << QString::number(d.gapAtEnd, 'g', 3) << " at the end\n";
+    // At most 40 rows, evenly spaced, the departure's step among them; --csv prints them all.
+    std::vector<size_t> rows;
+    const size_t n = t.steps.size();
+    for (size_t k = 0; k < std::min<size_t>(n, 40); ++k)
+        rows.push_back(n <= 40 ? k : k * (n - 1) / 39);
+    if (d.step) {
+        const auto it = std::lower_bound(t.steps.begin(), t.steps.end(), *d.step);
+        rows.push_back(size_t(it - t.steps.begin()));
+        std::sort(rows.begin(), rows.end());
+        rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    }
+    out << QStringLiteral("  %1 %2 %3 %4 %5 %6\n")
+               .arg(QStringLiteral("step"), 10)
+               .arg(QStringLiteral("baseline"), 12)
+               .arg(QStringLiteral("run"), 12)
+               .arg(QStringLiteral("difference"), 12)
+               .arg(QStringLiteral("smoothed"), 12)
+               .arg(QStringLiteral("edge"), 12);
+    for (size_t i : rows) {
+        if (i >= n)
+            continue;
+        const bool outside = i < t.smoothed.size() && t.smoothed[i] > t.edge[i];
+        out << QStringLiteral("  %1 %2 %3 %4 %5 %6%7\n")
+                   .arg(t.steps[i], 10)
+                   .arg(t.baseline[i], 12, 'g', 6)
+                   .arg(t.run[i], 12, 'g', 6)
+                   .arg(t.difference[i], 12, 'g', 4)
+                   .arg(at(t.smoothed, i), 12, 'g', 4)
+                   .arg(at(t.edge, i), 12, 'g', 4)
+                   .arg(outside ? QStringLiteral(" above") : QString());
+    }
     return 0;
 }
 

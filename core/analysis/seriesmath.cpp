@@ -237,8 +237,12 @@ Departure findDeparture(
             diff.push_back(x);
             base.push_back(aligned.a[i]);
             steps.push_back(aligned.steps[i]);
+            d.trace.run.push_back(aligned.b[i]);
         }
     }
+    d.trace.steps = steps;
+    d.trace.baseline = base;
+    d.trace.difference = diff;
     d.points = diff.size();
     if (int(diff.size()) < o.minPoints) {
         d.offset = median(diff);
@@ -256,9 +260,12 @@ Departure findDeparture(
     // A running median of w points has about 1.25 / sqrt(w) of one point's noise.
     d.band = o.noiseSigmas * 1.25 * d.noise / std::sqrt(double(d.window));
     std::vector<bool> exceed(diff.size());
+    d.trace.smoothed = smooth;
+    d.trace.edge.resize(diff.size());
     for (size_t i = 0; i < diff.size(); ++i) {
         const double tolerance = std::max(o.relativeTolerance * std::abs(base[i]), o.absoluteTolerance);
-        exceed[i] = smooth[i] > tolerance + d.band;
+        d.trace.edge[i] = tolerance + d.band;
+        exceed[i] = smooth[i] > d.trace.edge[i];
     }
     // Points inside a spike either run recovered from are neither for nor against a new course: the stay is
     // judged on the others (a cluster of recovered spikes is spikes, not a departure).

@@ -68,6 +68,13 @@ struct Departure {
     int window = 0; // points of the running median
     double gapAtEnd = 0; // the smoothed difference at the last step
     size_t points = 0;
+    // What it was decided on, one entry per aligned step where both values are finite: the values, their
+    // difference (run - baseline), its running median, and the edge that median must stay above for a
+    // departure (tolerance + band; empty vectors smoothed and edge with fewer than minPoints points).
+    struct Trace {
+        std::vector<int64_t> steps;
+        std::vector<double> baseline, run, difference, smoothed, edge;
+    } trace;
 };
 
 // Where `run` (aligned with `baseline` by align()) leaves the baseline's band for good: the difference

@@ -1,6 +1,7 @@
 #include "triage.h"
 
 #include "core/query/pairing.h"
+#include "core/query/statnames.h"
 
 #include <QJsonArray>
 #include <QRegularExpression>
@@ -35,6 +36,16 @@ std::optional<StepSeries> runSeries(const Catalog &catalog, RunRef run, const QS
     if (out.empty())
         return std::nullopt;
     return out;
+}
+
+// Where `run` leaves `baseline`'s band for good; the spikes either recovered from are neither for nor against.
+Departure departureOf(const StepSeries &baseline, const StepSeries &run, bool intervalMeans,
+    const DepartureOptions &departure, const SpikeOptions &spikes)
+{
+    std::vector<std::pair<int64_t, int64_t>> spikeRanges = recoveredSpikeRanges(findSpikes(baseline, spikes));
+    for (const auto &r : recoveredSpikeRanges(findSpikes(run, spikes)))
+        spikeRanges.push_back(r);
+    return findDeparture(align(baseline, run, intervalMeans), departure, spikeRanges);
 }
 
 // The planned steps of a run: its config's train iterations, else the last step it logged.
@@ -383,11 +394,7 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
     // The loss: where the run leaves the baseline's band for good.
     Departure departure;
     if (baseLoss && runLoss) {
-        std::vector<std::pair<int64_t, int64_t>> spikeRanges
-            = recoveredSpikeRanges(findSpikes(*baseLoss, options.spikes));
-        for (const auto &r : recoveredSpikeRanges(findSpikes(*runLoss, options.spikes)))
-            spikeRanges.push_back(r);
-        departure = findDeparture(align(*baseLoss, *runLoss, intervalMeans), options.departure, spikeRanges);
+        departure = departureOf(*baseLoss, *runLoss, intervalMeans, options.departure, options.spikes);
         c.departure = departure.step;
         if (departure.step) {
             Finding f;
@@ -410,6 +417,35 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
                 {QStringLiteral("planned_steps"), double(c.plannedSteps)}};
             c.findings.push_back(f);
         }
+    }
+
+    // The grad norm: a departure of its own, before the loss's an early warning, after it a consequence.
+    if (const StatComparison grad = compareStatistic(catalog, baseline, run, QStringLiteral("grad norm"), options);
+        grad.departure.step) {
+        const Departure &g = grad.departure;
+        Finding f;
+        f.kind = QStringLiteral("grad-norm-departure");
+        f.severity = Severity::Warning;
+        f.stat = QStringLiteral("grad norm");
+        f.step = g.step;
+        const QString when = !c.departure ? QStringLiteral("while the loss does not depart")
+            : *g.step <= *c.departure     ? QStringLiteral("%1 steps before the loss departs").arg(*c.departure - *g.step)
+                                      : QStringLiteral("%1 steps after the loss departs").arg(*g.step - *c.departure);
+        f.summary = QStringLiteral("the grad norm leaves %1's band at step %2 (between %3 and %4), %5; %6 higher at "
+                                   "the end")
+                        .arg(baseName)
+                        .arg(*g.step)
+                        .arg(g.low)
+                        .arg(g.high)
+                        .arg(when)
+                        .arg(g.gapAtEnd, 0, 'g', 3);
+        f.evidence = {{QStringLiteral("step"), double(*g.step)}, {QStringLiteral("low"), double(g.low)},
+            {QStringLiteral("high"), double(g.high)}, {QStringLiteral("offset_before"), g.offset},
+            {QStringLiteral("noise"), g.noise}, {QStringLiteral("band"), g.band},
+            {QStringLiteral("gap_at_end"), g.gapAtEnd}, {QStringLiteral("points"), double(g.points)},
+            {QStringLiteral("relative_tolerance"), grad.options.relativeTolerance},
+            {QStringLiteral("lead_steps"), c.departure ? QJsonValue(double(*c.departure - *g.step)) : QJsonValue()}};
+        c.findings.push_back(f);
     }
 
     // Spikes, before the departure (after it the loss has left its course anyway).
@@ -821,6 +857,24 @@ RunCheck checkRun(const Catalog &catalog, RunRef run, const TriageOptions &optio
         r.findings.push_back(*skipped);
     rank(&r.findings);
     return r;
+}
+
+StatComparison compareStatistic(
+    const Catalog &catalog, RunRef baseline, RunRef run, const QString &stat, const TriageOptions &options)
+{
+    StatComparison out;
+    out.stat = canonicalStat(stat).name;
+    const auto b = runSeries(catalog, baseline, out.stat, &out.baselineSource);
+    const auto r = runSeries(catalog, run, out.stat, &out.runSource);
+    if (!b || !r)
+        return out;
+    out.found = true;
+    // Megatron prints the mean loss of each log interval (and the grad norm of its last step: not a mean).
+    out.intervalMeans = out.stat == QLatin1String("lm loss") && out.baselineSource == QLatin1String("megatron-log")
+        && out.runSource == QLatin1String("megatron-log");
+    out.options = out.stat == QLatin1String("grad norm") ? options.gradNormDeparture : options.departure;
+    out.departure = departureOf(*b, *r, out.intervalMeans, out.options, options.spikes);
+    return out;
 }
 
 std::vector<TriageTarget> triageTargets(const Catalog &catalog)

@@ -38,6 +38,9 @@ struct Finding {
 
 struct TriageOptions {
     DepartureOptions departure;
+    // The grad norm's departure: it is noisier and its level differs more between precisions than the loss's
+    // (a tenth of the baseline's is within what healthy FP8 runs show).
+    DepartureOptions gradNormDeparture {.relativeTolerance = 0.10, .absoluteTolerance = 0.0};
     SpikeOptions spikes;
     OnsetOptions onset;
     double earlyFraction = 0.10; // a departure before this share of the planned steps is early divergence
@@ -69,6 +72,19 @@ struct TriageResult {
     std::vector<Comparison> comparisons;
     std::vector<RunCheck> runs;
 };
+
+// One statistic of a run against its baseline (the loss, the grad norm, ...): its aligned points, their
+// difference, the band and the departure. What `fp8scope-cli compare` prints.
+struct StatComparison {
+    QString stat; // canonical
+    bool found = false; // both runs have it
+    QString baselineSource, runSource;
+    bool intervalMeans = false; // Megatron's interval means aligned over the sparser series' window
+    DepartureOptions options; // the tolerance it was judged with
+    Departure departure; // its trace holds the aligned points
+};
+StatComparison compareStatistic(const Catalog &catalog, RunRef baseline, RunRef run, const QString &stat,
+    const TriageOptions &options = {});
 
 // One comparison.
 Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options = {});

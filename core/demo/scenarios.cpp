@@ -401,6 +401,8 @@ bool generateScenario(const QString &outDir, Scenario scenario, uint64_t seed, S
     plan.scenario = scenario;
     plan.seed = seed;
     plan.steps = s.steps;
+    plan.baseline = s.baseName;
+    plan.run = s.runName;
 
     // The fault on the loss.
     Fault f;

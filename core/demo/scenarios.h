@@ -33,6 +33,8 @@ struct ScenarioPlan {
     Scenario scenario = Scenario::None;
     uint64_t seed = 0;
     int64_t steps = 0; // planned
+    QString baseline; // the two run folders' names (they vary with the seed: "bf16", "gpt3_800m-fp8", ...)
+    QString run;
     std::optional<int64_t> departureStep;
     QString layer; // mid-run instability: the layer, tensor and statistic that move first
     QString tensor;
@@ -42,7 +44,7 @@ struct ScenarioPlan {
     QStringList tasks; // downstream gap: the weaker tasks
 };
 
-// Writes the pair under outDir/bf16 and outDir/fp8, planted.json and README.md; false with *error on an I/O
+// Writes the pair under outDir/<baseline> and outDir/<run>, planted.json and README.md; false with *error on an I/O
 // failure.
 bool generateScenario(const QString &outDir, Scenario scenario, uint64_t seed, ScenarioPlan *plan, QString *error);
 

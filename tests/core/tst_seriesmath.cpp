@@ -290,6 +290,22 @@ void TestSeriesMath::departureThatLevelsOff()
     QVERIFY(d.step.has_value());
     QVERIFY2(*d.step >= 5950 && *d.step <= 6100, qPrintable(QString::number(*d.step)));
     QVERIFY(d.gapAtEnd > 0.18 && d.gapAtEnd < 0.22);
+    // The trace it was decided on (what fp8scope-cli compare prints): one entry per aligned point, the edge the
+    // tolerance (0.5 % of a loss near 10 is 0.05) plus the band, the smoothed difference above it from the
+    // departure on and below it before.
+    QCOMPARE(d.trace.steps.size(), d.points);
+    QCOMPARE(d.trace.smoothed.size(), d.points);
+    QCOMPARE(d.trace.edge.size(), d.points);
+    QCOMPARE(d.trace.difference[10], d.trace.run[10] - d.trace.baseline[10]);
+    QCOMPARE(d.trace.edge[10], std::max(0.005 * std::abs(d.trace.baseline[10]), 0.01) + d.band);
+    QCOMPARE(d.trace.smoothed.back(), d.gapAtEnd);
+    size_t above = 0, aboveBefore = 0;
+    for (size_t i = 0; i < d.points; ++i) {
+        const bool out = d.trace.smoothed[i] > d.trace.edge[i];
+        (d.trace.steps[i] >= 6200 ? above : aboveBefore) += out ? 1 : 0;
+    }
+    QCOMPARE(aboveBefore, size_t(0));
+    QCOMPARE(above, size_t(std::count_if(d.trace.steps.begin(), d.trace.steps.end(), [](int64_t s) { return s >= 6200; })));
 }
 
 void TestSeriesMath::spikeJustBeforeADepartureDoesNotMoveItsStart()

@@ -147,6 +147,7 @@ private Q_SLOTS:
     void scenarioIsDeterministic();
     void scenarioCli();
     void storedFindings();
+    void compareCli();
     void realFixtures();
 };
 
@@ -343,9 +344,10 @@ void TestTriage::storedFindings()
     QVERIFY(catalog.dataGeneration(c1.run.store) > generation);
     QVERIFY(!compareRunsStored(catalog, c1.baseline, c1.run).fromStore);
     // The FP8 run's log rewritten with the baseline's loss: the stored departure no longer holds.
-    const QString runLog = dir.filePath(QStringLiteral("fp8/stdout.log"));
+    QVERIFY(QFileInfo::exists(dir.filePath(plan.run + QStringLiteral("/stdout.log"))));
+    const QString runLog = dir.filePath(plan.run + QStringLiteral("/stdout.log"));
     QVERIFY(QFile::remove(runLog));
-    QVERIFY(QFile::copy(dir.filePath(QStringLiteral("bf16/stdout.log")), runLog));
+    QVERIFY(QFile::copy(dir.filePath(plan.baseline + QStringLiteral("/stdout.log")), runLog));
     QVERIFY(ingest(catalog));
     const TriageResult rewritten = triageStored(catalog, {}, &errors);
     QCOMPARE(int(rewritten.comparisons.size()), 1);
@@ -355,11 +357,78 @@ void TestTriage::storedFindings()
     const RunRef gone = rewritten.comparisons.front().run;
     const RunRef baseline = rewritten.comparisons.front().baseline;
     QVERIFY(catalog.storedTriage(gone, baseline));
-    QVERIFY(QDir(dir.filePath(QStringLiteral("fp8"))).removeRecursively());
+    QVERIFY(QDir(dir.filePath(plan.run)).removeRecursively());
     QVERIFY(ingest(catalog));
     QVERIFY(!catalog.run(gone));
     QVERIFY(!catalog.store(baseline)->triageResult(gone.id, QString(), runNameOf(catalog, baseline)));
     QVERIFY(triageStored(catalog).comparisons.empty());
+}
+
+// fp8scope-cli compare: the aligned loss, its difference, band and departure, as the triage found it; the grad
+// norm by its source's name; CSV with one row per aligned step; mistakes said.
+void TestTriage::compareCli()
+{
+    const QString cli = qEnvironmentVariable("FP8SCOPE_CLI");
+    QVERIFY(!cli.isEmpty());
+    QTemporaryDir dir;
+    ScenarioPlan plan;
+    QString error;
+    QVERIFY2(generateScenario(dir.path(), Scenario::MidRunInstability, 5, &plan, &error), qPrintable(error));
+    const auto run = [&](const QStringList &args, int *code) {
+        QProcess p;
+        p.start(cli, QStringList {QStringLiteral("compare"), dir.path()} + args);
+        if (!p.waitForFinished(120000))
+            return QByteArray("timeout");
+        *code = p.exitCode();
+        return QByteArray(p.readAllStandardOutput() + p.readAllStandardError());
+    };
+    int code = -1;
+    const QJsonObject doc
+        = QJsonDocument::fromJson(run({QStringLiteral("--run"), plan.run, QStringLiteral("--json")}, &code))
+              .object();
+    QCOMPARE(code, 0);
+    QCOMPARE(doc.value(QStringLiteral("baseline")).toString(), plan.baseline); // the run's pairing
+    QCOMPARE(doc.value(QStringLiteral("stat")).toString(), QStringLiteral("lm loss"));
+    const QJsonObject dep = doc.value(QStringLiteral("departure")).toObject();
+    Catalog catalog;
+    TriageResult result;
+    QVERIFY2(openAndTriage(dir.path(), &catalog, &result, &error), qPrintable(error));
+    QCOMPARE(int(result.comparisons.size()), 1);
+    QVERIFY(result.comparisons.front().departure);
+    QCOMPARE(int64_t(dep.value(QStringLiteral("step")).toDouble()), *result.comparisons.front().departure);
+    const QJsonArray points = doc.value(QStringLiteral("points")).toArray();
+    QCOMPARE(points.size(), dep.value(QStringLiteral("points")).toInt());
+    // The last point is the smoothed gap at the end, above the edge (the run stays above).
+    const QJsonObject last = points.last().toObject();
+    QCOMPARE(last.value(QStringLiteral("smoothed")).toDouble(), dep.value(QStringLiteral("gap_at_end")).toDouble());
+    QVERIFY(last.value(QStringLiteral("smoothed")).toDouble() > last.value(QStringLiteral("edge")).toDouble());
+    for (const QJsonValue &v : points) {
+        const QJsonObject p = v.toObject();
+        QVERIFY(qAbs(p.value(QStringLiteral("run")).toDouble() - p.value(QStringLiteral("baseline")).toDouble()
+                    - p.value(QStringLiteral("difference")).toDouble())
+            < 1e-9);
+    }
+    const QByteArray csv = run({QStringLiteral("--run"), plan.run, QStringLiteral("--baseline"),
+                                   plan.baseline, QStringLiteral("--stat"), QStringLiteral("grad-norm"),
+                                   QStringLiteral("--csv")},
+        &code);
+    QCOMPARE(code, 0);
+    const QList<QByteArray> lines = csv.trimmed().split('\n');
+    QCOMPARE(lines.front(), QByteArray("step,baseline,run,difference,smoothed,edge"));
+    QVERIFY(lines.size() > 20);
+    QCOMPARE(lines.at(1).split(',').size(), 6);
+    const QByteArray text = run({QStringLiteral("--run"), plan.run}, &code);
+    QCOMPARE(code, 0);
+    QVERIFY2(text.contains(QByteArray("departs at step " + QByteArray::number(*result.comparisons.front().departure))),
+        text.constData());
+    QVERIFY(run({QStringLiteral("--run"), plan.run, QStringLiteral("--stat"), QStringLiteral("nonsense")},
+        &code)
+                .contains("has no 'nonsense' series"));
+    QCOMPARE(code, 1);
+    QVERIFY(run({QStringLiteral("--run"), plan.baseline}, &code).contains("has no baseline"));
+    QCOMPARE(code, 1);
+    run({}, &code);
+    QCOMPARE(code, 2);
 }
 
 void TestTriage::realFixtures()
