@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -170,31 +172,74 @@ void normalizeByPeers(
 {
     if (members.size() < 4)
         return;
-    std::vector<double> early(members.size());
-    std::map<int64_t, std::vector<double>> ratios;
+    // The steps any member has, and where each member's points fall among them (the same steps for all, as a
+    // TE statistics log writes them, need no search).
+    std::vector<int64_t> steps = (*series)[members.front()].steps, merged;
+    for (size_t m : members) {
+        const std::vector<int64_t> &own = (*series)[m].steps;
+        if (own == steps)
+            continue;
+        merged.clear();
+        std::set_union(steps.begin(), steps.end(), own.begin(), own.end(), std::back_inserter(merged));
+        steps.swap(merged);
+    }
+    std::vector<std::vector<uint32_t>> slots(members.size());
     for (size_t m = 0; m < members.size(); ++m) {
         const StepSeries &s = (*series)[members[m]];
-        early[m] = earlyLevel(s, fraction);
-        if (!(early[m] > 0))
-            continue;
+        std::vector<uint32_t> &slot = slots[m];
+        slot.resize(s.size());
+        // Both ascending: one walk along the union.
+        size_t k = 0;
         for (size_t i = 0; i < s.size(); ++i) {
-            if (std::isfinite(s.values[i]) && s.values[i] >= 0)
-                ratios[s.steps[i]].push_back(s.values[i] / early[m]);
+            while (steps[k] < s.steps[i])
+                ++k;
+            slot[i] = uint32_t(k);
         }
     }
-    std::map<int64_t, double> factor;
-    for (auto &[step, r] : ratios) {
-        if (r.size() * 2 >= members.size() && r.size() >= 3)
-            factor[step] = median(r);
+    // The peers' median change at each step where at least half of them (and 3) have a point: each member's
+    // ratio to its early level, gathered a block of steps at a time (the block's ratios of all members fit in
+    // the cache; laying out all steps at once scattered every write across the whole run).
+    std::vector<double> early(members.size());
+    for (size_t m = 0; m < members.size(); ++m)
+        early[m] = earlyLevel((*series)[members[m]], fraction);
+    const auto usable = [](double v) { return std::isfinite(v) && v >= 0; };
+    constexpr size_t kBlock = 512;
+    const size_t M = members.size();
+    std::vector<double> factor(steps.size(), std::numeric_limits<double>::quiet_NaN());
+    std::vector<double> block(kBlock * M);
+    std::vector<uint32_t> filled(kBlock);
+    std::vector<size_t> cursor(M, 0);
+    for (size_t k0 = 0; k0 < steps.size(); k0 += kBlock) {
+        const size_t k1 = std::min(steps.size(), k0 + kBlock);
+        std::fill(filled.begin(), filled.end(), 0);
+        for (size_t m = 0; m < M; ++m) {
+            const StepSeries &s = (*series)[members[m]];
+            size_t &i = cursor[m];
+            for (; i < s.size() && slots[m][i] < k1; ++i) {
+                if (early[m] > 0 && usable(s.values[i])) {
+                    const size_t k = slots[m][i] - k0;
+                    block[k * M + filled[k]++] = s.values[i] / early[m];
+                }
+            }
+        }
+        for (size_t k = 0; k < k1 - k0; ++k) {
+            const size_t n = filled[k];
+            if (n * 2 >= M && n >= 3) {
+                // The median in place (the block is scratch; every value in it is finite).
+                double *v = block.data() + k * M;
+                std::nth_element(v, v + n / 2, v + n);
+                factor[k0 + k] = n % 2 == 1 ? v[n / 2] : 0.5 * (*std::max_element(v, v + n / 2) + v[n / 2]);
+            }
+        }
     }
     for (size_t m = 0; m < members.size(); ++m) {
         if (!(early[m] > 0))
             continue;
         StepSeries &s = (*series)[members[m]];
         for (size_t i = 0; i < s.size(); ++i) {
-            const auto f = factor.find(s.steps[i]);
-            if (f != factor.end() && f->second > 0)
-                s.values[i] /= f->second;
+            const double f = factor[slots[m][i]];
+            if (f > 0)
+                s.values[i] /= f;
         }
         (*peers)[members[m]] = members.size() - 1;
     }

@@ -53,6 +53,7 @@ private Q_SLOTS:
     void spikesOnASteepWarmup();
     void spikesOfARunThatSpikesOften();
     void alignsIntervalMeans();
+    void runningMedianOfEachWindow();
 };
 
 namespace {
@@ -291,8 +292,8 @@ void TestSeriesMath::departureThatLevelsOff()
     QVERIFY2(*d.step >= 5950 && *d.step <= 6100, qPrintable(QString::number(*d.step)));
     QVERIFY(d.gapAtEnd > 0.18 && d.gapAtEnd < 0.22);
     // The trace it was decided on (what fp8scope-cli compare prints): one entry per aligned point, the edge the
-    // tolerance (0.5 % of a loss near 10 is 0.05) plus the band, the smoothed difference above it from the
-    // departure on and below it before.
+    // tolerance (0.5 % of a loss near 10 is 0.05) plus the band, the smoothed difference above it once the gap
+    // is open and below it before the gap enters its centred window (101 points, 50 before: from step 5500).
     QCOMPARE(d.trace.steps.size(), d.points);
     QCOMPARE(d.trace.smoothed.size(), d.points);
     QCOMPARE(d.trace.edge.size(), d.points);
@@ -302,8 +303,12 @@ void TestSeriesMath::departureThatLevelsOff()
     size_t above = 0, aboveBefore = 0;
     for (size_t i = 0; i < d.points; ++i) {
         const bool out = d.trace.smoothed[i] > d.trace.edge[i];
-        (d.trace.steps[i] >= 6200 ? above : aboveBefore) += out ? 1 : 0;
+        if (d.trace.steps[i] >= 6200)
+            above += out ? 1 : 0;
+        else if (d.trace.steps[i] < 5500)
+            aboveBefore += out ? 1 : 0;
     }
+    QCOMPARE(d.window, 101);
     QCOMPARE(aboveBefore, size_t(0));
     QCOMPARE(above, size_t(std::count_if(d.trace.steps.begin(), d.trace.steps.end(), [](int64_t s) { return s >= 6200; })));
 }
@@ -410,4 +415,35 @@ void TestSeriesMath::alignsIntervalMeans()
 }
 
 QTEST_APPLESS_MAIN(TestSeriesMath)
+void TestSeriesMath::runningMedianOfEachWindow()
+{
+    // The sliding window against each window's median taken afresh: NaN left out, even counts averaged,
+    // trailing and centred windows, windows wider than the series, ties.
+    QCOMPARE(runningMedian(std::vector<double> {3, 1, 2, kNaN, 5}, 1),
+        (std::vector<double> {2, 2, 1.5, 3.5, 5}));
+    QCOMPARE(runningMedian(std::vector<double> {3, 1, 2, 7, 5}, 1, true), (std::vector<double> {3, 2, 2, 5, 5}));
+    std::mt19937 rng(5);
+    std::normal_distribution<double> g;
+    for (int trial = 0; trial < 300; ++trial) {
+        std::vector<double> v(1 + rng() % 200);
+        for (double &x : v)
+            x = rng() % 15 == 0 ? kNaN : rng() % 5 == 0 ? std::round(g(rng)) : g(rng);
+        const int h = int(rng() % 40);
+        const bool symmetric = rng() % 2 == 0;
+        const std::vector<double> got = runningMedian(v, h, symmetric);
+        const ptrdiff_t n = ptrdiff_t(v.size());
+        for (ptrdiff_t i = 0; i < n; ++i) {
+            const ptrdiff_t w = symmetric ? std::min<ptrdiff_t>({h, i, n - 1 - i}) : h;
+            std::vector<double> window;
+            for (ptrdiff_t j = std::max<ptrdiff_t>(0, i - w); j <= std::min(n - 1, i + w); ++j) {
+                if (std::isfinite(v[size_t(j)]))
+                    window.push_back(v[size_t(j)]);
+            }
+            const double want = median(window);
+            QVERIFY2(std::isnan(want) ? std::isnan(got[size_t(i)]) : got[size_t(i)] == want,
+                qPrintable(QStringLiteral("trial %1 point %2").arg(trial).arg(i)));
+        }
+    }
+}
+
 #include "tst_seriesmath.moc"
