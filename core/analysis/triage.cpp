@@ -349,6 +349,40 @@ std::optional<Finding> skippedIterations(const Catalog &catalog, RunRef run, int
     return f;
 }
 
+// The rewinds of a run's log (the Megatron importer's "rewind" series: at the step a resume went back to,
+// the last step printed before it). The steps in between were trained twice; the store holds the
+// values of the second time, as the training went on from them.
+std::optional<Finding> rewinds(const Catalog &catalog, RunRef run)
+{
+    const auto r = runSeries(catalog, run, QStringLiteral("rewind"));
+    if (!r)
+        return std::nullopt;
+    Finding f;
+    f.kind = QStringLiteral("restart");
+    f.severity = Severity::Info;
+    f.stat = QStringLiteral("rewind");
+    f.step = r->steps.front();
+    f.lastStep = r->steps.back();
+    QJsonArray list;
+    QStringList text;
+    int64_t repeated = 0;
+    for (size_t i = 0; i < r->size(); ++i) {
+        const int64_t resumedAt = r->steps[i], crashedAt = int64_t(r->values[i]);
+        repeated += std::max<int64_t>(0, crashedAt - resumedAt);
+        list.append(QJsonObject {{QStringLiteral("last_step_before"), double(crashedAt)},
+            {QStringLiteral("resumed_from"), double(resumedAt)}});
+        text << QStringLiteral("from step %1 back to %2").arg(crashedAt).arg(resumedAt);
+    }
+    f.summary = QStringLiteral("%1 (%2): the log goes %3; the steps trained again are read as the resumed run "
+                               "printed them")
+                    .arg(runName(catalog, run))
+                    .arg(r->size() == 1 ? QStringLiteral("a crash and a resume")
+                                        : QStringLiteral("%1 resumes").arg(r->size()),
+                        text.join(QStringLiteral(", ")));
+    f.evidence = {{QStringLiteral("rewinds"), list}, {QStringLiteral("steps_repeated"), double(repeated)}};
+    return f;
+}
+
 } // namespace
 
 QString verdictName(Verdict v)
@@ -749,6 +783,10 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
 
     if (const auto skipped = skippedIterations(catalog, run, c.plannedSteps))
         c.findings.push_back(*skipped);
+    for (RunRef r : {run, baseline}) {
+        if (const auto restart = rewinds(catalog, r))
+            c.findings.push_back(*restart);
+    }
 
     // The verdict.
     const bool spikes = std::any_of(
@@ -900,6 +938,8 @@ RunCheck checkRun(const Catalog &catalog, RunRef run, const TriageOptions &optio
     }
     if (const auto skipped = skippedIterations(catalog, run, plannedSteps(catalog, run, loss->steps.back())))
         r.findings.push_back(*skipped);
+    if (const auto restart = rewinds(catalog, run))
+        r.findings.push_back(*restart);
     rank(&r.findings);
     return r;
 }

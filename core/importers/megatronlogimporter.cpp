@@ -6,6 +6,7 @@
 
 #include <QRegularExpression>
 
+#include <optional>
 #include <utility>
 
 namespace fp8scope {
@@ -103,9 +104,28 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
     bool inArguments = false;
     ConfigBudget budget; // an arguments block is a few hundred lines; a damaged log could make it endless
     bool saidTooMany = false;
+    // A log whose iterations go back (a crash, then a resume from the last checkpoint in the same file) is read
+    // as the training saw it: the repeated steps' later values replace the earlier ones (the store keeps one
+    // value per step), and the rewind itself is kept as a point of the run-level series "rewind" at the first
+    // step trained again (the iteration of the checkpoint it loaded, when the log says "successfully loaded
+    // checkpoint from ... at iteration N"; else the first step printed after it), whose value is the last step
+    // printed before it. (Several ranks printing the same iteration do not go back.) A rewind across a
+    // resumed read of a grown log is not seen.
+    int64_t lastIteration = -1;
+    std::optional<int64_t> loadedAt;
+    static const QRegularExpression loaded(QStringLiteral("successfully loaded checkpoint from .* at iteration (\\d+)"));
+    const SeriesKey rewind {QString(), QString(), QStringLiteral("rewind"), kSource, QString()};
     return readLines(path, from, sink, [&](const TextLine &l) {
         QStringView line = withoutLauncherPrefix(QStringView(l.text));
         QString bad;
+        if (line.contains(QLatin1String("successfully loaded checkpoint"))) {
+            const QRegularExpressionMatch m = loaded.match(line);
+            bool ok = false;
+            const int64_t at = m.hasMatch() ? m.capturedView(1).toLongLong(&ok) : 0;
+            if (ok)
+                loadedAt = at;
+            return true;
+        }
         // The training and validation lines wherever they start within the line.
         const qsizetype iteration = markerAt(line, QLatin1StringView("iteration "));
         const qsizetype validation = line.indexOf(QLatin1String("validation loss at iteration "));
@@ -145,6 +165,12 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
                 sink.problem(l.number, l.offset, QStringLiteral("unreadable iteration line"));
                 return true;
             }
+            // Back from the last step printed, or a checkpoint of an earlier step loaded since (a crash right
+            // after a step was printed resumes by printing that step again).
+            if (step < lastIteration || (loadedAt && *loadedAt < lastIteration))
+                sink.point(rewind, loadedAt && *loadedAt <= step ? *loadedAt : step, double(lastIteration));
+            lastIteration = step;
+            loadedAt.reset();
             if (!readFields(line.mid(bar + 1), step, QString(), sink, &bad))
                 sink.problem(l.number, l.offset, QStringLiteral("unreadable field '%1'").arg(bad));
             return true;

@@ -102,9 +102,11 @@ UPDATE files SET size=-2, mtime=-1, consumed=0, lines=0, head_hash='';
 // folder) with its findings in order, and the stamp of the data and engine they were computed from. The
 // data's part of the stamp is meta.data_generation, which every change to the files read or to the runs
 // moves (the triggers below; a recomputed metric moves it in RunStore::storeRecomputed). A run that goes
-// takes its results with it.
+// takes its results with it. The Megatron logs are read again: their rewinds (a resume in the same log) are
+// now kept.
 const char *const kSchemaV6 = R"(
 INSERT OR IGNORE INTO meta(key, value) VALUES('data_generation', '0');
+UPDATE files SET size=-1, mtime=-1, consumed=0, lines=0 WHERE importer='megatron-log';
 CREATE TABLE triage_results(
     id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     baseline_folder TEXT NOT NULL, baseline_name TEXT NOT NULL, verdict TEXT NOT NULL, departure_step INTEGER,

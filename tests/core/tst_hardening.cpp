@@ -82,6 +82,7 @@ class TestHardening : public QObject
     Q_OBJECT
 private Q_SLOTS:
     void megatronLinesBehindLauncherPrefixes();
+    void megatronLogThatRewinds();
     void tableHeaderLongerThanTheHead();
     void namesThatAreNotUtf8();
     void linesWithInvalidUtf8OrADamagedSeparator();
@@ -124,6 +125,47 @@ void TestHardening::megatronLinesBehindLauncherPrefixes()
     const auto configs = c.configs(c.runs().front().ref);
     QCOMPARE(configs.size(), size_t(1));
     QCOMPARE(configs.front().key, QStringLiteral("num_layers"));
+}
+
+void TestHardening::megatronLogThatRewinds()
+{
+    // A crash at step 40 and a resume from the checkpoint of step 20 in the same log, then a second resume
+    // whose checkpoint line is missing; two ranks printing the same iteration are no rewind. The repeated
+    // steps read as the resumed run printed them; each rewind is a point of "rewind" at the step it went back
+    // to (the checkpoint's, else the first printed after it), whose value is the last step before it.
+    QTemporaryDir dir;
+    QByteArray log;
+    const auto line = [](int step, double loss) -> QByteArray {
+        return " iteration " + QByteArray::number(step).rightJustified(8, ' ') + "/     100 | lm loss: "
+            + QByteArray::number(loss, 'E', 6) + " |\n";
+    };
+    for (int step = 10; step <= 40; step += 10)
+        log += line(step, 10.0 - step / 10.0);
+    log += line(40, 6.0); // another rank, the same iteration
+    log += "RuntimeError: NCCL communicator was aborted\n loading checkpoint from /ckpt at iteration 20\n"
+           "  successfully loaded checkpoint from /ckpt [ t 1/1, p 1/1 ] at iteration 20\n";
+    for (int step = 30; step <= 60; step += 10)
+        log += line(step, 5.0 - step / 100.0);
+    for (int step = 50; step <= 70; step += 10) // resumed again, its checkpoint line lost
+        log += line(step, 4.0 - step / 100.0);
+    // A crash right after step 70 was printed, resumed from step 60: step 70 is printed again.
+    log += "  successfully loaded checkpoint from /ckpt [ t 1/1, p 1/1 ] at iteration 60\n" + line(70, 3.0);
+    write(dir.filePath(QStringLiteral("train.log")), log);
+    const IngestReport report = ingest(dir.path());
+    QCOMPARE(report.filesRead, 1);
+    QCOMPARE(report.problems, 0);
+    const auto loss = points(dir.path(), QStringLiteral("lm loss"));
+    QCOMPARE(loss.size(), size_t(7));
+    QCOMPARE(loss.at(20), 8.0); // printed once
+    QCOMPARE(loss.at(30), 4.7); // the resumed run's, not the first 7.0
+    QCOMPARE(loss.at(40), 4.6);
+    QCOMPARE(loss.at(50), 3.5); // the second resume's
+    QCOMPARE(loss.at(70), 3.0);
+    const auto rewinds = points(dir.path(), QStringLiteral("rewind"));
+    QCOMPARE(rewinds.size(), size_t(3));
+    QCOMPARE(rewinds.at(20), 40.0);
+    QCOMPARE(rewinds.at(50), 60.0);
+    QCOMPARE(rewinds.at(60), 70.0);
 }
 
 void TestHardening::tableHeaderLongerThanTheHead()

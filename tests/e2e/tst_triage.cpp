@@ -127,6 +127,21 @@ QString judge(const QJsonObject &planted, const Comparison &c)
             wrong << QStringLiteral("gap tasks %1 (planted %2)")
                          .arg(found.join(QLatin1Char(',')), want.join(QLatin1Char(',')));
     }
+    // A crash and resume in the run's log: said, with where it went back from and to (the restart is not part
+    // of the acceptance rules, but it must be right when there).
+    const QJsonObject restart = planted.value(QStringLiteral("restart")).toObject();
+    const auto said = std::find_if(
+        c.findings.begin(), c.findings.end(), [](const Finding &f) { return f.kind == QLatin1String("restart"); });
+    if (restart.isEmpty() != (said == c.findings.end()))
+        wrong << QStringLiteral("restart %1").arg(restart.isEmpty() ? QStringLiteral("said") : QStringLiteral("not said"));
+    if (!restart.isEmpty() && said != c.findings.end()) {
+        const QJsonObject r = said->evidence.value(QStringLiteral("rewinds")).toArray().first().toObject();
+        if (r.value(QStringLiteral("resumed_from")) != restart.value(QStringLiteral("resumed_from"))
+            || r.value(QStringLiteral("last_step_before")) != restart.value(QStringLiteral("crash_step")))
+            wrong << QStringLiteral("restart %1 -> %2")
+                         .arg(r.value(QStringLiteral("last_step_before")).toDouble())
+                         .arg(r.value(QStringLiteral("resumed_from")).toDouble());
+    }
     if (scenario == QLatin1String("none")) {
         for (const Finding &f : c.findings) {
             if (f.severity == Severity::Critical)
