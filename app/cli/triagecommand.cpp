@@ -232,7 +232,9 @@ int runCompare(const QStringList &args)
     const auto at = [&](const std::vector<double> &v, size_t i) { return i < v.size() ? v[i] : NAN; };
     QTextStream out(stdout);
     if (parser.isSet(csvOpt)) {
-        out << "step,baseline,run,difference,smoothed,edge\n";
+        // The first column is what the runs were aligned on: step, or consumed samples (tokens) when their
+        // batch sizes differ.
+        out << QString(c.axis).replace(QLatin1Char(' '), QLatin1Char('_')) << ",baseline,run,difference,smoothed,edge\n";
         for (size_t i = 0; i < t.steps.size(); ++i)
             out << t.steps[i] << ',' << csvNumber(t.baseline[i]) << ',' << csvNumber(t.run[i]) << ','
                 << csvNumber(t.difference[i]) << ',' << csvNumber(at(t.smoothed, i)) << ','
@@ -259,6 +261,7 @@ int runCompare(const QStringList &args)
                                  {QStringLiteral("baseline_source"), c.baselineSource},
                                  {QStringLiteral("run_source"), c.runSource},
                                  {QStringLiteral("interval_means"), c.intervalMeans},
+                                 {QStringLiteral("aligned_on"), c.axis},
                                  {QStringLiteral("departure"), departure}, {QStringLiteral("points"), points}})
                    .toJson(QJsonDocument::Indented);
         return 0;
@@ -266,6 +269,8 @@ int runCompare(const QStringList &args)
     out << c.stat << " of " << run->name << " against " << baseline->name << ": " << d.points << " aligned steps";
     if (c.intervalMeans)
         out << " (interval means)";
+    if (c.axis != QLatin1String("step"))
+        out << ", aligned on " << c.axis << " (other batch sizes); the departure in " << run->name << "'s steps";
     out << '\n';
     out << "  noise of the difference " << QString::number(d.noise, 'g', 3) << ", band " << QString::number(d.band, 'g', 3)
         << " (running median of " << d.window << " points), tolerance "
@@ -283,13 +288,15 @@ int runCompare(const QStringList &args)
     for (size_t k = 0; k < std::min<size_t>(n, 40); ++k)
         rows.push_back(n <= 40 ? k : k * (n - 1) / 39);
     if (d.step) {
-        const auto it = std::lower_bound(t.steps.begin(), t.steps.end(), *d.step);
-        rows.push_back(size_t(it - t.steps.begin()));
+        if (c.axis == QLatin1String("step")) {
+            const auto it = std::lower_bound(t.steps.begin(), t.steps.end(), *d.step);
+            rows.push_back(size_t(it - t.steps.begin()));
+        }
         std::sort(rows.begin(), rows.end());
         rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
     }
     out << QStringLiteral("  %1 %2 %3 %4 %5 %6\n")
-               .arg(QStringLiteral("step"), 10)
+               .arg(c.axis == QLatin1String("step") ? QStringLiteral("step") : QStringLiteral("samples"), 10)
                .arg(QStringLiteral("baseline"), 12)
                .arg(QStringLiteral("run"), 12)
                .arg(QStringLiteral("difference"), 12)

@@ -50,6 +50,62 @@ Departure departureOf(const StepSeries &baseline, const StepSeries &run, bool in
     return findDeparture(align(baseline, run, intervalMeans), departure, spikeRanges);
 }
 
+// Whether two runs' consumed samples (or tokens) per step differ by more than 1 %: other batch sizes.
+bool batchesDiffer(const StepSeries &a, const StepSeries &b)
+{
+    const auto rate = [](const StepSeries &s) {
+        const StepSeries f = finitePoints(s);
+        return f.size() < 2 || f.steps.back() == f.steps.front()
+            ? std::numeric_limits<double>::quiet_NaN()
+            : (f.values.back() - f.values.front()) / double(f.steps.back() - f.steps.front());
+    };
+    const double ra = rate(a), rb = rate(b);
+    return ra > 0 && rb > 0 && std::abs(ra - rb) > 0.01 * std::max(ra, rb);
+}
+
+// A series with its steps replaced by the run's consumed samples at them (interpolated between the logged
+// points; points outside them left out).
+StepSeries onAxis(const StepSeries &s, const StepSeries &axisIn)
+{
+    const StepSeries axis = finitePoints(axisIn);
+    StepSeries out;
+    if (axis.size() < 2)
+        return out;
+    for (size_t i = 0; i < s.size(); ++i) {
+        const auto it = std::lower_bound(axis.steps.begin(), axis.steps.end(), s.steps[i]);
+        if (it == axis.steps.end())
+            break;
+        const size_t j = size_t(it - axis.steps.begin());
+        double x = axis.values[j];
+        if (*it != s.steps[i]) {
+            if (j == 0)
+                continue;
+            const double t = double(s.steps[i] - axis.steps[j - 1]) / double(axis.steps[j] - axis.steps[j - 1]);
+            x = axis.values[j - 1] + t * (axis.values[j] - axis.values[j - 1]);
+        }
+        const int64_t key = int64_t(std::llround(x));
+        if (!out.steps.empty() && key <= out.steps.back())
+            continue; // consumed samples only grow; a repeat (a rewind's leftovers) is left out
+        out.steps.push_back(key);
+        out.values.push_back(s.values[i]);
+    }
+    return out;
+}
+
+// The step at which a run had consumed `x` samples (interpolated); nullopt outside what it logged.
+std::optional<int64_t> stepAt(const StepSeries &axisIn, int64_t x)
+{
+    const StepSeries axis = finitePoints(axisIn);
+    const auto it = std::lower_bound(axis.values.begin(), axis.values.end(), double(x));
+    if (it == axis.values.end())
+        return axis.size() > 0 ? std::optional<int64_t>(axis.steps.back()) : std::nullopt;
+    const size_t j = size_t(it - axis.values.begin());
+    if (j == 0 || *it == double(x))
+        return axis.steps[j];
+    const double t = (double(x) - axis.values[j - 1]) / (axis.values[j] - axis.values[j - 1]);
+    return int64_t(std::llround(double(axis.steps[j - 1]) + t * double(axis.steps[j] - axis.steps[j - 1])));
+}
+
 // The planned steps of a run: its config's train iterations, else the last step it logged.
 int64_t plannedSteps(const Catalog &catalog, RunRef run, int64_t lastStep)
 {
@@ -457,12 +513,8 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
     c.baseline = baseline;
     c.run = run;
     const QString baseName = runName(catalog, baseline);
-    QString baseSource, runSource;
-    const auto baseLoss = runSeries(catalog, baseline, QStringLiteral("lm loss"), &baseSource);
-    const auto runLoss = runSeries(catalog, run, QStringLiteral("lm loss"), &runSource);
-    // Megatron prints the mean loss of each log interval.
-    const bool intervalMeans
-        = baseSource == QLatin1String("megatron-log") && runSource == QLatin1String("megatron-log");
+    const auto baseLoss = runSeries(catalog, baseline, QStringLiteral("lm loss"));
+    const auto runLoss = runSeries(catalog, run, QStringLiteral("lm loss"));
     int64_t last = 0;
     for (const auto &s : {baseLoss, runLoss}) {
         if (s)
@@ -472,8 +524,13 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
 
     // The loss: where the run leaves the baseline's band for good.
     Departure departure;
+    std::optional<int64_t> baselineDeparture; // the baseline's step at the same consumed samples
+    QString axis = QStringLiteral("step");
     if (baseLoss && runLoss) {
-        departure = departureOf(*baseLoss, *runLoss, intervalMeans, options.departure, options.spikes);
+        const StatComparison loss = compareStatistic(catalog, baseline, run, QStringLiteral("lm loss"), options);
+        departure = loss.departure;
+        baselineDeparture = loss.baselineStep;
+        axis = loss.axis;
         c.departure = departure.step;
         if (departure.step) {
             Finding f;
@@ -493,7 +550,7 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
                 {QStringLiteral("offset_before"), departure.offset}, {QStringLiteral("noise"), departure.noise},
                 {QStringLiteral("band"), departure.band}, {QStringLiteral("gap_at_end"), departure.gapAtEnd},
                 {QStringLiteral("points"), double(departure.points)},
-                {QStringLiteral("planned_steps"), double(c.plannedSteps)}};
+                {QStringLiteral("planned_steps"), double(c.plannedSteps)}, {QStringLiteral("aligned_on"), axis}};
             c.findings.push_back(f);
         }
     }
@@ -529,18 +586,18 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
 
     // Spikes, before the departure (after it the loss has left its course anyway).
     if (baseLoss && runLoss) {
-        const auto before = [&](const StepSeries &s) {
-            if (!departure.step)
+        const auto before = [&](const StepSeries &s, const std::optional<int64_t> &end) {
+            if (!end)
                 return s;
             StepSeries out;
-            for (size_t i = 0; i < s.size() && s.steps[i] < *departure.step; ++i) {
+            for (size_t i = 0; i < s.size() && s.steps[i] < *end; ++i) {
                 out.steps.push_back(s.steps[i]);
                 out.values.push_back(s.values[i]);
             }
             return out;
         };
-        const SpikeReport sb = findSpikes(before(*baseLoss), options.spikes);
-        const SpikeReport sr = findSpikes(before(*runLoss), options.spikes);
+        const SpikeReport sb = findSpikes(before(*baseLoss, baselineDeparture), options.spikes);
+        const SpikeReport sr = findSpikes(before(*runLoss, departure.step), options.spikes);
         // Spikes both runs have at the same steps are the data's (the same batches in the same order), not the
         // precision's: the test compares the spikes only one of them has. The exposure is the steps a run's
         // points cover, not their number: runs logged at other intervals see the same spikes in more or fewer
@@ -958,7 +1015,29 @@ StatComparison compareStatistic(
     out.intervalMeans = out.stat == QLatin1String("lm loss") && out.baselineSource == QLatin1String("megatron-log")
         && out.runSource == QLatin1String("megatron-log");
     out.options = out.stat == QLatin1String("grad norm") ? options.gradNormDeparture : options.departure;
+    // Runs with other batch sizes are compared at the same consumed samples (or tokens), not the same step.
+    for (const QString &axis : {QStringLiteral("consumed samples"), QStringLiteral("consumed tokens")}) {
+        const auto bx = runSeries(catalog, baseline, axis);
+        const auto rx = runSeries(catalog, run, axis);
+        if (!bx || !rx || !batchesDiffer(*bx, *rx))
+            continue;
+        const StepSeries bs = onAxis(*b, *bx), rs = onAxis(*r, *rx);
+        if (bs.size() < 2 || rs.size() < 2)
+            break;
+        out.axis = axis;
+        out.departure = departureOf(bs, rs, out.intervalMeans, out.options, options.spikes);
+        // Said in the run's steps (and the baseline's, where it stands at the same consumed samples).
+        if (out.departure.step) {
+            const int64_t at = *out.departure.step;
+            out.departure.step = stepAt(*rx, at);
+            out.departure.low = *stepAt(*rx, out.departure.low);
+            out.departure.high = *stepAt(*rx, out.departure.high);
+            out.baselineStep = stepAt(*bx, at);
+        }
+        return out;
+    }
     out.departure = departureOf(*b, *r, out.intervalMeans, out.options, options.spikes);
+    out.baselineStep = out.departure.step;
     return out;
 }
 

@@ -81,6 +81,11 @@ struct StatComparison {
     QString baselineSource, runSource;
     bool intervalMeans = false; // Megatron's interval means aligned over the sparser series' window
     DepartureOptions options; // the tolerance it was judged with
+    // What the runs were aligned on: "step", or "consumed samples" / "consumed tokens" when both logged them
+    // and their batch sizes differ (their rates per step differ by more than 1 %). The departure's step and
+    // interval are the run's steps either way; its trace's steps are on the axis.
+    QString axis = QStringLiteral("step");
+    std::optional<int64_t> baselineStep; // the baseline's step where the run departs (the same consumed samples)
     Departure departure; // its trace holds the aligned points
 };
 StatComparison compareStatistic(const Catalog &catalog, RunRef baseline, RunRef run, const QString &stat,

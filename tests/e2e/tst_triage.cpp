@@ -18,6 +18,9 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <cmath>
+#include <random>
+
 using namespace fp8scope;
 using namespace fp8scope::analysis;
 
@@ -163,6 +166,7 @@ private Q_SLOTS:
     void scenarioCli();
     void storedFindings();
     void compareCli();
+    void alignsOnConsumedSamples();
     void realFixtures();
 };
 
@@ -444,6 +448,57 @@ void TestTriage::compareCli()
     QCOMPARE(code, 1);
     run({}, &code);
     QCOMPARE(code, 2);
+}
+
+// Two runs with other global batch sizes: the FP8 run takes half the baseline's samples per step, so at the
+// same step its loss is higher although at the same consumed samples it is the same. Compared on samples:
+// no departure; the same logs without their consumed samples can only be compared on step, and depart.
+void TestTriage::alignsOnConsumedSamples()
+{
+    const auto log = [](int64_t batch, int64_t steps, uint32_t seed, bool withSamples) {
+        std::mt19937 rng(seed);
+        std::normal_distribution<double> noise(0.0, 0.01);
+        QByteArray out;
+        for (int64_t step = 10; step <= steps; step += 10) {
+            const double samples = double(batch * step);
+            const double loss = 2.0 + 8.0 * std::pow(1.0 + samples / 20000.0, -0.5) + noise(rng);
+            out += " iteration " + QByteArray::number(step).rightJustified(8, ' ') + "/"
+                + QByteArray::number(steps).rightJustified(8, ' ') + " |"
+                + (withSamples ? " consumed samples: " + QByteArray::number(batch * step) + " |" : QByteArray())
+                + " lm loss: " + QByteArray::number(loss, 'E', 6) + " |\n";
+        }
+        return out;
+    };
+    for (const bool withSamples : {true, false}) {
+        QTemporaryDir dir;
+        const auto write = [&](const QString &name, const QByteArray &bytes) {
+            QDir().mkpath(QFileInfo(dir.filePath(name)).absolutePath());
+            QFile f(dir.filePath(name));
+            return f.open(QIODevice::WriteOnly) && f.write(bytes) == bytes.size();
+        };
+        QVERIFY(write(QStringLiteral("fp8scope-workspace.json"),
+            R"({"runs": {"bf16": {"precision": "bf16"}, "fp8": {"precision": "fp8", "baseline": "bf16"}}})"));
+        QVERIFY(write(QStringLiteral("bf16/train.log"), log(256, 2000, 1, withSamples)));
+        QVERIFY(write(QStringLiteral("fp8/train.log"), log(128, 4000, 2, withSamples)));
+        Catalog catalog;
+        TriageResult result;
+        QString error;
+        QVERIFY2(openAndTriage(dir.path(), &catalog, &result, &error), qPrintable(error));
+        QCOMPARE(int(result.comparisons.size()), 1);
+        const Comparison &c = result.comparisons.front();
+        const StatComparison loss = compareStatistic(catalog, c.baseline, c.run, QStringLiteral("lm loss"));
+        if (withSamples) {
+            QCOMPARE(loss.axis, QStringLiteral("consumed samples"));
+            QVERIFY2(!c.departure, qPrintable(QString::number(c.departure.value_or(-1))));
+            QCOMPARE(c.verdict, Verdict::None);
+            // The trace is on the axis: the baseline's 200 points, at its consumed samples (256 per step).
+            QCOMPARE(loss.departure.trace.steps.front(), int64_t(2560));
+            QCOMPARE(int(loss.departure.points), 200);
+        } else {
+            QCOMPARE(loss.axis, QStringLiteral("step"));
+            QVERIFY(c.departure);
+        }
+    }
 }
 
 void TestTriage::realFixtures()
