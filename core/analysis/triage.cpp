@@ -439,6 +439,85 @@ std::optional<Finding> rewinds(const Catalog &catalog, RunRef run)
     return f;
 }
 
+// The recipe what-if on a dump of a suspect tensor near its onset: the metrics recomputed from the dump under
+// each recipe (`fp8scope-cli recompute`, the histogram's recipe table), side by side, and the recipe that
+// quantizes it best; a dump not yet recomputed says how to get the table. None without a dump of that layer
+// and tensor.
+std::optional<Finding> recipeWhatIf(const Catalog &catalog, RunRef run, const Series &suspect, int64_t onset)
+{
+    std::optional<Dump> nearest;
+    for (const Dump &d : catalog.dumps(run)) {
+        if (d.record.layer != suspect.layer || d.record.tensor != suspect.tensor || d.record.step < 0)
+            continue;
+        if (!nearest || std::abs(d.record.step - onset) < std::abs(nearest->record.step - onset))
+            nearest = d;
+    }
+    if (!nearest)
+        return std::nullopt;
+    const int64_t step = nearest->record.step;
+    Finding f;
+    f.kind = QStringLiteral("recipe-what-if");
+    f.severity = Severity::Info;
+    f.layer = suspect.layer;
+    f.tensor = suspect.tensor;
+    f.step = step;
+    // recipe -> statistic -> value, of the series recomputed from dumps at exactly that step.
+    std::map<QString, std::map<QString, double>> table;
+    static const QStringList shown {QStringLiteral("mse"), QStringLiteral("underflows%"), QStringLiteral("overflows%"),
+        QStringLiteral("sqnr_db")};
+    for (const Series &s : catalog.seriesAt(run, suspect.layer, suspect.tensor)) {
+        if (!s.isRecomputed() || !shown.contains(s.stat))
+            continue;
+        const auto p = catalog.valueAt(s, step);
+        if (p && p->step == step && std::isfinite(p->value))
+            table[s.recipe][s.stat] = p->value;
+    }
+    QJsonObject recipes;
+    QString best;
+    for (const auto &[recipe, stats] : table) {
+        QJsonObject o;
+        for (const auto &[stat, v] : stats)
+            o.insert(stat, v);
+        recipes.insert(recipe, o);
+        const auto mse = stats.find(QStringLiteral("mse"));
+        if (mse != stats.end() && (best.isEmpty() || mse->second < table[best][QStringLiteral("mse")]))
+            best = recipe;
+    }
+    f.evidence = {{QStringLiteral("dump"), nearest->file}, {QStringLiteral("dataset"), nearest->record.dataset},
+        {QStringLiteral("step"), double(step)}, {QStringLiteral("onset"), double(onset)},
+        {QStringLiteral("recipes"), recipes}};
+    if (table.empty()) {
+        f.summary = QStringLiteral("%1 %2 was dumped at step %3 (the onset is at %4); its metrics under other "
+                                   "recipes are not computed yet")
+                        .arg(suspect.layer, suspect.tensor)
+                        .arg(step)
+                        .arg(onset);
+        f.suggestion = QStringLiteral("fp8scope-cli recompute FOLDER --recipe delayed --recipe current --recipe "
+                                      "mxfp8 --recipe block1x128, then triage again for the what-if table");
+        return f;
+    }
+    QStringList parts;
+    for (const auto &[recipe, stats] : table) {
+        const auto mse = stats.find(QStringLiteral("mse"));
+        const auto under = stats.find(QStringLiteral("underflows%"));
+        parts << QStringLiteral("%1: mse %2%3")
+                     .arg(recipe)
+                     .arg(mse == stats.end() ? QStringLiteral("-") : QString::number(mse->second, 'g', 3))
+                     .arg(under == stats.end() ? QString()
+                                               : QStringLiteral(", underflows %1 %").arg(under->second, 0, 'g', 3));
+    }
+    f.summary = QStringLiteral("on the dump of %1 %2 at step %3 (onset %4): %5")
+                    .arg(suspect.layer, suspect.tensor)
+                    .arg(step)
+                    .arg(onset)
+                    .arg(parts.join(QStringLiteral("; ")));
+    if (!best.isEmpty() && table.size() > 1)
+        f.suggestion = QStringLiteral("%1 quantizes this tensor best of the recipes tried: try it for this run "
+                                      "(one change at a time)")
+                           .arg(best);
+    return f;
+}
+
 } // namespace
 
 QString verdictName(Verdict v)
@@ -742,6 +821,11 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
     }
     if (c.departure && !signals.empty() && *signals.front().onset.step <= *c.departure)
         c.lead = *c.departure - *signals.front().onset.step;
+    // The first suspect's what-if on its dump nearest the onset.
+    if (!signals.empty()) {
+        if (const auto w = recipeWhatIf(catalog, run, signals.front().series, *signals.front().onset.step))
+            c.findings.push_back(*w);
+    }
     for (const QString &stat : truncated) {
         Finding f;
         f.kind = QStringLiteral("truncated-statistic");

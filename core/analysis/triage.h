@@ -115,7 +115,7 @@ TriageResult triageStored(Catalog &catalog, const TriageOptions &options = {}, Q
 QString triageStamp(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options);
 // The version of the engine's rules: moved whenever a rule or threshold changes, so that results stored by an
 // older engine are computed again.
-constexpr int kTriageEngineVersion = 2;
+constexpr int kTriageEngineVersion = 3;
 
 // The finding as the CLI's JSON prints it (fields that do not apply are left out).
 QJsonObject findingJson(const Finding &f);

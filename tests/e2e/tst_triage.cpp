@@ -3,6 +3,7 @@
 // issue 21 (docs/TRIAGE.md quotes the counts this test prints); and the real public fixtures of
 // ../shared/fixtures/real, whose verdicts docs/TRIAGE.md explains.
 #include "core/analysis/triage.h"
+#include "core/demo/demogenerator.h"
 #include "core/demo/scenarios.h"
 #include "core/query/catalog.h"
 #include "core/store/runstore.h"
@@ -167,6 +168,7 @@ private Q_SLOTS:
     void storedFindings();
     void compareCli();
     void alignsOnConsumedSamples();
+    void recipeWhatIfOnADump();
     void realFixtures();
 };
 
@@ -499,6 +501,75 @@ void TestTriage::alignsOnConsumedSamples()
             QVERIFY(c.departure);
         }
     }
+}
+
+// The demo pair dumps its planted layer's activation near the onset: the first suspect's what-if names the
+// dump nearest its onset and, until it is recomputed, how to get the table; after `fp8scope-cli recompute`
+// under four recipes the table holds each recipe's metrics at that step and names the one with the least MSE.
+void TestTriage::recipeWhatIfOnADump()
+{
+    const QString cli = qEnvironmentVariable("FP8SCOPE_CLI");
+    QVERIFY(!cli.isEmpty());
+    QTemporaryDir dir;
+    DemoPlan plan;
+    QString error;
+    QVERIFY2(generateDemo(dir.path(), {}, &plan, &error), qPrintable(error));
+    const auto whatIf = [](const Comparison &c) {
+        const auto it = std::find_if(c.findings.begin(), c.findings.end(),
+            [](const Finding &f) { return f.kind == QLatin1String("recipe-what-if"); });
+        return it == c.findings.end() ? std::optional<Finding>() : std::optional<Finding>(*it);
+    };
+    int64_t onset = 0;
+    {
+        Catalog catalog;
+        TriageResult result;
+        QVERIFY2(openAndTriage(dir.path(), &catalog, &result, &error), qPrintable(error));
+        QCOMPARE(int(result.comparisons.size()), 1);
+        const Comparison &c = result.comparisons.front();
+        const auto first = std::find_if(c.findings.begin(), c.findings.end(),
+            [](const Finding &f) { return f.kind == QLatin1String("layer-signal"); });
+        QVERIFY(first != c.findings.end());
+        QCOMPARE(first->layer, plan.plantedLayerName);
+        onset = *first->step;
+        const auto w = whatIf(c);
+        QVERIFY(w);
+        QCOMPARE(w->layer, plan.plantedLayerName);
+        QCOMPARE(w->tensor, plan.plantedTensor);
+        // The dump nearest the onset.
+        for (const QString &s : plan.dumpSteps)
+            QVERIFY(std::abs(*w->step - onset) <= std::abs(s.toLongLong() - onset));
+        QVERIFY(w->evidence.value(QStringLiteral("recipes")).toObject().isEmpty());
+        QVERIFY(w->suggestion.contains(QLatin1String("fp8scope-cli recompute")));
+    }
+    QProcess recompute;
+    recompute.start(cli,
+        {QStringLiteral("recompute"), dir.path(), QStringLiteral("--recipe"), QStringLiteral("delayed"),
+            QStringLiteral("--recipe"), QStringLiteral("current"), QStringLiteral("--recipe"), QStringLiteral("mxfp8"),
+            QStringLiteral("--recipe"), QStringLiteral("block1x128"), QStringLiteral("--backend"),
+            QStringLiteral("cpu")});
+    QVERIFY(recompute.waitForFinished(300000));
+    QCOMPARE(recompute.exitCode(), 0);
+    Catalog catalog;
+    QVERIFY2(catalog.open(dir.path(), &error), qPrintable(error));
+    const TriageResult result = triageStored(catalog);
+    QCOMPARE(int(result.comparisons.size()), 1);
+    QVERIFY(!result.comparisons.front().fromStore); // the recomputed metrics changed the data
+    const auto w = whatIf(result.comparisons.front());
+    QVERIFY(w);
+    const QJsonObject recipes = w->evidence.value(QStringLiteral("recipes")).toObject();
+    QCOMPARE(recipes.keys(), QStringList({QStringLiteral("block1x128"), QStringLiteral("current"),
+                                 QStringLiteral("delayed"), QStringLiteral("mxfp8")}));
+    QString best;
+    double least = INFINITY;
+    for (const QString &r : recipes.keys()) {
+        const QJsonObject o = recipes.value(r).toObject();
+        QVERIFY(o.contains(QStringLiteral("mse")) && o.contains(QStringLiteral("underflows%")));
+        if (o.value(QStringLiteral("mse")).toDouble() < least) {
+            least = o.value(QStringLiteral("mse")).toDouble();
+            best = r;
+        }
+    }
+    QVERIFY2(w->suggestion.startsWith(best + QLatin1Char(' ')), qPrintable(w->suggestion));
 }
 
 void TestTriage::realFixtures()
