@@ -54,6 +54,9 @@ private Q_SLOTS:
     void spikesOfARunThatSpikesOften();
     void alignsIntervalMeans();
     void runningMedianOfEachWindow();
+    void missingAndNaNPoints();
+    void onePoint();
+    void unevenIntervals();
 };
 
 namespace {
@@ -444,6 +447,99 @@ void TestSeriesMath::runningMedianOfEachWindow()
                 qPrintable(QStringLiteral("trial %1 point %2").arg(trial).arg(i)));
         }
     }
+}
+
+void TestSeriesMath::missingAndNaNPoints()
+{
+    // Every 7th point of the run NaN, steps 4000-4500 of the baseline missing (a lost log file): the
+    // departure is found where it is, on the points both runs have; NaN neither counts nor spikes.
+    StepSeries base = loss(1000, 10, 0.02, 21);
+    StepSeries run = loss(1000, 10, 0.02, 22);
+    for (size_t i = 0; i < run.size(); ++i) {
+        if (run.steps[i] >= 6000)
+            run.values[i] += 0.15;
+        if (i % 7 == 3)
+            run.values[i] = kNaN;
+    }
+    StepSeries gappy;
+    for (size_t i = 0; i < base.size(); ++i) {
+        if (base.steps[i] < 4000 || base.steps[i] > 4500) {
+            gappy.steps.push_back(base.steps[i]);
+            gappy.values.push_back(base.values[i]);
+        }
+    }
+    const Aligned al = align(gappy, run);
+    // The run is the sparser (857 finite points against 949): its finite steps, the baseline interpolated
+    // across its gap.
+    QCOMPARE(al.steps.size(), size_t(857));
+    const Departure d = findDeparture(al);
+    QCOMPARE(d.points, size_t(857));
+    QVERIFY(d.step);
+    QVERIFY2(*d.step >= 5950 && *d.step <= 6050, qPrintable(QString::number(*d.step)));
+    QVERIFY(d.gapAtEnd > 0.13 && d.gapAtEnd < 0.17);
+    // The jump at 6000 stays: one spike, where it starts, "recovered" (if at all) only once the falling curve
+    // has come most of the way down to the level before it, over a hundred points later: not a spike's few.
+    const SpikeReport jump = findSpikes(run);
+    QCOMPARE(jump.spikes.size(), size_t(1));
+    QCOMPARE(jump.spikes.front().step, int64_t(6000));
+    QVERIFY2(!jump.spikes.front().recoveredAt || *jump.spikes.front().recoveredAt >= 7000,
+        qPrintable(QString::number(jump.spikes.front().recoveredAt.value_or(-1))));
+    StepSeries spiky = loss(1000, 10, 0.02, 23);
+    for (size_t i = 0; i < spiky.size(); i += 5)
+        spiky.values[i] = kNaN;
+    spiky.values[501] += 2.0;
+    const SpikeReport sr = findSpikes(spiky);
+    QCOMPARE(sr.points, size_t(800));
+    QCOMPARE(sr.spikes.size(), size_t(1));
+    QCOMPARE(sr.spikes.front().step, int64_t(5010));
+}
+
+void TestSeriesMath::onePoint()
+{
+    // A run that logged one point: aligned where the other has it, no departure, spike or onset, no NaN out.
+    StepSeries one;
+    one.steps = {100};
+    one.values = {3.5};
+    const StepSeries base = loss(100, 10, 0.02, 31);
+    const Aligned al = align(base, one);
+    QCOMPARE(al.steps, std::vector<int64_t>({100}));
+    QCOMPARE(al.b.front(), 3.5);
+    const Departure d = findDeparture(al);
+    QVERIFY(!d.step);
+    QCOMPARE(d.points, size_t(1));
+    QCOMPARE(d.offset, 3.5 - al.a.front());
+    const SpikeReport sr = findSpikes(one);
+    QCOMPARE(sr.points, size_t(1));
+    QVERIFY(sr.spikes.empty());
+    const Onset o = findOnset(one, Direction::Up);
+    QVERIFY(!o.step);
+    QCOMPARE(runningMedian(one.values, 3), std::vector<double>({3.5}));
+    QVERIFY(align(one, StepSeries {}).steps.empty());
+}
+
+void TestSeriesMath::unevenIntervals()
+{
+    // The run logged at uneven steps (gaps of 7 to 40): aligned at its own steps, the baseline read between its
+    // neighbours exactly (a line in step), and a departure found at the right place on them.
+    StepSeries base, run;
+    for (int64_t step = 0; step <= 10000; step += 10) {
+        base.steps.push_back(step);
+        base.values.push_back(5.0 - 1e-4 * double(step));
+    }
+    std::mt19937 rng(41);
+    for (int64_t step = 3; step <= 9990; step += 7 + int64_t(rng() % 34)) {
+        run.steps.push_back(step);
+        run.values.push_back(5.0 - 1e-4 * double(step) + (step >= 7000 ? 0.1 : 0.0));
+    }
+    const Aligned al = align(base, run);
+    QCOMPARE(al.steps, run.steps);
+    for (size_t i = 0; i < al.steps.size(); ++i)
+        QVERIFY(std::abs(al.a[i] - (5.0 - 1e-4 * double(al.steps[i]))) < 1e-12);
+    const Departure d = findDeparture(al);
+    QVERIFY(d.step);
+    // The first logged step at or after 7000, within one log interval.
+    QVERIFY2(*d.step >= 6960 && *d.step <= 7041, qPrintable(QString::number(*d.step)));
+    QCOMPARE(d.gapAtEnd, 0.1);
 }
 
 #include "tst_seriesmath.moc"
