@@ -168,8 +168,8 @@ int runCompare(const QStringList &args)
         "median, the edge it must stay above (tolerance + noise band) and the departure (docs/TRIAGE.md)."));
     parser.addHelpOption();
     parser.addPositionalArgument(QStringLiteral("folder"), QStringLiteral("run folder or workspace"));
-    const QCommandLineOption baselineOpt(
-        QStringLiteral("baseline"), QStringLiteral("the baseline run (default: the run's pairing)"), QStringLiteral("run"));
+    const QCommandLineOption baselineOpt(QStringLiteral("baseline"),
+        QStringLiteral("the baseline run (default: the run's pairing)"), QStringLiteral("run"));
     const QCommandLineOption runOpt(QStringLiteral("run"), QStringLiteral("the run to compare"), QStringLiteral("run"));
     const QCommandLineOption statOpt(QStringLiteral("stat"),
         QStringLiteral("the statistic, by its canonical or source name (default: lm loss)"), QStringLiteral("stat"),
@@ -234,11 +234,12 @@ int runCompare(const QStringList &args)
     if (parser.isSet(csvOpt)) {
         // The first column is what the runs were aligned on: step, or consumed samples (tokens) when their
         // batch sizes differ.
-        out << QString(c.axis).replace(QLatin1Char(' '), QLatin1Char('_')) << ",baseline,run,difference,smoothed,edge\n";
+        out << QString(c.axis).replace(QLatin1Char(' '), QLatin1Char('_'))
+            << ",baseline,run,difference,smoothed,edge\n";
         for (size_t i = 0; i < t.steps.size(); ++i)
             out << t.steps[i] << ',' << csvNumber(t.baseline[i]) << ',' << csvNumber(t.run[i]) << ','
-                << csvNumber(t.difference[i]) << ',' << csvNumber(at(t.smoothed, i)) << ','
-                << csvNumber(at(t.edge, i)) << '\n';
+                << csvNumber(t.difference[i]) << ',' << csvNumber(at(t.smoothed, i)) << ',' << csvNumber(at(t.edge, i))
+                << '\n';
         return 0;
     }
     if (parser.isSet(jsonOpt)) {
@@ -247,7 +248,8 @@ int runCompare(const QStringList &args)
             points.append(QJsonObject {{QStringLiteral("step"), double(t.steps[i])},
                 {QStringLiteral("baseline"), number(t.baseline[i])}, {QStringLiteral("run"), number(t.run[i])},
                 {QStringLiteral("difference"), number(t.difference[i])},
-                {QStringLiteral("smoothed"), number(at(t.smoothed, i))}, {QStringLiteral("edge"), number(at(t.edge, i))}});
+                {QStringLiteral("smoothed"), number(at(t.smoothed, i))},
+                {QStringLiteral("edge"), number(at(t.edge, i))}});
         const QJsonObject departure {{QStringLiteral("step"), step(d.step)},
             {QStringLiteral("low"), d.step ? QJsonValue(double(d.low)) : QJsonValue(QJsonValue::Null)},
             {QStringLiteral("high"), d.step ? QJsonValue(double(d.high)) : QJsonValue(QJsonValue::Null)},
@@ -256,13 +258,12 @@ int runCompare(const QStringList &args)
             {QStringLiteral("gap_at_end"), number(d.gapAtEnd)}, {QStringLiteral("points"), double(d.points)},
             {QStringLiteral("relative_tolerance"), c.options.relativeTolerance},
             {QStringLiteral("absolute_tolerance"), c.options.absoluteTolerance}};
-        out << QJsonDocument(QJsonObject {{QStringLiteral("version"), 1}, {QStringLiteral("baseline"), baseline->name},
-                                 {QStringLiteral("run"), run->name}, {QStringLiteral("stat"), c.stat},
-                                 {QStringLiteral("baseline_source"), c.baselineSource},
-                                 {QStringLiteral("run_source"), c.runSource},
-                                 {QStringLiteral("interval_means"), c.intervalMeans},
-                                 {QStringLiteral("aligned_on"), c.axis},
-                                 {QStringLiteral("departure"), departure}, {QStringLiteral("points"), points}})
+        out << QJsonDocument(
+            QJsonObject {{QStringLiteral("version"), 1}, {QStringLiteral("baseline"), baseline->name},
+                {QStringLiteral("run"), run->name}, {QStringLiteral("stat"), c.stat},
+                {QStringLiteral("baseline_source"), c.baselineSource}, {QStringLiteral("run_source"), c.runSource},
+                {QStringLiteral("interval_means"), c.intervalMeans}, {QStringLiteral("aligned_on"), c.axis},
+                {QStringLiteral("departure"), departure}, {QStringLiteral("points"), points}})
                    .toJson(QJsonDocument::Indented);
         return 0;
     }
@@ -272,8 +273,8 @@ int runCompare(const QStringList &args)
     if (c.axis != QLatin1String("step"))
         out << ", aligned on " << c.axis << " (other batch sizes); the departure in " << run->name << "'s steps";
     out << '\n';
-    out << "  noise of the difference " << QString::number(d.noise, 'g', 3) << ", band " << QString::number(d.band, 'g', 3)
-        << " (running median of " << d.window << " points), tolerance "
+    out << "  noise of the difference " << QString::number(d.noise, 'g', 3) << ", band "
+        << QString::number(d.band, 'g', 3) << " (running median of " << d.window << " points), tolerance "
         << QString::number(100 * c.options.relativeTolerance, 'g', 3) << " % or "
         << QString::number(c.options.absoluteTolerance, 'g', 3) << '\n';
     if (d.step)

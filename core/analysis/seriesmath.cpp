@@ -496,7 +496,7 @@ Onset findOnset(const StepSeries &in, Direction direction, const OnsetOptions &o
     const int h = std::clamp(int(s.size() / 50), 2, 25);
     const auto exceeds = [&](double smoothed) {
         const double c = smoothed - r.early;
-        return direction == Direction::Up ? c > r.threshold
+        return direction == Direction::Up  ? c > r.threshold
             : direction == Direction::Down ? -c > r.threshold
                                            : std::abs(c) > r.threshold;
     };

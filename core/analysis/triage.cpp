@@ -463,8 +463,8 @@ std::optional<Finding> recipeWhatIf(const Catalog &catalog, RunRef run, const Se
     f.step = step;
     // recipe -> statistic -> value, of the series recomputed from dumps at exactly that step.
     std::map<QString, std::map<QString, double>> table;
-    static const QStringList shown {QStringLiteral("mse"), QStringLiteral("underflows%"), QStringLiteral("overflows%"),
-        QStringLiteral("sqnr_db")};
+    static const QStringList shown {
+        QStringLiteral("mse"), QStringLiteral("underflows%"), QStringLiteral("overflows%"), QStringLiteral("sqnr_db")};
     for (const Series &s : catalog.seriesAt(run, suspect.layer, suspect.tensor)) {
         if (!s.isRecomputed() || !shown.contains(s.stat))
             continue;
@@ -644,7 +644,7 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
         f.stat = QStringLiteral("grad norm");
         f.step = g.step;
         const QString when = !c.departure ? QStringLiteral("while the loss does not depart")
-            : *g.step <= *c.departure     ? QStringLiteral("%1 steps before the loss departs").arg(*c.departure - *g.step)
+            : *g.step <= *c.departure ? QStringLiteral("%1 steps before the loss departs").arg(*c.departure - *g.step)
                                       : QStringLiteral("%1 steps after the loss departs").arg(*g.step - *c.departure);
         f.summary = QStringLiteral("the grad norm leaves %1's band at step %2 (between %3 and %4), %5; %6 higher at "
                                    "the end")
@@ -961,21 +961,25 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
                       .arg(named.join(QStringLiteral(", ")));
         } else if (c.verdict == Verdict::MidRunInstability) {
             QStringList indices;
+            // The model's last layer: the deepest the run has statistics or dumps of (not of the signals only).
             int lastIndex = -1;
-            for (const Signal &s : signals)
-                lastIndex = std::max(lastIndex, layerIndex(s.series.layer));
+            for (const LayerTensors &l : catalog.layerTensors({run}))
+                lastIndex = std::max(lastIndex, layerIndex(l.layer));
             QString teConfig;
             for (const QString &layer : suspects.mid(0, 4)) {
                 indices << QString::number(layerIndex(layer));
-                teConfig += QStringLiteral("bf16_%1:\n  enabled: True\n  layers:\n    layer_name_regex_pattern: %2\n"
-                                           "  transformer_engine:\n    DisableFP8Layer:\n      enabled: True\n")
-                                .arg(QString(layer).replace(QLatin1Char('.'), QLatin1Char('_')),
-                                    QRegularExpression::escape(layer));
+                teConfig
+                    += QStringLiteral("bf16_%1:\n  enabled: True\n  layers:\n    layer_name_regex_pattern: %2\n"
+                                      "  transformer_engine:\n    DisableQuantizationLayer:\n      enabled: True\n")
+                           .arg(QString(layer).replace(QLatin1Char('.'), QLatin1Char('_')),
+                               QRegularExpression::escape(layer));
             }
             f.suggestion = QStringLiteral("one change at a time: current scaling or a block recipe instead of delayed "
                                           "(--fp8-recipe tensorwise, mxfp8 or blockwise)");
             if (!suspects.isEmpty()) {
-                f.suggestion += QStringLiteral("; or keep %1 in BF16 (Transformer Engine debug config:\n%2)")
+                f.suggestion += QStringLiteral(
+                    "; or keep %1 in BF16 (Transformer Engine debug config; "
+                    "on versions without DisableQuantizationLayer its older name is DisableFP8Layer:\n%2)")
                                     .arg(suspects.mid(0, 4).join(QStringLiteral(", ")), teConfig);
                 bool edge = true;
                 for (const QString &i : indices)

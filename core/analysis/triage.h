@@ -88,8 +88,8 @@ struct StatComparison {
     std::optional<int64_t> baselineStep; // the baseline's step where the run departs (the same consumed samples)
     Departure departure; // its trace holds the aligned points
 };
-StatComparison compareStatistic(const Catalog &catalog, RunRef baseline, RunRef run, const QString &stat,
-    const TriageOptions &options = {});
+StatComparison compareStatistic(
+    const Catalog &catalog, RunRef baseline, RunRef run, const QString &stat, const TriageOptions &options = {});
 
 // One comparison.
 Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options = {});
@@ -115,7 +115,7 @@ TriageResult triageStored(Catalog &catalog, const TriageOptions &options = {}, Q
 QString triageStamp(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options);
 // The version of the engine's rules: moved whenever a rule or threshold changes, so that results stored by an
 // older engine are computed again.
-constexpr int kTriageEngineVersion = 3;
+constexpr int kTriageEngineVersion = 4;
 
 // The finding as the CLI's JSON prints it (fields that do not apply are left out).
 QJsonObject findingJson(const Finding &f);

@@ -113,7 +113,8 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
     // resumed read of a grown log is not seen.
     int64_t lastIteration = -1;
     std::optional<int64_t> loadedAt;
-    static const QRegularExpression loaded(QStringLiteral("successfully loaded checkpoint from .* at iteration (\\d+)"));
+    static const QRegularExpression loaded(
+        QStringLiteral("successfully loaded checkpoint from .* at iteration (\\d+)"));
     const SeriesKey rewind {QString(), QString(), QStringLiteral("rewind"), kSource, QString()};
     return readLines(path, from, sink, [&](const TextLine &l) {
         QStringView line = withoutLauncherPrefix(QStringView(l.text));

@@ -93,8 +93,9 @@ bool RunStore::storeTriageResult(int64_t runId, const StoredTriage &result, QStr
         return false;
     }
     const int64_t id = m_db.lastInsertId();
-    Statement f = prepare("INSERT INTO findings(result_id, rank, kind, severity, runs, layer, tensor, stat, key, task, "
-                          "first_step, last_step, summary, evidence, suggestion) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    Statement f
+        = prepare("INSERT INTO findings(result_id, rank, kind, severity, runs, layer, tensor, stat, key, task, "
+                  "first_step, last_step, summary, evidence, suggestion) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     int64_t rank = 0;
     for (const StoredFinding &x : result.findings) {
         f.bind(1, id).bind(2, rank++).bind(3, x.kind).bind(4, x.severity).bind(5, x.runs).bind(6, x.layer);

@@ -136,8 +136,8 @@ void TestHardening::megatronLogThatRewinds()
     QTemporaryDir dir;
     QByteArray log;
     const auto line = [](int step, double loss) -> QByteArray {
-        return " iteration " + QByteArray::number(step).rightJustified(8, ' ') + "/     100 | lm loss: "
-            + QByteArray::number(loss, 'E', 6) + " |\n";
+        return " iteration " + QByteArray::number(step).rightJustified(8, ' ')
+            + "/     100 | lm loss: " + QByteArray::number(loss, 'E', 6) + " |\n";
     };
     for (int step = 10; step <= 40; step += 10)
         log += line(step, 10.0 - step / 10.0);

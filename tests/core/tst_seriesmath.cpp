@@ -313,7 +313,8 @@ void TestSeriesMath::departureThatLevelsOff()
     }
     QCOMPARE(d.window, 101);
     QCOMPARE(aboveBefore, size_t(0));
-    QCOMPARE(above, size_t(std::count_if(d.trace.steps.begin(), d.trace.steps.end(), [](int64_t s) { return s >= 6200; })));
+    QCOMPARE(
+        above, size_t(std::count_if(d.trace.steps.begin(), d.trace.steps.end(), [](int64_t s) { return s >= 6200; })));
 }
 
 void TestSeriesMath::spikeJustBeforeADepartureDoesNotMoveItsStart()
@@ -422,8 +423,7 @@ void TestSeriesMath::runningMedianOfEachWindow()
 {
     // The sliding window against each window's median taken afresh: NaN left out, even counts averaged,
     // trailing and centred windows, windows wider than the series, ties.
-    QCOMPARE(runningMedian(std::vector<double> {3, 1, 2, kNaN, 5}, 1),
-        (std::vector<double> {2, 2, 1.5, 3.5, 5}));
+    QCOMPARE(runningMedian(std::vector<double> {3, 1, 2, kNaN, 5}, 1), (std::vector<double> {2, 2, 1.5, 3.5, 5}));
     QCOMPARE(runningMedian(std::vector<double> {3, 1, 2, 7, 5}, 1, true), (std::vector<double> {3, 2, 2, 5, 5}));
     std::mt19937 rng(5);
     std::normal_distribution<double> g;

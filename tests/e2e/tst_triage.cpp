@@ -16,6 +16,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -106,6 +107,23 @@ QString judge(const QJsonObject &planted, const Comparison &c)
             || first->tensor != planted.value(QStringLiteral("tensor")).toString())
             wrong << QStringLiteral("first layer signal %1 %2").arg(first->layer, first->tensor);
     }
+    if (scenario == QLatin1String("mid-run-instability")) {
+        // The suggestion: the planted layer kept in BF16 as a TE debug config; Megatron's first/last-layer
+        // flags only when the suspects are such layers (the planted one is the first suspect).
+        const auto dep = std::find_if(c.findings.begin(), c.findings.end(),
+            [](const Finding &f) { return f.kind == QLatin1String("loss-departure"); });
+        const QString layer = planted.value(QStringLiteral("layer")).toString();
+        const int layers = planted.value(QStringLiteral("layers")).toInt();
+        static const QRegularExpression index(QStringLiteral("(?:^|\\.)(?:layers?|blocks?|h)\\.(\\d+)(?:\\.|$)"));
+        const int at = index.match(layer).captured(1).toInt();
+        if (dep != c.findings.end()) {
+            if (!dep->suggestion.contains(QRegularExpression::escape(layer))
+                || !dep->suggestion.contains(QLatin1String("DisableQuantizationLayer")))
+                wrong << QStringLiteral("no BF16 config for %1").arg(layer);
+            if (dep->suggestion.contains(QLatin1String("--first-last-layers-bf16")) && at > 1 && at < layers - 2)
+                wrong << QStringLiteral("first/last-layer flags for layer %1 of %2").arg(at).arg(layers);
+        }
+    }
     if (scenario == QLatin1String("early-divergence")) {
         for (const QJsonValue &k : planted.value(QStringLiteral("keys")).toArray()) {
             const bool named = std::any_of(c.findings.begin(), c.findings.end(), [&](const Finding &f) {
@@ -137,7 +155,8 @@ QString judge(const QJsonObject &planted, const Comparison &c)
     const auto said = std::find_if(
         c.findings.begin(), c.findings.end(), [](const Finding &f) { return f.kind == QLatin1String("restart"); });
     if (restart.isEmpty() != (said == c.findings.end()))
-        wrong << QStringLiteral("restart %1").arg(restart.isEmpty() ? QStringLiteral("said") : QStringLiteral("not said"));
+        wrong << QStringLiteral("restart %1")
+                     .arg(restart.isEmpty() ? QStringLiteral("said") : QStringLiteral("not said"));
     if (!restart.isEmpty() && said != c.findings.end()) {
         const QJsonObject r = said->evidence.value(QStringLiteral("rewinds")).toArray().first().toObject();
         if (r.value(QStringLiteral("resumed_from")) != restart.value(QStringLiteral("resumed_from"))
@@ -405,8 +424,7 @@ void TestTriage::compareCli()
     };
     int code = -1;
     const QJsonObject doc
-        = QJsonDocument::fromJson(run({QStringLiteral("--run"), plan.run, QStringLiteral("--json")}, &code))
-              .object();
+        = QJsonDocument::fromJson(run({QStringLiteral("--run"), plan.run, QStringLiteral("--json")}, &code)).object();
     QCOMPARE(code, 0);
     QCOMPARE(doc.value(QStringLiteral("baseline")).toString(), plan.baseline); // the run's pairing
     QCOMPARE(doc.value(QStringLiteral("stat")).toString(), QStringLiteral("lm loss"));
@@ -429,9 +447,8 @@ void TestTriage::compareCli()
                     - p.value(QStringLiteral("difference")).toDouble())
             < 1e-9);
     }
-    const QByteArray csv = run({QStringLiteral("--run"), plan.run, QStringLiteral("--baseline"),
-                                   plan.baseline, QStringLiteral("--stat"), QStringLiteral("grad-norm"),
-                                   QStringLiteral("--csv")},
+    const QByteArray csv = run({QStringLiteral("--run"), plan.run, QStringLiteral("--baseline"), plan.baseline,
+                                   QStringLiteral("--stat"), QStringLiteral("grad-norm"), QStringLiteral("--csv")},
         &code);
     QCOMPARE(code, 0);
     const QList<QByteArray> lines = csv.trimmed().split('\n');
@@ -442,8 +459,7 @@ void TestTriage::compareCli()
     QCOMPARE(code, 0);
     QVERIFY2(text.contains(QByteArray("departs at step " + QByteArray::number(*result.comparisons.front().departure))),
         text.constData());
-    QVERIFY(run({QStringLiteral("--run"), plan.run, QStringLiteral("--stat"), QStringLiteral("nonsense")},
-        &code)
+    QVERIFY(run({QStringLiteral("--run"), plan.run, QStringLiteral("--stat"), QStringLiteral("nonsense")}, &code)
                 .contains("has no 'nonsense' series"));
     QCOMPARE(code, 1);
     QVERIFY(run({QStringLiteral("--run"), plan.baseline}, &code).contains("has no baseline"));
@@ -557,8 +573,9 @@ void TestTriage::recipeWhatIfOnADump()
     const auto w = whatIf(result.comparisons.front());
     QVERIFY(w);
     const QJsonObject recipes = w->evidence.value(QStringLiteral("recipes")).toObject();
-    QCOMPARE(recipes.keys(), QStringList({QStringLiteral("block1x128"), QStringLiteral("current"),
-                                 QStringLiteral("delayed"), QStringLiteral("mxfp8")}));
+    QCOMPARE(recipes.keys(),
+        QStringList({QStringLiteral("block1x128"), QStringLiteral("current"), QStringLiteral("delayed"),
+            QStringLiteral("mxfp8")}));
     QString best;
     double least = INFINITY;
     for (const QString &r : recipes.keys()) {
