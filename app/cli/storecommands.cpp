@@ -1,6 +1,7 @@
 #include "storecommands.h"
 
 #include "clijob.h"
+#include "folderargs.h"
 
 #include "app/cudafactory.h"
 #include "core/jobs/jobqueue.h"
@@ -23,28 +24,6 @@
 namespace fp8scope::cli {
 
 namespace {
-
-// Parses the common "COMMAND FOLDER [options]" shape; prints usage errors. Returns 0 to go on.
-int parse(QCommandLineParser &parser, const QStringList &args, const QString &what)
-{
-    parser.setApplicationDescription(what);
-    parser.addHelpOption();
-    parser.addPositionalArgument(QStringLiteral("folder"), QStringLiteral("run folder or workspace"));
-    QTextStream err(stderr);
-    if (!parser.parse(args)) {
-        err << "fp8scope-cli: " << parser.errorText() << '\n';
-        return 2;
-    }
-    if (parser.isSet(QStringLiteral("help"))) {
-        QTextStream(stdout) << parser.helpText();
-        return -1;
-    }
-    if (parser.positionalArguments().size() != 1) {
-        err << "fp8scope-cli: expected one FOLDER\n";
-        return 2;
-    }
-    return 0;
-}
 
 bool openCatalog(Catalog &catalog, const QString &folder)
 {
@@ -99,7 +78,7 @@ int runIngest(const QStringList &args)
         QStringLiteral("throw the store away and read every file again (a damaged store; the store is a cache of the "
                        "run's files, recomputed metrics are recomputed on request)"));
     parser.addOptions({jsonOpt, rebuildOpt});
-    if (const int rc = parse(parser, args, QStringLiteral("Read a run folder into its store.")))
+    if (const int rc = parseFolderArgs(parser, args, QStringLiteral("Read a run folder into its store.")))
         return rc < 0 ? 0 : rc;
     const QString folder = parser.positionalArguments().front();
     QTextStream out(stdout);
@@ -190,7 +169,7 @@ int runRuns(const QStringList &args)
     QCommandLineParser parser;
     const QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("print JSON"));
     parser.addOption(jsonOpt);
-    if (const int rc = parse(parser, args,
+    if (const int rc = parseFolderArgs(parser, args,
             QStringLiteral("List the runs of an ingested folder: precision, recipe, the baseline each is compared with "
                            "and why, and the versions of the frameworks it recorded.")))
         return rc < 0 ? 0 : rc;
@@ -251,7 +230,7 @@ int runSeries(const QStringList &args)
         QStringLiteral("at most N points (min/max per bucket)"), QStringLiteral("n"), QStringLiteral("0"));
     const QCommandLineOption csvOpt(QStringLiteral("csv"), QStringLiteral("print CSV"));
     parser.addOptions({runOpt, statOpt, layerOpt, tensorOpt, sourceOpt, recipeOpt, samplesOpt, bucketsOpt, csvOpt});
-    if (const int rc = parse(parser, args,
+    if (const int rc = parseFolderArgs(parser, args,
             QStringLiteral("Print one series of a run. A run-level statistic may be named by any of its names "
                            "('lm loss', 'train/loss', 'grad-norm'); without --layer and --tensor it is run level.")))
         return rc < 0 ? 0 : rc;
@@ -345,7 +324,7 @@ int runHeatmap(const QStringList &args)
         QStringLiteral("source (default: logged before recomputed, then the one covering most layers)"),
         QStringLiteral("source"));
     parser.addOptions({runOpt, statOpt, tensorOpt, csvOpt, recipeOpt, sourceOpt});
-    if (const int rc = parse(parser, args, QStringLiteral("Print a layers x steps matrix of one statistic.")))
+    if (const int rc = parseFolderArgs(parser, args, QStringLiteral("Print a layers x steps matrix of one statistic.")))
         return rc < 0 ? 0 : rc;
     if (!parser.isSet(runOpt) || !parser.isSet(statOpt) || !parser.isSet(tensorOpt)) {
         QTextStream(stderr) << "fp8scope-cli heatmap: --run, --stat and --tensor are required\n";
@@ -409,7 +388,8 @@ int runRecompute(const QStringList &args)
     const QCommandLineOption threadsOpt(QStringLiteral("threads"), QStringLiteral("CPU threads (default: all)"),
         QStringLiteral("n"), QStringLiteral("0"));
     parser.addOptions({recipeOpt, backendOpt, threadsOpt});
-    if (const int rc = parse(parser, args, QStringLiteral("Recompute FP8 metrics for every indexed tensor dump.")))
+    if (const int rc
+        = parseFolderArgs(parser, args, QStringLiteral("Recompute FP8 metrics for every indexed tensor dump.")))
         return rc < 0 ? 0 : rc;
     QTextStream out(stdout);
     QTextStream err(stderr);

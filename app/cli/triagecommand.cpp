@@ -1,5 +1,7 @@
 #include "triagecommand.h"
 
+#include "folderargs.h"
+
 #include "core/analysis/triage.h"
 
 #include <QCommandLineParser>
@@ -75,30 +77,18 @@ QString csvNumber(double v)
 int runTriage(const QStringList &args)
 {
     QCommandLineParser parser;
-    parser.setApplicationDescription(QStringLiteral(
-        "Compare every FP8 run with its baseline and say what went wrong: early divergence, mid-run instability, "
-        "loss spikes or a downstream gap, with the evidence and what to try next (docs/TRIAGE.md)."));
-    parser.addHelpOption();
-    parser.addPositionalArgument(QStringLiteral("folder"), QStringLiteral("run folder or workspace"));
     const QCommandLineOption baselineOpt(
         QStringLiteral("baseline"), QStringLiteral("the baseline run (with --run)"), QStringLiteral("run"));
     const QCommandLineOption runOpt(
         QStringLiteral("run"), QStringLiteral("the run to compare (with --baseline)"), QStringLiteral("run"));
     const QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("print JSON"));
     parser.addOptions({baselineOpt, runOpt, jsonOpt});
+    if (const int rc = parseFolderArgs(parser, args,
+            QStringLiteral("Compare every FP8 run with its baseline and say what went wrong: early divergence, mid-run "
+                           "instability, loss spikes or a downstream gap, with the evidence and what to try next "
+                           "(docs/TRIAGE.md).")))
+        return rc < 0 ? 0 : rc;
     QTextStream err(stderr);
-    if (!parser.parse(args)) {
-        err << "fp8scope-cli: " << parser.errorText() << '\n';
-        return 2;
-    }
-    if (parser.isSet(QStringLiteral("help"))) {
-        QTextStream(stdout) << parser.helpText();
-        return 0;
-    }
-    if (parser.positionalArguments().size() != 1) {
-        err << "fp8scope-cli: expected one FOLDER\n";
-        return 2;
-    }
     if (parser.isSet(baselineOpt) != parser.isSet(runOpt)) {
         err << "fp8scope-cli triage: --baseline and --run go together\n";
         return 2;
@@ -163,11 +153,6 @@ int runTriage(const QStringList &args)
 int runCompare(const QStringList &args)
 {
     QCommandLineParser parser;
-    parser.setApplicationDescription(QStringLiteral(
-        "One statistic of a run against its baseline, aligned on step: both values, their difference, its running "
-        "median, the edge it must stay above (tolerance + noise band) and the departure (docs/TRIAGE.md)."));
-    parser.addHelpOption();
-    parser.addPositionalArgument(QStringLiteral("folder"), QStringLiteral("run folder or workspace"));
     const QCommandLineOption baselineOpt(QStringLiteral("baseline"),
         QStringLiteral("the baseline run (default: the run's pairing)"), QStringLiteral("run"));
     const QCommandLineOption runOpt(QStringLiteral("run"), QStringLiteral("the run to compare"), QStringLiteral("run"));
@@ -177,19 +162,12 @@ int runCompare(const QStringList &args)
     const QCommandLineOption csvOpt(QStringLiteral("csv"), QStringLiteral("print every aligned step as CSV"));
     const QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("print JSON"));
     parser.addOptions({baselineOpt, runOpt, statOpt, csvOpt, jsonOpt});
+    if (const int rc = parseFolderArgs(parser, args,
+            QStringLiteral("One statistic of a run against its baseline, aligned on step (or consumed samples when "
+                           "their batch sizes differ): both values, their difference, its running median, the edge "
+                           "it must stay above (tolerance + noise band) and the departure (docs/TRIAGE.md).")))
+        return rc < 0 ? 0 : rc;
     QTextStream err(stderr);
-    if (!parser.parse(args)) {
-        err << "fp8scope-cli: " << parser.errorText() << '\n';
-        return 2;
-    }
-    if (parser.isSet(QStringLiteral("help"))) {
-        QTextStream(stdout) << parser.helpText();
-        return 0;
-    }
-    if (parser.positionalArguments().size() != 1) {
-        err << "fp8scope-cli: expected one FOLDER\n";
-        return 2;
-    }
     if (!parser.isSet(runOpt)) {
         err << "fp8scope-cli compare: --run is required\n";
         return 2;
