@@ -188,6 +188,7 @@ private Q_SLOTS:
     void compareCli();
     void alignsOnConsumedSamples();
     void recipeWhatIfOnADump();
+    void severalRunsOfOneBaseline();
     void realFixtures();
 };
 
@@ -587,6 +588,41 @@ void TestTriage::recipeWhatIfOnADump()
         }
     }
     QVERIFY2(w->suggestion.startsWith(best + QLatin1Char(' ')), qPrintable(w->suggestion));
+}
+
+// A workspace with two FP8 runs of one baseline: one comparison each, both against it, each with its own
+// verdict (the copy of the faulty run departs as it does; the baseline's own loss, copied as a third run,
+// does not), and the baseline checked on its own.
+void TestTriage::severalRunsOfOneBaseline()
+{
+    QTemporaryDir dir;
+    ScenarioPlan plan;
+    QString error;
+    QVERIFY2(generateScenario(dir.path(), Scenario::MidRunInstability, 3, &plan, &error), qPrintable(error));
+    QVERIFY(copyTree(dir.filePath(plan.run), dir.filePath(plan.run + QStringLiteral("-again"))));
+    // A second FP8 run whose loss is the baseline's: its config and versions are the FP8 run's.
+    const QString same = dir.filePath(plan.run + QStringLiteral("-healthy"));
+    QVERIFY(QDir().mkpath(same));
+    for (const QString &f : QDir(dir.filePath(plan.run)).entryList(QDir::Files))
+        QVERIFY(QFile::copy(dir.filePath(plan.run + QLatin1Char('/') + f), same + QLatin1Char('/') + f));
+    QVERIFY(QFile::remove(same + QStringLiteral("/stdout.log")));
+    QVERIFY(
+        QFile::copy(dir.filePath(plan.baseline + QStringLiteral("/stdout.log")), same + QStringLiteral("/stdout.log")));
+    Catalog catalog;
+    TriageResult result;
+    QVERIFY2(openAndTriage(dir.path(), &catalog, &result, &error), qPrintable(error));
+    QCOMPARE(int(result.comparisons.size()), 3);
+    std::map<QString, const Comparison *> byRun;
+    for (const Comparison &c : result.comparisons) {
+        QCOMPARE(runNameOf(catalog, c.baseline), plan.baseline);
+        byRun[runNameOf(catalog, c.run)] = &c;
+    }
+    QCOMPARE(byRun.at(plan.run)->verdict, Verdict::MidRunInstability);
+    QCOMPARE(byRun.at(plan.run + QStringLiteral("-again"))->verdict, Verdict::MidRunInstability);
+    QCOMPARE(byRun.at(plan.run + QStringLiteral("-again"))->departure, byRun.at(plan.run)->departure);
+    QVERIFY(!byRun.at(plan.run + QStringLiteral("-healthy"))->departure);
+    QCOMPARE(int(result.runs.size()), 1);
+    QCOMPARE(runNameOf(catalog, result.runs.front().run), plan.baseline);
 }
 
 void TestTriage::realFixtures()
