@@ -592,8 +592,8 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
     c.baseline = baseline;
     c.run = run;
     const QString baseName = runName(catalog, baseline);
-    const auto baseLoss = runSeries(catalog, baseline, QStringLiteral("lm loss"));
-    const auto runLoss = runSeries(catalog, run, QStringLiteral("lm loss"));
+    const StatComparison loss = compareStatistic(catalog, baseline, run, QStringLiteral("lm loss"), options);
+    const std::optional<StepSeries> &baseLoss = loss.baselinePoints, &runLoss = loss.runPoints;
     int64_t last = 0;
     for (const auto &s : {baseLoss, runLoss}) {
         if (s)
@@ -605,8 +605,7 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
     Departure departure;
     std::optional<int64_t> baselineDeparture; // the baseline's step at the same consumed samples
     QString axis = QStringLiteral("step");
-    if (baseLoss && runLoss) {
-        const StatComparison loss = compareStatistic(catalog, baseline, run, QStringLiteral("lm loss"), options);
+    if (loss.found) {
         departure = loss.departure;
         baselineDeparture = loss.baselineStep;
         axis = loss.axis;
@@ -1094,8 +1093,9 @@ StatComparison compareStatistic(
 {
     StatComparison out;
     out.stat = canonicalStat(stat).name;
-    const auto b = runSeries(catalog, baseline, out.stat, &out.baselineSource);
-    const auto r = runSeries(catalog, run, out.stat, &out.runSource);
+    out.baselinePoints = runSeries(catalog, baseline, out.stat, &out.baselineSource);
+    out.runPoints = runSeries(catalog, run, out.stat, &out.runSource);
+    const std::optional<StepSeries> &b = out.baselinePoints, &r = out.runPoints;
     if (!b || !r)
         return out;
     out.found = true;

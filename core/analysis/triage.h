@@ -79,6 +79,7 @@ struct StatComparison {
     QString stat; // canonical
     bool found = false; // both runs have it
     QString baselineSource, runSource;
+    std::optional<StepSeries> baselinePoints, runPoints; // as read, at each run's own steps (when it has it)
     bool intervalMeans = false; // Megatron's interval means aligned over the sparser series' window
     DepartureOptions options; // the tolerance it was judged with
     // What the runs were aligned on: "step", or "consumed samples" / "consumed tokens" when both logged them
