@@ -29,6 +29,7 @@
 #include <QProgressBar>
 #include <QScrollBar>
 #include <QSortFilterProxyModel>
+#include <QStackedWidget>
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QStyle>
@@ -185,8 +186,28 @@ void MainWindow::createViews()
     addDock(this, QStringLiteral("histogramDock"), tr("Histogram"), m_histogram, Qt::RightDockWidgetArea);
     addDock(this, QStringLiteral("statsDock"), tr("Statistics"), m_statsTable, Qt::RightDockWidgetArea);
     auto *heat = addDock(this, QStringLiteral("heatmapDock"), tr("Heatmap"), m_heatmap, Qt::BottomDockWidgetArea);
+    // The problems table, or a line that says why it is empty; the tab counts them.
+    auto *problemsPane = new QStackedWidget(this);
+    problemsPane->setObjectName(QStringLiteral("problemsPane"));
+    auto *noProblems = new QLabel(problemsPane);
+    noProblems->setObjectName(QStringLiteral("noProblems"));
+    noProblems->setAlignment(Qt::AlignCenter);
+    noProblems->setWordWrap(true);
+    problemsPane->addWidget(m_problemsTable);
+    problemsPane->addWidget(noProblems);
     auto *problems
-        = addDock(this, QStringLiteral("problemsDock"), tr("Problems"), m_problemsTable, Qt::BottomDockWidgetArea);
+        = addDock(this, QStringLiteral("problemsDock"), tr("Problems"), problemsPane, Qt::BottomDockWidgetArea);
+    const auto showProblems = [this, problemsPane, noProblems, problems] {
+        const int n = m_problemsModel->rowCount();
+        noProblems->setText(m_workspace->folders().isEmpty()
+                ? tr("No folder is open.")
+                : tr("No problems: every file fp8scope recognised in %1 was read whole.")
+                      .arg(m_workspace->folders().join(QStringLiteral(", "))));
+        problemsPane->setCurrentWidget(n > 0 ? static_cast<QWidget *>(m_problemsTable) : noProblems);
+        problems->setWindowTitle(n > 0 ? tr("Problems (%1)").arg(n) : tr("Problems"));
+    };
+    connect(m_problemsModel, &QAbstractItemModel::modelReset, this, showProblems);
+    showProblems();
     tabifyDockWidget(heat, problems);
     heat->raise();
     resize(1500, 950);

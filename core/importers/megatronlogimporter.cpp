@@ -6,6 +6,7 @@
 
 #include <QRegularExpression>
 
+#include <cmath>
 #include <optional>
 #include <utility>
 
@@ -15,8 +16,11 @@ namespace {
 
 const QString kSource = QStringLiteral("megatron-log");
 
-// "key: value" fields after the first "|"-separated part; false if a field's value is not a number.
-bool readFields(QStringView rest, int64_t step, const QString &prefix, IngestSink &sink, QString *bad)
+// "key: value" fields after the first "|"-separated part; false if a field's value is not a number. Fields
+// whose value is nan or inf (a step whose gradients overflowed) are stored as they are and named in
+// *nonFinite.
+bool readFields(
+    QStringView rest, int64_t step, const QString &prefix, IngestSink &sink, QString *bad, QStringList *nonFinite)
 {
     for (QStringView field : rest.split(QLatin1Char('|'))) {
         field = field.trimmed();
@@ -33,10 +37,21 @@ bool readFields(QStringView rest, int64_t step, const QString &prefix, IngestSin
             *bad = field.toString();
             return false;
         }
-        sink.point(
-            {QString(), QString(), prefix + field.left(colon).trimmed().toString(), kSource, QString()}, step, v);
+        const QString name = prefix + field.left(colon).trimmed().toString();
+        if (!std::isfinite(v))
+            nonFinite->append(QStringLiteral("%1 %2").arg(name, field.mid(colon + 1).trimmed().toString()));
+        sink.point({QString(), QString(), name, kSource, QString()}, step, v);
     }
     return true;
+}
+
+// A line whose values were not finite: said once per line, with the fields (the points are kept as NaN, and
+// the curves and the triage read them as missing).
+void reportNonFinite(IngestSink &sink, const TextLine &l, int64_t step, const QStringList &fields)
+{
+    if (!fields.isEmpty())
+        sink.problem(l.number, l.offset,
+            QStringLiteral("iteration %1: %2 (not a finite number)").arg(step).arg(fields.join(QStringLiteral(", "))));
 }
 
 // Where `marker` ("iteration ") starts in the line as a word followed by a number, wherever a launcher or
@@ -172,8 +187,10 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
                 sink.point(rewind, loadedAt && *loadedAt <= step ? *loadedAt : step, double(lastIteration));
             lastIteration = step;
             loadedAt.reset();
-            if (!readFields(line.mid(bar + 1), step, QString(), sink, &bad))
+            QStringList nonFinite;
+            if (!readFields(line.mid(bar + 1), step, QString(), sink, &bad, &nonFinite))
                 sink.problem(l.number, l.offset, QStringLiteral("unreadable field '%1'").arg(bad));
+            reportNonFinite(sink, l, step, nonFinite);
             return true;
         }
         if (line.startsWith(QLatin1String("validation loss at iteration "))) {
@@ -186,8 +203,10 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
                 sink.problem(l.number, l.offset, QStringLiteral("unreadable validation line"));
                 return true;
             }
-            if (!readFields(line.mid(bar + 1), step, QStringLiteral("validation "), sink, &bad))
+            QStringList nonFinite;
+            if (!readFields(line.mid(bar + 1), step, QStringLiteral("validation "), sink, &bad, &nonFinite))
                 sink.problem(l.number, l.offset, QStringLiteral("unreadable field '%1'").arg(bad));
+            reportNonFinite(sink, l, step, nonFinite);
             return true;
         }
         if (line.contains(QLatin1String("version")) || line.contains(QLatin1String("Version"))) {

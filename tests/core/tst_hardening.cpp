@@ -83,6 +83,7 @@ class TestHardening : public QObject
 private Q_SLOTS:
     void megatronLinesBehindLauncherPrefixes();
     void megatronLogThatRewinds();
+    void megatronValuesThatAreNotFinite();
     void tableHeaderLongerThanTheHead();
     void namesThatAreNotUtf8();
     void linesWithInvalidUtf8OrADamagedSeparator();
@@ -166,6 +167,33 @@ void TestHardening::megatronLogThatRewinds()
     QCOMPARE(rewinds.at(20), 40.0);
     QCOMPARE(rewinds.at(50), 60.0);
     QCOMPARE(rewinds.at(60), 70.0);
+}
+
+void TestHardening::megatronValuesThatAreNotFinite()
+{
+    // `grad norm: nan` (a step whose gradients overflowed) and `lm loss: inf`: stored as they are (missing
+    // values to the curves and the triage) and each line said once, with its fields, as a problem.
+    QTemporaryDir dir;
+    write(dir.filePath(QStringLiteral("train.log")),
+        " iteration       10/     100 | lm loss: 1.000000E+01 | grad norm: 2.0 |\n"
+        " iteration       20/     100 | lm loss: 9.000000E+00 | grad norm: nan |\n"
+        " iteration       30/     100 | lm loss: inf | grad norm: nan |\n"
+        " validation loss at iteration 30 | lm loss value: nan |\n");
+    const IngestReport report = ingest(dir.path());
+    QCOMPARE(report.filesRead, 1);
+    QCOMPARE(report.problems, 3);
+    const QStringList said = problems(dir.path());
+    QVERIFY2(said.contains(QStringLiteral("train.log:2: iteration 20: grad norm nan (not a finite number)")),
+        qPrintable(said.join(QLatin1Char('\n'))));
+    QVERIFY(
+        said.contains(QStringLiteral("train.log:3: iteration 30: lm loss inf, grad norm nan (not a finite number)")));
+    QVERIFY(
+        said.contains(QStringLiteral("train.log:4: iteration 30: validation lm loss value nan (not a finite number)")));
+    const auto grad = points(dir.path(), QStringLiteral("grad norm"));
+    QCOMPARE(grad.size(), size_t(3));
+    QCOMPARE(grad.at(10), 2.0);
+    QVERIFY(std::isnan(grad.at(20)));
+    QVERIFY(std::isinf(points(dir.path(), QStringLiteral("lm loss")).at(30)));
 }
 
 void TestHardening::tableHeaderLongerThanTheHead()

@@ -31,6 +31,7 @@
 #include <QSignalSpy>
 #include <QSlider>
 #include <QSortFilterProxyModel>
+#include <QStackedWidget>
 #include <QStandardPaths>
 #include <QTableView>
 #include <QTemporaryDir>
@@ -96,6 +97,7 @@ private Q_SLOTS:
     void recomputeWithAnotherRecipe();
     void exportsPlotsAndCsv();
     void corruptLogShowsInProblemsPanel();
+    void problemsPanelSaysWhyItIsEmpty();
     void dropOpensFolder();
     void longSeriesDrawsBucketsUntilZoomedIn();
     void cancelStopsLoadingAndKeepsWhatWasRead();
@@ -573,6 +575,11 @@ void TestMainWindow::corruptLogShowsInProblemsPanel()
     }
     QVERIFY(row >= 0);
     QVERIFY(problems->index(row, 1).data().toString().startsWith(QStringLiteral("line ")));
+    // The table shows (not the empty line), and the tab counts the problems.
+    QCOMPARE(m_window->findChild<QStackedWidget *>(QStringLiteral("problemsPane"))->currentWidget(),
+        static_cast<QWidget *>(m_window->problemsTable()));
+    QCOMPARE(m_window->findChild<QDockWidget *>(QStringLiteral("problemsDock"))->windowTitle(),
+        QStringLiteral("Problems (%1)").arg(problems->rowCount()));
     // The rest still shows.
     QCOMPARE(m_window->workspace()->runCount(), 2);
     QVERIFY(!m_window->heatmap()->heatmap().layers.isEmpty());
@@ -593,6 +600,25 @@ void TestMainWindow::corruptLogShowsInProblemsPanel()
     auto *text = dialog->findChild<QPlainTextEdit *>(QStringLiteral("problemLineText"));
     QVERIFY(text->toPlainText().contains(QStringLiteral("grad norm: oops")));
     dialog->close();
+}
+
+void TestMainWindow::problemsPanelSaysWhyItIsEmpty()
+{
+    // A folder read without a problem: the panel says so (not an empty table), and the tab has no count;
+    // with no folder open it says that instead.
+    openAndWait({m_pair});
+    QCOMPARE(m_window->problemsTable()->model()->rowCount(), 0);
+    auto *pane = m_window->findChild<QStackedWidget *>(QStringLiteral("problemsPane"));
+    auto *none = m_window->findChild<QLabel *>(QStringLiteral("noProblems"));
+    QVERIFY(pane && none);
+    QCOMPARE(pane->currentWidget(), static_cast<QWidget *>(none));
+    QVERIFY2(none->text().startsWith(QStringLiteral("No problems")), qPrintable(none->text()));
+    QVERIFY(none->text().contains(QFileInfo(m_pair).absoluteFilePath()) || none->text().contains(m_pair));
+    QCOMPARE(
+        m_window->findChild<QDockWidget *>(QStringLiteral("problemsDock"))->windowTitle(), QStringLiteral("Problems"));
+    m_window->workspace()->close();
+    QTRY_COMPARE(none->text(), QStringLiteral("No folder is open."));
+    QCOMPARE(pane->currentWidget(), static_cast<QWidget *>(none));
 }
 
 void TestMainWindow::dropOpensFolder()
