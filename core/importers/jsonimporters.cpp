@@ -8,6 +8,7 @@
 #include <QJsonObject>
 #include <QRegularExpression>
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -35,8 +36,18 @@ bool loadJson(const QString &path, IngestSink &sink, QJsonDocument *doc, ReadPos
     *doc = QJsonDocument::fromJson(bytes, &err);
     end->offset = bytes.size();
     if (err.error != QJsonParseError::NoError) {
-        const int64_t line = 1 + bytes.left(err.offset).count('\n');
-        sink.problem(line, err.offset, QStringLiteral("invalid JSON: %1").arg(err.errorString()));
+        // Qt may place an error at the end one byte past it.
+        const qsizetype at = std::min<qsizetype>(err.offset, bytes.size());
+        const int64_t line = 1 + bytes.left(at).count('\n');
+        // An error with nothing but white space after it: the file stops before its JSON does.
+        const bool cutShort = bytes.mid(at).trimmed().isEmpty();
+        sink.problem(line, at,
+            cutShort ? QStringLiteral("the file ends before its JSON does (cut short while it was written or copied?): "
+                                      "%1 at byte %2 of %3")
+                           .arg(err.errorString())
+                           .arg(at)
+                           .arg(bytes.size())
+                     : QStringLiteral("invalid JSON: %1").arg(err.errorString()));
         return false;
     }
     return true;

@@ -84,6 +84,7 @@ private Q_SLOTS:
     void megatronLinesBehindLauncherPrefixes();
     void megatronLogThatRewinds();
     void megatronValuesThatAreNotFinite();
+    void jsonCutShort();
     void tableHeaderLongerThanTheHead();
     void namesThatAreNotUtf8();
     void linesWithInvalidUtf8OrADamagedSeparator();
@@ -194,6 +195,26 @@ void TestHardening::megatronValuesThatAreNotFinite()
     QCOMPARE(grad.at(10), 2.0);
     QVERIFY(std::isnan(grad.at(20)));
     QVERIFY(std::isinf(points(dir.path(), QStringLiteral("lm loss")).at(30)));
+}
+
+void TestHardening::jsonCutShort()
+{
+    // An lm-eval results file cut short (a copy that stopped): said as such, with where it stops; a JSON error
+    // with more after it stays a plain syntax error.
+    QTemporaryDir dir;
+    const QByteArray whole = R"({"results": {"arc_easy": {"acc,none": 0.5, "acc_stderr,none": 0.01}}, )"
+                             R"("config": {"model_args": "dtype=bfloat16"}})";
+    write(dir.filePath(QStringLiteral("results_cut.json")), whole.left(90) + "\n");
+    write(dir.filePath(QStringLiteral("results_bad.json")), QByteArray(whole).replace("0.5,", "0.5,,"));
+    ingest(dir.path());
+    const QStringList said = problems(dir.path());
+    QCOMPARE(said.size(), 2);
+    const QString cut = said.filter(QStringLiteral("results_cut.json")).value(0);
+    QVERIFY2(cut.contains(QStringLiteral("the file ends before its JSON does"))
+            && cut.endsWith(QStringLiteral("at byte 91 of 91")),
+        qPrintable(cut));
+    const QString bad = said.filter(QStringLiteral("results_bad.json")).value(0);
+    QVERIFY2(bad.contains(QStringLiteral("invalid JSON")), qPrintable(bad));
 }
 
 void TestHardening::tableHeaderLongerThanTheHead()
