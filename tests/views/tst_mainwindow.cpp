@@ -552,7 +552,19 @@ void TestMainWindow::exportsPlotsAndCsv()
     for (const auto &c : m_window->curves()->curves())
         points += c.steps.size();
     QCOMPARE(size_t(lines.size()), points + 1);
-    QVERIFY(lines.front().startsWith("run,step"));
+    // The header names the statistic and the x axis; the numbers read back as the values drawn, in their
+    // shortest form.
+    const QString stat = m_window->curves()->statistic();
+    QCOMPARE(
+        QString::fromUtf8(lines.front()), QStringLiteral("run,step,x: step,%1,%1 min,%1 max,%1 smoothed").arg(stat));
+    const QList<QByteArray> first = lines.at(1).split(',');
+    const auto &curve = m_window->curves()->curves().front();
+    QCOMPARE(first.at(3).toDouble(), curve.values.front());
+    QCOMPARE(first.at(3), QString::number(curve.values.front(), 'g', QLocale::FloatingPointShortest).toUtf8());
+    for (const QByteArray &line : lines.mid(1, 50)) {
+        for (const QByteArray &f : line.split(',').mid(2))
+            QVERIFY2(f.size() <= 24, f.constData()); // no 10.537520000000001
+    }
     // The heatmap's CSV: one line per layer.
     const QString heatCsv = m_window->heatmap()->csv();
     QCOMPARE(heatCsv.trimmed().split(QLatin1Char('\n')).size(), m_window->heatmap()->heatmap().layers.size() + 1);

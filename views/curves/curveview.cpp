@@ -533,15 +533,22 @@ QString CurveView::toolTipAt(double x) const
 
 QString CurveView::csv() const
 {
-    QString out = QStringLiteral("run,step,x,value,min,max,smoothed\n");
+    // The header names the statistic and the x axis; numbers are the shortest text that reads back as the
+    // same double (10.53752, not 10.537520000000001).
+    const auto number = [](double v) { return QString::number(v, 'g', QLocale::FloatingPointShortest); };
+    const auto field = [](QString name) { return name.replace(QLatin1Char(','), QLatin1Char(' ')); };
+    const QString stat = field(statistic());
+    QString out
+        = QStringLiteral("run,step,%1,%2,%2 min,%2 max,%2 smoothed\n")
+              .arg(m_xAxis->currentIndex() == 1 ? QStringLiteral("x: consumed samples") : QStringLiteral("x: step"),
+                  stat);
     for (const RunCurve &c : m_curves) {
         const std::vector<double> s = smooth(c.values, smoothingKind(), smoothingStrength());
         for (size_t i = 0; i < c.steps.size(); ++i) {
-            out += m_source->runName(c.run) + QLatin1Char(',') + QString::number(qint64(std::lround(c.steps[i])))
-                + QLatin1Char(',') + QString::number(c.xs[qsizetype(i)], 'g', 17) + QLatin1Char(',')
-                + QString::number(c.values[i], 'g', 17) + QLatin1Char(',') + QString::number(c.mins[i], 'g', 17)
-                + QLatin1Char(',') + QString::number(c.maxs[i], 'g', 17) + QLatin1Char(',')
-                + QString::number(s[i], 'g', 17) + QLatin1Char('\n');
+            out += field(m_source->runName(c.run)) + QLatin1Char(',') + QString::number(qint64(std::lround(c.steps[i])))
+                + QLatin1Char(',') + number(c.xs[qsizetype(i)]) + QLatin1Char(',') + number(c.values[i])
+                + QLatin1Char(',') + number(c.mins[i]) + QLatin1Char(',') + number(c.maxs[i]) + QLatin1Char(',')
+                + number(s[i]) + QLatin1Char('\n');
         }
     }
     return out;

@@ -594,7 +594,8 @@ QString HeatmapView::csv() const
         out += m_data.layers[y];
         for (size_t x = 0; x < m_data.steps.size(); ++x) {
             const double v = m_data.at(y, x);
-            out += QLatin1Char(',') + (std::isnan(v) ? QString() : QString::number(v, 'g', 17));
+            out += QLatin1Char(',')
+                + (std::isnan(v) ? QString() : QString::number(v, 'g', QLocale::FloatingPointShortest));
         }
         out += QLatin1Char('\n');
     }
