@@ -66,25 +66,31 @@ double median(std::span<const double> values)
     return medianInPlace(v);
 }
 
-double robustSigma(std::span<const double> values)
+namespace {
+
+// The finite values' absolute deviations from their median (empty when there is none).
+std::vector<double> absoluteDeviations(std::span<const double> values)
 {
     std::vector<double> v = finite(values);
     const double m = medianInPlace(v);
-    if (std::isnan(m))
-        return kNaN;
     for (double &x : v)
         x = std::abs(x - m);
-    return 1.4826 * medianInPlace(v);
+    return v;
+}
+
+} // namespace
+
+double robustSigma(std::span<const double> values)
+{
+    std::vector<double> v = absoluteDeviations(values);
+    return v.empty() ? kNaN : 1.4826 * medianInPlace(v);
 }
 
 double lowQuartileSigma(std::span<const double> values)
 {
-    std::vector<double> v = finite(values);
-    const double m = medianInPlace(v);
-    if (std::isnan(m))
+    std::vector<double> v = absoluteDeviations(values);
+    if (v.empty())
         return kNaN;
-    for (double &x : v)
-        x = std::abs(x - m);
     const auto q = v.begin() + ptrdiff_t(v.size() / 4);
     std::nth_element(v.begin(), q, v.end());
     return *q / 0.3186;

@@ -732,7 +732,6 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
         baseConfig[e.key] = e.value;
     for (const ConfigEntry &e : catalog.configs(run))
         runConfig[e.key] = e.value;
-    QStringList expected;
     std::set<QString> keys;
     for (const auto &[k, v] : baseConfig)
         keys.insert(k);
@@ -747,8 +746,6 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
         if (bv == rv || !haveBoth)
             continue;
         const KeyClass cls = classifyConfigKey(k);
-        if (cls == KeyClass::Expected)
-            expected << k;
         if (cls != KeyClass::Suspect && cls != KeyClass::Other)
             continue;
         Finding f;
