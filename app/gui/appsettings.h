@@ -11,7 +11,7 @@ namespace fp8scope {
 class AppSettings
 {
 public:
-    static constexpr int kWindowStateVersion = 1;
+    static constexpr int kWindowStateVersion = 2; // 2: the views' controls in tool bars, smaller docks
     static constexpr int kMaxRecent = 10;
 
     QStringList recentFolders() const;

@@ -1,6 +1,8 @@
 #include "mainwindow.h"
 
 #include "appsettings.h"
+#include "runsettingsdialog.h"
+#include "startpage.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/histogram/histogramview.h"
@@ -11,7 +13,9 @@
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
 
+#include <QAction>
 #include <QApplication>
+#include <QClipboard>
 #include <QCloseEvent>
 #include <QDialog>
 #include <QDialogButtonBox>
@@ -27,6 +31,8 @@
 #include <QMimeData>
 #include <QPlainTextEdit>
 #include <QProgressBar>
+#include <QSaveFile>
+#include <QScreen>
 #include <QScrollBar>
 #include <QSortFilterProxyModel>
 #include <QStackedWidget>
@@ -110,11 +116,24 @@ MainWindow::MainWindow(BackendChoice backend, CudaFactory cudaFactory, QWidget *
     createMenus();
     createStatusBar();
     restoreSettings();
+    showStartPage(true);
     updateTitle();
     connect(m_workspace, &Workspace::loaded, this, &MainWindow::onLoaded);
     connect(
         m_workspace, &Workspace::message, this, [this](const QString &text) { statusBar()->showMessage(text, 10000); });
     connect(m_selection, &Selection::changed, this, &MainWindow::syncTreeToSelection);
+    // A run unticked leaves every view: the selection (histogram, statistics) moves to a run still shown.
+    connect(m_workspace, &Workspace::runVisibilityChanged, this, [this](RunRef run) {
+        const WorkspaceRun *r = m_workspace->run(run);
+        if (!r || r->visible || m_selection->run() != run)
+            return;
+        RunRef next;
+        for (const WorkspaceRun &other : m_workspace->runs()) {
+            if (other.visible && !next.isValid())
+                next = other.run.ref;
+        }
+        m_selection->setRun(next);
+    });
     m_workspace->setBackend(backend, cudaFactory);
 }
 
@@ -123,17 +142,37 @@ MainWindow::~MainWindow() = default;
 void MainWindow::createViews()
 {
     m_curves = new CurveView(m_workspace, m_selection, this);
-    setCentralWidget(m_curves);
+    m_startPage = new StartPage(this);
+    m_central = new QStackedWidget(this);
+    m_central->addWidget(m_curves);
+    m_central->addWidget(m_startPage);
+    setCentralWidget(m_central);
+    connect(m_startPage, &StartPage::openFolderRequested, this, &MainWindow::askOpenFolder);
+    connect(m_startPage, &StartPage::openRecentRequested, this, [this](const QString &f) { openFolders({f}); });
+    connect(m_startPage, &StartPage::demoRequested, this, [this] { openDemo(); });
     m_heatmap = new HeatmapView(m_workspace, m_selection, this);
     m_histogram = new HistogramView(m_workspace, m_selection, this);
-    m_histogram->setMinimumWidth(420);
+    m_histogram->setMinimumWidth(260);
 
     m_runModel = new RunListModel(m_workspace, this);
     m_runTable = makeTable(QStringLiteral("runTable"), this);
     m_runTable->setModel(m_runModel);
-    m_runTable->setMinimumWidth(270);
+    m_runTable->setMinimumWidth(180);
     // Cluster job names run long; their two ends tell runs apart (..._bf16_baseline, ..._fp8_...).
     m_runTable->setTextElideMode(Qt::ElideMiddle);
+    // A run's settings: double click it, or its context menu.
+    m_runTable->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    connect(m_runTable, &QTableView::doubleClicked, this,
+        [this](const QModelIndex &index) { editRunSettings(m_workspace->runAt(index.row())); });
+    m_runTable->setContextMenuPolicy(Qt::ActionsContextMenu);
+    auto *settingsAction = new QAction(tr("Run &Settings..."), m_runTable);
+    settingsAction->setObjectName(QStringLiteral("runSettings"));
+    connect(settingsAction, &QAction::triggered, this, [this] {
+        const QModelIndex current = m_runTable->currentIndex();
+        if (current.isValid())
+            editRunSettings(m_workspace->runAt(current.row()));
+    });
+    m_runTable->addAction(settingsAction);
     connect(m_runTable->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
         [this](const QModelIndex &current) {
             if (current.isValid())
@@ -159,7 +198,7 @@ void MainWindow::createViews()
     m_layerTree->setHeaderHidden(true);
     m_layerTree->setUniformRowHeights(true);
     m_layerTree->setIndentation(12);
-    layerPane->setMinimumWidth(240);
+    layerPane->setMinimumWidth(180);
     layerLayout->addWidget(m_layerFilter);
     layerLayout->addWidget(m_layerTree);
     connect(m_layerFilter, &QLineEdit::textChanged, this, [this](const QString &text) {
@@ -175,6 +214,33 @@ void MainWindow::createViews()
     m_statsTable->setModel(m_statsModel);
     // Columns as wide as what they hold (once per refresh; the user may still drag them).
     connect(m_statsModel, &QAbstractItemModel::modelReset, m_statsTable, &QTableView::resizeColumnsToContents);
+    // Copy (the selected rows, or all) and export, from the context menu or the keyboard.
+    m_statsTable->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    m_statsTable->setContextMenuPolicy(Qt::ActionsContextMenu);
+    auto *copyStats = new QAction(tr("&Copy"), m_statsTable);
+    copyStats->setObjectName(QStringLiteral("copyStatistics"));
+    copyStats->setShortcut(QKeySequence::Copy);
+    copyStats->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+    connect(copyStats, &QAction::triggered, this, [this] {
+        QList<int> rows;
+        for (const QModelIndex &i : m_statsTable->selectionModel()->selectedRows())
+            rows << i.row();
+        std::sort(rows.begin(), rows.end());
+        QGuiApplication::clipboard()->setText(m_statsModel->text(rows));
+    });
+    auto *exportStats = new QAction(tr("&Export as CSV..."), m_statsTable);
+    exportStats->setObjectName(QStringLiteral("exportStatistics"));
+    connect(exportStats, &QAction::triggered, this, [this] {
+        const QString path
+            = QFileDialog::getSaveFileName(this, tr("Export statistics"), tr("statistics.csv"), tr("CSV (*.csv)"));
+        if (path.isEmpty())
+            return;
+        QSaveFile f(path);
+        if (!f.open(QIODevice::WriteOnly | QIODevice::Text) || f.write(m_statsModel->text({}, true).toUtf8()) < 0
+            || !f.commit())
+            QMessageBox::warning(this, tr("Export statistics"), tr("%1: %2").arg(path, f.errorString()));
+    });
+    m_statsTable->addActions({copyStats, exportStats});
 
     m_problemsModel = new ProblemsModel(m_workspace, this);
     m_problemsTable = makeTable(QStringLiteral("problemsTable"), this);
@@ -210,21 +276,49 @@ void MainWindow::createViews()
     showProblems();
     tabifyDockWidget(heat, problems);
     heat->raise();
-    resize(1500, 950);
-    resizeDocks({heat}, {330}, Qt::Vertical);
-    resizeDocks({findChild<QDockWidget *>(QStringLiteral("histogramDock"))}, {380}, Qt::Vertical);
-    resizeDocks({findChild<QDockWidget *>(QStringLiteral("histogramDock"))}, {430}, Qt::Horizontal);
+    // The first size fits the screen it opens on (a 1366x768 laptop as a 2560x1440 desk); the docks get their
+    // shares of it when they are first shown (layoutDocks).
+    QSize size(1500, 950);
+    if (const QScreen *screen = QGuiApplication::primaryScreen())
+        size = size.boundedTo(screen->availableSize() * 0.95);
+    resize(size);
+}
+
+void MainWindow::layoutDocks()
+{
+    // Shares of the window as it is now: the views in the middle get what the docks leave.
+    const QSize size = this->size();
+    auto *heat = findChild<QDockWidget *>(QStringLiteral("heatmapDock"));
+    auto *histogramDock = findChild<QDockWidget *>(QStringLiteral("histogramDock"));
+    resizeDocks({heat}, {size.height() * 38 / 100}, Qt::Vertical);
+    resizeDocks({histogramDock}, {size.height() * 42 / 100}, Qt::Vertical);
+    resizeDocks({histogramDock}, {std::max(360, size.width() * 28 / 100)}, Qt::Horizontal);
+    resizeDocks({findChild<QDockWidget *>(QStringLiteral("runsDock"))}, {std::max(185, size.width() * 15 / 100)},
+        Qt::Horizontal);
+}
+
+void MainWindow::showEvent(QShowEvent *event)
+{
+    QMainWindow::showEvent(event);
+    if (m_layoutPending && !isStartPageShown()) {
+        m_layoutPending = false;
+        layoutDocks();
+    }
 }
 
 void MainWindow::createMenus()
 {
     QMenu *file = menuBar()->addMenu(tr("&File"));
-    QAction *open = file->addAction(tr("&Open Folder..."), this, [this] {
-        const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a run folder or a folder of runs"));
-        if (!dir.isEmpty())
-            openFolders({dir});
-    });
+    QAction *open = file->addAction(tr("&Open Folder..."), this, &MainWindow::askOpenFolder);
     open->setShortcut(QKeySequence::Open);
+    QAction *add = file->addAction(tr("&Add Folder..."), this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Add a run folder to those open"));
+        if (!dir.isEmpty())
+            addFolders({dir});
+    });
+    add->setObjectName(QStringLiteral("addFolder"));
+    connect(m_workspace, &Workspace::loaded, add, [this, add] { add->setEnabled(!m_workspace->folders().isEmpty()); });
+    add->setEnabled(false);
     m_recentMenu = file->addMenu(tr("Open &Recent"));
     m_recentMenu->setObjectName(QStringLiteral("recentMenu"));
     file->addAction(tr("Open &Demo (synthetic data)"), this, [this] { openDemo(); });
@@ -303,9 +397,8 @@ void MainWindow::restoreSettings()
 {
     AppSettings s;
     restoreGeometry(s.windowGeometry());
-    const QByteArray state = s.windowState();
-    if (!state.isEmpty())
-        restoreState(state, AppSettings::kWindowStateVersion);
+    // Restored when the start page gives way to the views (showStartPage); without one, the default layout.
+    m_dockState = s.windowState();
     m_curves->setSmoothing(Smoothing(std::clamp(s.smoothingKind(), 0, 3)), s.smoothingStrength());
     m_curves->setLogY(s.curvesLogY());
     m_heatmap->setLogColour(s.heatmapLogColour());
@@ -314,10 +407,49 @@ void MainWindow::restoreSettings()
 void MainWindow::saveSettings()
 {
     AppSettings s;
-    s.setWindow(saveGeometry(), saveState(AppSettings::kWindowStateVersion));
+    s.setWindow(saveGeometry(), isStartPageShown() ? m_dockState : saveState(AppSettings::kWindowStateVersion));
     s.setSmoothing(int(m_curves->smoothingKind()), m_curves->smoothingStrength());
     s.setCurvesLogY(m_curves->logY());
     s.setHeatmapLogColour(m_heatmap->logColour());
+}
+
+void MainWindow::askOpenFolder()
+{
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a run folder or a folder of runs"));
+    if (!dir.isEmpty())
+        openFolders({dir});
+}
+
+bool MainWindow::isStartPageShown() const
+{
+    return m_central->currentWidget() == m_startPage;
+}
+
+void MainWindow::showStartPage(bool on)
+{
+    if (on == isStartPageShown())
+        return;
+    if (on) {
+        // The docks step aside, and come back as they were when a folder opens (the first time: as the last
+        // session left them, or the default layout).
+        if (m_shownViews)
+            m_dockState = saveState(AppSettings::kWindowStateVersion);
+        for (QDockWidget *dock : findChildren<QDockWidget *>())
+            dock->hide();
+        m_central->setCurrentWidget(m_startPage);
+    } else {
+        m_central->setCurrentWidget(m_curves);
+        if (m_dockState.isEmpty() || !restoreState(m_dockState, AppSettings::kWindowStateVersion)) {
+            for (QDockWidget *dock : findChildren<QDockWidget *>())
+                dock->show();
+            findChild<QDockWidget *>(QStringLiteral("heatmapDock"))->raise();
+            m_layoutPending = !isVisible();
+            if (isVisible())
+                layoutDocks();
+        }
+        m_dockState.clear();
+        m_shownViews = true;
+    }
 }
 
 void MainWindow::updateRecentMenu()
@@ -334,6 +466,7 @@ void MainWindow::updateRecentMenu()
         });
     }
     m_recentMenu->setEnabled(!recent.isEmpty());
+    m_startPage->setRecentFolders(recent);
 }
 
 void MainWindow::openFolders(const QStringList &folders)
@@ -352,8 +485,95 @@ void MainWindow::openFolders(const QStringList &folders)
         s.addRecentFolder(QFileInfo(f).absoluteFilePath());
     updateRecentMenu();
     m_selection->clear();
+    showStartPage(false);
     m_workspace->open(ok);
     updateTitle();
+}
+
+void MainWindow::addFolders(const QStringList &folders)
+{
+    QStringList all = m_workspace->folders();
+    AppSettings s;
+    for (const QString &f : folders) {
+        const QString abs = QFileInfo(f).absoluteFilePath();
+        if (!QFileInfo(f).isDir()) {
+            statusBar()->showMessage(tr("%1 is not a folder").arg(f), 10000);
+            continue;
+        }
+        if (!all.contains(abs) && !all.contains(f)) {
+            all << abs;
+            s.addRecentFolder(abs);
+        }
+    }
+    updateRecentMenu();
+    if (all == m_workspace->folders())
+        return;
+    showStartPage(false);
+    reopenKeepingSelection(all);
+}
+
+void MainWindow::reopenKeepingSelection(const QStringList &folders)
+{
+    const WorkspaceRun *run = m_workspace->run(m_selection->run());
+    const QString runName = run ? run->run.name : QString();
+    const QString runFolder = run ? run->run.folder : QString();
+    const QString layer = m_selection->layer(), tensor = m_selection->tensor();
+    const qint64 step = m_selection->step();
+    m_selection->clear();
+    connect(
+        m_workspace, &Workspace::loaded, this,
+        [this, runName, runFolder, layer, tensor, step] {
+            RunRef again;
+            for (const WorkspaceRun &r : m_workspace->runs()) {
+                if (r.run.name == runName && r.run.folder == runFolder)
+                    again = r.run.ref;
+            }
+            if (again.isValid())
+                m_selection->set(again, layer, tensor, step);
+        },
+        Qt::SingleShotConnection);
+    m_workspace->open(folders);
+    updateTitle();
+}
+
+bool MainWindow::setRunSettings(RunRef ref, const RunManifest &settings, QString *error)
+{
+    const WorkspaceRun *run = m_workspace->run(ref);
+    if (!run) {
+        *error = tr("That run is no longer open.");
+        return false;
+    }
+    const std::optional<QString> dir = runFolderOf(run->run.folder, run->run.name);
+    if (!dir) {
+        *error = tr("%1: no folder of %2 holds only this run, so there is no fp8scope.json to write its settings "
+                    "in.")
+                     .arg(run->run.folder, run->run.name);
+        return false;
+    }
+    if (!writeRunManifest(*dir, settings, error))
+        return false;
+    reopenKeepingSelection(m_workspace->folders());
+    return true;
+}
+
+void MainWindow::editRunSettings(RunRef ref)
+{
+    const WorkspaceRun *run = m_workspace->run(ref);
+    if (!run)
+        return;
+    QStringList baselines;
+    for (const WorkspaceRun &r : m_workspace->runs()) {
+        if (r.run.ref != ref)
+            baselines << r.run.name;
+    }
+    const RunManifest current {run->run.displayName, run->run.precision, run->run.recipe, run->run.manifestBaseline,
+        run->run.inferencePrecision, run->run.notes};
+    RunSettingsDialog dialog(run->run.name, current, baselines, this);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+    QString error;
+    if (!setRunSettings(ref, dialog.manifest(), &error))
+        QMessageBox::warning(this, tr("Run Settings"), error);
 }
 
 void MainWindow::openDemo(const DemoOptions &options)
@@ -362,6 +582,7 @@ void MainWindow::openDemo(const DemoOptions &options)
     const QString dir = QStandardPaths::writableLocation(QStandardPaths::CacheLocation)
         + QStringLiteral("/demo-seed%1-layers%2-steps%3").arg(options.seed).arg(options.layers).arg(options.steps);
     m_selection->clear();
+    showStartPage(false);
     m_workspace->openDemo(dir, options);
     updateTitle();
 }
@@ -399,7 +620,7 @@ void MainWindow::onLoaded()
     const int scrollBar
         = m_runTable->verticalScrollBar()->isVisible() ? 0 : style()->pixelMetric(QStyle::PM_ScrollBarExtent);
     const int nameCap = std::max(
-        140, m_runTable->viewport()->width() - m_runTable->columnWidth(RunListModel::PrecisionColumn) - scrollBar);
+        90, m_runTable->viewport()->width() - m_runTable->columnWidth(RunListModel::PrecisionColumn) - scrollBar);
     if (m_runTable->columnWidth(RunListModel::NameColumn) > nameCap)
         m_runTable->setColumnWidth(RunListModel::NameColumn, nameCap);
     if (!m_workspace->problems().empty())

@@ -5,7 +5,9 @@
 #pragma once
 
 #include "core/demo/demogenerator.h"
+#include "core/importers/manifestwriter.h"
 #include "core/numerics/backendselect.h"
+#include "core/query/querytypes.h"
 
 #include <QMainWindow>
 
@@ -14,6 +16,7 @@ class QLineEdit;
 class QMenu;
 class QProgressBar;
 class QSortFilterProxyModel;
+class QStackedWidget;
 class QTableView;
 class QToolButton;
 class QTreeView;
@@ -27,6 +30,7 @@ class LayerTreeModel;
 class ProblemsModel;
 class RunListModel;
 class Selection;
+class StartPage;
 class StatsTableModel;
 class Workspace;
 
@@ -39,6 +43,13 @@ public:
     ~MainWindow() override;
 
     void openFolders(const QStringList &folders);
+    // Adds folders to those open (a second run folder beside the first), keeping the selection.
+    void addFolders(const QStringList &folders);
+    // Saves a run's settings into its folder's manifest and reads the folders again, keeping the selection;
+    // false with *error when the manifest could not be written.
+    bool setRunSettings(RunRef run, const RunManifest &settings, QString *error);
+    // Asks for a run's settings in a dialog (the Runs panel's double click and context menu).
+    void editRunSettings(RunRef run);
     // Generates the demo pair once into the user cache directory and opens it.
     void openDemo(const DemoOptions &options = {});
 
@@ -52,6 +63,9 @@ public:
     QTableView *problemsTable() const { return m_problemsTable; }
     QTableView *runTable() const { return m_runTable; }
     QString backendStatus() const;
+    // Shown while no folder is open, in place of the views.
+    StartPage *startPage() const { return m_startPage; }
+    bool isStartPageShown() const;
 
 Q_SIGNALS:
     // The workspace is loaded and every view has drawn it.
@@ -59,6 +73,7 @@ Q_SIGNALS:
 
 protected:
     void closeEvent(QCloseEvent *event) override;
+    void showEvent(QShowEvent *event) override;
     void dragEnterEvent(QDragEnterEvent *event) override;
     void dropEvent(QDropEvent *event) override;
 
@@ -74,6 +89,12 @@ private:
     void syncTreeToSelection();
     void showProblemLine(const QModelIndex &index);
     void updateTitle();
+    void showStartPage(bool on);
+    // The default shares of the window for the docks.
+    void layoutDocks();
+    // Opens `folders` again (or anew) and selects the same run, layer, tensor and step once loaded.
+    void reopenKeepingSelection(const QStringList &folders);
+    void askOpenFolder();
 
     Workspace *m_workspace;
     Selection *m_selection;
@@ -95,6 +116,11 @@ private:
     QProgressBar *m_progress = nullptr;
     QToolButton *m_cancel = nullptr;
     bool m_syncingTree = false;
+    QStackedWidget *m_central = nullptr;
+    StartPage *m_startPage = nullptr;
+    QByteArray m_dockState; // the docks as they were when the start page hid them (or as saved)
+    bool m_shownViews = false; // the views have been shown (their dock state is worth keeping)
+    bool m_layoutPending = false; // the default dock layout waits for the window to be shown
 };
 
 } // namespace fp8scope

@@ -2,6 +2,8 @@
 
 #include "views/workspace/workspace.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -11,7 +13,10 @@ WorkspaceCurveSource::WorkspaceCurveSource(Workspace *workspace, QObject *parent
     : CurveSource(parent)
     , m_workspace(workspace)
 {
-    const auto forget = [this] { m_chosen.clear(); };
+    const auto forget = [this] {
+        m_chosen.clear();
+        m_events.clear();
+    };
     connect(workspace, &Workspace::loaded, this, forget);
     connect(workspace, &Workspace::closed, this, forget);
     connect(workspace, &Workspace::statisticsChanged, this, forget);
@@ -65,6 +70,33 @@ std::vector<RunRef> WorkspaceCurveSource::runs() const
     return out;
 }
 
+QString WorkspaceCurveSource::emptyText() const
+{
+    if (m_workspace->folders().isEmpty())
+        return m_workspace->isLoading() ? tr("Reading...") : tr("No folder is open.");
+    if (m_workspace->runCount() == 0)
+        return tr("No run was found in %1.").arg(m_workspace->folders().join(QStringLiteral(", ")));
+    if (runs().empty())
+        return tr("Every run is hidden: tick one in the Runs panel.");
+    // Runs without series: say what they hold instead.
+    qsizetype evals = 0;
+    QStringList names;
+    for (const WorkspaceRun &r : m_workspace->runs()) {
+        const qsizetype n = qsizetype(m_workspace->catalog().evals(r.run.ref).size());
+        evals += n;
+        if (n > 0)
+            names << r.run.label();
+    }
+    if (evals > 0)
+        return (evals == 1 ? tr("No training series to draw: one evaluation score (%2) is listed in the "
+                                "Statistics panel.")
+                           : tr("No training series to draw: %1 evaluation scores (%2) are listed in the "
+                                "Statistics panel."))
+            .arg(evals)
+            .arg(names.join(QStringLiteral(", ")));
+    return tr("The runs hold no series to draw.");
+}
+
 QString WorkspaceCurveSource::runName(RunRef run) const
 {
     const WorkspaceRun *r = m_workspace->run(run);
@@ -75,6 +107,12 @@ QColor WorkspaceCurveSource::runColour(RunRef run) const
 {
     const WorkspaceRun *r = m_workspace->run(run);
     return r ? r->colour : QColor(Qt::gray);
+}
+
+Qt::PenStyle WorkspaceCurveSource::runLineStyle(RunRef run) const
+{
+    const WorkspaceRun *r = m_workspace->run(run);
+    return r ? r->lineStyle : Qt::SolidLine;
 }
 
 std::optional<Series> WorkspaceCurveSource::chosen(RunRef run, const SeriesRequest &request) const
@@ -125,6 +163,35 @@ std::optional<CurveSource::Curve> WorkspaceCurveSource::curve(RunRef run, const 
     c.points = catalog.points(*pick, request.range);
     c.xIsSamples = xIsSamples;
     return c;
+}
+
+std::vector<CurveSource::Event> WorkspaceCurveSource::events(RunRef run) const
+{
+    const auto cached = m_events.find(run);
+    if (cached != m_events.end())
+        return cached->second;
+    const Catalog &catalog = m_workspace->catalog();
+    std::vector<Event> out;
+    // Megatron logs counts per logging interval: a count above 0 is an event at the interval's step.
+    for (const auto &[stat, kind] : {std::pair(QStringLiteral("skipped iterations"), Event::Skipped),
+             std::pair(QStringLiteral("nan iterations"), Event::NotFinite)}) {
+        if (const auto series = catalog.chooseSeries(run, {.stat = stat})) {
+            for (const SeriesPoint &p : catalog.points(*series)) {
+                if (p.value > 0 || !std::isfinite(p.value))
+                    out.push_back({p.step, kind, p.value});
+            }
+        }
+    }
+    if (const auto scale = catalog.chooseSeries(run, {.stat = QStringLiteral("loss scale")})) {
+        double before = NAN;
+        for (const SeriesPoint &p : catalog.points(*scale)) {
+            if (p.value < before)
+                out.push_back({p.step, Event::LossScaleDrop, p.value});
+            before = p.value;
+        }
+    }
+    std::stable_sort(out.begin(), out.end(), [](const Event &a, const Event &b) { return a.step < b.step; });
+    return m_events[run] = out;
 }
 
 std::vector<std::pair<double, double>> WorkspaceCurveSource::stepSamples(RunRef run) const

@@ -46,14 +46,29 @@ public:
         bool xIsSamples = false; // the points' steps are consumed samples ("... vs samples" series)
     };
 
+    // What happened at a step of a run that a reader of its curves must see: iterations skipped (an
+    // overflowing gradient), iterations with NaN or Inf, the loss scale cut.
+    struct Event {
+        enum Kind { Skipped, NotFinite, LossScaleDrop };
+        qint64 step = 0;
+        Kind kind = Skipped;
+        double value = 0; // iterations skipped or not finite in the interval; the new loss scale
+    };
+
     virtual std::vector<Statistic> statistics() const = 0;
     // The runs drawn, in order.
     virtual std::vector<RunRef> runs() const = 0;
     virtual QString runName(RunRef run) const = 0;
     virtual QColor runColour(RunRef run) const = 0;
+    virtual Qt::PenStyle runLineStyle(RunRef) const { return Qt::SolidLine; }
     virtual std::optional<Curve> curve(RunRef run, const Request &request) const = 0;
     // (step, consumed samples) of a run, in step order; empty when it logged none.
     virtual std::vector<std::pair<double, double>> stepSamples(RunRef run) const = 0;
+    // Why there is nothing to draw when statistics() or runs() is empty (no folder, every run hidden, a
+    // folder of evaluation results only); "" to say nothing.
+    virtual QString emptyText() const { return {}; }
+    // The run's events, in step order (none by default: a source of differences has none of its own).
+    virtual std::vector<Event> events(RunRef) const { return {}; }
 
 Q_SIGNALS:
     void statisticsChanged(); // statistics() or runs() changed (a folder opened, a recompute)
@@ -71,8 +86,11 @@ public:
     std::vector<RunRef> runs() const override;
     QString runName(RunRef run) const override;
     QColor runColour(RunRef run) const override;
+    Qt::PenStyle runLineStyle(RunRef run) const override;
     std::optional<Curve> curve(RunRef run, const Request &request) const override;
     std::vector<std::pair<double, double>> stepSamples(RunRef run) const override;
+    QString emptyText() const override;
+    std::vector<Event> events(RunRef run) const override;
 
 private:
     // The series the query layer chooses for a run and request (the range aside): chosen once, not on every
@@ -82,6 +100,7 @@ private:
     Workspace *m_workspace;
     mutable std::set<QString> m_listedTensorStats; // what statistics() last listed
     mutable std::map<QString, std::optional<Series>> m_chosen;
+    mutable std::map<RunRef, std::vector<Event>> m_events;
 };
 
 } // namespace fp8scope

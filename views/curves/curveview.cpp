@@ -6,9 +6,12 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QCompleter>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QSlider>
+#include <QStandardItemModel>
 #include <QTimer>
 #include <QToolButton>
 #include <QToolTip>
@@ -66,13 +69,25 @@ CurveView::CurveView(CurveSource *source, Selection *selection, QWidget *parent)
     , m_sourceBox(new QComboBox(this))
     , m_smoothBox(new QComboBox(this))
     , m_strength(new QSlider(Qt::Horizontal, this))
+    , m_strengthValue(new QLabel(this))
     , m_logY(new QCheckBox(tr("Log y"), this))
     , m_xAxis(new QComboBox(this))
     , m_refetch(new QTimer(this))
     , m_cursor(new QCPItemStraightLine(plot()))
+    , m_message(new QCPItemText(plot()))
+    , m_note(new QCPItemText(plot()))
 {
     m_statBox->setObjectName(QStringLiteral("curveStatistic"));
-    m_statBox->setMinimumContentsLength(18);
+    // Runs log dozens of statistics: typing filters the list (any part of the name), Enter picks.
+    m_statBox->setEditable(true);
+    m_statBox->setInsertPolicy(QComboBox::NoInsert);
+    m_statBox->setMaxVisibleItems(24);
+    m_statBox->completer()->setCompletionMode(QCompleter::PopupCompletion);
+    m_statBox->completer()->setFilterMode(Qt::MatchContains);
+    m_statBox->completer()->setCaseSensitivity(Qt::CaseInsensitive);
+    m_statBox->lineEdit()->setPlaceholderText(tr("Statistic"));
+    m_statBox->setToolTip(tr("The statistic to draw; type to filter"));
+    m_statBox->setMinimumContentsLength(12);
     m_statBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_sourceBox->setObjectName(QStringLiteral("curveSource"));
     m_sourceBox->setToolTip(tr("Where several loggers hold the statistic: the one to draw (Auto: as the query layer "
@@ -81,7 +96,6 @@ CurveView::CurveView(CurveSource *source, Selection *selection, QWidget *parent)
     // the whole names, so that it never widens the window.
     m_sourceBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_sourceBox->setMinimumContentsLength(6);
-    m_sourceBox->setVisible(false);
     m_smoothBox->setObjectName(QStringLiteral("curveSmoothing"));
     for (Smoothing s : {Smoothing::None, Smoothing::Ema, Smoothing::RunningMean, Smoothing::Gaussian})
         m_smoothBox->addItem(smoothingName(s), int(s));
@@ -89,27 +103,33 @@ CurveView::CurveView(CurveSource *source, Selection *selection, QWidget *parent)
     m_strength->setObjectName(QStringLiteral("curveSmoothingStrength"));
     m_strength->setRange(0, 99);
     m_strength->setValue(60);
-    m_strength->setMinimumWidth(90);
-    m_strength->setMaximumWidth(160);
+    m_strength->setMinimumWidth(60);
+    m_strength->setMaximumWidth(140);
     m_strength->setToolTip(tr("Smoothing strength"));
+    m_smoothBox->setToolTip(
+        tr("Smoothing (series of fewer than %1 points are drawn as logged)").arg(kMinSmoothedPoints));
+    // The slider says its value: the EMA weight, or the half-width in points of the windowed kinds.
+    m_strengthValue->setObjectName(QStringLiteral("curveSmoothingValue"));
+    m_strengthValue->setMinimumWidth(m_strengthValue->fontMetrics().horizontalAdvance(QStringLiteral("0.00 ")));
     m_logY->setObjectName(QStringLiteral("curveLogY"));
     m_xAxis->setObjectName(QStringLiteral("curveXAxis"));
-    m_xAxis->addItem(tr("Step"));
-    m_xAxis->addItem(tr("Consumed samples"));
+    m_xAxis->setToolTip(tr("The x axis: steps, or the samples consumed by each step"));
+    m_xAxis->addItem(tr("x: step"));
+    m_xAxis->addItem(tr("x: samples"));
     auto *reset = new QToolButton(this);
     reset->setObjectName(QStringLiteral("curveReset"));
-    reset->setText(tr("Reset zoom"));
+    reset->setText(tr("Reset"));
+    reset->setToolTip(tr("Reset the zoom to the whole series"));
 
-    int at = 0;
-    controls()->insertWidget(at++, m_statBox, 1);
-    controls()->insertWidget(at++, m_sourceBox);
-    controls()->insertWidget(at++, new QLabel(tr("Smoothing"), this));
-    controls()->insertWidget(at++, m_smoothBox);
-    controls()->insertWidget(at++, m_strength);
-    controls()->insertWidget(at++, m_logY);
-    controls()->insertWidget(at++, new QLabel(tr("x"), this));
-    controls()->insertWidget(at++, m_xAxis);
-    controls()->insertWidget(at++, reset);
+    addControl(m_statBox, true);
+    m_sourceAction = addControl(m_sourceBox);
+    m_sourceAction->setVisible(false);
+    addControl(m_smoothBox);
+    addControl(m_strength);
+    addControl(m_strengthValue);
+    addControl(m_logY);
+    addControl(m_xAxis);
+    addControl(reset);
 
     plot()->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     // Min/max bands are filled polygons of a point per pixel: antialiasing them costs more than it shows.
@@ -124,14 +144,40 @@ CurveView::CurveView(CurveSource *source, Selection *selection, QWidget *parent)
     m_cursor->setPen(cursorPen);
     m_cursor->setVisible(false);
     m_cursor->setSelectable(false);
+    for (QCPItemText *t : {m_message, m_note}) {
+        t->setSelectable(false);
+        t->setVisible(false);
+        t->position->setType(QCPItemPosition::ptAxisRectRatio);
+        t->setClipToAxisRect(false);
+        t->setColor(palette().color(QPalette::Text));
+    }
+    m_message->position->setCoords(0.5, 0.5);
+    m_message->setPositionAlignment(Qt::AlignCenter);
+    m_message->setTextAlignment(Qt::AlignCenter);
+    m_note->position->setCoords(0.0, 0.0);
+    m_note->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+    m_note->setPadding(QMargins(6, 4, 6, 4));
     m_refetch->setSingleShot(true);
     m_refetch->setInterval(15);
 
     connect(m_refetch, &QTimer::timeout, this, &CurveView::rebuild);
-    connect(m_statBox, &QComboBox::currentIndexChanged, this, [this] {
+    connect(m_statBox, &QComboBox::currentIndexChanged, this, [this](int index) {
+        if (m_statBox->itemData(index).toString().isEmpty() && index >= 0) {
+            // A group header typed in full: keep the statistic drawn.
+            const QSignalBlocker block(m_statBox);
+            m_statBox->setCurrentIndex(m_statBox->findData(m_drawnStatistic));
+            return;
+        }
+        m_drawnStatistic = statistic();
+        m_statBox->lineEdit()->setCursorPosition(0); // the name's start in view, not its end
         m_haveRange = false;
         reloadSources();
         rebuild();
+    });
+    // Text typed that names no statistic gives way to the one drawn.
+    connect(m_statBox->lineEdit(), &QLineEdit::editingFinished, this, [this] {
+        if (m_statBox->findText(m_statBox->currentText()) < 0)
+            m_statBox->setEditText(m_statBox->itemText(m_statBox->currentIndex()));
     });
     connect(m_sourceBox, &QComboBox::currentIndexChanged, this, [this] {
         m_haveRange = false;
@@ -212,7 +258,7 @@ void CurveView::reloadSources()
     for (const QString &s : sources)
         m_sourceBox->addItem(s, s);
     m_sourceBox->setCurrentIndex(std::max(0, m_sourceBox->findData(current)));
-    m_sourceBox->setVisible(sources.size() > 1);
+    m_sourceAction->setVisible(sources.size() > 1);
 }
 
 void CurveView::setSmoothing(Smoothing kind, double strength)
@@ -270,27 +316,39 @@ void CurveView::reloadStatistics()
     {
         const QSignalBlocker block(m_statBox);
         m_statBox->clear();
-        bool runLevel = false;
-        for (const CurveSource::Statistic &s : m_statistics) {
-            if (!s.tensorLevel) {
-                m_statBox->addItem(s.stat, s.stat);
-                runLevel = true;
+        // Two groups under headers that cannot be chosen: the run's statistics, then the selected tensor's.
+        const auto addHeader = [this](const QString &text) {
+            m_statBox->addItem(text);
+            auto *model = qobject_cast<QStandardItemModel *>(m_statBox->model());
+            if (QStandardItem *item = model ? model->item(m_statBox->count() - 1) : nullptr) {
+                item->setFlags(Qt::NoItemFlags);
+                QFont bold = item->font();
+                bold.setBold(true);
+                item->setFont(bold);
             }
-        }
-        bool separated = false;
-        for (const CurveSource::Statistic &s : m_statistics) {
-            if (!s.tensorLevel)
-                continue;
-            if (runLevel && !separated) {
-                m_statBox->insertSeparator(m_statBox->count());
-                separated = true;
+        };
+        for (const bool tensorLevel : {false, true}) {
+            bool headed = false;
+            for (const CurveSource::Statistic &s : m_statistics) {
+                if (s.tensorLevel != tensorLevel)
+                    continue;
+                if (!headed)
+                    addHeader(tensorLevel ? tr("Selected tensor") : tr("Run"));
+                headed = true;
+                if (tensorLevel)
+                    m_statBox->addItem(tr("%1 (tensor)").arg(s.stat), QString(kTensorPrefix + s.stat));
+                else
+                    m_statBox->addItem(s.stat, s.stat);
             }
-            m_statBox->addItem(tr("%1 (selected tensor)").arg(s.stat), QString(kTensorPrefix + s.stat));
         }
         int i = m_statBox->findData(current);
         if (i < 0)
             i = m_statBox->findData(QStringLiteral("lm loss"));
-        m_statBox->setCurrentIndex(std::max(i, 0));
+        if (i < 0 && m_statBox->count() > 1)
+            i = 1; // the first statistic under the first header
+        m_statBox->setCurrentIndex(i);
+        m_drawnStatistic = statistic();
+        m_statBox->lineEdit()->setCursorPosition(0);
     }
     reloadSources();
     bool anySamples = false;
@@ -344,6 +402,7 @@ void CurveView::rebuild()
     m_inRebuild = true;
     plot()->clearGraphs();
     m_curves.clear();
+    m_marks.clear();
     const QString key = statistic();
     const bool tensorLevel = key.startsWith(kTensorPrefix);
     const QString stat = tensorLevel ? key.mid(kTensorPrefix.size()) : key;
@@ -351,6 +410,7 @@ void CurveView::rebuild()
     const QCPRange visible = plot()->xAxis->range();
     double lo = std::numeric_limits<double>::max(), hi = std::numeric_limits<double>::lowest();
     const bool bySamples = m_xAxis->currentIndex() == 1;
+    QStringList leftOut;
     for (RunRef r : stat.isEmpty() ? std::vector<RunRef>() : m_source->runs()) {
         if (tensorLevel && (m_selection->layer().isEmpty() || m_selection->tensor().isEmpty()))
             continue;
@@ -381,6 +441,14 @@ void CurveView::rebuild()
         }
         if (!curve)
             continue;
+        if (bySamples && !curve->xIsSamples) {
+            const auto samples = m_samples.find(r);
+            if (samples == m_samples.end() || samples->second.size() < 2) {
+                // No consumed-sample counts to place it by: left out, and said, not drawn at its steps.
+                leftOut << m_source->runName(r);
+                continue;
+            }
+        }
         RunCurve c;
         c.run = r;
         c.series = curve->series;
@@ -433,7 +501,7 @@ void CurveView::rebuild()
         }
         c.smoothed = plot()->addGraph();
         c.smoothed->setName(name);
-        c.smoothed->setPen(QPen(colour, 1.5));
+        c.smoothed->setPen(QPen(QBrush(colour), 1.5, m_source->runLineStyle(r)));
         if (xs.size() == 1) {
             // One point (a checkpoint's value, or a run's first logged step) draws no line: mark it.
             for (QCPGraph *g : {c.raw, c.smoothed}) {
@@ -449,12 +517,53 @@ void CurveView::rebuild()
             : m_xAxis->currentIndex() == 1 ? tr("consumed samples")
                                            : tr("step"));
     plot()->xAxis->setTickLabels(!checkpointOnly);
+    // The layer by its last four parts ("layers.9.mlp.linear_fc2"), so that the label fits the axis.
+    const QString layer = m_selection->layer().section(QLatin1Char('.'), -4);
+    plot()->yAxis->setLabel(tensorLevel && !m_selection->tensor().isEmpty()
+            ? tr("%1 of %2 %3").arg(stat, layer, m_selection->tensor())
+            : stat);
     if (!m_haveRange && lo <= hi) {
         // A single step is centred rather than put at the left edge.
         plot()->xAxis->setRange(hi > lo ? lo : lo - 0.5, hi > lo ? hi : lo + 0.5);
         m_haveRange = true;
     }
+    addMarks();
     plot()->legend->setVisible(!m_curves.empty());
+    plot()->yAxis->setTickLabels(!m_curves.empty());
+    if (m_curves.empty()) {
+        // Nothing drawn: no axes of what was drawn before (another folder's steps and values).
+        plot()->xAxis->setTickLabels(false);
+        plot()->xAxis->setRange(0, 1);
+        plot()->yAxis->setRange(0, 1);
+        m_haveRange = false;
+    }
+    // Said in place of curves: why there are none, or that every value is 0.
+    QString message;
+    if (tensorLevel && (m_selection->layer().isEmpty() || m_selection->tensor().isEmpty())) {
+        message = tr("%1 is a statistic of one tensor: choose a tensor in the Layers panel\n"
+                     "or click a cell of the heatmap.")
+                      .arg(stat);
+    } else if (m_curves.empty()) {
+        message = m_statistics.empty() || m_source->runs().empty() ? m_source->emptyText()
+            : leftOut.isEmpty()                                    ? tr("No run shown has %1.").arg(stat)
+                                                                   : QString();
+    } else {
+        bool allZero = true;
+        for (const RunCurve &c : m_curves)
+            allZero = allZero && std::all_of(c.maxs.begin(), c.maxs.end(), [](double v) { return v == 0.0; })
+                && std::all_of(c.mins.begin(), c.mins.end(), [](double v) { return v == 0.0; });
+        if (allZero)
+            message = tr("Every value of %1 is 0 as logged. A log that prints four decimals\n"
+                         "writes anything under 0.00005 as 0.0000: recompute from a dump to see it.")
+                          .arg(stat);
+    }
+    m_message->setText(message);
+    m_message->setVisible(!message.isEmpty());
+    const QString note = leftOut.isEmpty()
+        ? QString()
+        : tr("Not drawn on the samples axis (no consumed-samples counts): %1").arg(leftOut.join(QStringLiteral(", ")));
+    m_note->setText(note);
+    m_note->setVisible(!note.isEmpty());
     m_inRebuild = false;
     applySmoothing();
 }
@@ -463,14 +572,30 @@ void CurveView::applySmoothing()
 {
     const Smoothing kind = smoothingKind();
     const double strength = smoothingStrength();
+    m_strength->setEnabled(kind != Smoothing::None);
+    m_strengthValue->setEnabled(kind != Smoothing::None);
+    m_strengthValue->setText(kind == Smoothing::Ema ? QString::number(strength, 'f', 2)
+            : kind == Smoothing::None               ? QString()
+                                                    : tr("±%1").arg(smoothingHalfWidth(strength)));
     for (RunCurve &c : m_curves) {
-        const std::vector<double> s = smooth(c.values, kind, strength);
+        const Smoothing own = smoothingOf(c);
+        const std::vector<double> s = smooth(c.values, own, strength);
         c.smoothed->setData(c.xs, QVector<double>(s.begin(), s.end()), true);
         if (c.raw) {
             QColor col = m_source->runColour(c.run);
-            col.setAlpha(kind == Smoothing::None ? 255 : 70);
-            c.raw->setPen(QPen(col));
-            c.smoothed->setVisible(kind != Smoothing::None);
+            col.setAlpha(own == Smoothing::None ? 255 : 70);
+            c.raw->setPen(QPen(QBrush(col), own == Smoothing::None ? 1.5 : 1.0,
+                own == Smoothing::None ? m_source->runLineStyle(c.run) : Qt::SolidLine));
+            c.smoothed->setVisible(own != Smoothing::None);
+            // The legend entry follows the line that is drawn.
+            if (own == Smoothing::None) {
+                c.smoothed->removeFromLegend();
+                c.raw->setName(c.smoothed->name());
+                c.raw->addToLegend();
+            } else {
+                c.raw->removeFromLegend();
+                c.smoothed->addToLegend();
+            }
         }
     }
     m_inRebuild = true;
@@ -503,6 +628,68 @@ void CurveView::applySmoothing()
     updateCursor();
 }
 
+QString CurveView::markName(CurveSource::Event::Kind kind)
+{
+    switch (kind) {
+    case CurveSource::Event::Skipped: return tr("skipped iterations");
+    case CurveSource::Event::NotFinite: return tr("NaN or Inf");
+    case CurveSource::Event::LossScaleDrop: return tr("loss scale cut");
+    }
+    return {};
+}
+
+void CurveView::addMarks()
+{
+    // Along the bottom of the plot (on the hidden right axis, 0..1), a shape per kind in the run's colour.
+    plot()->yAxis2->setRange(0, 1);
+    std::set<CurveSource::Event::Kind> inLegend;
+    for (const RunCurve &c : m_curves) {
+        std::vector<Mark> marks;
+        for (const CurveSource::Event &e : m_source->events(c.run))
+            marks.push_back({c.run, e.step, e.kind, e.value, xOfStep(c.run, double(e.step))});
+        if (!c.bucketed) {
+            // The statistic's own NaN and Inf points, which draw as gaps.
+            for (size_t i = 0; i < c.values.size(); ++i) {
+                if (!std::isfinite(c.values[i]))
+                    marks.push_back({c.run, qint64(std::lround(c.steps[i])), CurveSource::Event::NotFinite, c.values[i],
+                        c.xs[qsizetype(i)]});
+            }
+        }
+        for (const auto kind :
+            {CurveSource::Event::Skipped, CurveSource::Event::NotFinite, CurveSource::Event::LossScaleDrop}) {
+            QVector<double> xs, ys;
+            const double y = kind == CurveSource::Event::LossScaleDrop ? 0.06 : 0.03;
+            for (const Mark &m : marks) {
+                if (m.kind == kind) {
+                    xs << m.x;
+                    ys << y;
+                }
+            }
+            if (xs.isEmpty())
+                continue;
+            QCPGraph *g = plot()->addGraph(plot()->xAxis, plot()->yAxis2);
+            g->setName(markName(kind));
+            g->setLineStyle(QCPGraph::lsNone);
+            const QColor colour = m_source->runColour(c.run);
+            const auto shape = kind == CurveSource::Event::Skipped ? QCPScatterStyle::ssTriangleInverted
+                : kind == CurveSource::Event::NotFinite            ? QCPScatterStyle::ssCross
+                                                                   : QCPScatterStyle::ssTriangle;
+            g->setScatterStyle(QCPScatterStyle(shape, colour, colour, 8));
+            g->setData(xs, ys, true);
+            g->setSelectable(QCP::stNone);
+            if (!inLegend.insert(kind).second)
+                g->removeFromLegend();
+        }
+        m_marks.insert(m_marks.end(), marks.begin(), marks.end());
+    }
+}
+
+Smoothing CurveView::smoothingOf(const RunCurve &curve) const
+{
+    // A short series is drawn as logged.
+    return curve.values.size() < size_t(kMinSmoothedPoints) ? Smoothing::None : smoothingKind();
+}
+
 void CurveView::updateCursor()
 {
     const qint64 step = m_selection->step();
@@ -528,7 +715,39 @@ QString CurveView::toolTipAt(double x) const
             : QString::number(c.values[i], 'g', 6);
         lines << tr("%1: %2 (step %3)").arg(m_source->runName(c.run), value).arg(qint64(std::lround(c.steps[i])));
     }
+    // Events within a few pixels.
+    const double px = plot()->xAxis->coordToPixel(x);
+    for (const Mark &m : m_marks) {
+        if (std::abs(plot()->xAxis->coordToPixel(m.x) - px) > 4)
+            continue;
+        const QString what = m.kind == CurveSource::Event::LossScaleDrop
+            ? tr("loss scale cut to %1").arg(m.value, 0, 'g', 6)
+            : m.kind == CurveSource::Event::Skipped ? tr("%1 skipped iteration(s)").arg(m.value, 0, 'g', 6)
+            : std::isfinite(m.value)                ? tr("%1 iteration(s) with NaN or Inf").arg(m.value, 0, 'g', 6)
+                                                    : tr("value %1").arg(m.value);
+        lines << tr("%1, step %2: %3").arg(m_source->runName(m.run)).arg(m.step).arg(what);
+    }
     return lines.join(QLatin1Char('\n'));
+}
+
+QString CurveView::message() const
+{
+    return m_message->visible() ? m_message->text() : QString();
+}
+
+QString CurveView::note() const
+{
+    return m_note->visible() ? m_note->text() : QString();
+}
+
+QString CurveView::title() const
+{
+    QStringList names;
+    for (const RunCurve &c : m_curves)
+        names << m_source->runName(c.run);
+    return tr("%1 — %2 — by %3")
+        .arg(plot()->yAxis->label(), names.isEmpty() ? tr("no runs") : names.join(QStringLiteral(", ")),
+            m_xAxis->currentIndex() == 1 ? tr("consumed samples") : tr("step"));
 }
 
 QString CurveView::csv() const
@@ -543,7 +762,7 @@ QString CurveView::csv() const
               .arg(m_xAxis->currentIndex() == 1 ? QStringLiteral("x: consumed samples") : QStringLiteral("x: step"),
                   stat);
     for (const RunCurve &c : m_curves) {
-        const std::vector<double> s = smooth(c.values, smoothingKind(), smoothingStrength());
+        const std::vector<double> s = smooth(c.values, smoothingOf(c), smoothingStrength());
         for (size_t i = 0; i < c.steps.size(); ++i) {
             out += field(m_source->runName(c.run)) + QLatin1Char(',') + QString::number(qint64(std::lround(c.steps[i])))
                 + QLatin1Char(',') + number(c.xs[qsizetype(i)]) + QLatin1Char(',') + number(c.values[i])

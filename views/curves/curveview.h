@@ -16,12 +16,15 @@
 #include <map>
 #include <vector>
 
+class QAction;
 class QCheckBox;
+class QLabel;
 class QComboBox;
 class QSlider;
 class QTimer;
 class QCPGraph;
 class QCPItemStraightLine;
+class QCPItemText;
 
 namespace fp8scope {
 
@@ -32,6 +35,10 @@ class CurveView : public PlotView
 {
     Q_OBJECT
 public:
+    // Shorter series are drawn as logged, not smoothed: a few points smoothed end far from their last value
+    // and flatten their spikes.
+    static constexpr int kMinSmoothedPoints = 20;
+
     // Draws the workspace's visible runs.
     CurveView(Workspace *workspace, Selection *selection, QWidget *parent = nullptr);
     // Draws what `source` holds (the view does not own it).
@@ -70,9 +77,25 @@ public:
         QCPGraph *high = nullptr;
     };
     const std::vector<RunCurve> &curves() const { return m_curves; }
+    // The events marked along the bottom of the plot for the runs drawn: skipped and NaN iterations (from
+    // the run's counters, and the drawn statistic's own NaN or Inf values) and loss-scale cuts.
+    struct Mark {
+        RunRef run;
+        qint64 step = 0;
+        CurveSource::Event::Kind kind = CurveSource::Event::Skipped;
+        double value = 0;
+        double x = 0; // on the plot's x axis
+    };
+    const std::vector<Mark> &marks() const { return m_marks; }
+    static QString markName(CurveSource::Event::Kind kind);
+    // What the plot says in place of curves (no tensor chosen, nothing to draw, every value 0), or "".
+    QString message() const;
+    // The line above the plot naming runs left out of the chosen x axis, or "".
+    QString note() const;
     // The tooltip the cursor shows at plot x (each visible run's value at the nearest point).
     QString toolTipAt(double x) const;
     QString csv() const override;
+    QString title() const override;
     // Replots now (benchmarks, tests); normal updates are coalesced.
     void refetchNow();
 
@@ -85,6 +108,9 @@ private:
     void scheduleRefetch();
     void rebuild();
     void applySmoothing();
+    void addMarks();
+    // The smoothing a curve is drawn with: the chosen kind, or none for a series too short to smooth.
+    Smoothing smoothingOf(const RunCurve &curve) const;
     void updateCursor();
     double xOfStep(RunRef run, double step) const;
     double stepOfX(RunRef run, double x) const;
@@ -95,14 +121,20 @@ private:
     CurveSource *m_source;
     Selection *m_selection;
     QComboBox *m_statBox;
+    QString m_drawnStatistic; // the statistic the picker last chose (a header cannot be chosen)
     QComboBox *m_sourceBox; // shown when several sources hold the statistic
     QComboBox *m_smoothBox;
     QSlider *m_strength;
+    QLabel *m_strengthValue;
+    QAction *m_sourceAction = nullptr;
     QCheckBox *m_logY;
     QComboBox *m_xAxis;
     QTimer *m_refetch;
     QCPItemStraightLine *m_cursor;
+    QCPItemText *m_message;
+    QCPItemText *m_note;
     std::vector<RunCurve> m_curves;
+    std::vector<Mark> m_marks;
     std::map<RunRef, std::vector<std::pair<double, double>>> m_samples; // (step, consumed samples)
     std::map<RunRef, std::vector<std::pair<double, double>>> m_samplesInverse; // (samples, step)
     std::vector<CurveSource::Statistic> m_statistics;

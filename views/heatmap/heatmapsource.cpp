@@ -11,14 +11,18 @@ WorkspaceHeatmapSource::WorkspaceHeatmapSource(Workspace *workspace, QObject *pa
 {
     connect(workspace, &Workspace::loaded, this, &HeatmapSource::runsChanged);
     connect(workspace, &Workspace::closed, this, &HeatmapSource::runsChanged);
+    connect(workspace, &Workspace::runVisibilityChanged, this, &HeatmapSource::runsChanged);
     connect(workspace, &Workspace::statisticsChanged, this, &HeatmapSource::dataChanged);
 }
 
 std::vector<HeatmapSource::RunChoice> WorkspaceHeatmapSource::runs() const
 {
     std::vector<RunChoice> out;
-    for (const WorkspaceRun &r : m_workspace->runs())
-        out.push_back({r.run.ref, r.run.name});
+    // The visible runs, by the name every view gives them.
+    for (const WorkspaceRun &r : m_workspace->runs()) {
+        if (r.visible)
+            out.push_back({r.run.ref, r.run.label()});
+    }
     return out;
 }
 
@@ -26,6 +30,8 @@ RunRef WorkspaceHeatmapSource::preferredRun() const
 {
     RunRef withStats, notBaseline;
     for (const WorkspaceRun &r : m_workspace->runs()) {
+        if (!r.visible)
+            continue;
         const bool baseline = precisionClass(r.run.precision, r.run.name) == PrecisionClass::Baseline;
         const bool stats = m_workspace->catalog().hasLayerStatistics(r.run.ref);
         if (stats && !baseline)
@@ -37,7 +43,13 @@ RunRef WorkspaceHeatmapSource::preferredRun() const
     }
     if (withStats.isValid())
         return withStats;
-    return notBaseline.isValid() ? notBaseline : m_workspace->runAt(0);
+    if (notBaseline.isValid())
+        return notBaseline;
+    for (const WorkspaceRun &r : m_workspace->runs()) {
+        if (r.visible)
+            return r.run.ref;
+    }
+    return {};
 }
 
 std::vector<std::pair<QString, QString>> WorkspaceHeatmapSource::statistics(RunRef run) const
@@ -61,6 +73,11 @@ void WorkspaceHeatmapSource::cancel(quint64 ticket)
 
 QString WorkspaceHeatmapSource::noStatisticsText(RunRef run) const
 {
+    if (!run.isValid() && m_workspace->folders().isEmpty())
+        return m_workspace->isLoading() ? tr("Reading...") : tr("No folder is open.");
+    if (!run.isValid())
+        return tr("No run open has per-layer statistics.\nThey come from Transformer Engine debug statistics "
+                  "logs\nand from tensor dumps recomputed under a recipe.");
     const WorkspaceRun *r = m_workspace->run(run);
     return tr("%1 has no per-layer statistics.\nThey come from Transformer Engine debug statistics logs\n"
               "and from tensor dumps recomputed under a recipe.")

@@ -37,7 +37,7 @@ public:
         std::function<void(const Heatmap &)> done)
         = 0;
     virtual void cancel(quint64 ticket) = 0;
-    // What to say when the run has no per-layer statistics at all.
+    // What to say when the run has no per-layer statistics at all (an invalid run: when no run has them).
     virtual QString noStatisticsText(RunRef run) const = 0;
 
 Q_SIGNALS:

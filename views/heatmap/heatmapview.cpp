@@ -10,6 +10,7 @@
 #include <QHBoxLayout>
 #include <QToolTip>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -68,14 +69,12 @@ HeatmapView::HeatmapView(HeatmapSource *source, Selection *selection, QWidget *p
     m_recipeBox->setObjectName(QStringLiteral("heatmapRecipe"));
     m_recipeBox->setToolTip(tr("The recipe these statistics were recomputed under"));
     m_recipeBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
-    m_recipeBox->setVisible(false);
     m_sourceBox->setObjectName(QStringLiteral("heatmapSource"));
     m_sourceBox->setToolTip(tr("The source these statistics were read from"));
     // Source names run long ("golden:golden_values_lts_dgx_a100"): the box shows a few characters, its list
     // the whole names, so that it never widens the window.
     m_sourceBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    m_sourceBox->setMinimumContentsLength(6);
-    m_sourceBox->setVisible(false);
+    m_sourceBox->setMinimumContentsLength(12);
     m_logColour->setObjectName(QStringLiteral("heatmapLogColour"));
     m_threshold->setObjectName(QStringLiteral("heatmapThreshold"));
     m_threshold->setToolTip(tr("Colour the cells above this value in red"));
@@ -83,22 +82,26 @@ HeatmapView::HeatmapView(HeatmapSource *source, Selection *selection, QWidget *p
     m_thresholdValue->setDecimals(4);
     m_thresholdValue->setRange(-1e12, 1e12);
     m_thresholdValue->setValue(2.0);
+    // Its range would size it for thirteen digits; the values people type are short.
+    m_thresholdValue->setMaximumWidth(
+        m_thresholdValue->fontMetrics().horizontalAdvance(QStringLiteral("-00000.0000")) + 36);
     // The pickers are filled after the first show; without this they keep the width of an empty box and
     // cut "underflows%" to "underflo". Run names (cluster job names) can be long: the run picker shows
     // about 24 characters, its list and tooltip the whole name.
     m_statBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
     m_tensorBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
     m_runBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    m_runBox->setMinimumContentsLength(24);
-    int at = 0;
-    controls()->insertWidget(at++, m_runBox);
-    controls()->insertWidget(at++, m_statBox);
-    controls()->insertWidget(at++, m_tensorBox);
-    controls()->insertWidget(at++, m_recipeBox);
-    controls()->insertWidget(at++, m_sourceBox);
-    controls()->insertWidget(at++, m_logColour);
-    controls()->insertWidget(at++, m_threshold);
-    controls()->insertWidget(at++, m_thresholdValue);
+    m_runBox->setMinimumContentsLength(16);
+    addControl(m_runBox);
+    addControl(m_statBox);
+    addControl(m_tensorBox);
+    m_recipeAction = addControl(m_recipeBox);
+    m_recipeAction->setVisible(false);
+    m_sourceAction = addControl(m_sourceBox);
+    m_sourceAction->setVisible(false);
+    addControl(m_logColour);
+    addControl(m_threshold);
+    addControl(m_thresholdValue);
 
     plot()->plotLayout()->addElement(0, 1, m_scale);
     m_scale->setType(QCPAxis::atRight);
@@ -114,6 +117,26 @@ HeatmapView::HeatmapView(HeatmapSource *source, Selection *selection, QWidget *p
     m_message->setVisible(false);
     m_map->setTightBoundary(false);
     plot()->yAxis->setRangeReversed(true);
+    // Many layers in a short dock: the wheel zooms the layer axis and a drag pans it, so that every row can
+    // be read and clicked; a double click shows all layers again. Steps stay whole (a column per pixel).
+    plot()->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    plot()->axisRect()->setRangeDrag(Qt::Vertical);
+    plot()->axisRect()->setRangeZoom(Qt::Vertical);
+    connect(plot()->yAxis, qOverload<const QCPRange &>(&QCPAxis::rangeChanged), this, [this](const QCPRange &r) {
+        // Kept within the layers and at least three rows (or all of them) tall.
+        const double rows = std::max<double>(1, double(m_data.layers.size()));
+        const double span = std::clamp(r.size(), std::min(3.0, rows), rows);
+        const double lower = std::clamp(r.lower, -0.5, rows - 0.5 - span);
+        if (std::abs(lower - r.lower) > 1e-9 || std::abs(span - r.size()) > 1e-9) {
+            plot()->yAxis->setRange(lower, lower + span);
+            return;
+        }
+        updateLayerTicks();
+    });
+    connect(plot(), &QCustomPlot::mouseDoubleClick, this, [this] {
+        plot()->yAxis->setRange(-0.5, std::max<qsizetype>(m_data.layers.size(), 1) - 0.5);
+        plot()->replot(QCustomPlot::rpQueuedReplot);
+    });
     plot()->xAxis->setLabel(tr("step"));
     auto *margins = new QCPMarginGroup(plot());
     plot()->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
@@ -168,12 +191,16 @@ void HeatmapView::fillRunBox()
     m_pending = 0;
     {
         const QSignalBlocker block(m_runBox);
+        // The run drawn stays drawn while the source still offers it (another run shown or hidden).
+        const RunRef was = run();
         m_runBox->clear();
+        bool wasOffered = false;
         for (const auto &choice : m_source->runs()) {
             m_runBox->addItem(choice.label, QVariant::fromValue(choice.run));
             m_runBox->setItemData(m_runBox->count() - 1, choice.label, Qt::ToolTipRole);
+            wasOffered = wasOffered || choice.run == was;
         }
-        const RunRef pick = m_source->preferredRun();
+        const RunRef pick = wasOffered ? was : m_source->preferredRun();
         for (int i = 0; i < m_runBox->count(); ++i) {
             if (m_runBox->itemData(i).value<RunRef>() == pick)
                 m_runBox->setCurrentIndex(i);
@@ -328,14 +355,14 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
         m_recipeBox->clear();
         m_recipeBox->addItems(m_data.recipes);
         m_recipeBox->setCurrentIndex(m_recipeBox->findText(m_data.recipe));
-        m_recipeBox->setVisible(!m_data.recipe.isEmpty());
+        m_recipeAction->setVisible(!m_data.recipe.isEmpty());
     }
     {
         const QSignalBlocker block(m_sourceBox);
         m_sourceBox->clear();
         m_sourceBox->addItems(m_data.sources);
         m_sourceBox->setCurrentIndex(m_sourceBox->findText(m_data.source));
-        m_sourceBox->setVisible(m_data.sources.size() > 1);
+        m_sourceAction->setVisible(m_data.sources.size() > 1);
     }
     QString message;
     const RunRef r = run();
@@ -343,7 +370,21 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
         message = m_statBox->count() == 0
             ? m_source->noStatisticsText(r)
             : tr("No %1 of %2 in %3.").arg(statistic(), tensor(), m_runBox->currentText());
+    } else if (!r.isValid()) {
+        message = m_source->noStatisticsText(RunRef());
+    } else if (hot == 0.0 && cold == 0.0) {
+        message = tr("Every value of %1 is 0 as logged. A log that prints four decimals\n"
+                     "writes anything under 0.00005 as 0.0000: recompute from a dump to see it.")
+                      .arg(statistic());
     }
+    // Nothing drawn: no ticks or colour scale of what was drawn before.
+    const bool empty = !nx || !ny;
+    plot()->yAxis->setTickLabels(!empty);
+    if (empty) {
+        plot()->xAxis->setTickLabels(false);
+        m_scale->axis()->setLabel(QString());
+    }
+    m_scale->axis()->setTickLabels(!empty);
     m_message->setText(message);
     m_message->setColor(palette().color(QPalette::Text));
     m_message->setVisible(!message.isEmpty());
@@ -352,6 +393,17 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
     rebuildMap();
     redraw();
     Q_EMIT heatmapChanged();
+}
+
+QString HeatmapView::scaleLabel() const
+{
+    return m_scale->axis()->label();
+}
+
+QString HeatmapView::title() const
+{
+    const QString runName = m_runBox->currentText();
+    return scaleLabel().isEmpty() ? tr("heatmap") : tr("%1 — %2 — layer by step").arg(scaleLabel(), runName);
 }
 
 QString HeatmapView::message() const
@@ -458,7 +510,11 @@ void HeatmapView::updateLayerTicks()
     const int ny = int(m_data.layers.size());
     const int rowPixels = fontMetrics().height() + 2;
     const int fit = std::max(1, plot()->axisRect()->height() / rowPixels);
-    const int every = std::max(1, (ny + fit - 1) / fit);
+    // Rows in view (the layer axis may be zoomed in).
+    const QCPRange shown = plot()->yAxis->range();
+    const int first = std::clamp(int(std::ceil(shown.lower)), 0, std::max(ny - 1, 0));
+    const int last = std::clamp(int(std::floor(shown.upper)), 0, std::max(ny - 1, 0));
+    const int every = std::max(1, (last - first + fit) / fit);
     const int selected = int(m_data.layers.indexOf(m_selection->layer()));
     const int hot = m_hotRow < ny && m_hotRow != selected ? m_hotRow : -1;
     const auto nearNamed = [&](int y) {
@@ -466,7 +522,7 @@ void HeatmapView::updateLayerTicks()
     };
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();
     const QStringList names = shortNames(m_data.layers);
-    for (int y = 0; y < ny; y += every) {
+    for (int y = first; y <= last && ny > 0; y += every) {
         if (!nearNamed(y))
             ticker->addTick(y, names[y]);
     }

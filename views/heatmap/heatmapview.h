@@ -11,6 +11,7 @@
 #include <cmath>
 #include <utility>
 
+class QAction;
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
@@ -63,6 +64,9 @@ public:
     const QCPItemStraightLine *stepCursor() const { return m_cursor; }
     // What the plot says instead of a map when there is none to draw ("" while it draws one).
     QString message() const;
+    // The colour scale's label (the statistic and tensor drawn; "" with nothing drawn).
+    QString scaleLabel() const;
+    QString title() const override;
     // The value the colour map holds at a pixel (what is drawn there), NaN outside the map or in a gap.
     double drawnValueAt(const QPointF &pixel) const;
 
@@ -90,6 +94,8 @@ private:
     HeatmapSource *m_source;
     Selection *m_selection;
     QString m_slot; // this view's request slot
+    QAction *m_recipeAction = nullptr;
+    QAction *m_sourceAction = nullptr;
     QComboBox *m_runBox;
     QComboBox *m_statBox;
     QComboBox *m_tensorBox;

@@ -30,7 +30,7 @@ HistogramView::HistogramView(Workspace *workspace, Selection *selection, QWidget
     , m_selection(selection)
     , m_recipeBox(new QComboBox(this))
     , m_formatBox(new QComboBox(this))
-    , m_scaled(new QCheckBox(tr("After scaling"), this))
+    , m_scaled(new QCheckBox(tr("Scaled"), this))
     , m_status(new QLabel(this))
     , m_bars(new QCPBars(plot()->xAxis, plot()->yAxis))
     , m_slot(Workspace::newSlot(QStringLiteral("histogram")))
@@ -48,11 +48,12 @@ HistogramView::HistogramView(Workspace *workspace, Selection *selection, QWidget
     for (Format f : {Format::E4M3, Format::E5M2, Format::E4M3FNUZ, Format::E5M2FNUZ})
         m_formatBox->addItem(formatName(f).toUpper(), formatName(f));
     m_scaled->setChecked(true);
-    int at = 0;
-    controls()->insertWidget(at++, new QLabel(tr("Recipe"), this));
-    controls()->insertWidget(at++, m_recipeBox);
-    controls()->insertWidget(at++, m_formatBox);
-    controls()->insertWidget(at++, m_scaled);
+    m_recipeBox->setToolTip(tr("The recipe the tensor is cast under"));
+    m_formatBox->setToolTip(tr("The element format"));
+    m_scaled->setToolTip(tr("Values after the recipe's scaling (as they are cast), or as the tensor holds them"));
+    addControl(m_recipeBox);
+    addControl(m_formatBox);
+    addControl(m_scaled);
     static_cast<QVBoxLayout *>(layout())->addWidget(m_status);
 
     plot()->xAxis->setLabel(tr("log2 |x|"));
@@ -65,8 +66,7 @@ HistogramView::HistogramView(Workspace *workspace, Selection *selection, QWidget
     m_bars->setBrush(fill);
 
     connect(m_recipeBox, &QComboBox::currentIndexChanged, this, [this] {
-        const QString r = m_recipeBox->currentText();
-        m_formatBox->setEnabled(choosesFormat(r));
+        syncFormatBox();
         request();
     });
     connect(m_formatBox, &QComboBox::currentIndexChanged, this, &HistogramView::request);
@@ -83,7 +83,7 @@ void HistogramView::setRecipe(const QString &recipe, const QString &format)
     m_recipeBox->setCurrentText(recipe);
     if (!format.isEmpty())
         m_formatBox->setCurrentIndex(std::max(0, m_formatBox->findData(format.toLower())));
-    m_formatBox->setEnabled(choosesFormat(recipe));
+    syncFormatBox();
     request();
 }
 
@@ -95,6 +95,28 @@ std::optional<Recipe> HistogramView::recipe() const
     if (m_formatBox->isEnabled())
         format = formatFromName(m_formatBox->currentData().toString());
     return Recipe::parse(name, format, &error);
+}
+
+void HistogramView::syncFormatBox()
+{
+    // A recipe with its own element format (NVFP4's E2M1, BF16) shows that format, not the last one picked;
+    // the pick comes back with a recipe that takes one.
+    const QString recipe = m_recipeBox->currentText();
+    const bool chooses = choosesFormat(recipe);
+    const QSignalBlocker block(m_formatBox);
+    const int fixed = m_formatBox->findData(QString());
+    if (fixed >= 0)
+        m_formatBox->removeItem(fixed);
+    if (chooses) {
+        if (fixed >= 0)
+            m_formatBox->setCurrentIndex(std::max(0, m_formatBox->findData(m_formatChoice)));
+    } else {
+        if (fixed < 0)
+            m_formatChoice = m_formatBox->currentData().toString();
+        m_formatBox->addItem(recipe == QLatin1String("nvfp4") ? QStringLiteral("E2M1") : recipe.toUpper(), QString());
+        m_formatBox->setCurrentIndex(m_formatBox->count() - 1);
+    }
+    m_formatBox->setEnabled(chooses);
 }
 
 void HistogramView::setAfterScaling(bool on)
@@ -137,7 +159,7 @@ void HistogramView::selectionChanged()
         if (!entry.isEmpty() && entry != m_recipeBox->currentText()) {
             const QSignalBlocker block(m_recipeBox);
             m_recipeBox->setCurrentText(entry);
-            m_formatBox->setEnabled(choosesFormat(entry));
+            syncFormatBox();
             recipeSet = true;
         }
     }
@@ -306,7 +328,8 @@ void HistogramView::redraw()
         line(lMax, tr("max %1").arg(double(spec.maxFinite), 0, 'g', 6), Qt::SolidLine);
     }
     QString text2 = tr("%1 — %2 (%3), computed on %4.\nunderflow %5 %, saturation %6 %, MSE %7, SQNR %8 dB.")
-                        .arg(where, m.recipe, formatName(m.format).toUpper(), m.backend)
+                        // The backend's name; why it is the one (no CUDA driver, ...) is in the status bar.
+                        .arg(where, m.recipe, formatName(m.format).toUpper(), m.backend.section(QLatin1Char(':'), 0, 0))
                         .arg(m.underflowPct, 0, 'g', 4)
                         .arg(m.saturationPct, 0, 'g', 4)
                         .arg(m.mse, 0, 'g', 4)

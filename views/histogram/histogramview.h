@@ -45,6 +45,7 @@ Q_SIGNALS:
     void metricsChanged();
 
 private:
+    void syncFormatBox();
     void reloadDumps();
     void selectionChanged();
     void request();
@@ -54,6 +55,7 @@ private:
     Selection *m_selection;
     QComboBox *m_recipeBox;
     QComboBox *m_formatBox;
+    QString m_formatChoice = QStringLiteral("e4m3"); // the format picked, kept while a recipe fixes its own
     QCheckBox *m_scaled;
     QLabel *m_status;
     QCPBars *m_bars;

@@ -51,8 +51,9 @@ QVariant RunListModel::data(const QModelIndex &index, int role) const
         if (role == Qt::CheckStateRole)
             return run.visible ? Qt::Checked : Qt::Unchecked;
         if (role == Qt::ToolTipRole) // the whole name (the view elides long ones), where it came from, versions
-            return QString(QStringLiteral("%1\n%2").arg(run.run.name, run.run.folder)
-                + (run.versions.isEmpty() ? QString() : QString(QLatin1Char('\n') + run.versions)));
+            return QString(run.run.label()
+                + (run.run.displayName.isEmpty() ? QString() : tr(" (run %1)").arg(run.run.name)) + QLatin1Char('\n')
+                + run.run.folder + (run.versions.isEmpty() ? QString() : QString(QLatin1Char('\n') + run.versions)));
         break;
     case PrecisionColumn:
         if (role == Qt::DisplayRole)

@@ -45,6 +45,11 @@ void StatsTableModel::refresh()
         if (!m_selection->layer().isEmpty() && !m_selection->tensor().isEmpty())
             add(at(m_selection->layer(), m_selection->tensor()), true);
         add(at(QString(), QString()), false);
+        for (const Eval &e : catalog.evals(run)) {
+            Row row {e.task + QStringLiteral(" / ") + e.metric, e.value, -1, e.file,
+                e.inference.isEmpty() ? QString() : tr("inference %1").arg(e.inference), false, true};
+            m_rows.push_back(row);
+        }
     }
     endResetModel();
 }
@@ -72,13 +77,48 @@ QVariant StatsTableModel::data(const QModelIndex &index, int role) const
         return {};
     switch (index.column()) {
     case StatColumn: return r.stat;
-    case ValueColumn: return QLocale().toString(r.value, 'g', 6);
-    case StepColumn: return r.step;
+    case ValueColumn:
+        return role == Qt::ToolTipRole ? QString::number(r.value, 'g', QLocale::FloatingPointShortest)
+                                       : QLocale().toString(r.value, 'g', 8);
+    case StepColumn: return r.eval ? QVariant() : QVariant(r.step);
     case SourceColumn: return r.source;
     case RecipeColumn: return r.recipe;
-    case ScopeColumn: return r.tensorLevel ? tr("tensor") : tr("run");
+    case ScopeColumn: return r.eval ? tr("evaluation") : r.tensorLevel ? tr("tensor") : tr("run");
     default: return {};
     }
+}
+
+QString StatsTableModel::text(const QList<int> &rows, bool csv) const
+{
+    const QChar sep = csv ? QLatin1Char(',') : QLatin1Char('\t');
+    const auto field = [csv](QString f) {
+        if (csv && (f.contains(QLatin1Char(',')) || f.contains(QLatin1Char('"'))))
+            f = QLatin1Char('"') + f.replace(QLatin1Char('"'), QStringLiteral("\"\"")) + QLatin1Char('"');
+        return f;
+    };
+    QString out;
+    QStringList header;
+    for (int c = 0; c < ColumnCount; ++c)
+        header << headerData(c, Qt::Horizontal, Qt::DisplayRole).toString();
+    out += header.join(sep) + QLatin1Char('\n');
+    QList<int> which = rows;
+    if (which.isEmpty()) {
+        for (int r = 0; r < rowCount(); ++r)
+            which << r;
+    }
+    for (int r : which) {
+        if (r < 0 || r >= rowCount())
+            continue;
+        QStringList fields;
+        for (int c = 0; c < ColumnCount; ++c) {
+            // The value in full: the shortest text that reads back as the same double, in the C locale.
+            fields << field(c == ValueColumn
+                    ? QString::number(m_rows[size_t(r)].value, 'g', QLocale::FloatingPointShortest)
+                    : index(r, c).data(Qt::DisplayRole).toString());
+        }
+        out += fields.join(sep) + QLatin1Char('\n');
+    }
+    return out;
 }
 
 QVariant StatsTableModel::headerData(int section, Qt::Orientation orientation, int role) const

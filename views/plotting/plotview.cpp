@@ -5,8 +5,11 @@
 #include <QFileDialog>
 #include <QMenu>
 #include <QMessageBox>
+#include <QRegularExpression>
 #include <QSaveFile>
+#include <QScopeGuard>
 #include <QSvgGenerator>
+#include <QToolBar>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -14,7 +17,7 @@ namespace fp8scope {
 
 PlotView::PlotView(const QString &name, QWidget *parent)
     : QWidget(parent)
-    , m_controls(new QHBoxLayout)
+    , m_controls(new QToolBar(this))
     , m_plot(new QCustomPlot(this))
 {
     setObjectName(name);
@@ -22,8 +25,13 @@ PlotView::PlotView(const QString &name, QWidget *parent)
     m_plot->setNoAntialiasingOnDrag(true);
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
-    layout->addLayout(m_controls);
+    layout->setSpacing(2);
+    layout->addWidget(m_controls);
     layout->addWidget(m_plot, 1);
+    m_controls->setObjectName(name + QStringLiteral("Controls"));
+    m_controls->setMovable(false);
+    m_controls->setFloatable(false);
+    m_controls->setToolButtonStyle(Qt::ToolButtonTextOnly);
     m_controls->setContentsMargins(0, 0, 0, 0);
 
     auto *exportButton = new QToolButton(this);
@@ -34,9 +42,37 @@ PlotView::PlotView(const QString &name, QWidget *parent)
     menu->addAction(tr("Plot as PNG, SVG or PDF..."), this, &PlotView::askExportPlot);
     menu->addAction(tr("Data as CSV..."), this, &PlotView::askExportCsv);
     exportButton->setMenu(menu);
-    m_controls->addStretch(1);
-    m_controls->addWidget(exportButton);
+    auto *spacer = new QWidget(this);
+    spacer->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
+    m_controls->addWidget(spacer);
+    m_exportAction = m_controls->addWidget(exportButton);
     applyPalette();
+}
+
+QAction *PlotView::addControl(QWidget *widget, bool expanding)
+{
+    if (expanding)
+        widget->setSizePolicy(QSizePolicy::Expanding, widget->sizePolicy().verticalPolicy());
+    // Before the spacer that keeps Export at the right.
+    const QList<QAction *> actions = m_controls->actions();
+    return m_controls->insertWidget(actions.at(actions.size() - 2), widget);
+}
+
+QString PlotView::title() const
+{
+    return objectName();
+}
+
+QString PlotView::defaultFileName() const
+{
+    QString name = title().toLower();
+    name.replace(QRegularExpression(QStringLiteral("[^a-z0-9.%_+]+")), QStringLiteral("-"));
+    name.replace(QLatin1Char('%'), QStringLiteral("pct"));
+    while (name.startsWith(QLatin1Char('-')))
+        name.remove(0, 1);
+    while (name.endsWith(QLatin1Char('-')))
+        name.chop(1);
+    return name.left(80).isEmpty() ? objectName() : name.left(80);
 }
 
 void PlotView::changeEvent(QEvent *event)
@@ -81,6 +117,16 @@ bool PlotView::exportPlot(const QString &path, QString *error) const
     const QString suffix = QFileInfo(path).suffix().toLower();
     const int w = std::max(m_plot->width(), 640);
     const int h = std::max(m_plot->height(), 400);
+    // A file read away from the window says what it shows: a title row above the plot while it is written.
+    m_plot->plotLayout()->insertRow(0);
+    auto *heading = new QCPTextElement(m_plot, title(), QFont(m_plot->font().family(), 11, QFont::Bold));
+    heading->setTextColor(palette().color(QPalette::Text));
+    m_plot->plotLayout()->addElement(0, 0, heading);
+    const auto dropHeading = qScopeGuard([this, heading] {
+        m_plot->plotLayout()->remove(heading);
+        m_plot->plotLayout()->simplify();
+        m_plot->replot(QCustomPlot::rpQueuedReplot);
+    });
     bool ok = false;
     if (suffix == QLatin1String("png")) {
         ok = m_plot->savePng(path, w, h);
@@ -91,7 +137,7 @@ bool PlotView::exportPlot(const QString &path, QString *error) const
         svg.setFileName(path);
         svg.setSize(QSize(w, h));
         svg.setViewBox(QRect(0, 0, w, h));
-        svg.setTitle(objectName());
+        svg.setTitle(title());
         QCPPainter painter;
         ok = painter.begin(&svg);
         if (ok) {
@@ -120,7 +166,7 @@ bool PlotView::exportCsv(const QString &path, QString *error) const
 void PlotView::askExportPlot()
 {
     const QString path = QFileDialog::getSaveFileName(
-        this, tr("Export plot"), objectName() + QStringLiteral(".png"), tr("Images (*.png *.svg *.pdf)"));
+        this, tr("Export plot"), defaultFileName() + QStringLiteral(".png"), tr("Images (*.png *.svg *.pdf)"));
     QString error;
     if (!path.isEmpty() && !exportPlot(path, &error))
         QMessageBox::warning(this, tr("Export plot"), error);
@@ -129,7 +175,7 @@ void PlotView::askExportPlot()
 void PlotView::askExportCsv()
 {
     const QString path = QFileDialog::getSaveFileName(
-        this, tr("Export data"), objectName() + QStringLiteral(".csv"), tr("CSV (*.csv)"));
+        this, tr("Export data"), defaultFileName() + QStringLiteral(".csv"), tr("CSV (*.csv)"));
     QString error;
     if (!path.isEmpty() && !exportCsv(path, &error))
         QMessageBox::warning(this, tr("Export data"), error);

@@ -1,11 +1,14 @@
-// The frame every plot view shares: a row of controls above a QCustomPlot, colours that follow the system
-// palette, and export of the plot (PNG, SVG or PDF by file suffix) and of its data (CSV).
+// The frame every plot view shares: a tool bar of controls above a QCustomPlot (controls that do not fit
+// the width go to the tool bar's overflow menu, so a narrow dock never cuts a label), colours that follow
+// the system palette, and export of the plot (PNG, SVG or PDF by file suffix) and of its data (CSV), under
+// a default file name made from what is shown.
 #pragma once
 
 #include <QWidget>
 
 class QCustomPlot;
-class QHBoxLayout;
+class QAction;
+class QToolBar;
 
 namespace fp8scope {
 
@@ -21,9 +24,17 @@ public:
     // Writes what is plotted as CSV (a header line, then rows).
     bool exportCsv(const QString &path, QString *error) const;
     virtual QString csv() const = 0;
+    // What the plot shows, for the exported plot's title and the default export file name
+    // ("lm loss, 2 runs, by step").
+    virtual QString title() const;
+    // The default export file name (without suffix) made from title(): lower case, words joined by '-'.
+    QString defaultFileName() const;
+    QToolBar *controlBar() const { return m_controls; }
 
 protected:
-    QHBoxLayout *controls() const { return m_controls; }
+    // Adds a control before the Export button; hide or show it with the returned action (a tool bar's
+    // widget follows its action). An expanding control takes the width the others leave.
+    QAction *addControl(QWidget *widget, bool expanding = false);
     void changeEvent(QEvent *event) override;
     void applyPalette();
 
@@ -31,7 +42,8 @@ private:
     void askExportPlot();
     void askExportCsv();
 
-    QHBoxLayout *m_controls;
+    QToolBar *m_controls;
+    QAction *m_exportAction = nullptr;
     QCustomPlot *m_plot;
 };
 

@@ -69,10 +69,18 @@ struct Workspace::QueryCatalog {
 
 QColor runColour(int index)
 {
+    // Okabe-Ito's eight, then four of Paul Tol's muted set that stand apart from them.
     static const QColor colours[]
         = {QColor(0x00, 0x72, 0xB2), QColor(0xD5, 0x5E, 0x00), QColor(0x00, 0x9E, 0x73), QColor(0xCC, 0x79, 0xA7),
-            QColor(0xE6, 0x9F, 0x00), QColor(0x56, 0xB4, 0xE9), QColor(0x7F, 0x7F, 0x7F), QColor(0xF0, 0xE4, 0x42)};
+            QColor(0xE6, 0x9F, 0x00), QColor(0x56, 0xB4, 0xE9), QColor(0x7F, 0x7F, 0x7F), QColor(0xF0, 0xE4, 0x42),
+            QColor(0x88, 0x22, 0x55), QColor(0x44, 0xAA, 0x99), QColor(0x33, 0x22, 0x88), QColor(0x99, 0x99, 0x33)};
     return colours[size_t(index) % std::size(colours)];
+}
+
+Qt::PenStyle runLineStyle(int index)
+{
+    static const Qt::PenStyle styles[] = {Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine};
+    return styles[size_t(index) / kRunColours % std::size(styles)];
 }
 
 Workspace::Workspace(QObject *parent)
@@ -300,8 +308,8 @@ void Workspace::finishLoad(const QStringList &errors)
         }
     }
     for (const Run &r : m_catalog.runs())
-        m_runs.push_back({r, runColour(int(m_runs.size())), true, m_catalog.pairing(r.ref),
-            keyVersionsText(m_catalog.versions(r.ref))});
+        m_runs.push_back({r, runColour(int(m_runs.size())), runLineStyle(int(m_runs.size())), true,
+            m_catalog.pairing(r.ref), keyVersionsText(m_catalog.versions(r.ref))});
     m_layers = m_catalog.layerTensors();
     for (ProblemEntry &p : m_catalog.problems())
         m_problems.push_back(std::move(p));

@@ -28,6 +28,7 @@ namespace fp8scope {
 struct WorkspaceRun {
     Run run;
     QColor colour;
+    Qt::PenStyle lineStyle = Qt::SolidLine; // past the twelfth run, colours repeat with another line style
     bool visible = true;
     Pairing pairing;
     QString versions; // the key frameworks' versions it recorded ("transformer-engine 1.7.0, torch 2.3.0")
@@ -134,7 +135,10 @@ private:
     QStringList m_storeErrorsSaid; // already in m_problems
 };
 
-// The colour of the i-th run (Okabe-Ito, distinguishable for colour-blind readers).
+// The colour of the i-th run: twelve distinct ones (Okabe-Ito's eight, distinguishable for colour-blind
+// readers, first), then the same again with the next line style.
+constexpr int kRunColours = 12;
 QColor runColour(int index);
+Qt::PenStyle runLineStyle(int index);
 
 } // namespace fp8scope

@@ -1,0 +1,84 @@
+#include "runsettingsdialog.h"
+
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QFormLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+
+namespace fp8scope {
+
+namespace {
+
+QComboBox *editableCombo(const QString &name, const QStringList &items, const QString &current, QWidget *parent)
+{
+    auto *box = new QComboBox(parent);
+    box->setObjectName(name);
+    box->setEditable(true);
+    box->setInsertPolicy(QComboBox::NoInsert);
+    box->addItems(items);
+    box->setEditText(current);
+    return box;
+}
+
+} // namespace
+
+RunSettingsDialog::RunSettingsDialog(
+    const QString &runName, const RunManifest &current, const QStringList &baselines, QWidget *parent)
+    : QDialog(parent)
+    , m_name(new QLineEdit(current.name, this))
+    , m_precision(editableCombo(QStringLiteral("runPrecision"),
+          {QString(), QStringLiteral("bf16"), QStringLiteral("fp8"), QStringLiteral("mxfp8"), QStringLiteral("nvfp4"),
+              QStringLiteral("fp16"), QStringLiteral("fp32")},
+          current.precision, this))
+    , m_recipe(editableCombo(QStringLiteral("runRecipe"),
+          {QString(), QStringLiteral("delayed"), QStringLiteral("current"), QStringLiteral("mxfp8"),
+              QStringLiteral("blockwise"), QStringLiteral("nvfp4")},
+          current.recipe, this))
+    , m_baseline(new QComboBox(this))
+    , m_inference(editableCombo(QStringLiteral("runInference"),
+          {QString(), QStringLiteral("bf16"), QStringLiteral("fp8"), QStringLiteral("fp8 kv-fp8"),
+              QStringLiteral("nvfp4")},
+          current.inferencePrecision, this))
+    , m_notes(new QPlainTextEdit(current.notes, this))
+{
+    setObjectName(QStringLiteral("runSettingsDialog"));
+    setWindowTitle(tr("Run Settings — %1").arg(runName));
+    m_name->setObjectName(QStringLiteral("runDisplayName"));
+    m_name->setPlaceholderText(runName);
+    m_baseline->setObjectName(QStringLiteral("runBaseline"));
+    m_baseline->addItem(tr("(chosen by fp8scope)"), QString());
+    for (const QString &b : baselines)
+        m_baseline->addItem(b, b);
+    if (!current.baseline.isEmpty() && m_baseline->findData(current.baseline) < 0)
+        m_baseline->addItem(current.baseline, current.baseline); // named by a manifest, not open now
+    m_baseline->setCurrentIndex(std::max(0, m_baseline->findData(current.baseline)));
+    m_notes->setObjectName(QStringLiteral("runNotes"));
+    m_notes->setMaximumHeight(90);
+
+    auto *form = new QFormLayout(this);
+    auto *where = new QLabel(tr("Saved in the run folder's fp8scope.json, so that the run opens with them "
+                                "again (and for whoever opens the folder next)."),
+        this);
+    where->setWordWrap(true);
+    form->addRow(where);
+    form->addRow(tr("Display &name"), m_name);
+    form->addRow(tr("&Precision"), m_precision);
+    form->addRow(tr("&Recipe"), m_recipe);
+    form->addRow(tr("&Baseline"), m_baseline);
+    form->addRow(tr("&Inference precision"), m_inference);
+    form->addRow(tr("N&otes"), m_notes);
+    auto *buttons = new QDialogButtonBox(QDialogButtonBox::Save | QDialogButtonBox::Cancel, this);
+    connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    form->addRow(buttons);
+}
+
+RunManifest RunSettingsDialog::manifest() const
+{
+    return {m_name->text(), m_precision->currentText(), m_recipe->currentText(), m_baseline->currentData().toString(),
+        m_inference->currentText(), m_notes->toPlainText()};
+}
+
+} // namespace fp8scope

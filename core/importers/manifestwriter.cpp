@@ -1,0 +1,62 @@
+#include "manifestwriter.h"
+
+#include "folderscanner.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSaveFile>
+
+namespace fp8scope {
+
+std::optional<QString> runFolderOf(const QString &openedFolder, const QString &runName)
+{
+    const FolderScan scan = scanFolder(openedFolder);
+    for (auto it = scan.runOfFolder.begin(); it != scan.runOfFolder.end(); ++it) {
+        if (it.value() == runName)
+            return it.key().isEmpty() ? QDir(openedFolder).absolutePath()
+                                      : QDir(openedFolder).absoluteFilePath(it.key());
+    }
+    return std::nullopt;
+}
+
+bool writeRunManifest(const QString &runFolder, const RunManifest &manifest, QString *error)
+{
+    const QString path = QDir(runFolder).filePath(QStringLiteral("fp8scope.json"));
+    QJsonObject o;
+    QFile existing(path);
+    if (existing.exists()) {
+        if (!existing.open(QIODevice::ReadOnly)) {
+            *error = QStringLiteral("%1: %2").arg(path, existing.errorString());
+            return false;
+        }
+        QJsonParseError parse;
+        const QJsonDocument doc = QJsonDocument::fromJson(existing.readAll(), &parse);
+        if (parse.error != QJsonParseError::NoError || !doc.isObject()) {
+            // Never overwrite a file someone wrote by hand and got wrong: say where it is wrong.
+            *error = QStringLiteral("%1: not a JSON object (offset %2: %3); fix or remove it first")
+                         .arg(path)
+                         .arg(parse.offset)
+                         .arg(parse.error == QJsonParseError::NoError ? QStringLiteral("expected an object")
+                                                                      : parse.errorString());
+            return false;
+        }
+        o = doc.object();
+    }
+    const std::pair<const char *, const QString *> fields[] = {{"name", &manifest.name},
+        {"precision", &manifest.precision}, {"recipe", &manifest.recipe}, {"baseline", &manifest.baseline},
+        {"inference_precision", &manifest.inferencePrecision}, {"notes", &manifest.notes}};
+    // Every field, an empty one as "": reading "" unsets what an earlier manifest had set.
+    for (const auto &[key, value] : fields)
+        o.insert(QLatin1String(key), value->trimmed());
+    QSaveFile out(path);
+    if (!out.open(QIODevice::WriteOnly) || out.write(QJsonDocument(o).toJson(QJsonDocument::Indented)) < 0
+        || !out.commit()) {
+        *error = QStringLiteral("%1: %2").arg(path, out.errorString());
+        return false;
+    }
+    return true;
+}
+
+} // namespace fp8scope

@@ -1,0 +1,30 @@
+// Writes what the user set for a run in the window into the run folder's fp8scope.json manifest (the file
+// ManifestImporter reads), so that it survives a reopen, a rebuilt store and a copy of the folder. Fields
+// the manifest has and the window does not set (notes written by hand, unknown keys) are kept.
+#pragma once
+
+#include <QString>
+
+#include <optional>
+
+namespace fp8scope {
+
+struct RunManifest {
+    QString name; // display name; "" for none (the folder's name)
+    QString precision;
+    QString recipe;
+    QString baseline; // the baseline run's name; "" lets pairing choose
+    QString inferencePrecision;
+    QString notes;
+};
+
+// The folder of run `runName` inside the opened folder (the opened folder itself for a single run), found
+// the way ingest groups files into runs; nullopt when no folder is that run's.
+std::optional<QString> runFolderOf(const QString &openedFolder, const QString &runName);
+
+// Merges `manifest` into runFolder/fp8scope.json (created when missing): every field is written, an empty
+// one as "" (which unsets it when read); written whole or not at all. False with *error (the file and why) otherwise,
+// the file unchanged.
+bool writeRunManifest(const QString &runFolder, const RunManifest &manifest, QString *error);
+
+} // namespace fp8scope

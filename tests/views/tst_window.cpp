@@ -1,0 +1,693 @@
+// The window as a new user meets it (issue 22): it fits 1280x720 with no control cut or pushed into an
+// overflow menu and never resizes itself; with no folder it shows a start page; every empty state says why
+// (a tensor statistic before a tensor is chosen, a folder of evaluation results only, a statistic that is
+// all 0 as logged) and leaves no axes of what was drawn before; one name per run in every view; unticking
+// a run hides it everywhere; the samples axis leaves out runs without sample counts, and says so; settings
+// of a run made in the window survive a reopen; a second folder can be added.
+#include "app/gui/appsettings.h"
+#include "app/gui/mainwindow.h"
+#include "app/gui/startpage.h"
+#include "core/demo/demogenerator.h"
+#include "views/curves/curveview.h"
+#include "views/heatmap/heatmapview.h"
+#include "views/histogram/histogramview.h"
+#include "views/models/runlistmodel.h"
+#include "views/models/statstablemodel.h"
+#include "views/plotting/qcp.h"
+#include "views/workspace/selection.h"
+#include "views/workspace/workspace.h"
+
+#include <QAction>
+#include <QCheckBox>
+#include <QClipboard>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QFile>
+#include <QGuiApplication>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QListWidget>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QStatusBar>
+#include <QStyleOptionComboBox>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QToolBar>
+#include <QToolButton>
+
+#include <memory>
+
+using namespace fp8scope;
+
+namespace {
+
+bool writeFile(const QString &path, const QByteArray &bytes)
+{
+    QDir().mkpath(QFileInfo(path).absolutePath());
+    QFile f(path);
+    return f.open(QIODevice::WriteOnly) && f.write(bytes) == bytes.size();
+}
+
+// Whether a control shows all of its text: a label or button as wide as its text needs, a combo box whose
+// edit field holds its current text.
+QString cutText(QWidget *w)
+{
+    if (auto *label = qobject_cast<QLabel *>(w)) {
+        if (!label->wordWrap() && label->fontMetrics().horizontalAdvance(label->text()) > label->contentsRect().width())
+            return label->text();
+    } else if (auto *button = qobject_cast<QAbstractButton *>(w)) {
+        if (button->sizeHint().width() > button->width())
+            return button->text();
+    } else if (auto *box = qobject_cast<QComboBox *>(w)) {
+        QStyleOptionComboBox opt;
+        opt.initFrom(box);
+        opt.editable = box->isEditable();
+        opt.currentText = box->currentText();
+        const QRect field = box->style()->subControlRect(QStyle::CC_ComboBox, &opt, QStyle::SC_ComboBoxEditField, box);
+        if (box->fontMetrics().horizontalAdvance(box->currentText()) > field.width())
+            return box->currentText();
+    }
+    return {};
+}
+
+// The rows of a table's column as text.
+QStringList column(QAbstractItemModel *model, int col, int role = Qt::DisplayRole)
+{
+    QStringList out;
+    for (int r = 0; r < model->rowCount(); ++r)
+        out << model->index(r, col).data(role).toString();
+    return out;
+}
+
+QStringList comboItems(QComboBox *box)
+{
+    QStringList out;
+    for (int i = 0; i < box->count(); ++i)
+        out << box->itemText(i);
+    return out;
+}
+
+QStringList legendNames(QCustomPlot *plot, bool withMarks = false)
+{
+    QStringList marks;
+    for (const auto kind :
+        {CurveSource::Event::Skipped, CurveSource::Event::NotFinite, CurveSource::Event::LossScaleDrop})
+        marks << CurveView::markName(kind);
+    QStringList out;
+    for (int i = 0; i < plot->legend->itemCount(); ++i) {
+        if (auto *item = qobject_cast<QCPPlottableLegendItem *>(plot->legend->item(i))) {
+            if (withMarks || !marks.contains(item->plottable()->name()))
+                out << item->plottable()->name();
+        }
+    }
+    return out;
+}
+
+} // namespace
+
+class TestWindow : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void startPageWithoutAFolder();
+    void fitsA1280x720Window();
+    void tensorStatisticBeforeATensorIsChosen();
+    void statisticThatIsAllZeroAsLogged();
+    void evaluationOnlyFolderSaysWhatItHolds();
+    void runNamesAreTheSameInEveryView();
+    void untickingARunHidesItEverywhere();
+    void samplesAxisLeavesOutRunsWithoutSamples();
+    void runSettingsSurviveAReopen();
+    void secondFolderAddsItsRuns();
+    void statisticsTableCopiesEnoughDigits();
+    void nvfp4ShowsE2M1();
+    void shortSeriesAreNotSmoothed();
+    void skippedNanAndLossScaleCutsAreMarked();
+
+private:
+    std::unique_ptr<MainWindow> newWindow(QSize size = QSize(1280, 720));
+    void openAndWait(MainWindow *w, const QStringList &folders);
+
+    QTemporaryDir m_tmp;
+    QString m_pair;
+    QString m_evalOnly;
+    QString m_noSamples;
+    DemoPlan m_plan;
+};
+
+void TestWindow::initTestCase()
+{
+    QVERIFY(m_tmp.isValid());
+    qputenv("XDG_CONFIG_HOME", QFile::encodeName(m_tmp.filePath(QStringLiteral("config"))));
+    qputenv("XDG_CACHE_HOME", QFile::encodeName(m_tmp.filePath(QStringLiteral("cache"))));
+    m_pair = m_tmp.filePath(QStringLiteral("pair"));
+    DemoOptions o;
+    o.seed = 5;
+    o.layers = 12;
+    o.steps = 600;
+    QString error;
+    QVERIFY2(generateDemo(m_pair, o, &m_plan, &error), qPrintable(error));
+    // A folder with only lm-eval results (v0.4 keys).
+    m_evalOnly = m_tmp.filePath(QStringLiteral("evalonly"));
+    QVERIFY(writeFile(m_evalOnly + QStringLiteral("/results_2026-11-30.json"),
+        R"({"results": {"hellaswag": {"acc,none": 0.61234, "acc_stderr,none": 0.0048},
+                        "arc_easy": {"acc,none": 0.7501, "acc_stderr,none": "N/A"}},
+            "config": {"model": "hf", "model_args": "pretrained=ckpt,dtype=bfloat16"}})"));
+    // A run that logs its loss against steps only (a W&B export), no consumed samples.
+    m_noSamples = m_tmp.filePath(QStringLiteral("nosamples"));
+    QByteArray csv = "step,lm loss\n";
+    for (int s = 10; s <= 600; s += 10)
+        csv += QByteArray::number(s) + ',' + QByteArray::number(11.0 - s / 100.0) + '\n';
+    QVERIFY(writeFile(m_noSamples + QStringLiteral("/wandb_export.csv"), csv));
+}
+
+std::unique_ptr<MainWindow> TestWindow::newWindow(QSize size)
+{
+    auto w = std::make_unique<MainWindow>(BackendChoice::Cpu, nullptr);
+    w->resize(size);
+    w->show();
+    if (!QTest::qWaitForWindowExposed(w.get()))
+        return nullptr;
+    return w;
+}
+
+void TestWindow::openAndWait(MainWindow *w, const QStringList &folders)
+{
+    QSignalSpy ready(w, &MainWindow::ready);
+    w->openFolders(folders);
+    QVERIFY(ready.wait(60000));
+}
+
+void TestWindow::startPageWithoutAFolder()
+{
+    AppSettings().addRecentFolder(m_pair);
+    AppSettings().addRecentFolder(m_tmp.filePath(QStringLiteral("gone"))); // no longer there
+    auto w = newWindow();
+    QVERIFY(w);
+    QVERIFY(w->isStartPageShown());
+    StartPage *start = w->startPage();
+    QVERIFY(start->isVisible());
+    QVERIFY(!w->curves()->isVisible()); // no empty plots
+    for (QDockWidget *dock : w->findChildren<QDockWidget *>())
+        QVERIFY2(!dock->isVisible(), qPrintable(dock->objectName()));
+    auto *open = start->findChild<QPushButton *>(QStringLiteral("startOpenFolder"));
+    auto *demo = start->findChild<QPushButton *>(QStringLiteral("startDemo"));
+    auto *recent = start->findChild<QListWidget *>(QStringLiteral("startRecent"));
+    QVERIFY(open && open->isVisible() && demo && demo->isVisible() && recent && recent->isVisible());
+    QCOMPARE(recent->count(), 2);
+    QCOMPARE(recent->item(1)->text(), m_pair);
+    QVERIFY(!(recent->item(0)->flags() & Qt::ItemIsEnabled)); // the folder that is gone
+    // A recent folder opens from the page, and the views come back.
+    QSignalSpy ready(w.get(), &MainWindow::ready);
+    Q_EMIT recent->itemActivated(recent->item(1));
+    QVERIFY(ready.wait(60000));
+    QVERIFY(!w->isStartPageShown());
+    QVERIFY(w->curves()->isVisible());
+    QVERIFY(w->findChild<QDockWidget *>(QStringLiteral("histogramDock"))->isVisible());
+    QCOMPARE(w->workspace()->runCount(), 2);
+}
+
+void TestWindow::fitsA1280x720Window()
+{
+    auto w = newWindow(QSize(1280, 720));
+    QVERIFY(w);
+    openAndWait(w.get(), {m_pair});
+    QTest::qWait(50);
+    QCOMPARE(w->size(), QSize(1280, 720));
+    const QSize least = w->minimumSizeHint().expandedTo(w->layout()->minimumSize());
+    QVERIFY2(least.width() <= 1280 && least.height() <= 720,
+        qPrintable(QStringLiteral("%1x%2").arg(least.width()).arg(least.height())));
+
+    // Every dock in the window with room to show something (tabbed ones once raised).
+    const QRect inside = w->rect();
+    for (QDockWidget *dock : w->findChildren<QDockWidget *>()) {
+        QVERIFY2(!dock->isHidden(), qPrintable(dock->objectName()));
+        dock->raise();
+        QTRY_VERIFY(dock->isVisible());
+        const QRect g(dock->mapTo(w.get(), QPoint(0, 0)), dock->size());
+        QVERIFY2(inside.contains(g), qPrintable(dock->objectName()));
+        QVERIFY2(dock->width() >= 150 && dock->height() >= 100,
+            qPrintable(QStringLiteral("%1 %2x%3").arg(dock->objectName()).arg(dock->width()).arg(dock->height())));
+    }
+    w->findChild<QDockWidget *>(QStringLiteral("heatmapDock"))->raise();
+    QTest::qWait(20);
+
+    // Every control of every plot in view, whole: none in the overflow menu, no text cut.
+    for (PlotView *view : {static_cast<PlotView *>(w->curves()), static_cast<PlotView *>(w->heatmap()),
+             static_cast<PlotView *>(w->histogram())}) {
+        QToolBar *bar = view->controlBar();
+        auto *more = bar->findChild<QToolButton *>(QStringLiteral("qt_toolbar_ext_button"));
+        QString widths;
+        for (QAction *a : bar->actions()) {
+            if (QWidget *c = bar->widgetForAction(a); c && a->isVisible())
+                widths += QStringLiteral(" %1:%2").arg(c->objectName()).arg(c->sizeHint().width());
+        }
+        QVERIFY2(!more || !more->isVisible(),
+            qPrintable(QStringLiteral("%1: controls overflow a bar %2 wide:%3")
+                           .arg(view->objectName())
+                           .arg(bar->width())
+                           .arg(widths)));
+        for (QAction *a : bar->actions()) {
+            QWidget *control = bar->widgetForAction(a);
+            if (!a->isVisible() || !control)
+                continue;
+            const QString name = view->objectName() + QLatin1Char('/') + control->objectName();
+            QVERIFY2(control->isVisible(), qPrintable(name));
+            QVERIFY2(bar->rect().contains(QRect(control->mapTo(bar, QPoint(0, 0)), control->size())), qPrintable(name));
+            QVERIFY2(cutText(control).isEmpty(), qPrintable(name + QStringLiteral(": ") + cutText(control)));
+            for (QWidget *child : control->findChildren<QWidget *>()) {
+                if (child->isVisible())
+                    QVERIFY2(cutText(child).isEmpty(), qPrintable(name + QStringLiteral(": ") + cutText(child)));
+            }
+        }
+        // The plot has room to draw.
+        QVERIFY2(view->plot()->height() >= 120 && view->plot()->width() >= 200,
+            qPrintable(QStringLiteral("%1 %2x%3")
+                           .arg(view->objectName())
+                           .arg(view->plot()->width())
+                           .arg(view->plot()->height())));
+    }
+    auto *backend = w->statusBar()->findChild<QLabel *>(QStringLiteral("backendStatus"));
+    QVERIFY(backend && backend->isVisible());
+    QVERIFY(QRect(backend->mapTo(w.get(), QPoint(0, 0)), backend->size()).right() <= inside.right());
+
+    // Clicking a heatmap cell (the histogram computes, the statistics fill) leaves the window as it is.
+    HeatmapView *heat = w->heatmap();
+    heat->setStatistic(QStringLiteral("underflows%"));
+    heat->setTensor(QStringLiteral("activation"));
+    QTRY_VERIFY(!heat->isLoading());
+    const Heatmap &h = heat->heatmap();
+    QVERIFY(h.layers.size() >= 12);
+    const int row = int(h.layers.indexOf(m_plan.plantedLayerName));
+    QVERIFY(row >= 0);
+    const QPointF centre = heat->cellCentre(row, int(h.steps.size()) - 1);
+    QTest::mouseClick(heat->plot(), Qt::LeftButton, {}, centre.toPoint());
+    QCOMPARE(w->selection()->layer(), m_plan.plantedLayerName);
+    QTRY_VERIFY_WITH_TIMEOUT(!w->histogram()->isComputing(), 60000);
+    QTest::qWait(100);
+    QCOMPARE(w->size(), QSize(1280, 720));
+
+    // Many layers in a short dock: the wheel zooms the layer axis, so that each row is tall enough to click.
+    const double rowsBefore = heat->plot()->yAxis->range().size();
+    QWheelEvent wheel(centre, heat->plot()->mapToGlobal(centre), QPoint(), QPoint(0, 120 * 4), Qt::NoButton,
+        Qt::NoModifier, Qt::NoScrollPhase, false);
+    QCoreApplication::sendEvent(heat->plot(), &wheel);
+    const double rowsAfter = heat->plot()->yAxis->range().size();
+    QVERIFY2(rowsAfter < rowsBefore * 0.8, qPrintable(QStringLiteral("%1 -> %2").arg(rowsBefore).arg(rowsAfter)));
+    QVERIFY(rowsAfter >= 3 - 1e-9);
+    heat->plot()->replot();
+    const int other = (row + 1) % int(h.layers.size());
+    QTRY_VERIFY(heat->plot()->yAxis->range().contains(row));
+    const QPointF near = heat->cellCentre(row, 0);
+    QTest::mouseClick(heat->plot(), Qt::LeftButton, {}, near.toPoint());
+    QCOMPARE(w->selection()->layer(), h.layers[row]);
+    Q_UNUSED(other);
+}
+
+void TestWindow::tensorStatisticBeforeATensorIsChosen()
+{
+    auto w = newWindow();
+    QVERIFY(w);
+    openAndWait(w.get(), {m_pair});
+    CurveView *curves = w->curves();
+    curves->setStatistic(QStringLiteral("lm loss"));
+    QVERIFY(!curves->curves().empty());
+    QVERIFY(curves->message().isEmpty());
+    QVERIFY(w->selection()->tensor().isEmpty());
+    curves->setStatistic(QStringLiteral("tensor:mse"));
+    QVERIFY(curves->curves().empty());
+    QVERIFY2(curves->message().contains(QStringLiteral("choose a tensor")), qPrintable(curves->message()));
+    // The loss's axes do not linger.
+    QVERIFY(!curves->plot()->yAxis->tickLabels());
+    QVERIFY(!curves->plot()->xAxis->tickLabels());
+    QVERIFY(curves->plot()->legend->visible() == false);
+    // Once a tensor is chosen the message goes.
+    w->selection()->set(
+        w->workspace()->findRun(QStringLiteral("fp8")), m_plan.plantedLayerName, QStringLiteral("activation"), -1);
+    QVERIFY(!curves->curves().empty());
+    QVERIFY(curves->message().isEmpty());
+    QVERIFY(curves->plot()->yAxis->tickLabels());
+}
+
+void TestWindow::statisticThatIsAllZeroAsLogged()
+{
+    auto w = newWindow();
+    QVERIFY(w);
+    openAndWait(w.get(), {m_pair});
+    // A Transformer Engine statistics log prints four decimals: an underflow of 0.00003 % reads 0.0000 at
+    // every step and layer, while the MSE beside it does not.
+    const QString dir = m_tmp.filePath(QStringLiteral("zeros"));
+    QByteArray log;
+    for (int it = 0; it <= 90; it += 10) {
+        for (int layer = 0; layer < 3; ++layer) {
+            for (const char *stat : {"underflows%", "mse"}) {
+                log += "2026-11-30 12:00:00,000 - INFO - decoder.layers." + QByteArray::number(layer)
+                    + ".mlp.linear_fc1_activation_" + stat
+                    + " \t\t\t\t iteration=" + QByteArray::number(it).rightJustified(6, '0') + " \t\t\t\t value="
+                    + (qstrcmp(stat, "mse") == 0 ? QByteArray::number(0.5 + 0.01 * it + layer, 'f', 4) : "0.0000")
+                    + '\n';
+            }
+        }
+    }
+    QVERIFY(
+        writeFile(dir + QStringLiteral("/rank_0/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log"), log));
+    openAndWait(w.get(), {dir});
+    HeatmapView *heat = w->heatmap();
+    heat->setTensor(QStringLiteral("activation"));
+    heat->setStatistic(QStringLiteral("underflows%"));
+    QTRY_VERIFY(!heat->isLoading());
+    QCOMPARE(heat->heatmap().layers.size(), 3);
+    QVERIFY2(heat->message().contains(QStringLiteral("is 0 as logged")), qPrintable(heat->message()));
+    heat->setStatistic(QStringLiteral("mse"));
+    QTRY_VERIFY(!heat->isLoading());
+    QVERIFY2(heat->message().isEmpty(), qPrintable(heat->message()));
+    w->selection()->set(
+        w->workspace()->runAt(0), QStringLiteral("decoder.layers.1.mlp.linear_fc1"), QStringLiteral("activation"), -1);
+    w->curves()->setStatistic(QStringLiteral("tensor:underflows%"));
+    QCOMPARE(w->curves()->curves().size(), size_t(1));
+    QVERIFY2(w->curves()->message().contains(QStringLiteral("four decimals")), qPrintable(w->curves()->message()));
+    w->curves()->setStatistic(QStringLiteral("tensor:mse"));
+    QCOMPARE(w->curves()->curves().size(), size_t(1));
+    QVERIFY(w->curves()->message().isEmpty());
+}
+
+void TestWindow::evaluationOnlyFolderSaysWhatItHolds()
+{
+    auto w = newWindow();
+    QVERIFY(w);
+    openAndWait(w.get(), {m_pair});
+    HeatmapView *heat = w->heatmap();
+    QTRY_VERIFY(!heat->isLoading());
+    QVERIFY(!heat->heatmap().values.empty());
+    QVERIFY(!heat->scaleLabel().isEmpty());
+    openAndWait(w.get(), {m_evalOnly});
+    QCOMPARE(w->workspace()->runCount(), 1);
+    CurveView *curves = w->curves();
+    QVERIFY(curves->curves().empty());
+    QVERIFY2(curves->message().contains(QStringLiteral("2 evaluation scores")), qPrintable(curves->message()));
+    // Nothing of the pair lingers: no curves' axes, no heatmap matrix, ticks or colour scale.
+    QVERIFY(!curves->plot()->yAxis->tickLabels());
+    QTRY_VERIFY(!heat->isLoading());
+    QVERIFY(heat->heatmap().values.empty());
+    QVERIFY2(heat->message().contains(QStringLiteral("per-layer statistics")), qPrintable(heat->message()));
+    QVERIFY(heat->scaleLabel().isEmpty());
+    QVERIFY(!heat->plot()->yAxis->tickLabels());
+    // The scores are listed, with all their digits.
+    QTRY_VERIFY(w->statsTable()->model()->rowCount() >= 2);
+    const QStringList stats = column(w->statsTable()->model(), StatsTableModel::StatColumn);
+    QVERIFY2(stats.contains(QStringLiteral("hellaswag / acc")), qPrintable(stats.join(QLatin1Char(';'))));
+    const int row = int(stats.indexOf(QStringLiteral("hellaswag / acc")));
+    QCOMPARE(w->statsTable()->model()->index(row, StatsTableModel::ValueColumn).data().toString(),
+        QLocale().toString(0.61234, 'g', 8));
+    QCOMPARE(w->statsTable()->model()->index(row, StatsTableModel::ScopeColumn).data().toString(),
+        QStringLiteral("evaluation"));
+}
+
+void TestWindow::runNamesAreTheSameInEveryView()
+{
+    auto w = newWindow();
+    QVERIFY(w);
+    openAndWait(w.get(), {m_pair});
+    Workspace *ws = w->workspace();
+    const RunRef fp8 = ws->findRun(QStringLiteral("fp8"));
+    const RunRef bf16 = ws->findRun(QStringLiteral("bf16"));
+    // The demo's manifests name them.
+    const QString fp8Name = ws->run(fp8)->run.label(), bf16Name = ws->run(bf16)->run.label();
+    QCOMPARE(fp8Name, QStringLiteral("FP8 run"));
+    QCOMPARE(bf16Name, QStringLiteral("BF16 baseline"));
+    auto *runs = w->runTable()->model();
+    QCOMPARE(column(runs, RunListModel::NameColumn), (QStringList {bf16Name, fp8Name}));
+    QVERIFY(column(runs, RunListModel::BaselineColumn).contains(bf16Name));
+    QVERIFY(column(runs, RunListModel::NameColumn, Qt::ToolTipRole).at(1).contains(fp8Name));
+    w->curves()->setStatistic(QStringLiteral("lm loss"));
+    QCOMPARE(legendNames(w->curves()->plot()), (QStringList {bf16Name, fp8Name}));
+    auto *heatRuns = w->heatmap()->findChild<QComboBox *>(QStringLiteral("heatmapRun"));
+    QVERIFY(comboItems(heatRuns).contains(fp8Name));
+    QVERIFY(w->curves()->toolTipAt(100).contains(fp8Name + QStringLiteral(": ")));
+    const QString csv = w->curves()->csv();
+    QVERIFY(csv.contains(QLatin1Char('\n') + fp8Name + QLatin1Char(',')));
+    QVERIFY(csv.contains(QLatin1Char('\n') + bf16Name + QLatin1Char(',')));
+    QVERIFY(!csv.contains(QStringLiteral("\nfp8,")));
+    QVERIFY(w->curves()->title().contains(fp8Name));
+
+    // Colours stay distinct for twelve runs, then the line style changes.
+    QSet<QRgb> colours;
+    for (int i = 0; i < kRunColours; ++i)
+        colours.insert(runColour(i).rgb());
+    QCOMPARE(colours.size(), kRunColours);
+    QCOMPARE(runLineStyle(0), Qt::SolidLine);
+    QVERIFY(runLineStyle(kRunColours) != Qt::SolidLine);
+    QCOMPARE(runColour(kRunColours), runColour(0));
+}
+
+void TestWindow::untickingARunHidesItEverywhere()
+{
+    auto w = newWindow();
+    QVERIFY(w);
+    openAndWait(w.get(), {m_pair});
+    Workspace *ws = w->workspace();
+    const RunRef fp8 = ws->findRun(QStringLiteral("fp8"));
+    const QString fp8Name = ws->run(fp8)->run.label();
+    w->selection()->set(fp8, m_plan.plantedLayerName, QStringLiteral("activation"), -1);
+    QCOMPARE(w->heatmap()->run(), fp8);
+    auto *runs = w->runTable()->model();
+    QVERIFY(runs->setData(runs->index(ws->indexOf(fp8), RunListModel::NameColumn), Qt::Unchecked, Qt::CheckStateRole));
+    // Curves, legend, heatmap picker, the selection (histogram and statistics) and the CSV.
+    w->curves()->setStatistic(QStringLiteral("lm loss"));
+    for (const auto &c : w->curves()->curves())
+        QVERIFY(c.run != fp8);
+    QVERIFY(!legendNames(w->curves()->plot()).contains(fp8Name));
+    QVERIFY(!w->curves()->csv().contains(fp8Name));
+    auto *heatRuns = w->heatmap()->findChild<QComboBox *>(QStringLiteral("heatmapRun"));
+    QVERIFY(!comboItems(heatRuns).contains(fp8Name));
+    QVERIFY(w->heatmap()->run() != fp8);
+    QVERIFY(w->selection()->run() != fp8);
+    // The run list keeps it, unticked, to tick it back.
+    QCOMPARE(column(runs, RunListModel::NameColumn).size(), 2);
+    QVERIFY(runs->setData(runs->index(ws->indexOf(fp8), RunListModel::NameColumn), Qt::Checked, Qt::CheckStateRole));
+    QVERIFY(comboItems(heatRuns).contains(fp8Name));
+    QCOMPARE(w->curves()->curves().size(), size_t(2));
+}
+
+void TestWindow::samplesAxisLeavesOutRunsWithoutSamples()
+{
+    auto w = newWindow();
+    QVERIFY(w);
+    openAndWait(w.get(), {m_pair, m_noSamples});
+    Workspace *ws = w->workspace();
+    QCOMPARE(ws->runCount(), 3);
+    CurveView *curves = w->curves();
+    curves->setStatistic(QStringLiteral("lm loss"));
+    QCOMPARE(curves->curves().size(), size_t(3));
+    QVERIFY(curves->note().isEmpty());
+    curves->setXBySamples(true);
+    QCOMPARE(curves->curves().size(), size_t(2)); // the pair, placed by their samples
+    const QString loose = ws->run(ws->findRun(QStringLiteral("nosamples")))->run.label();
+    QVERIFY2(curves->note().contains(loose), qPrintable(curves->note()));
+    for (const auto &c : curves->curves())
+        QVERIFY(c.xs.back() > c.steps.back() * 10); // samples, not steps
+    curves->setXBySamples(false);
+    QCOMPARE(curves->curves().size(), size_t(3));
+    QVERIFY(curves->note().isEmpty());
+}
+
+void TestWindow::runSettingsSurviveAReopen()
+{
+    // A copy, so the other tests keep the demo's names.
+    const QString pair = m_tmp.filePath(QStringLiteral("pair-settings"));
+    QString error;
+    DemoOptions o;
+    o.seed = 6;
+    o.layers = 2;
+    o.steps = 200;
+    QVERIFY2(generateDemo(pair, o, nullptr, &error), qPrintable(error));
+    auto w = newWindow();
+    QVERIFY(w);
+    openAndWait(w.get(), {pair});
+    Workspace *ws = w->workspace();
+    RunRef fp8 = ws->findRun(QStringLiteral("fp8"));
+    w->selection()->set(fp8, QString(), QString(), 100);
+    RunManifest m {QStringLiteral("FP8 tuned amax"), QStringLiteral("mxfp8"), QStringLiteral("mxfp8"),
+        QStringLiteral("bf16"), QStringLiteral("fp8"), QStringLiteral("second try")};
+    QSignalSpy ready(w.get(), &MainWindow::ready);
+    QVERIFY2(w->setRunSettings(fp8, m, &error), qPrintable(error));
+    QVERIFY(ready.wait(60000));
+    fp8 = ws->findRun(QStringLiteral("fp8"));
+    QCOMPARE(ws->run(fp8)->run.label(), m.name);
+    QCOMPARE(ws->run(fp8)->run.precision, m.precision);
+    QCOMPARE(ws->run(fp8)->run.inferencePrecision, m.inferencePrecision);
+    QCOMPARE(w->selection()->run(), fp8); // the selection stays on it
+    QCOMPARE(w->selection()->step(), 100);
+    auto *runs = w->runTable()->model();
+    QVERIFY(column(runs, RunListModel::NameColumn).contains(m.name));
+    QVERIFY(column(runs, RunListModel::PrecisionColumn).contains(m.precision));
+    QVERIFY(legendNames(w->curves()->plot()).contains(m.name));
+    // In the run's folder, for the next window (and the next person).
+    QFile f(pair + QStringLiteral("/fp8/fp8scope.json"));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonObject o2 = QJsonDocument::fromJson(f.readAll()).object();
+    QCOMPARE(o2.value(QLatin1String("name")).toString(), m.name);
+    QCOMPARE(o2.value(QLatin1String("notes")).toString(), m.notes);
+    w.reset();
+
+    auto again = newWindow();
+    QVERIFY(again);
+    openAndWait(again.get(), {pair});
+    const RunRef r = again->workspace()->findRun(m.name);
+    QVERIFY(r.isValid());
+    QCOMPARE(again->workspace()->run(r)->run.recipe, m.recipe);
+    QCOMPARE(again->workspace()->run(r)->run.notes, m.notes);
+    QVERIFY(column(again->runTable()->model(), RunListModel::NameColumn).contains(m.name));
+    // Clearing the name gives the folder's name back.
+    m.name.clear();
+    QSignalSpy ready2(again.get(), &MainWindow::ready);
+    QVERIFY2(again->setRunSettings(r, m, &error), qPrintable(error));
+    QVERIFY(ready2.wait(60000));
+    QVERIFY(again->workspace()->findRun(QStringLiteral("fp8")).isValid());
+    QCOMPARE(again->workspace()->run(again->workspace()->findRun(QStringLiteral("fp8")))->run.label(),
+        QStringLiteral("fp8"));
+}
+
+void TestWindow::secondFolderAddsItsRuns()
+{
+    auto w = newWindow();
+    QVERIFY(w);
+    openAndWait(w.get(), {m_pair});
+    QCOMPARE(w->workspace()->runCount(), 2);
+    QSignalSpy ready(w.get(), &MainWindow::ready);
+    w->addFolders({m_noSamples});
+    QVERIFY(ready.wait(60000));
+    QCOMPARE(w->workspace()->folders().size(), 2);
+    QCOMPARE(w->workspace()->runCount(), 3);
+    QVERIFY(w->windowTitle().contains(QStringLiteral("nosamples")));
+    // Adding one already open changes nothing.
+    w->addFolders({m_noSamples});
+    QCOMPARE(w->workspace()->folders().size(), 2);
+}
+
+void TestWindow::statisticsTableCopiesEnoughDigits()
+{
+    auto w = newWindow();
+    QVERIFY(w);
+    openAndWait(w.get(), {m_pair});
+    const RunRef fp8 = w->workspace()->findRun(QStringLiteral("fp8"));
+    w->selection()->set(fp8, QString(), QString(), -1);
+    auto *model = qobject_cast<StatsTableModel *>(w->statsTable()->model());
+    QVERIFY(model && model->rowCount() > 0);
+    // Eight significant digits on screen; the whole double in a copy.
+    const QString all = model->text();
+    QVERIFY(all.startsWith(QStringLiteral("Statistic\tRecipe\tValue\t")));
+    QCOMPARE(all.count(QLatin1Char('\n')), model->rowCount() + 1);
+    w->statsTable()->selectRow(0);
+    auto *copy = w->statsTable()->findChild<QAction *>(QStringLiteral("copyStatistics"));
+    QVERIFY(copy);
+    copy->trigger();
+    const QString copied = QGuiApplication::clipboard()->text();
+    QCOMPARE(copied.count(QLatin1Char('\n')), 2);
+    const QStringList fields = copied.section(QLatin1Char('\n'), 1, 1).split(QLatin1Char('\t'));
+    const QString shown = model->index(0, StatsTableModel::ValueColumn).data().toString();
+    const double exact = fields.at(StatsTableModel::ValueColumn).toDouble();
+    QCOMPARE(QString::number(exact, 'g', QLocale::FloatingPointShortest), fields.at(StatsTableModel::ValueColumn));
+    QCOMPARE(QLocale().toString(exact, 'g', 8), shown);
+    // A cosine of 0.9996 is not shown as 1.
+    QCOMPARE(QLocale().toString(0.9996, 'g', 8), QLocale().toString(0.9996));
+    QVERIFY(QLocale().toString(0.99999, 'g', 8) != QLocale().toString(1.0, 'g', 8));
+    const QString csv = model->text({}, true);
+    QVERIFY(csv.startsWith(QStringLiteral("Statistic,Recipe,Value,")));
+}
+
+void TestWindow::nvfp4ShowsE2M1()
+{
+    auto w = newWindow();
+    QVERIFY(w);
+    HistogramView *hist = w->histogram();
+    auto *format = hist->findChild<QComboBox *>(QStringLiteral("histogramFormat"));
+    QVERIFY(format);
+    hist->setRecipe(QStringLiteral("current"), QStringLiteral("e5m2"));
+    QCOMPARE(format->currentText(), QStringLiteral("E5M2"));
+    hist->setRecipe(QStringLiteral("nvfp4"));
+    QCOMPARE(format->currentText(), QStringLiteral("E2M1"));
+    QVERIFY(!format->isEnabled());
+    hist->setRecipe(QStringLiteral("mxfp8"));
+    QCOMPARE(format->currentText(), QStringLiteral("E5M2")); // the pick comes back
+    QVERIFY(format->isEnabled());
+    QCOMPARE(format->findText(QStringLiteral("E2M1")), -1);
+}
+
+void TestWindow::shortSeriesAreNotSmoothed()
+{
+    // Six points, the last a spike: smoothing would end below it and flatten it.
+    const QString dir = m_tmp.filePath(QStringLiteral("short"));
+    QVERIFY(writeFile(dir + QStringLiteral("/wandb_export.csv"),
+        "step,lm loss\n100,3.2\n200,3.1\n300,3.0\n400,2.9\n500,2.8\n600,22.5\n"));
+    auto w = newWindow();
+    QVERIFY(w);
+    openAndWait(w.get(), {dir});
+    CurveView *curves = w->curves();
+    curves->setSmoothing(Smoothing::Ema, 0.9);
+    curves->setStatistic(QStringLiteral("lm loss"));
+    QCOMPARE(curves->curves().size(), size_t(1));
+    const auto &c = curves->curves().front();
+    QVERIFY(c.raw);
+    QCOMPARE(c.raw->pen().color().alpha(), 255); // drawn as logged
+    QVERIFY(!c.smoothed->visible());
+    QCOMPARE((c.raw->data()->constEnd() - 1)->value, 22.5);
+    QVERIFY(curves->csv().contains(QStringLiteral(",22.5,22.5,22.5,22.5\n")));
+    // The slider says its value.
+    auto *value = curves->findChild<QLabel *>(QStringLiteral("curveSmoothingValue"));
+    QVERIFY(value);
+    QCOMPARE(value->text(), QStringLiteral("0.90"));
+}
+
+void TestWindow::skippedNanAndLossScaleCutsAreMarked()
+{
+    // A Megatron log whose loss scale is cut twice (each with a skipped iteration) and whose grad norm is nan
+    // once.
+    const QString dir = m_tmp.filePath(QStringLiteral("skips"));
+    QByteArray log;
+    double scale = 65536;
+    for (int it = 10; it <= 200; it += 10) {
+        const bool cut = it == 50 || it == 120;
+        if (cut)
+            scale /= 2;
+        log += " iteration " + QByteArray::number(it).rightJustified(8) + "/     200 | consumed samples: "
+            + QByteArray::number(it * 256).rightJustified(12) + " | elapsed time per iteration (ms): 812.4 | "
+            + "learning rate: 3.000E-04 | global batch size:   256 | lm loss: "
+            + QByteArray::number(10.0 - it / 50.0, 'E', 6) + " | loss scale: " + QByteArray::number(scale, 'f', 1)
+            + " | grad norm: " + (it == 150 ? QByteArray("nan") : QByteArray("0.950"))
+            + " | number of skipped iterations: " + (cut ? "  1" : "  0")
+            + " | number of nan iterations: " + (it == 150 ? "  1" : "  0") + " |\n";
+    }
+    QVERIFY(writeFile(dir + QStringLiteral("/logs/train.out"), log));
+    auto w = newWindow();
+    QVERIFY(w);
+    openAndWait(w.get(), {dir});
+    CurveView *curves = w->curves();
+    curves->setStatistic(QStringLiteral("lm loss"));
+    QCOMPARE(curves->curves().size(), size_t(1));
+    QStringList marks;
+    for (const auto &m : curves->marks())
+        marks << QStringLiteral("%1:%2").arg(m.step).arg(int(m.kind));
+    QCOMPARE(marks,
+        (QStringList {QStringLiteral("50:0"), QStringLiteral("50:2"), QStringLiteral("120:0"), QStringLiteral("120:2"),
+            QStringLiteral("150:1")}));
+    const auto &cut = curves->marks()[1];
+    QCOMPARE(cut.value, 32768.0);
+    QVERIFY(curves->toolTipAt(cut.x).contains(QStringLiteral("loss scale cut to 32768")));
+    const QStringList legend = legendNames(curves->plot(), true);
+    QVERIFY2(legend.contains(CurveView::markName(CurveSource::Event::LossScaleDrop)),
+        qPrintable(legend.join(QLatin1Char(','))));
+    // The grad norm's own nan point is marked where its curve has a gap.
+    curves->setStatistic(QStringLiteral("grad norm"));
+    bool nanMarked = false;
+    for (const auto &m : curves->marks())
+        nanMarked = nanMarked || (m.step == 150 && m.kind == CurveSource::Event::NotFinite && std::isnan(m.value));
+    QVERIFY(nanMarked);
+}
+
+QTEST_MAIN(TestWindow)
+#include "tst_window.moc"
