@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Saves PNG screenshots of the main window in a few states into OUTDIR: under Xvfb (a real X server),
-# fp8scope opens the demo run pair (generated once into the user cache) and walks through the states
+# Saves PNG screenshots of the main window in a few states, at 1280x720 (a laptop) and 1920x1080, into
+# OUTDIR/1280x720 and OUTDIR/1920x1080: under Xvfb (a real X server), fp8scope shows its start page, then
+# opens the demo run pair (generated once into the user cache) and walks through the states
 # app/gui/screenshotter.cpp lists. Settings come from a fresh folder so the default layout is shown.
 # Usage: tests/screenshots.sh OUTDIR [BUILD_DIR]   (BUILD_DIR defaults to build/default)
 set -euo pipefail
@@ -17,8 +18,11 @@ if [ ! -x "$app" ]; then
     exit 1
 fi
 command -v xvfb-run >/dev/null || { echo "screenshots.sh: xvfb-run missing (packaging/install-deps.sh)" >&2; exit 1; }
-mkdir -p "$out"
-config="$(mktemp -d)"
-trap 'rm -rf "$config"' EXIT
-XDG_CONFIG_HOME="$config" QT_QPA_PLATFORM=xcb timeout 300 \
-    xvfb-run -a -s "-screen 0 1600x1000x24" "$app" --demo --screenshots "$out"
+for size in 1280x720 1920x1080; do
+    mkdir -p "$out/$size"
+    config="$(mktemp -d)"
+    # The screen is the size named; the window fills it (-qwindowgeometry), as a maximised window would.
+    XDG_CONFIG_HOME="$config" QT_QPA_PLATFORM=xcb timeout 300 \
+        xvfb-run -a -s "-screen 0 ${size}x24" "$app" --demo --screenshots "$out/$size" -qwindowgeometry "$size+0+0"
+    rm -rf "$config"
+done

@@ -39,14 +39,20 @@ int main(int argc, char **argv)
         return 2;
     }
     MainWindow window(*choice, cudaFactory());
-    if (parser.isSet(screenshots)) {
-        auto *shooter = new Screenshotter(&window, parser.value(screenshots));
-        QObject::connect(shooter, &Screenshotter::finished, &app, [](bool ok) { QApplication::exit(ok ? 0 : 1); });
-    }
+    const QStringList paths = parser.positionalArguments();
+    const auto open = [&window, &parser, &demo, paths] {
+        if (parser.isSet(demo))
+            window.openDemo();
+        else if (!paths.isEmpty())
+            window.openFolders(paths);
+    };
     window.show();
-    if (parser.isSet(demo))
-        window.openDemo();
-    else if (!parser.positionalArguments().isEmpty())
-        window.openFolders(parser.positionalArguments());
+    if (parser.isSet(screenshots)) {
+        // The start page first, then what was asked for.
+        auto *shooter = new Screenshotter(&window, parser.value(screenshots), open);
+        QObject::connect(shooter, &Screenshotter::finished, &app, [](bool ok) { QApplication::exit(ok ? 0 : 1); });
+    } else {
+        open();
+    }
     return app.exec();
 }

@@ -280,7 +280,7 @@ void MainWindow::createViews()
     // shares of it when they are first shown (layoutDocks).
     QSize size(1500, 950);
     if (const QScreen *screen = QGuiApplication::primaryScreen())
-        size = size.boundedTo(screen->availableSize() * 0.95);
+        size = size.boundedTo(screen->availableSize());
     resize(size);
 }
 
@@ -292,9 +292,11 @@ void MainWindow::layoutDocks()
     auto *histogramDock = findChild<QDockWidget *>(QStringLiteral("histogramDock"));
     resizeDocks({heat}, {size.height() * 38 / 100}, Qt::Vertical);
     resizeDocks({histogramDock}, {size.height() * 42 / 100}, Qt::Vertical);
-    resizeDocks({histogramDock}, {std::max(360, size.width() * 28 / 100)}, Qt::Horizontal);
-    resizeDocks({findChild<QDockWidget *>(QStringLiteral("runsDock"))}, {std::max(185, size.width() * 15 / 100)},
-        Qt::Horizontal);
+    const int histogramWidth = std::max(360, size.width() * 28 / 100);
+    resizeDocks({histogramDock}, {histogramWidth}, Qt::Horizontal);
+    // The run list as wide as the curves' controls (about 660 px) leave, up to a sixth of the window.
+    resizeDocks({findChild<QDockWidget *>(QStringLiteral("runsDock"))},
+        {std::clamp(size.width() - histogramWidth - 660, 185, std::max(185, size.width() * 17 / 100))}, Qt::Horizontal);
 }
 
 void MainWindow::showEvent(QShowEvent *event)

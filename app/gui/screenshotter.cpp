@@ -15,12 +15,19 @@
 
 namespace fp8scope {
 
-Screenshotter::Screenshotter(MainWindow *window, const QString &outDir)
+Screenshotter::Screenshotter(MainWindow *window, const QString &outDir, std::function<void()> open)
     : QObject(window)
     , m_window(window)
     , m_outDir(outDir)
 {
     QDir().mkpath(outDir);
+    if (open) {
+        // What a new user sees first, then what they open.
+        QTimer::singleShot(500, this, [this, open] {
+            save(QStringLiteral("00-start-page.png"));
+            open();
+        });
+    }
     m_steps.push_back([this] {
         save(QStringLiteral("01-workspace.png"));
         next();

@@ -1,6 +1,7 @@
-// Drives the window through a few states and saves a PNG of each (tests/screenshots.sh, docs/): the
-// loaded workspace, the hottest heatmap cell selected with its histogram, the same tensor under MXFP8,
-// and the heatmap with threshold colouring.
+// Drives the window through a few states and saves a PNG of each (tests/screenshots.sh, docs/): the start
+// page (when `open` is given: it then opens the folders), the loaded workspace, the hottest heatmap cell
+// selected with its histogram, the same tensor under MXFP8 and under a delayed scale, and the heatmap with
+// threshold colouring.
 #pragma once
 
 #include <QObject>
@@ -17,7 +18,8 @@ class Screenshotter : public QObject
 {
     Q_OBJECT
 public:
-    Screenshotter(MainWindow *window, const QString &outDir);
+    // `open` opens what the window shows after the start page (nullptr: it is being opened already).
+    Screenshotter(MainWindow *window, const QString &outDir, std::function<void()> open = nullptr);
 
 Q_SIGNALS:
     void finished(bool ok);

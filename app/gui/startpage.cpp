@@ -38,7 +38,9 @@ StartPage::StartPage(QWidget *parent)
     layout->addWidget(demo);
     layout->addSpacing(12);
     layout->addWidget(recentLabel);
-    layout->addWidget(m_recent, 1);
+    m_recent->setMaximumHeight(m_recent->fontMetrics().height() * 14);
+    layout->addWidget(m_recent);
+    layout->addStretch(1);
 
     auto *outer = new QHBoxLayout(this);
     outer->addStretch(1);

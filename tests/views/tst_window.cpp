@@ -68,7 +68,10 @@ QString cutText(QWidget *w)
         opt.currentText = box->currentText();
         const QRect field = box->style()->subControlRect(QStyle::CC_ComboBox, &opt, QStyle::SC_ComboBoxEditField, box);
         if (box->fontMetrics().horizontalAdvance(box->currentText()) > field.width())
-            return box->currentText();
+            return QStringLiteral("%1 (%2 px in a field of %3)")
+                .arg(box->currentText())
+                .arg(box->fontMetrics().horizontalAdvance(box->currentText()))
+                .arg(field.width());
     }
     return {};
 }
@@ -114,6 +117,7 @@ class TestWindow : public QObject
 private Q_SLOTS:
     void initTestCase();
     void startPageWithoutAFolder();
+    void fitsA1280x720Window_data();
     void fitsA1280x720Window();
     void tensorStatisticBeforeATensorIsChosen();
     void statisticThatIsAllZeroAsLogged();
@@ -127,6 +131,7 @@ private Q_SLOTS:
     void nvfp4ShowsE2M1();
     void shortSeriesAreNotSmoothed();
     void skippedNanAndLossScaleCutsAreMarked();
+    void exportsSayWhatTheyShow();
 
 private:
     std::unique_ptr<MainWindow> newWindow(QSize size = QSize(1280, 720));
@@ -211,13 +216,22 @@ void TestWindow::startPageWithoutAFolder()
     QCOMPARE(w->workspace()->runCount(), 2);
 }
 
+void TestWindow::fitsA1280x720Window_data()
+{
+    QTest::addColumn<QSize>("size");
+    QTest::newRow("1280x720") << QSize(1280, 720);
+    QTest::newRow("1366x768") << QSize(1366, 768);
+    QTest::newRow("1920x1080") << QSize(1920, 1080);
+}
+
 void TestWindow::fitsA1280x720Window()
 {
-    auto w = newWindow(QSize(1280, 720));
+    QFETCH(QSize, size);
+    auto w = newWindow(size);
     QVERIFY(w);
     openAndWait(w.get(), {m_pair});
     QTest::qWait(50);
-    QCOMPARE(w->size(), QSize(1280, 720));
+    QCOMPARE(w->size(), size);
     const QSize least = w->minimumSizeHint().expandedTo(w->layout()->minimumSize());
     QVERIFY2(least.width() <= 1280 && least.height() <= 720,
         qPrintable(QStringLiteral("%1x%2").arg(least.width()).arg(least.height())));
@@ -236,7 +250,15 @@ void TestWindow::fitsA1280x720Window()
     w->findChild<QDockWidget *>(QStringLiteral("heatmapDock"))->raise();
     QTest::qWait(20);
 
-    // Every control of every plot in view, whole: none in the overflow menu, no text cut.
+    // Every control of every plot in view, whole: none in the overflow menu, no text cut (the longest names
+    // a user meets first: a tensor statistic, a recipe with a long name).
+    w->selection()->set(
+        w->workspace()->findRun(QStringLiteral("fp8")), m_plan.plantedLayerName, QStringLiteral("activation"), -1);
+    w->curves()->setStatistic(QStringLiteral("tensor:underflows%"));
+    QCOMPARE(w->curves()->statistic(), QStringLiteral("tensor:underflows%"));
+    w->histogram()->setRecipe(QStringLiteral("block128x128"));
+    QTRY_VERIFY_WITH_TIMEOUT(!w->histogram()->isComputing(), 60000);
+    QTest::qWait(20);
     for (PlotView *view : {static_cast<PlotView *>(w->curves()), static_cast<PlotView *>(w->heatmap()),
              static_cast<PlotView *>(w->histogram())}) {
         QToolBar *bar = view->controlBar();
@@ -289,7 +311,8 @@ void TestWindow::fitsA1280x720Window()
     QCOMPARE(w->selection()->layer(), m_plan.plantedLayerName);
     QTRY_VERIFY_WITH_TIMEOUT(!w->histogram()->isComputing(), 60000);
     QTest::qWait(100);
-    QCOMPARE(w->size(), QSize(1280, 720));
+    QCOMPARE(w->size(), size);
+    QVERIFY(w->histogram()->plot()->xAxis->tickLabels()); // it drew the tensor
 
     // Many layers in a short dock: the wheel zooms the layer axis, so that each row is tall enough to click.
     const double rowsBefore = heat->plot()->yAxis->range().size();
@@ -396,6 +419,8 @@ void TestWindow::evaluationOnlyFolderSaysWhatItHolds()
     QVERIFY2(heat->message().contains(QStringLiteral("per-layer statistics")), qPrintable(heat->message()));
     QVERIFY(heat->scaleLabel().isEmpty());
     QVERIFY(!heat->plot()->yAxis->tickLabels());
+    QVERIFY(!w->histogram()->plot()->xAxis->tickLabels());
+    QVERIFY(!w->histogram()->plot()->yAxis->tickLabels());
     // The scores are listed, with all their digits.
     QTRY_VERIFY(w->statsTable()->model()->rowCount() >= 2);
     const QStringList stats = column(w->statsTable()->model(), StatsTableModel::StatColumn);
@@ -687,6 +712,37 @@ void TestWindow::skippedNanAndLossScaleCutsAreMarked()
     for (const auto &m : curves->marks())
         nanMarked = nanMarked || (m.step == 150 && m.kind == CurveSource::Event::NotFinite && std::isnan(m.value));
     QVERIFY(nanMarked);
+}
+
+void TestWindow::exportsSayWhatTheyShow()
+{
+    auto w = newWindow();
+    QVERIFY(w);
+    openAndWait(w.get(), {m_pair});
+    CurveView *curves = w->curves();
+    curves->setStatistic(QStringLiteral("lm loss"));
+    QCOMPARE(curves->title(), QStringLiteral("lm loss — BF16 baseline, FP8 run — by step"));
+    QCOMPARE(curves->defaultFileName(), QStringLiteral("lm-loss-bf16-baseline-fp8-run-by-step"));
+    QCOMPARE(curves->plot()->yAxis->label(), QStringLiteral("lm loss"));
+    QCOMPARE(curves->plot()->xAxis->label(), QStringLiteral("step"));
+    // The written plot carries the title; the window's plot does not keep it.
+    const int elements = curves->plot()->plotLayout()->elementCount();
+    const QString svg = m_tmp.filePath(QStringLiteral("curves.svg"));
+    QString error;
+    QVERIFY2(curves->exportPlot(svg, &error), qPrintable(error));
+    QFile f(svg);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QByteArray text = f.readAll();
+    QVERIFY(text.contains("<title>lm loss — BF16 baseline, FP8 run — by step</title>"));
+    QVERIFY2(text.count("BF16 baseline, FP8 run") >= 2, text.left(2000).constData()); // and the heading drawn
+    QCOMPARE(curves->plot()->plotLayout()->elementCount(), elements);
+    HeatmapView *heat = w->heatmap();
+    heat->setStatistic(QStringLiteral("underflows%"));
+    heat->setTensor(QStringLiteral("activation"));
+    QTRY_VERIFY(!heat->isLoading());
+    QVERIFY2(heat->defaultFileName().startsWith(QStringLiteral("underflowspct-activation")),
+        qPrintable(heat->defaultFileName()));
+    QVERIFY(heat->title().contains(QStringLiteral("FP8 run")));
 }
 
 QTEST_MAIN(TestWindow)

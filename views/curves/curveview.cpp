@@ -87,7 +87,7 @@ CurveView::CurveView(CurveSource *source, Selection *selection, QWidget *parent)
     m_statBox->completer()->setCaseSensitivity(Qt::CaseInsensitive);
     m_statBox->lineEdit()->setPlaceholderText(tr("Statistic"));
     m_statBox->setToolTip(tr("The statistic to draw; type to filter"));
-    m_statBox->setMinimumContentsLength(12);
+    m_statBox->setMinimumContentsLength(16); // "underflows% (tensor)" whole (an average character is wider)
     m_statBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_sourceBox->setObjectName(QStringLiteral("curveSource"));
     m_sourceBox->setToolTip(tr("Where several loggers hold the statistic: the one to draw (Auto: as the query layer "
@@ -103,8 +103,7 @@ CurveView::CurveView(CurveSource *source, Selection *selection, QWidget *parent)
     m_strength->setObjectName(QStringLiteral("curveSmoothingStrength"));
     m_strength->setRange(0, 99);
     m_strength->setValue(60);
-    m_strength->setMinimumWidth(60);
-    m_strength->setMaximumWidth(140);
+    m_strength->setFixedWidth(72);
     m_strength->setToolTip(tr("Smoothing strength"));
     m_smoothBox->setToolTip(
         tr("Smoothing (series of fewer than %1 points are drawn as logged)").arg(kMinSmoothedPoints));

@@ -225,6 +225,10 @@ void HistogramView::redraw()
 {
     plot()->clearItems();
     m_bars->data()->clear();
+    // Ticks only under bars: an empty plot shows no numbers of its own or of a tensor shown before.
+    const bool drawn = m_dump && m_metrics;
+    plot()->xAxis->setTickLabels(drawn);
+    plot()->yAxis->setTickLabels(drawn);
     if (!m_dump) {
         const auto dumps = m_dumps.find(m_selection->run());
         const bool runHasDumps = dumps == m_dumps.end() || !dumps->second.empty();

@@ -44,15 +44,18 @@ PlotView::PlotView(const QString &name, QWidget *parent)
     exportButton->setMenu(menu);
     auto *spacer = new QWidget(this);
     spacer->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
-    m_controls->addWidget(spacer);
+    m_spacerAction = m_controls->addWidget(spacer);
     m_exportAction = m_controls->addWidget(exportButton);
     applyPalette();
 }
 
 QAction *PlotView::addControl(QWidget *widget, bool expanding)
 {
-    if (expanding)
+    if (expanding) {
+        // It takes the spare width, not the spacer beside Export.
         widget->setSizePolicy(QSizePolicy::Expanding, widget->sizePolicy().verticalPolicy());
+        m_spacerAction->setVisible(false);
+    }
     // Before the spacer that keeps Export at the right.
     const QList<QAction *> actions = m_controls->actions();
     return m_controls->insertWidget(actions.at(actions.size() - 2), widget);

@@ -44,6 +44,7 @@ private:
 
     QToolBar *m_controls;
     QAction *m_exportAction = nullptr;
+    QAction *m_spacerAction = nullptr;
     QCustomPlot *m_plot;
 };
 
