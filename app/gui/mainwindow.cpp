@@ -34,6 +34,7 @@
 #include <QSaveFile>
 #include <QScreen>
 #include <QScrollBar>
+#include <QSet>
 #include <QSortFilterProxyModel>
 #include <QStackedWidget>
 #include <QStandardPaths>
@@ -521,20 +522,31 @@ void MainWindow::reopenKeepingSelection(const QStringList &folders)
     const QString runFolder = run ? run->run.folder : QString();
     const QString layer = m_selection->layer(), tensor = m_selection->tensor();
     const qint64 step = m_selection->step();
+    // Runs hidden stay hidden.
+    QSet<QString> hidden;
+    for (const WorkspaceRun &r : m_workspace->runs()) {
+        if (!r.visible)
+            hidden.insert(r.run.folder + QChar(0x1f) + r.run.name);
+    }
     m_selection->clear();
     connect(
         m_workspace, &Workspace::loaded, this,
-        [this, runName, runFolder, layer, tensor, step] {
+        [this, runName, runFolder, layer, tensor, step, hidden] {
             RunRef again;
             for (const WorkspaceRun &r : m_workspace->runs()) {
                 if (r.run.name == runName && r.run.folder == runFolder)
                     again = r.run.ref;
+                if (hidden.contains(r.run.folder + QChar(0x1f) + r.run.name))
+                    m_workspace->setRunVisible(r.run.ref, false);
             }
             if (again.isValid())
                 m_selection->set(again, layer, tensor, step);
         },
         Qt::SingleShotConnection);
-    m_workspace->open(folders);
+    if (folders == m_workspace->folders())
+        m_workspace->reload();
+    else
+        m_workspace->open(folders);
     updateTitle();
 }
 

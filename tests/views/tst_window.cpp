@@ -588,10 +588,19 @@ void TestWindow::secondFolderAddsItsRuns()
     QVERIFY(ready.wait(60000));
     QCOMPARE(w->workspace()->folders().size(), 2);
     QCOMPARE(w->workspace()->runCount(), 3);
+    // A run hidden before stays hidden.
+    Workspace *ws = w->workspace();
+    ws->setRunVisible(ws->findRun(QStringLiteral("bf16")), false);
+    QSignalSpy again(w.get(), &MainWindow::ready);
+    w->addFolders({m_evalOnly});
+    QVERIFY(again.wait(60000));
+    QCOMPARE(ws->runCount(), 4);
+    QVERIFY(!ws->run(ws->findRun(QStringLiteral("bf16")))->visible);
+    QVERIFY(ws->run(ws->findRun(QStringLiteral("fp8")))->visible);
     QVERIFY(w->windowTitle().contains(QStringLiteral("nosamples")));
     // Adding one already open changes nothing.
     w->addFolders({m_noSamples});
-    QCOMPARE(w->workspace()->folders().size(), 2);
+    QCOMPARE(w->workspace()->folders().size(), 3);
 }
 
 void TestWindow::statisticsTableCopiesEnoughDigits()

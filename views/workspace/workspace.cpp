@@ -196,6 +196,14 @@ void Workspace::close()
     Q_EMIT closed();
 }
 
+void Workspace::reload()
+{
+    const QStringList folders = m_folders;
+    const bool demo = m_demo;
+    open(folders);
+    m_demo = demo;
+}
+
 bool Workspace::rebuild(QString *error)
 {
     const QStringList folders = m_folders;

@@ -51,6 +51,9 @@ public:
     // Generates the demo pair into `dir` unless a complete one is there, then opens it.
     void openDemo(const QString &dir, const DemoOptions &options);
     void close();
+    // Reads the open folders again (a manifest written, a file changed), as they were opened (the demo stays
+    // the demo).
+    void reload();
     // Throws the stores of the open folders away and reads the folders again (a damaged store: the store is a
     // cache of the run's files); false with *error when a store could not be removed.
     bool rebuild(QString *error);
