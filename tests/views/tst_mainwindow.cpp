@@ -5,6 +5,7 @@
 #include "app/gui/mainwindow.h"
 #include "core/demo/demogenerator.h"
 #include "core/store/runstore.h"
+#include "guitest.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/histogram/histogramview.h"
@@ -130,16 +131,10 @@ private:
 void TestMainWindow::initTestCase()
 {
     QVERIFY(m_tmp.isValid());
-    // Settings and caches of this test stay in its own folder.
-    qputenv("XDG_CONFIG_HOME", QFile::encodeName(m_tmp.filePath(QStringLiteral("config"))));
-    qputenv("XDG_CACHE_HOME", QFile::encodeName(m_tmp.filePath(QStringLiteral("cache"))));
+    guitest::keepSettingsIn(m_tmp);
     m_pair = m_tmp.filePath(QStringLiteral("pair"));
-    DemoOptions o;
-    o.seed = 3;
-    o.layers = 4;
-    o.steps = 800;
     QString error;
-    QVERIFY2(generateDemo(m_pair, o, &m_plan, &error), qPrintable(error));
+    QVERIFY2(guitest::generatePair(m_pair, 3, 4, 800, &m_plan, &error), qPrintable(error));
     m_window = std::make_unique<MainWindow>(BackendChoice::Cpu, nullptr);
     m_window->resize(1400, 900);
     m_window->show();

@@ -7,7 +7,7 @@
 #include "app/gui/appsettings.h"
 #include "app/gui/mainwindow.h"
 #include "app/gui/startpage.h"
-#include "core/demo/demogenerator.h"
+#include "guitest.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/histogram/histogramview.h"
@@ -135,6 +135,8 @@ private Q_SLOTS:
 
 private:
     std::unique_ptr<MainWindow> newWindow(QSize size = QSize(1280, 720));
+    // A new window with the demo pair open, drawing the loss.
+    std::unique_ptr<MainWindow> pairWindow();
     void openAndWait(MainWindow *w, const QStringList &folders);
 
     QTemporaryDir m_tmp;
@@ -147,15 +149,10 @@ private:
 void TestWindow::initTestCase()
 {
     QVERIFY(m_tmp.isValid());
-    qputenv("XDG_CONFIG_HOME", QFile::encodeName(m_tmp.filePath(QStringLiteral("config"))));
-    qputenv("XDG_CACHE_HOME", QFile::encodeName(m_tmp.filePath(QStringLiteral("cache"))));
+    guitest::keepSettingsIn(m_tmp);
     m_pair = m_tmp.filePath(QStringLiteral("pair"));
-    DemoOptions o;
-    o.seed = 5;
-    o.layers = 12;
-    o.steps = 600;
     QString error;
-    QVERIFY2(generateDemo(m_pair, o, &m_plan, &error), qPrintable(error));
+    QVERIFY2(guitest::generatePair(m_pair, 5, 12, 600, &m_plan, &error), qPrintable(error));
     // A folder with only lm-eval results (v0.4 keys).
     m_evalOnly = m_tmp.filePath(QStringLiteral("evalonly"));
     QVERIFY(writeFile(m_evalOnly + QStringLiteral("/results_2026-11-30.json"),
@@ -177,6 +174,19 @@ std::unique_ptr<MainWindow> TestWindow::newWindow(QSize size)
     w->show();
     if (!QTest::qWaitForWindowExposed(w.get()))
         return nullptr;
+    return w;
+}
+
+std::unique_ptr<MainWindow> TestWindow::pairWindow()
+{
+    auto w = newWindow();
+    if (!w)
+        return nullptr;
+    QSignalSpy ready(w.get(), &MainWindow::ready);
+    w->openFolders({m_pair});
+    if (!ready.wait(60000))
+        return nullptr;
+    w->curves()->setStatistic(QStringLiteral("lm loss"));
     return w;
 }
 
@@ -323,19 +333,16 @@ void TestWindow::fitsA1280x720Window()
     QVERIFY2(rowsAfter < rowsBefore * 0.8, qPrintable(QStringLiteral("%1 -> %2").arg(rowsBefore).arg(rowsAfter)));
     QVERIFY(rowsAfter >= 3 - 1e-9);
     heat->plot()->replot();
-    const int other = (row + 1) % int(h.layers.size());
     QTRY_VERIFY(heat->plot()->yAxis->range().contains(row));
     const QPointF near = heat->cellCentre(row, 0);
     QTest::mouseClick(heat->plot(), Qt::LeftButton, {}, near.toPoint());
     QCOMPARE(w->selection()->layer(), h.layers[row]);
-    Q_UNUSED(other);
 }
 
 void TestWindow::tensorStatisticBeforeATensorIsChosen()
 {
-    auto w = newWindow();
+    auto w = pairWindow();
     QVERIFY(w);
-    openAndWait(w.get(), {m_pair});
     CurveView *curves = w->curves();
     curves->setStatistic(QStringLiteral("lm loss"));
     QVERIFY(!curves->curves().empty());
@@ -358,9 +365,8 @@ void TestWindow::tensorStatisticBeforeATensorIsChosen()
 
 void TestWindow::statisticThatIsAllZeroAsLogged()
 {
-    auto w = newWindow();
+    auto w = pairWindow();
     QVERIFY(w);
-    openAndWait(w.get(), {m_pair});
     // A Transformer Engine statistics log prints four decimals: an underflow of 0.00003 % reads 0.0000 at
     // every step and layer, while the MSE beside it does not.
     const QString dir = m_tmp.filePath(QStringLiteral("zeros"));
@@ -400,9 +406,8 @@ void TestWindow::statisticThatIsAllZeroAsLogged()
 
 void TestWindow::evaluationOnlyFolderSaysWhatItHolds()
 {
-    auto w = newWindow();
+    auto w = pairWindow();
     QVERIFY(w);
-    openAndWait(w.get(), {m_pair});
     HeatmapView *heat = w->heatmap();
     QTRY_VERIFY(!heat->isLoading());
     QVERIFY(!heat->heatmap().values.empty());
@@ -434,9 +439,8 @@ void TestWindow::evaluationOnlyFolderSaysWhatItHolds()
 
 void TestWindow::runNamesAreTheSameInEveryView()
 {
-    auto w = newWindow();
+    auto w = pairWindow();
     QVERIFY(w);
-    openAndWait(w.get(), {m_pair});
     Workspace *ws = w->workspace();
     const RunRef fp8 = ws->findRun(QStringLiteral("fp8"));
     const RunRef bf16 = ws->findRun(QStringLiteral("bf16"));
@@ -471,9 +475,8 @@ void TestWindow::runNamesAreTheSameInEveryView()
 
 void TestWindow::untickingARunHidesItEverywhere()
 {
-    auto w = newWindow();
+    auto w = pairWindow();
     QVERIFY(w);
-    openAndWait(w.get(), {m_pair});
     Workspace *ws = w->workspace();
     const RunRef fp8 = ws->findRun(QStringLiteral("fp8"));
     const QString fp8Name = ws->run(fp8)->run.label();
@@ -525,11 +528,7 @@ void TestWindow::runSettingsSurviveAReopen()
     // A copy, so the other tests keep the demo's names.
     const QString pair = m_tmp.filePath(QStringLiteral("pair-settings"));
     QString error;
-    DemoOptions o;
-    o.seed = 6;
-    o.layers = 2;
-    o.steps = 200;
-    QVERIFY2(generateDemo(pair, o, nullptr, &error), qPrintable(error));
+    QVERIFY2(guitest::generatePair(pair, 6, 2, 200, nullptr, &error), qPrintable(error));
     auto w = newWindow();
     QVERIFY(w);
     openAndWait(w.get(), {pair});
@@ -579,9 +578,8 @@ void TestWindow::runSettingsSurviveAReopen()
 
 void TestWindow::secondFolderAddsItsRuns()
 {
-    auto w = newWindow();
+    auto w = pairWindow();
     QVERIFY(w);
-    openAndWait(w.get(), {m_pair});
     QCOMPARE(w->workspace()->runCount(), 2);
     QSignalSpy ready(w.get(), &MainWindow::ready);
     w->addFolders({m_noSamples});
@@ -605,9 +603,8 @@ void TestWindow::secondFolderAddsItsRuns()
 
 void TestWindow::statisticsTableCopiesEnoughDigits()
 {
-    auto w = newWindow();
+    auto w = pairWindow();
     QVERIFY(w);
-    openAndWait(w.get(), {m_pair});
     const RunRef fp8 = w->workspace()->findRun(QStringLiteral("fp8"));
     w->selection()->set(fp8, QString(), QString(), -1);
     auto *model = qobject_cast<StatsTableModel *>(w->statsTable()->model());
@@ -725,9 +722,8 @@ void TestWindow::skippedNanAndLossScaleCutsAreMarked()
 
 void TestWindow::exportsSayWhatTheyShow()
 {
-    auto w = newWindow();
+    auto w = pairWindow();
     QVERIFY(w);
-    openAndWait(w.get(), {m_pair});
     CurveView *curves = w->curves();
     curves->setStatistic(QStringLiteral("lm loss"));
     QCOMPARE(curves->title(), QStringLiteral("lm loss — BF16 baseline, FP8 run — by step"));

@@ -1,0 +1,28 @@
+// What the window's tests share: settings and caches of the test in its own folder, and a generated
+// BF16/FP8 demo pair to open.
+#pragma once
+
+#include "core/demo/demogenerator.h"
+
+#include <QFile>
+#include <QTemporaryDir>
+
+namespace fp8scope::guitest {
+
+// QSettings and the demo cache of this test process live in `tmp`, never in the user's.
+inline void keepSettingsIn(const QTemporaryDir &tmp)
+{
+    qputenv("XDG_CONFIG_HOME", QFile::encodeName(tmp.filePath(QStringLiteral("config"))));
+    qputenv("XDG_CACHE_HOME", QFile::encodeName(tmp.filePath(QStringLiteral("cache"))));
+}
+
+inline bool generatePair(const QString &dir, int seed, int layers, int steps, DemoPlan *plan, QString *error)
+{
+    DemoOptions o;
+    o.seed = seed;
+    o.layers = layers;
+    o.steps = steps;
+    return generateDemo(dir, o, plan, error);
+}
+
+} // namespace fp8scope::guitest
