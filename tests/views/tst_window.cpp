@@ -521,6 +521,22 @@ void TestWindow::samplesAxisLeavesOutRunsWithoutSamples()
     curves->setXBySamples(false);
     QCOMPARE(curves->curves().size(), size_t(3));
     QVERIFY(curves->note().isEmpty());
+
+    // A run that logs its batch size is placed by it: samples = steps x batch size, summed per interval.
+    const QString batched = m_tmp.filePath(QStringLiteral("batched"));
+    QByteArray csv = "step,lm loss,global batch size\n";
+    for (int s = 10; s <= 100; s += 10)
+        csv += QByteArray::number(s) + ',' + QByteArray::number(11.0 - s / 100.0) + ',' + (s <= 50 ? "128" : "256")
+            + '\n';
+    QVERIFY(writeFile(batched + QStringLiteral("/wandb_export.csv"), csv));
+    openAndWait(w.get(), {batched});
+    curves->setStatistic(QStringLiteral("lm loss"));
+    curves->setXBySamples(true);
+    QCOMPARE(curves->curves().size(), size_t(1));
+    QVERIFY(curves->note().isEmpty());
+    const auto &c = curves->curves().front();
+    QCOMPARE(c.xs.front(), 10.0 * 128);
+    QCOMPARE(c.xs.back(), 50.0 * 128 + 50.0 * 256);
 }
 
 void TestWindow::runSettingsSurviveAReopen()

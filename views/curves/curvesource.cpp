@@ -220,7 +220,22 @@ std::vector<std::pair<double, double>> WorkspaceCurveSource::stepSamples(RunRef 
             out.emplace_back(double(a[i].step), double(b[i].step));
         return out;
     }
-    return out;
+    // A run that logs its global batch size: each step consumes one batch, at the size logged at the end of
+    // its interval (a batch-size ramp is a size per interval), from step 0.
+    out.clear();
+    if (const auto batch = catalog.chooseSeries(run, {.stat = QStringLiteral("batch size")})) {
+        double samples = 0, before = 0;
+        for (const SeriesPoint &p : catalog.points(*batch)) {
+            if (!std::isfinite(p.value) || p.value <= 0 || double(p.step) < before)
+                return {};
+            samples += (double(p.step) - before) * p.value;
+            before = double(p.step);
+            out.emplace_back(double(p.step), samples);
+        }
+        if (out.size() >= 2)
+            return out;
+    }
+    return {};
 }
 
 } // namespace fp8scope

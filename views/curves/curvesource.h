@@ -62,7 +62,8 @@ public:
     virtual QColor runColour(RunRef run) const = 0;
     virtual Qt::PenStyle runLineStyle(RunRef) const { return Qt::SolidLine; }
     virtual std::optional<Curve> curve(RunRef run, const Request &request) const = 0;
-    // (step, consumed samples) of a run, in step order; empty when it logged none.
+    // (step, consumed samples) of a run, in step order: its consumed-samples counter, else TensorBoard's
+    // "vs samples" twins, else the sum of its logged batch sizes; empty when it has none of them.
     virtual std::vector<std::pair<double, double>> stepSamples(RunRef run) const = 0;
     // Why there is nothing to draw when statistics() or runs() is empty (no folder, every run hidden, a
     // folder of evaluation results only); "" to say nothing.
