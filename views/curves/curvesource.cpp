@@ -165,6 +165,52 @@ std::optional<CurveSource::Curve> WorkspaceCurveSource::curve(RunRef run, const 
     return c;
 }
 
+namespace {
+
+// A point's range: a bucket's min and max, a single point's value.
+double lowest(const SeriesPoint &p)
+{
+    return p.count > 1 ? p.min : p.value;
+}
+
+double highest(const SeriesPoint &p)
+{
+    return p.count > 1 ? p.max : p.value;
+}
+
+// The exact points of a long series where something may happen, without reading all of it: min/max buckets
+// first, then exact reads of the buckets `suspect` picks (given a bucket and the one before it, or nullptr).
+// Events are rare, so this reads a few thousand buckets and a few of them, not a million points.
+template <typename Suspect>
+std::vector<SeriesPoint> pointsWhere(const Catalog &catalog, const Series &series, Suspect suspect)
+{
+    constexpr int kBuckets = 2048;
+    const std::vector<SeriesPoint> buckets = catalog.points(series, {.resolution = kBuckets});
+    std::vector<SeriesPoint> out;
+    for (size_t i = 0; i < buckets.size(); ++i) {
+        const SeriesPoint &b = buckets[i];
+        const SeriesPoint *before = i > 0 ? &buckets[i - 1] : nullptr;
+        if (!suspect(b, before))
+            continue;
+        if (b.count <= 1) {
+            // A single point, and the one before it (a change is seen against it).
+            if (before && before->count <= 1 && (out.empty() || before->step > out.back().step))
+                out.push_back(*before);
+            out.push_back(b);
+            continue;
+        }
+        // From the last point before the bucket, so that a change at its first point is seen.
+        const int64_t from = before ? before->lastStep : b.step;
+        for (const SeriesPoint &p : catalog.points(series, {.from = from, .to = b.lastStep})) {
+            if (out.empty() || p.step > out.back().step)
+                out.push_back(p);
+        }
+    }
+    return out;
+}
+
+} // namespace
+
 std::vector<CurveSource::Event> WorkspaceCurveSource::events(RunRef run) const
 {
     const auto cached = m_events.find(run);
@@ -173,18 +219,27 @@ std::vector<CurveSource::Event> WorkspaceCurveSource::events(RunRef run) const
     const Catalog &catalog = m_workspace->catalog();
     std::vector<Event> out;
     // Megatron logs counts per logging interval: a count above 0 is an event at the interval's step.
+    const auto counted = [](const SeriesPoint &b, const SeriesPoint *) {
+        return highest(b) > 0 || !std::isfinite(highest(b)) || !std::isfinite(lowest(b));
+    };
     for (const auto &[stat, kind] : {std::pair(QStringLiteral("skipped iterations"), Event::Skipped),
              std::pair(QStringLiteral("nan iterations"), Event::NotFinite)}) {
         if (const auto series = catalog.chooseSeries(run, {.stat = stat})) {
-            for (const SeriesPoint &p : catalog.points(*series)) {
+            for (const SeriesPoint &p : pointsWhere(catalog, *series, counted)) {
                 if (p.value > 0 || !std::isfinite(p.value))
                     out.push_back({p.step, kind, p.value});
             }
         }
     }
+    // A cut of the loss scale: a bucket that changes inside, or starts below where the one before reached.
+    const auto changes = [](const SeriesPoint &b, const SeriesPoint *before) {
+        return lowest(b) < highest(b) || (before && lowest(b) < highest(*before));
+    };
     if (const auto scale = catalog.chooseSeries(run, {.stat = QStringLiteral("loss scale")})) {
+        // Between two refined stretches lie buckets that never dropped (flat, or grown): comparing across the
+        // gap finds no cut that is not there.
         double before = NAN;
-        for (const SeriesPoint &p : catalog.points(*scale)) {
+        for (const SeriesPoint &p : pointsWhere(catalog, *scale, changes)) {
             if (p.value < before)
                 out.push_back({p.step, Event::LossScaleDrop, p.value});
             before = p.value;
