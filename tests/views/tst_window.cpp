@@ -777,6 +777,16 @@ void TestWindow::exportsSayWhatTheyShow()
     QVERIFY2(heat->defaultFileName().startsWith(QStringLiteral("underflowspct-activation")),
         qPrintable(heat->defaultFileName()));
     QVERIFY(heat->title().contains(QStringLiteral("FP8 run")));
+    // The histogram's names the tensor, its step, the run and the recipe.
+    w->selection()->set(w->workspace()->findRun(QStringLiteral("fp8")), m_plan.plantedLayerName,
+        QStringLiteral("activation"), m_plan.dumpSteps.last().toLongLong());
+    QTRY_VERIFY_WITH_TIMEOUT(w->histogram()->metrics().has_value() && !w->histogram()->isComputing(), 60000);
+    const QString histTitle = w->histogram()->title();
+    QVERIFY2(histTitle.startsWith(
+                 QStringLiteral("log2|x| of ") + m_plan.plantedLayerName + QStringLiteral(" activation at step ")),
+        qPrintable(histTitle));
+    QVERIFY2(histTitle.contains(QStringLiteral("FP8 run")) && histTitle.contains(QStringLiteral("(E4M3)")),
+        qPrintable(histTitle));
 }
 
 QTEST_MAIN(TestWindow)

@@ -97,6 +97,18 @@ std::optional<Recipe> HistogramView::recipe() const
     return Recipe::parse(name, format, &error);
 }
 
+QString HistogramView::title() const
+{
+    if (!m_dump || !m_metrics)
+        return tr("histogram");
+    const DumpRecord &d = m_dump->record;
+    const WorkspaceRun *run = m_workspace->run(m_selection->run());
+    return tr("log2|x| of %1 %2%3 — %4 — %5 (%6), %7")
+        .arg(d.layer, d.tensor, d.step < 0 ? QString() : tr(" at step %1").arg(d.step),
+            run ? run->run.label() : QString(), m_metrics->recipe, formatName(m_metrics->format).toUpper(),
+            m_scaled->isChecked() ? tr("after scaling") : tr("as stored"));
+}
+
 void HistogramView::syncFormatBox()
 {
     // A recipe with its own element format (NVFP4's E2M1, BF16) shows that format, not the last one picked;

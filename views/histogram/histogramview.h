@@ -37,6 +37,8 @@ public:
     // The dump shown (valid once one matches the selection) and its metrics (once computed).
     const std::optional<Dump> &dump() const { return m_dump; }
     const std::optional<TensorMetrics> &metrics() const { return m_metrics; }
+    // "log2|x| of <layer> <tensor> at step N — <run> — <recipe> (<format>), after scaling".
+    QString title() const override;
     bool isComputing() const { return m_ticket != 0; }
     QString statusText() const;
     QString csv() const override;
