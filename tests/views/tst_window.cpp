@@ -269,7 +269,8 @@ void TestWindow::fitsA1280x720Window()
     QCOMPARE(w->curves()->statistic(), QStringLiteral("tensor:underflows%"));
     w->histogram()->setRecipe(QStringLiteral("block128x128"));
     QTRY_VERIFY_WITH_TIMEOUT(!w->histogram()->isComputing(), 60000);
-    QTest::qWait(20);
+    QTRY_VERIFY_WITH_TIMEOUT(!w->heatmap()->isLoading(), 60000);
+    QTest::qWait(50); // the tool bars lay out the controls the data showed (a source picker)
     for (PlotView *view : {static_cast<PlotView *>(w->curves()), static_cast<PlotView *>(w->heatmap()),
              static_cast<PlotView *>(w->histogram())}) {
         QToolBar *bar = view->controlBar();
@@ -289,7 +290,7 @@ void TestWindow::fitsA1280x720Window()
             if (!a->isVisible() || !control)
                 continue;
             const QString name = view->objectName() + QLatin1Char('/') + control->objectName();
-            QVERIFY2(control->isVisible(), qPrintable(name));
+            QTRY_VERIFY2(control->isVisible(), qPrintable(name));
             QVERIFY2(bar->rect().contains(QRect(control->mapTo(bar, QPoint(0, 0)), control->size())), qPrintable(name));
             QVERIFY2(cutText(control).isEmpty(), qPrintable(name + QStringLiteral(": ") + cutText(control)));
             for (QWidget *child : control->findChildren<QWidget *>()) {
