@@ -1,5 +1,7 @@
 #include "triage.h"
 
+#include "comparetables.h"
+
 #include "core/query/pairing.h"
 #include "core/query/statnames.h"
 
@@ -726,58 +728,32 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
         }
     }
 
-    // Config and version differences.
-    std::map<QString, QString> baseConfig, runConfig;
-    for (const ConfigEntry &e : catalog.configs(baseline))
-        baseConfig[e.key] = e.value;
-    for (const ConfigEntry &e : catalog.configs(run))
-        runConfig[e.key] = e.value;
-    std::set<QString> keys;
-    for (const auto &[k, v] : baseConfig)
-        keys.insert(k);
-    for (const auto &[k, v] : runConfig)
-        keys.insert(k);
-    const bool haveBoth = !baseConfig.empty() && !runConfig.empty();
-    for (const QString &k : keys) {
-        const auto b = baseConfig.find(k);
-        const auto r = runConfig.find(k);
-        const QString bv = b == baseConfig.end() ? QStringLiteral("(unset)") : b->second;
-        const QString rv = r == runConfig.end() ? QStringLiteral("(unset)") : r->second;
-        if (bv == rv || !haveBoth)
-            continue;
-        const KeyClass cls = classifyConfigKey(k);
-        if (cls != KeyClass::Suspect && cls != KeyClass::Other)
+    // Config and version differences, off the comparison's table.
+    const ConfigTable config = configTable(catalog, baseline, run);
+    for (const ConfigRow &row : config.rows) {
+        if (!row.differs)
             continue;
         Finding f;
-        f.kind = QStringLiteral("config-difference");
-        f.severity = cls == KeyClass::Suspect ? Severity::Warning : Severity::Info;
-        f.key = k;
-        f.summary = QStringLiteral("%1 is %2 here and %3 in %4").arg(k, rv, bv, baseName);
-        f.evidence = {{QStringLiteral("run"), rv}, {QStringLiteral("baseline"), bv},
-            {QStringLiteral("class"), cls == KeyClass::Suspect ? QStringLiteral("suspect") : QStringLiteral("other")}};
-        f.suggestion = QStringLiteral("set %1 back to %2 (as in %3) and run again").arg(k, bv, baseName);
-        c.findings.push_back(f);
-    }
-    std::map<QString, QString> baseVersions, runVersions;
-    for (const VersionEntry &v : catalog.versions(baseline))
-        baseVersions[v.package] = v.version;
-    for (const VersionEntry &v : catalog.versions(run))
-        runVersions[v.package] = v.version;
-    if (!baseVersions.empty() && !runVersions.empty()) {
-        for (const auto &[package, version] : runVersions) {
-            const auto b = baseVersions.find(package);
-            if (b == baseVersions.end() || b->second == version)
-                continue;
-            Finding f;
+        f.key = row.key;
+        if (row.version) {
             f.kind = QStringLiteral("version-difference");
-            const bool key = keyPackages().contains(package);
-            f.severity = key ? Severity::Warning : Severity::Info;
-            f.key = package;
-            f.summary = QStringLiteral("%1 %2 here, %3 in %4").arg(package, version, b->second, baseName);
-            f.evidence = {{QStringLiteral("run"), version}, {QStringLiteral("baseline"), b->second}};
-            f.suggestion = QStringLiteral("run with %1 %2, as %3 did").arg(package, b->second, baseName);
-            c.findings.push_back(f);
+            f.severity = row.keyClass == KeyClass::Suspect ? Severity::Warning : Severity::Info;
+            f.summary = QStringLiteral("%1 %2 here, %3 in %4").arg(row.key, row.run, row.baseline, baseName);
+            f.evidence = {{QStringLiteral("run"), row.run}, {QStringLiteral("baseline"), row.baseline}};
+            f.suggestion = QStringLiteral("run with %1 %2, as %3 did").arg(row.key, row.baseline, baseName);
+        } else {
+            if (!config.haveBoth || (row.keyClass != KeyClass::Suspect && row.keyClass != KeyClass::Other))
+                continue;
+            f.kind = QStringLiteral("config-difference");
+            f.severity = row.keyClass == KeyClass::Suspect ? Severity::Warning : Severity::Info;
+            f.summary = QStringLiteral("%1 is %2 here and %3 in %4").arg(row.key, row.run, row.baseline, baseName);
+            f.evidence = {{QStringLiteral("run"), row.run}, {QStringLiteral("baseline"), row.baseline},
+                {QStringLiteral("class"),
+                    row.keyClass == KeyClass::Suspect ? QStringLiteral("suspect") : QStringLiteral("other")}};
+            f.suggestion
+                = QStringLiteral("set %1 back to %2 (as in %3) and run again").arg(row.key, row.baseline, baseName);
         }
+        c.findings.push_back(f);
     }
 
     // Layer signals: what moved first.
@@ -833,24 +809,15 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
     }
 
     // Evals: per task, the largest significant gap, per inference setting of the run.
-    const std::vector<Eval> baseEvals = catalog.evals(baseline);
-    const std::vector<Eval> runEvals = catalog.evals(run);
-    std::map<QString, std::map<QString, std::pair<double, Eval>>> gaps; // inference -> task -> (z, eval)
+    std::map<QString, std::map<QString, std::pair<double, EvalRow>>> gaps; // inference -> task -> (z, row)
     std::map<QString, std::map<QString, double>> diffs; // inference -> task -> baseline - run of that metric
-    for (const Eval &r : runEvals) {
-        for (const Eval &b : baseEvals) {
-            if (b.task != r.task || b.metric != r.metric || !std::isfinite(b.value) || !std::isfinite(r.value))
-                continue;
-            const double se = std::sqrt((std::isfinite(b.stderrValue) ? b.stderrValue * b.stderrValue : 0.0)
-                + (std::isfinite(r.stderrValue) ? r.stderrValue * r.stderrValue : 0.0));
-            if (!(se > 0))
-                continue;
-            const double z = (b.value - r.value) / se;
-            auto &slot = gaps[r.inference][r.task];
-            if (z > slot.first) {
-                slot = {z, r};
-                diffs[r.inference][r.task] = b.value - r.value;
-            }
+    for (const EvalRow &row : evalTable(catalog, baseline, run, options)) {
+        if (!(row.standardError > 0))
+            continue;
+        auto &slot = gaps[row.inference][row.task];
+        if (row.z > slot.first) {
+            slot = {row.z, row};
+            diffs[row.inference][row.task] = row.baseline - row.run;
         }
     }
     std::set<QString> gapTasks;
@@ -864,19 +831,15 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
             f.severity = Severity::Warning;
             f.task = task;
             f.key = best.second.metric;
-            double baseValue = 0;
-            for (const Eval &b : baseEvals) {
-                if (b.task == task && b.metric == best.second.metric)
-                    baseValue = b.value;
-            }
+            const double baseValue = best.second.baseline;
             f.summary = QStringLiteral("%1 %2: %3 against %4's %5 (%6 standard errors%7)")
                             .arg(task, best.second.metric)
-                            .arg(best.second.value, 0, 'g', 4)
+                            .arg(best.second.run, 0, 'g', 4)
                             .arg(baseName)
                             .arg(baseValue, 0, 'g', 4)
                             .arg(best.first, 0, 'f', 1)
                             .arg(inference.isEmpty() ? QString() : QStringLiteral(", %1 inference").arg(inference));
-            f.evidence = {{QStringLiteral("run"), best.second.value}, {QStringLiteral("baseline"), baseValue},
+            f.evidence = {{QStringLiteral("run"), best.second.run}, {QStringLiteral("baseline"), baseValue},
                 {QStringLiteral("z"), best.first}, {QStringLiteral("metric"), best.second.metric},
                 {QStringLiteral("inference"), inference}};
             f.suggestion
