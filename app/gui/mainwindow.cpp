@@ -3,6 +3,7 @@
 #include "appsettings.h"
 #include "runsettingsdialog.h"
 #include "startpage.h"
+#include "views/compare/compareview.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/histogram/histogramview.h"
@@ -40,6 +41,7 @@
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QStyle>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTimer>
 #include <QToolButton>
@@ -143,9 +145,15 @@ MainWindow::~MainWindow() = default;
 void MainWindow::createViews()
 {
     m_curves = new CurveView(m_workspace, m_selection, this);
+    m_compare = new CompareView(m_workspace, m_selection, this);
+    m_viewTabs = new QTabWidget(this);
+    m_viewTabs->setObjectName(QStringLiteral("viewTabs"));
+    m_viewTabs->setDocumentMode(true);
+    m_viewTabs->addTab(m_curves, tr("Curves"));
+    m_viewTabs->addTab(m_compare, tr("Comparison"));
     m_startPage = new StartPage(this);
     m_central = new QStackedWidget(this);
-    m_central->addWidget(m_curves);
+    m_central->addWidget(m_viewTabs);
     m_central->addWidget(m_startPage);
     setCentralWidget(m_central);
     connect(m_startPage, &StartPage::openFolderRequested, this, &MainWindow::askOpenFolder);
@@ -174,6 +182,13 @@ void MainWindow::createViews()
             editRunSettings(m_workspace->runAt(current.row()));
     });
     m_runTable->addAction(settingsAction);
+    auto *compareAction = new QAction(tr("&Compare with Its Baseline"), m_runTable);
+    compareAction->setObjectName(QStringLiteral("compareRun"));
+    connect(compareAction, &QAction::triggered, this, [this] {
+        const RunRef run = m_workspace->runAt(m_runTable->currentIndex().row());
+        showComparison(m_workspace->baselineOf(run), run);
+    });
+    m_runTable->addAction(compareAction);
     connect(m_runTable->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
         [this](const QModelIndex &current) {
             if (current.isValid())
@@ -345,6 +360,11 @@ void MainWindow::createMenus()
     quit->setShortcut(QKeySequence::Quit);
 
     QMenu *view = menuBar()->addMenu(tr("&View"));
+    QAction *compare = view->addAction(tr("&Comparison with the Baseline"), this, [this] { showComparison(); });
+    compare->setObjectName(QStringLiteral("showComparison"));
+    compare->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_K));
+    view->addAction(tr("C&urves"), this, [this] { m_viewTabs->setCurrentWidget(m_curves); });
+    view->addSeparator();
     for (QDockWidget *dock : findChildren<QDockWidget *>())
         view->addAction(dock->toggleViewAction());
 
@@ -416,6 +436,13 @@ void MainWindow::saveSettings()
     s.setHeatmapLogColour(m_heatmap->logColour());
 }
 
+void MainWindow::showComparison(RunRef baseline, RunRef run)
+{
+    if (baseline.isValid() && run.isValid())
+        m_compare->setPair(baseline, run);
+    m_viewTabs->setCurrentWidget(m_compare);
+}
+
 void MainWindow::askOpenFolder()
 {
     const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a run folder or a folder of runs"));
@@ -441,7 +468,7 @@ void MainWindow::showStartPage(bool on)
             dock->hide();
         m_central->setCurrentWidget(m_startPage);
     } else {
-        m_central->setCurrentWidget(m_curves);
+        m_central->setCurrentWidget(m_viewTabs);
         if (m_dockState.isEmpty() || !restoreState(m_dockState, AppSettings::kWindowStateVersion)) {
             for (QDockWidget *dock : findChildren<QDockWidget *>())
                 dock->show();

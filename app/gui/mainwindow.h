@@ -17,12 +17,14 @@ class QMenu;
 class QProgressBar;
 class QSortFilterProxyModel;
 class QStackedWidget;
+class QTabWidget;
 class QTableView;
 class QToolButton;
 class QTreeView;
 
 namespace fp8scope {
 
+class CompareView;
 class CurveView;
 class HeatmapView;
 class HistogramView;
@@ -56,6 +58,9 @@ public:
     Workspace *workspace() const { return m_workspace; }
     Selection *selection() const { return m_selection; }
     CurveView *curves() const { return m_curves; }
+    CompareView *compare() const { return m_compare; }
+    // Shows the comparison tab on `run` against `baseline` (invalid: its pairing's).
+    void showComparison(RunRef baseline = {}, RunRef run = {});
     HeatmapView *heatmap() const { return m_heatmap; }
     HistogramView *histogram() const { return m_histogram; }
     QTreeView *layerTree() const { return m_layerTree; }
@@ -99,6 +104,8 @@ private:
     Workspace *m_workspace;
     Selection *m_selection;
     CurveView *m_curves = nullptr;
+    CompareView *m_compare = nullptr;
+    QTabWidget *m_viewTabs = nullptr; // the curves and the comparison, in the middle
     HeatmapView *m_heatmap = nullptr;
     HistogramView *m_histogram = nullptr;
     RunListModel *m_runModel = nullptr;

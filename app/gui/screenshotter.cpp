@@ -1,6 +1,7 @@
 #include "screenshotter.h"
 
 #include "mainwindow.h"
+#include "views/compare/compareview.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/histogram/histogramview.h"
@@ -76,6 +77,22 @@ Screenshotter::Screenshotter(MainWindow *window, const QString &outDir, std::fun
             save(QStringLiteral("05-threshold.png"));
             next();
         });
+    });
+    m_steps.push_back([this] {
+        // The FP8 run against its baseline: the overlay, the difference strip, the findings.
+        m_window->showComparison();
+        auto *poll = new QTimer(this);
+        auto waited = std::make_shared<int>(0);
+        connect(poll, &QTimer::timeout, this, [this, poll, waited] {
+            if ((m_window->compare()->isComputing() || !m_window->compare()->comparison()) && ++*waited < 600)
+                return;
+            poll->deleteLater();
+            QTimer::singleShot(300, this, [this] {
+                save(QStringLiteral("06-comparison.png"));
+                next();
+            });
+        });
+        poll->start(100);
     });
     connect(window, &MainWindow::ready, this, [this] { QTimer::singleShot(300, this, &Screenshotter::next); });
 }

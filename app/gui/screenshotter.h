@@ -1,7 +1,7 @@
 // Drives the window through a few states and saves a PNG of each (tests/screenshots.sh, docs/): the start
 // page (when `open` is given: it then opens the folders), the loaded workspace, the hottest heatmap cell
-// selected with its histogram, the same tensor under MXFP8 and under a delayed scale, and the heatmap with
-// threshold colouring.
+// selected with its histogram, the same tensor under MXFP8 and under a delayed scale, the heatmap with
+// threshold colouring, and the comparison of the FP8 run with its baseline.
 #pragma once
 
 #include <QObject>

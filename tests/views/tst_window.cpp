@@ -8,6 +8,7 @@
 #include "app/gui/mainwindow.h"
 #include "app/gui/startpage.h"
 #include "guitest.h"
+#include "views/compare/compareview.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/histogram/histogramview.h"
@@ -339,6 +340,29 @@ void TestWindow::fitsA1280x720Window()
     const QPointF near = heat->cellCentre(row, 0);
     QTest::mouseClick(heat->plot(), Qt::LeftButton, {}, near.toPoint());
     QCOMPARE(w->selection()->layer(), h.layers[row]);
+
+    // The comparison tab fits too: its pickers whole, both plots with room, the window as it was.
+    w->showComparison();
+    CompareView *compare = w->compare();
+    QTRY_VERIFY_WITH_TIMEOUT(compare->comparison() && !compare->isComputing(), 60000);
+    QTest::qWait(50);
+    for (const char *name : {"compareBaseline", "compareRun", "compareStatistic"}) {
+        auto *box = compare->findChild<QComboBox *>(QLatin1String(name));
+        QVERIFY2(box && box->isVisible() && cutText(box).isEmpty(), name);
+    }
+    QVERIFY2(compare->overlay()->plot()->height() >= 100 && compare->difference()->plot()->height() >= 60,
+        qPrintable(QStringLiteral("%1 / %2 in %3 (%4)")
+                       .arg(compare->overlay()->plot()->height())
+                       .arg(compare->difference()->plot()->height())
+                       .arg(compare->splitter()->height())
+                       .arg(QStringLiteral("%1,%2,%3")
+                                .arg(compare->splitter()->sizes().value(0))
+                                .arg(compare->splitter()->sizes().value(1))
+                                .arg(compare->splitter()->sizes().value(2)))));
+    QVERIFY2(compare->findingsTable()->height() >= 40,
+        qPrintable(
+            QString::number(compare->findingsTable()->height()))); // a header and a row; the splitter drags it taller
+    QCOMPARE(w->size(), size);
 }
 
 void TestWindow::tensorStatisticBeforeATensorIsChosen()

@@ -120,7 +120,7 @@ CurveView::CurveView(CurveSource *source, Selection *selection, QWidget *parent)
     reset->setText(tr("Reset"));
     reset->setToolTip(tr("Reset the zoom to the whole series"));
 
-    addControl(m_statBox, true);
+    m_statAction = addControl(m_statBox, true);
     m_sourceAction = addControl(m_sourceBox);
     m_sourceAction->setVisible(false);
     addControl(m_smoothBox);
@@ -228,6 +228,11 @@ void CurveView::setStatistic(const QString &key)
 QString CurveView::statistic() const
 {
     return m_statBox->currentData().toString();
+}
+
+void CurveView::setStatisticPickerVisible(bool on)
+{
+    m_statAction->setVisible(on);
 }
 
 void CurveView::setDataSource(const QString &source)
@@ -360,9 +365,16 @@ void CurveView::reloadStatistics()
     rebuild();
 }
 
+void CurveView::updateLegend()
+{
+    // A plot too short for its legend would hide its curves under it: the run list and the tooltip name them.
+    plot()->legend->setVisible(!m_curves.empty() && plot()->height() >= kMinLegendHeight);
+}
+
 void CurveView::resizeEvent(QResizeEvent *event)
 {
     PlotView::resizeEvent(event);
+    updateLegend();
     // Buckets are one per pixel column: a wider or narrower plot asks again.
     if (m_haveRange)
         scheduleRefetch();
@@ -461,10 +473,15 @@ void CurveView::rebuild()
         if (c.steps.empty())
             continue;
         if (curve->xIsSamples) {
-            // Its steps are samples already: keep x, and give steps back where the run has the mapping.
+            // Its steps are samples already: keep x (by samples), and give steps back where the run has the
+            // mapping; by step, x is those steps.
             c.xs = QVector<double>(c.steps.begin(), c.steps.end());
+            const auto inverse = m_samplesInverse.find(r);
             for (double &st : c.steps)
-                st = stepOfX(r, st);
+                st = inverse != m_samplesInverse.end() && inverse->second.size() >= 2 ? interpolate(inverse->second, st)
+                                                                                      : st;
+            if (!bySamples)
+                c.xs = QVector<double>(c.steps.begin(), c.steps.end());
         }
         const QString name = curve->name;
         const QColor colour = m_source->runColour(r);
@@ -527,7 +544,7 @@ void CurveView::rebuild()
         m_haveRange = true;
     }
     addMarks();
-    plot()->legend->setVisible(!m_curves.empty());
+    updateLegend();
     plot()->yAxis->setTickLabels(!m_curves.empty());
     if (m_curves.empty()) {
         // Nothing drawn: no axes of what was drawn before (another folder's steps and values).
@@ -565,6 +582,7 @@ void CurveView::rebuild()
     m_note->setVisible(!note.isEmpty());
     m_inRebuild = false;
     applySmoothing();
+    Q_EMIT rebuilt();
 }
 
 void CurveView::applySmoothing()

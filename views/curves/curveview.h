@@ -38,6 +38,8 @@ public:
     // Shorter series are drawn as logged, not smoothed: a few points smoothed end far from their last value
     // and flatten their spikes.
     static constexpr int kMinSmoothedPoints = 20;
+    // Plots shorter than this draw no legend.
+    static constexpr int kMinLegendHeight = 150;
 
     // Draws the workspace's visible runs.
     CurveView(Workspace *workspace, Selection *selection, QWidget *parent = nullptr);
@@ -92,12 +94,20 @@ public:
     QString message() const;
     // The line above the plot naming runs left out of the chosen x axis, or "".
     QString note() const;
+    // Hides the statistic picker (a view that draws one statistic chosen elsewhere: the comparison's).
+    void setStatisticPickerVisible(bool on);
+    // Where a step of a run is on the plot's x axis (the step, or its consumed samples).
+    double plotX(RunRef run, double step) const { return xOfStep(run, step); }
     // The tooltip the cursor shows at plot x (each visible run's value at the nearest point).
     QString toolTipAt(double x) const;
     QString csv() const override;
     QString title() const override;
     // Replots now (benchmarks, tests); normal updates are coalesced.
     void refetchNow();
+
+Q_SIGNALS:
+    // The curves were fetched again (another statistic, axis, zoom or source data).
+    void rebuilt();
 
 protected:
     void resizeEvent(QResizeEvent *event) override;
@@ -108,6 +118,7 @@ private:
     void scheduleRefetch();
     void rebuild();
     void applySmoothing();
+    void updateLegend();
     void addMarks();
     // The smoothing a curve is drawn with: the chosen kind, or none for a series too short to smooth.
     Smoothing smoothingOf(const RunCurve &curve) const;
@@ -127,6 +138,7 @@ private:
     QSlider *m_strength;
     QLabel *m_strengthValue;
     QAction *m_sourceAction = nullptr;
+    QAction *m_statAction = nullptr;
     QCheckBox *m_logY;
     QComboBox *m_xAxis;
     QTimer *m_refetch;

@@ -1,0 +1,137 @@
+#include "comparesources.h"
+
+#include "views/workspace/workspace.h"
+
+namespace fp8scope {
+
+ComparisonCurveSource::ComparisonCurveSource(Workspace *workspace, QObject *parent)
+    : CurveSource(parent)
+    , m_workspace(workspace)
+    , m_runs(std::make_unique<WorkspaceCurveSource>(workspace))
+{
+}
+
+ComparisonCurveSource::~ComparisonCurveSource() = default;
+
+void ComparisonCurveSource::setComparison(std::shared_ptr<const ComparisonData> data)
+{
+    m_data = std::move(data);
+    Q_EMIT statisticsChanged();
+}
+
+QColor ComparisonCurveSource::runColour(RunRef run) const
+{
+    return m_runs->runColour(run);
+}
+
+std::vector<std::pair<double, double>> ComparisonCurveSource::stepSamples(RunRef run) const
+{
+    return m_runs->stepSamples(run);
+}
+
+std::vector<CurveSource::Event> ComparisonCurveSource::events(RunRef run) const
+{
+    return m_runs->events(run);
+}
+
+std::vector<SeriesPoint> ComparisonCurveSource::serve(
+    const std::vector<int64_t> &steps, const std::vector<double> &values, const Request &request)
+{
+    return bucketSeries(
+        steps, values, request.bySamples ? PointRange {.resolution = request.range.resolution} : request.range);
+}
+
+std::vector<CurveSource::Statistic> PairCurveSource::statistics() const
+{
+    if (!m_data || !m_data->statistic.found)
+        return {};
+    return {{m_data->stat, false, {}}};
+}
+
+std::vector<RunRef> PairCurveSource::runs() const
+{
+    if (!m_data || !m_data->statistic.found)
+        return {};
+    return {m_data->baseline, m_data->run};
+}
+
+QString PairCurveSource::runName(RunRef run) const
+{
+    const QString name = m_runs->runName(run);
+    return m_data && run == m_data->baseline ? tr("%1 (baseline)").arg(name) : name;
+}
+
+std::optional<CurveSource::Curve> PairCurveSource::curve(RunRef run, const Request &request) const
+{
+    if (!m_data || request.stat != m_data->stat || request.tensorLevel)
+        return std::nullopt;
+    const analysis::StatComparison &s = m_data->statistic;
+    const std::optional<analysis::StepSeries> &points = run == m_data->baseline ? s.baselinePoints
+        : run == m_data->run                                                    ? s.runPoints
+                                                                                : std::nullopt;
+    if (!points)
+        return std::nullopt;
+    Curve c;
+    c.name = runName(run);
+    c.points = serve(points->steps, points->values, request);
+    return c;
+}
+
+RunRef DifferenceCurveSource::edgeRef() const
+{
+    return m_data ? RunRef {m_data->run.store, -m_data->run.id} : RunRef();
+}
+
+std::vector<CurveSource::Statistic> DifferenceCurveSource::statistics() const
+{
+    if (!m_data || m_data->statistic.departure.trace.steps.empty())
+        return {};
+    return {{m_data->stat, false, {}}};
+}
+
+std::vector<RunRef> DifferenceCurveSource::runs() const
+{
+    if (!m_data || m_data->statistic.departure.trace.steps.empty())
+        return {};
+    std::vector<RunRef> out {m_data->run};
+    if (!m_data->statistic.departure.trace.edge.empty())
+        out.push_back(edgeRef());
+    return out;
+}
+
+QString DifferenceCurveSource::runName(RunRef run) const
+{
+    if (!m_data)
+        return {};
+    if (run == edgeRef())
+        return tr("band edge (tolerance + noise)");
+    return tr("%1 − %2").arg(m_runs->runName(m_data->run), m_runs->runName(m_data->baseline));
+}
+
+QColor DifferenceCurveSource::runColour(RunRef run) const
+{
+    return run == edgeRef() ? QColor(Qt::gray) : ComparisonCurveSource::runColour(run);
+}
+
+std::vector<std::pair<double, double>> DifferenceCurveSource::stepSamples(RunRef run) const
+{
+    return ComparisonCurveSource::stepSamples(run == edgeRef() && m_data ? m_data->run : run);
+}
+
+std::optional<CurveSource::Curve> DifferenceCurveSource::curve(RunRef run, const Request &request) const
+{
+    if (!m_data || request.stat != m_data->stat || request.tensorLevel)
+        return std::nullopt;
+    const auto &trace = m_data->statistic.departure.trace;
+    const bool edge = run == edgeRef();
+    if ((!edge && run != m_data->run) || (edge && trace.edge.size() != trace.steps.size()))
+        return std::nullopt;
+    Curve c;
+    c.name = runName(run);
+    c.points = serve(trace.steps, edge ? trace.edge : trace.difference, request);
+    // Aligned on consumed samples (the runs' batch sizes differ): the trace's x is samples.
+    c.xIsSamples = m_data->statistic.axis != QLatin1String("step");
+    return c;
+}
+
+} // namespace fp8scope

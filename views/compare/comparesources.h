@@ -1,0 +1,73 @@
+// The curve sources a comparison hands the ordinary curve view: the two runs' statistic as the comparison
+// aligned it (the overlay), and its difference run - baseline with the edge the triage engine judged the
+// departure by (the strip beneath). Both serve min/max buckets at the view's resolution, as the store does.
+#pragma once
+
+#include "comparison.h"
+
+#include "views/curves/curvesource.h"
+
+#include <memory>
+
+namespace fp8scope {
+
+class Workspace;
+class WorkspaceCurveSource;
+
+class ComparisonCurveSource : public CurveSource
+{
+    Q_OBJECT
+public:
+    explicit ComparisonCurveSource(Workspace *workspace, QObject *parent = nullptr);
+    ~ComparisonCurveSource() override;
+
+    void setComparison(std::shared_ptr<const ComparisonData> data);
+    const ComparisonData *comparison() const { return m_data.get(); }
+
+    QColor runColour(RunRef run) const override;
+    std::vector<std::pair<double, double>> stepSamples(RunRef run) const override;
+    std::vector<Event> events(RunRef run) const override;
+
+protected:
+    // A series the comparison holds on the alignment axis, at run steps, bucketed for the request.
+    static std::vector<SeriesPoint> serve(
+        const std::vector<int64_t> &steps, const std::vector<double> &values, const Request &request);
+
+    Workspace *m_workspace;
+    std::unique_ptr<WorkspaceCurveSource> m_runs; // names, colours, samples and events of the open runs
+    std::shared_ptr<const ComparisonData> m_data;
+};
+
+// The baseline and the run, overlaid.
+class PairCurveSource : public ComparisonCurveSource
+{
+    Q_OBJECT
+public:
+    using ComparisonCurveSource::ComparisonCurveSource;
+
+    std::vector<Statistic> statistics() const override;
+    std::vector<RunRef> runs() const override;
+    QString runName(RunRef run) const override;
+    std::optional<Curve> curve(RunRef run, const Request &request) const override;
+};
+
+// run - baseline, and the edge its running median must stay above for a departure.
+class DifferenceCurveSource : public ComparisonCurveSource
+{
+    Q_OBJECT
+public:
+    using ComparisonCurveSource::ComparisonCurveSource;
+
+    // The pseudo-run that draws the band's edge (it is no run of the workspace).
+    RunRef edgeRef() const;
+
+    std::vector<Statistic> statistics() const override;
+    std::vector<RunRef> runs() const override;
+    QString runName(RunRef run) const override;
+    QColor runColour(RunRef run) const override;
+    std::vector<std::pair<double, double>> stepSamples(RunRef run) const override;
+    std::vector<Event> events(RunRef) const override { return {}; }
+    std::optional<Curve> curve(RunRef run, const Request &request) const override;
+};
+
+} // namespace fp8scope

@@ -1,0 +1,436 @@
+#include "compareview.h"
+
+#include "comparesources.h"
+#include "views/curves/curveview.h"
+#include "views/plotting/qcp.h"
+#include "views/workspace/selection.h"
+#include "views/workspace/workspace.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QStandardItemModel>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include <cmath>
+#include <set>
+
+namespace fp8scope {
+
+namespace {
+
+enum FindingRole { RunRole = Qt::UserRole + 1, LayerRole, TensorRole, StepRole };
+constexpr int kDiffersRole = Qt::UserRole + 1;
+
+QTableView *makeTable(const QString &name, QAbstractItemModel *model, QWidget *parent)
+{
+    auto *t = new QTableView(parent);
+    t->setObjectName(name);
+    t->setModel(model);
+    t->setSelectionBehavior(QAbstractItemView::SelectRows);
+    t->setSelectionMode(QAbstractItemView::SingleSelection);
+    t->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    t->verticalHeader()->hide();
+    t->horizontalHeader()->setStretchLastSection(true);
+    t->setAlternatingRowColors(true);
+    t->setWordWrap(false);
+    return t;
+}
+
+QStandardItem *item(const QString &text)
+{
+    auto *i = new QStandardItem(text);
+    i->setToolTip(text);
+    return i;
+}
+
+QStandardItem *number(double v)
+{
+    auto *i = new QStandardItem(std::isfinite(v) ? QLocale().toString(v, 'g', 6) : QString());
+    i->setData(v, Qt::UserRole);
+    i->setToolTip(QString::number(v, 'g', QLocale::FloatingPointShortest));
+    i->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    return i;
+}
+
+QString className(analysis::KeyClass c)
+{
+    switch (c) {
+    case analysis::KeyClass::Expected: return QObject::tr("expected for FP8");
+    case analysis::KeyClass::Incidental: return QObject::tr("incidental");
+    case analysis::KeyClass::Suspect: return QObject::tr("suspect");
+    case analysis::KeyClass::Other: return QObject::tr("other");
+    }
+    return {};
+}
+
+} // namespace
+
+CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *parent)
+    : QWidget(parent)
+    , m_workspace(workspace)
+    , m_selection(selection)
+    , m_slot(Workspace::newSlot(QStringLiteral("compare")))
+    , m_baselineBox(new QComboBox(this))
+    , m_runBox(new QComboBox(this))
+    , m_statBox(new QComboBox(this))
+    , m_status(new QLabel(this))
+    , m_splitter(new QSplitter(Qt::Vertical, this))
+    , m_pairSource(new PairCurveSource(workspace, this))
+    , m_differenceSource(new DifferenceCurveSource(workspace, this))
+    , m_overlay(new CurveView(m_pairSource, selection, this))
+    , m_difference(new CurveView(m_differenceSource, selection, this))
+    , m_tabs(new QTabWidget(this))
+    , m_findingsModel(new QStandardItemModel(this))
+    , m_evalModel(new QStandardItemModel(this))
+    , m_configModel(new QStandardItemModel(this))
+    , m_configFilter(new QSortFilterProxyModel(this))
+    , m_identical(new QCheckBox(tr("Show identical keys"), this))
+{
+    setObjectName(QStringLiteral("compareView"));
+    m_baselineBox->setObjectName(QStringLiteral("compareBaseline"));
+    m_runBox->setObjectName(QStringLiteral("compareRun"));
+    m_statBox->setObjectName(QStringLiteral("compareStatistic"));
+    m_status->setObjectName(QStringLiteral("compareStatus"));
+    m_status->setWordWrap(true);
+    for (QComboBox *box : {m_baselineBox, m_runBox}) {
+        box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+        box->setMinimumContentsLength(14);
+    }
+    m_overlay->setObjectName(QStringLiteral("compareOverlay"));
+    m_difference->setObjectName(QStringLiteral("compareDifference"));
+    // The statistic is picked above both; the strip follows the overlay's axis and shows the difference as
+    // it is (no smoothing: the band is judged on a running median of the raw difference).
+    m_overlay->setStatisticPickerVisible(false);
+    m_difference->controlBar()->hide();
+    m_difference->setSmoothing(Smoothing::None, 0);
+    auto *pickers = new QHBoxLayout;
+    pickers->addWidget(new QLabel(tr("Baseline"), this));
+    pickers->addWidget(m_baselineBox);
+    pickers->addWidget(new QLabel(tr("Run"), this));
+    pickers->addWidget(m_runBox);
+    pickers->addWidget(m_statBox);
+    pickers->addStretch(1);
+
+    m_findings = makeTable(QStringLiteral("compareFindings"), m_findingsModel, this);
+    m_evals = makeTable(QStringLiteral("compareEvals"), m_evalModel, this);
+    m_configFilter->setSourceModel(m_configModel);
+    m_configFilter->setFilterRole(kDiffersRole);
+    m_configFilter->setFilterFixedString(QStringLiteral("1"));
+    m_config = makeTable(QStringLiteral("compareConfig"), m_configFilter, this);
+    m_identical->setObjectName(QStringLiteral("compareIdentical"));
+    auto *configPane = new QWidget(this);
+    auto *configLayout = new QVBoxLayout(configPane);
+    configLayout->setContentsMargins(0, 0, 0, 0);
+    configLayout->addWidget(m_identical);
+    configLayout->addWidget(m_config);
+    m_tabs->addTab(m_findings, tr("Findings"));
+    m_tabs->addTab(m_evals, tr("Evaluations"));
+    m_tabs->addTab(configPane, tr("Config and versions"));
+
+    // A short screen gives the plots the height; the tables can be dragged taller.
+    m_tabs->setMinimumHeight(60);
+    m_difference->setMinimumHeight(60);
+    m_overlay->setMinimumHeight(90);
+    m_splitter->setObjectName(QStringLiteral("compareSplitter"));
+    m_splitter->addWidget(m_overlay);
+    m_splitter->addWidget(m_difference);
+    m_splitter->addWidget(m_tabs);
+    m_splitter->setStretchFactor(0, 4);
+    m_splitter->setStretchFactor(1, 3);
+    m_splitter->setStretchFactor(2, 2);
+    auto *layout = new QVBoxLayout(this);
+    layout->setContentsMargins(2, 2, 2, 2);
+    layout->addLayout(pickers);
+    layout->addWidget(m_status); // the verdict and the departure, on a line of its own
+    layout->addWidget(m_splitter, 1);
+
+    // The departure on both plots: a line at its step, its interval shaded.
+    CurveView *views[] = {m_overlay, m_difference};
+    for (int i = 0; i < 2; ++i) {
+        QCustomPlot *plot = views[i]->plot();
+        m_intervals[i] = new QCPItemRect(plot);
+        m_intervals[i]->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        m_intervals[i]->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        m_intervals[i]->setPen(Qt::NoPen);
+        m_intervals[i]->setBrush(QColor(200, 30, 0, 40));
+        m_intervals[i]->setSelectable(false);
+        m_marks[i] = new QCPItemStraightLine(plot);
+        m_marks[i]->setPen(QPen(QColor(200, 30, 0), 1.5));
+        m_marks[i]->setSelectable(false);
+        m_intervals[i]->setVisible(false);
+        m_marks[i]->setVisible(false);
+        connect(views[i], &CurveView::rebuilt, this, &CompareView::updateMarkers);
+    }
+    // One x axis for both plots.
+    const auto sync = [this](CurveView *from, CurveView *to) {
+        connect(from->plot()->xAxis, qOverload<const QCPRange &>(&QCPAxis::rangeChanged), this,
+            [this, to](const QCPRange &r) {
+                if (m_syncingRange || to->plot()->xAxis->range() == r)
+                    return;
+                m_syncingRange = true;
+                to->plot()->xAxis->setRange(r);
+                to->plot()->replot(QCustomPlot::rpQueuedReplot);
+                m_syncingRange = false;
+            });
+    };
+    sync(m_overlay, m_difference);
+    sync(m_difference, m_overlay);
+    if (auto *axis = m_overlay->findChild<QComboBox *>(QStringLiteral("curveXAxis")))
+        connect(axis, &QComboBox::currentIndexChanged, this, [this](int i) { m_difference->setXBySamples(i == 1); });
+
+    connect(m_baselineBox, &QComboBox::currentIndexChanged, this, &CompareView::recompute);
+    connect(m_runBox, &QComboBox::currentIndexChanged, this, &CompareView::recompute);
+    connect(m_statBox, &QComboBox::currentIndexChanged, this, &CompareView::recompute);
+    connect(m_identical, &QCheckBox::toggled, this,
+        [this](bool all) { m_configFilter->setFilterFixedString(all ? QString() : QStringLiteral("1")); });
+    connect(m_findings, &QTableView::clicked, this, &CompareView::selectFinding);
+    connect(m_findings, &QTableView::activated, this, &CompareView::selectFinding);
+    connect(workspace, &Workspace::loaded, this, &CompareView::fillPickers);
+    connect(workspace, &Workspace::closed, this, &CompareView::fillPickers);
+    fillPickers();
+}
+
+CompareView::~CompareView() = default;
+
+void CompareView::fillPickers()
+{
+    {
+        const QSignalBlocker b1(m_baselineBox), b2(m_runBox);
+        m_baselineBox->clear();
+        m_runBox->clear();
+        for (const WorkspaceRun &r : m_workspace->runs()) {
+            for (QComboBox *box : {m_baselineBox, m_runBox}) {
+                box->addItem(r.run.label(), QVariant::fromValue(r.run.ref));
+                box->setItemData(box->count() - 1, r.run.label(), Qt::ToolTipRole);
+            }
+        }
+    }
+    setPair({}, {});
+}
+
+void CompareView::setPair(RunRef baseline, RunRef run)
+{
+    if (!baseline.isValid() || !run.isValid()) {
+        // The pairing's first pair, else the first two runs.
+        for (const WorkspaceRun &r : m_workspace->runs()) {
+            if (r.pairing.baseline.isValid()) {
+                baseline = r.pairing.baseline;
+                run = r.run.ref;
+                break;
+            }
+        }
+        if (!run.isValid() && m_workspace->runCount() >= 2) {
+            baseline = m_workspace->runAt(0);
+            run = m_workspace->runAt(1);
+        }
+    }
+    {
+        const QSignalBlocker b1(m_baselineBox), b2(m_runBox);
+        m_baselineBox->setCurrentIndex(m_baselineBox->findData(QVariant::fromValue(baseline)));
+        m_runBox->setCurrentIndex(m_runBox->findData(QVariant::fromValue(run)));
+    }
+    // The statistics both runs have.
+    const QString was = statistic();
+    {
+        const QSignalBlocker block(m_statBox);
+        m_statBox->clear();
+        if (baseline.isValid() && run.isValid()) {
+            std::set<QString> inBaseline;
+            for (const StatisticInfo &s : m_workspace->catalog().runStatistics(baseline))
+                inBaseline.insert(s.stat);
+            for (const StatisticInfo &s : m_workspace->catalog().runStatistics(run)) {
+                if (inBaseline.count(s.stat))
+                    m_statBox->addItem(s.stat);
+            }
+        }
+        int i = m_statBox->findText(was.isEmpty() ? QStringLiteral("lm loss") : was);
+        if (i < 0)
+            i = m_statBox->findText(QStringLiteral("lm loss"));
+        m_statBox->setCurrentIndex(std::max(i, m_statBox->count() > 0 ? 0 : -1));
+    }
+    recompute();
+}
+
+RunRef CompareView::baseline() const
+{
+    return m_baselineBox->currentData().value<RunRef>();
+}
+
+RunRef CompareView::run() const
+{
+    return m_runBox->currentData().value<RunRef>();
+}
+
+void CompareView::setStatistic(const QString &stat)
+{
+    const int i = m_statBox->findText(stat);
+    if (i >= 0)
+        m_statBox->setCurrentIndex(i);
+}
+
+QString CompareView::statistic() const
+{
+    return m_statBox->currentText();
+}
+
+void CompareView::recompute()
+{
+    const RunRef b = baseline(), r = run();
+    if (!b.isValid() || !r.isValid() || b == r) {
+        if (m_ticket)
+            m_workspace->queries().cancel(m_ticket);
+        m_ticket = 0;
+        display(nullptr);
+        m_status->setText(
+            m_workspace->runCount() < 2 ? tr("Open two runs to compare them.") : tr("Choose two different runs."));
+        return;
+    }
+    // Computed when seen: a folder opening does not queue a comparison nobody looks at before the heatmap.
+    if (!isVisible()) {
+        m_stale = true;
+        return;
+    }
+    m_stale = false;
+    const QString stat = statistic();
+    m_status->setText(tr("Comparing..."));
+    m_ticket = m_workspace->query(
+        m_slot,
+        [b, r, stat](const Catalog &catalog) { return QVariant::fromValue(computeComparison(catalog, b, r, stat)); },
+        this,
+        [this](const QVariant &value) {
+            m_ticket = 0;
+            display(std::make_shared<const ComparisonData>(value.value<ComparisonData>()));
+        });
+}
+
+void CompareView::display(std::shared_ptr<const ComparisonData> data)
+{
+    m_data = std::move(data);
+    m_pairSource->setComparison(m_data);
+    m_differenceSource->setComparison(m_data);
+    m_overlay->setStatistic(statistic());
+    m_difference->setStatistic(statistic());
+
+    m_findingsModel->clear();
+    m_findingsModel->setHorizontalHeaderLabels({tr("Severity"), tr("Finding"), tr("Layer"), tr("Step"), tr("Summary")});
+    m_evalModel->clear();
+    m_evalModel->setHorizontalHeaderLabels({tr("Task"), tr("Metric"), tr("Inference"), tr("Baseline"), tr("Run"),
+        tr("Difference"), tr("Std. error"), tr("z"), tr("Significant")});
+    m_configModel->clear();
+    m_configModel->setHorizontalHeaderLabels({tr("Key"), tr("Baseline"), tr("Run"), tr("Class")});
+    if (!m_data) {
+        updateMarkers();
+        Q_EMIT comparisonChanged();
+        return;
+    }
+    for (const analysis::Finding &f : m_data->comparison.findings) {
+        QList<QStandardItem *> row {item(analysis::severityName(f.severity)), item(f.kind), item(f.layer),
+            item(f.step ? QString::number(*f.step) : QString()), item(f.summary)};
+        row.front()->setData(QVariant::fromValue(m_data->run), RunRole);
+        row.front()->setData(f.layer, LayerRole);
+        row.front()->setData(f.tensor, TensorRole);
+        row.front()->setData(f.step ? QVariant(qint64(*f.step)) : QVariant(), StepRole);
+        for (QStandardItem *i : row)
+            i->setToolTip(f.suggestion.isEmpty() ? f.summary : f.summary + QLatin1Char('\n') + f.suggestion);
+        m_findingsModel->appendRow(row);
+    }
+    for (const analysis::EvalRow &e : m_data->evals) {
+        QList<QStandardItem *> row {item(e.task), item(e.metric), item(e.inference), number(e.baseline), number(e.run),
+            number(e.difference), number(e.standardError), number(e.z),
+            item(e.significant ? tr("yes: %1 standard errors below").arg(e.z, 0, 'f', 1) : QString())};
+        if (e.significant) {
+            for (QStandardItem *i : row)
+                i->setForeground(QColor(200, 30, 0));
+        }
+        m_evalModel->appendRow(row);
+    }
+    for (const analysis::ConfigRow &c : m_data->config.rows) {
+        QList<QStandardItem *> row {item(c.version ? tr("%1 (version)").arg(c.key) : c.key), item(c.baseline),
+            item(c.run), item(c.differs ? className(c.keyClass) : tr("identical"))};
+        row.front()->setData(c.differs ? QStringLiteral("1") : QStringLiteral("0"), kDiffersRole);
+        m_configModel->appendRow(row);
+    }
+    for (QTableView *t : {m_findings, m_evals, m_config})
+        t->resizeColumnsToContents();
+    const analysis::Comparison &c = m_data->comparison;
+    QString status = tr("Verdict: %1").arg(analysis::verdictName(c.verdict));
+    if (m_data->statistic.departure.step)
+        status += tr("; %1 departs at step %2 (between %3 and %4)")
+                      .arg(m_data->stat)
+                      .arg(*m_data->statistic.departure.step)
+                      .arg(m_data->statistic.departure.low)
+                      .arg(m_data->statistic.departure.high);
+    else if (m_data->statistic.found)
+        status += tr("; %1 stays within the baseline's band").arg(m_data->stat);
+    else
+        status += tr("; %1 is not in both runs").arg(m_data->stat);
+    m_status->setText(status);
+    updateMarkers();
+    Q_EMIT comparisonChanged();
+}
+
+void CompareView::updateMarkers()
+{
+    const std::optional<int64_t> step = m_data ? m_data->statistic.departure.step : std::nullopt;
+    CurveView *views[] = {m_overlay, m_difference};
+    for (int i = 0; i < 2; ++i) {
+        m_marks[i]->setVisible(step.has_value());
+        m_intervals[i]->setVisible(step.has_value());
+        if (step) {
+            const RunRef r = m_data->run;
+            const double x = views[i]->plotX(r, double(*step));
+            m_marks[i]->point1->setCoords(x, 0);
+            m_marks[i]->point2->setCoords(x, 1);
+            m_intervals[i]->topLeft->setCoords(views[i]->plotX(r, double(m_data->statistic.departure.low)), 0);
+            m_intervals[i]->bottomRight->setCoords(views[i]->plotX(r, double(m_data->statistic.departure.high)), 1);
+        }
+        views[i]->plot()->replot(QCustomPlot::rpQueuedReplot);
+    }
+}
+
+void CompareView::showEvent(QShowEvent *event)
+{
+    QWidget::showEvent(event);
+    if (!m_sized) {
+        // Once laid out: 48 % the overlay, 22 % the difference, the tables the rest (their size hints would
+        // take more). The user's drag is kept from then on.
+        m_sized = true;
+        QTimer::singleShot(0, this, [this] {
+            const int h = m_splitter->height();
+            m_splitter->setSizes({h * 48 / 100, h * 22 / 100, h - h * 48 / 100 - h * 22 / 100});
+        });
+    }
+    if (m_stale)
+        recompute();
+}
+
+double CompareView::departureMarkerX() const
+{
+    return m_marks[0]->visible() ? m_marks[0]->point1->coords().x() : NAN;
+}
+
+QString CompareView::status() const
+{
+    return m_status->text();
+}
+
+void CompareView::selectFinding(const QModelIndex &index)
+{
+    const QModelIndex first = m_findingsModel->index(index.row(), 0);
+    const RunRef run = first.data(RunRole).value<RunRef>();
+    const QString layer = first.data(LayerRole).toString();
+    const QString tensor = first.data(TensorRole).toString();
+    const QVariant step = first.data(StepRole);
+    m_selection->set(run, layer.isEmpty() ? m_selection->layer() : layer,
+        tensor.isEmpty() ? m_selection->tensor() : tensor, step.isValid() ? step.toLongLong() : m_selection->step());
+}
+
+} // namespace fp8scope

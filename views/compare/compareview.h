@@ -1,0 +1,106 @@
+// The side-by-side comparison of a run with its baseline: pickers for the two runs (the pairing by default,
+// any two allowed) and the statistic; the two runs overlaid in an ordinary curve view, and beneath it, on the
+// same x axis, their difference with the band the triage engine judged the departure by, the departure's
+// step and interval marked on both; then the comparison's findings (selecting one moves the shared
+// selection to its run, layer, tensor and step), its evaluation table (the gap against its standard error,
+// the significant ones marked) and its config and version table (differing keys first, suspects first;
+// identical ones one click away). It is computed off the GUI thread, on the workspace's query queue.
+#pragma once
+
+#include "comparison.h"
+
+#include <QWidget>
+
+#include <memory>
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QSortFilterProxyModel;
+class QSplitter;
+class QStandardItemModel;
+class QTabWidget;
+class QTableView;
+class QCPItemRect;
+class QCPItemStraightLine;
+
+namespace fp8scope {
+
+class CurveView;
+class DifferenceCurveSource;
+class PairCurveSource;
+class Selection;
+class Workspace;
+
+class CompareView : public QWidget
+{
+    Q_OBJECT
+public:
+    CompareView(Workspace *workspace, Selection *selection, QWidget *parent = nullptr);
+    ~CompareView() override;
+
+    // Compares `run` with `baseline` (either invalid: the pairing's first pair).
+    void setPair(RunRef baseline, RunRef run);
+    RunRef baseline() const;
+    RunRef run() const;
+    void setStatistic(const QString &stat);
+    QString statistic() const;
+
+    bool isComputing() const { return m_ticket != 0; }
+    // The comparison drawn (nullptr before the first).
+    const ComparisonData *comparison() const { return m_data.get(); }
+
+    CurveView *overlay() const { return m_overlay; }
+    CurveView *difference() const { return m_difference; }
+    QTableView *findingsTable() const { return m_findings; }
+    QTableView *evalTable() const { return m_evals; }
+    QTableView *configTable() const { return m_config; }
+    QSplitter *splitter() const { return m_splitter; }
+    // The plot x of the departure marker on each plot (NaN when there is none).
+    double departureMarkerX() const;
+    QString status() const;
+
+Q_SIGNALS:
+    void comparisonChanged();
+
+protected:
+    void showEvent(QShowEvent *event) override;
+
+private:
+    void fillPickers();
+    void recompute();
+    void display(std::shared_ptr<const ComparisonData> data);
+    void updateMarkers();
+    void selectFinding(const QModelIndex &index);
+
+    Workspace *m_workspace;
+    Selection *m_selection;
+    QString m_slot;
+    QComboBox *m_baselineBox;
+    QComboBox *m_runBox;
+    QComboBox *m_statBox;
+    QLabel *m_status;
+    QSplitter *m_splitter;
+    PairCurveSource *m_pairSource;
+    DifferenceCurveSource *m_differenceSource;
+    CurveView *m_overlay;
+    CurveView *m_difference;
+    QTabWidget *m_tabs;
+    QStandardItemModel *m_findingsModel;
+    QStandardItemModel *m_evalModel;
+    QStandardItemModel *m_configModel;
+    QSortFilterProxyModel *m_configFilter;
+    QCheckBox *m_identical;
+    QTableView *m_findings;
+    QTableView *m_evals;
+    QTableView *m_config;
+    QCPItemStraightLine *m_marks[2] = {nullptr, nullptr};
+    QCPItemRect *m_intervals[2] = {nullptr, nullptr};
+    std::shared_ptr<const ComparisonData> m_data;
+    quint64 m_ticket = 0;
+    bool m_syncingRange = false;
+    bool m_sized = false; // the splitter's first shares were set
+    bool m_stale = false; // the pickers changed while the view was hidden: compute when it is shown
+};
+
+} // namespace fp8scope
