@@ -350,18 +350,19 @@ void TestWindow::fitsA1280x720Window()
         auto *box = compare->findChild<QComboBox *>(QLatin1String(name));
         QVERIFY2(box && box->isVisible() && cutText(box).isEmpty(), name);
     }
-    QVERIFY2(compare->overlay()->plot()->height() >= 100 && compare->difference()->plot()->height() >= 60,
-        qPrintable(QStringLiteral("%1 / %2 in %3 (%4)")
-                       .arg(compare->overlay()->plot()->height())
-                       .arg(compare->difference()->plot()->height())
-                       .arg(compare->splitter()->height())
-                       .arg(QStringLiteral("%1,%2,%3")
-                                .arg(compare->splitter()->sizes().value(0))
-                                .arg(compare->splitter()->sizes().value(1))
-                                .arg(compare->splitter()->sizes().value(2)))));
-    QVERIFY2(compare->findingsTable()->height() >= 40,
+    QVERIFY2(compare->overlay()->plot()->axisRect()->height() >= 80
+            && compare->difference()->plot()->axisRect()->height() >= 50,
+        qPrintable(QStringLiteral("%1 / %2")
+                       .arg(compare->overlay()->plot()->axisRect()->height())
+                       .arg(compare->difference()->plot()->axisRect()->height())));
+    // Its tables' tabs are whole (no scroll arrows).
+    auto *tabs = compare->findingsTable()->parentWidget()->parentWidget();
+    QVERIFY(tabs);
+    for (QToolButton *arrow : tabs->findChildren<QToolButton *>())
+        QVERIFY2(!arrow->isVisible(), "the comparison's table tabs scroll");
+    QVERIFY2(compare->findingsTable()->height() >= 100 && compare->findingsTable()->width() >= 150,
         qPrintable(
-            QString::number(compare->findingsTable()->height()))); // a header and a row; the splitter drags it taller
+            QStringLiteral("%1x%2").arg(compare->findingsTable()->width()).arg(compare->findingsTable()->height())));
     QCOMPARE(w->size(), size);
 }
 

@@ -82,7 +82,8 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
     , m_runBox(new QComboBox(this))
     , m_statBox(new QComboBox(this))
     , m_status(new QLabel(this))
-    , m_splitter(new QSplitter(Qt::Vertical, this))
+    , m_splitter(new QSplitter(Qt::Horizontal, this))
+    , m_plots(new QSplitter(Qt::Vertical, this))
     , m_pairSource(new PairCurveSource(workspace, this))
     , m_differenceSource(new DifferenceCurveSource(workspace, this))
     , m_overlay(new CurveView(m_pairSource, selection, this))
@@ -132,20 +133,22 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
     configLayout->addWidget(m_identical);
     configLayout->addWidget(m_config);
     m_tabs->addTab(m_findings, tr("Findings"));
-    m_tabs->addTab(m_evals, tr("Evaluations"));
-    m_tabs->addTab(configPane, tr("Config and versions"));
+    m_tabs->addTab(m_evals, tr("Evals"));
+    m_tabs->addTab(configPane, tr("Config"));
+    m_tabs->setTabToolTip(1, tr("Evaluation scores of both runs, the gap against its standard error"));
+    m_tabs->setTabToolTip(2, tr("Config keys and package versions of both runs"));
 
-    // A short screen gives the plots the height; the tables can be dragged taller.
-    m_tabs->setMinimumHeight(60);
+    // A narrow screen gives the plots the width; the tables can be dragged wider.
+    m_tabs->setMinimumWidth(160);
     m_difference->setMinimumHeight(60);
     m_overlay->setMinimumHeight(90);
+    // The plots one above the other with the whole height (a laptop's is short), the tables beside them.
+    m_plots->setObjectName(QStringLiteral("comparePlots"));
+    m_plots->addWidget(m_overlay);
+    m_plots->addWidget(m_difference);
     m_splitter->setObjectName(QStringLiteral("compareSplitter"));
-    m_splitter->addWidget(m_overlay);
-    m_splitter->addWidget(m_difference);
+    m_splitter->addWidget(m_plots);
     m_splitter->addWidget(m_tabs);
-    m_splitter->setStretchFactor(0, 4);
-    m_splitter->setStretchFactor(1, 3);
-    m_splitter->setStretchFactor(2, 2);
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
     layout->addLayout(pickers);
@@ -400,12 +403,13 @@ void CompareView::showEvent(QShowEvent *event)
 {
     QWidget::showEvent(event);
     if (!m_sized) {
-        // Once laid out: 48 % the overlay, 22 % the difference, the tables the rest (their size hints would
-        // take more). The user's drag is kept from then on.
+        // Once laid out: 60 % of the height the overlay, the rest the difference; 62 % of the width the plots,
+        // the rest the tables (their size hints would take more). The user's drags hold from then on.
         m_sized = true;
         QTimer::singleShot(0, this, [this] {
-            const int h = m_splitter->height();
-            m_splitter->setSizes({h * 48 / 100, h * 22 / 100, h - h * 48 / 100 - h * 22 / 100});
+            const int h = m_plots->height(), w = m_splitter->width();
+            m_plots->setSizes({h * 60 / 100, h - h * 60 / 100});
+            m_splitter->setSizes({w * 62 / 100, w - w * 62 / 100});
         });
     }
     if (m_stale)

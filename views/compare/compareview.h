@@ -80,7 +80,8 @@ private:
     QComboBox *m_runBox;
     QComboBox *m_statBox;
     QLabel *m_status;
-    QSplitter *m_splitter;
+    QSplitter *m_splitter; // the plots | the tables
+    QSplitter *m_plots; // the overlay above the difference
     PairCurveSource *m_pairSource;
     DifferenceCurveSource *m_differenceSource;
     CurveView *m_overlay;
