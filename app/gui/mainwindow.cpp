@@ -11,12 +11,12 @@
 #include "views/models/problemsmodel.h"
 #include "views/models/runlistmodel.h"
 #include "views/models/statstablemodel.h"
+#include "views/models/tableexport.h"
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
 
 #include <QAction>
 #include <QApplication>
-#include <QClipboard>
 #include <QCloseEvent>
 #include <QDialog>
 #include <QDialogButtonBox>
@@ -32,7 +32,6 @@
 #include <QMimeData>
 #include <QPlainTextEdit>
 #include <QProgressBar>
-#include <QSaveFile>
 #include <QScreen>
 #include <QScrollBar>
 #include <QSet>
@@ -232,31 +231,7 @@ void MainWindow::createViews()
     connect(m_statsModel, &QAbstractItemModel::modelReset, m_statsTable, &QTableView::resizeColumnsToContents);
     // Copy (the selected rows, or all) and export, from the context menu or the keyboard.
     m_statsTable->setSelectionMode(QAbstractItemView::ExtendedSelection);
-    m_statsTable->setContextMenuPolicy(Qt::ActionsContextMenu);
-    auto *copyStats = new QAction(tr("&Copy"), m_statsTable);
-    copyStats->setObjectName(QStringLiteral("copyStatistics"));
-    copyStats->setShortcut(QKeySequence::Copy);
-    copyStats->setShortcutContext(Qt::WidgetWithChildrenShortcut);
-    connect(copyStats, &QAction::triggered, this, [this] {
-        QList<int> rows;
-        for (const QModelIndex &i : m_statsTable->selectionModel()->selectedRows())
-            rows << i.row();
-        std::sort(rows.begin(), rows.end());
-        QGuiApplication::clipboard()->setText(m_statsModel->text(rows));
-    });
-    auto *exportStats = new QAction(tr("&Export as CSV..."), m_statsTable);
-    exportStats->setObjectName(QStringLiteral("exportStatistics"));
-    connect(exportStats, &QAction::triggered, this, [this] {
-        const QString path
-            = QFileDialog::getSaveFileName(this, tr("Export statistics"), tr("statistics.csv"), tr("CSV (*.csv)"));
-        if (path.isEmpty())
-            return;
-        QSaveFile f(path);
-        if (!f.open(QIODevice::WriteOnly | QIODevice::Text) || f.write(m_statsModel->text({}, true).toUtf8()) < 0
-            || !f.commit())
-            QMessageBox::warning(this, tr("Export statistics"), tr("%1: %2").arg(path, f.errorString()));
-    });
-    m_statsTable->addActions({copyStats, exportStats});
+    addTableActions(m_statsTable, tr("statistics.csv"));
 
     m_problemsModel = new ProblemsModel(m_workspace, this);
     m_problemsTable = makeTable(QStringLiteral("problemsTable"), this);

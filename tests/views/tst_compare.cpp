@@ -8,10 +8,12 @@
 #include "guitest.h"
 #include "views/compare/compareview.h"
 #include "views/curves/curveview.h"
+#include "views/models/tableexport.h"
 #include "views/plotting/qcp.h"
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
 
+#include <QAction>
 #include <QComboBox>
 #include <QSignalSpy>
 #include <QTableView>
@@ -194,6 +196,16 @@ void TestCompare::evaluationTableMarksThePlantedTasks()
             found.insert(f.task);
     }
     QCOMPARE(found, planted);
+    // The table exports every digit of its scores.
+    const QString csv = tableText(evals->model(), {}, true);
+    QVERIFY(csv.startsWith(QStringLiteral("Task,Metric,Inference,Baseline,Run,Difference,")));
+    QCOMPARE(csv.count(QLatin1Char('\n')), evals->model()->rowCount() + 1);
+    const analysis::EvalRow &first = d->evals.front();
+    QVERIFY2(
+        csv.contains(QLatin1Char(',') + QString::number(first.baseline, 'g', QLocale::FloatingPointShortest)
+            + QLatin1Char(',') + QString::number(first.run, 'g', QLocale::FloatingPointShortest) + QLatin1Char(',')),
+        qPrintable(csv.left(300)));
+    QVERIFY(evals->findChild<QAction *>(QStringLiteral("compareEvalsExport")));
 }
 
 void TestCompare::otherPickersRedraw()

@@ -14,6 +14,7 @@
 #include "views/histogram/histogramview.h"
 #include "views/models/runlistmodel.h"
 #include "views/models/statstablemodel.h"
+#include "views/models/tableexport.h"
 #include "views/plotting/qcp.h"
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
@@ -653,11 +654,11 @@ void TestWindow::statisticsTableCopiesEnoughDigits()
     auto *model = qobject_cast<StatsTableModel *>(w->statsTable()->model());
     QVERIFY(model && model->rowCount() > 0);
     // Eight significant digits on screen; the whole double in a copy.
-    const QString all = model->text();
+    const QString all = tableText(model);
     QVERIFY(all.startsWith(QStringLiteral("Statistic\tRecipe\tValue\t")));
     QCOMPARE(all.count(QLatin1Char('\n')), model->rowCount() + 1);
     w->statsTable()->selectRow(0);
-    auto *copy = w->statsTable()->findChild<QAction *>(QStringLiteral("copyStatistics"));
+    auto *copy = w->statsTable()->findChild<QAction *>(QStringLiteral("statsTableCopy"));
     QVERIFY(copy);
     copy->trigger();
     const QString copied = QGuiApplication::clipboard()->text();
@@ -670,7 +671,7 @@ void TestWindow::statisticsTableCopiesEnoughDigits()
     // A cosine of 0.9996 is not shown as 1.
     QCOMPARE(QLocale().toString(0.9996, 'g', 8), QLocale().toString(0.9996));
     QVERIFY(QLocale().toString(0.99999, 'g', 8) != QLocale().toString(1.0, 'g', 8));
-    const QString csv = model->text({}, true);
+    const QString csv = tableText(model, {}, true);
     QVERIFY(csv.startsWith(QStringLiteral("Statistic,Recipe,Value,")));
 }
 

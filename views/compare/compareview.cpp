@@ -2,6 +2,7 @@
 
 #include "comparesources.h"
 #include "views/curves/curveview.h"
+#include "views/models/tableexport.h"
 #include "views/plotting/qcp.h"
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
@@ -132,6 +133,9 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
     configLayout->setContentsMargins(0, 0, 0, 0);
     configLayout->addWidget(m_identical);
     configLayout->addWidget(m_config);
+    addTableActions(m_findings, tr("findings.csv"));
+    addTableActions(m_evals, tr("evaluations.csv"));
+    addTableActions(m_config, tr("config.csv"));
     m_tabs->addTab(m_findings, tr("Findings"));
     m_tabs->addTab(m_evals, tr("Evals"));
     m_tabs->addTab(configPane, tr("Config"));

@@ -71,8 +71,8 @@ QVariant StatsTableModel::data(const QModelIndex &index, int role) const
     const Row &r = m_rows[size_t(index.row())];
     if (role == Qt::TextAlignmentRole && (index.column() == ValueColumn || index.column() == StepColumn))
         return int(Qt::AlignRight | Qt::AlignVCenter);
-    if (role == SortValueRole && index.column() == ValueColumn)
-        return r.value;
+    if ((role == SortValueRole || role == Qt::UserRole) && index.column() == ValueColumn)
+        return r.value; // the exact value, for sorting and for copies (views/models/tableexport)
     if (role != Qt::DisplayRole && role != Qt::ToolTipRole)
         return {};
     switch (index.column()) {
@@ -86,39 +86,6 @@ QVariant StatsTableModel::data(const QModelIndex &index, int role) const
     case ScopeColumn: return r.eval ? tr("evaluation") : r.tensorLevel ? tr("tensor") : tr("run");
     default: return {};
     }
-}
-
-QString StatsTableModel::text(const QList<int> &rows, bool csv) const
-{
-    const QChar sep = csv ? QLatin1Char(',') : QLatin1Char('\t');
-    const auto field = [csv](QString f) {
-        if (csv && (f.contains(QLatin1Char(',')) || f.contains(QLatin1Char('"'))))
-            f = QLatin1Char('"') + f.replace(QLatin1Char('"'), QStringLiteral("\"\"")) + QLatin1Char('"');
-        return f;
-    };
-    QString out;
-    QStringList header;
-    for (int c = 0; c < ColumnCount; ++c)
-        header << headerData(c, Qt::Horizontal, Qt::DisplayRole).toString();
-    out += header.join(sep) + QLatin1Char('\n');
-    QList<int> which = rows;
-    if (which.isEmpty()) {
-        for (int r = 0; r < rowCount(); ++r)
-            which << r;
-    }
-    for (int r : which) {
-        if (r < 0 || r >= rowCount())
-            continue;
-        QStringList fields;
-        for (int c = 0; c < ColumnCount; ++c) {
-            // The value in full: the shortest text that reads back as the same double, in the C locale.
-            fields << field(c == ValueColumn
-                    ? QString::number(m_rows[size_t(r)].value, 'g', QLocale::FloatingPointShortest)
-                    : index(r, c).data(Qt::DisplayRole).toString());
-        }
-        out += fields.join(sep) + QLatin1Char('\n');
-    }
-    return out;
 }
 
 QVariant StatsTableModel::headerData(int section, Qt::Orientation orientation, int role) const

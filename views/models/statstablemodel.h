@@ -1,7 +1,8 @@
 // Every statistic known for the selection (run, layer, tensor, step): the tensor's series from the logs and
 // from recomputation, then the run-level series (loss, grad norm, ...), each at the selected step (or the
 // last point before it), with its source and recipe; then the run's evaluation scores. Values show eight
-// significant digits (a cosine of 0.9996 is not 1); copies and CSV carry the shortest exact form.
+// significant digits (a cosine of 0.9996 is not 1); Qt::UserRole holds the exact value, which copies and CSV
+// carry (views/models/tableexport).
 #pragma once
 
 #include <QAbstractTableModel>
@@ -24,8 +25,6 @@ public:
     StatsTableModel(Workspace *workspace, Selection *selection, QObject *parent = nullptr);
 
     void refresh();
-    // The rows (all, or those listed) as text: tab-separated for the clipboard, or CSV with a header.
-    QString text(const QList<int> &rows = {}, bool csv = false) const;
 
     int rowCount(const QModelIndex &parent = {}) const override;
     int columnCount(const QModelIndex &parent = {}) const override;

@@ -1,0 +1,22 @@
+// Copy and CSV export for any table of the window: the rows as the model holds them, numbers (kept in
+// Qt::UserRole as doubles) in their shortest round-trip form, so that a table pasted elsewhere or read by
+// a script carries every digit, not the digits shown.
+#pragma once
+
+#include <QList>
+#include <QString>
+
+class QAbstractItemModel;
+class QTableView;
+class QWidget;
+
+namespace fp8scope {
+
+// The model's rows (all, or those listed) with a header line: tab-separated, or CSV with quoting.
+QString tableText(const QAbstractItemModel *model, const QList<int> &rows = {}, bool csv = false);
+
+// Gives the view a context menu (and Ctrl+C) that copies its selected rows, and Export as CSV... into a
+// file whose default name is `fileName`.
+void addTableActions(QTableView *view, const QString &fileName);
+
+} // namespace fp8scope
