@@ -91,4 +91,14 @@ void AppSettings::setHeatmapLogColour(bool on)
     m_settings.setValue(kLogColour, on);
 }
 
+QByteArray AppSettings::compareState() const
+{
+    return m_settings.value(QStringLiteral("compare/state")).toByteArray();
+}
+
+void AppSettings::setCompareState(const QByteArray &state)
+{
+    m_settings.setValue(QStringLiteral("compare/state"), state);
+}
+
 } // namespace fp8scope

@@ -31,6 +31,9 @@ public:
     void setCurvesLogY(bool on);
     bool heatmapLogColour() const;
     void setHeatmapLogColour(bool on);
+    // The comparison view's splitters and statistic (CompareView::saveState).
+    QByteArray compareState() const;
+    void setCompareState(const QByteArray &state);
 
 private:
     QSettings m_settings;

@@ -400,6 +400,7 @@ void MainWindow::restoreSettings()
     m_curves->setSmoothing(Smoothing(std::clamp(s.smoothingKind(), 0, 3)), s.smoothingStrength());
     m_curves->setLogY(s.curvesLogY());
     m_heatmap->setLogColour(s.heatmapLogColour());
+    m_compare->restoreState(s.compareState());
 }
 
 void MainWindow::saveSettings()
@@ -409,6 +410,7 @@ void MainWindow::saveSettings()
     s.setSmoothing(int(m_curves->smoothingKind()), m_curves->smoothingStrength());
     s.setCurvesLogY(m_curves->logY());
     s.setHeatmapLogColour(m_heatmap->logColour());
+    s.setCompareState(m_compare->saveState());
 }
 
 void MainWindow::showComparison(RunRef baseline, RunRef run)

@@ -35,6 +35,7 @@ private Q_SLOTS:
     void findingMovesTheSelection();
     void evaluationTableMarksThePlantedTasks();
     void otherPickersRedraw();
+    void stateSurvivesAReopen();
 
 private:
     // The comparison of `run` against `baseline` (by folder name), once computed.
@@ -232,6 +233,31 @@ void TestCompare::otherPickersRedraw()
     QVERIFY(!view->comparison());
     QVERIFY(view->status().contains(QStringLiteral("two different runs")));
     QVERIFY(view->overlay()->curves().empty());
+}
+
+void TestCompare::stateSurvivesAReopen()
+{
+    QVERIFY(compare(m_mid.baseline, m_mid.run));
+    CompareView *view = m_window->compare();
+    view->setStatistic(QStringLiteral("grad norm"));
+    QCOMPARE(view->statistic(), QStringLiteral("grad norm"));
+    QTRY_VERIFY_WITH_TIMEOUT(!view->isComputing() && view->comparison()->stat == QLatin1String("grad norm"), 60000);
+    view->splitter()->setSizes({700, 300});
+    const QList<int> sizes = view->splitter()->sizes();
+    m_window->close(); // saves the settings
+    m_window = std::make_unique<MainWindow>(BackendChoice::Cpu, nullptr);
+    m_window->resize(1600, 1000);
+    m_window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
+    QSignalSpy ready(m_window.get(), &MainWindow::ready);
+    m_window->openFolders({m_tmp.filePath(QStringLiteral("mid")), m_tmp.filePath(QStringLiteral("gap"))});
+    QVERIFY(ready.wait(120000));
+    m_window->showComparison();
+    CompareView *again = m_window->compare();
+    QTRY_VERIFY_WITH_TIMEOUT(again->comparison() && !again->isComputing(), 60000);
+    QCOMPARE(again->statistic(), QStringLiteral("grad norm"));
+    QCOMPARE(again->comparison()->stat, QStringLiteral("grad norm"));
+    QCOMPARE(again->splitter()->sizes(), sizes);
 }
 
 QTEST_MAIN(TestCompare)

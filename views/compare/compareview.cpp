@@ -8,6 +8,7 @@
 #include "views/workspace/workspace.h"
 
 #include <QCheckBox>
+#include <QDataStream>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -258,12 +259,36 @@ void CompareView::setPair(RunRef baseline, RunRef run)
                     m_statBox->addItem(s.stat);
             }
         }
-        int i = m_statBox->findText(was.isEmpty() ? QStringLiteral("lm loss") : was);
+        int i = m_statBox->findText(was.isEmpty() ? m_wantedStatistic : was);
+        if (i < 0)
+            i = m_statBox->findText(m_wantedStatistic);
         if (i < 0)
             i = m_statBox->findText(QStringLiteral("lm loss"));
         m_statBox->setCurrentIndex(std::max(i, m_statBox->count() > 0 ? 0 : -1));
     }
     recompute();
+}
+
+QByteArray CompareView::saveState() const
+{
+    QByteArray out;
+    QDataStream s(&out, QIODevice::WriteOnly);
+    s << qint32(1) << m_splitter->saveState() << m_plots->saveState() << statistic();
+    return out;
+}
+
+void CompareView::restoreState(const QByteArray &state)
+{
+    QDataStream s(state);
+    qint32 version = 0;
+    QByteArray outer, plots;
+    QString stat;
+    s >> version >> outer >> plots >> stat;
+    if (s.status() != QDataStream::Ok || version != 1)
+        return; // another layout's, or none: the default shares
+    m_sized = m_splitter->restoreState(outer) && m_plots->restoreState(plots);
+    m_wantedStatistic = stat;
+    setStatistic(stat);
 }
 
 RunRef CompareView::baseline() const

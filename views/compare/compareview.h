@@ -46,6 +46,11 @@ public:
     void setStatistic(const QString &stat);
     QString statistic() const;
 
+    // The splitters' sizes and the statistic, for the window's settings; restoreState takes them back (the
+    // statistic once the runs have it).
+    QByteArray saveState() const;
+    void restoreState(const QByteArray &state);
+
     bool isComputing() const { return m_ticket != 0; }
     // The comparison drawn (nullptr before the first).
     const ComparisonData *comparison() const { return m_data.get(); }
@@ -101,7 +106,8 @@ private:
     quint64 m_ticket = 0;
     bool m_syncingRange = false;
     bool m_sized = false; // the splitter's first shares were set
-    bool m_stale = false; // the pickers changed while the view was hidden: compute when it is shown
+    bool m_stale = false;
+    QString m_wantedStatistic; // restored, chosen when a pair has it // the pickers changed while the view was hidden: compute when it is shown
 };
 
 } // namespace fp8scope
