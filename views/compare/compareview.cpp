@@ -8,8 +8,8 @@
 #include "views/workspace/workspace.h"
 
 #include <QCheckBox>
-#include <QDataStream>
 #include <QComboBox>
+#include <QDataStream>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -201,8 +201,16 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
         [this](bool all) { m_configFilter->setFilterFixedString(all ? QString() : QStringLiteral("1")); });
     connect(m_findings, &QTableView::clicked, this, &CompareView::selectFinding);
     connect(m_findings, &QTableView::activated, this, &CompareView::selectFinding);
-    connect(workspace, &Workspace::loaded, this, &CompareView::fillPickers);
-    connect(workspace, &Workspace::closed, this, &CompareView::fillPickers);
+    connect(workspace, &Workspace::loaded, this, [this] {
+        m_cache.clear();
+        fillPickers();
+    });
+    connect(workspace, &Workspace::closed, this, [this] {
+        m_cache.clear();
+        fillPickers();
+    });
+    // A recompute stores new statistics: the comparisons that read them are stale.
+    connect(workspace, &Workspace::statisticsChanged, this, [this] { m_cache.clear(); });
     fillPickers();
 }
 
@@ -332,14 +340,23 @@ void CompareView::recompute()
     }
     m_stale = false;
     const QString stat = statistic();
+    if (const auto cached = m_cache.find({b, r, stat}); cached != m_cache.end()) {
+        if (m_ticket)
+            m_workspace->queries().cancel(m_ticket);
+        m_ticket = 0;
+        display(cached->second);
+        return;
+    }
     m_status->setText(tr("Comparing..."));
     m_ticket = m_workspace->query(
         m_slot,
         [b, r, stat](const Catalog &catalog) { return QVariant::fromValue(computeComparison(catalog, b, r, stat)); },
         this,
-        [this](const QVariant &value) {
+        [this, b, r, stat](const QVariant &value) {
             m_ticket = 0;
-            display(std::make_shared<const ComparisonData>(value.value<ComparisonData>()));
+            auto data = std::make_shared<const ComparisonData>(value.value<ComparisonData>());
+            m_cache[{b, r, stat}] = data;
+            display(data);
         });
 }
 

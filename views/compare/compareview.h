@@ -11,7 +11,9 @@
 
 #include <QWidget>
 
+#include <map>
 #include <memory>
+#include <tuple>
 
 class QCheckBox;
 class QComboBox;
@@ -52,6 +54,8 @@ public:
     void restoreState(const QByteArray &state);
 
     bool isComputing() const { return m_ticket != 0; }
+    // Forgets the comparisons computed (a folder read again does so itself); benchmarks time a first one.
+    void forgetComparisons() { m_cache.clear(); }
     // The comparison drawn (nullptr before the first).
     const ComparisonData *comparison() const { return m_data.get(); }
 
@@ -103,11 +107,15 @@ private:
     QCPItemStraightLine *m_marks[2] = {nullptr, nullptr};
     QCPItemRect *m_intervals[2] = {nullptr, nullptr};
     std::shared_ptr<const ComparisonData> m_data;
+    // Comparisons computed since the folders were read, by (baseline, run, statistic): switching back to a
+    // pair draws it at once.
+    std::map<std::tuple<RunRef, RunRef, QString>, std::shared_ptr<const ComparisonData>> m_cache;
     quint64 m_ticket = 0;
     bool m_syncingRange = false;
     bool m_sized = false; // the splitter's first shares were set
     bool m_stale = false;
-    QString m_wantedStatistic; // restored, chosen when a pair has it // the pickers changed while the view was hidden: compute when it is shown
+    QString m_wantedStatistic; // restored, chosen when a pair has it // the pickers changed while the view was hidden:
+                               // compute when it is shown
 };
 
 } // namespace fp8scope
