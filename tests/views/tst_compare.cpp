@@ -8,6 +8,7 @@
 #include "guitest.h"
 #include "views/compare/compareview.h"
 #include "views/curves/curveview.h"
+#include "views/heatmap/heatmapview.h"
 #include "views/models/tableexport.h"
 #include "views/plotting/qcp.h"
 #include "views/workspace/selection.h"
@@ -33,6 +34,7 @@ private Q_SLOTS:
     void initTestCase();
     void departureAndDifferenceOnAMidRunInstability();
     void findingMovesTheSelection();
+    void suspectLayerIsMarked();
     void evaluationTableMarksThePlantedTasks();
     void otherPickersRedraw();
     void stateSurvivesAReopen();
@@ -172,6 +174,39 @@ void TestCompare::findingMovesTheSelection()
     QCOMPARE(sel->step(), step);
     QCOMPARE(sel->run(), d->run);
     QVERIFY(!sel->tensor().isEmpty());
+}
+
+void TestCompare::suspectLayerIsMarked()
+{
+    const ComparisonData *d = compare(m_mid.baseline, m_mid.run);
+    QVERIFY(d);
+    m_window->selection()->set(d->run, QString(), QString(), -1); // no layer selected: the flag shows
+    HeatmapView *heat = m_window->compare()->runHeatmap();
+    QCOMPARE(heat->run(), d->run);
+    // The first suspect's statistic (it may be one that moves with the planted one) of the planted tensor.
+    const analysis::Finding *first = nullptr;
+    for (const analysis::Finding &f : d->comparison.findings) {
+        if (f.kind == QLatin1String("layer-signal") && !first)
+            first = &f;
+    }
+    QVERIFY(first);
+    QCOMPARE(first->layer, m_mid.layer);
+    QCOMPARE(heat->statistic(), first->stat);
+    QCOMPARE(heat->tensor(), m_mid.tensor);
+    QTRY_VERIFY_WITH_TIMEOUT(!heat->isLoading() && !heat->heatmap().layers.isEmpty(), 60000);
+    const int row = int(heat->heatmap().layers.indexOf(m_mid.layer));
+    QVERIFY2(row >= 0, qPrintable(m_mid.layer));
+    const auto ticker = heat->plot()->yAxis->ticker().dynamicCast<QCPAxisTickerText>();
+    QVERIFY(ticker);
+    const QString label = ticker->ticks().value(row);
+    // Flagged, with the onset the engine found.
+    QVERIFY2(label.startsWith(QStringLiteral("\u26A0 ")), qPrintable(label));
+    QVERIFY2(label.contains(QStringLiteral("onset %1").arg(*first->step)), qPrintable(label));
+    int flagged = 0;
+    for (const QString &t : ticker->ticks())
+        flagged += t.startsWith(QStringLiteral("\u26A0 ")) ? 1 : 0;
+    QVERIFY(flagged <= 3); // the suspects, not every layer
+    QCOMPARE(m_window->compare()->baselineHeatmap()->run(), d->baseline);
 }
 
 void TestCompare::evaluationTableMarksThePlantedTasks()

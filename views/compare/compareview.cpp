@@ -2,6 +2,8 @@
 
 #include "comparesources.h"
 #include "views/curves/curveview.h"
+#include "views/heatmap/heatmapsource.h"
+#include "views/heatmap/heatmapview.h"
 #include "views/models/tableexport.h"
 #include "views/plotting/qcp.h"
 #include "views/workspace/selection.h"
@@ -96,6 +98,10 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
     , m_configModel(new QStandardItemModel(this))
     , m_configFilter(new QSortFilterProxyModel(this))
     , m_identical(new QCheckBox(tr("Show identical keys"), this))
+    , m_baseSource(new SingleRunHeatmapSource(workspace, this))
+    , m_runSource(new SingleRunHeatmapSource(workspace, this))
+    , m_baseHeat(new HeatmapView(m_baseSource, selection, this))
+    , m_runHeat(new HeatmapView(m_runSource, selection, this))
 {
     setObjectName(QStringLiteral("compareView"));
     m_baselineBox->setObjectName(QStringLiteral("compareBaseline"));
@@ -140,6 +146,19 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
     m_tabs->addTab(m_findings, tr("Findings"));
     m_tabs->addTab(m_evals, tr("Evals"));
     m_tabs->addTab(configPane, tr("Config"));
+    // The two runs' layers, one above the other on one colour scale.
+    m_baseHeat->setObjectName(QStringLiteral("compareBaselineHeatmap"));
+    m_runHeat->setObjectName(QStringLiteral("compareRunHeatmap"));
+    auto *layers = new QSplitter(Qt::Vertical, this);
+    layers->setObjectName(QStringLiteral("compareLayers"));
+    layers->addWidget(m_baseHeat);
+    layers->addWidget(m_runHeat);
+    m_tabs->addTab(layers, tr("Layers"));
+    m_tabs->setTabToolTip(3,
+        tr("The baseline's and the run's per-layer statistic on one colour scale, the suspect "
+           "layers marked"));
+    connect(m_baseHeat, &HeatmapView::heatmapChanged, this, &CompareView::shareColourScale);
+    connect(m_runHeat, &HeatmapView::heatmapChanged, this, &CompareView::shareColourScale);
     m_tabs->setTabToolTip(1, tr("Evaluation scores of both runs, the gap against its standard error"));
     m_tabs->setTabToolTip(2, tr("Config keys and package versions of both runs"));
 
@@ -409,6 +428,27 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
     }
     for (QTableView *t : {m_findings, m_evals, m_config})
         t->resizeColumnsToContents();
+    // The layer view: both runs on the first suspect's statistic, the suspects flagged with their onsets.
+    m_baseSource->setRun(m_data->baseline);
+    m_runSource->setRun(m_data->run);
+    std::vector<std::pair<QString, QString>> suspects;
+    const analysis::Finding *first = nullptr;
+    for (const analysis::Finding &f : m_data->comparison.findings) {
+        if (f.kind != QLatin1String("layer-signal") || f.severity == analysis::Severity::Info)
+            continue;
+        if (!first)
+            first = &f;
+        if (f.stat == first->stat && f.tensor == first->tensor)
+            suspects.emplace_back(f.layer, f.step ? tr("onset %1").arg(*f.step) : QString());
+    }
+    for (HeatmapView *h : {m_baseHeat, m_runHeat}) {
+        if (first) {
+            h->setTensor(first->tensor);
+            h->setStatistic(first->stat);
+        }
+    }
+    m_runHeat->setFlaggedLayers(suspects);
+    m_baseHeat->setFlaggedLayers({});
     const analysis::Comparison &c = m_data->comparison;
     QString status = tr("Verdict: %1").arg(analysis::verdictName(c.verdict));
     if (m_data->statistic.departure.step)
@@ -470,6 +510,19 @@ double CompareView::departureMarkerX() const
 QString CompareView::status() const
 {
     return m_status->text();
+}
+
+void CompareView::shareColourScale()
+{
+    // One scale when both show the same statistic of the same tensor kind.
+    const bool same = m_baseHeat->statistic() == m_runHeat->statistic() && m_baseHeat->tensor() == m_runHeat->tensor()
+        && !m_baseHeat->isLoading() && !m_runHeat->isLoading();
+    const auto a = m_baseHeat->valueRange(), b = m_runHeat->valueRange();
+    std::optional<std::pair<double, double>> range;
+    if (same && a.first <= a.second && b.first <= b.second)
+        range = std::pair(std::min(a.first, b.first), std::max(a.second, b.second));
+    m_baseHeat->setColourRange(range);
+    m_runHeat->setColourRange(range);
 }
 
 void CompareView::selectFinding(const QModelIndex &index)

@@ -29,6 +29,8 @@ class QCPItemStraightLine;
 namespace fp8scope {
 
 class CurveView;
+class HeatmapView;
+class SingleRunHeatmapSource;
 class DifferenceCurveSource;
 class PairCurveSource;
 class Selection;
@@ -65,6 +67,10 @@ public:
     QTableView *evalTable() const { return m_evals; }
     QTableView *configTable() const { return m_config; }
     QSplitter *splitter() const { return m_splitter; }
+    // The layer view: the baseline's and the run's per-layer statistic on one colour scale, the suspect layers
+    // flagged on the run's.
+    HeatmapView *baselineHeatmap() const { return m_baseHeat; }
+    HeatmapView *runHeatmap() const { return m_runHeat; }
     // The plot x of the departure marker on each plot (NaN when there is none).
     double departureMarkerX() const;
     QString status() const;
@@ -81,6 +87,7 @@ private:
     void display(std::shared_ptr<const ComparisonData> data);
     void updateMarkers();
     void selectFinding(const QModelIndex &index);
+    void shareColourScale();
 
     Workspace *m_workspace;
     Selection *m_selection;
@@ -104,6 +111,10 @@ private:
     QTableView *m_findings;
     QTableView *m_evals;
     QTableView *m_config;
+    SingleRunHeatmapSource *m_baseSource;
+    SingleRunHeatmapSource *m_runSource;
+    HeatmapView *m_baseHeat;
+    HeatmapView *m_runHeat;
     QCPItemStraightLine *m_marks[2] = {nullptr, nullptr};
     QCPItemRect *m_intervals[2] = {nullptr, nullptr};
     std::shared_ptr<const ComparisonData> m_data;

@@ -528,9 +528,30 @@ void HeatmapView::updateLayerTicks()
     }
     if (hot >= 0 && (selected < 0 || std::abs(hot - selected) >= every))
         ticker->addTick(hot, names[hot]);
+    // Flagged layers (a comparison's suspects) are always named, marked, with their note.
+    for (const auto &[layer, note] : m_flagged) {
+        const int y = int(m_data.layers.indexOf(layer));
+        if (y >= 0 && y != selected)
+            ticker->addTick(y,
+                QStringLiteral("\u26A0 ") + names[y]
+                    + (note.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(note)));
+    }
     if (selected >= 0)
         ticker->addTick(selected, QStringLiteral("\u25B6 ") + names[selected]);
     plot()->yAxis->setTicker(ticker);
+}
+
+void HeatmapView::setFlaggedLayers(const std::vector<std::pair<QString, QString>> &layers)
+{
+    m_flagged = layers;
+    updateLayerTicks();
+    plot()->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void HeatmapView::setColourRange(std::optional<std::pair<double, double>> range)
+{
+    m_sharedRange = range;
+    redraw();
 }
 
 void HeatmapView::updateCursor()
@@ -555,6 +576,11 @@ void HeatmapView::redraw()
     const bool logScale = m_logColour->isChecked();
     double lo = logScale ? m_logRange.first : m_linearRange.first;
     double hi = logScale ? m_logRange.second : m_linearRange.second;
+    if (m_sharedRange && !logScale) {
+        // One scale with another heatmap (a comparison's two runs).
+        lo = m_sharedRange->first;
+        hi = m_sharedRange->second;
+    }
     if (!(lo <= hi)) {
         lo = logScale ? 1e-3 : 0;
         hi = 1;

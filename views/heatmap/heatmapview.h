@@ -5,6 +5,8 @@
 // comes from a HeatmapSource: the workspace's stores, or (in a comparison) differences between two runs.
 #pragma once
 
+#include <optional>
+
 #include "heatmapsource.h"
 
 #include "views/plotting/plotview.h"
@@ -64,6 +66,12 @@ public:
     const QCPItemStraightLine *stepCursor() const { return m_cursor; }
     // What the plot says instead of a map when there is none to draw ("" while it draws one).
     QString message() const;
+    // Layers named and marked on the layer axis whatever fits, each with a note ("onset 1375").
+    void setFlaggedLayers(const std::vector<std::pair<QString, QString>> &layers);
+    // The linear colour scale's range, shared with another heatmap; nullopt: the map's own.
+    void setColourRange(std::optional<std::pair<double, double>> range);
+    // The map's own linear range of finite values (lo > hi when it has none).
+    std::pair<double, double> valueRange() const { return m_linearRange; }
     // The colour scale's label (the statistic and tensor drawn; "" with nothing drawn).
     QString scaleLabel() const;
     QString title() const override;
@@ -112,6 +120,8 @@ private:
     int m_hotRow = -1; // the row holding the largest value, when some value is smaller
     std::pair<double, double> m_linearRange {INFINITY, -INFINITY}; // finite values
     std::pair<double, double> m_logRange {INFINITY, -INFINITY}; // positive values
+    std::vector<std::pair<QString, QString>> m_flagged;
+    std::optional<std::pair<double, double>> m_sharedRange;
     QPointF m_pressPos;
     quint64 m_pending = 0;
 };
