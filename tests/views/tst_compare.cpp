@@ -7,6 +7,7 @@
 #include "core/demo/scenarios.h"
 #include "guitest.h"
 #include "views/compare/compareview.h"
+#include "views/compare/evalchart.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/models/tableexport.h"
@@ -242,6 +243,23 @@ void TestCompare::evaluationTableMarksThePlantedTasks()
             + QLatin1Char(',') + QString::number(first.run, 'g', QLocale::FloatingPointShortest) + QLatin1Char(',')),
         qPrintable(csv.left(300)));
     QVERIFY(evals->findChild<QAction *>(QStringLiteral("compareEvalsExport")));
+    // The bar chart beside it: a pair of bars per row, the significant drops in their own series.
+    EvalChart *chart = m_window->compare()->evalChart();
+    QCOMPARE(chart->rows().size(), d->evals.size());
+    int drops = -1, bars = 0;
+    for (int i = 0; i < chart->plot()->plottableCount(); ++i) {
+        if (auto *b = qobject_cast<QCPBars *>(chart->plot()->plottable(i))) {
+            bars += b->data()->size();
+            if (b->name().endsWith(QStringLiteral("significant drop")))
+                drops = b->data()->size();
+        }
+    }
+    int significantRows = 0;
+    for (const analysis::EvalRow &e : d->evals)
+        significantRows += e.significant ? 1 : 0;
+    QCOMPARE(drops, significantRows);
+    QCOMPARE(bars, int(2 * d->evals.size()));
+    QVERIFY(chart->csv().count(QStringLiteral(",yes\n")) == significantRows);
 }
 
 void TestCompare::otherPickersRedraw()

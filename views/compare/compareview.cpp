@@ -1,6 +1,7 @@
 #include "compareview.h"
 
 #include "comparesources.h"
+#include "evalchart.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapsource.h"
 #include "views/heatmap/heatmapview.h"
@@ -98,6 +99,7 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
     , m_configModel(new QStandardItemModel(this))
     , m_configFilter(new QSortFilterProxyModel(this))
     , m_identical(new QCheckBox(tr("Show identical keys"), this))
+    , m_evalChart(new EvalChart(this))
     , m_baseSource(new SingleRunHeatmapSource(workspace, this))
     , m_runSource(new SingleRunHeatmapSource(workspace, this))
     , m_baseHeat(new HeatmapView(m_baseSource, selection, this))
@@ -144,7 +146,12 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
     addTableActions(m_evals, tr("evaluations.csv"));
     addTableActions(m_config, tr("config.csv"));
     m_tabs->addTab(m_findings, tr("Findings"));
-    m_tabs->addTab(m_evals, tr("Evals"));
+    // The scores as a table and, beneath, as bars with their standard errors.
+    auto *evalPane = new QSplitter(Qt::Vertical, this);
+    evalPane->setObjectName(QStringLiteral("compareEvalPane"));
+    evalPane->addWidget(m_evals);
+    evalPane->addWidget(m_evalChart);
+    m_tabs->addTab(evalPane, tr("Evals"));
     m_tabs->addTab(configPane, tr("Config"));
     // The two runs' layers, one above the other on one colour scale.
     m_baseHeat->setObjectName(QStringLiteral("compareBaselineHeatmap"));
@@ -395,6 +402,7 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
     m_configModel->clear();
     m_configModel->setHorizontalHeaderLabels({tr("Key"), tr("Baseline"), tr("Run"), tr("Class")});
     if (!m_data) {
+        m_evalChart->setRows({}, QString(), QString(), QColor());
         updateMarkers();
         Q_EMIT comparisonChanged();
         return;
@@ -420,6 +428,10 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
         }
         m_evalModel->appendRow(row);
     }
+    m_evalChart->setRows(m_data->evals,
+        m_workspace->run(m_data->baseline) ? m_workspace->run(m_data->baseline)->run.label() : QString(),
+        m_workspace->run(m_data->run) ? m_workspace->run(m_data->run)->run.label() : QString(),
+        m_workspace->run(m_data->run) ? m_workspace->run(m_data->run)->colour : QColor(Qt::darkBlue));
     for (const analysis::ConfigRow &c : m_data->config.rows) {
         QList<QStandardItem *> row {item(c.version ? tr("%1 (version)").arg(c.key) : c.key), item(c.baseline),
             item(c.run), item(c.differs ? className(c.keyClass) : tr("identical"))};

@@ -29,6 +29,7 @@ class QCPItemStraightLine;
 namespace fp8scope {
 
 class CurveView;
+class EvalChart;
 class HeatmapView;
 class SingleRunHeatmapSource;
 class DifferenceCurveSource;
@@ -65,6 +66,7 @@ public:
     CurveView *difference() const { return m_difference; }
     QTableView *findingsTable() const { return m_findings; }
     QTableView *evalTable() const { return m_evals; }
+    EvalChart *evalChart() const { return m_evalChart; }
     QTableView *configTable() const { return m_config; }
     QSplitter *splitter() const { return m_splitter; }
     // The layer view: the baseline's and the run's per-layer statistic on one colour scale, the suspect layers
@@ -111,6 +113,7 @@ private:
     QTableView *m_findings;
     QTableView *m_evals;
     QTableView *m_config;
+    EvalChart *m_evalChart;
     SingleRunHeatmapSource *m_baseSource;
     SingleRunHeatmapSource *m_runSource;
     HeatmapView *m_baseHeat;
