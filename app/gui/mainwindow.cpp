@@ -63,19 +63,6 @@ QDockWidget *addDock(
     return dock;
 }
 
-QTableView *makeTable(const QString &name, QWidget *parent)
-{
-    auto *t = new QTableView(parent);
-    t->setObjectName(name);
-    t->setSelectionBehavior(QAbstractItemView::SelectRows);
-    t->setSelectionMode(QAbstractItemView::SingleSelection);
-    t->verticalHeader()->hide();
-    t->horizontalHeader()->setStretchLastSection(true);
-    t->setAlternatingRowColors(true);
-    t->setWordWrap(false);
-    return t;
-}
-
 // Lines around `line` (1-based) of a text file, read until that line only; `offset` when there is no line.
 QString problemContext(const QString &path, qint64 line, qint64 offset)
 {
@@ -163,13 +150,12 @@ void MainWindow::createViews()
     m_histogram->setMinimumWidth(260);
 
     m_runModel = new RunListModel(m_workspace, this);
-    m_runTable = makeTable(QStringLiteral("runTable"), this);
+    m_runTable = newTableView(QStringLiteral("runTable"), this);
     m_runTable->setModel(m_runModel);
     m_runTable->setMinimumWidth(180);
     // Cluster job names run long; their two ends tell runs apart (..._bf16_baseline, ..._fp8_...).
     m_runTable->setTextElideMode(Qt::ElideMiddle);
     // A run's settings: double click it, or its context menu.
-    m_runTable->setEditTriggers(QAbstractItemView::NoEditTriggers);
     connect(m_runTable, &QTableView::doubleClicked, this,
         [this](const QModelIndex &index) { editRunSettings(m_workspace->runAt(index.row())); });
     m_runTable->setContextMenuPolicy(Qt::ActionsContextMenu);
@@ -225,7 +211,7 @@ void MainWindow::createViews()
         m_layerTree->selectionModel(), &QItemSelectionModel::currentChanged, this, &MainWindow::onTreeCurrentChanged);
 
     m_statsModel = new StatsTableModel(m_workspace, m_selection, this);
-    m_statsTable = makeTable(QStringLiteral("statsTable"), this);
+    m_statsTable = newTableView(QStringLiteral("statsTable"), this);
     m_statsTable->setModel(m_statsModel);
     // Columns as wide as what they hold (once per refresh; the user may still drag them).
     connect(m_statsModel, &QAbstractItemModel::modelReset, m_statsTable, &QTableView::resizeColumnsToContents);
@@ -234,7 +220,7 @@ void MainWindow::createViews()
     addTableActions(m_statsTable, tr("statistics.csv"));
 
     m_problemsModel = new ProblemsModel(m_workspace, this);
-    m_problemsTable = makeTable(QStringLiteral("problemsTable"), this);
+    m_problemsTable = newTableView(QStringLiteral("problemsTable"), this);
     m_problemsTable->setModel(m_problemsModel);
     connect(m_problemsTable, &QTableView::doubleClicked, this, &MainWindow::showProblemLine);
 

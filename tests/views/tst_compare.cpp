@@ -41,6 +41,8 @@ private Q_SLOTS:
     void stateSurvivesAReopen();
 
 private:
+    // A new window with both scenarios open.
+    bool openWindow();
     // The comparison of `run` against `baseline` (by folder name), once computed.
     const ComparisonData *compare(const QString &baseline, const QString &run);
 
@@ -58,15 +60,21 @@ void TestCompare::initTestCase()
         qPrintable(error));
     QVERIFY2(generateScenario(m_tmp.filePath(QStringLiteral("gap")), Scenario::DownstreamGap, 12, &m_gap, &error),
         qPrintable(error));
+    QVERIFY(openWindow());
+    QCOMPARE(m_window->workspace()->runCount(), 4);
+    m_window->showComparison();
+}
+
+bool TestCompare::openWindow()
+{
     m_window = std::make_unique<MainWindow>(BackendChoice::Cpu, nullptr);
     m_window->resize(1600, 1000);
     m_window->show();
-    QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
+    if (!QTest::qWaitForWindowExposed(m_window.get()))
+        return false;
     QSignalSpy ready(m_window.get(), &MainWindow::ready);
     m_window->openFolders({m_tmp.filePath(QStringLiteral("mid")), m_tmp.filePath(QStringLiteral("gap"))});
-    QVERIFY(ready.wait(120000));
-    QCOMPARE(m_window->workspace()->runCount(), 4);
-    m_window->showComparison();
+    return ready.wait(120000);
 }
 
 const ComparisonData *TestCompare::compare(const QString &baseline, const QString &run)
@@ -302,13 +310,7 @@ void TestCompare::stateSurvivesAReopen()
     view->splitter()->setSizes({700, 300});
     const QList<int> sizes = view->splitter()->sizes();
     m_window->close(); // saves the settings
-    m_window = std::make_unique<MainWindow>(BackendChoice::Cpu, nullptr);
-    m_window->resize(1600, 1000);
-    m_window->show();
-    QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
-    QSignalSpy ready(m_window.get(), &MainWindow::ready);
-    m_window->openFolders({m_tmp.filePath(QStringLiteral("mid")), m_tmp.filePath(QStringLiteral("gap"))});
-    QVERIFY(ready.wait(120000));
+    QVERIFY(openWindow());
     m_window->showComparison();
     CompareView *again = m_window->compare();
     QTRY_VERIFY_WITH_TIMEOUT(again->comparison() && !again->isComputing(), 60000);

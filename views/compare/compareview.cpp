@@ -36,16 +36,8 @@ constexpr int kDiffersRole = Qt::UserRole + 1;
 
 QTableView *makeTable(const QString &name, QAbstractItemModel *model, QWidget *parent)
 {
-    auto *t = new QTableView(parent);
-    t->setObjectName(name);
+    QTableView *t = newTableView(name, parent);
     t->setModel(model);
-    t->setSelectionBehavior(QAbstractItemView::SelectRows);
-    t->setSelectionMode(QAbstractItemView::SingleSelection);
-    t->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    t->verticalHeader()->hide();
-    t->horizontalHeader()->setStretchLastSection(true);
-    t->setAlternatingRowColors(true);
-    t->setWordWrap(false);
     return t;
 }
 

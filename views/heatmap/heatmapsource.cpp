@@ -85,11 +85,9 @@ QString WorkspaceHeatmapSource::noStatisticsText(RunRef run) const
 }
 
 SingleRunHeatmapSource::SingleRunHeatmapSource(Workspace *workspace, QObject *parent)
-    : HeatmapSource(parent)
+    : WorkspaceHeatmapSource(workspace, parent)
     , m_workspace(workspace)
-    , m_all(workspace)
 {
-    connect(&m_all, &HeatmapSource::dataChanged, this, &HeatmapSource::dataChanged);
     connect(workspace, &Workspace::closed, this, [this] { setRun({}); });
 }
 
@@ -107,27 +105,6 @@ std::vector<HeatmapSource::RunChoice> SingleRunHeatmapSource::runs() const
     if (!r)
         return {};
     return {{m_run, r->run.label()}};
-}
-
-std::vector<std::pair<QString, QString>> SingleRunHeatmapSource::statistics(RunRef run) const
-{
-    return m_all.statistics(run);
-}
-
-quint64 SingleRunHeatmapSource::load(RunRef run, const MatrixRequest &request, const QString &slot, QObject *receiver,
-    std::function<void(const Heatmap &)> done)
-{
-    return m_all.load(run, request, slot, receiver, std::move(done));
-}
-
-void SingleRunHeatmapSource::cancel(quint64 ticket)
-{
-    m_all.cancel(ticket);
-}
-
-QString SingleRunHeatmapSource::noStatisticsText(RunRef run) const
-{
-    return m_all.noStatisticsText(run);
 }
 
 } // namespace fp8scope

@@ -68,7 +68,7 @@ private:
 
 // One run of the workspace only (a comparison's baseline or run, each in a heatmap of its own), whatever
 // the shared selection's run.
-class SingleRunHeatmapSource : public HeatmapSource
+class SingleRunHeatmapSource : public WorkspaceHeatmapSource
 {
     Q_OBJECT
 public:
@@ -79,15 +79,9 @@ public:
 
     std::vector<RunChoice> runs() const override;
     RunRef preferredRun() const override { return m_run; }
-    std::vector<std::pair<QString, QString>> statistics(RunRef run) const override;
-    quint64 load(RunRef run, const MatrixRequest &request, const QString &slot, QObject *receiver,
-        std::function<void(const Heatmap &)> done) override;
-    void cancel(quint64 ticket) override;
-    QString noStatisticsText(RunRef run) const override;
 
 private:
     Workspace *m_workspace;
-    WorkspaceHeatmapSource m_all;
     RunRef m_run;
 };
 

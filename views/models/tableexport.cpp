@@ -5,6 +5,7 @@
 #include <QClipboard>
 #include <QFileDialog>
 #include <QGuiApplication>
+#include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QMessageBox>
 #include <QSaveFile>
@@ -13,6 +14,20 @@
 #include <algorithm>
 
 namespace fp8scope {
+
+QTableView *newTableView(const QString &name, QWidget *parent)
+{
+    auto *t = new QTableView(parent);
+    t->setObjectName(name);
+    t->setSelectionBehavior(QAbstractItemView::SelectRows);
+    t->setSelectionMode(QAbstractItemView::SingleSelection);
+    t->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    t->verticalHeader()->hide();
+    t->horizontalHeader()->setStretchLastSection(true);
+    t->setAlternatingRowColors(true);
+    t->setWordWrap(false);
+    return t;
+}
 
 QString tableText(const QAbstractItemModel *model, const QList<int> &rows, bool csv)
 {

@@ -1,6 +1,7 @@
-// Copy and CSV export for any table of the window: the rows as the model holds them, numbers (kept in
-// Qt::UserRole as doubles) in their shortest round-trip form, so that a table pasted elsewhere or read by
-// a script carries every digit, not the digits shown.
+// The window's tables: their one look (whole rows selected, no row numbers, alternating rows, the last
+// column stretched), and copy and CSV export of the rows as the model holds them, numbers (kept in
+// Qt::UserRole as doubles) in their shortest round-trip form, so that a table pasted elsewhere or read by a
+// script carries every digit, not the digits shown.
 #pragma once
 
 #include <QList>
@@ -11,6 +12,9 @@ class QTableView;
 class QWidget;
 
 namespace fp8scope {
+
+// A read-only table view of one selected row at a time, named `name` (object name).
+QTableView *newTableView(const QString &name, QWidget *parent);
 
 // The model's rows (all, or those listed) with a header line: tab-separated, or CSV with quoting.
 QString tableText(const QAbstractItemModel *model, const QList<int> &rows = {}, bool csv = false);
