@@ -279,6 +279,7 @@ void TestCompare::otherPickersRedraw()
     const ComparisonData *gap = compare(m_gap.baseline, m_gap.run);
     QVERIFY(gap);
     QVERIFY(gap->run != midRun);
+    const RunRef gapRun = gap->run, gapBaseline = gap->baseline;
     CompareView *view = m_window->compare();
     // Every part follows: the overlay's runs, the strip, the tables.
     std::set<RunRef> drawn;
@@ -293,8 +294,18 @@ void TestCompare::otherPickersRedraw()
     QVERIFY(!view->isComputing());
     QVERIFY(view->comparison() && view->comparison()->run == midRun);
     QCOMPARE(view->findingsTable()->model()->rowCount(), int(midFindings));
+    // The pickers, as a user turns them: the gap pair again.
+    auto *baselineBox = view->findChild<QComboBox *>(QStringLiteral("compareBaseline"));
+    auto *runBox = view->findChild<QComboBox *>(QStringLiteral("compareRun"));
+    QVERIFY(baselineBox && runBox);
+    baselineBox->setCurrentIndex(baselineBox->findData(QVariant::fromValue(gapBaseline)));
+    runBox->setCurrentIndex(runBox->findData(QVariant::fromValue(gapRun)));
+    QTRY_VERIFY_WITH_TIMEOUT(!view->isComputing() && view->comparison() && view->comparison()->run == gapRun
+            && view->comparison()->baseline == gapBaseline,
+        60000);
+    QVERIFY(view->statistic() == QLatin1String("lm loss"));
     // A comparison of a run with itself is refused in words.
-    view->setPair(gap->run, gap->run);
+    view->setPair(gapRun, gapRun);
     QVERIFY(!view->comparison());
     QVERIFY(view->status().contains(QStringLiteral("two different runs")));
     QVERIFY(view->overlay()->curves().empty());

@@ -212,8 +212,9 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
     if (auto *axis = m_overlay->findChild<QComboBox *>(QStringLiteral("curveXAxis")))
         connect(axis, &QComboBox::currentIndexChanged, this, [this](int i) { m_difference->setXBySamples(i == 1); });
 
-    connect(m_baselineBox, &QComboBox::currentIndexChanged, this, &CompareView::recompute);
-    connect(m_runBox, &QComboBox::currentIndexChanged, this, &CompareView::recompute);
+    // A pair picked by hand: the statistics both have, then the comparison.
+    connect(m_baselineBox, &QComboBox::currentIndexChanged, this, [this] { setPair(baseline(), run()); });
+    connect(m_runBox, &QComboBox::currentIndexChanged, this, [this] { setPair(baseline(), run()); });
     connect(m_statBox, &QComboBox::currentIndexChanged, this, &CompareView::recompute);
     connect(m_identical, &QCheckBox::toggled, this,
         [this](bool all) { m_configFilter->setFilterFixedString(all ? QString() : QStringLiteral("1")); });
