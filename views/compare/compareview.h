@@ -127,9 +127,8 @@ private:
     quint64 m_ticket = 0;
     bool m_syncingRange = false;
     bool m_sized = false; // the splitter's first shares were set
-    bool m_stale = false;
-    QString m_wantedStatistic; // restored, chosen when a pair has it // the pickers changed while the view was hidden:
-                               // compute when it is shown
+    bool m_stale = false; // the pickers changed while the view was hidden: compute when it is shown
+    QString m_wantedStatistic; // restored, chosen when a pair has it
 };
 
 } // namespace fp8scope

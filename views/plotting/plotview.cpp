@@ -45,7 +45,7 @@ PlotView::PlotView(const QString &name, QWidget *parent)
     auto *spacer = new QWidget(this);
     spacer->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
     m_spacerAction = m_controls->addWidget(spacer);
-    m_exportAction = m_controls->addWidget(exportButton);
+    m_controls->addWidget(exportButton);
     applyPalette();
 }
 

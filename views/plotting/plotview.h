@@ -43,7 +43,6 @@ private:
     void askExportCsv();
 
     QToolBar *m_controls;
-    QAction *m_exportAction = nullptr;
     QAction *m_spacerAction = nullptr;
     QCustomPlot *m_plot;
 };
