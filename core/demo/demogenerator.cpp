@@ -116,13 +116,14 @@ QByteArray megatronLog(const DemoOptions &o, const LossTrack &t, bool fp8)
     return out;
 }
 
-// One tensor of the FP8 run at a step, drawn so that its statistics tell the planted story.
-std::vector<float> drawTensor(
-    const DemoOptions &o, const DemoPlan &plan, int layer, int gemm, int tensor, int64_t step, Rng &rng, size_t n)
+// One tensor of a run at a step, drawn so that its statistics tell the planted story: the FP8 run's planted
+// activation drifts small; the baseline's (fp8 false) does not.
+std::vector<float> drawTensor(const DemoOptions &o, const DemoPlan &plan, int layer, int gemm, int tensor, int64_t step,
+    Rng &rng, size_t n, bool fp8 = true)
 {
     std::vector<float> x(n);
     const bool edge = layer == 0 || layer == o.layers - 1;
-    const bool planted = layer == plan.plantedLayer && gemm == 3 && tensor == 0;
+    const bool planted = fp8 && layer == plan.plantedLayer && gemm == 3 && tensor == 0;
     double bulk = tensor == 1 ? 0.02 : (tensor == 2 ? 1e-4 : 1.0);
     if (planted && step > plan.underflowStart)
         bulk *= std::exp(-9.0 * double(step - plan.underflowStart)
@@ -139,6 +140,31 @@ std::vector<float> drawTensor(
         x[i] = float(v);
     }
     return x;
+}
+
+// LogTensorStats' statistics of a tensor, as the high-precision tensor has them.
+struct PlainStats {
+    double amax = 0, dynamicRange = 0, std = 0, l1 = 0, l2 = 0;
+};
+
+PlainStats plainStats(const std::vector<float> &x)
+{
+    PlainStats p;
+    double sum = 0, squares = 0, amin = INFINITY;
+    for (float f : x) {
+        const double v = f, a = std::abs(v);
+        p.amax = std::max(p.amax, a);
+        if (a > 0)
+            amin = std::min(amin, a);
+        sum += v;
+        squares += v * v;
+        p.l1 += a;
+    }
+    const double n = double(std::max<size_t>(1, x.size())), mean = sum / n;
+    p.std = std::sqrt(std::max(0.0, squares / n - mean * mean));
+    p.l2 = std::sqrt(squares);
+    p.dynamicRange = std::isfinite(amin) && p.amax > 0 ? std::log2(p.amax) - std::log2(amin) : 0;
+    return p;
 }
 
 QByteArray teLine(const QString &layer, const char *tensor, const char *stat, int64_t step, double value)
@@ -204,76 +230,98 @@ bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *planOut
             return false;
     }
 
-    // Transformer Engine statistics of the FP8 run, computed from drawn tensors by the numerics engine.
+    // Transformer Engine statistics, computed from drawn tensors by the numerics engine: LogTensorStats'
+    // precision-independent ones (amax, dynamic range, std, norms) for both runs, as a BF16 baseline run with
+    // the debug API enabled logs them, and LogFp8TensorStats' for the FP8 run only. The baseline's tensors
+    // come from a generator of their own, so the FP8 run's are the same whether or not it is written.
     CpuBackend backend(1);
     QString recipeError;
     const Recipe current = *Recipe::parse(QStringLiteral("current"), fp8math::Format::E4M3, &recipeError);
-    QByteArray te;
-    constexpr size_t kElems = 2048;
-    for (int64_t step = 0; step <= o.steps; step += o.statInterval) {
-        for (int layer = 0; layer < o.layers; ++layer) {
-            for (int g = 0; g < 4; ++g) {
-                for (int k = 0; k < 3; ++k) {
-                    const std::vector<float> x = drawTensor(o, plan, layer, g, k, step, rng, kElems);
-                    const ChunkView view {DType::F32, x.data(), 1, int64_t(x.size())};
-                    const fp8math::QuantPlan qp = MetricsEngine::planFor(current, backend.amax(view));
-                    fp8math::MetricSums sums;
-                    backend.accumulate(view, qp, sums);
-                    const TensorMetrics m
-                        = TensorMetrics::fromSums(sums, current, qp.tensorScale, qp.tensorScaleInv, backend.name());
-                    const QString name = layerName(layer, kGemms[g]);
-                    te += teLine(name, kTensors[k], "underflows%", step, m.underflowPct);
-                    te += teLine(name, kTensors[k], "overflows%", step, m.saturationPct);
-                    te += teLine(name, kTensors[k], "mse", step, m.mse * 1e4); // printed with 4 decimals: scaled
-                    te += teLine(name, kTensors[k], "scale_inv_min", step, qp.tensorScaleInv);
-                    te += teLine(name, kTensors[k], "scale_inv_max", step, qp.tensorScaleInv);
-                    te += teLine(name, kTensors[k], "cur_amax", step, m.amax);
-                    te += teLine(name, kTensors[k], "dynamic_range", step, m.dynamicRange);
+    Rng baselineRng(o.seed * 0x2545F4914F6CDD1Dull + 0xB16);
+    for (bool fp8 : {true, false}) {
+        Rng &r = fp8 ? rng : baselineRng;
+        QByteArray te;
+        constexpr size_t kElems = 2048;
+        for (int64_t step = 0; step <= o.steps; step += o.statInterval) {
+            for (int layer = 0; layer < o.layers; ++layer) {
+                for (int g = 0; g < 4; ++g) {
+                    for (int k = 0; k < 3; ++k) {
+                        const std::vector<float> x = drawTensor(o, plan, layer, g, k, step, r, kElems, fp8);
+                        const QString name = layerName(layer, kGemms[g]);
+                        const PlainStats p = plainStats(x);
+                        if (fp8) {
+                            const ChunkView view {DType::F32, x.data(), 1, int64_t(x.size())};
+                            const fp8math::QuantPlan qp = MetricsEngine::planFor(current, backend.amax(view));
+                            fp8math::MetricSums sums;
+                            backend.accumulate(view, qp, sums);
+                            const TensorMetrics m = TensorMetrics::fromSums(
+                                sums, current, qp.tensorScale, qp.tensorScaleInv, backend.name());
+                            te += teLine(name, kTensors[k], "underflows%", step, m.underflowPct);
+                            te += teLine(name, kTensors[k], "overflows%", step, m.saturationPct);
+                            te += teLine(name, kTensors[k], "mse", step, m.mse * 1e4); // 4 decimals: scaled
+                            te += teLine(name, kTensors[k], "scale_inv_min", step, qp.tensorScaleInv);
+                            te += teLine(name, kTensors[k], "scale_inv_max", step, qp.tensorScaleInv);
+                        }
+                        te += teLine(name, kTensors[k], "cur_amax", step, p.amax);
+                        te += teLine(name, kTensors[k], "dynamic_range", step, p.dynamicRange);
+                        te += teLine(name, kTensors[k], "std", step, p.std);
+                        te += teLine(name, kTensors[k], "l1_norm", step, p.l1);
+                        te += teLine(name, kTensors[k], "l2_norm", step, p.l2);
+                    }
                 }
             }
         }
-    }
-    if (!writeDemoFile(
-            outDir + QStringLiteral("/fp8/rank_0/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log"), te,
-            error))
-        return false;
-
-    // Tensor dumps of the FP8 run around the planted story: first, planted, a middle and the last layer.
-    QDir().mkpath(outDir + QStringLiteral("/fp8/dumps"));
-    for (const QString &stepText : plan.dumpSteps) {
-        const int64_t step = stepText.toLongLong();
-        Problem problem;
-        auto writer = Hdf5DumpWriter::create(
-            outDir + QStringLiteral("/fp8/dumps/iter_%1.h5").arg(step, 6, 10, QLatin1Char('0')), &problem);
-        if (!writer) {
-            *error = problem.toString();
+        if (!writeDemoFile(outDir + (fp8 ? QStringLiteral("/fp8") : QStringLiteral("/bf16"))
+                    + QStringLiteral("/rank_0/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log"),
+                te, error))
             return false;
-        }
-        writer->setRootAttribute("precision", QStringLiteral("fp8"));
-        writer->setRootAttribute("recipe", QStringLiteral("current"));
-        // Small models can name one layer twice (the planted one may be the middle one).
-        std::vector<int> dumpLayers;
-        for (int layer : {0, plan.plantedLayer, o.layers / 2, o.layers - 1}) {
-            if (std::find(dumpLayers.begin(), dumpLayers.end(), layer) == dumpLayers.end())
-                dumpLayers.push_back(layer);
-        }
-        for (int layer : dumpLayers) {
-            for (int k = 0; k < 3; ++k) {
-                std::vector<float> x = drawTensor(o, plan, layer, 3, k, step, rng, 64 * 256);
-                std::vector<uint16_t> bf(x.size());
-                for (size_t i = 0; i < x.size(); ++i)
-                    bf[i] = uint16_t(fp8math::castToCode(x[i], fp8math::Format::BF16));
-                const float amax = std::abs(
-                    *std::max_element(x.begin(), x.end(), [](float a, float b) { return std::abs(a) < std::abs(b); }));
-                // What the run trained with: current scaling, so scale_inv = amax / fmax(E4M3).
-                DumpTensorAttributes attrs {QStringLiteral("current"), QStringLiteral("E4M3"),
-                    {amax, amax * 1.1f, amax * 0.9f}, {amax / 448.0f}};
-                const QString path = QStringLiteral("/iter_%1/%2/%3")
-                                         .arg(step, 6, 10, QLatin1Char('0'))
-                                         .arg(layerName(layer, kGemms[3]), QLatin1String(kTensors[k]));
-                if (!writer->writeTensor(path, DType::BF16, {64, 256}, bf.data(), attrs, &problem)) {
-                    *error = problem.toString();
-                    return false;
+    }
+
+    // Tensor dumps around the planted story (first, planted, a middle and the last layer): the FP8 run's, and
+    // the baseline's at the same steps, so that the same recipe can be recomputed on both.
+    for (bool fp8 : {true, false}) {
+        Rng &r = fp8 ? rng : baselineRng;
+        const QString dumps = outDir + (fp8 ? QStringLiteral("/fp8/dumps") : QStringLiteral("/bf16/dumps"));
+        QDir().mkpath(dumps);
+        for (const QString &stepText : plan.dumpSteps) {
+            const int64_t step = stepText.toLongLong();
+            Problem problem;
+            auto writer = Hdf5DumpWriter::create(
+                dumps + QStringLiteral("/iter_%1.h5").arg(step, 6, 10, QLatin1Char('0')), &problem);
+            if (!writer) {
+                *error = problem.toString();
+                return false;
+            }
+            writer->setRootAttribute("precision", fp8 ? QStringLiteral("fp8") : QStringLiteral("bf16"));
+            if (fp8)
+                writer->setRootAttribute("recipe", QStringLiteral("current"));
+            // Small models can name one layer twice (the planted one may be the middle one).
+            std::vector<int> dumpLayers;
+            for (int layer : {0, plan.plantedLayer, o.layers / 2, o.layers - 1}) {
+                if (std::find(dumpLayers.begin(), dumpLayers.end(), layer) == dumpLayers.end())
+                    dumpLayers.push_back(layer);
+            }
+            for (int layer : dumpLayers) {
+                for (int k = 0; k < 3; ++k) {
+                    std::vector<float> x = drawTensor(o, plan, layer, 3, k, step, r, 64 * 256, fp8);
+                    std::vector<uint16_t> bf(x.size());
+                    for (size_t i = 0; i < x.size(); ++i)
+                        bf[i] = uint16_t(fp8math::castToCode(x[i], fp8math::Format::BF16));
+                    const float amax = std::abs(*std::max_element(
+                        x.begin(), x.end(), [](float a, float b) { return std::abs(a) < std::abs(b); }));
+                    // What the FP8 run trained with: current scaling, so scale_inv = amax / fmax(E4M3). The
+                    // baseline trained in BF16: no recipe, no scales.
+                    const DumpTensorAttributes attrs = fp8
+                        ? DumpTensorAttributes {QStringLiteral("current"), QStringLiteral("E4M3"),
+                            {amax, amax * 1.1f, amax * 0.9f}, {amax / 448.0f}}
+                        : DumpTensorAttributes {};
+                    const QString path = QStringLiteral("/iter_%1/%2/%3")
+                                             .arg(step, 6, 10, QLatin1Char('0'))
+                                             .arg(layerName(layer, kGemms[3]), QLatin1String(kTensors[k]));
+                    if (!writer->writeTensor(path, DType::BF16, {64, 256}, bf.data(), attrs, &problem)) {
+                        *error = problem.toString();
+                        return false;
+                    }
                 }
             }
         }
@@ -332,12 +380,11 @@ bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *planOut
                               "Everything here was generated by `fp8scope-cli demo` (seed "
         + QByteArray::number(qulonglong(o.seed))
         + "); no model was trained. Two runs, `bf16/` (the baseline) and `fp8/`, in the "
-          "formats fp8scope reads: Megatron stdout logs (`logs/train.out`), Transformer Engine debug statistics of the "
-          "FP8 run "
+          "formats fp8scope reads: Megatron stdout logs (`logs/train.out`), Transformer Engine debug statistics "
           "(`rank_0/nvdlfw_inspect_statistics_logs/`, computed by fp8scope's numerics from tensors drawn at those "
-          "steps; `mse` "
-          "is printed x 1e4), HDF5 tensor dumps (`fp8/dumps/`), lm-evaluation-harness results (`eval/`), configs and "
-          "manifests.\n\n"
+          "steps: LogTensorStats' `cur_amax`, `dynamic_range`, `std`, `l1_norm` and `l2_norm` for both runs, "
+          "LogFp8TensorStats' for the FP8 run; `mse` is printed x 1e4), HDF5 tensor dumps of both runs at the same "
+          "steps (`dumps/`), lm-evaluation-harness results (`eval/`), configs and manifests.\n\n"
           "## Planted\n\n"
           "- The FP8 loss departs from the BF16 loss at step "
         + QByteArray::number(plan.departureStep)

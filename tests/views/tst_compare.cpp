@@ -8,6 +8,7 @@
 #include "guitest.h"
 #include "views/compare/compareview.h"
 #include "views/compare/evalchart.h"
+#include "views/compare/layerdifference.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/models/tableexport.h"
@@ -24,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <random>
 #include <set>
 
 using namespace fp8scope;
@@ -39,6 +41,9 @@ private Q_SLOTS:
     void evaluationTableMarksThePlantedTasks();
     void otherPickersRedraw();
     void stateSurvivesAReopen();
+    void pyramidBucketsEqualAScan();
+    void combinedHeatmapMatchesLayersAndSteps();
+    void layerViewComparesAStatisticBothRunsHave();
 
 private:
     // A new window with both scenarios open.
@@ -328,6 +333,195 @@ void TestCompare::stateSurvivesAReopen()
     QCOMPARE(again->statistic(), QStringLiteral("grad norm"));
     QCOMPARE(again->comparison()->stat, QStringLiteral("grad norm"));
     QCOMPARE(again->splitter()->sizes(), sizes);
+}
+
+void TestCompare::pyramidBucketsEqualAScan()
+{
+    // Lengths around the block sizes, NaN and infinite values among them, ranges of every shape.
+    std::mt19937_64 rng(7);
+    for (size_t n :
+        {size_t(0), size_t(1), size_t(63), size_t(64), size_t(65), size_t(4095), size_t(4097), size_t(300000)}) {
+        std::vector<double> values(n);
+        std::vector<int64_t> steps(n);
+        std::normal_distribution<double> normal;
+        for (size_t i = 0; i < n; ++i) {
+            steps[i] = int64_t(i) * 10;
+            values[i] = i % 997 == 5 ? NAN : (i % 1499 == 7 ? INFINITY : normal(rng));
+        }
+        const MinMaxPyramid pyramid(values);
+        QVERIFY(n < 2 * MinMaxPyramid::kFan || pyramid.levels() >= 1);
+        for (int trial = 0; trial < 200 && n > 0; ++trial) {
+            size_t lo = size_t(rng() % n), hi = size_t(rng() % (n + 1));
+            if (lo > hi)
+                std::swap(lo, hi);
+            double mn = INFINITY, mx = -INFINITY;
+            for (size_t i = lo; i < hi; ++i) {
+                if (std::isfinite(values[i])) {
+                    mn = std::min(mn, values[i]);
+                    mx = std::max(mx, values[i]);
+                }
+            }
+            const auto [pmn, pmx] = pyramid.range(values, lo, hi);
+            QVERIFY2(pmn == mn && pmx == mx, qPrintable(QStringLiteral("n %1 [%2, %3)").arg(n).arg(lo).arg(hi)));
+        }
+        // Whole buckets as the curve view asks for them: the same as without the pyramid.
+        for (int resolution : {0, 7, 500}) {
+            const PointRange range {
+                .from = n > 0 ? steps[n / 7] : 0, .to = n > 0 ? steps[n - 1 - n / 9] : 0, .resolution = resolution};
+            const auto plain = bucketSeries(steps, values, range);
+            const auto fast = bucketSeries(steps, values, range, &pyramid);
+            QCOMPARE(fast.size(), plain.size());
+            for (size_t i = 0; i < plain.size(); ++i) {
+                QCOMPARE(fast[i].step, plain[i].step);
+                QCOMPARE(fast[i].lastStep, plain[i].lastStep);
+                QCOMPARE(fast[i].count, plain[i].count);
+                QVERIFY((std::isnan(fast[i].min) && std::isnan(plain[i].min)) || fast[i].min == plain[i].min);
+                QVERIFY((std::isnan(fast[i].max) && std::isnan(plain[i].max)) || fast[i].max == plain[i].max);
+            }
+        }
+    }
+}
+
+void TestCompare::combinedHeatmapMatchesLayersAndSteps()
+{
+    // The baseline logs every 20 steps and lacks layer b; the run logs every 10 and has one layer more.
+    Heatmap base, run;
+    base.layers = {QStringLiteral("a"), QStringLiteral("c")};
+    base.steps = {0, 20, 40, 60};
+    base.values = {1, 2, 0, 4, /* c */ 10, 20, 30, NAN};
+    run.layers = {QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c")};
+    run.steps = {0, 10, 20, 30, 40, 60, 80};
+    run.values = {3, 3, 5, 5, 7, 9, 9, /* b */ 1, 1, 1, 1, 1, 1, 1, /* c */ 11, 11, 22, 22, 33, 44, 44};
+    const Heatmap d = combineHeatmaps(base, run, LayerCombination::Difference);
+    QCOMPARE(d.layers, (QStringList {QStringLiteral("a"), QStringLiteral("c")}));
+    QCOMPARE(d.steps, run.steps);
+    // Steps 10 and 30 lie half the baseline's interval from its steps: matched to the nearest; 80 lies
+    // further: a gap.
+    const double a[] = {3 - 1, 3 - 1, 5 - 2, 5 - 2, 7 - 0, 9 - 4, NAN};
+    const double c[] = {1, 1, 2, 2, 3, NAN, NAN};
+    for (size_t j = 0; j < run.steps.size(); ++j) {
+        QVERIFY2((std::isnan(a[j]) && std::isnan(d.at(0, j))) || d.at(0, j) == a[j], qPrintable(QString::number(j)));
+        QVERIFY2((std::isnan(c[j]) && std::isnan(d.at(1, j))) || d.at(1, j) == c[j], qPrintable(QString::number(j)));
+    }
+    // A ratio leaves out a baseline of 0.
+    const Heatmap r = combineHeatmaps(base, run, LayerCombination::Ratio);
+    QCOMPARE(r.at(0, 0), 3.0);
+    QCOMPARE(r.at(0, 2), 2.5);
+    QVERIFY(std::isnan(r.at(0, 4)));
+    QCOMPARE(r.at(1, 4), 1.1);
+}
+
+void TestCompare::layerViewComparesAStatisticBothRunsHave()
+{
+    // The demo pair logs Transformer Engine's precision-independent statistics in both runs.
+    const QString dir = m_tmp.filePath(QStringLiteral("demo"));
+    DemoPlan plan;
+    QString error;
+    QVERIFY2(guitest::generatePair(dir, 5, 6, 1000, &plan, &error), qPrintable(error));
+    MainWindow window(BackendChoice::Cpu, nullptr);
+    window.resize(1600, 1000);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    QSignalSpy ready(&window, &MainWindow::ready);
+    window.openFolders({dir});
+    QVERIFY(ready.wait(120000));
+    window.showComparison();
+    CompareView *view = window.compare();
+    QTRY_VERIFY_WITH_TIMEOUT(!view->isComputing() && view->comparison(), 120000);
+    const ComparisonData *d = view->comparison();
+    const Catalog &catalog = window.workspace()->catalog();
+    QCOMPARE(catalog.run(d->run)->name, QStringLiteral("fp8"));
+    // The engine's first suspect is an FP8-only statistic (underflows%); the layer view opens both runs on the
+    // first layer signal that both have (dynamic_range: the bulk shrinks, the outliers stay; here a
+    // consequence), on one colour scale, the planted layer flagged.
+    HeatmapView *base = view->baselineHeatmap(), *run = view->runHeatmap(), *diff = view->differenceHeatmap();
+    QTRY_VERIFY_WITH_TIMEOUT(!base->isLoading() && !run->isLoading() && !run->heatmap().layers.isEmpty()
+            && !base->heatmap().layers.isEmpty(),
+        60000);
+    const analysis::Finding *first = nullptr, *shared = nullptr;
+    std::set<QString> baseStats;
+    for (const auto &[st, t] : catalog.layerStatistics(d->baseline))
+        baseStats.insert(st + QLatin1Char('/') + t);
+    for (bool leads : {true, false}) {
+        for (const analysis::Finding &f : d->comparison.findings) {
+            if (f.kind != QLatin1String("layer-signal") || (f.severity == analysis::Severity::Info) == leads)
+                continue;
+            first = first ? first : &f;
+            if (!shared && baseStats.count(f.stat + QLatin1Char('/') + f.tensor))
+                shared = &f;
+        }
+    }
+    QVERIFY(first && shared);
+    QCOMPARE(first->stat, QStringLiteral("underflows%"));
+    QVERIFY(!baseStats.count(QStringLiteral("underflows%/activation")));
+    QCOMPARE(shared->layer, plan.plantedLayerName);
+    QCOMPARE(run->statistic(), shared->stat);
+    QCOMPARE(base->statistic(), run->statistic());
+    QCOMPARE(base->tensor(), QStringLiteral("activation"));
+    QCOMPARE(run->tensor(), QStringLiteral("activation"));
+    QCOMPARE(base->scaleLabel(), run->scaleLabel());
+    const auto flagged = [](HeatmapView *h, const QString &layer) {
+        const qsizetype row = h->heatmap().layers.indexOf(layer);
+        const auto ticker = h->plot()->yAxis->ticker().dynamicCast<QCPAxisTickerText>();
+        return row >= 0 && ticker && ticker->ticks().value(int(row)).startsWith(QStringLiteral("\u26A0 "));
+    };
+    window.selection()->set(d->run, QString(), QString(), -1);
+    QVERIFY(flagged(run, plan.plantedLayerName));
+    // As one heatmap: run − baseline, cell by cell, as the store has both.
+    QVERIFY(diff->isHidden());
+    view->setLayerMode(CompareView::LayerMode::Difference);
+    QVERIFY(!diff->isHidden() && run->isHidden() && base->isHidden());
+    QTRY_VERIFY_WITH_TIMEOUT(!diff->isLoading() && !diff->heatmap().layers.isEmpty(), 60000);
+    QCOMPARE(diff->statistic(), shared->stat);
+    const Heatmap b = catalog.matrix(d->baseline, {shared->stat, QStringLiteral("activation")});
+    const Heatmap r = catalog.matrix(d->run, {shared->stat, QStringLiteral("activation")});
+    const Heatmap &shown = diff->heatmap();
+    QCOMPARE(shown.layers, r.layers);
+    QCOMPARE(shown.steps, r.steps);
+    QCOMPARE(b.steps, r.steps);
+    int checked = 0;
+    for (qsizetype i = 0; i < shown.layers.size(); ++i) {
+        const qsizetype bi = b.layers.indexOf(shown.layers.at(i));
+        QVERIFY(bi >= 0);
+        for (size_t j = 0; j < shown.steps.size(); j += 7) {
+            QCOMPARE(shown.at(i, j), r.at(i, j) - b.at(bi, j));
+            ++checked;
+        }
+    }
+    QVERIFY(checked > 50);
+    QVERIFY(flagged(diff, plan.plantedLayerName));
+    // The planted activation drifts small in the FP8 run only: at the end its dynamic range is wider than the
+    // baseline's by more than any other layer's.
+    const qsizetype planted = shown.layers.indexOf(plan.plantedLayerName);
+    QVERIFY(planted >= 0);
+    const size_t last = shown.steps.size() - 1;
+    for (qsizetype i = 0; i < shown.layers.size(); ++i)
+        QVERIFY2(i == planted || shown.at(i, last) < shown.at(planted, last), qPrintable(shown.layers.at(i)));
+    // ... or run / baseline.
+    view->setLayerMode(CompareView::LayerMode::Ratio);
+    QTRY_VERIFY_WITH_TIMEOUT(!diff->isLoading() && diff->heatmap().values.size() == shown.values.size()
+            && diff->heatmap().at(0, 0) == r.at(0, 0) / b.at(b.layers.indexOf(r.layers.at(0)), 0),
+        60000);
+    const auto *picker = diff->findChild<QComboBox *>(QStringLiteral("heatmapRun"));
+    QVERIFY(picker && picker->currentText().contains(QStringLiteral(" / ")));
+    // A statistic picked in one layer view is shown in the others.
+    view->setLayerMode(CompareView::LayerMode::SideBySide);
+    auto *stat = run->findChild<QComboBox *>(QStringLiteral("heatmapStatistic"));
+    QVERIFY(stat);
+    const int std = stat->findText(QStringLiteral("std"));
+    QVERIFY(std >= 0);
+    stat->setCurrentIndex(std);
+    Q_EMIT stat->activated(std);
+    QCOMPARE(base->statistic(), QStringLiteral("std"));
+    QCOMPARE(diff->statistic(), QStringLiteral("std"));
+    // The baseline's dumps sit at the FP8 run's dump steps, so the same recipe can be recomputed on both.
+    std::set<int64_t> baseSteps, runSteps;
+    for (const Dump &x : catalog.dumps(d->baseline))
+        baseSteps.insert(x.record.step);
+    for (const Dump &x : catalog.dumps(d->run))
+        runSteps.insert(x.record.step);
+    QVERIFY(!runSteps.empty());
+    QCOMPARE(baseSteps, runSteps);
 }
 
 QTEST_MAIN(TestCompare)

@@ -34,11 +34,11 @@ std::vector<CurveSource::Event> ComparisonCurveSource::events(RunRef run) const
     return m_runs->events(run);
 }
 
-std::vector<SeriesPoint> ComparisonCurveSource::serve(
-    const std::vector<int64_t> &steps, const std::vector<double> &values, const Request &request)
+std::vector<SeriesPoint> ComparisonCurveSource::serve(const std::vector<int64_t> &steps,
+    const std::vector<double> &values, const MinMaxPyramid &pyramid, const Request &request)
 {
-    return bucketSeries(
-        steps, values, request.bySamples ? PointRange {.resolution = request.range.resolution} : request.range);
+    return bucketSeries(steps, values,
+        request.bySamples ? PointRange {.resolution = request.range.resolution} : request.range, &pyramid);
 }
 
 std::vector<CurveSource::Statistic> PairCurveSource::statistics() const
@@ -73,7 +73,8 @@ std::optional<CurveSource::Curve> PairCurveSource::curve(RunRef run, const Reque
         return std::nullopt;
     Curve c;
     c.name = runName(run);
-    c.points = serve(points->steps, points->values, request);
+    c.points = serve(
+        points->steps, points->values, run == m_data->baseline ? m_data->baselinePyramid : m_data->runPyramid, request);
     return c;
 }
 
@@ -128,7 +129,8 @@ std::optional<CurveSource::Curve> DifferenceCurveSource::curve(RunRef run, const
         return std::nullopt;
     Curve c;
     c.name = runName(run);
-    c.points = serve(trace.steps, edge ? trace.edge : trace.difference, request);
+    c.points = edge ? serve(trace.steps, trace.edge, m_data->edgePyramid, request)
+                    : serve(trace.steps, trace.difference, m_data->differencePyramid, request);
     // Aligned on consumed samples (the runs' batch sizes differ): the trace's x is samples.
     c.xIsSamples = m_data->statistic.axis != QLatin1String("step");
     return c;

@@ -30,8 +30,8 @@ public:
 
 protected:
     // A series the comparison holds on the alignment axis, at run steps, bucketed for the request.
-    static std::vector<SeriesPoint> serve(
-        const std::vector<int64_t> &steps, const std::vector<double> &values, const Request &request);
+    static std::vector<SeriesPoint> serve(const std::vector<int64_t> &steps, const std::vector<double> &values,
+        const MinMaxPyramid &pyramid, const Request &request);
 
     Workspace *m_workspace;
     std::unique_ptr<WorkspaceCurveSource> m_runs; // names, colours, samples and events of the open runs

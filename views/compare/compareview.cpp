@@ -2,6 +2,7 @@
 
 #include "comparesources.h"
 #include "evalchart.h"
+#include "layerdifference.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapsource.h"
 #include "views/heatmap/heatmapview.h"
@@ -24,6 +25,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -96,6 +98,9 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
     , m_runSource(new SingleRunHeatmapSource(workspace, this))
     , m_baseHeat(new HeatmapView(m_baseSource, selection, this))
     , m_runHeat(new HeatmapView(m_runSource, selection, this))
+    , m_diffSource(new LayerDifferenceSource(workspace, this))
+    , m_diffHeat(new HeatmapView(m_diffSource, selection, this))
+    , m_layerMode(new QComboBox(this))
 {
     setObjectName(QStringLiteral("compareView"));
     m_baselineBox->setObjectName(QStringLiteral("compareBaseline"));
@@ -145,17 +150,61 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
     evalPane->addWidget(m_evalChart);
     m_tabs->addTab(evalPane, tr("Evals"));
     m_tabs->addTab(configPane, tr("Config"));
-    // The two runs' layers, one above the other on one colour scale.
+    // The two runs' layers, one above the other on one colour scale, or their difference or ratio as one.
     m_baseHeat->setObjectName(QStringLiteral("compareBaselineHeatmap"));
     m_runHeat->setObjectName(QStringLiteral("compareRunHeatmap"));
+    m_diffHeat->setObjectName(QStringLiteral("compareDifferenceHeatmap"));
+    m_layerMode->setObjectName(QStringLiteral("compareLayerMode"));
+    m_layerMode->addItem(tr("Side by side"));
+    m_layerMode->addItem(tr("Difference (run − baseline)"));
+    m_layerMode->addItem(tr("Ratio (run / baseline)"));
+    m_layerMode->setToolTip(tr("The two runs' statistic one above the other on one colour scale, or cell by "
+                               "cell their difference or ratio (the layers both have, at steps both logged)"));
     auto *layers = new QSplitter(Qt::Vertical, this);
     layers->setObjectName(QStringLiteral("compareLayers"));
     layers->addWidget(m_baseHeat);
     layers->addWidget(m_runHeat);
-    m_tabs->addTab(layers, tr("Layers"));
+    layers->addWidget(m_diffHeat);
+    m_diffHeat->hide();
+    auto *layerPane = new QWidget(this);
+    auto *layerLayout = new QVBoxLayout(layerPane);
+    layerLayout->setContentsMargins(0, 0, 0, 0);
+    auto *modeRow = new QHBoxLayout;
+    modeRow->addWidget(new QLabel(tr("Show"), layerPane));
+    modeRow->addWidget(m_layerMode, 1);
+    layerLayout->addLayout(modeRow);
+    layerLayout->addWidget(layers, 1);
+    m_tabs->addTab(layerPane, tr("Layers"));
     m_tabs->setTabToolTip(3,
-        tr("The baseline's and the run's per-layer statistic on one colour scale, the suspect "
-           "layers marked"));
+        tr("The baseline's and the run's per-layer statistic on one colour scale, or their difference or ratio; "
+           "the suspect layers marked"));
+    connect(m_layerMode, &QComboBox::currentIndexChanged, this, [this](int i) {
+        const bool one = i != 0;
+        m_baseHeat->setVisible(!one);
+        m_runHeat->setVisible(!one);
+        m_diffHeat->setVisible(one);
+        if (one) {
+            m_diffSource->setCombination(i == 1 ? LayerCombination::Difference : LayerCombination::Ratio);
+            // The run picker's label names the combination.
+            Q_EMIT m_diffSource->runsChanged();
+        }
+    });
+    // The statistic a user picks in one layer view is shown in the others (where they have it).
+    for (HeatmapView *from : {m_baseHeat, m_runHeat, m_diffHeat}) {
+        for (const char *name : {"heatmapStatistic", "heatmapTensor"}) {
+            auto *box = from->findChild<QComboBox *>(QLatin1String(name));
+            if (!box)
+                continue;
+            connect(box, &QComboBox::activated, this, [this, from] {
+                for (HeatmapView *to : {m_baseHeat, m_runHeat, m_diffHeat}) {
+                    if (to == from)
+                        continue;
+                    to->setTensor(from->tensor());
+                    to->setStatistic(from->statistic());
+                }
+            });
+        }
+    }
     connect(m_baseHeat, &HeatmapView::heatmapChanged, this, &CompareView::shareColourScale);
     connect(m_runHeat, &HeatmapView::heatmapChanged, this, &CompareView::shareColourScale);
     m_tabs->setTabToolTip(1, tr("Evaluation scores of both runs, the gap against its standard error"));
@@ -300,7 +349,7 @@ QByteArray CompareView::saveState() const
 {
     QByteArray out;
     QDataStream s(&out, QIODevice::WriteOnly);
-    s << qint32(1) << m_splitter->saveState() << m_plots->saveState() << statistic();
+    s << qint32(2) << m_splitter->saveState() << m_plots->saveState() << statistic() << qint32(layerMode());
     return out;
 }
 
@@ -310,9 +359,14 @@ void CompareView::restoreState(const QByteArray &state)
     qint32 version = 0;
     QByteArray outer, plots;
     QString stat;
+    qint32 mode = 0;
     s >> version >> outer >> plots >> stat;
-    if (s.status() != QDataStream::Ok || version != 1)
+    if (version >= 2)
+        s >> mode;
+    if (s.status() != QDataStream::Ok || version < 1 || version > 2)
         return; // another layout's, or none: the default shares
+    if (mode >= 0 && mode <= int(LayerMode::Ratio))
+        setLayerMode(LayerMode(mode));
     m_sized = m_splitter->restoreState(outer) && m_plots->restoreState(plots);
     m_wantedStatistic = stat;
     setStatistic(stat);
@@ -433,9 +487,11 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
     }
     for (QTableView *t : {m_findings, m_evals, m_config})
         t->resizeColumnsToContents();
-    // The layer view: both runs on the first suspect's statistic, the suspects flagged with their onsets.
+    // The layer view: both runs on the first suspect's statistic (or one both have), the suspects flagged with
+    // their onsets.
     m_baseSource->setRun(m_data->baseline);
     m_runSource->setRun(m_data->run);
+    m_diffSource->setPair(m_data->baseline, m_data->run);
     std::vector<std::pair<QString, QString>> suspects;
     const analysis::Finding *first = nullptr;
     for (const analysis::Finding &f : m_data->comparison.findings) {
@@ -446,13 +502,15 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
         if (f.stat == first->stat && f.tensor == first->tensor)
             suspects.emplace_back(f.layer, f.step ? tr("onset %1").arg(*f.step) : QString());
     }
-    for (HeatmapView *h : {m_baseHeat, m_runHeat}) {
-        if (first) {
-            h->setTensor(first->tensor);
-            h->setStatistic(first->stat);
+    const auto [layerStat, layerTensor] = layerStatistic();
+    for (HeatmapView *h : {m_baseHeat, m_runHeat, m_diffHeat}) {
+        if (!layerStat.isEmpty()) {
+            h->setTensor(layerTensor);
+            h->setStatistic(layerStat);
         }
     }
     m_runHeat->setFlaggedLayers(suspects);
+    m_diffHeat->setFlaggedLayers(suspects);
     m_baseHeat->setFlaggedLayers({});
     const analysis::Comparison &c = m_data->comparison;
     QString status = tr("Verdict: %1").arg(analysis::verdictName(c.verdict));
@@ -528,6 +586,47 @@ void CompareView::shareColourScale()
         range = std::pair(std::min(a.first, b.first), std::max(a.second, b.second));
     m_baseHeat->setColourRange(range);
     m_runHeat->setColourRange(range);
+}
+
+std::pair<QString, QString> CompareView::layerStatistic() const
+{
+    const std::vector<std::pair<QString, QString>> shared = m_diffSource->statistics(m_data->run);
+    const auto has = [&](const QString &stat, const QString &tensor) {
+        return std::find(shared.begin(), shared.end(), std::pair(stat, tensor)) != shared.end();
+    };
+    // The engine's layer signals, most important first (the leads, then the consequences): the first both
+    // runs have.
+    const analysis::Finding *first = nullptr;
+    for (bool leads : {true, false}) {
+        for (const analysis::Finding &f : m_data->comparison.findings) {
+            if (f.kind != QLatin1String("layer-signal") || (f.severity == analysis::Severity::Info) == leads)
+                continue;
+            if (!first)
+                first = &f;
+            if (has(f.stat, f.tensor))
+                return {f.stat, f.tensor};
+        }
+    }
+    // Else one that does not depend on the precision, of the first suspect's tensor.
+    const QString tensor = first ? first->tensor : QStringLiteral("activation");
+    for (const char *stat : {"dynamic_range", "cur_amax", "std", "l2_norm", "l1_norm"}) {
+        if (has(QLatin1String(stat), tensor))
+            return {QLatin1String(stat), tensor};
+    }
+    // Else the suspect's own (the baseline's view says it lacks it), or the first both have.
+    if (first)
+        return {first->stat, first->tensor};
+    return shared.empty() ? std::pair<QString, QString>() : shared.front();
+}
+
+void CompareView::setLayerMode(LayerMode mode)
+{
+    m_layerMode->setCurrentIndex(int(mode));
+}
+
+CompareView::LayerMode CompareView::layerMode() const
+{
+    return LayerMode(std::max(0, m_layerMode->currentIndex()));
 }
 
 void CompareView::selectFinding(const QModelIndex &index)

@@ -33,6 +33,7 @@ class EvalChart;
 class HeatmapView;
 class SingleRunHeatmapSource;
 class DifferenceCurveSource;
+class LayerDifferenceSource;
 class PairCurveSource;
 class Selection;
 class Workspace;
@@ -73,6 +74,11 @@ public:
     // flagged on the run's.
     HeatmapView *baselineHeatmap() const { return m_baseHeat; }
     HeatmapView *runHeatmap() const { return m_runHeat; }
+    // ... or, as one heatmap, their difference (run − baseline) or ratio (run / baseline).
+    HeatmapView *differenceHeatmap() const { return m_diffHeat; }
+    enum class LayerMode { SideBySide, Difference, Ratio };
+    void setLayerMode(LayerMode mode);
+    LayerMode layerMode() const;
     // The plot x of the departure marker on each plot (NaN when there is none).
     double departureMarkerX() const;
     QString status() const;
@@ -90,6 +96,9 @@ private:
     void updateMarkers();
     void selectFinding(const QModelIndex &index);
     void shareColourScale();
+    // The (statistic, tensor) the layer view opens a comparison on: the first layer signal's that both runs
+    // have, else one both have that does not depend on the precision, of the first suspect's tensor.
+    std::pair<QString, QString> layerStatistic() const;
 
     Workspace *m_workspace;
     Selection *m_selection;
@@ -118,6 +127,9 @@ private:
     SingleRunHeatmapSource *m_runSource;
     HeatmapView *m_baseHeat;
     HeatmapView *m_runHeat;
+    LayerDifferenceSource *m_diffSource;
+    HeatmapView *m_diffHeat;
+    QComboBox *m_layerMode;
     QCPItemStraightLine *m_marks[2] = {nullptr, nullptr};
     QCPItemRect *m_intervals[2] = {nullptr, nullptr};
     std::shared_ptr<const ComparisonData> m_data;

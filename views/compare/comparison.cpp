@@ -2,8 +2,76 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace fp8scope {
+
+MinMaxPyramid::MinMaxPyramid(const std::vector<double> &values)
+{
+    // Level 0 from the values, each next level from the one below, while a level has more than one block.
+    std::vector<std::pair<double, double>> level((values.size() + kFan - 1) / kFan, {INFINITY, -INFINITY});
+    for (size_t i = 0; i < values.size(); ++i) {
+        if (!std::isfinite(values[i]))
+            continue;
+        auto &b = level[i / kFan];
+        b.first = std::min(b.first, values[i]);
+        b.second = std::max(b.second, values[i]);
+    }
+    while (level.size() > 1) {
+        std::vector<std::pair<double, double>> up((level.size() + kFan - 1) / kFan, {INFINITY, -INFINITY});
+        for (size_t i = 0; i < level.size(); ++i) {
+            auto &b = up[i / kFan];
+            b.first = std::min(b.first, level[i].first);
+            b.second = std::max(b.second, level[i].second);
+        }
+        m_levels.push_back(std::move(level));
+        level = std::move(up);
+    }
+    if (!level.empty())
+        m_levels.push_back(std::move(level));
+}
+
+std::pair<double, double> MinMaxPyramid::range(const std::vector<double> &values, size_t lo, size_t hi) const
+{
+    double mn = INFINITY, mx = -INFINITY;
+    const auto takeValues = [&](size_t a, size_t b) {
+        for (size_t i = a; i < b; ++i) {
+            if (std::isfinite(values[i])) {
+                mn = std::min(mn, values[i]);
+                mx = std::max(mx, values[i]);
+            }
+        }
+    };
+    const auto takeBlocks = [&](const std::vector<std::pair<double, double>> &level, size_t a, size_t b) {
+        for (size_t i = a; i < b; ++i) {
+            mn = std::min(mn, level[i].first);
+            mx = std::max(mx, level[i].second);
+        }
+    };
+    hi = std::min(hi, values.size());
+    // Climb while a whole block of the next level lies inside: the ragged ends at this level, the middle above.
+    size_t a = lo, b = hi;
+    int level = -1; // -1: the values themselves
+    while (a < b) {
+        const size_t up = size_t(level + 1);
+        const size_t ua = (a + kFan - 1) / kFan, ub = b / kFan;
+        if (up >= m_levels.size() || ua >= ub) {
+            level < 0 ? takeValues(a, b) : takeBlocks(m_levels[size_t(level)], a, b);
+            break;
+        }
+        if (level < 0) {
+            takeValues(a, ua * kFan);
+            takeValues(ub * kFan, b);
+        } else {
+            takeBlocks(m_levels[size_t(level)], a, ua * kFan);
+            takeBlocks(m_levels[size_t(level)], ub * kFan, b);
+        }
+        a = ua;
+        b = ub;
+        level = int(up);
+    }
+    return {mn, mx};
+}
 
 ComparisonData computeComparison(const Catalog &catalog, RunRef baseline, RunRef run, const QString &stat)
 {
@@ -15,11 +83,18 @@ ComparisonData computeComparison(const Catalog &catalog, RunRef baseline, RunRef
     d.statistic = analysis::compareStatistic(catalog, baseline, run, d.stat);
     d.config = analysis::configTable(catalog, baseline, run);
     d.evals = analysis::evalTable(catalog, baseline, run);
+    const analysis::StatComparison &s = d.statistic;
+    if (s.baselinePoints)
+        d.baselinePyramid = MinMaxPyramid(s.baselinePoints->values);
+    if (s.runPoints)
+        d.runPyramid = MinMaxPyramid(s.runPoints->values);
+    d.differencePyramid = MinMaxPyramid(s.departure.trace.difference);
+    d.edgePyramid = MinMaxPyramid(s.departure.trace.edge);
     return d;
 }
 
-std::vector<SeriesPoint> bucketSeries(
-    const std::vector<int64_t> &steps, const std::vector<double> &values, const PointRange &range)
+std::vector<SeriesPoint> bucketSeries(const std::vector<int64_t> &steps, const std::vector<double> &values,
+    const PointRange &range, const MinMaxPyramid *pyramid)
 {
     const auto first = std::lower_bound(steps.begin(), steps.end(), range.from);
     const auto last = std::upper_bound(first, steps.end(), range.to);
@@ -38,11 +113,15 @@ std::vector<SeriesPoint> bucketSeries(
         if (lo >= hi)
             continue;
         SeriesPoint p {steps[lo], steps[hi - 1], NAN, INFINITY, -INFINITY, int64_t(hi - lo)};
-        for (size_t i = lo; i < hi; ++i) {
-            if (!std::isfinite(values[i]))
-                continue;
-            p.min = std::min(p.min, values[i]);
-            p.max = std::max(p.max, values[i]);
+        if (pyramid) {
+            std::tie(p.min, p.max) = pyramid->range(values, lo, hi);
+        } else {
+            for (size_t i = lo; i < hi; ++i) {
+                if (!std::isfinite(values[i]))
+                    continue;
+                p.min = std::min(p.min, values[i]);
+                p.max = std::max(p.max, values[i]);
+            }
         }
         if (p.min > p.max)
             p.min = p.max = NAN;

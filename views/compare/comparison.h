@@ -10,6 +10,26 @@
 
 namespace fp8scope {
 
+// The min and max of a series over any index range in O(log n) steps, as a curve view's buckets need them:
+// levels of blocks of 64, 64^2, ... values, each with its block's min and max (non-finite values left out).
+// Built once per series off the GUI thread, so a redraw of 10^7 points reads a few thousand blocks.
+class MinMaxPyramid
+{
+public:
+    MinMaxPyramid() = default;
+    explicit MinMaxPyramid(const std::vector<double> &values);
+
+    // The finite min and max of values[lo, hi) (min > max when there is none); `values` are those it was built
+    // from.
+    std::pair<double, double> range(const std::vector<double> &values, size_t lo, size_t hi) const;
+    size_t levels() const { return m_levels.size(); }
+
+    static constexpr size_t kFan = 64;
+
+private:
+    std::vector<std::vector<std::pair<double, double>>> m_levels; // level k: blocks of kFan^(k+1) values
+};
+
 struct ComparisonData {
     RunRef baseline;
     RunRef run;
@@ -18,15 +38,17 @@ struct ComparisonData {
     analysis::StatComparison statistic;
     analysis::ConfigTable config;
     std::vector<analysis::EvalRow> evals;
+    // Of the statistic's series: the baseline's and the run's points, the difference and the band's edge.
+    MinMaxPyramid baselinePyramid, runPyramid, differencePyramid, edgePyramid;
 };
 
 // Everything above for the pair; `stat` empty: the loss.
 ComparisonData computeComparison(const Catalog &catalog, RunRef baseline, RunRef run, const QString &stat);
 
 // Min/max buckets of a series over [from, to] at about `resolution` points (every point when fewer), as the
-// store serves them to a curve view.
-std::vector<SeriesPoint> bucketSeries(
-    const std::vector<int64_t> &steps, const std::vector<double> &values, const PointRange &range);
+// store serves them to a curve view; `pyramid` (built from `values`), when given, makes it O(resolution log n).
+std::vector<SeriesPoint> bucketSeries(const std::vector<int64_t> &steps, const std::vector<double> &values,
+    const PointRange &range, const MinMaxPyramid *pyramid = nullptr);
 
 } // namespace fp8scope
 
