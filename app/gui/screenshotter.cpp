@@ -94,6 +94,24 @@ Screenshotter::Screenshotter(MainWindow *window, const QString &outDir, std::fun
         });
         poll->start(100);
     });
+    m_steps.push_back([this] {
+        // Its layers: run − baseline of a statistic both runs log, the suspect layer flagged.
+        CompareView *compare = m_window->compare();
+        compare->tabs()->setCurrentIndex(CompareView::kLayersTab);
+        compare->setLayerMode(CompareView::LayerMode::Difference);
+        auto *poll = new QTimer(this);
+        auto waited = std::make_shared<int>(0);
+        connect(poll, &QTimer::timeout, this, [this, poll, waited, compare] {
+            if (compare->differenceHeatmap()->isLoading() && ++*waited < 600)
+                return;
+            poll->deleteLater();
+            QTimer::singleShot(300, this, [this] {
+                save(QStringLiteral("07-comparison-layers.png"));
+                next();
+            });
+        });
+        poll->start(100);
+    });
     connect(window, &MainWindow::ready, this, [this] { QTimer::singleShot(300, this, &Screenshotter::next); });
 }
 

@@ -3,7 +3,7 @@
 // computes anew (the triage engine's comparison on the query queue), on the demo pair and on two long runs
 // (CSV exports of N points each; N from the first argument, default 10^6). Reference, in the same run: the
 // ordinary curve view redrawing the loss; the ratio is the seen pair's switch to it.
-// Usage: bench_compare [POINTS]
+// Usage: bench_compare [POINTS [NEW_PAIR_REPEATS]]
 #include "app/gui/mainwindow.h"
 #include "benchutil.h"
 #include "core/demo/demogenerator.h"
@@ -19,6 +19,7 @@
 #include <QTest>
 #include <QTextStream>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -96,6 +97,8 @@ int main(int argc, char **argv)
 {
     QApplication app(argc, argv);
     const qint64 points = argc > 1 ? QByteArray(argv[1]).toLongLong() : 1000000;
+    // A comparison computed anew reads and aligns every point: at 10^7 a few tens of seconds, so fewer repeats.
+    const int freshRepeats = argc > 2 ? std::max(1, QByteArray(argv[2]).toInt()) : (points > 2000000 ? 3 : 5);
     QTemporaryDir tmp;
     qputenv("XDG_CONFIG_HOME", QFile::encodeName(tmp.filePath(QStringLiteral("config"))));
     qputenv("XDG_CACHE_HOME", QFile::encodeName(tmp.filePath(QStringLiteral("cache"))));
@@ -118,8 +121,7 @@ int main(int argc, char **argv)
     if (!measure(w, {tmp.filePath(QStringLiteral("demo"))}, "demo (3000 steps)", 9, 9))
         return 1;
     const QByteArray label = "two runs of " + QByteArray::number(points) + " points";
-    // A comparison computed anew reads and aligns every point: at 10^7 a few tens of seconds, so fewer repeats.
-    if (!measure(w, {longPair}, label.constData(), 5, points > 2000000 ? 3 : 5))
+    if (!measure(w, {longPair}, label.constData(), 5, freshRepeats))
         return 1;
     return 0;
 }

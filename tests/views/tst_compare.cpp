@@ -9,6 +9,7 @@
 #include "views/compare/compareview.h"
 #include "views/compare/evalchart.h"
 #include "views/compare/layerdifference.h"
+#include "views/curves/curvesource.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/models/tableexport.h"
@@ -41,6 +42,8 @@ private Q_SLOTS:
     void evaluationTableMarksThePlantedTasks();
     void otherPickersRedraw();
     void stateSurvivesAReopen();
+    void overlayMarksBandSpikesAndRestarts();
+    void tokensAxisPlacesRunsBySequenceLength();
     void pyramidBucketsEqualAScan();
     void combinedHeatmapMatchesLayersAndSteps();
     void layerViewComparesAStatisticBothRunsHave();
@@ -120,8 +123,8 @@ void TestCompare::departureAndDifferenceOnAMidRunInstability()
     QCOMPARE(*d->statistic.departure.step, *engine.departure);
     QCOMPARE(view->departureMarkerX(), view->overlay()->plotX(d->run, double(*engine.departure)));
     QVERIFY(view->status().contains(QString::number(*engine.departure)));
-    // The overlay draws both runs; the strip their difference and the band's edge.
-    QCOMPARE(view->overlay()->curves().size(), size_t(2));
+    // The overlay draws both runs and the baseline's band; the strip their difference and the band's edge.
+    QCOMPARE(view->overlay()->curves().size(), size_t(3));
     QVERIFY(view->difference()->curves().size() >= 1);
     const auto &strip = view->difference()->curves().front();
     QCOMPARE(strip.run, d->run);
@@ -288,8 +291,10 @@ void TestCompare::otherPickersRedraw()
     CompareView *view = m_window->compare();
     // Every part follows: the overlay's runs, the strip, the tables.
     std::set<RunRef> drawn;
-    for (const auto &c : view->overlay()->curves())
-        drawn.insert(c.run);
+    for (const auto &c : view->overlay()->curves()) {
+        if (c.run.id >= 0) // not the baseline's band
+            drawn.insert(c.run);
+    }
     QCOMPARE(drawn, (std::set<RunRef> {gap->baseline, gap->run}));
     QCOMPARE(view->difference()->curves().front().run, gap->run);
     QCOMPARE(view->findingsTable()->model()->rowCount(), int(gap->comparison.findings.size()));
@@ -333,6 +338,127 @@ void TestCompare::stateSurvivesAReopen()
     QCOMPARE(again->statistic(), QStringLiteral("grad norm"));
     QCOMPARE(again->comparison()->stat, QStringLiteral("grad norm"));
     QCOMPARE(again->splitter()->sizes(), sizes);
+}
+
+void TestCompare::overlayMarksBandSpikesAndRestarts()
+{
+    const ComparisonData *d = compare(m_mid.baseline, m_mid.run);
+    QVERIFY(d);
+    CompareView *view = m_window->compare();
+    CurveView *overlay = view->overlay();
+    overlay->resetZoom();
+    overlay->refetchNow();
+    // The band: the baseline's running median (the departure's window) -/+ the edge, drawn as an envelope;
+    // zoomed in, at each trace step exactly.
+    const auto &t = d->statistic.departure.trace;
+    QVERIFY(t.steps.size() > 50 && t.edge.size() == t.steps.size());
+    const int64_t mid = t.steps[t.steps.size() / 2];
+    overlay->plot()->xAxis->setRange(double(mid) - 150, double(mid) + 150);
+    overlay->refetchNow();
+    const CurveView::RunCurve *band = nullptr;
+    for (const auto &c : overlay->curves())
+        band = c.run.id < 0 ? &c : band;
+    QVERIFY(band);
+    QVERIFY(band->low && band->high); // an envelope, not a line
+    const std::vector<double> centre = analysis::runningMedian(t.baseline, d->statistic.departure.window / 2);
+    int checked = 0;
+    for (size_t i = 0; i < band->steps.size(); ++i) {
+        const auto at = std::find(t.steps.begin(), t.steps.end(), int64_t(band->steps[i]));
+        QVERIFY(at != t.steps.end());
+        const size_t k = size_t(at - t.steps.begin());
+        QCOMPARE(band->mins[i], centre[k] - t.edge[k]);
+        QCOMPARE(band->maxs[i], centre[k] + t.edge[k]);
+        ++checked;
+    }
+    QVERIFY(checked >= 5);
+    // Spikes of each run, as the engine finds them in its points, marked on it.
+    overlay->resetZoom();
+    overlay->refetchNow();
+    const auto spikesOf = [&](RunRef run) {
+        std::set<int64_t> out;
+        for (const CurveView::Mark &m : overlay->marks()) {
+            if (m.run == run && m.kind == CurveSource::Event::Spike)
+                out.insert(m.step);
+        }
+        return out;
+    };
+    for (const auto &[run, points] :
+        {std::pair(d->baseline, d->statistic.baselinePoints), std::pair(d->run, d->statistic.runPoints)}) {
+        QVERIFY(points);
+        std::set<int64_t> expected;
+        for (const analysis::Spike &x : analysis::findSpikes(*points).spikes)
+            expected.insert(x.step);
+        QCOMPARE(spikesOf(run), expected);
+    }
+    QVERIFY(!spikesOf(d->run).empty() || !spikesOf(d->baseline).empty());
+    // The runs' other events stay marked (the overlay's source adds the spikes to the workspace's events; the
+    // restarts are tested with the curve view's).
+    const WorkspaceCurveSource runs(m_window->workspace());
+    for (RunRef run : {d->baseline, d->run}) {
+        std::multiset<std::pair<qint64, int>> marked, expected;
+        for (const CurveView::Mark &m : overlay->marks()) {
+            if (m.run == run && m.kind != CurveSource::Event::Spike && m.kind != CurveSource::Event::NotFinite)
+                marked.insert({m.step, int(m.kind)});
+        }
+        for (const CurveSource::Event &e : runs.events(run)) {
+            if (e.kind != CurveSource::Event::NotFinite)
+                expected.insert({e.step, int(e.kind)});
+        }
+        QCOMPARE(marked, expected);
+    }
+}
+
+void TestCompare::tokensAxisPlacesRunsBySequenceLength()
+{
+    // The key forms configs name the sequence length by.
+    const auto length = [](const QString &key, const QString &value) {
+        return WorkspaceCurveSource::sequenceLength({ConfigEntry {key, value, QString()}});
+    };
+    QCOMPARE(length(QStringLiteral("MODEL_ARGS.--seq-length"), QStringLiteral("2048")), int64_t(2048));
+    QCOMPARE(length(QStringLiteral("seq_length"), QStringLiteral(" 4096 ")), int64_t(4096));
+    QCOMPARE(length(QStringLiteral("model.encoder_seq_length"), QStringLiteral("1024")), int64_t(1024));
+    QCOMPARE(length(QStringLiteral("data.max_seq_len"), QStringLiteral("512")), int64_t(512));
+    QCOMPARE(length(QStringLiteral("seq_length"), QStringLiteral("long")), int64_t(0));
+    QCOMPARE(length(QStringLiteral("max_position_embeddings"), QStringLiteral("4096")), int64_t(0));
+    QCOMPARE(length(QStringLiteral("seq_length"), QStringLiteral("-5")), int64_t(0));
+
+    const ComparisonData *d = compare(m_mid.baseline, m_mid.run);
+    QVERIFY(d);
+    CompareView *view = m_window->compare();
+    CurveView *overlay = view->overlay();
+    const Catalog &catalog = m_window->workspace()->catalog();
+    const WorkspaceCurveSource runs(m_window->workspace());
+    overlay->setXAxis(CurveView::XAxis::Tokens);
+    overlay->refetchNow();
+    view->difference()->refetchNow();
+    QCOMPARE(overlay->plot()->xAxis->label(), QStringLiteral("consumed tokens"));
+    // The strip follows the overlay's axis.
+    QCOMPARE(view->difference()->xAxis(), CurveView::XAxis::Tokens);
+    QVERIFY(overlay->note().isEmpty());
+    int checked = 0;
+    for (const auto &c : overlay->curves()) {
+        if (c.run.id < 0)
+            continue;
+        const int64_t seq = WorkspaceCurveSource::sequenceLength(catalog.configs(c.run));
+        QVERIFY(seq > 0);
+        const auto samples = runs.stepSamples(c.run);
+        QVERIFY(samples.size() >= 2);
+        // At a logged step, x is its consumed samples times the sequence length.
+        for (size_t i = 0; i < c.steps.size(); i += std::max<size_t>(1, c.steps.size() / 7)) {
+            const auto at
+                = std::find_if(samples.begin(), samples.end(), [&](const auto &p) { return p.first == c.steps[i]; });
+            if (at == samples.end())
+                continue;
+            QCOMPARE(c.xs[qsizetype(i)], at->second * double(seq));
+            ++checked;
+        }
+    }
+    QVERIFY2(checked >= 4, qPrintable(QString::number(checked)));
+    // The departure marker stands at the departure's tokens.
+    QCOMPARE(view->departureMarkerX(), overlay->plotX(d->run, double(*d->statistic.departure.step)));
+    QVERIFY(view->departureMarkerX() > double(*d->statistic.departure.step) * 1000);
+    overlay->setXAxis(CurveView::XAxis::Steps);
+    QCOMPARE(view->difference()->xAxis(), CurveView::XAxis::Steps);
 }
 
 void TestCompare::pyramidBucketsEqualAScan()

@@ -98,8 +98,7 @@ QStringList comboItems(QComboBox *box)
 QStringList legendNames(QCustomPlot *plot, bool withMarks = false)
 {
     QStringList marks;
-    for (const auto kind :
-        {CurveSource::Event::Skipped, CurveSource::Event::NotFinite, CurveSource::Event::LossScaleDrop})
+    for (const auto kind : CurveSource::kEventKinds)
         marks << CurveView::markName(kind);
     QStringList out;
     for (int i = 0; i < plot->legend->itemCount(); ++i) {
@@ -733,7 +732,15 @@ void TestWindow::skippedNanAndLossScaleCutsAreMarked()
     const QString dir = m_tmp.filePath(QStringLiteral("skips%1").arg(iterations));
     QByteArray log;
     double scale = 65536;
+    // It crashes after iteration 170 and resumes from the checkpoint of iteration 160.
+    bool resumed = false;
     for (int it = 10; it <= iterations; it += 10) {
+        if (it == 180 && !resumed) {
+            resumed = true;
+            it = 170;
+            log += "srun: error: node-17: task 3: Exited with exit code 1\n"
+                   "  successfully loaded checkpoint from /checkpoints/run [ t 1/1, p 1/1 ] at iteration 160\n";
+        }
         const bool cut = it == 50 || it == 120;
         if (cut)
             scale /= 2;
@@ -758,10 +765,16 @@ void TestWindow::skippedNanAndLossScaleCutsAreMarked()
         marks << QStringLiteral("%1:%2").arg(m.step).arg(int(m.kind));
     QCOMPARE(marks,
         (QStringList {QStringLiteral("50:0"), QStringLiteral("50:2"), QStringLiteral("120:0"), QStringLiteral("120:2"),
-            QStringLiteral("150:1")}));
+            QStringLiteral("150:1"), QStringLiteral("160:%1").arg(int(CurveSource::Event::Restart))}));
     const auto &cut = curves->marks()[1];
     QCOMPARE(cut.value, 32768.0);
     QVERIFY(curves->toolTipAt(cut.x).contains(QStringLiteral("loss scale cut to 32768")));
+    // The restart: at the checkpoint's step, after the log had reached 170.
+    const auto &restart = curves->marks()[5];
+    QCOMPARE(restart.value, 170.0);
+    QVERIFY2(curves->toolTipAt(restart.x).contains(QStringLiteral("restarted here, after reaching step 170")),
+        qPrintable(curves->toolTipAt(restart.x)));
+    QVERIFY(legendNames(curves->plot(), true).contains(CurveView::markName(CurveSource::Event::Restart)));
     const QStringList legend = legendNames(curves->plot(), true);
     QVERIFY2(legend.contains(CurveView::markName(CurveSource::Event::LossScaleDrop)),
         qPrintable(legend.join(QLatin1Char(','))));

@@ -2,6 +2,8 @@
 
 #include "views/workspace/workspace.h"
 
+#include <algorithm>
+
 namespace fp8scope {
 
 ComparisonCurveSource::ComparisonCurveSource(Workspace *workspace, QObject *parent)
@@ -26,7 +28,12 @@ QColor ComparisonCurveSource::runColour(RunRef run) const
 
 std::vector<std::pair<double, double>> ComparisonCurveSource::stepSamples(RunRef run) const
 {
-    return m_runs->stepSamples(run);
+    return m_runs->stepSamples(countsOf(run));
+}
+
+std::vector<std::pair<double, double>> ComparisonCurveSource::stepTokens(RunRef run) const
+{
+    return m_runs->stepTokens(countsOf(run));
 }
 
 std::vector<CurveSource::Event> ComparisonCurveSource::events(RunRef run) const
@@ -41,6 +48,40 @@ std::vector<SeriesPoint> ComparisonCurveSource::serve(const std::vector<int64_t>
         request.bySamples ? PointRange {.resolution = request.range.resolution} : request.range, &pyramid);
 }
 
+RunRef PairCurveSource::bandRef() const
+{
+    return m_data ? RunRef {m_data->baseline.store, -m_data->baseline.id} : RunRef();
+}
+
+QColor PairCurveSource::runColour(RunRef run) const
+{
+    return run == bandRef() ? QColor(Qt::gray) : ComparisonCurveSource::runColour(run);
+}
+
+Qt::PenStyle PairCurveSource::runLineStyle(RunRef run) const
+{
+    return run == bandRef() ? Qt::DotLine : m_runs->runLineStyle(run);
+}
+
+RunRef PairCurveSource::countsOf(RunRef run) const
+{
+    return run == bandRef() && m_data ? m_data->baseline : run;
+}
+
+std::vector<CurveSource::Event> PairCurveSource::events(RunRef run) const
+{
+    if (!m_data || run == bandRef())
+        return {};
+    std::vector<Event> out = ComparisonCurveSource::events(run);
+    const analysis::SpikeReport &spikes = run == m_data->baseline ? m_data->baselineSpikes : m_data->runSpikes;
+    if (run == m_data->baseline || run == m_data->run) {
+        for (const analysis::Spike &s : spikes.spikes)
+            out.push_back({s.step, Event::Spike, s.height});
+    }
+    std::stable_sort(out.begin(), out.end(), [](const Event &a, const Event &b) { return a.step < b.step; });
+    return out;
+}
+
 std::vector<CurveSource::Statistic> PairCurveSource::statistics() const
 {
     if (!m_data || !m_data->statistic.found)
@@ -52,11 +93,15 @@ std::vector<RunRef> PairCurveSource::runs() const
 {
     if (!m_data || !m_data->statistic.found)
         return {};
-    return {m_data->baseline, m_data->run};
+    if (m_data->bandLow.empty())
+        return {m_data->baseline, m_data->run};
+    return {m_data->baseline, bandRef(), m_data->run};
 }
 
 QString PairCurveSource::runName(RunRef run) const
 {
+    if (run == bandRef())
+        return tr("baseline's band (tolerance + noise)");
     const QString name = m_runs->runName(run);
     return m_data && run == m_data->baseline ? tr("%1 (baseline)").arg(name) : name;
 }
@@ -66,9 +111,31 @@ std::optional<CurveSource::Curve> PairCurveSource::curve(RunRef run, const Reque
     if (!m_data || request.stat != m_data->stat || request.tensorLevel)
         return std::nullopt;
     const analysis::StatComparison &s = m_data->statistic;
-    const std::optional<analysis::StepSeries> &points = run == m_data->baseline ? s.baselinePoints
-        : run == m_data->run                                                    ? s.runPoints
-                                                                                : std::nullopt;
+    if (run == bandRef()) {
+        // Its low and high edges bucketed alike, drawn as one envelope (each point a two-sided range).
+        const auto &steps = s.departure.trace.steps;
+        if (m_data->bandLow.size() != steps.size())
+            return std::nullopt;
+        Curve c;
+        c.name = runName(run);
+        c.points = serve(steps, m_data->bandLow, m_data->bandLowPyramid, request);
+        const std::vector<SeriesPoint> high = serve(steps, m_data->bandHigh, m_data->bandHighPyramid, request);
+        for (size_t i = 0; i < c.points.size() && i < high.size(); ++i) {
+            SeriesPoint &p = c.points[i];
+            p.min = std::min(p.min, p.value);
+            p.max = high[i].max;
+            p.value = p.min;
+            p.count = std::max<int64_t>(2, p.count);
+        }
+        c.xIsSamples = s.axis != QLatin1String("step");
+        return c;
+    }
+    // By pointer: a conditional of the optionals and std::nullopt would copy the whole series.
+    const analysis::StepSeries *points = nullptr;
+    if (run == m_data->baseline && s.baselinePoints)
+        points = &*s.baselinePoints;
+    else if (run == m_data->run && s.runPoints)
+        points = &*s.runPoints;
     if (!points)
         return std::nullopt;
     Curve c;
@@ -114,9 +181,9 @@ QColor DifferenceCurveSource::runColour(RunRef run) const
     return run == edgeRef() ? QColor(Qt::gray) : ComparisonCurveSource::runColour(run);
 }
 
-std::vector<std::pair<double, double>> DifferenceCurveSource::stepSamples(RunRef run) const
+RunRef DifferenceCurveSource::countsOf(RunRef run) const
 {
-    return ComparisonCurveSource::stepSamples(run == edgeRef() && m_data ? m_data->run : run);
+    return run == edgeRef() && m_data ? m_data->run : run;
 }
 
 std::optional<CurveSource::Curve> DifferenceCurveSource::curve(RunRef run, const Request &request) const

@@ -26,9 +26,13 @@ public:
 
     QColor runColour(RunRef run) const override;
     std::vector<std::pair<double, double>> stepSamples(RunRef run) const override;
+    std::vector<std::pair<double, double>> stepTokens(RunRef run) const override;
     std::vector<Event> events(RunRef run) const override;
 
 protected:
+    // The workspace run whose counts place a run or pseudo-run of this source.
+    virtual RunRef countsOf(RunRef run) const { return run; }
+
     // A series the comparison holds on the alignment axis, at run steps, bucketed for the request.
     static std::vector<SeriesPoint> serve(const std::vector<int64_t> &steps, const std::vector<double> &values,
         const MinMaxPyramid &pyramid, const Request &request);
@@ -38,17 +42,27 @@ protected:
     std::shared_ptr<const ComparisonData> m_data;
 };
 
-// The baseline and the run, overlaid.
+// The baseline and the run, overlaid, the baseline's band between them (drawn as the envelope the view draws
+// for min/max buckets), each run's spikes marked with its other events.
 class PairCurveSource : public ComparisonCurveSource
 {
     Q_OBJECT
 public:
     using ComparisonCurveSource::ComparisonCurveSource;
 
+    // The pseudo-run that draws the baseline's band (it is no run of the workspace).
+    RunRef bandRef() const;
+
     std::vector<Statistic> statistics() const override;
     std::vector<RunRef> runs() const override;
     QString runName(RunRef run) const override;
+    QColor runColour(RunRef run) const override;
+    Qt::PenStyle runLineStyle(RunRef run) const override;
+    std::vector<Event> events(RunRef run) const override;
     std::optional<Curve> curve(RunRef run, const Request &request) const override;
+
+protected:
+    RunRef countsOf(RunRef run) const override;
 };
 
 // run - baseline, and the edge its running median must stay above for a departure.
@@ -65,9 +79,11 @@ public:
     std::vector<RunRef> runs() const override;
     QString runName(RunRef run) const override;
     QColor runColour(RunRef run) const override;
-    std::vector<std::pair<double, double>> stepSamples(RunRef run) const override;
     std::vector<Event> events(RunRef) const override { return {}; }
     std::optional<Curve> curve(RunRef run, const Request &request) const override;
+
+protected:
+    RunRef countsOf(RunRef run) const override;
 };
 
 } // namespace fp8scope

@@ -259,7 +259,8 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
     sync(m_overlay, m_difference);
     sync(m_difference, m_overlay);
     if (auto *axis = m_overlay->findChild<QComboBox *>(QStringLiteral("curveXAxis")))
-        connect(axis, &QComboBox::currentIndexChanged, this, [this](int i) { m_difference->setXBySamples(i == 1); });
+        connect(axis, &QComboBox::currentIndexChanged, this,
+            [this](int i) { m_difference->setXAxis(CurveView::XAxis(std::clamp(i, 0, 2))); });
 
     // A pair picked by hand: the statistics both have, then the comparison.
     connect(m_baselineBox, &QComboBox::currentIndexChanged, this, [this] { setPair(baseline(), run()); });
@@ -269,16 +270,20 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
         [this](bool all) { m_configFilter->setFilterFixedString(all ? QString() : QStringLiteral("1")); });
     connect(m_findings, &QTableView::clicked, this, &CompareView::selectFinding);
     connect(m_findings, &QTableView::activated, this, &CompareView::selectFinding);
-    connect(workspace, &Workspace::loaded, this, [this] {
+    const auto forget = [this] {
         m_cache.clear();
+        m_runStatistics.clear();
+    };
+    connect(workspace, &Workspace::loaded, this, [this, forget] {
+        forget();
         fillPickers();
     });
-    connect(workspace, &Workspace::closed, this, [this] {
-        m_cache.clear();
+    connect(workspace, &Workspace::closed, this, [this, forget] {
+        forget();
         fillPickers();
     });
     // A recompute stores new statistics: the comparisons that read them are stale.
-    connect(workspace, &Workspace::statisticsChanged, this, [this] { m_cache.clear(); });
+    connect(workspace, &Workspace::statisticsChanged, this, forget);
     fillPickers();
 }
 
@@ -327,12 +332,11 @@ void CompareView::setPair(RunRef baseline, RunRef run)
         const QSignalBlocker block(m_statBox);
         m_statBox->clear();
         if (baseline.isValid() && run.isValid()) {
-            std::set<QString> inBaseline;
-            for (const StatisticInfo &s : m_workspace->catalog().runStatistics(baseline))
-                inBaseline.insert(s.stat);
-            for (const StatisticInfo &s : m_workspace->catalog().runStatistics(run)) {
-                if (inBaseline.count(s.stat))
-                    m_statBox->addItem(s.stat);
+            const std::vector<QString> &inRun = runStatistics(run);
+            const std::vector<QString> &inBaseline = runStatistics(baseline);
+            for (const QString &s : inRun) {
+                if (std::binary_search(inBaseline.begin(), inBaseline.end(), s))
+                    m_statBox->addItem(s);
             }
         }
         int i = m_statBox->findText(was.isEmpty() ? m_wantedStatistic : was);
@@ -343,6 +347,18 @@ void CompareView::setPair(RunRef baseline, RunRef run)
         m_statBox->setCurrentIndex(std::max(i, m_statBox->count() > 0 ? 0 : -1));
     }
     recompute();
+}
+
+const std::vector<QString> &CompareView::runStatistics(RunRef run)
+{
+    const auto cached = m_runStatistics.find(run);
+    if (cached != m_runStatistics.end())
+        return cached->second;
+    std::vector<QString> &names = m_runStatistics[run];
+    for (const StatisticInfo &s : m_workspace->catalog().runStatistics(run))
+        names.push_back(s.stat);
+    std::sort(names.begin(), names.end());
+    return names;
 }
 
 QByteArray CompareView::saveState() const

@@ -70,6 +70,9 @@ public:
     EvalChart *evalChart() const { return m_evalChart; }
     QTableView *configTable() const { return m_config; }
     QSplitter *splitter() const { return m_splitter; }
+    // The tabs beside the plots: Findings, Evals, Config, Layers.
+    QTabWidget *tabs() const { return m_tabs; }
+    static constexpr int kLayersTab = 3;
     // The layer view: the baseline's and the run's per-layer statistic on one colour scale, the suspect layers
     // flagged on the run's.
     HeatmapView *baselineHeatmap() const { return m_baseHeat; }
@@ -96,6 +99,8 @@ private:
     void updateMarkers();
     void selectFinding(const QModelIndex &index);
     void shareColourScale();
+    // The names of a run's run-level statistics, sorted; read once (the catalog counts their points).
+    const std::vector<QString> &runStatistics(RunRef run);
     // The (statistic, tensor) the layer view opens a comparison on: the first layer signal's that both runs
     // have, else one both have that does not depend on the precision, of the first suspect's tensor.
     std::pair<QString, QString> layerStatistic() const;
@@ -136,6 +141,7 @@ private:
     // Comparisons computed since the folders were read, by (baseline, run, statistic): switching back to a
     // pair draws it at once.
     std::map<std::tuple<RunRef, RunRef, QString>, std::shared_ptr<const ComparisonData>> m_cache;
+    std::map<RunRef, std::vector<QString>> m_runStatistics;
     quint64 m_ticket = 0;
     bool m_syncingRange = false;
     bool m_sized = false; // the splitter's first shares were set

@@ -88,8 +88,24 @@ ComparisonData computeComparison(const Catalog &catalog, RunRef baseline, RunRef
         d.baselinePyramid = MinMaxPyramid(s.baselinePoints->values);
     if (s.runPoints)
         d.runPyramid = MinMaxPyramid(s.runPoints->values);
-    d.differencePyramid = MinMaxPyramid(s.departure.trace.difference);
-    d.edgePyramid = MinMaxPyramid(s.departure.trace.edge);
+    const analysis::Departure::Trace &t = s.departure.trace;
+    d.differencePyramid = MinMaxPyramid(t.difference);
+    d.edgePyramid = MinMaxPyramid(t.edge);
+    if (!t.edge.empty() && t.edge.size() == t.baseline.size()) {
+        const std::vector<double> centre = analysis::runningMedian(t.baseline, s.departure.window / 2);
+        d.bandLow.resize(centre.size());
+        d.bandHigh.resize(centre.size());
+        for (size_t i = 0; i < centre.size(); ++i) {
+            d.bandLow[i] = centre[i] - t.edge[i];
+            d.bandHigh[i] = centre[i] + t.edge[i];
+        }
+        d.bandLowPyramid = MinMaxPyramid(d.bandLow);
+        d.bandHighPyramid = MinMaxPyramid(d.bandHigh);
+    }
+    if (s.baselinePoints)
+        d.baselineSpikes = analysis::findSpikes(*s.baselinePoints);
+    if (s.runPoints)
+        d.runSpikes = analysis::findSpikes(*s.runPoints);
     return d;
 }
 

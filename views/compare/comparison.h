@@ -38,8 +38,14 @@ struct ComparisonData {
     analysis::StatComparison statistic;
     analysis::ConfigTable config;
     std::vector<analysis::EvalRow> evals;
-    // Of the statistic's series: the baseline's and the run's points, the difference and the band's edge.
-    MinMaxPyramid baselinePyramid, runPyramid, differencePyramid, edgePyramid;
+    // The baseline's band on the overlay, at the trace's steps: its running median (the departure's window)
+    // minus and plus the edge the difference's running median must stay above for a departure.
+    std::vector<double> bandLow, bandHigh;
+    // The spikes of each run's statistic, as the triage engine finds them (at the run's own steps).
+    analysis::SpikeReport baselineSpikes, runSpikes;
+    // Of the statistic's series: the baseline's and the run's points, the difference, the band's edge and the
+    // band.
+    MinMaxPyramid baselinePyramid, runPyramid, differencePyramid, edgePyramid, bandLowPyramid, bandHighPyramid;
 };
 
 // Everything above for the pair; `stat` empty: the loss.

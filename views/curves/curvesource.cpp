@@ -16,6 +16,8 @@ WorkspaceCurveSource::WorkspaceCurveSource(Workspace *workspace, QObject *parent
     const auto forget = [this] {
         m_chosen.clear();
         m_events.clear();
+        m_stepSamples.clear();
+        m_stepTokens.clear();
     };
     connect(workspace, &Workspace::loaded, this, forget);
     connect(workspace, &Workspace::closed, this, forget);
@@ -245,11 +247,70 @@ std::vector<CurveSource::Event> WorkspaceCurveSource::events(RunRef run) const
             before = p.value;
         }
     }
+    // A log that went back to an earlier step (a resume from a checkpoint): the importer keeps each rewind as
+    // a point of "rewind" at the step resumed from, its value the step the log had reached.
+    if (const auto rewind = catalog.chooseSeries(run, {.stat = QStringLiteral("rewind")})) {
+        for (const SeriesPoint &p : catalog.points(*rewind))
+            out.push_back({p.step, Event::Restart, p.value});
+    }
     std::stable_sort(out.begin(), out.end(), [](const Event &a, const Event &b) { return a.step < b.step; });
     return m_events[run] = out;
 }
 
 std::vector<std::pair<double, double>> WorkspaceCurveSource::stepSamples(RunRef run) const
+{
+    const auto cached = m_stepSamples.find(run);
+    if (cached != m_stepSamples.end())
+        return cached->second;
+    return m_stepSamples[run] = readStepSamples(run);
+}
+
+int64_t WorkspaceCurveSource::sequenceLength(const std::vector<ConfigEntry> &configs)
+{
+    // The key's last part, without dashes, in snake case: Megatron's arguments (seq_length), its command line
+    // in a YAML (MODEL_ARGS.--seq-length), NeMo's and Hugging Face's (model.encoder_seq_length, max_seq_len).
+    static const std::set<QString> names {QStringLiteral("seq_length"), QStringLiteral("seq_len"),
+        QStringLiteral("max_seq_len"), QStringLiteral("max_seq_length"), QStringLiteral("sequence_length"),
+        QStringLiteral("encoder_seq_length")};
+    for (const ConfigEntry &c : configs) {
+        QString key = c.key.section(QLatin1Char('.'), -1).toLower();
+        while (key.startsWith(QLatin1Char('-')))
+            key.remove(0, 1);
+        key.replace(QLatin1Char('-'), QLatin1Char('_'));
+        if (!names.count(key))
+            continue;
+        bool ok = false;
+        const qlonglong n = c.value.trimmed().toLongLong(&ok);
+        if (ok && n > 0)
+            return n;
+    }
+    return 0;
+}
+
+std::vector<std::pair<double, double>> WorkspaceCurveSource::stepTokens(RunRef run) const
+{
+    const auto cached = m_stepTokens.find(run);
+    if (cached != m_stepTokens.end())
+        return cached->second;
+    const Catalog &catalog = m_workspace->catalog();
+    std::vector<std::pair<double, double>> out;
+    if (const auto tokens = catalog.chooseSeries(run, {.stat = QStringLiteral("consumed tokens")})) {
+        for (const SeriesPoint &p : catalog.points(*tokens))
+            out.emplace_back(double(p.step), p.value);
+    }
+    if (out.size() < 2) {
+        out.clear();
+        if (const int64_t length = sequenceLength(catalog.configs(run)); length > 0) {
+            for (const auto &[step, samples] : stepSamples(run))
+                out.emplace_back(step, samples * double(length));
+        }
+    }
+    if (out.size() < 2)
+        out.clear();
+    return m_stepTokens[run] = out;
+}
+
+std::vector<std::pair<double, double>> WorkspaceCurveSource::readStepSamples(RunRef run) const
 {
     const Catalog &catalog = m_workspace->catalog();
     std::vector<std::pair<double, double>> out;

@@ -47,13 +47,17 @@ public:
     };
 
     // What happened at a step of a run that a reader of its curves must see: iterations skipped (an
-    // overflowing gradient), iterations with NaN or Inf, the loss scale cut.
+    // overflowing gradient), iterations with NaN or Inf, the loss scale cut, a restart (the log went back to an
+    // earlier step: a resume from a checkpoint), a spike of the statistic drawn (a comparison finds them).
     struct Event {
-        enum Kind { Skipped, NotFinite, LossScaleDrop };
+        enum Kind { Skipped, NotFinite, LossScaleDrop, Restart, Spike };
         qint64 step = 0;
         Kind kind = Skipped;
-        double value = 0; // iterations skipped or not finite in the interval; the new loss scale
+        double value = 0; // iterations skipped or not finite in the interval; the new loss scale; the step the
+                          // log had reached before a restart; a spike's height in noise sigmas
     };
+    static constexpr Event::Kind kEventKinds[]
+        = {Event::Skipped, Event::NotFinite, Event::LossScaleDrop, Event::Restart, Event::Spike};
 
     virtual std::vector<Statistic> statistics() const = 0;
     // The runs drawn, in order.
@@ -65,6 +69,9 @@ public:
     // (step, consumed samples) of a run, in step order: its consumed-samples counter, else TensorBoard's
     // "vs samples" twins, else the sum of its logged batch sizes; empty when it has none of them.
     virtual std::vector<std::pair<double, double>> stepSamples(RunRef run) const = 0;
+    // (step, consumed tokens) of a run, in step order: its consumed-tokens counter, else its consumed samples
+    // times its sequence length (a config key); empty when it has neither.
+    virtual std::vector<std::pair<double, double>> stepTokens(RunRef) const { return {}; }
     // Why there is nothing to draw when statistics() or runs() is empty (no folder, every run hidden, a
     // folder of evaluation results only); "" to say nothing.
     virtual QString emptyText() const { return {}; }
@@ -90,6 +97,9 @@ public:
     Qt::PenStyle runLineStyle(RunRef run) const override;
     std::optional<Curve> curve(RunRef run, const Request &request) const override;
     std::vector<std::pair<double, double>> stepSamples(RunRef run) const override;
+    std::vector<std::pair<double, double>> stepTokens(RunRef run) const override;
+    // The sequence length a run's config names (seq_length, --seq-length, max_seq_len, ...); 0 when none does.
+    static int64_t sequenceLength(const std::vector<ConfigEntry> &configs);
     QString emptyText() const override;
     std::vector<Event> events(RunRef run) const override;
 
@@ -97,11 +107,15 @@ private:
     // The series the query layer chooses for a run and request (the range aside): chosen once, not on every
     // pan and zoom (the choice counts every candidate's points); forgotten when the stores change.
     std::optional<Series> chosen(RunRef run, const SeriesRequest &request) const;
+    std::vector<std::pair<double, double>> readStepSamples(RunRef run) const;
 
     Workspace *m_workspace;
     mutable std::set<QString> m_listedTensorStats; // what statistics() last listed
     mutable std::map<QString, std::optional<Series>> m_chosen;
     mutable std::map<RunRef, std::vector<Event>> m_events;
+    // Read once per run (choosing the series counts their points), forgotten when the stores change.
+    mutable std::map<RunRef, std::vector<std::pair<double, double>>> m_stepSamples;
+    mutable std::map<RunRef, std::vector<std::pair<double, double>>> m_stepTokens;
 };
 
 } // namespace fp8scope

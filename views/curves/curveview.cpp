@@ -112,9 +112,10 @@ CurveView::CurveView(CurveSource *source, Selection *selection, QWidget *parent)
     m_strengthValue->setMinimumWidth(m_strengthValue->fontMetrics().horizontalAdvance(QStringLiteral("0.00 ")));
     m_logY->setObjectName(QStringLiteral("curveLogY"));
     m_xAxis->setObjectName(QStringLiteral("curveXAxis"));
-    m_xAxis->setToolTip(tr("The x axis: steps, or the samples consumed by each step"));
+    m_xAxis->setToolTip(tr("The x axis: steps, or the samples or tokens consumed by each step"));
     m_xAxis->addItem(tr("x: step"));
     m_xAxis->addItem(tr("x: samples"));
+    m_xAxis->addItem(tr("x: tokens"));
     auto *reset = new QToolButton(this);
     reset->setObjectName(QStringLiteral("curveReset"));
     reset->setText(tr("Reset"));
@@ -293,9 +294,35 @@ bool CurveView::logY() const
     return m_logY->isChecked();
 }
 
-void CurveView::setXBySamples(bool on)
+void CurveView::setXAxis(XAxis axis)
 {
-    m_xAxis->setCurrentIndex(on ? 1 : 0);
+    m_xAxis->setCurrentIndex(int(axis));
+}
+
+CurveView::XAxis CurveView::xAxis() const
+{
+    return XAxis(std::clamp(m_xAxis->currentIndex(), 0, 2));
+}
+
+QString CurveView::xAxisName() const
+{
+    switch (xAxis()) {
+    case XAxis::Steps: return tr("step");
+    case XAxis::Samples: return tr("consumed samples");
+    case XAxis::Tokens: return tr("consumed tokens");
+    }
+    return {};
+}
+
+const std::vector<std::pair<double, double>> *CurveView::xMapping(RunRef run, bool inverse) const
+{
+    const auto *map = xAxis() == XAxis::Samples ? (inverse ? &m_samplesInverse : &m_samples)
+        : xAxis() == XAxis::Tokens              ? (inverse ? &m_tokensInverse : &m_tokens)
+                                                : nullptr;
+    if (!map)
+        return nullptr;
+    const auto it = map->find(run);
+    return it == map->end() || it->second.size() < 2 ? nullptr : &it->second;
 }
 
 void CurveView::resetZoom()
@@ -308,13 +335,18 @@ void CurveView::reloadStatistics()
 {
     m_samples.clear();
     m_samplesInverse.clear();
+    m_tokens.clear();
+    m_tokensInverse.clear();
     m_statistics = m_source->statistics();
     for (RunRef r : m_source->runs()) {
         m_samples[r] = m_source->stepSamples(r);
-        // The inverse mapping once here, not on every tooltip and click.
-        auto &inverse = m_samplesInverse[r];
-        for (const auto &[step, n] : m_samples[r])
-            inverse.emplace_back(n, step);
+        m_tokens[r] = m_source->stepTokens(r);
+        // The inverse mappings once here, not on every tooltip and click.
+        for (auto [map, inverse] : {std::pair(&m_samples, &m_samplesInverse), std::pair(&m_tokens, &m_tokensInverse)}) {
+            auto &out = (*inverse)[r];
+            for (const auto &[step, n] : (*map)[r])
+                out.emplace_back(n, step);
+        }
     }
     const QString current = statistic();
     {
@@ -355,11 +387,20 @@ void CurveView::reloadStatistics()
         m_statBox->lineEdit()->setCursorPosition(0);
     }
     reloadSources();
-    bool anySamples = false;
+    bool anySamples = false, anyTokens = false;
     for (const auto &[run, s] : m_samples)
         anySamples = anySamples || s.size() >= 2;
-    m_xAxis->setEnabled(anySamples);
-    if (!anySamples)
+    for (const auto &[run, t] : m_tokens)
+        anyTokens = anyTokens || t.size() >= 2;
+    // An axis no run has counts for cannot be chosen.
+    if (auto *model = qobject_cast<QStandardItemModel *>(m_xAxis->model())) {
+        for (auto [row, on] : {std::pair(1, anySamples), std::pair(2, anyTokens)}) {
+            if (QStandardItem *item = model->item(row))
+                item->setEnabled(on);
+        }
+    }
+    m_xAxis->setEnabled(anySamples || anyTokens);
+    if ((xAxis() == XAxis::Samples && !anySamples) || (xAxis() == XAxis::Tokens && !anyTokens))
         m_xAxis->setCurrentIndex(0);
     m_haveRange = false;
     rebuild();
@@ -393,18 +434,14 @@ void CurveView::refetchNow()
 
 double CurveView::xOfStep(RunRef run, double step) const
 {
-    const auto it = m_samples.find(run);
-    if (m_xAxis->currentIndex() != 1 || it == m_samples.end() || it->second.size() < 2)
-        return step;
-    return interpolate(it->second, step);
+    const auto *map = xMapping(run);
+    return map ? interpolate(*map, step) : step;
 }
 
 double CurveView::stepOfX(RunRef run, double x) const
 {
-    const auto it = m_samplesInverse.find(run);
-    if (m_xAxis->currentIndex() != 1 || it == m_samplesInverse.end() || it->second.size() < 2)
-        return x;
-    return interpolate(it->second, x);
+    const auto *map = xMapping(run, true);
+    return map ? interpolate(*map, x) : x;
 }
 
 void CurveView::rebuild()
@@ -420,7 +457,8 @@ void CurveView::rebuild()
     const int maxPoints = std::max(100, plot()->axisRect()->width());
     const QCPRange visible = plot()->xAxis->range();
     double lo = std::numeric_limits<double>::max(), hi = std::numeric_limits<double>::lowest();
-    const bool bySamples = m_xAxis->currentIndex() == 1;
+    const XAxis axis = xAxis();
+    const bool bySamples = axis == XAxis::Samples;
     QStringList leftOut;
     for (RunRef r : stat.isEmpty() ? std::vector<RunRef>() : m_source->runs()) {
         if (tensorLevel && (m_selection->layer().isEmpty() || m_selection->tensor().isEmpty()))
@@ -434,8 +472,9 @@ void CurveView::rebuild()
             .bySamples = bySamples};
         if (m_haveRange) {
             // The visible range and a margin, so lines run on past the edges while panning; in steps, or in
-            // samples for a series logged against them.
-            const double a = visible.lower, b = visible.upper;
+            // samples for a series logged against them (by tokens: the steps the visible tokens span).
+            const double a = axis == XAxis::Tokens ? stepOfX(r, visible.lower) : visible.lower;
+            const double b = axis == XAxis::Tokens ? stepOfX(r, visible.upper) : visible.upper;
             const double margin = (b - a) * 0.05 + 1;
             request.range.from = int64_t(std::floor(a - margin));
             request.range.to = int64_t(std::ceil(b + margin));
@@ -452,13 +491,17 @@ void CurveView::rebuild()
         }
         if (!curve)
             continue;
-        if (bySamples && !curve->xIsSamples) {
-            const auto samples = m_samples.find(r);
-            if (samples == m_samples.end() || samples->second.size() < 2) {
-                // No consumed-sample counts to place it by: left out, and said, not drawn at its steps.
-                leftOut << m_source->runName(r);
-                continue;
-            }
+        // No counts to place it by: left out, and said, not drawn at its steps. (A series logged against
+        // samples is placed by tokens through its steps.)
+        const auto inverse = m_samplesInverse.find(r);
+        const bool stepsOfSamples = inverse != m_samplesInverse.end() && inverse->second.size() >= 2;
+        if (axis != XAxis::Steps && (!curve->xIsSamples || axis == XAxis::Tokens) && !xMapping(r)) {
+            leftOut << m_source->runName(r);
+            continue;
+        }
+        if (axis == XAxis::Tokens && curve->xIsSamples && !stepsOfSamples) {
+            leftOut << m_source->runName(r);
+            continue;
         }
         RunCurve c;
         c.run = r;
@@ -480,8 +523,10 @@ void CurveView::rebuild()
             for (double &st : c.steps)
                 st = inverse != m_samplesInverse.end() && inverse->second.size() >= 2 ? interpolate(inverse->second, st)
                                                                                       : st;
-            if (!bySamples)
-                c.xs = QVector<double>(c.steps.begin(), c.steps.end());
+            if (!bySamples) {
+                for (size_t i = 0; i < c.steps.size(); ++i)
+                    c.xs[qsizetype(i)] = xOfStep(r, c.steps[i]);
+            }
         }
         const QString name = curve->name;
         const QColor colour = m_source->runColour(r);
@@ -528,10 +573,8 @@ void CurveView::rebuild()
         m_curves.push_back(std::move(c));
     }
     // Checkpoint tensors have no step (-1): with nothing else in view, the axis says so.
-    const bool checkpointOnly = lo == -1.0 && hi == -1.0 && m_xAxis->currentIndex() != 1;
-    plot()->xAxis->setLabel(checkpointOnly ? tr("checkpoint (no step)")
-            : m_xAxis->currentIndex() == 1 ? tr("consumed samples")
-                                           : tr("step"));
+    const bool checkpointOnly = lo == -1.0 && hi == -1.0 && axis == XAxis::Steps;
+    plot()->xAxis->setLabel(checkpointOnly ? tr("checkpoint (no step)") : xAxisName());
     plot()->xAxis->setTickLabels(!checkpointOnly);
     // The layer by its last four parts ("layers.9.mlp.linear_fc2"), so that the label fits the axis.
     const QString layer = m_selection->layer().section(QLatin1Char('.'), -4);
@@ -575,8 +618,10 @@ void CurveView::rebuild()
     }
     m_message->setText(message);
     m_message->setVisible(!message.isEmpty());
-    const QString note = leftOut.isEmpty()
-        ? QString()
+    const QString note = leftOut.isEmpty() ? QString()
+        : axis == XAxis::Tokens
+        ? tr("Not drawn on the tokens axis (no consumed-tokens counts, nor samples and a sequence length): %1")
+              .arg(leftOut.join(QStringLiteral(", ")))
         : tr("Not drawn on the samples axis (no consumed-samples counts): %1").arg(leftOut.join(QStringLiteral(", ")));
     m_note->setText(note);
     m_note->setVisible(!note.isEmpty());
@@ -651,6 +696,8 @@ QString CurveView::markName(CurveSource::Event::Kind kind)
     case CurveSource::Event::Skipped: return tr("skipped iterations");
     case CurveSource::Event::NotFinite: return tr("NaN or Inf");
     case CurveSource::Event::LossScaleDrop: return tr("loss scale cut");
+    case CurveSource::Event::Restart: return tr("restart");
+    case CurveSource::Event::Spike: return tr("spike");
     }
     return {};
 }
@@ -672,10 +719,12 @@ void CurveView::addMarks()
                         c.xs[qsizetype(i)]});
             }
         }
-        for (const auto kind :
-            {CurveSource::Event::Skipped, CurveSource::Event::NotFinite, CurveSource::Event::LossScaleDrop}) {
+        for (const auto kind : CurveSource::kEventKinds) {
             QVector<double> xs, ys;
-            const double y = kind == CurveSource::Event::LossScaleDrop ? 0.06 : 0.03;
+            // Rows along the bottom: what went wrong in training low, what the curve shows above it.
+            const double y = kind == CurveSource::Event::Skipped || kind == CurveSource::Event::NotFinite ? 0.03
+                : kind == CurveSource::Event::Spike                                                       ? 0.09
+                                                                                                          : 0.06;
             for (const Mark &m : marks) {
                 if (m.kind == kind) {
                     xs << m.x;
@@ -690,6 +739,8 @@ void CurveView::addMarks()
             const QColor colour = m_source->runColour(c.run);
             const auto shape = kind == CurveSource::Event::Skipped ? QCPScatterStyle::ssTriangleInverted
                 : kind == CurveSource::Event::NotFinite            ? QCPScatterStyle::ssCross
+                : kind == CurveSource::Event::Restart              ? QCPScatterStyle::ssSquare
+                : kind == CurveSource::Event::Spike                ? QCPScatterStyle::ssDiamond
                                                                    : QCPScatterStyle::ssTriangle;
             g->setScatterStyle(QCPScatterStyle(shape, colour, colour, 8));
             g->setData(xs, ys, true);
@@ -711,7 +762,7 @@ void CurveView::updateCursor()
 {
     const qint64 step = m_selection->step();
     RunRef run = m_selection->run();
-    if (!m_samples.count(run) && !m_curves.empty())
+    if (!xMapping(run) && !m_curves.empty())
         run = m_curves.front().run;
     m_cursor->setVisible(step >= 0);
     if (step >= 0) {
@@ -739,6 +790,9 @@ QString CurveView::toolTipAt(double x) const
             continue;
         const QString what = m.kind == CurveSource::Event::LossScaleDrop
             ? tr("loss scale cut to %1").arg(m.value, 0, 'g', 6)
+            : m.kind == CurveSource::Event::Restart
+            ? tr("restarted here, after reaching step %1").arg(m.value, 0, 'f', 0)
+            : m.kind == CurveSource::Event::Spike   ? tr("spike, %1 sigmas above its level").arg(m.value, 0, 'f', 1)
             : m.kind == CurveSource::Event::Skipped ? tr("%1 skipped iteration(s)").arg(m.value, 0, 'g', 6)
             : std::isfinite(m.value)                ? tr("%1 iteration(s) with NaN or Inf").arg(m.value, 0, 'g', 6)
                                                     : tr("value %1").arg(m.value);
@@ -763,8 +817,7 @@ QString CurveView::title() const
     for (const RunCurve &c : m_curves)
         names << m_source->runName(c.run);
     return tr("%1 — %2 — by %3")
-        .arg(plot()->yAxis->label(), names.isEmpty() ? tr("no runs") : names.join(QStringLiteral(", ")),
-            m_xAxis->currentIndex() == 1 ? tr("consumed samples") : tr("step"));
+        .arg(plot()->yAxis->label(), names.isEmpty() ? tr("no runs") : names.join(QStringLiteral(", ")), xAxisName());
 }
 
 QString CurveView::csv() const
@@ -775,9 +828,7 @@ QString CurveView::csv() const
     const auto field = [](QString name) { return name.replace(QLatin1Char(','), QLatin1Char(' ')); };
     const QString stat = field(statistic());
     QString out
-        = QStringLiteral("run,step,%1,%2,%2 min,%2 max,%2 smoothed\n")
-              .arg(m_xAxis->currentIndex() == 1 ? QStringLiteral("x: consumed samples") : QStringLiteral("x: step"),
-                  stat);
+        = QStringLiteral("run,step,%1,%2,%2 min,%2 max,%2 smoothed\n").arg(QStringLiteral("x: ") + xAxisName(), stat);
     for (const RunCurve &c : m_curves) {
         const std::vector<double> s = smooth(c.values, smoothingOf(c), smoothingStrength());
         for (size_t i = 0; i < c.steps.size(); ++i) {

@@ -59,7 +59,12 @@ public:
     double smoothingStrength() const;
     void setLogY(bool on);
     bool logY() const;
-    void setXBySamples(bool on);
+    // The x axis: steps, consumed samples, or consumed tokens (each run placed by its own counts; a run
+    // without them is left out, and the note says so).
+    enum class XAxis { Steps, Samples, Tokens };
+    void setXAxis(XAxis axis);
+    XAxis xAxis() const;
+    void setXBySamples(bool on) { setXAxis(on ? XAxis::Samples : XAxis::Steps); }
     void resetZoom();
 
     // What the plot holds for a run (after the last fetch): steps, raw values (bucket midpoints when
@@ -68,7 +73,7 @@ public:
         RunRef run;
         Series series; // the series drawn
         std::vector<double> steps;
-        QVector<double> xs; // plot x of each step (the step, or consumed samples)
+        QVector<double> xs; // plot x of each step (the step, or consumed samples or tokens)
         std::vector<double> values;
         std::vector<double> mins;
         std::vector<double> maxs;
@@ -96,7 +101,7 @@ public:
     QString note() const;
     // Hides the statistic picker (a view that draws one statistic chosen elsewhere: the comparison's).
     void setStatisticPickerVisible(bool on);
-    // Where a step of a run is on the plot's x axis (the step, or its consumed samples).
+    // Where a step of a run is on the plot's x axis (the step, or its consumed samples or tokens).
     double plotX(RunRef run, double step) const { return xOfStep(run, step); }
     // The tooltip the cursor shows at plot x (each visible run's value at the nearest point).
     QString toolTipAt(double x) const;
@@ -149,6 +154,11 @@ private:
     std::vector<Mark> m_marks;
     std::map<RunRef, std::vector<std::pair<double, double>>> m_samples; // (step, consumed samples)
     std::map<RunRef, std::vector<std::pair<double, double>>> m_samplesInverse; // (samples, step)
+    std::map<RunRef, std::vector<std::pair<double, double>>> m_tokens; // (step, consumed tokens)
+    std::map<RunRef, std::vector<std::pair<double, double>>> m_tokensInverse; // (tokens, step)
+    // The run's (step, x) mapping of the chosen axis and its inverse; nullptr by step or without one.
+    const std::vector<std::pair<double, double>> *xMapping(RunRef run, bool inverse = false) const;
+    QString xAxisName() const; // "step", "consumed samples", "consumed tokens"
     std::vector<CurveSource::Statistic> m_statistics;
     double m_stepLo = 0, m_stepHi = 0; // full range of the current statistic
     bool m_haveRange = false;
