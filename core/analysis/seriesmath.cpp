@@ -373,11 +373,20 @@ SpikeReport findSpikes(const StepSeries &in, const SpikeOptions &o)
     const int h = o.halfWidth > 0 ? o.halfWidth : std::clamp(int(s.size() / 100), 3, 50);
     // The local level a point is judged against: the median of the h points before it (so that a jump that
     // stays, a blow-up, still stands out where it starts; a falling loss does not).
+    // The window is kept sorted as it slides (one value in, one out), not selected afresh at every point; its
+    // median is the same number medianInPlace gives.
     std::vector<double> level(s.size(), kNaN), window;
     for (size_t i = 0; i < s.size(); ++i) {
-        window.assign(
-            s.values.begin() + ptrdiff_t(i >= size_t(h) ? i - size_t(h) : 0), s.values.begin() + ptrdiff_t(i));
-        level[i] = i >= 3 ? medianInPlace(window) : s.values[i];
+        if (i >= 1)
+            window.insert(std::upper_bound(window.begin(), window.end(), s.values[i - 1]), s.values[i - 1]);
+        if (i > size_t(h))
+            window.erase(std::lower_bound(window.begin(), window.end(), s.values[i - 1 - size_t(h)]));
+        if (i < 3) {
+            level[i] = s.values[i];
+            continue;
+        }
+        const size_t mid = window.size() / 2;
+        level[i] = window.size() % 2 == 1 ? window[mid] : 0.5 * (window[mid - 1] + window[mid]);
     }
     std::vector<double> resid(s.size());
     for (size_t i = 0; i < s.size(); ++i)

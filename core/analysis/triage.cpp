@@ -588,18 +588,21 @@ QJsonObject findingJson(const Finding &f)
     return o;
 }
 
-Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options)
+Comparison compareRuns(
+    const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options, StatComparison *lossOut)
 {
     Comparison c;
     c.baseline = baseline;
     c.run = run;
     const QString baseName = runName(catalog, baseline);
-    const StatComparison loss = compareStatistic(catalog, baseline, run, QStringLiteral("lm loss"), options);
+    StatComparison lossHere;
+    StatComparison &loss = lossOut ? *lossOut : lossHere;
+    loss = compareStatistic(catalog, baseline, run, QStringLiteral("lm loss"), options);
     const std::optional<StepSeries> &baseLoss = loss.baselinePoints, &runLoss = loss.runPoints;
     int64_t last = 0;
-    for (const auto &s : {baseLoss, runLoss}) {
-        if (s)
-            last = std::max(last, s->steps.back());
+    for (const std::optional<StepSeries> *s : {&baseLoss, &runLoss}) { // by pointer: the series are long
+        if (*s && !(*s)->empty())
+            last = std::max(last, (*s)->steps.back());
     }
     c.plannedSteps = std::max(plannedSteps(catalog, run, last), plannedSteps(catalog, baseline, last));
 

@@ -92,8 +92,9 @@ struct StatComparison {
 StatComparison compareStatistic(
     const Catalog &catalog, RunRef baseline, RunRef run, const QString &stat, const TriageOptions &options = {});
 
-// One comparison.
-Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options = {});
+// One comparison; *loss (when given) gets the loss's StatComparison it was judged on.
+Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options = {},
+    StatComparison *loss = nullptr);
 // A run on its own.
 RunCheck checkRun(const Catalog &catalog, RunRef run, const TriageOptions &options = {});
 // Every run with a baseline against it, and every run without one that has a loss, on its own.

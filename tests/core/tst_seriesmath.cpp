@@ -6,6 +6,7 @@
 
 #include <QTest>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -202,6 +203,19 @@ void TestSeriesMath::spikesAndRecovery()
     QVERIFY2(std::abs(r.noise - 0.02) < 0.005, qPrintable(QString::number(r.noise)));
     // A noisier run with no spikes has none.
     QCOMPARE(findSpikes(loss(3000, 1, 0.2, 6)).spikes.size(), size_t(0));
+    // Each spike's level is the median of the h finite points before it (h = points / 100, in [3, 50]), as a
+    // selection of that window gives it.
+    const StepSeries f = finitePoints(s);
+    const size_t h = std::clamp<size_t>(f.size() / 100, 3, 50);
+    for (const Spike &x : r.spikes) {
+        const size_t i = size_t(std::find(f.steps.begin(), f.steps.end(), x.step) - f.steps.begin());
+        QVERIFY(i >= h && i < f.size());
+        std::vector<double> window(f.values.begin() + ptrdiff_t(i - h), f.values.begin() + ptrdiff_t(i));
+        std::sort(window.begin(), window.end());
+        const double expected
+            = window.size() % 2 ? window[window.size() / 2] : 0.5 * (window[h / 2 - 1] + window[h / 2]);
+        QCOMPARE(x.level, expected);
+    }
 }
 
 void TestSeriesMath::spikeRates()

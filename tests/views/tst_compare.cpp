@@ -5,6 +5,7 @@
 #include "app/gui/mainwindow.h"
 #include "core/analysis/triage.h"
 #include "core/demo/scenarios.h"
+#include "core/numerics/recipe.h"
 #include "guitest.h"
 #include "views/compare/compareview.h"
 #include "views/compare/evalchart.h"
@@ -648,6 +649,42 @@ void TestCompare::layerViewComparesAStatisticBothRunsHave()
         runSteps.insert(x.record.step);
     QVERIFY(!runSteps.empty());
     QCOMPARE(baseSteps, runSteps);
+    // Recomputed under one recipe from both runs' dumps, the BF16 baseline has underflows% too: the combined
+    // map compares the two recomputations, not the FP8 run's logged values with the baseline's recomputed.
+    Workspace *ws = window.workspace();
+    QString recipeError;
+    const Recipe current = *Recipe::parse(QStringLiteral("current"), fp8math::Format::E4M3, &recipeError);
+    int pending = 0, failed = 0, slot = 0;
+    for (RunRef r : {d->baseline, d->run}) {
+        for (const Dump &x : catalog.dumps(r)) {
+            ++pending;
+            ws->recompute(x, current, QStringLiteral("test-%1").arg(slot++), this,
+                [&](const std::optional<TensorMetrics> &m, const QString &) {
+                    --pending;
+                    failed += m ? 0 : 1;
+                });
+        }
+    }
+    QTRY_VERIFY_WITH_TIMEOUT(pending == 0, 120000);
+    QCOMPARE(failed, 0);
+    view->setLayerMode(CompareView::LayerMode::Difference);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        diff->findChild<QComboBox *>(QStringLiteral("heatmapStatistic"))->findText(QStringLiteral("underflows%")) >= 0,
+        30000);
+    diff->setTensor(QStringLiteral("activation"));
+    diff->setStatistic(QStringLiteral("underflows%"));
+    QTRY_VERIFY_WITH_TIMEOUT(!diff->isLoading() && diff->heatmap().source == QLatin1String("recomputed"), 30000);
+    const Heatmap &both = diff->heatmap();
+    QCOMPARE(both.recipe, QStringLiteral("current"));
+    QCOMPARE(both.steps, std::vector<int64_t>(runSteps.begin(), runSteps.end()));
+    const MatrixRequest recomputed {QStringLiteral("underflows%"), QStringLiteral("activation"),
+        QStringLiteral("recomputed"), QStringLiteral("current")};
+    const Heatmap rb = catalog.matrix(d->baseline, recomputed), rr = catalog.matrix(d->run, recomputed);
+    QCOMPARE(both.layers, rr.layers);
+    for (qsizetype i = 0; i < both.layers.size(); ++i) {
+        for (size_t j = 0; j < both.steps.size(); ++j)
+            QCOMPARE(both.at(i, j), rr.at(i, j) - rb.at(rb.layers.indexOf(both.layers.at(i)), j));
+    }
 }
 
 QTEST_MAIN(TestCompare)

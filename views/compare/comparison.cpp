@@ -1,5 +1,7 @@
 #include "comparison.h"
 
+#include "core/query/statnames.h"
+
 #include <algorithm>
 #include <cmath>
 #include <tuple>
@@ -79,8 +81,12 @@ ComparisonData computeComparison(const Catalog &catalog, RunRef baseline, RunRef
     d.baseline = baseline;
     d.run = run;
     d.stat = stat.isEmpty() ? QStringLiteral("lm loss") : stat;
-    d.comparison = analysis::compareRuns(catalog, baseline, run);
-    d.statistic = analysis::compareStatistic(catalog, baseline, run, d.stat);
+    // The loss is compared once: the engine's judgement and the drawn statistic are the same work.
+    analysis::StatComparison loss;
+    d.comparison = analysis::compareRuns(catalog, baseline, run, {}, &loss);
+    d.statistic = canonicalStat(d.stat).name == QLatin1String("lm loss")
+        ? std::move(loss)
+        : analysis::compareStatistic(catalog, baseline, run, d.stat);
     d.config = analysis::configTable(catalog, baseline, run);
     d.evals = analysis::evalTable(catalog, baseline, run);
     const analysis::StatComparison &s = d.statistic;

@@ -122,10 +122,19 @@ quint64 LayerDifferenceSource::load(RunRef run, const MatrixRequest &request, co
     return m_workspace->query(
         slot,
         [baseline, run, request, how](const Catalog &catalog) {
-            const Heatmap r = catalog.matrix(run, request);
+            Heatmap r = catalog.matrix(run, request);
             // The baseline's own source (its file names differ); the recipe the run's rows were computed
             // under, so that a recomputed statistic compares like with like.
-            const Heatmap b = catalog.matrix(baseline, {request.stat, request.tensor, QString(), r.recipe});
+            Heatmap b = catalog.matrix(baseline, {request.stat, request.tensor, QString(), r.recipe});
+            // A baseline that holds the statistic only as recomputed from its dumps (a BF16 run logs no
+            // underflows%; the query layer shows a logged source first) is compared with the run's rows
+            // recomputed under the same recipe, when it has them, whatever source the run showed before: not
+            // with what the run logged in training.
+            const QString recomputed = QStringLiteral("recomputed");
+            if (b.source == recomputed && r.source != recomputed && r.sources.contains(recomputed)) {
+                r = catalog.matrix(run, {request.stat, request.tensor, recomputed, b.recipe});
+                b = catalog.matrix(baseline, {request.stat, request.tensor, recomputed, r.recipe});
+            }
             return QVariant::fromValue(combineHeatmaps(b, r, how));
         },
         receiver, [done](const QVariant &value) { done(value.value<Heatmap>()); });

@@ -2,7 +2,8 @@
 // ordinary heatmap view to draw (a comparison produces the data type the ordinary views draw). The layers
 // are those both runs have, in the run's depth order; the steps are the run's, each matched with the
 // baseline's nearest logged step when that lies within half the baseline's median interval (else the cell
-// is a gap). Recomputed statistics are matched under the same recipe.
+// is a gap). Recomputed statistics are matched under the same recipe; a baseline that has the statistic only
+// as recomputed is compared with the run's recomputed rows, when it has them.
 #pragma once
 
 #include "views/heatmap/heatmapsource.h"
