@@ -582,9 +582,13 @@ void MainWindow::editRunSettings(RunRef ref)
 
 void MainWindow::openDemo(const DemoOptions &options)
 {
-    // One folder per option set, so a cached pair always matches what was asked for.
+    // One folder per option set and demo version, so a cached pair always matches what was asked for.
     const QString dir = QStandardPaths::writableLocation(QStandardPaths::CacheLocation)
-        + QStringLiteral("/demo-seed%1-layers%2-steps%3").arg(options.seed).arg(options.layers).arg(options.steps);
+        + QStringLiteral("/demo-v%4-seed%1-layers%2-steps%3")
+              .arg(options.seed)
+              .arg(options.layers)
+              .arg(options.steps)
+              .arg(kDemoVersion);
     m_selection->clear();
     showStartPage(false);
     m_workspace->openDemo(dir, options);

@@ -30,6 +30,10 @@ struct DemoPlan {
 
 DemoPlan planDemo(const DemoOptions &o);
 
+// Moved whenever what the demo writes changes (2: both runs log LogTensorStats, the baseline is dumped too),
+// so that a demo cached by an older build is generated again rather than shown without what is new.
+constexpr int kDemoVersion = 2;
+
 // Writes the pair under outDir (created); false with *error on an I/O failure.
 bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *plan, QString *error);
 

@@ -372,6 +372,9 @@ void TestCompare::overlayMarksBandSpikesAndRestarts()
         ++checked;
     }
     QVERIFY(checked >= 5);
+    // The legend (runs, band, marks) never covers more than half the plot: a short plot draws none.
+    QCPLegend *legend = overlay->plot()->legend;
+    QVERIFY(!legend->visible() || legend->minimumOuterSizeHint().height() <= overlay->plot()->axisRect()->height() / 2);
     // Spikes of each run, as the engine finds them in its points, marked on it.
     overlay->resetZoom();
     overlay->refetchNow();
@@ -617,6 +620,17 @@ void TestCompare::layerViewComparesAStatisticBothRunsHave()
     }
     QVERIFY(checked > 50);
     QVERIFY(flagged(diff, plan.plantedLayerName));
+    // On a diverging ramp centred on 0.
+    const auto colourRange = [](HeatmapView *h) {
+        for (int i = 0; i < h->plot()->plottableCount(); ++i) {
+            if (auto *map = qobject_cast<QCPColorMap *>(h->plot()->plottable(i)))
+                return map->dataRange();
+        }
+        return QCPRange(NAN, NAN);
+    };
+    QVERIFY(diff->diverging());
+    QCOMPARE(colourRange(diff).lower, -colourRange(diff).upper);
+    QVERIFY(colourRange(diff).upper > 0);
     // The planted activation drifts small in the FP8 run only: at the end its dynamic range is wider than the
     // baseline's by more than any other layer's.
     const qsizetype planted = shown.layers.indexOf(plan.plantedLayerName);
@@ -629,6 +643,7 @@ void TestCompare::layerViewComparesAStatisticBothRunsHave()
     QTRY_VERIFY_WITH_TIMEOUT(!diff->isLoading() && diff->heatmap().values.size() == shown.values.size()
             && diff->heatmap().at(0, 0) == r.at(0, 0) / b.at(b.layers.indexOf(r.layers.at(0)), 0),
         60000);
+    QCOMPARE(colourRange(diff).lower + colourRange(diff).upper, 2.0); // centred on 1
     const auto *picker = diff->findChild<QComboBox *>(QStringLiteral("heatmapRun"));
     QVERIFY(picker && picker->currentText().contains(QStringLiteral(" / ")));
     // A statistic picked in one layer view is shown in the others.

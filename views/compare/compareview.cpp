@@ -185,6 +185,7 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
         m_diffHeat->setVisible(one);
         if (one) {
             m_diffSource->setCombination(i == 1 ? LayerCombination::Difference : LayerCombination::Ratio);
+            m_diffHeat->setDiverging(true, i == 1 ? 0.0 : 1.0);
             // The run picker's label names the combination.
             Q_EMIT m_diffSource->runsChanged();
         }

@@ -409,7 +409,9 @@ void CurveView::reloadStatistics()
 void CurveView::updateLegend()
 {
     // A plot too short for its legend would hide its curves under it: the run list and the tooltip name them.
-    plot()->legend->setVisible(!m_curves.empty() && plot()->height() >= kMinLegendHeight);
+    // Nor may a legend of many entries (a comparison's runs, band and marks) cover more than half the plot.
+    const bool fits = plot()->legend->minimumOuterSizeHint().height() <= plot()->axisRect()->height() / 2;
+    plot()->legend->setVisible(!m_curves.empty() && plot()->height() >= kMinLegendHeight && fits);
 }
 
 void CurveView::resizeEvent(QResizeEvent *event)

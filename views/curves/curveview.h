@@ -38,7 +38,7 @@ public:
     // Shorter series are drawn as logged, not smoothed: a few points smoothed end far from their last value
     // and flatten their spikes.
     static constexpr int kMinSmoothedPoints = 20;
-    // Plots shorter than this draw no legend.
+    // Plots shorter than this draw no legend (nor those the legend would cover more than half of).
     static constexpr int kMinLegendHeight = 150;
 
     // Draws the workspace's visible runs.

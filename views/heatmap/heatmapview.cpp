@@ -548,6 +548,13 @@ void HeatmapView::setFlaggedLayers(const std::vector<std::pair<QString, QString>
     plot()->replot(QCustomPlot::rpQueuedReplot);
 }
 
+void HeatmapView::setDiverging(bool on, double midpoint)
+{
+    m_diverging = on;
+    m_divergeAt = midpoint;
+    redraw();
+}
+
 void HeatmapView::setColourRange(std::optional<std::pair<double, double>> range)
 {
     m_sharedRange = range;
@@ -565,6 +572,8 @@ void HeatmapView::updateCursor()
 void HeatmapView::resizeEvent(QResizeEvent *event)
 {
     PlotView::resizeEvent(event);
+    // About a step label per 90 pixels, so that a narrow map's labels do not run into each other.
+    plot()->xAxis->ticker()->setTickCount(std::clamp(plot()->axisRect()->width() / 90, 2, 8));
     updateLayerTicks();
     if (m_map->data()->keySize() != std::max(plot()->axisRect()->width(), 1))
         rebuildMap();
@@ -581,6 +590,12 @@ void HeatmapView::redraw()
         lo = m_sharedRange->first;
         hi = m_sharedRange->second;
     }
+    if (m_diverging && !logScale && lo <= hi) {
+        // Centred on the midpoint (0 for differences, 1 for ratios), as far each way.
+        const double half = std::max(std::abs(lo - m_divergeAt), std::abs(hi - m_divergeAt));
+        lo = m_divergeAt - half;
+        hi = m_divergeAt + half;
+    }
     if (!(lo <= hi)) {
         lo = logScale ? 1e-3 : 0;
         hi = 1;
@@ -592,7 +607,10 @@ void HeatmapView::redraw()
                                         : QSharedPointer<QCPAxisTicker>::create());
     m_map->setDataRange(QCPRange(lo, hi));
     applyGradient();
-    plot()->replot();
+    // A map not laid out yet (a comparison's hidden layer view) has nothing to paint on; its first resize
+    // replots it.
+    if (!plot()->size().isEmpty())
+        plot()->replot();
 }
 
 void HeatmapView::applyGradient()
@@ -605,6 +623,15 @@ void HeatmapView::applyGradient()
     g.setColorStopAt(0.5, QColor(33, 145, 140));
     g.setColorStopAt(0.75, QColor(94, 201, 98));
     g.setColorStopAt(1.0, QColor(253, 231, 37));
+    if (m_diverging && !m_logColour->isChecked()) {
+        // Below the midpoint blue, above it red, the midpoint white (a colour-blind-safe diverging ramp).
+        g.clearColorStops();
+        g.setColorStopAt(0.0, QColor(33, 102, 172));
+        g.setColorStopAt(0.25, QColor(103, 169, 207));
+        g.setColorStopAt(0.5, QColor(247, 247, 247));
+        g.setColorStopAt(0.75, QColor(239, 138, 98));
+        g.setColorStopAt(1.0, QColor(178, 24, 43));
+    }
     if (m_threshold->isChecked()) {
         // Below the threshold a quiet grey ramp; above it a red ramp, with a hard edge at the threshold.
         const QCPRange r = m_map->dataRange();

@@ -70,6 +70,10 @@ public:
     void setFlaggedLayers(const std::vector<std::pair<QString, QString>> &layers);
     // The linear colour scale's range, shared with another heatmap; nullopt: the map's own.
     void setColourRange(std::optional<std::pair<double, double>> range);
+    // A diverging colour ramp (blue below `midpoint`, white at it, red above) on a linear range centred on it:
+    // for differences (0) and ratios (1). Log colour and threshold colouring still take precedence.
+    void setDiverging(bool on, double midpoint = 0.0);
+    bool diverging() const { return m_diverging; }
     // The map's own linear range of finite values (lo > hi when it has none).
     std::pair<double, double> valueRange() const { return m_linearRange; }
     // The colour scale's label (the statistic and tensor drawn; "" with nothing drawn).
@@ -122,6 +126,8 @@ private:
     std::pair<double, double> m_logRange {INFINITY, -INFINITY}; // positive values
     std::vector<std::pair<QString, QString>> m_flagged;
     std::optional<std::pair<double, double>> m_sharedRange;
+    bool m_diverging = false;
+    double m_divergeAt = 0.0;
     QPointF m_pressPos;
     quint64 m_pending = 0;
 };
