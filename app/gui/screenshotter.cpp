@@ -81,38 +81,35 @@ Screenshotter::Screenshotter(MainWindow *window, const QString &outDir, std::fun
     m_steps.push_back([this] {
         // The FP8 run against its baseline: the overlay, the difference strip, the findings.
         m_window->showComparison();
-        auto *poll = new QTimer(this);
-        auto waited = std::make_shared<int>(0);
-        connect(poll, &QTimer::timeout, this, [this, poll, waited] {
-            if ((m_window->compare()->isComputing() || !m_window->compare()->comparison()) && ++*waited < 600)
-                return;
-            poll->deleteLater();
-            QTimer::singleShot(300, this, [this] {
-                save(QStringLiteral("06-comparison.png"));
-                next();
-            });
-        });
-        poll->start(100);
+        saveWhen([this] { return !m_window->compare()->isComputing() && m_window->compare()->comparison(); },
+            QStringLiteral("06-comparison.png"));
     });
     m_steps.push_back([this] {
         // Its layers: run − baseline of a statistic both runs log, the suspect layer flagged.
         CompareView *compare = m_window->compare();
         compare->tabs()->setCurrentIndex(CompareView::kLayersTab);
         compare->setLayerMode(CompareView::LayerMode::Difference);
-        auto *poll = new QTimer(this);
-        auto waited = std::make_shared<int>(0);
-        connect(poll, &QTimer::timeout, this, [this, poll, waited, compare] {
-            if (compare->differenceHeatmap()->isLoading() && ++*waited < 600)
-                return;
-            poll->deleteLater();
-            QTimer::singleShot(300, this, [this] {
-                save(QStringLiteral("07-comparison-layers.png"));
-                next();
-            });
-        });
-        poll->start(100);
+        saveWhen([compare] { return !compare->differenceHeatmap()->isLoading(); },
+            QStringLiteral("07-comparison-layers.png"));
     });
     connect(window, &MainWindow::ready, this, [this] { QTimer::singleShot(300, this, &Screenshotter::next); });
+}
+
+void Screenshotter::saveWhen(std::function<bool()> ready, const QString &name)
+{
+    // Polled every 100 ms, a minute at most; then a moment for the queued replots.
+    auto *poll = new QTimer(this);
+    auto waited = std::make_shared<int>(0);
+    connect(poll, &QTimer::timeout, this, [this, poll, waited, ready, name] {
+        if (!ready() && ++*waited < 600)
+            return;
+        poll->deleteLater();
+        QTimer::singleShot(300, this, [this, name] {
+            save(name);
+            next();
+        });
+    });
+    poll->start(100);
 }
 
 void Screenshotter::next()

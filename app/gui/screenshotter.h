@@ -27,6 +27,8 @@ Q_SIGNALS:
 private:
     void next();
     void save(const QString &name);
+    // Saves `name` once ready() holds (or after a minute), then takes the next step.
+    void saveWhen(std::function<bool()> ready, const QString &name);
     // Runs `then` once the histogram is no longer computing.
     void afterHistogram(std::function<void()> then);
 
