@@ -330,6 +330,7 @@ void TestCompare::stateSurvivesAReopen()
     QCOMPARE(view->statistic(), QStringLiteral("grad norm"));
     QTRY_VERIFY_WITH_TIMEOUT(!view->isComputing() && view->comparison()->stat == QLatin1String("grad norm"), 60000);
     view->splitter()->setSizes({700, 300});
+    view->setLayerMode(CompareView::LayerMode::Ratio);
     const QList<int> sizes = view->splitter()->sizes();
     m_window->close(); // saves the settings
     QVERIFY(openWindow());
@@ -339,6 +340,8 @@ void TestCompare::stateSurvivesAReopen()
     QCOMPARE(again->statistic(), QStringLiteral("grad norm"));
     QCOMPARE(again->comparison()->stat, QStringLiteral("grad norm"));
     QCOMPARE(again->splitter()->sizes(), sizes);
+    QCOMPARE(again->layerMode(), CompareView::LayerMode::Ratio);
+    QVERIFY(!again->differenceHeatmap()->isHidden() && again->runHeatmap()->isHidden());
 }
 
 void TestCompare::overlayMarksBandSpikesAndRestarts()
