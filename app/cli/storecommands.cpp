@@ -76,7 +76,8 @@ int runIngest(const QStringList &args)
     const QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("print JSON"));
     const QCommandLineOption rebuildOpt(QStringLiteral("rebuild"),
         QStringLiteral("throw the store away and read every file again (a damaged store; the store is a cache of the "
-                       "run's files, recomputed metrics are recomputed on request)"));
+                       "run's files, recomputed metrics are recomputed on request; reviews of triage findings, "
+                       "which are not in the files, are lost)"));
     parser.addOptions({jsonOpt, rebuildOpt});
     if (const int rc = parseFolderArgs(parser, args, QStringLiteral("Read a run folder into its store.")))
         return rc < 0 ? 0 : rc;

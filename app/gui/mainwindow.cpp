@@ -12,6 +12,7 @@
 #include "views/models/runlistmodel.h"
 #include "views/models/statstablemodel.h"
 #include "views/models/tableexport.h"
+#include "views/triage/triagewizard.h"
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
 
@@ -305,7 +306,8 @@ void MainWindow::createMenus()
         if (QMessageBox::question(this, tr("Rebuild the store"),
                 tr("Throw away what fp8scope keeps of the open folders and read every file again?\n\n"
                    "The store is a cache of the run's files; statistics recomputed from tensor dumps are "
-                   "recomputed when asked for again."))
+                   "recomputed when asked for again. Your reviews of triage findings (confirmed, dismissed, "
+                   "notes) are not in the files and are lost."))
             != QMessageBox::Yes)
             return;
         QString error;
@@ -329,6 +331,12 @@ void MainWindow::createMenus()
     for (QDockWidget *dock : findChildren<QDockWidget *>())
         view->addAction(dock->toggleViewAction());
 
+    QMenu *tools = menuBar()->addMenu(tr("&Tools"));
+    QAction *triage = tools->addAction(tr("&Triage..."), this, [this] { showTriage(); });
+    triage->setObjectName(QStringLiteral("showTriage"));
+    triage->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_T));
+    triage->setToolTip(tr("Walk through the triage of a run against its baseline, step by step"));
+
     QMenu *help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About fp8scope"), this, [this] {
         QMessageBox::about(this, tr("About fp8scope"),
@@ -351,6 +359,14 @@ void MainWindow::createStatusBar()
     m_cancel->setObjectName(QStringLiteral("cancelJob"));
     m_cancel->setText(tr("Cancel"));
     m_cancel->hide();
+    // Offered while a folder with a BF16/FP8 pair is open.
+    m_triageOffer = new QToolButton(this);
+    m_triageOffer->setObjectName(QStringLiteral("triageOffer"));
+    m_triageOffer->setText(tr("Triage this pair..."));
+    m_triageOffer->setToolTip(tr("A BF16 baseline and an FP8 run are open: walk through their triage"));
+    m_triageOffer->hide();
+    connect(m_triageOffer, &QToolButton::clicked, this, [this] { showTriage(); });
+    statusBar()->addPermanentWidget(m_triageOffer);
     statusBar()->addPermanentWidget(m_progress);
     statusBar()->addPermanentWidget(m_cancel);
     statusBar()->addPermanentWidget(m_backendLabel);
@@ -404,6 +420,20 @@ void MainWindow::showComparison(RunRef baseline, RunRef run)
     if (baseline.isValid() && run.isValid())
         m_compare->setPair(baseline, run);
     m_viewTabs->setCurrentWidget(m_compare);
+}
+
+void MainWindow::showTriage(RunRef baseline, RunRef run)
+{
+    if (!m_triage) {
+        m_triage = new TriageWizard(m_workspace, m_selection, this);
+        connect(
+            m_triage, &TriageWizard::comparisonRequested, this, [this](RunRef b, RunRef r) { showComparison(b, r); });
+    }
+    if (baseline.isValid() && run.isValid())
+        m_triage->setPair(baseline, run);
+    m_triage->show();
+    m_triage->raise();
+    m_triage->activateWindow();
 }
 
 void MainWindow::askOpenFolder()
@@ -611,6 +641,10 @@ void MainWindow::updateTitle()
 
 void MainWindow::onLoaded()
 {
+    bool paired = false;
+    for (const WorkspaceRun &r : m_workspace->runs())
+        paired = paired || r.pairing.baseline.isValid();
+    m_triageOffer->setVisible(paired);
     std::vector<std::pair<QString, QStringList>> layers;
     for (const LayerTensors &l : m_workspace->layerTensors())
         layers.emplace_back(l.layer, l.tensors);

@@ -34,6 +34,7 @@ class RunListModel;
 class Selection;
 class StartPage;
 class StatsTableModel;
+class TriageWizard;
 class Workspace;
 
 class MainWindow : public QMainWindow
@@ -61,6 +62,11 @@ public:
     CompareView *compare() const { return m_compare; }
     // Shows the comparison tab on `run` against `baseline` (invalid: its pairing's).
     void showComparison(RunRef baseline = {}, RunRef run = {});
+    // Opens the triage wizard (Tools > Triage...) on `run` against `baseline` (invalid: the pairing's first).
+    void showTriage(RunRef baseline = {}, RunRef run = {});
+    TriageWizard *triage() const { return m_triage; }
+    // The status bar's offer to triage, shown while a folder with a BF16/FP8 pair is open.
+    QToolButton *triageOffer() const { return m_triageOffer; }
     HeatmapView *heatmap() const { return m_heatmap; }
     HistogramView *histogram() const { return m_histogram; }
     QTreeView *layerTree() const { return m_layerTree; }
@@ -105,6 +111,8 @@ private:
     Selection *m_selection;
     CurveView *m_curves = nullptr;
     CompareView *m_compare = nullptr;
+    TriageWizard *m_triage = nullptr; // made when first opened
+    QToolButton *m_triageOffer = nullptr;
     QTabWidget *m_viewTabs = nullptr; // the curves and the comparison, in the middle
     HeatmapView *m_heatmap = nullptr;
     HistogramView *m_histogram = nullptr;

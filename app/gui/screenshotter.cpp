@@ -5,6 +5,7 @@
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/histogram/histogramview.h"
+#include "views/triage/triagewizard.h"
 #include "views/workspace/selection.h"
 
 #include <QDir>
@@ -92,20 +93,33 @@ Screenshotter::Screenshotter(MainWindow *window, const QString &outDir, std::fun
         saveWhen([compare] { return !compare->differenceHeatmap()->isLoading(); },
             QStringLiteral("07-comparison-layers.png"));
     });
+    // The triage wizard, step by step (its own window).
+    const std::pair<TriageWizard::Step, const char *> steps[] = {{TriageWizard::RunsStep, "08-triage-runs.png"},
+        {TriageWizard::LossStep, "09-triage-loss.png"}, {TriageWizard::ClassStep, "10-triage-class.png"},
+        {TriageWizard::NextStep, "11-triage-next.png"}, {TriageWizard::SummaryStep, "12-triage-summary.png"}};
+    for (const auto &[step, name] : steps) {
+        m_steps.push_back([this, step = step, name = QString::fromLatin1(name)] {
+            if (step == TriageWizard::RunsStep)
+                m_window->showTriage();
+            TriageWizard *wizard = m_window->triage();
+            wizard->setStep(step);
+            saveWhen([wizard] { return !wizard->isComputing() && wizard->comparison(); }, name, wizard);
+        });
+    }
     connect(window, &MainWindow::ready, this, [this] { QTimer::singleShot(300, this, &Screenshotter::next); });
 }
 
-void Screenshotter::saveWhen(std::function<bool()> ready, const QString &name)
+void Screenshotter::saveWhen(std::function<bool()> ready, const QString &name, QWidget *what)
 {
     // Polled every 100 ms, a minute at most; then a moment for the queued replots.
     auto *poll = new QTimer(this);
     auto waited = std::make_shared<int>(0);
-    connect(poll, &QTimer::timeout, this, [this, poll, waited, ready, name] {
+    connect(poll, &QTimer::timeout, this, [this, poll, waited, ready, name, what] {
         if (!ready() && ++*waited < 600)
             return;
         poll->deleteLater();
-        QTimer::singleShot(300, this, [this, name] {
-            save(name);
+        QTimer::singleShot(300, this, [this, name, what] {
+            save(name, what);
             next();
         });
     });
@@ -121,10 +135,10 @@ void Screenshotter::next()
     m_steps[m_at++]();
 }
 
-void Screenshotter::save(const QString &name)
+void Screenshotter::save(const QString &name, QWidget *what)
 {
     const QString path = QDir(m_outDir).filePath(name);
-    if (!m_window->grab().save(path)) {
+    if (!(what ? what : static_cast<QWidget *>(m_window))->grab().save(path)) {
         m_ok = false;
         QTextStream(stderr) << "fp8scope: could not write " << path << '\n';
         return;

@@ -7,6 +7,8 @@
 #include <QObject>
 #include <QString>
 
+class QWidget;
+
 #include <functional>
 #include <vector>
 
@@ -26,9 +28,10 @@ Q_SIGNALS:
 
 private:
     void next();
-    void save(const QString &name);
+    // Saves a picture of `what` (the main window when nullptr) as `name`.
+    void save(const QString &name, QWidget *what = nullptr);
     // Saves `name` once ready() holds (or after a minute), then takes the next step.
-    void saveWhen(std::function<bool()> ready, const QString &name);
+    void saveWhen(std::function<bool()> ready, const QString &name, QWidget *what = nullptr);
     // Runs `then` once the histogram is no longer computing.
     void afterHistogram(std::function<void()> then);
 

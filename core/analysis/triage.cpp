@@ -567,6 +567,11 @@ KeyClass classifyConfigKey(const QString &key)
     return KeyClass::Other;
 }
 
+QString findingIdentity(const Finding &f)
+{
+    return QStringList {f.kind, f.layer, f.tensor, f.stat, f.key, f.task}.join(QLatin1Char('|'));
+}
+
 QJsonObject findingJson(const Finding &f)
 {
     QJsonObject o {{QStringLiteral("kind"), f.kind}, {QStringLiteral("severity"), severityName(f.severity)},

@@ -119,6 +119,10 @@ QString triageStamp(const Catalog &catalog, RunRef baseline, RunRef run, const T
 // older engine are computed again.
 constexpr int kTriageEngineVersion = 4;
 
+// What a finding is, whatever its rank and steps: its kind, layer, tensor, statistic, key and task, joined. A
+// user's review (core/store FindingReview) is kept under it, so that it outlives the result computed again.
+QString findingIdentity(const Finding &f);
+
 // The finding as the CLI's JSON prints it (fields that do not apply are left out).
 QJsonObject findingJson(const Finding &f);
 

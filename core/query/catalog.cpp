@@ -440,7 +440,7 @@ namespace {
 
 // Who a stored result's baseline is, as the run's store keeps it: its name, and its folder when it is in
 // another store ("" for a run checked alone).
-std::pair<QString, QString> baselineKey(const Catalog &catalog, RunRef run, RunRef baseline)
+std::pair<QString, QString> baselineKeyOf(const Catalog &catalog, RunRef run, RunRef baseline)
 {
     if (!baseline.isValid())
         return {};
@@ -462,7 +462,7 @@ std::pair<QString, QString> baselineKey(const Catalog &catalog, RunRef run, RunR
 std::optional<StoredTriage> Catalog::storedTriage(RunRef run, RunRef baseline) const
 {
     const Entry *e = entry(run.store);
-    const auto [folder, name] = baselineKey(*this, run, baseline);
+    const auto [folder, name] = baselineKeyOf(*this, run, baseline);
     if (!e || (baseline.isValid() && name.isEmpty()))
         return std::nullopt;
     return e->store.triageResult(run.id, folder, name);
@@ -471,7 +471,7 @@ std::optional<StoredTriage> Catalog::storedTriage(RunRef run, RunRef baseline) c
 bool Catalog::storeTriage(RunRef run, RunRef baseline, const StoredTriage &result, QString *error)
 {
     RunStore *s = store(run);
-    const auto [folder, name] = baselineKey(*this, run, baseline);
+    const auto [folder, name] = baselineKeyOf(*this, run, baseline);
     if (!s || (baseline.isValid() && name.isEmpty())) {
         *error = QStringLiteral("the run or its baseline is not open");
         return false;
@@ -480,6 +480,20 @@ bool Catalog::storeTriage(RunRef run, RunRef baseline, const StoredTriage &resul
     keyed.baselineFolder = folder;
     keyed.baselineName = name;
     return s->storeTriageResult(run.id, keyed, error);
+}
+
+std::pair<QString, QString> Catalog::baselineKey(RunRef run, RunRef baseline) const
+{
+    return baselineKeyOf(*this, run, baseline);
+}
+
+std::vector<FindingReview> Catalog::findingReviews(RunRef run, RunRef baseline) const
+{
+    const Entry *e = entry(run.store);
+    const auto [folder, name] = baselineKeyOf(*this, run, baseline);
+    if (!e || (baseline.isValid() && name.isEmpty()))
+        return {};
+    return e->store.findingReviews(run.id, folder, name);
 }
 
 std::vector<ConfigEntry> Catalog::configs(RunRef ref) const

@@ -89,6 +89,11 @@ public:
     std::optional<StoredTriage> storedTriage(RunRef run, RunRef baseline) const;
     // Replaces the stored result of (run, baseline); false with *error set when the store could not take it.
     [[nodiscard]] bool storeTriage(RunRef run, RunRef baseline, const StoredTriage &result, QString *error);
+    // How a run's store names its baseline in stored results and reviews: (folder, name), the folder "" when
+    // the baseline is in the run's store; the name "" when the baseline is not open (baseline invalid: ("", "")).
+    std::pair<QString, QString> baselineKey(RunRef run, RunRef baseline) const;
+    // The user's reviews of the findings of `run` against `baseline` (invalid: the run checked alone).
+    std::vector<FindingReview> findingReviews(RunRef run, RunRef baseline) const;
 
 private:
     struct Entry;

@@ -97,6 +97,15 @@ struct StoredFinding {
     QString suggestion;
 };
 
+// A user's review of a finding: its identity (analysis::findingIdentity), "open", "confirmed" or "dismissed",
+// and a note.
+struct FindingReview {
+    QString finding;
+    QString state;
+    QString note;
+    QString reviewedAt; // ISO 8601, UTC; set when stored
+};
+
 // One comparison of a run with a baseline (baselineName "" for a run checked alone), as stored with the stamp
 // of the data and engine it was computed from.
 struct StoredTriage {
@@ -174,6 +183,12 @@ public:
         int64_t runId, const QString &baselineFolder, const QString &baselineName) const;
     // Replaces the run's result for that baseline, findings included, in one transaction.
     [[nodiscard]] bool storeTriageResult(int64_t runId, const StoredTriage &result, QString *error);
+    // The reviews of the findings of the run against that baseline (schema version 7), by finding.
+    std::vector<FindingReview> findingReviews(
+        int64_t runId, const QString &baselineFolder, const QString &baselineName) const;
+    // Keeps one review (replacing the finding's earlier one).
+    [[nodiscard]] bool storeFindingReview(int64_t runId, const QString &baselineFolder, const QString &baselineName,
+        const FindingReview &review, QString *error);
 
     // Store errors met by reads since the store was opened (each once), newest last.
     QStringList errors() const { return m_errors; }

@@ -133,6 +133,17 @@ CREATE TRIGGER runs_removed AFTER DELETE ON runs
     BEGIN UPDATE meta SET value=value+1 WHERE key='data_generation'; END;
 )";
 
+// Version 7: the user's review of triage findings (the wizard's summary): per run, baseline and finding (its
+// identity: kind, layer, tensor, statistic, key and task, not its rank or steps, so that a review outlives the
+// result being computed again), a state (open, confirmed, dismissed) and a note. A review is not data the
+// results are computed from: it moves no data generation.
+const char *const kSchemaV7 = R"(
+CREATE TABLE finding_reviews(
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, baseline_folder TEXT NOT NULL,
+    baseline_name TEXT NOT NULL, finding TEXT NOT NULL, state TEXT NOT NULL, note TEXT NOT NULL,
+    reviewed_at TEXT NOT NULL, PRIMARY KEY(run_id, baseline_folder, baseline_name, finding)) WITHOUT ROWID;
+)";
+
 // Version 3's conversion: every series' points into chunks, then the view in place of the table.
 bool pointsToChunks(Database &db, QString *error)
 {
@@ -213,7 +224,8 @@ bool migrate(Database &db, const QString &path, QString *error)
     // Migrations run in order; version 1 is the first schema.
     const bool ok = (version >= 1 || db.exec(kSchemaV1, error)) && (version >= 2 || db.exec(kSchemaV2, error))
         && (version >= 3 || pointsToChunks(db, error)) && (version >= 4 || db.exec(kSchemaV4, error))
-        && (version >= 5 || db.exec(kSchemaV5, error)) && (version >= 6 || db.exec(kSchemaV6, error));
+        && (version >= 5 || db.exec(kSchemaV5, error)) && (version >= 6 || db.exec(kSchemaV6, error))
+        && (version >= 7 || db.exec(kSchemaV7, error));
     if (!ok)
         return false;
     Statement set = db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", error);

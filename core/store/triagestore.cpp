@@ -1,6 +1,8 @@
 // RunStore's part that keeps triage results (schema version 6, docs/STORE.md): what core/analysis computed,
-// with the stamp that says whether it still holds.
+// with the stamp that says whether it still holds; and the user's reviews of their findings (version 7).
 #include "runstore.h"
+
+#include <QDateTime>
 
 namespace fp8scope {
 
@@ -108,6 +110,38 @@ bool RunStore::storeTriageResult(int64_t runId, const StoredTriage &result, QStr
         }
     }
     return t.commit(error);
+}
+
+std::vector<FindingReview> RunStore::findingReviews(
+    int64_t runId, const QString &baselineFolder, const QString &baselineName) const
+{
+    std::vector<FindingReview> out;
+    Statement s = prepare("SELECT finding, state, note, reviewed_at FROM finding_reviews WHERE run_id=? AND "
+                          "baseline_folder=? AND baseline_name=? ORDER BY finding");
+    s.bind(1, runId).bind(2, baselineFolder).bind(3, baselineName);
+    while (s.next())
+        out.push_back({s.text(0), s.text(1), s.text(2), s.text(3)});
+    ok(s);
+    return out;
+}
+
+bool RunStore::storeFindingReview(int64_t runId, const QString &baselineFolder, const QString &baselineName,
+    const FindingReview &review, QString *error)
+{
+    if (review.state != QLatin1String("open") && review.state != QLatin1String("confirmed")
+        && review.state != QLatin1String("dismissed")) {
+        *error = QStringLiteral("a review's state is open, confirmed or dismissed, not '%1'").arg(review.state);
+        return false;
+    }
+    Statement s = prepare("INSERT OR REPLACE INTO finding_reviews(run_id, baseline_folder, baseline_name, finding, "
+                          "state, note, reviewed_at) VALUES(?,?,?,?,?,?,?)");
+    s.bind(1, runId).bind(2, baselineFolder).bind(3, baselineName).bind(4, review.finding).bind(5, review.state);
+    s.bind(6, review.note).bind(7, QDateTime::currentDateTimeUtc().toString(Qt::ISODate));
+    if (!s.exec()) {
+        *error = s.error();
+        return false;
+    }
+    return true;
 }
 
 } // namespace fp8scope

@@ -375,6 +375,28 @@ void TestTriage::storedFindings()
     QVERIFY(!compareRunsStored(catalog, c1.baseline, c1.run, stricter).fromStore);
     QVERIFY(!compareRunsStored(catalog, c1.baseline, c1.run).fromStore); // the default's result was replaced
     QVERIFY(compareRunsStored(catalog, c1.baseline, c1.run).fromStore);
+    // A user's review of a finding is kept by the finding's identity; it is not data: no generation moves, the
+    // stored result still holds.
+    const QString identity = findingIdentity(c1.findings.front());
+    const auto [reviewFolder, reviewName] = catalog.baselineKey(c1.run, c1.baseline);
+    QCOMPARE(reviewName, runNameOf(catalog, c1.baseline));
+    const int64_t beforeReview = catalog.dataGeneration(c1.run.store);
+    QVERIFY2(catalog.store(c1.run)->storeFindingReview(c1.run.id, reviewFolder, reviewName,
+                 {identity, QStringLiteral("confirmed"), QStringLiteral("seen it"), QString()}, &error),
+        qPrintable(error));
+    QVERIFY2(catalog.store(c1.run)->storeFindingReview(c1.run.id, reviewFolder, reviewName,
+                 {identity, QStringLiteral("dismissed"), QStringLiteral("a distractor"), QString()}, &error),
+        qPrintable(error));
+    QVERIFY(!catalog.store(c1.run)->storeFindingReview(
+        c1.run.id, reviewFolder, reviewName, {identity, QStringLiteral("later"), QString(), QString()}, &error));
+    QVERIFY2(error.contains(QStringLiteral("open, confirmed or dismissed")), qPrintable(error));
+    QCOMPARE(catalog.dataGeneration(c1.run.store), beforeReview);
+    QVERIFY(compareRunsStored(catalog, c1.baseline, c1.run).fromStore);
+    const auto reviewsOf = [&](RunRef run, RunRef base) { return catalog.findingReviews(run, base); };
+    QCOMPARE(reviewsOf(c1.run, c1.baseline).size(), size_t(1)); // replaced, not added
+    QCOMPARE(reviewsOf(c1.run, c1.baseline).front().state, QStringLiteral("dismissed"));
+    QCOMPARE(reviewsOf(c1.run, c1.baseline).front().note, QStringLiteral("a distractor"));
+    QVERIFY(reviewsOf(c1.run, {}).empty()); // the run checked alone has its own
     // A recomputed metric moves the data generation.
     const int64_t generation = catalog.dataGeneration(c1.run.store);
     QVERIFY(generation >= 0);
@@ -384,6 +406,8 @@ void TestTriage::storedFindings()
         qPrintable(error));
     QVERIFY(catalog.dataGeneration(c1.run.store) > generation);
     QVERIFY(!compareRunsStored(catalog, c1.baseline, c1.run).fromStore);
+    // The result computed again keeps the review.
+    QCOMPARE(reviewsOf(c1.run, c1.baseline).size(), size_t(1));
     // The FP8 run's log rewritten with the baseline's loss: the stored departure no longer holds.
     QVERIFY(QFileInfo::exists(dir.filePath(plan.run + QStringLiteral("/stdout.log"))));
     const QString runLog = dir.filePath(plan.run + QStringLiteral("/stdout.log"));
@@ -402,6 +426,7 @@ void TestTriage::storedFindings()
     QVERIFY(ingest(catalog));
     QVERIFY(!catalog.run(gone));
     QVERIFY(!catalog.store(baseline)->triageResult(gone.id, QString(), runNameOf(catalog, baseline)));
+    QVERIFY(catalog.store(baseline)->findingReviews(gone.id, QString(), runNameOf(catalog, baseline)).empty());
     QVERIFY(triageStored(catalog).comparisons.empty());
 }
 

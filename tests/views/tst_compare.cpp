@@ -600,7 +600,9 @@ void TestCompare::layerViewComparesAStatisticBothRunsHave()
     };
     window.selection()->set(d->run, QString(), QString(), -1);
     QVERIFY(flagged(run, plan.plantedLayerName));
-    // As one heatmap: run − baseline, cell by cell, as the store has both.
+    // As one heatmap: run − baseline, cell by cell, as the store has both. (Side by side first: an earlier
+    // test's window saved another mode.)
+    view->setLayerMode(CompareView::LayerMode::SideBySide);
     QVERIFY(diff->isHidden());
     view->setLayerMode(CompareView::LayerMode::Difference);
     QVERIFY(!diff->isHidden() && run->isHidden() && base->isHidden());

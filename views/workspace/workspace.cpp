@@ -447,4 +447,40 @@ quint64 Workspace::recompute(
         });
 }
 
+void Workspace::storeReview(RunRef run, RunRef baseline, const FindingReview &review, QObject *receiver,
+    std::function<void(const QString &error)> done)
+{
+    QString folder;
+    for (int i = 0; i < m_folders.size() && i < int(m_serials.size()); ++i) {
+        if (m_serials[size_t(i)] == run.store)
+            folder = m_folders[i];
+    }
+    const auto [baselineFolder, baselineName] = catalog().baselineKey(run, baseline);
+    if (folder.isEmpty() || !this->run(run) || (baseline.isValid() && baselineName.isEmpty())) {
+        done(tr("the run or its baseline is no longer open"));
+        return;
+    }
+    const int64_t runId = run.id;
+    m_jobs->submit({QString(), QStringLiteral("review|%1|%2|%3").arg(folder).arg(runId).arg(review.finding),
+                       [folder, runId, baselineFolder, baselineName, review](JobContext &ctx) -> QVariant {
+                           RunStore store; // this thread's own connection
+                           QString error;
+                           if (!store.open(folder, &error)
+                               || !store.storeFindingReview(runId, baselineFolder, baselineName, review, &error)) {
+                               ctx.setError(error);
+                               return {};
+                           }
+                           return true;
+                       }},
+        receiver, [this, run, done](const JobResult &r) {
+            if (!r.error.isEmpty() || !r.value.isValid()) {
+                done(r.error.isEmpty() ? tr("cancelled") : r.error);
+                return;
+            }
+            if (this->run(run))
+                Q_EMIT reviewsChanged(run);
+            done(QString());
+        });
+}
+
 } // namespace fp8scope

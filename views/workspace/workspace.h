@@ -106,7 +106,14 @@ public:
     quint64 recompute(
         const Dump &dump, const Recipe &recipe, const QString &slot, QObject *receiver, RecomputeDone done);
 
+    // Keeps a user's review of a finding of `run` against `baseline` (invalid: the run checked alone) in the
+    // run's store, on the job queue (the stores' one writer); a newer review of the same finding replaces one
+    // still queued. done gets "" or what failed; reviewsChanged(run) follows a kept one.
+    void storeReview(RunRef run, RunRef baseline, const FindingReview &review, QObject *receiver,
+        std::function<void(const QString &error)> done);
+
 Q_SIGNALS:
+    void reviewsChanged(fp8scope::RunRef run);
     void loadingStarted();
     void loaded(); // runs, stores and problems are ready (also after a failed or cancelled load)
     void closed();

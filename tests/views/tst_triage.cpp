@@ -1,0 +1,313 @@
+// The triage wizard (views/triage), offscreen: driven through a scenario of each class of
+// `fp8scope-cli demo --scenario`, and through the demo pair for what needs tensor dumps (the histogram of the
+// first suspect, the recipe what-if, checked against `fp8scope-cli stats --what-if`), and a review that
+// survives reopening the folder.
+#include "app/gui/mainwindow.h"
+#include "core/analysis/triage.h"
+#include "core/demo/scenarios.h"
+#include "guitest.h"
+#include "views/histogram/histogramview.h"
+#include "views/triage/triagewizard.h"
+#include "views/workspace/selection.h"
+#include "views/workspace/workspace.h"
+
+#include <QAction>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QStandardItemModel>
+#include <QTableView>
+#include <QTest>
+#include <QToolButton>
+
+#include <cmath>
+#include <memory>
+#include <set>
+
+using namespace fp8scope;
+
+class TestTriageWizard : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void comparabilityAspects();
+    void eachScenarioClass_data();
+    void eachScenarioClass();
+    void firstSuspectDrivesTheViews();
+    void whatIfEqualsTheCli();
+    void dismissedFindingSurvivesAReopen();
+
+private:
+    // Opens `folder` in the window and the wizard on its pair, once computed.
+    TriageWizard *openTriage(const QString &folder);
+
+    QTemporaryDir m_tmp;
+    QString m_demo;
+    DemoPlan m_plan;
+    std::unique_ptr<MainWindow> m_window;
+};
+
+void TestTriageWizard::initTestCase()
+{
+    QVERIFY(m_tmp.isValid());
+    guitest::keepSettingsIn(m_tmp);
+    m_demo = m_tmp.filePath(QStringLiteral("demo"));
+    QString error;
+    QVERIFY2(guitest::generatePair(m_demo, 5, 6, 1000, &m_plan, &error), qPrintable(error));
+    m_window = std::make_unique<MainWindow>(BackendChoice::Cpu, nullptr);
+    m_window->resize(1400, 900);
+    m_window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
+}
+
+TriageWizard *TestTriageWizard::openTriage(const QString &folder)
+{
+    QSignalSpy ready(m_window.get(), &MainWindow::ready);
+    m_window->openFolders({folder});
+    if (!ready.wait(120000))
+        return nullptr;
+    // Offered on the status bar: the folder holds a BF16/FP8 pair.
+    if (!m_window->triageOffer()->isVisibleTo(m_window.get()))
+        return nullptr;
+    m_window->findChild<QAction *>(QStringLiteral("showTriage"))->trigger();
+    TriageWizard *w = m_window->triage();
+    if (!w || !w->isVisible())
+        return nullptr;
+    if (!QTest::qWaitFor(
+            [&] { return !w->isComputing() && w->comparison() && w->comparison()->run == w->run(); }, 120000))
+        return nullptr;
+    return w;
+}
+
+void TestTriageWizard::comparabilityAspects()
+{
+    QCOMPARE(
+        TriageWizard::comparabilityAspect(QStringLiteral("MODEL_ARGS.--num-layers")), QStringLiteral("model shape"));
+    QCOMPARE(TriageWizard::comparabilityAspect(QStringLiteral("hidden_size")), QStringLiteral("model shape"));
+    QCOMPARE(TriageWizard::comparabilityAspect(QStringLiteral("DATA_ARGS.--data-path")), QStringLiteral("data"));
+    QCOMPARE(TriageWizard::comparabilityAspect(QStringLiteral("--global-batch-size")), QStringLiteral("plan"));
+    QCOMPARE(TriageWizard::comparabilityAspect(QStringLiteral("train_iters")), QStringLiteral("plan"));
+    QCOMPARE(TriageWizard::comparabilityAspect(QStringLiteral("--fp8-format")), QString());
+    QCOMPARE(TriageWizard::comparabilityAspect(QStringLiteral("wandb_exp_name")), QString());
+}
+
+void TestTriageWizard::eachScenarioClass_data()
+{
+    QTest::addColumn<int>("scenario");
+    for (Scenario s : {Scenario::EarlyDivergence, Scenario::MidRunInstability, Scenario::LossSpikes,
+             Scenario::DownstreamGap, Scenario::None})
+        QTest::newRow(qPrintable(scenarioName(s))) << int(s);
+}
+
+void TestTriageWizard::eachScenarioClass()
+{
+    QFETCH(int, scenario);
+    const Scenario s = Scenario(scenario);
+    const QString dir = m_tmp.filePath(scenarioName(s));
+    ScenarioPlan plan;
+    QString error;
+    QVERIFY2(generateScenario(dir, s, 2, &plan, &error), qPrintable(error));
+    TriageWizard *w = openTriage(dir);
+    QVERIFY(w);
+    const Catalog &catalog = m_window->workspace()->catalog();
+    QCOMPARE(catalog.run(w->run())->name, plan.run);
+    QCOMPARE(catalog.run(w->baseline())->name, plan.baseline);
+    // The verdict shown is the engine's, computed here again; on this seed, the planted class.
+    const analysis::Comparison engine = analysis::compareRuns(catalog, w->baseline(), w->run());
+    QCOMPARE(w->comparison()->comparison.verdict, engine.verdict);
+    QCOMPARE(analysis::verdictName(engine.verdict), scenarioName(s));
+    w->setStep(TriageWizard::LossStep);
+    QVERIFY2(w->verdictText().contains(QStringLiteral("Verdict: %1.").arg(analysis::verdictName(engine.verdict))),
+        qPrintable(w->verdictText()));
+    if (engine.departure)
+        QVERIFY2(
+            w->verdictText().contains(QStringLiteral("step %1").arg(*engine.departure)), qPrintable(w->verdictText()));
+    // The scenarios share their model, data and plan: comparable.
+    QVERIFY2(w->comparabilityText().startsWith(QStringLiteral("Comparable")), qPrintable(w->comparabilityText()));
+    // The class step's evidence.
+    w->setStep(TriageWizard::ClassStep);
+    QAbstractItemModel *table = w->classTable()->model();
+    const auto column = [&](int c) {
+        QStringList out;
+        for (int i = 0; i < table->rowCount(); ++i)
+            out << table->index(i, c).data().toString();
+        return out;
+    };
+    switch (s) {
+    case Scenario::EarlyDivergence:
+        QVERIFY(w->classTitle().contains(QStringLiteral("Early divergence")));
+        for (const QString &key : plan.keys)
+            QVERIFY2(column(1).contains(key), qPrintable(column(1).join(QLatin1Char(','))));
+        break;
+    case Scenario::MidRunInstability:
+        QVERIFY(w->classTitle().contains(QStringLiteral("Mid-run instability")));
+        QCOMPARE(column(0).value(0), plan.layer);
+        QCOMPARE(column(1).value(0), plan.tensor);
+        // Its lead: the departure minus its onset.
+        QCOMPARE(table->index(0, 4).data(Qt::UserRole).toLongLong(),
+            *engine.departure - table->index(0, 3).data(Qt::UserRole).toLongLong());
+        break;
+    case Scenario::LossSpikes: {
+        QVERIFY(w->classTitle().contains(QStringLiteral("Loss spikes")));
+        const size_t spikes = w->comparison()->runSpikes.spikes.size() + w->comparison()->baselineSpikes.spikes.size();
+        QCOMPARE(size_t(table->rowCount()), spikes);
+        QVERIFY(w->comparison()->runSpikes.spikes.size() > w->comparison()->baselineSpikes.spikes.size());
+        break;
+    }
+    case Scenario::DownstreamGap: {
+        QVERIFY(w->classTitle().contains(QStringLiteral("Downstream gap")));
+        std::set<QString> significant;
+        for (int i = 0; i < table->rowCount(); ++i) {
+            if (!table->index(i, 7).data().toString().isEmpty())
+                significant.insert(table->index(i, 0).data().toString());
+        }
+        QCOMPARE(significant, std::set<QString>(plan.tasks.begin(), plan.tasks.end()));
+        // Significant drops first.
+        QVERIFY(!table->index(0, 7).data().toString().isEmpty());
+        break;
+    }
+    case Scenario::None:
+        QVERIFY(w->classTitle().contains(QStringLiteral("No problem found")));
+        QCOMPARE(table->rowCount(), 0);
+        break;
+    }
+    // The summary lists every finding of the engine, open until reviewed.
+    w->setStep(TriageWizard::SummaryStep);
+    QCOMPARE(w->summaryTable()->model()->rowCount(), int(engine.findings.size()));
+    for (int i = 0; i < w->summaryTable()->model()->rowCount(); ++i)
+        QCOMPARE(w->summaryTable()->model()->index(i, TriageWizard::kReviewColumn).data().toString(),
+            QStringLiteral("open"));
+    // Back and Next walk the steps.
+    w->setStep(TriageWizard::RunsStep);
+    QPushButton *back = nullptr, *forward = nullptr;
+    for (QPushButton *b : w->findChildren<QPushButton *>()) {
+        back = b->text() == QLatin1String("&Back") ? b : back;
+        forward = b->text() == QLatin1String("&Next") ? b : forward;
+    }
+    QVERIFY(back && forward);
+    QVERIFY(!back->isEnabled());
+    forward->click();
+    forward->click();
+    QCOMPARE(w->step(), TriageWizard::ClassStep);
+    back->click();
+    QCOMPARE(w->step(), TriageWizard::LossStep);
+    w->close();
+}
+
+void TestTriageWizard::firstSuspectDrivesTheViews()
+{
+    TriageWizard *w = openTriage(m_demo);
+    QVERIFY(w);
+    QCOMPARE(analysis::verdictName(w->comparison()->comparison.verdict), QStringLiteral("mid-run-instability"));
+    w->setStep(TriageWizard::ClassStep);
+    QTableView *table = w->classTable();
+    QCOMPARE(table->model()->index(0, 0).data().toString(), m_plan.plantedLayerName);
+    QCOMPARE(table->model()->index(0, 1).data().toString(), m_plan.plantedTensor);
+    // A click on the first suspect selects its layer, tensor and onset: the histogram loads its nearest dump.
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(table->model()->index(0, 0)).center());
+    QCOMPARE(m_window->selection()->layer(), m_plan.plantedLayerName);
+    QCOMPARE(m_window->selection()->tensor(), m_plan.plantedTensor);
+    QCOMPARE(m_window->selection()->step(), table->model()->index(0, 3).data(Qt::UserRole).toLongLong());
+    HistogramView *hist = m_window->histogram();
+    QTRY_VERIFY_WITH_TIMEOUT(hist->dump() && hist->metrics().has_value(), 60000);
+    QCOMPARE(hist->dump()->record.layer, m_plan.plantedLayerName);
+    QCOMPARE(hist->dump()->record.tensor, m_plan.plantedTensor);
+    // What to try next names the suspect layer in the BF16 fallback config, ready to paste.
+    w->setStep(TriageWizard::NextStep);
+    QVERIFY2(w->nextText().contains(QStringLiteral("DisableQuantizationLayer")), qPrintable(w->nextText()));
+    QVERIFY(w->nextText().contains(m_plan.plantedLayerName));
+    QString pattern = m_plan.plantedLayerName;
+    pattern.replace(QLatin1Char('.'), QStringLiteral("\\."));
+    QVERIFY2(w->nextText().contains(QStringLiteral("layer_name_regex_pattern: ") + pattern), qPrintable(w->nextText()));
+}
+
+void TestTriageWizard::whatIfEqualsTheCli()
+{
+    TriageWizard *w = m_window->triage();
+    QVERIFY(w && w->comparison());
+    QTRY_VERIFY_WITH_TIMEOUT(!w->isComputingWhatIf(), 120000);
+    QVERIFY(w->whatIfDump().contains(m_plan.plantedLayerName));
+    QProcess cli;
+    cli.start(qEnvironmentVariable("FP8SCOPE_CLI"),
+        {QStringLiteral("stats"), w->whatIfDump(), QStringLiteral("--what-if"), QStringLiteral("--json")});
+    QVERIFY2(
+        cli.waitForFinished(120000) && cli.exitCode() == 0, qPrintable(QString::fromUtf8(cli.readAllStandardError())));
+    const QJsonArray rows
+        = QJsonDocument::fromJson(cli.readAllStandardOutput()).object().value(QStringLiteral("what_if")).toArray();
+    QAbstractItemModel *table = w->whatIfTable()->model();
+    QCOMPARE(table->rowCount(), int(rows.size()));
+    QVERIFY(rows.size() >= 10);
+    const auto close = [](double a, double b) {
+        return (std::isnan(a) && std::isnan(b)) || std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b));
+    };
+    for (int i = 0; i < table->rowCount(); ++i) {
+        const QJsonObject r = rows.at(i).toObject();
+        QCOMPARE(table->index(i, 0).data().toString(), r.value(QStringLiteral("recipe")).toString());
+        QCOMPARE(table->index(i, 1).data().toString().toLower(), r.value(QStringLiteral("format")).toString());
+        const char *keys[] = {"underflow_pct", "saturation_pct", "mse", "sqnr_db", "cosine"};
+        for (int k = 0; k < 5; ++k) {
+            const double shown = table->index(i, 2 + k).data(Qt::UserRole).toDouble();
+            const QJsonValue v = r.value(QLatin1String(keys[k]));
+            // JSON has no infinity: a non-finite value (BF16's SQNR) is written as null.
+            const double expected = v.isDouble() ? v.toDouble() : NAN;
+            QVERIFY2(v.isDouble() ? close(shown, expected) : !std::isfinite(shown),
+                qPrintable(QStringLiteral("%1 %2: %3 vs %4")
+                               .arg(r.value(QStringLiteral("recipe")).toString(), QLatin1String(keys[k]))
+                               .arg(shown)
+                               .arg(expected)));
+        }
+    }
+}
+
+void TestTriageWizard::dismissedFindingSurvivesAReopen()
+{
+    TriageWizard *w = openTriage(m_demo);
+    QVERIFY(w);
+    w->setStep(TriageWizard::SummaryStep);
+    QAbstractItemModel *summary = w->summaryTable()->model();
+    QVERIFY(summary->rowCount() > 2);
+    // The config difference is a distractor: dismissed, with a note.
+    int row = -1;
+    for (int i = 0; i < summary->rowCount(); ++i) {
+        if (summary->index(i, 1).data().toString() == QLatin1String("config-difference"))
+            row = i;
+    }
+    QVERIFY(row >= 0);
+    const QString identity = analysis::findingIdentity(w->comparison()->comparison.findings[size_t(row)]);
+    QSignalSpy stored(w, &TriageWizard::reviewStored);
+    w->setReview(row, QStringLiteral("dismissed"), QStringLiteral("the demo's harmless difference"));
+    QVERIFY(stored.wait(30000));
+    QCOMPARE(stored.count(), 1);
+    QCOMPARE(stored.front().front().toString(), QString());
+    // Reopened: the folder is read again and the comparison computed again; the review is still there.
+    w->close();
+    w = openTriage(m_demo);
+    QVERIFY(w);
+    summary = w->summaryTable()->model();
+    int again = -1;
+    for (int i = 0; i < summary->rowCount(); ++i) {
+        if (analysis::findingIdentity(w->comparison()->comparison.findings[size_t(i)]) == identity)
+            again = i;
+    }
+    QVERIFY(again >= 0);
+    QCOMPARE(summary->index(again, TriageWizard::kReviewColumn).data().toString(), QStringLiteral("dismissed"));
+    QCOMPARE(summary->index(again, TriageWizard::kNoteColumn).data().toString(),
+        QStringLiteral("the demo's harmless difference"));
+    // The others stay open; the store holds exactly the one review.
+    const auto reviews = m_window->workspace()->catalog().findingReviews(w->run(), w->baseline());
+    QCOMPARE(reviews.size(), size_t(1));
+    QCOMPARE(reviews.front().finding, identity);
+    QVERIFY(!reviews.front().reviewedAt.isEmpty());
+    // A state that is none of the three is refused with a reason.
+    QSignalSpy refused(w, &TriageWizard::reviewStored);
+    w->setReview(again, QStringLiteral("maybe"), QString());
+    QVERIFY(refused.wait(30000));
+    QVERIFY(refused.front().front().toString().contains(QStringLiteral("open, confirmed or dismissed")));
+}
+
+QTEST_MAIN(TestTriageWizard)
+#include "tst_triage.moc"

@@ -1,0 +1,737 @@
+#include "triagewizard.h"
+
+#include "views/models/tableexport.h"
+#include "views/workspace/selection.h"
+#include "views/workspace/workspace.h"
+
+#include "core/numerics/recipe.h"
+
+#include <QClipboard>
+#include <QComboBox>
+#include <QGuiApplication>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QListWidget>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QStackedWidget>
+#include <QStandardItemModel>
+#include <QStyledItemDelegate>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace fp8scope {
+
+namespace {
+
+enum Roles { RunRole = Qt::UserRole + 1, LayerRole, TensorRole, StepRole, IdentityRole };
+
+QStandardItem *item(const QString &text)
+{
+    auto *i = new QStandardItem(text);
+    i->setToolTip(text);
+    i->setEditable(false);
+    return i;
+}
+
+QStandardItem *number(double v, int decimals = -1)
+{
+    auto *i = new QStandardItem(!std::isfinite(v) ? QString()
+            : decimals < 0                        ? QLocale().toString(v, 'g', 6)
+                                                  : QLocale().toString(v, 'f', decimals));
+    i->setData(v, Qt::UserRole);
+    i->setToolTip(QString::number(v, 'g', QLocale::FloatingPointShortest));
+    i->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    i->setEditable(false);
+    return i;
+}
+
+QStandardItem *integer(std::optional<int64_t> v)
+{
+    auto *i = item(v ? QString::number(*v) : QString());
+    if (v)
+        i->setData(qint64(*v), Qt::UserRole);
+    i->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    return i;
+}
+
+// The review column's editor: the three states.
+class ReviewDelegate : public QStyledItemDelegate
+{
+public:
+    using QStyledItemDelegate::QStyledItemDelegate;
+    QWidget *createEditor(QWidget *parent, const QStyleOptionViewItem &, const QModelIndex &) const override
+    {
+        auto *box = new QComboBox(parent);
+        box->addItems({QStringLiteral("open"), QStringLiteral("confirmed"), QStringLiteral("dismissed")});
+        return box;
+    }
+    void setEditorData(QWidget *editor, const QModelIndex &index) const override
+    {
+        auto *box = static_cast<QComboBox *>(editor);
+        box->setCurrentIndex(std::max(0, box->findText(index.data().toString())));
+    }
+    void setModelData(QWidget *editor, QAbstractItemModel *model, const QModelIndex &index) const override
+    {
+        model->setData(index, static_cast<QComboBox *>(editor)->currentText());
+    }
+};
+
+QTableView *makeTable(const QString &name, QStandardItemModel *model, QWidget *parent)
+{
+    QTableView *t = newTableView(name, parent);
+    t->setModel(model);
+    return t;
+}
+
+QString normalizedKey(const QString &key)
+{
+    QString k = key.section(QLatin1Char('.'), -1).toLower();
+    while (k.startsWith(QLatin1Char('-')))
+        k.remove(0, 1);
+    k.replace(QLatin1Char('-'), QLatin1Char('_'));
+    return k;
+}
+
+} // namespace
+
+QString TriageWizard::comparabilityAspect(const QString &key)
+{
+    // By the key's last part, in snake case: Megatron's arguments, its command line in a YAML, NeMo's and
+    // Hugging Face's names for the same settings.
+    static const std::set<QString> shape {QStringLiteral("num_layers"), QStringLiteral("hidden_size"),
+        QStringLiteral("ffn_hidden_size"), QStringLiteral("num_attention_heads"), QStringLiteral("num_query_groups"),
+        QStringLiteral("kv_channels"), QStringLiteral("seq_length"), QStringLiteral("encoder_seq_length"),
+        QStringLiteral("max_position_embeddings"), QStringLiteral("vocab_size"), QStringLiteral("padded_vocab_size"),
+        QStringLiteral("num_experts"), QStringLiteral("num_hidden_layers"), QStringLiteral("intermediate_size"),
+        QStringLiteral("max_seq_len")};
+    static const std::set<QString> data {QStringLiteral("data_path"), QStringLiteral("train_data_path"),
+        QStringLiteral("valid_data_path"), QStringLiteral("tokenizer_type"), QStringLiteral("tokenizer_model"),
+        QStringLiteral("vocab_file"), QStringLiteral("merge_file"), QStringLiteral("split"), QStringLiteral("seed"),
+        QStringLiteral("dataset"), QStringLiteral("data_seed"), QStringLiteral("tokenizer")};
+    static const std::set<QString> plan {QStringLiteral("train_iters"), QStringLiteral("train_samples"),
+        QStringLiteral("global_batch_size"), QStringLiteral("micro_batch_size"), QStringLiteral("lr"),
+        QStringLiteral("min_lr"), QStringLiteral("lr_decay_style"), QStringLiteral("lr_decay_iters"),
+        QStringLiteral("lr_warmup_iters"), QStringLiteral("lr_warmup_fraction"), QStringLiteral("weight_decay"),
+        QStringLiteral("clip_grad"), QStringLiteral("adam_beta1"), QStringLiteral("adam_beta2"),
+        QStringLiteral("optimizer"), QStringLiteral("max_steps"), QStringLiteral("learning_rate")};
+    const QString k = normalizedKey(key);
+    return shape.count(k) ? tr("model shape") : data.count(k) ? tr("data") : plan.count(k) ? tr("plan") : QString();
+}
+
+TriageWizard::TriageWizard(Workspace *workspace, Selection *selection, QWidget *parent)
+    : QDialog(parent)
+    , m_workspace(workspace)
+    , m_selection(selection)
+    , m_slot(Workspace::newSlot(QStringLiteral("triage")))
+    , m_steps(new QListWidget(this))
+    , m_pages(new QStackedWidget(this))
+    , m_baselineBox(new QComboBox(this))
+    , m_runBox(new QComboBox(this))
+    , m_status(new QLabel(this))
+    , m_comparabilityText(new QLabel(this))
+    , m_verdict(new QLabel(this))
+    , m_classTitle(new QLabel(this))
+    , m_next(new QPlainTextEdit(this))
+    , m_whatIfTitle(new QLabel(this))
+    , m_comparabilityModel(new QStandardItemModel(this))
+    , m_classModel(new QStandardItemModel(this))
+    , m_whatIfModel(new QStandardItemModel(this))
+    , m_summaryModel(new QStandardItemModel(this))
+    , m_back(new QPushButton(tr("&Back"), this))
+    , m_forward(new QPushButton(tr("&Next"), this))
+{
+    setObjectName(QStringLiteral("triageWizard"));
+    setWindowTitle(tr("Triage"));
+    setModal(false);
+    resize(900, 600);
+    m_steps->setObjectName(QStringLiteral("triageSteps"));
+    for (const QString &name :
+        {tr("1. Runs"), tr("2. Loss"), tr("3. The class"), tr("4. What to try next"), tr("5. Summary")})
+        m_steps->addItem(name);
+    m_steps->setMaximumWidth(170);
+    m_baselineBox->setObjectName(QStringLiteral("triageBaseline"));
+    m_runBox->setObjectName(QStringLiteral("triageRun"));
+    m_status->setObjectName(QStringLiteral("triageStatus"));
+    for (QLabel *l : {m_status, m_comparabilityText, m_verdict, m_classTitle, m_whatIfTitle}) {
+        l->setWordWrap(true);
+        l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    }
+    m_comparability = makeTable(QStringLiteral("triageComparability"), m_comparabilityModel, this);
+    m_class = makeTable(QStringLiteral("triageClass"), m_classModel, this);
+    m_whatIf = makeTable(QStringLiteral("triageWhatIf"), m_whatIfModel, this);
+    m_summary = makeTable(QStringLiteral("triageSummary"), m_summaryModel, this);
+    m_summary->setEditTriggers(
+        QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed | QAbstractItemView::SelectedClicked);
+    m_summary->setItemDelegateForColumn(kReviewColumn, new ReviewDelegate(m_summary));
+    addTableActions(m_comparability, tr("comparability.csv"));
+    addTableActions(m_class, tr("evidence.csv"));
+    addTableActions(m_whatIf, tr("what-if.csv"));
+    addTableActions(m_summary, tr("findings.csv"));
+    m_next->setObjectName(QStringLiteral("triageNext"));
+    m_next->setReadOnly(true);
+    m_next->setLineWrapMode(QPlainTextEdit::WidgetWidth);
+
+    // 1. Runs
+    auto *runs = new QWidget(this);
+    auto *runsLayout = new QVBoxLayout(runs);
+    auto *pickers = new QHBoxLayout;
+    pickers->addWidget(new QLabel(tr("Baseline"), runs));
+    pickers->addWidget(m_baselineBox, 1);
+    pickers->addWidget(new QLabel(tr("Run"), runs));
+    pickers->addWidget(m_runBox, 1);
+    runsLayout->addLayout(pickers);
+    runsLayout->addWidget(m_comparabilityText);
+    runsLayout->addWidget(m_comparability, 1);
+    // 2. Loss
+    auto *loss = new QWidget(this);
+    auto *lossLayout = new QVBoxLayout(loss);
+    auto *openComparison = new QPushButton(tr("Open in the &Comparison Tab"), loss);
+    openComparison->setObjectName(QStringLiteral("triageOpenComparison"));
+    lossLayout->addWidget(m_verdict);
+    lossLayout->addWidget(openComparison, 0, Qt::AlignLeft);
+    lossLayout->addStretch(1);
+    // 3. The class
+    auto *cls = new QWidget(this);
+    auto *classLayout = new QVBoxLayout(cls);
+    classLayout->addWidget(m_classTitle);
+    classLayout->addWidget(m_class, 1);
+    // 4. What to try next
+    auto *next = new QWidget(this);
+    auto *nextLayout = new QVBoxLayout(next);
+    auto *copy = new QPushButton(tr("Co&py"), next);
+    copy->setObjectName(QStringLiteral("triageCopyNext"));
+    nextLayout->addWidget(m_next, 2);
+    nextLayout->addWidget(copy, 0, Qt::AlignLeft);
+    nextLayout->addWidget(m_whatIfTitle);
+    nextLayout->addWidget(m_whatIf, 1);
+    // 5. Summary
+    auto *summary = new QWidget(this);
+    auto *summaryLayout = new QVBoxLayout(summary);
+    auto *summaryHelp = new QLabel(tr("Mark each finding confirmed or dismissed and add a note (double-click); "
+                                      "the review is kept in the run's store."),
+        summary);
+    summaryHelp->setWordWrap(true);
+    summaryLayout->addWidget(summaryHelp);
+    summaryLayout->addWidget(m_summary, 1);
+    for (QWidget *page : {runs, loss, cls, next, summary})
+        m_pages->addWidget(page);
+
+    auto *body = new QHBoxLayout;
+    body->addWidget(m_steps);
+    body->addWidget(m_pages, 1);
+    auto *buttons = new QHBoxLayout;
+    auto *close = new QPushButton(tr("Close"), this);
+    buttons->addWidget(m_status, 1);
+    buttons->addWidget(m_back);
+    buttons->addWidget(m_forward);
+    buttons->addWidget(close);
+    auto *layout = new QVBoxLayout(this);
+    layout->addLayout(body, 1);
+    layout->addLayout(buttons);
+
+    connect(m_steps, &QListWidget::currentRowChanged, this, [this](int row) {
+        m_pages->setCurrentIndex(std::max(0, row));
+        updateButtons();
+    });
+    connect(m_back, &QPushButton::clicked, this, [this] { setStep(Step(std::max(0, int(step()) - 1))); });
+    connect(m_forward, &QPushButton::clicked, this, [this] { setStep(Step(std::min(kSteps - 1, int(step()) + 1))); });
+    connect(close, &QPushButton::clicked, this, &QDialog::close);
+    connect(openComparison, &QPushButton::clicked, this, [this] { Q_EMIT comparisonRequested(baseline(), run()); });
+    connect(
+        copy, &QPushButton::clicked, this, [this] { QGuiApplication::clipboard()->setText(m_next->toPlainText()); });
+    connect(m_baselineBox, &QComboBox::currentIndexChanged, this, &TriageWizard::recompute);
+    connect(m_runBox, &QComboBox::currentIndexChanged, this, &TriageWizard::recompute);
+    connect(m_class, &QTableView::clicked, this, &TriageWizard::selectClassRow);
+    connect(m_class, &QTableView::activated, this, &TriageWizard::selectClassRow);
+    connect(m_summaryModel, &QStandardItemModel::itemChanged, this, &TriageWizard::onSummaryEdited);
+    connect(workspace, &Workspace::loaded, this, &TriageWizard::fillPickers);
+    connect(workspace, &Workspace::closed, this, &TriageWizard::fillPickers);
+    fillPickers();
+    m_steps->setCurrentRow(0);
+}
+
+TriageWizard::~TriageWizard() = default;
+
+void TriageWizard::fillPickers()
+{
+    {
+        const QSignalBlocker b1(m_baselineBox), b2(m_runBox);
+        m_baselineBox->clear();
+        m_runBox->clear();
+        for (const WorkspaceRun &r : m_workspace->runs()) {
+            for (QComboBox *box : {m_baselineBox, m_runBox})
+                box->addItem(r.run.label(), QVariant::fromValue(r.run.ref));
+        }
+    }
+    setPair({}, {});
+}
+
+void TriageWizard::setPair(RunRef baseline, RunRef run)
+{
+    if (!baseline.isValid() || !run.isValid()) {
+        for (const WorkspaceRun &r : m_workspace->runs()) {
+            if (r.pairing.baseline.isValid()) {
+                baseline = r.pairing.baseline;
+                run = r.run.ref;
+                break;
+            }
+        }
+    }
+    {
+        const QSignalBlocker b1(m_baselineBox), b2(m_runBox);
+        m_baselineBox->setCurrentIndex(m_baselineBox->findData(QVariant::fromValue(baseline)));
+        m_runBox->setCurrentIndex(m_runBox->findData(QVariant::fromValue(run)));
+    }
+    recompute();
+}
+
+RunRef TriageWizard::baseline() const
+{
+    return m_baselineBox->currentData().value<RunRef>();
+}
+
+RunRef TriageWizard::run() const
+{
+    return m_runBox->currentData().value<RunRef>();
+}
+
+void TriageWizard::setStep(Step s)
+{
+    m_steps->setCurrentRow(int(s));
+}
+
+TriageWizard::Step TriageWizard::step() const
+{
+    return Step(std::clamp(m_steps->currentRow(), 0, kSteps - 1));
+}
+
+void TriageWizard::updateButtons()
+{
+    m_back->setEnabled(step() > RunsStep);
+    m_forward->setEnabled(step() < SummaryStep);
+}
+
+void TriageWizard::recompute()
+{
+    const RunRef b = baseline(), r = run();
+    if (m_ticket)
+        m_workspace->queries().cancel(m_ticket);
+    m_ticket = 0;
+    if (!b.isValid() || !r.isValid() || b == r) {
+        display(nullptr);
+        m_status->setText(m_workspace->runCount() < 2 ? tr("Open a folder with a BF16 baseline and an FP8 run.")
+                                                      : tr("Choose a run and a baseline to compare it with."));
+        return;
+    }
+    m_status->setText(tr("Comparing %1 with %2...").arg(m_runBox->currentText(), m_baselineBox->currentText()));
+    m_ticket = m_workspace->query(
+        m_slot, [b, r](const Catalog &catalog) { return QVariant::fromValue(computeComparison(catalog, b, r, {})); },
+        this,
+        [this](const QVariant &value) {
+            m_ticket = 0;
+            display(std::make_shared<const ComparisonData>(value.value<ComparisonData>()));
+        });
+}
+
+void TriageWizard::display(std::shared_ptr<const ComparisonData> data)
+{
+    m_data = std::move(data);
+    fillRuns();
+    fillLoss();
+    fillClass();
+    fillNext();
+    fillSummary();
+    if (m_data)
+        m_status->setText(tr("Verdict: %1").arg(analysis::verdictName(m_data->comparison.verdict)));
+    Q_EMIT computed();
+}
+
+QString TriageWizard::comparabilityText() const
+{
+    return m_comparabilityText->text();
+}
+
+QString TriageWizard::verdictText() const
+{
+    return m_verdict->text();
+}
+
+QString TriageWizard::classTitle() const
+{
+    return m_classTitle->text();
+}
+
+QString TriageWizard::nextText() const
+{
+    return m_next->toPlainText();
+}
+
+void TriageWizard::fillRuns()
+{
+    m_comparabilityModel->clear();
+    m_comparabilityModel->setHorizontalHeaderLabels({tr("Key"), tr("Baseline"), tr("Run"), tr("Changes")});
+    if (!m_data) {
+        m_comparabilityText->clear();
+        return;
+    }
+    if (!m_data->config.haveBoth) {
+        m_comparabilityText->setText(tr("One of the runs has no config: whether they train the same model on the "
+                                        "same data to the same plan cannot be told."));
+        return;
+    }
+    std::set<QString> aspects;
+    int differing = 0;
+    for (const analysis::ConfigRow &c : m_data->config.rows) {
+        if (!c.differs || c.version)
+            continue;
+        ++differing;
+        const QString aspect = comparabilityAspect(c.key);
+        if (aspect.isEmpty())
+            continue;
+        aspects.insert(aspect);
+        m_comparabilityModel->appendRow({item(c.key), item(c.baseline), item(c.run), item(aspect)});
+    }
+    m_comparability->resizeColumnsToContents();
+    if (aspects.empty()) {
+        m_comparabilityText->setText(tr("Comparable: the model shape, the data and the plan agree (%n config "
+                                        "key(s) differ, none of them these; the Comparison tab lists them).",
+            nullptr, differing));
+    } else {
+        m_comparabilityText->setText(tr("Compared with care: %n difference(s) change %1, which a loss comparison "
+                                        "does not account for.",
+            nullptr, m_comparabilityModel->rowCount())
+                                         .arg(QStringList(aspects.begin(), aspects.end()).join(tr(", "))));
+    }
+}
+
+void TriageWizard::fillLoss()
+{
+    if (!m_data) {
+        m_verdict->clear();
+        return;
+    }
+    const analysis::Comparison &c = m_data->comparison;
+    QStringList lines;
+    lines << tr("<b>Verdict: %1.</b>").arg(analysis::verdictName(c.verdict).toHtmlEscaped());
+    const analysis::Finding *departure = nullptr, *skipped = nullptr;
+    for (const analysis::Finding &f : c.findings) {
+        if (f.kind == QLatin1String("loss-departure") && !departure)
+            departure = &f;
+        if (f.kind == QLatin1String("skipped-iterations") && !skipped)
+            skipped = &f;
+    }
+    const analysis::Departure &d = m_data->statistic.departure;
+    if (departure && d.step) {
+        // The engine's sentence: where, between which steps, by how much at the end.
+        QString text = departure->summary;
+        if (!text.isEmpty())
+            text[0] = text[0].toUpper();
+        lines << tr("%1 (step %2 of %3 planned).").arg(text.toHtmlEscaped()).arg(*d.step).arg(c.plannedSteps);
+    } else if (d.step) {
+        lines << tr("The loss departs at step %1 (between %2 and %3) of %4 planned.")
+                     .arg(*d.step)
+                     .arg(d.low)
+                     .arg(d.high)
+                     .arg(c.plannedSteps);
+    } else if (m_data->statistic.found) {
+        lines << tr("The losses agree: the run stays within the baseline's band (tolerance + noise).");
+    } else {
+        lines << tr("The two runs have no loss in common to compare.");
+    }
+    if (c.lead)
+        lines << tr("The first layer signal comes %1 steps before the departure.").arg(*c.lead);
+    const auto spikes = [](const analysis::SpikeReport &r) {
+        const auto recovered = std::count_if(
+            r.spikes.begin(), r.spikes.end(), [](const analysis::Spike &s) { return s.recoveredAt.has_value(); });
+        return tr("%n spike(s), %1 recovered", nullptr, int(r.spikes.size())).arg(recovered);
+    };
+    lines << tr("Spikes of the loss: the baseline %1; the run %2.")
+                 .arg(spikes(m_data->baselineSpikes), spikes(m_data->runSpikes));
+    if (skipped)
+        lines << skipped->summary.toHtmlEscaped();
+    m_verdict->setText(lines.join(QStringLiteral("<br>")));
+}
+
+void TriageWizard::fillClass()
+{
+    m_classModel->clear();
+    if (!m_data) {
+        m_classTitle->clear();
+        return;
+    }
+    const analysis::Comparison &c = m_data->comparison;
+    const auto mark = [&](QList<QStandardItem *> row, const analysis::Finding *f) {
+        if (f) {
+            row.front()->setData(QVariant::fromValue(m_data->run), RunRole);
+            row.front()->setData(f->layer, LayerRole);
+            row.front()->setData(f->tensor, TensorRole);
+            row.front()->setData(f->step ? QVariant(qint64(*f->step)) : QVariant(), StepRole);
+            for (QStandardItem *i : row)
+                i->setToolTip(f->suggestion.isEmpty() ? f->summary : f->summary + QLatin1Char('\n') + f->suggestion);
+        }
+        m_classModel->appendRow(row);
+    };
+    switch (c.verdict) {
+    case analysis::Verdict::EarlyDivergence: {
+        m_classTitle->setText(tr("<b>Early divergence</b>: the run parts from its baseline early in the plan, which "
+                                 "points at software: the config keys and versions that differ, suspects first."));
+        m_classModel->setHorizontalHeaderLabels(
+            {tr("Severity"), tr("Key or package"), tr("Baseline"), tr("Run"), tr("Summary")});
+        for (const analysis::Finding &f : c.findings) {
+            if (f.kind != QLatin1String("config-difference") && f.kind != QLatin1String("version-difference"))
+                continue;
+            QString base, ours;
+            for (const analysis::ConfigRow &r : m_data->config.rows) {
+                if (r.key == f.key) {
+                    base = r.baseline;
+                    ours = r.run;
+                }
+            }
+            mark({item(analysis::severityName(f.severity)), item(f.key), item(base), item(ours), item(f.summary)}, &f);
+        }
+        break;
+    }
+    case analysis::Verdict::MidRunInstability: {
+        m_classTitle->setText(tr("<b>Mid-run instability</b>: the layers whose statistics moved before the loss "
+                                 "departed, by onset. A click shows the layer in the curve, heatmap and "
+                                 "histogram views."));
+        m_classModel->setHorizontalHeaderLabels({tr("Layer"), tr("Tensor"), tr("Statistic"), tr("Onset"),
+            tr("Lead (steps)"), tr("Severity"), tr("Summary")});
+        std::vector<const analysis::Finding *> signals;
+        for (const analysis::Finding &f : c.findings) {
+            if (f.kind == QLatin1String("layer-signal"))
+                signals.push_back(&f);
+        }
+        // The leads (not info) by onset, then the consequences by onset.
+        std::stable_sort(signals.begin(), signals.end(), [](const analysis::Finding *a, const analysis::Finding *b) {
+            const bool la = a->severity != analysis::Severity::Info, lb = b->severity != analysis::Severity::Info;
+            if (la != lb)
+                return la;
+            return a->step.value_or(INT64_MAX) < b->step.value_or(INT64_MAX);
+        });
+        for (const analysis::Finding *f : signals) {
+            std::optional<int64_t> lead;
+            if (f->step && c.departure)
+                lead = *c.departure - *f->step;
+            mark({item(f->layer), item(f->tensor), item(f->stat), integer(f->step), integer(lead),
+                     item(analysis::severityName(f->severity)), item(f->summary)},
+                f);
+        }
+        break;
+    }
+    case analysis::Verdict::LossSpikes: {
+        m_classTitle->setText(tr("<b>Loss spikes</b>: the run spikes more often than its baseline, or needs "
+                                 "repeated recovery. Both runs' spikes, by step."));
+        m_classModel->setHorizontalHeaderLabels(
+            {tr("Run"), tr("Step"), tr("Peak"), tr("Level"), tr("Height (sigmas)"), tr("Recovered at")});
+        std::vector<std::pair<int64_t, QList<QStandardItem *>>> rows;
+        for (const auto &[ref, report] :
+            {std::pair(m_data->baseline, &m_data->baselineSpikes), std::pair(m_data->run, &m_data->runSpikes)}) {
+            const QString name = m_workspace->run(ref) ? m_workspace->run(ref)->run.label() : QString();
+            for (const analysis::Spike &s : report->spikes) {
+                QList<QStandardItem *> row {item(name), integer(s.step), number(s.value), number(s.level),
+                    number(s.height, 1), integer(s.recoveredAt)};
+                row.front()->setData(QVariant::fromValue(ref), RunRole);
+                row.front()->setData(qint64(s.step), StepRole);
+                rows.emplace_back(s.step, row);
+            }
+        }
+        std::stable_sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+        for (auto &[step, row] : rows)
+            m_classModel->appendRow(row);
+        break;
+    }
+    case analysis::Verdict::DownstreamGap: {
+        QString title = tr("<b>Downstream gap</b>: the losses agree, the evaluation scores do not. The scores, "
+                           "significant drops first.");
+        for (const analysis::Finding &f : c.findings) {
+            if (f.kind == QLatin1String("inference-precision"))
+                title += QStringLiteral("<br>") + f.summary.toHtmlEscaped();
+        }
+        m_classTitle->setText(title);
+        m_classModel->setHorizontalHeaderLabels({tr("Task"), tr("Metric"), tr("Inference"), tr("Baseline"), tr("Run"),
+            tr("Difference"), tr("z"), tr("Significant")});
+        std::vector<const analysis::EvalRow *> rows;
+        for (const analysis::EvalRow &e : m_data->evals)
+            rows.push_back(&e);
+        std::stable_sort(rows.begin(), rows.end(),
+            [](const analysis::EvalRow *a, const analysis::EvalRow *b) { return a->significant > b->significant; });
+        for (const analysis::EvalRow *e : rows)
+            m_classModel->appendRow({item(e->task), item(e->metric), item(e->inference), number(e->baseline),
+                number(e->run), number(e->difference), number(e->z, 1), item(e->significant ? tr("yes") : QString())});
+        break;
+    }
+    case analysis::Verdict::None:
+        m_classTitle->setText(tr("<b>No problem found</b>: the losses agree within the baseline's band, the run "
+                                 "does not spike more often, and no evaluation differs beyond its noise."));
+        break;
+    }
+    m_class->resizeColumnsToContents();
+}
+
+void TriageWizard::fillNext()
+{
+    m_next->clear();
+    m_whatIfModel->clear();
+    m_whatIfModel->setHorizontalHeaderLabels(
+        {tr("Recipe"), tr("Format"), tr("Underflow %"), tr("Saturated %"), tr("MSE"), tr("SQNR dB"), tr("Cosine")});
+    m_whatIfTitle->clear();
+    m_whatIfDump.clear();
+    m_whatIfPending = 0; // the results of another pair's what-if are not waited for
+    if (!m_data)
+        return;
+    // One change at a time, the most important first.
+    QStringList text;
+    int n = 0;
+    for (const analysis::Finding &f : m_data->comparison.findings) {
+        if (f.suggestion.isEmpty() || f.kind == QLatin1String("recipe-what-if"))
+            continue;
+        text << QStringLiteral("%1. %2\n   %3").arg(++n).arg(f.summary, f.suggestion);
+    }
+    if (text.isEmpty())
+        text << tr("Nothing to change: the engine found nothing to act on.");
+    m_next->setPlainText(text.join(QStringLiteral("\n\n")));
+    startWhatIf();
+}
+
+void TriageWizard::startWhatIf()
+{
+    // The first layer suspect's dump nearest its onset, under every recipe of the what-if.
+    const analysis::Finding *suspect = nullptr;
+    for (const analysis::Finding &f : m_data->comparison.findings) {
+        if (f.kind == QLatin1String("layer-signal") && f.severity != analysis::Severity::Info) {
+            suspect = &f;
+            break;
+        }
+    }
+    if (!suspect || !suspect->step) {
+        m_whatIfTitle->setText(tr("No layer suspect: no recipe what-if to compute."));
+        return;
+    }
+    std::optional<Dump> nearest;
+    for (const Dump &d : m_workspace->catalog().dumps(m_data->run)) {
+        if (d.record.layer != suspect->layer || d.record.tensor != suspect->tensor)
+            continue;
+        if (!nearest || std::abs(d.record.step - *suspect->step) < std::abs(nearest->record.step - *suspect->step))
+            nearest = d;
+    }
+    if (!nearest) {
+        m_whatIfTitle->setText(
+            tr("%1 %2 has no tensor dump to recompute a recipe what-if on.").arg(suspect->layer, suspect->tensor));
+        return;
+    }
+    m_whatIfDump
+        = nearest->path + (nearest->record.dataset.isEmpty() ? QString() : QLatin1Char(':') + nearest->record.dataset);
+    const std::vector<Recipe> recipes = Recipe::whatIfSet();
+    m_whatIfTitle->setText(tr("Recipe what-if on %1 %2 at step %3 (the dump nearest the onset at %4):")
+                               .arg(suspect->layer, suspect->tensor)
+                               .arg(nearest->record.step)
+                               .arg(*suspect->step));
+    // A row per recipe in the what-if's order, filled as each finishes.
+    for (const Recipe &r : recipes) {
+        QList<QStandardItem *> row {item(r.name()), item(formatName(r.format))};
+        for (int i = 0; i < 5; ++i)
+            row << item(QString());
+        m_whatIfModel->appendRow(row);
+    }
+    const std::shared_ptr<const ComparisonData> data = m_data;
+    for (size_t i = 0; i < recipes.size(); ++i) {
+        ++m_whatIfPending;
+        m_workspace->recompute(*nearest, recipes[i], m_slot + QStringLiteral("-whatif-%1").arg(i), this,
+            [this, i, data](const std::optional<TensorMetrics> &m, const QString &error) {
+                if (data != m_data)
+                    return; // another pair is shown: its own what-if fills the table
+                --m_whatIfPending;
+                const int row = int(i);
+                if (!m) {
+                    m_whatIfModel->setItem(row, 2, item(error));
+                    return;
+                }
+                m_whatIfModel->setItem(row, 2, number(m->underflowPct, 4));
+                m_whatIfModel->setItem(row, 3, number(m->saturationPct, 4));
+                m_whatIfModel->setItem(row, 4, number(m->mse));
+                m_whatIfModel->setItem(row, 5, number(m->sqnrDb, 2));
+                m_whatIfModel->setItem(row, 6, number(m->cosine, 7));
+                if (m_whatIfPending == 0)
+                    m_whatIf->resizeColumnsToContents();
+            });
+    }
+}
+
+void TriageWizard::fillSummary()
+{
+    m_filling = true;
+    m_summaryModel->clear();
+    m_summaryModel->setHorizontalHeaderLabels(
+        {tr("Severity"), tr("Finding"), tr("Layer"), tr("Step"), tr("Summary"), tr("Review"), tr("Note")});
+    if (m_data) {
+        std::map<QString, FindingReview> reviews;
+        for (const FindingReview &r : m_workspace->catalog().findingReviews(m_data->run, m_data->baseline))
+            reviews[r.finding] = r;
+        for (const analysis::Finding &f : m_data->comparison.findings) {
+            const QString identity = analysis::findingIdentity(f);
+            const auto review = reviews.find(identity);
+            auto *state = new QStandardItem(review != reviews.end() ? review->second.state : QStringLiteral("open"));
+            auto *note = new QStandardItem(review != reviews.end() ? review->second.note : QString());
+            QList<QStandardItem *> row {item(analysis::severityName(f.severity)), item(f.kind), item(f.layer),
+                integer(f.step), item(f.summary), state, note};
+            row.front()->setData(identity, IdentityRole);
+            row.front()->setData(QVariant::fromValue(m_data->run), RunRole);
+            row.front()->setData(f.layer, LayerRole);
+            row.front()->setData(f.tensor, TensorRole);
+            row.front()->setData(f.step ? QVariant(qint64(*f.step)) : QVariant(), StepRole);
+            m_summaryModel->appendRow(row);
+        }
+        m_summary->resizeColumnsToContents();
+    }
+    m_filling = false;
+}
+
+void TriageWizard::setReview(int row, const QString &state, const QString &note)
+{
+    if (row < 0 || row >= m_summaryModel->rowCount())
+        return;
+    {
+        // One review kept, with both: the note without a store of its own, then the state.
+        const bool was = m_filling;
+        m_filling = true;
+        m_summaryModel->item(row, kNoteColumn)->setText(note);
+        m_filling = was;
+    }
+    m_summaryModel->item(row, kReviewColumn)->setText(state);
+}
+
+void TriageWizard::onSummaryEdited(QStandardItem *changed)
+{
+    if (m_filling || !m_data || (changed->column() != kReviewColumn && changed->column() != kNoteColumn))
+        return;
+    const int row = changed->row();
+    const FindingReview review {m_summaryModel->item(row, 0)->data(IdentityRole).toString(),
+        m_summaryModel->item(row, kReviewColumn)->text(), m_summaryModel->item(row, kNoteColumn)->text(), QString()};
+    m_workspace->storeReview(m_data->run, m_data->baseline, review, this, [this](const QString &error) {
+        if (!error.isEmpty())
+            m_status->setText(tr("The review was not kept: %1").arg(error));
+        Q_EMIT reviewStored(error);
+    });
+}
+
+void TriageWizard::selectClassRow(const QModelIndex &index)
+{
+    const QModelIndex first = m_classModel->index(index.row(), 0);
+    const RunRef r = first.data(RunRole).value<RunRef>();
+    if (!r.isValid())
+        return;
+    const QString layer = first.data(LayerRole).toString();
+    const QString tensor = first.data(TensorRole).toString();
+    const QVariant s = first.data(StepRole);
+    m_selection->set(r, layer.isEmpty() ? m_selection->layer() : layer,
+        tensor.isEmpty() ? m_selection->tensor() : tensor, s.isValid() ? s.toLongLong() : m_selection->step());
+}
+
+} // namespace fp8scope

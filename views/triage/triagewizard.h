@@ -1,0 +1,132 @@
+// The guided triage: the evaluation path of docs/TRIAGE.md walked in five steps over the triage engine's
+// comparison of a run with its baseline, each step's evidence in a table that drives the shared selection
+// (so the curve, heatmap, histogram and table views show it):
+//   1. Runs     the pair, and whether it compares like with like: the config keys that change the model
+//               shape, the data or the plan, which a loss comparison does not account for;
+//   2. Loss     the verdict in a sentence: where the loss departs and how sure, the lead of the first layer
+//               signal, each run's spikes and recoveries (the Comparison tab one click away);
+//   3. Class    the evidence of the verdict: the suspect config keys and versions (early divergence), the
+//               layer suspects by onset with their lead (mid-run instability), the spikes of both runs (loss
+//               spikes), the evaluation gaps and the inference precision (downstream gap);
+//   4. Next     one change at a time, the engine's suggestions with their ready-to-paste configs, and for a
+//               layer suspect the what-if of every recipe on its nearest dump (recomputed as jobs, on the GPU
+//               when there is one);
+//   5. Summary  every finding, each marked open, confirmed or dismissed with a note, kept in the run's store.
+// The comparison is computed on the workspace's query queue and the what-if on its job queue: nothing blocks
+// the window, and the wizard can be closed and opened again where it was.
+#pragma once
+
+#include "views/compare/comparison.h"
+
+#include <QDialog>
+
+#include <memory>
+
+class QComboBox;
+class QLabel;
+class QListWidget;
+class QPlainTextEdit;
+class QPushButton;
+class QStackedWidget;
+class QStandardItem;
+class QStandardItemModel;
+class QTableView;
+
+namespace fp8scope {
+
+class Selection;
+class Workspace;
+
+class TriageWizard : public QDialog
+{
+    Q_OBJECT
+public:
+    enum Step { RunsStep, LossStep, ClassStep, NextStep, SummaryStep };
+    static constexpr int kSteps = 5;
+
+    TriageWizard(Workspace *workspace, Selection *selection, QWidget *parent = nullptr);
+    ~TriageWizard() override;
+
+    // Triages `run` against `baseline` (either invalid: the pairing's first pair).
+    void setPair(RunRef baseline, RunRef run);
+    RunRef baseline() const;
+    RunRef run() const;
+    void setStep(Step step);
+    Step step() const;
+
+    // The comparison is being computed, or the what-if recomputed.
+    bool isComputing() const { return m_ticket != 0 || m_whatIfPending > 0; }
+    bool isComputingWhatIf() const { return m_whatIfPending > 0; }
+    const ComparisonData *comparison() const { return m_data.get(); }
+
+    // What each step shows, for tests and the report.
+    QString comparabilityText() const;
+    QString verdictText() const;
+    QString classTitle() const;
+    QString nextText() const;
+    QTableView *comparabilityTable() const { return m_comparability; }
+    QTableView *classTable() const { return m_class; }
+    QTableView *whatIfTable() const { return m_whatIf; }
+    QTableView *summaryTable() const { return m_summary; }
+    // The dump the what-if was recomputed on, as `fp8scope-cli stats` names it (PATH[:DATASET]; "" when none).
+    QString whatIfDump() const { return m_whatIfDump; }
+
+    // The summary's review of a finding (its row): "open", "confirmed" or "dismissed", and a note; kept in the
+    // run's store (reviewStored() follows).
+    void setReview(int row, const QString &state, const QString &note);
+    static constexpr int kReviewColumn = 5;
+    static constexpr int kNoteColumn = 6;
+
+    // The config keys that change what a loss comparison compares: "model shape", "data", "plan", or "".
+    static QString comparabilityAspect(const QString &key);
+
+Q_SIGNALS:
+    void comparisonRequested(fp8scope::RunRef baseline, fp8scope::RunRef run); // "Open in the Comparison tab"
+    void computed(); // a comparison is shown
+    void reviewStored(const QString &error);
+
+private:
+    void fillPickers();
+    void recompute();
+    void display(std::shared_ptr<const ComparisonData> data);
+    void fillRuns();
+    void fillLoss();
+    void fillClass();
+    void fillNext();
+    void fillSummary();
+    void startWhatIf();
+    void selectClassRow(const QModelIndex &index);
+    void onSummaryEdited(QStandardItem *item);
+    void updateButtons();
+
+    Workspace *m_workspace;
+    Selection *m_selection;
+    QString m_slot;
+    QListWidget *m_steps;
+    QStackedWidget *m_pages;
+    QComboBox *m_baselineBox;
+    QComboBox *m_runBox;
+    QLabel *m_status;
+    QLabel *m_comparabilityText;
+    QLabel *m_verdict;
+    QLabel *m_classTitle;
+    QPlainTextEdit *m_next;
+    QLabel *m_whatIfTitle;
+    QStandardItemModel *m_comparabilityModel;
+    QStandardItemModel *m_classModel;
+    QStandardItemModel *m_whatIfModel;
+    QStandardItemModel *m_summaryModel;
+    QTableView *m_comparability;
+    QTableView *m_class;
+    QTableView *m_whatIf;
+    QTableView *m_summary;
+    QPushButton *m_back;
+    QPushButton *m_forward;
+    std::shared_ptr<const ComparisonData> m_data;
+    quint64 m_ticket = 0;
+    int m_whatIfPending = 0;
+    QString m_whatIfDump;
+    bool m_filling = false; // the summary is being filled: its edits are not the user's
+};
+
+} // namespace fp8scope
