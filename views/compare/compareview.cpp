@@ -8,6 +8,7 @@
 #include "views/heatmap/heatmapview.h"
 #include "views/models/tableexport.h"
 #include "views/plotting/qcp.h"
+#include "views/workspace/pairpickers.h"
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
 
@@ -292,41 +293,13 @@ CompareView::~CompareView() = default;
 
 void CompareView::fillPickers()
 {
-    {
-        const QSignalBlocker b1(m_baselineBox), b2(m_runBox);
-        m_baselineBox->clear();
-        m_runBox->clear();
-        for (const WorkspaceRun &r : m_workspace->runs()) {
-            for (QComboBox *box : {m_baselineBox, m_runBox}) {
-                box->addItem(r.run.label(), QVariant::fromValue(r.run.ref));
-                box->setItemData(box->count() - 1, r.run.label(), Qt::ToolTipRole);
-            }
-        }
-    }
+    PairPickers {m_baselineBox, m_runBox}.fill(*m_workspace);
     setPair({}, {});
 }
 
 void CompareView::setPair(RunRef baseline, RunRef run)
 {
-    if (!baseline.isValid() || !run.isValid()) {
-        // The pairing's first pair, else the first two runs.
-        for (const WorkspaceRun &r : m_workspace->runs()) {
-            if (r.pairing.baseline.isValid()) {
-                baseline = r.pairing.baseline;
-                run = r.run.ref;
-                break;
-            }
-        }
-        if (!run.isValid() && m_workspace->runCount() >= 2) {
-            baseline = m_workspace->runAt(0);
-            run = m_workspace->runAt(1);
-        }
-    }
-    {
-        const QSignalBlocker b1(m_baselineBox), b2(m_runBox);
-        m_baselineBox->setCurrentIndex(m_baselineBox->findData(QVariant::fromValue(baseline)));
-        m_runBox->setCurrentIndex(m_runBox->findData(QVariant::fromValue(run)));
-    }
+    std::tie(baseline, run) = PairPickers {m_baselineBox, m_runBox}.show(*m_workspace, baseline, run);
     // The statistics both runs have.
     const QString was = statistic();
     {

@@ -1,6 +1,7 @@
 #include "triagewizard.h"
 
 #include "views/models/tableexport.h"
+#include "views/workspace/pairpickers.h"
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
 
@@ -260,34 +261,13 @@ TriageWizard::~TriageWizard() = default;
 
 void TriageWizard::fillPickers()
 {
-    {
-        const QSignalBlocker b1(m_baselineBox), b2(m_runBox);
-        m_baselineBox->clear();
-        m_runBox->clear();
-        for (const WorkspaceRun &r : m_workspace->runs()) {
-            for (QComboBox *box : {m_baselineBox, m_runBox})
-                box->addItem(r.run.label(), QVariant::fromValue(r.run.ref));
-        }
-    }
+    PairPickers {m_baselineBox, m_runBox}.fill(*m_workspace);
     setPair({}, {});
 }
 
 void TriageWizard::setPair(RunRef baseline, RunRef run)
 {
-    if (!baseline.isValid() || !run.isValid()) {
-        for (const WorkspaceRun &r : m_workspace->runs()) {
-            if (r.pairing.baseline.isValid()) {
-                baseline = r.pairing.baseline;
-                run = r.run.ref;
-                break;
-            }
-        }
-    }
-    {
-        const QSignalBlocker b1(m_baselineBox), b2(m_runBox);
-        m_baselineBox->setCurrentIndex(m_baselineBox->findData(QVariant::fromValue(baseline)));
-        m_runBox->setCurrentIndex(m_runBox->findData(QVariant::fromValue(run)));
-    }
+    PairPickers {m_baselineBox, m_runBox}.show(*m_workspace, baseline, run);
     recompute();
 }
 
