@@ -259,6 +259,13 @@ TriageWizard::TriageWizard(Workspace *workspace, Selection *selection, QWidget *
 
 TriageWizard::~TriageWizard() = default;
 
+void TriageWizard::showEvent(QShowEvent *event)
+{
+    QDialog::showEvent(event);
+    if (m_stale)
+        recompute();
+}
+
 void TriageWizard::fillPickers()
 {
     PairPickers {m_baselineBox, m_runBox}.fill(*m_workspace);
@@ -309,6 +316,12 @@ void TriageWizard::recompute()
                                                       : tr("Choose a run and a baseline to compare it with."));
         return;
     }
+    // Computed when seen: a folder opening does not queue a triage (and its what-if) nobody looks at.
+    if (!isVisible()) {
+        m_stale = true;
+        return;
+    }
+    m_stale = false;
     m_status->setText(tr("Comparing %1 with %2...").arg(m_runBox->currentText(), m_baselineBox->currentText()));
     m_ticket = m_workspace->query(
         m_slot, [b, r](const Catalog &catalog) { return QVariant::fromValue(computeComparison(catalog, b, r, {})); },

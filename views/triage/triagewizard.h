@@ -80,6 +80,9 @@ public:
     // The config keys that change what a loss comparison compares: "model shape", "data", "plan", or "".
     static QString comparabilityAspect(const QString &key);
 
+protected:
+    void showEvent(QShowEvent *event) override;
+
 Q_SIGNALS:
     void comparisonRequested(fp8scope::RunRef baseline, fp8scope::RunRef run); // "Open in the Comparison tab"
     void computed(); // a comparison is shown
@@ -127,6 +130,7 @@ private:
     int m_whatIfPending = 0;
     QString m_whatIfDump;
     bool m_filling = false; // the summary is being filled: its edits are not the user's
+    bool m_stale = false; // the pair changed while the wizard was hidden: compute when it is shown
 };
 
 } // namespace fp8scope
