@@ -46,18 +46,12 @@ QTableView *makeTable(const QString &name, QAbstractItemModel *model, QWidget *p
 
 QStandardItem *item(const QString &text)
 {
-    auto *i = new QStandardItem(text);
-    i->setToolTip(text);
-    return i;
+    return textItem(text);
 }
 
 QStandardItem *number(double v)
 {
-    auto *i = new QStandardItem(std::isfinite(v) ? QLocale().toString(v, 'g', 6) : QString());
-    i->setData(v, Qt::UserRole);
-    i->setToolTip(QString::number(v, 'g', QLocale::FloatingPointShortest));
-    i->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-    return i;
+    return numberItem(v);
 }
 
 QString className(analysis::KeyClass c)

@@ -9,9 +9,11 @@
 #include <QItemSelectionModel>
 #include <QMessageBox>
 #include <QSaveFile>
+#include <QStandardItem>
 #include <QTableView>
 
 #include <algorithm>
+#include <cmath>
 
 namespace fp8scope {
 
@@ -93,6 +95,26 @@ void addTableActions(QTableView *view, const QString &fileName)
             QMessageBox::warning(view, QObject::tr("Export table"), QObject::tr("%1: %2").arg(path, f.errorString()));
     });
     view->addActions({copy, save});
+}
+
+QStandardItem *textItem(const QString &text)
+{
+    auto *i = new QStandardItem(text);
+    i->setToolTip(text);
+    i->setEditable(false);
+    return i;
+}
+
+QStandardItem *numberItem(double v, int decimals)
+{
+    auto *i = new QStandardItem(!std::isfinite(v) ? QString()
+            : decimals < 0                        ? QLocale().toString(v, 'g', 6)
+                                                  : QLocale().toString(v, 'f', decimals));
+    i->setData(v, Qt::UserRole);
+    i->setToolTip(QString::number(v, 'g', QLocale::FloatingPointShortest));
+    i->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    i->setEditable(false);
+    return i;
 }
 
 } // namespace fp8scope

@@ -8,6 +8,7 @@
 #include <QString>
 
 class QAbstractItemModel;
+class QStandardItem;
 class QTableView;
 class QWidget;
 
@@ -15,6 +16,12 @@ namespace fp8scope {
 
 // A read-only table view of one selected row at a time, named `name` (object name).
 QTableView *newTableView(const QString &name, QWidget *parent);
+
+// Cells of a QStandardItemModel for these tables, read-only: text with itself as its tooltip; a number shown
+// to six significant digits (or `decimals` places), held exactly in Qt::UserRole, right-aligned, its tooltip
+// every digit (NaN and infinities shown blank).
+QStandardItem *textItem(const QString &text);
+QStandardItem *numberItem(double v, int decimals = -1);
 
 // The model's rows (all, or those listed) with a header line: tab-separated, or CSV with quoting.
 QString tableText(const QAbstractItemModel *model, const QList<int> &rows = {}, bool csv = false);

@@ -34,22 +34,12 @@ enum Roles { RunRole = Qt::UserRole + 1, LayerRole, TensorRole, StepRole, Identi
 
 QStandardItem *item(const QString &text)
 {
-    auto *i = new QStandardItem(text);
-    i->setToolTip(text);
-    i->setEditable(false);
-    return i;
+    return textItem(text);
 }
 
 QStandardItem *number(double v, int decimals = -1)
 {
-    auto *i = new QStandardItem(!std::isfinite(v) ? QString()
-            : decimals < 0                        ? QLocale().toString(v, 'g', 6)
-                                                  : QLocale().toString(v, 'f', decimals));
-    i->setData(v, Qt::UserRole);
-    i->setToolTip(QString::number(v, 'g', QLocale::FloatingPointShortest));
-    i->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-    i->setEditable(false);
-    return i;
+    return numberItem(v, decimals);
 }
 
 QStandardItem *integer(std::optional<int64_t> v)
