@@ -44,7 +44,16 @@ struct JobContext::Job {
 
 using Job = JobContext::Job;
 
+// Results posted to their receivers and not delivered yet, by ticket: cancel() takes a ticket out, so a result
+// that finished just before its cancel is not delivered after it (the posted call checks here first). Shared
+// with the posted calls, which may run after the queue is gone.
+struct PostedResults {
+    std::mutex mutex;
+    std::set<quint64> tickets;
+};
+
 struct JobQueue::Private {
+    std::shared_ptr<PostedResults> posted = std::make_shared<PostedResults>();
     mutable std::mutex mutex;
     std::condition_variable wake;
     std::deque<std::shared_ptr<Job>> queue;
@@ -225,6 +234,8 @@ void JobQueue::cancel(quint64 ticket)
 {
     std::lock_guard lock(d->mutex);
     d->dropTicket(ticket);
+    std::lock_guard posted(d->posted->mutex);
+    d->posted->tickets.erase(ticket);
 }
 
 void JobQueue::stopRunning()
@@ -292,8 +303,21 @@ void JobQueue::run()
                     if (it != d->slotTicket.end() && it->second == s.ticket)
                         d->slotTicket.erase(it);
                 }
+                {
+                    std::lock_guard posted(d->posted->mutex);
+                    d->posted->tickets.insert(s.ticket);
+                }
                 QMetaObject::invokeMethod(
-                    s.receiver, [cb = s.onFinished, r] { cb(r); }, Qt::QueuedConnection);
+                    s.receiver,
+                    [cb = s.onFinished, r, posted = d->posted] {
+                        {
+                            std::lock_guard lock(posted->mutex);
+                            if (posted->tickets.erase(r.ticket) == 0)
+                                return; // cancelled after it finished
+                        }
+                        cb(r);
+                    },
+                    Qt::QueuedConnection);
             }
             job->subscribers.clear();
             idle = d->queue.empty();

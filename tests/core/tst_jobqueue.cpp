@@ -42,6 +42,7 @@ private Q_SLOTS:
     void progressIsThrottledAndOrdered();
     void cancelStopsRunningWork();
     void cancelQueuedNeverRuns();
+    void cancelAfterFinishingDeliversNothing();
     void stopRunningDeliversCancelledResult();
     void identicalRequestsCoalesce();
     void newerRequestInSlotReplacesQueuedOne();
@@ -161,6 +162,33 @@ void TestJobQueue::stopRunningDeliversCancelledResult()
     QVERIFY(result->cancelled);
     QVERIFY(result->value.toInt() > 0); // what the job had done comes back
     QTRY_VERIFY(secondRan); // only the running job stops
+}
+
+void TestJobQueue::cancelAfterFinishingDeliversNothing()
+{
+    // The job finishes and its result is posted to the receiver's thread; a cancel before that thread gets to
+    // it still keeps it from the requester (a view that asked again in between would take the old result).
+    JobQueue queue;
+    QObject receiver;
+    std::atomic<bool> done {false};
+    int results = 0;
+    const quint64 ticket = queue.submit(request({}, {},
+                                            [&](JobContext &) {
+                                                done = true;
+                                                return QVariant(7);
+                                            }),
+        &receiver, [&](const JobResult &) { ++results; });
+    // Wait without processing events, so the posted result stays queued.
+    for (int i = 0; i < 500 && (queue.isBusy() || !done); ++i)
+        QThread::msleep(2);
+    QVERIFY(done && !queue.isBusy());
+    queue.cancel(ticket);
+    QTest::qWait(50);
+    QCOMPARE(results, 0);
+    // An uncancelled one is delivered as ever.
+    queue.submit(request({}, {}, [](JobContext &) { return QVariant(8); }), &receiver,
+        [&](const JobResult &r) { results += r.value.toInt(); });
+    QTRY_COMPARE(results, 8);
 }
 
 void TestJobQueue::cancelQueuedNeverRuns()
