@@ -10,7 +10,7 @@ set(allowed_store "formats;tensors;importers")
 set(allowed_query "formats;tensors;importers;store")
 set(allowed_recompute "formats;tensors;numerics;importers;store;query")
 set(allowed_analysis "formats;numerics;importers;query")
-set(allowed_report "formats;query;analysis")
+set(allowed_report "formats;tensors;numerics;importers;store;query;analysis")
 set(allowed_jobs "")
 set(allowed_demo "formats;tensors;numerics")
 

@@ -1,5 +1,7 @@
 #include "folderargs.h"
 
+#include "core/query/catalog.h"
+
 #include <QTextStream>
 
 namespace fp8scope::cli {
@@ -23,6 +25,21 @@ int parseFolderArgs(QCommandLineParser &parser, const QStringList &args, const Q
         return 2;
     }
     return 0;
+}
+
+// Opens the folder's store and reads the folder as it is now first (files added or grown since the last ingest).
+bool openAndIngest(const QString &folder, Catalog *catalog, QTextStream &err)
+{
+    QString error;
+    if (!catalog->open(folder, &error)) {
+        err << "fp8scope-cli: " << error << '\n';
+        return false;
+    }
+    const IngestReport ingested = catalog->storeOf(catalog->stores().front().serial)->ingest();
+    for (const QString &e : ingested.errors)
+        err << "fp8scope-cli: " << e << '\n';
+    catalog->refresh();
+    return true;
 }
 
 } // namespace fp8scope::cli

@@ -2,6 +2,7 @@
 // through fp8scope_core.
 #include "democommand.h"
 #include "generatecommand.h"
+#include "reportcommand.h"
 #include "statscommand.h"
 #include "storecommands.h"
 #include "triagecommand.h"
@@ -9,9 +10,26 @@
 #include <QCoreApplication>
 #include <QTextStream>
 
+#ifdef FP8SCOPE_CLI_REPORT
+#include <QApplication>
+#endif
+
+#include <memory>
+
 int main(int argc, char **argv)
 {
-    QCoreApplication app(argc, argv);
+    // A report paints plots, which are widgets: a QApplication on the offscreen platform (no display needed)
+    // unless the user chose another. Every other command needs no GUI at all.
+    std::unique_ptr<QCoreApplication> application;
+#ifdef FP8SCOPE_CLI_REPORT
+    if (argc > 1 && fp8scope::cli::needsWidgets(QString::fromLocal8Bit(argv[1]))) {
+        if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+            qputenv("QT_QPA_PLATFORM", "offscreen");
+        application = std::make_unique<QApplication>(argc, argv);
+    }
+#endif
+    if (!application)
+        application = std::make_unique<QCoreApplication>(argc, argv);
     QCoreApplication::setApplicationName(QStringLiteral("fp8scope-cli"));
     QCoreApplication::setApplicationVersion(QStringLiteral(FP8SCOPE_VERSION));
     QStringList args = QCoreApplication::arguments();
@@ -29,6 +47,7 @@ int main(int argc, char **argv)
         "  recompute FOLDER       FP8 metrics of every indexed dump into the store (--recipe, --backend)\n"
         "  triage FOLDER          every FP8 run against its baseline: verdict, findings, what to try (--json)\n"
         "  compare FOLDER         a statistic of a run against its baseline: aligned, band, departure (--run, --csv)\n"
+        "  report FOLDER -o PDF   the triage report of a run against its baseline as a PDF (--baseline, --run)\n"
         "run 'fp8scope-cli COMMAND --help' for a command's options\n");
     if (args.size() < 2) {
         err << usage;
@@ -59,6 +78,8 @@ int main(int argc, char **argv)
         return fp8scope::cli::runCompare(args);
     if (command == QLatin1String("demo"))
         return fp8scope::cli::runDemo(args);
+    if (command == QLatin1String("report"))
+        return fp8scope::cli::runReport(args);
     if (command == QLatin1String("--version")) {
         QTextStream(stdout) << "fp8scope-cli " << QCoreApplication::applicationVersion() << '\n';
         return 0;

@@ -4,6 +4,7 @@
 #include "clijob.h"
 #include "core/jobs/jobqueue.h"
 #include "core/numerics/backendselect.h"
+#include "core/numerics/blockcensus.h"
 #include "core/numerics/metricsengine.h"
 
 #include <QCommandLineParser>
@@ -73,7 +74,8 @@ void printTable(QTextStream &out, const TensorInfo &info, const TensorMetrics &m
     }
 }
 
-void printWhatIf(QTextStream &out, const TensorInfo &info, const std::vector<TensorMetrics> &all)
+void printWhatIf(QTextStream &out, const TensorInfo &info, const std::vector<TensorMetrics> &all,
+    const std::vector<std::optional<BlockCensus>> &censuses)
 {
     out << "tensor   " << info.file << (info.name.isEmpty() ? QString() : QStringLiteral(":") + info.name) << "  ("
         << dtypeName(info.storedDtype) << ", " << info.numel << " elements)\n";
@@ -94,6 +96,28 @@ void printWhatIf(QTextStream &out, const TensorInfo &info, const std::vector<Ten
         = std::find_if(all.begin(), all.end(), [](const TensorMetrics &m) { return !m.delayedScaleSource.isEmpty(); });
     if (delayed != all.end())
         out << "\n  delayed scale from " << delayed->delayedScaleSource << '\n';
+    // The block recipes' scales: how many blocks clip, lose elements to underflow, or are flushed whole.
+    if (std::none_of(censuses.begin(), censuses.end(), [](const auto &c) { return c.has_value(); }))
+        return;
+    out << "\n  " << QStringLiteral("block scales").leftJustified(40) << QStringLiteral("format").leftJustified(10)
+        << QStringLiteral("blocks").rightJustified(11) << QStringLiteral("clipping%").rightJustified(11)
+        << QStringLiteral("underflow%").rightJustified(11) << QStringLiteral("flushed%").rightJustified(10)
+        << QStringLiteral("  scale_inv binades") << '\n';
+    for (size_t i = 0; i < all.size() && i < censuses.size(); ++i) {
+        const std::optional<BlockCensus> &c = censuses[i];
+        if (!c)
+            continue;
+        const QString binades = c->scaleLog2.empty()
+            ? QStringLiteral("-")
+            : QStringLiteral("2^%1 .. 2^%2").arg(c->scaleLog2.begin()->first).arg(c->scaleLog2.rbegin()->first);
+        out << "  " << all[i].recipe.leftJustified(40) << formatName(all[i].format).leftJustified(10)
+            << QString::number(c->blocks).rightJustified(11) << num(c->clippingPct(), 4).rightJustified(11)
+            << num(c->underflowingPct(), 4).rightJustified(11) << num(c->flushedPct(), 4).rightJustified(10) << "  "
+            << binades << (c->zeroScaleBlocks ? QStringLiteral(", %1 with scale 0").arg(c->zeroScaleBlocks) : QString())
+            << '\n';
+    }
+    out << "  (clipping: a block with a saturated element; underflow: with a non-zero element quantized to 0; "
+           "flushed: every non-zero element lost)\n";
 }
 
 } // namespace
@@ -236,6 +260,7 @@ int runStats(const QStringList &args)
     // The computation runs as a job on the queue's worker thread, which also creates (and so owns) the
     // backend, as in the GUI; this thread waits in an event loop and shows progress on a terminal.
     std::optional<std::vector<TensorMetrics>> results;
+    std::vector<std::optional<BlockCensus>> censuses; // the what-if's block recipes
     QString backendError;
     const QString jobError = runJob([&](JobContext &ctx) {
         BackendSelection selection = selectBackend(*backendChoice, threads, cudaFactory());
@@ -248,6 +273,22 @@ int runStats(const QStringList &args)
             ctx.setProgress(done, total, QStringLiteral("computing"));
             return !ctx.isCancelled();
         });
+        if (!results || !parser.isSet(whatIfOpt))
+            return;
+        for (const Recipe &r : recipes) {
+            if (!hasBlockScales(r)) {
+                censuses.emplace_back();
+                continue;
+            }
+            censuses.push_back(blockCensus(*reader, r, &problem, [&ctx, &r](int64_t done, int64_t total) {
+                ctx.setProgress(done, total, QStringLiteral("block scales of %1").arg(r.name()));
+                return !ctx.isCancelled();
+            }));
+            if (!censuses.back()) {
+                results.reset();
+                return;
+            }
+        }
     });
     if (!jobError.isEmpty()) {
         err << "fp8scope-cli: " << jobError << '\n';
@@ -273,15 +314,19 @@ int runStats(const QStringList &args)
         QJsonObject doc {{QStringLiteral("tensor"), tensor}};
         if (parser.isSet(whatIfOpt)) {
             QJsonArray rows;
-            for (const TensorMetrics &m : *results)
-                rows.append(m.toJson());
+            for (size_t i = 0; i < results->size(); ++i) {
+                QJsonObject row = (*results)[i].toJson();
+                if (i < censuses.size() && censuses[i])
+                    row.insert(QStringLiteral("block_census"), censuses[i]->toJson());
+                rows.append(row);
+            }
             doc.insert(QStringLiteral("what_if"), rows);
         } else {
             doc.insert(QStringLiteral("metrics"), results->front().toJson());
         }
         out << QJsonDocument(doc).toJson(QJsonDocument::Indented);
     } else if (parser.isSet(whatIfOpt)) {
-        printWhatIf(out, info, *results);
+        printWhatIf(out, info, *results, censuses);
     } else {
         printTable(out, info, results->front());
     }

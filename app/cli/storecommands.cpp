@@ -77,7 +77,7 @@ int runIngest(const QStringList &args)
     const QCommandLineOption rebuildOpt(QStringLiteral("rebuild"),
         QStringLiteral("throw the store away and read every file again (a damaged store; the store is a cache of the "
                        "run's files, recomputed metrics are recomputed on request; reviews of triage findings, "
-                       "which are not in the files, are lost)"));
+                       "which are not in the files, are carried over)"));
     parser.addOptions({jsonOpt, rebuildOpt});
     if (const int rc = parseFolderArgs(parser, args, QStringLiteral("Read a run folder into its store.")))
         return rc < 0 ? 0 : rc;
@@ -87,10 +87,13 @@ int runIngest(const QStringList &args)
     if (parser.isSet(rebuildOpt)) {
         RunStore fresh;
         QString error;
-        if (!fresh.rebuild(folder, &error)) {
+        int carried = 0;
+        if (!fresh.rebuild(folder, &error, &carried)) {
             err << "fp8scope-cli: " << error << '\n';
             return 1;
         }
+        if (carried > 0)
+            err << "fp8scope-cli: " << carried << " review(s) of triage findings carried over to the new store\n";
     }
     Catalog catalog;
     if (!openCatalog(catalog, folder))

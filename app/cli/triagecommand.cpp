@@ -47,21 +47,6 @@ void printFindings(QTextStream &out, const std::vector<Finding> &findings)
     }
 }
 
-// Opens the folder's store and reads the folder as it is now first (files added or grown since the last ingest).
-bool openAndIngest(const QString &folder, Catalog *catalog, QTextStream &err)
-{
-    QString error;
-    if (!catalog->open(folder, &error)) {
-        err << "fp8scope-cli: " << error << '\n';
-        return false;
-    }
-    const IngestReport ingested = catalog->storeOf(catalog->stores().front().serial)->ingest();
-    for (const QString &e : ingested.errors)
-        err << "fp8scope-cli: " << e << '\n';
-    catalog->refresh();
-    return true;
-}
-
 QJsonValue number(double v)
 {
     return std::isfinite(v) ? QJsonValue(v) : QJsonValue(QJsonValue::Null);

@@ -3,6 +3,8 @@
 #include "appsettings.h"
 #include "runsettingsdialog.h"
 #include "startpage.h"
+
+#include "core/report/triagereport.h"
 #include "views/compare/compareview.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
@@ -12,7 +14,9 @@
 #include "views/models/runlistmodel.h"
 #include "views/models/statstablemodel.h"
 #include "views/models/tableexport.h"
+#include "views/report/reportrenderer.h"
 #include "views/triage/triagewizard.h"
+#include "views/workspace/pairpickers.h"
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
 
@@ -44,6 +48,7 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QTimer>
+#include <QToolBar>
 #include <QToolButton>
 #include <QTreeView>
 #include <QVBoxLayout>
@@ -307,7 +312,8 @@ void MainWindow::createMenus()
                 tr("Throw away what fp8scope keeps of the open folders and read every file again?\n\n"
                    "The store is a cache of the run's files; statistics recomputed from tensor dumps are "
                    "recomputed when asked for again. Your reviews of triage findings (confirmed, dismissed, "
-                   "notes) are not in the files and are lost."))
+                   "notes) are not in the files: they are carried over to the new store (unless the old one "
+                   "can no longer be read)."))
             != QMessageBox::Yes)
             return;
         QString error;
@@ -318,6 +324,12 @@ void MainWindow::createMenus()
     connect(m_workspace, &Workspace::loaded, rebuild,
         [this, rebuild] { rebuild->setEnabled(!m_workspace->folders().isEmpty()); });
     rebuild->setEnabled(false);
+    QAction *report = file->addAction(tr("Export Triage &Report..."), this, [this] { exportReport(); });
+    report->setObjectName(QStringLiteral("exportReport"));
+    report->setToolTip(tr("The triage of a run against its baseline as a PDF: verdict, evidence, what to try next"));
+    connect(
+        m_workspace, &Workspace::loaded, report, [this, report] { report->setEnabled(m_workspace->runCount() >= 2); });
+    report->setEnabled(false);
     file->addSeparator();
     QAction *quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
@@ -336,6 +348,18 @@ void MainWindow::createMenus()
     triage->setObjectName(QStringLiteral("showTriage"));
     triage->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_T));
     triage->setToolTip(tr("Walk through the triage of a run against its baseline, step by step"));
+
+    // The actions a session starts with, one click away.
+    QToolBar *bar = addToolBar(tr("Main"));
+    bar->setObjectName(QStringLiteral("mainToolBar"));
+    bar->setMovable(false);
+    bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    open->setIconText(tr("Open"));
+    compare->setIconText(tr("Compare"));
+    triage->setIconText(tr("Triage"));
+    bar->addAction(open);
+    bar->addAction(compare);
+    bar->addAction(triage);
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About fp8scope"), this, [this] {
@@ -428,12 +452,93 @@ void MainWindow::showTriage(RunRef baseline, RunRef run)
         m_triage = new TriageWizard(m_workspace, m_selection, this);
         connect(
             m_triage, &TriageWizard::comparisonRequested, this, [this](RunRef b, RunRef r) { showComparison(b, r); });
+        connect(m_triage, &TriageWizard::reportRequested, this, [this](RunRef b, RunRef r) { exportReport(b, r); });
+        // A what-if row: the window's histogram under that recipe.
+        connect(m_triage, &TriageWizard::recipeRequested, this, [this](const QString &recipe, const QString &format) {
+            m_histogram->setRecipe(recipe, format);
+            if (auto *dock = findChild<QDockWidget *>(QStringLiteral("histogramDock"))) {
+                dock->show();
+                dock->raise();
+            }
+        });
     }
     if (baseline.isValid() && run.isValid())
         m_triage->setPair(baseline, run);
     m_triage->show();
     m_triage->raise();
     m_triage->activateWindow();
+}
+
+void MainWindow::exportReport(RunRef baseline, RunRef run, QString path, bool letter)
+{
+    if (!baseline.isValid() || !run.isValid()) {
+        if (m_triage && m_triage->run().isValid() && m_triage->baseline().isValid())
+            std::tie(baseline, run) = std::pair(m_triage->baseline(), m_triage->run());
+        else
+            std::tie(baseline, run) = defaultPair(*m_workspace);
+    }
+    if (!baseline.isValid() || !run.isValid() || baseline == run) {
+        QMessageBox::information(
+            this, tr("Export Triage Report"), tr("Open a folder with a run and its baseline first."));
+        return;
+    }
+    if (path.isEmpty()) {
+        const WorkspaceRun *r = m_workspace->run(run);
+        const QString a4 = tr("PDF, A4 (*.pdf)"), us = tr("PDF, Letter (*.pdf)");
+        QString filter = QLocale::system().measurementSystem() == QLocale::ImperialUSSystem ? us : a4;
+        const QString suggested
+            = QDir(m_workspace->folders().value(0))
+                  .filePath(QStringLiteral("triage-%1.pdf")
+                                .arg(r ? r->run.name.section(QLatin1Char('/'), -1) : QStringLiteral("report")));
+        path = QFileDialog::getSaveFileName(
+            this, tr("Export Triage Report"), suggested, a4 + QStringLiteral(";;") + us, &filter);
+        if (path.isEmpty())
+            return;
+        if (!path.endsWith(QLatin1String(".pdf"), Qt::CaseInsensitive))
+            path += QStringLiteral(".pdf");
+        letter = filter == us;
+    }
+    report::TriageReportOptions options;
+    options.version = QApplication::applicationVersion();
+    const Catalog &catalog = m_workspace->catalog();
+    options.command = QStringLiteral("fp8scope-cli report %1 -o %2 --baseline %3 --run %4 --page-size %5")
+                          .arg(catalog.run(run) ? catalog.run(run)->folder : QString(), path,
+                              catalog.run(baseline) ? catalog.run(baseline)->name : QString(),
+                              catalog.run(run) ? catalog.run(run)->name : QString(),
+                              letter ? QStringLiteral("Letter") : QStringLiteral("A4"));
+    statusBar()->showMessage(tr("Making the triage report..."));
+    m_workspace->longQuery(
+        QStringLiteral("report"),
+        [baseline, run, options](const Catalog &c, MetricsBackend *backend, JobContext &ctx) -> QVariant {
+            QString error;
+            auto doc = report::buildTriageReport(
+                c, baseline, run, backend, options, &error, [&ctx](int done, int total, const QString &what) {
+                    ctx.setProgress(done, total, QObject::tr("Report: %1").arg(what));
+                    return !ctx.isCancelled();
+                });
+            if (!doc) {
+                ctx.setError(error);
+                return {};
+            }
+            return QVariant::fromValue(*doc);
+        },
+        this,
+        [this, path, letter](const QVariant &value, const QString &error) {
+            QString why = error;
+            RenderedReport rendered;
+            if (why.isEmpty()) {
+                QApplication::setOverrideCursor(Qt::WaitCursor);
+                renderReport(value.value<report::Document>(), path, {letter ? QPageSize::Letter : QPageSize::A4},
+                    &rendered, &why);
+                QApplication::restoreOverrideCursor();
+            }
+            if (why.isEmpty())
+                statusBar()->showMessage(
+                    tr("Triage report written to %1 (%n page(s))", nullptr, rendered.pages).arg(path), 10000);
+            else
+                statusBar()->showMessage(tr("The triage report was not written: %1").arg(why), 10000);
+            Q_EMIT reportExported(path, why);
+        });
 }
 
 void MainWindow::askOpenFolder()

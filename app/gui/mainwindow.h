@@ -65,6 +65,10 @@ public:
     // Opens the triage wizard (Tools > Triage...) on `run` against `baseline` (invalid: the pairing's first).
     void showTriage(RunRef baseline = {}, RunRef run = {});
     TriageWizard *triage() const { return m_triage; }
+    // File > Export Triage Report...: the PDF report of `run` against `baseline` (invalid: the wizard's pair,
+    // else the pairing's first) into `path` (empty: asked, the page size by the chosen filter). Built as a job
+    // (the status bar's progress and Cancel), painted here; reportExported() follows.
+    void exportReport(RunRef baseline = {}, RunRef run = {}, QString path = {}, bool letter = false);
     // The status bar's offer to triage, shown while a folder with a BF16/FP8 pair is open.
     QToolButton *triageOffer() const { return m_triageOffer; }
     HeatmapView *heatmap() const { return m_heatmap; }
@@ -81,6 +85,8 @@ public:
 Q_SIGNALS:
     // The workspace is loaded and every view has drawn it.
     void ready();
+    // A report was written to `path` (error empty) or not (why).
+    void reportExported(const QString &path, const QString &error);
 
 protected:
     void closeEvent(QCloseEvent *event) override;

@@ -103,7 +103,13 @@ Screenshotter::Screenshotter(MainWindow *window, const QString &outDir, std::fun
                 m_window->showTriage();
             TriageWizard *wizard = m_window->triage();
             wizard->setStep(step);
-            saveWhen([wizard] { return !wizard->isComputing() && wizard->comparison(); }, name, wizard);
+            // The class step's views load on entering it (the heatmap, the histogram's recompute).
+            saveWhen(
+                [wizard] {
+                    return !wizard->isComputing() && wizard->comparison() && !wizard->heatmap()->isLoading()
+                        && !wizard->histogram()->isComputing();
+                },
+                name, wizard);
         });
     }
     connect(window, &MainWindow::ready, this, [this] { QTimer::singleShot(300, this, &Screenshotter::next); });

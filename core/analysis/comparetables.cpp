@@ -93,4 +93,15 @@ std::vector<EvalRow> evalTable(const Catalog &catalog, RunRef baseline, RunRef r
     return rows;
 }
 
+QString keyClassName(KeyClass c)
+{
+    switch (c) {
+    case KeyClass::Expected: return QStringLiteral("expected for FP8");
+    case KeyClass::Incidental: return QStringLiteral("incidental");
+    case KeyClass::Suspect: return QStringLiteral("suspect");
+    case KeyClass::Other: return QStringLiteral("other");
+    }
+    return {};
+}
+
 } // namespace fp8scope::analysis

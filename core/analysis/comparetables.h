@@ -29,6 +29,8 @@ struct ConfigTable {
     bool haveBoth = false;
 };
 ConfigTable configTable(const Catalog &catalog, RunRef baseline, RunRef run);
+// "suspect", "expected for FP8", "incidental", "other": how a differing key is read.
+QString keyClassName(KeyClass c);
 
 struct EvalRow {
     QString task;

@@ -447,13 +447,7 @@ std::optional<Finding> rewinds(const Catalog &catalog, RunRef run)
 // and tensor.
 std::optional<Finding> recipeWhatIf(const Catalog &catalog, RunRef run, const Series &suspect, int64_t onset)
 {
-    std::optional<Dump> nearest;
-    for (const Dump &d : catalog.dumps(run)) {
-        if (d.record.layer != suspect.layer || d.record.tensor != suspect.tensor || d.record.step < 0)
-            continue;
-        if (!nearest || std::abs(d.record.step - onset) < std::abs(nearest->record.step - onset))
-            nearest = d;
-    }
+    const std::optional<Dump> nearest = catalog.nearestDump(run, suspect.layer, suspect.tensor, onset);
     if (!nearest)
         return std::nullopt;
     const int64_t step = nearest->record.step;

@@ -414,6 +414,29 @@ Heatmap Catalog::matrix(RunRef ref, const MatrixRequest &request) const
     return h;
 }
 
+std::optional<Dump> Catalog::nearestDump(RunRef ref, const QString &layer, const QString &tensor, int64_t step) const
+{
+    std::optional<Dump> nearest;
+    for (const Dump &d : dumps(ref)) {
+        if (d.record.layer != layer || d.record.tensor != tensor || d.record.step < 0)
+            continue;
+        if (!nearest || std::abs(d.record.step - step) < std::abs(nearest->record.step - step))
+            nearest = d;
+    }
+    return nearest;
+}
+
+std::vector<InputFile> Catalog::inputFiles(RunRef ref) const
+{
+    std::vector<InputFile> out;
+    if (const Entry *e = entry(ref.store)) {
+        const QDir folder(e->store.folder());
+        for (const InputFileRow &r : e->store.inputFiles(ref.id))
+            out.push_back({folder.absoluteFilePath(r.path), r.path, r.importer, r.size});
+    }
+    return out;
+}
+
 std::vector<Eval> Catalog::evals(RunRef ref) const
 {
     std::vector<Eval> out;

@@ -75,10 +75,15 @@ public:
     Heatmap matrix(RunRef ref, const MatrixRequest &request) const;
 
     std::vector<Eval> evals(RunRef ref) const;
+    // The files the run's data was read from (and its folder's files of no run), by path.
+    std::vector<InputFile> inputFiles(RunRef ref) const;
     std::vector<ConfigEntry> configs(RunRef ref) const;
     std::vector<VersionEntry> versions(RunRef ref) const;
     // Indexed tensor dumps (the quantized "_fp8" siblings only with withQuantized).
     std::vector<Dump> dumps(RunRef ref, bool withQuantized = false) const;
+    // The run's dump of that layer and tensor whose step is nearest `step` (dumps without a step left out; the
+    // earlier of two as near); nullopt when it has none.
+    std::optional<Dump> nearestDump(RunRef ref, const QString &layer, const QString &tensor, int64_t step) const;
     // Import problems of every store, then the store errors reads met (a damaged store says so).
     std::vector<ProblemEntry> problems() const;
 

@@ -151,6 +151,16 @@ struct Dump {
     QString file; // relative to the store's folder
     QString path; // absolute
     DumpRecord record;
+    // What openTensor() and `fp8scope-cli stats` take: PATH, or PATH:DATASET.
+    QString spec() const { return record.dataset.isEmpty() ? path : path + QLatin1Char(':') + record.dataset; }
+};
+
+// A file a run's data was read from, with its size when read.
+struct InputFile {
+    QString path; // absolute
+    QString file; // relative to the store's folder
+    QString importer;
+    int64_t size = 0;
 };
 
 struct ProblemEntry {

@@ -146,21 +146,78 @@ bool RunStore::check(QString *error)
     return true;
 }
 
-bool RunStore::rebuild(const QString &folder, QString *error)
+bool RunStore::rebuild(const QString &folder, QString *error, int *carried)
 {
     const QString path = storePathFor(folder);
+    // The reviews, with the names of their runs (and those an earlier rebuild still carries). A store too
+    // damaged to read has none to give: the rebuild goes on.
+    struct Carried {
+        QString run, baselineFolder, baselineName, finding, state, note, reviewedAt;
+    };
+    std::vector<Carried> reviews;
+    if (QFileInfo::exists(path)) {
+        RunStore old;
+        QString ignored;
+        if (old.open(folder, &ignored)) {
+            for (const char *sql : {"SELECT r.name, f.baseline_folder, f.baseline_name, f.finding, f.state, f.note, "
+                                    "f.reviewed_at FROM finding_reviews f JOIN runs r ON r.id=f.run_id",
+                     "SELECT run_name, baseline_folder, baseline_name, finding, state, note, reviewed_at FROM "
+                     "carried_reviews"}) {
+                Statement s = old.prepare(sql);
+                while (s.next())
+                    reviews.push_back({s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6)});
+            }
+        }
+    }
     for (const QString &f : QStringList {path, path + QStringLiteral("-wal"), path + QStringLiteral("-shm")}) {
         if (QFileInfo::exists(f) && !QFile::remove(f)) {
             *error = QStringLiteral("%1: cannot remove the old store").arg(f);
             return false;
         }
     }
-    return open(folder, error);
+    if (!open(folder, error))
+        return false;
+    Transaction t(m_db);
+    Statement put = m_db.prepare("INSERT OR REPLACE INTO carried_reviews(run_name, baseline_folder, baseline_name, "
+                                 "finding, state, note, reviewed_at) VALUES(?,?,?,?,?,?,?)",
+        error);
+    for (const Carried &c : reviews) {
+        put.bind(1, c.run).bind(2, c.baselineFolder).bind(3, c.baselineName).bind(4, c.finding).bind(5, c.state);
+        put.bind(6, c.note).bind(7, c.reviewedAt);
+        if (!put.exec()) {
+            *error = QStringLiteral("%1: the reviews of triage findings could not be carried over: %2")
+                         .arg(m_path, put.error());
+            return false;
+        }
+        put.reset();
+    }
+    if (!t.commit(error))
+        return false;
+    if (carried)
+        *carried = int(reviews.size());
+    return true;
+}
+
+int RunStore::carriedReviews() const
+{
+    Statement s = prepare("SELECT COUNT(*) FROM carried_reviews");
+    return s.next() ? int(s.int64(0)) : 0;
 }
 
 IngestReport RunStore::ingest(const Progress &progress)
 {
-    return ingestFolder(m_db, m_folder, m_path, progress);
+    IngestReport report = ingestFolder(m_db, m_folder, m_path, progress);
+    // Reviews a rebuild carried over go back to the runs of their names, now ingested with new ids.
+    QString error;
+    Transaction t(m_db);
+    if (!m_db.exec("INSERT OR IGNORE INTO finding_reviews(run_id, baseline_folder, baseline_name, finding, state, "
+                   "note, reviewed_at) SELECT r.id, c.baseline_folder, c.baseline_name, c.finding, c.state, c.note, "
+                   "c.reviewed_at FROM carried_reviews c JOIN runs r ON r.name=c.run_name",
+            &error)
+        || !m_db.exec("DELETE FROM carried_reviews WHERE run_name IN (SELECT name FROM runs)", &error)
+        || !t.commit(&error))
+        report.errors << QStringLiteral("%1: the reviews carried over by a rebuild: %2").arg(m_path, error);
+    return report;
 }
 
 bool RunStore::storeRecomputed(int64_t runId, const DumpRecord &d, const QString &recipe,
@@ -471,6 +528,17 @@ std::vector<LayerRow> RunStore::layerRows(
         chunks.reset();
     }
     return rows;
+}
+
+std::vector<InputFileRow> RunStore::inputFiles(int64_t runId) const
+{
+    std::vector<InputFileRow> out;
+    Statement s = prepare("SELECT path, importer, size FROM files WHERE run_id=? OR run_id IS NULL ORDER BY path");
+    s.bind(1, runId);
+    while (s.next())
+        out.push_back({s.text(0), s.text(1), s.int64(2)});
+    ok(s);
+    return out;
 }
 
 std::vector<EvalRow> RunStore::evals(int64_t runId) const

@@ -68,6 +68,13 @@ struct EvalRow {
     QString file; // the results file, relative to the store's folder
 };
 
+// A file the store read, as it was when read.
+struct InputFileRow {
+    QString path; // relative to the folder
+    QString importer;
+    int64_t size = 0;
+};
+
 struct KeyValueRow {
     QString key; // a config key, or a package
     QString value; // its value, or the package's version
@@ -126,8 +133,12 @@ public:
     [[nodiscard]] bool open(const QString &folder, QString *error);
     [[nodiscard]] bool openFile(const QString &storePath, const QString &folder, QString *error);
     // Throws the folder's store away and opens a new, empty one (ingest fills it again): the store is a cache of
-    // the run's files. What only it held (metrics recomputed from dumps) is recomputed on request.
-    [[nodiscard]] bool rebuild(const QString &folder, QString *error);
+    // the run's files. What only it held (metrics recomputed from dumps) is recomputed on request; the reviews
+    // of triage findings, which no file holds, are read first (when the old store can still be read) and carried
+    // into the new one, where the next ingest gives each back to the run of its name. *carried: how many.
+    [[nodiscard]] bool rebuild(const QString &folder, QString *error, int *carried = nullptr);
+    // Carried reviews waiting for a run of their name (none once every run is ingested).
+    int carriedReviews() const;
     QString path() const { return m_path; }
     QString folder() const { return m_folder; }
 
@@ -168,6 +179,8 @@ public:
     std::vector<LayerRow> layerRows(
         int64_t runId, const QString &stat, const QString &tensor, const QString &source, const QString &recipe) const;
     std::vector<EvalRow> evals(int64_t runId) const;
+    // The files read for the run (and those of no run: a workspace manifest), by path.
+    std::vector<InputFileRow> inputFiles(int64_t runId) const;
     std::vector<KeyValueRow> configs(int64_t runId) const;
     std::vector<KeyValueRow> versions(int64_t runId) const;
     std::vector<ProblemRecord> problems() const;

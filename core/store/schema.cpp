@@ -144,6 +144,15 @@ CREATE TABLE finding_reviews(
     reviewed_at TEXT NOT NULL, PRIMARY KEY(run_id, baseline_folder, baseline_name, finding)) WITHOUT ROWID;
 )";
 
+// Version 8: the reviews a rebuild carries over until the runs they review are ingested again (their ids are
+// new then), by run name; what no run of the folder takes any more stays here, never lost.
+const char *const kSchemaV8 = R"(
+CREATE TABLE carried_reviews(
+    run_name TEXT NOT NULL, baseline_folder TEXT NOT NULL, baseline_name TEXT NOT NULL, finding TEXT NOT NULL,
+    state TEXT NOT NULL, note TEXT NOT NULL, reviewed_at TEXT NOT NULL,
+    PRIMARY KEY(run_name, baseline_folder, baseline_name, finding)) WITHOUT ROWID;
+)";
+
 // Version 3's conversion: every series' points into chunks, then the view in place of the table.
 bool pointsToChunks(Database &db, QString *error)
 {
@@ -225,7 +234,7 @@ bool migrate(Database &db, const QString &path, QString *error)
     const bool ok = (version >= 1 || db.exec(kSchemaV1, error)) && (version >= 2 || db.exec(kSchemaV2, error))
         && (version >= 3 || pointsToChunks(db, error)) && (version >= 4 || db.exec(kSchemaV4, error))
         && (version >= 5 || db.exec(kSchemaV5, error)) && (version >= 6 || db.exec(kSchemaV6, error))
-        && (version >= 7 || db.exec(kSchemaV7, error));
+        && (version >= 7 || db.exec(kSchemaV7, error)) && (version >= 8 || db.exec(kSchemaV8, error));
     if (!ok)
         return false;
     Statement set = db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", error);

@@ -1,6 +1,7 @@
 // The fused metrics pass (engine + CPU backend) against the double-precision reference in reference.h, for
 // every recipe, the three input dtypes, odd 1-D sizes and 2-D shapes, on data with zeros, subnormals, NaN,
 // inf and huge outliers; plus invariance to thread count and chunking.
+#include "core/numerics/blockcensus.h"
 #include "core/numerics/cpubackend.h"
 #include "core/numerics/cpukernels.h"
 #include "core/numerics/metricsengine.h"
@@ -10,6 +11,8 @@
 #include "reference.h"
 #include "testdata.h"
 
+#include <QJsonArray>
+#include <QJsonObject>
 #include <QScopeGuard>
 #include <QTest>
 
@@ -39,6 +42,8 @@ private Q_SLOTS:
     void patternPassMatchesFusedPass();
     void delayedScaleSource();
     void fp8InputDecoded();
+    void blockCensusCountsWhatTheFusedPassCounts();
+    void blockCensusByHand();
 };
 
 void TestMetrics::againstReference_data()
@@ -666,6 +671,106 @@ void TestMetrics::fp8InputDecoded()
     QVERIFY(plain);
     QCOMPARE(plain->front().amax, 448.0);
     QVERIFY(plain->front().decoding.isEmpty());
+}
+
+// The census judges every block with the scalar kernel: over the what-if set's block recipes, on 2-D and
+// 1-D tensors of the three input dtypes with zeros, subnormals, NaN, inf and outliers, its blocks and totals
+// are the fused pass's exact counts, its classes hold together, and a per-tensor recipe is refused.
+void TestMetrics::blockCensusCountsWhatTheFusedPassCounts()
+{
+    for (const auto &[dtype, shape] :
+        {std::pair {DType::BF16, std::vector<int64_t> {300, 384}}, std::pair {DType::F32, std::vector<int64_t> {4099}},
+            std::pair {DType::F16, std::vector<int64_t> {130, 96}}}) {
+        int64_t n = 1;
+        for (int64_t d : shape)
+            n *= d;
+        std::vector<float> widened;
+        const QByteArray bytes = encode(makeData(size_t(n), 11), dtype, &widened);
+        int blockRecipes = 0;
+        for (const Recipe &recipe : Recipe::whatIfSet()) {
+            MemoryReader reader(dtype, shape, bytes);
+            Problem problem;
+            const auto census = blockCensus(reader, recipe, &problem);
+            if (!hasBlockScales(recipe)) {
+                QVERIFY(!census);
+                QVERIFY2(problem.toString().contains(QStringLiteral("no blocks")), qPrintable(problem.toString()));
+                continue;
+            }
+            ++blockRecipes;
+            QVERIFY2(census, qPrintable(problem.toString()));
+            MemoryReader again(dtype, shape, bytes);
+            CpuBackend backend(2);
+            MetricsEngine engine(backend);
+            const auto metrics = engine.compute(again, {recipe}, &problem);
+            QVERIFY(metrics);
+            const TensorMetrics &m = metrics->front();
+            const QString what = recipe.name() + QLatin1Char(' ') + dtypeName(dtype);
+            QVERIFY2(census->blocks == m.blocks && census->blocks > 0, qPrintable(what));
+            QVERIFY2(census->zeroBlocks == m.zeroAmaxBlocks, qPrintable(what));
+            QVERIFY2(census->saturatedElements == m.saturated, qPrintable(what));
+            QVERIFY2(census->underflowedElements == (m.numel - m.zeros) - m.nonzeroQ, qPrintable(what));
+            int64_t binned = 0;
+            for (const auto &[log2, blocks] : census->scaleLog2) {
+                QVERIFY(blocks > 0);
+                QVERIFY2(std::ldexp(1.0, log2) <= m.scaleInvMax && std::ldexp(1.0, log2 + 1) > m.scaleInvMin,
+                    qPrintable(what));
+                binned += blocks;
+            }
+            QCOMPARE(binned + census->zeroScaleBlocks, census->blocks);
+            QVERIFY(census->flushedBlocks <= census->underflowingBlocks);
+            QVERIFY(census->clippingBlocks <= census->blocks && census->zeroBlocks <= census->blocks);
+            // A block clips when one of its elements saturates: some do iff some element does.
+            QCOMPARE(census->clippingBlocks > 0, m.saturated > 0);
+            QCOMPARE(census->underflowingBlocks > 0, census->underflowedElements > 0);
+            const QJsonObject json = census->toJson();
+            QCOMPARE(json.value(QStringLiteral("clipping_blocks")).toDouble(), double(census->clippingBlocks));
+            QCOMPARE(json.value(QStringLiteral("scale_inv_binades")).toArray().size(), int(census->scaleLog2.size()));
+        }
+        QCOMPARE(blockRecipes, 11); // MXFP8 1x32, OCP, 32x1, 1x128, 128x128 in E4M3 and E5M2; NVFP4
+    }
+}
+
+// Blocks whose fate is known by hand. MXFP8 1x32 in E4M3: under the OCP rule a block of amax 480 takes the
+// scale 2^(8 - 8) = 1 and its 480 saturates (448 is E4M3's largest); Transformer Engine's rounding takes
+// 2^-1 and keeps it. A block of 1.0 and 2^-20 loses the small value under both (the scale is 2^8 or 2^7;
+// 2^-12 and 2^-13 are below E4M3's smallest subnormal 2^-9); a block of zeros is a zero block.
+void TestMetrics::blockCensusByHand()
+{
+    std::vector<float> x(96, 0.0f);
+    x[0] = 480.0f;
+    x[1] = 3.0f;
+    x[32] = 1.0f;
+    x[33] = std::ldexp(1.0f, -20);
+    const QByteArray bytes(reinterpret_cast<const char *>(x.data()), int(x.size() * sizeof(float)));
+    QString error;
+    for (const auto &[name, clipping] : {std::pair {"mxfp8-ocp", 1}, std::pair {"mxfp8", 0}}) {
+        MemoryReader reader(DType::F32, {96}, bytes);
+        Problem problem;
+        const auto census
+            = blockCensus(reader, *Recipe::parse(QLatin1String(name), fp8math::Format::E4M3, &error), &problem);
+        QVERIFY2(census, qPrintable(problem.toString()));
+        QCOMPARE(census->blocks, int64_t(3));
+        QCOMPARE(census->zeroBlocks, int64_t(1));
+        QCOMPARE(census->clippingBlocks, int64_t(clipping));
+        QCOMPARE(census->saturatedElements, int64_t(clipping));
+        QCOMPARE(census->underflowingBlocks, int64_t(1));
+        QCOMPARE(census->underflowedElements, int64_t(1));
+        QCOMPARE(census->flushedBlocks, int64_t(0));
+        QVERIFY(std::abs(census->clippingPct() - clipping * 100.0 / 3) < 1e-12);
+    }
+    // A block of nothing but values far below the others' scale is flushed whole by NVFP4: its E4M3 block
+    // scale (amax / 6 over a global scale set by the tensor amax 2^20) rounds to zero.
+    std::vector<float> y(32, std::ldexp(1.0f, -20));
+    y[0] = std::ldexp(1.0f, 20);
+    const QByteArray ybytes(reinterpret_cast<const char *>(y.data()), int(y.size() * sizeof(float)));
+    MemoryReader reader(DType::F32, {32}, ybytes);
+    Problem problem;
+    const auto census = blockCensus(reader, *Recipe::parse(QStringLiteral("nvfp4"), std::nullopt, &error), &problem);
+    QVERIFY2(census, qPrintable(problem.toString()));
+    QCOMPARE(census->blocks, int64_t(2));
+    QCOMPARE(census->flushedBlocks, int64_t(1));
+    QCOMPARE(census->underflowingBlocks, int64_t(2)); // the first block's 15 small values are lost as well
+    QCOMPARE(census->underflowedElements, int64_t(31));
 }
 
 #include "tst_metrics.moc"

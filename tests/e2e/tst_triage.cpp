@@ -185,6 +185,7 @@ private Q_SLOTS:
     void scenarioIsDeterministic();
     void scenarioCli();
     void storedFindings();
+    void reviewsSurviveARebuild();
     void compareCli();
     void alignsOnConsumedSamples();
     void recipeWhatIfOnADump();
@@ -316,6 +317,77 @@ void TestTriage::scenarioCli()
 
 // Findings are stored with the stamp of the data they came from: read back while it holds, computed again
 // once the files change (a rewritten log, a deleted run, a recomputed metric) or the options do.
+// The reviews of findings are the one thing in a store no file holds: a rebuild reads them first and carries
+// them into the new store by run name, and the next ingest gives them back to the runs (with their new ids),
+// state, note and time unchanged. A store too damaged to read is rebuilt all the same, with nothing to carry.
+void TestTriage::reviewsSurviveARebuild()
+{
+    QTemporaryDir dir;
+    QString error;
+    ScenarioPlan plan;
+    QVERIFY2(generateScenario(dir.path(), Scenario::MidRunInstability, 4, &plan, &error), qPrintable(error));
+    TriageResult result;
+    std::vector<FindingReview> before;
+    {
+        Catalog catalog;
+        QVERIFY2(openAndTriage(dir.path(), &catalog, &result, &error), qPrintable(error));
+        const Comparison &c = result.comparisons.front();
+        const auto [folder, name] = catalog.baselineKey(c.run, c.baseline);
+        RunStore *store = catalog.store(c.run);
+        QVERIFY2(store->storeFindingReview(c.run.id, folder, name,
+                     {findingIdentity(c.findings.front()), QStringLiteral("dismissed"), QStringLiteral("a distractor"),
+                         QString()},
+                     &error),
+            qPrintable(error));
+        QVERIFY2(store->storeFindingReview(c.run.id, QString(), QString(),
+                     {findingIdentity(c.findings.back()), QStringLiteral("confirmed"), QString(), QString()}, &error),
+            qPrintable(error));
+        before = catalog.findingReviews(c.run, c.baseline);
+        QCOMPARE(before.size(), size_t(1));
+    }
+    RunStore fresh;
+    int carried = -1;
+    QVERIFY2(fresh.rebuild(dir.path(), &error, &carried), qPrintable(error));
+    QCOMPARE(carried, 2);
+    QCOMPARE(fresh.carriedReviews(), 2); // until the runs are ingested again
+    QVERIFY(fresh.ingest().errors.isEmpty());
+    QCOMPARE(fresh.carriedReviews(), 0);
+    {
+        Catalog catalog;
+        QVERIFY2(openAndTriage(dir.path(), &catalog, &result, &error), qPrintable(error));
+        const Comparison &c = result.comparisons.front();
+        QCOMPARE(runNameOf(catalog, c.run), plan.run);
+        const std::vector<FindingReview> after = catalog.findingReviews(c.run, c.baseline);
+        QCOMPARE(after.size(), size_t(1));
+        QCOMPARE(after.front().finding, before.front().finding);
+        QCOMPARE(after.front().state, QStringLiteral("dismissed"));
+        QCOMPARE(after.front().note, QStringLiteral("a distractor"));
+        QCOMPARE(after.front().reviewedAt, before.front().reviewedAt);
+        QCOMPARE(catalog.findingReviews(c.run, {}).size(), size_t(1));
+        QCOMPARE(catalog.findingReviews(c.run, {}).front().state, QStringLiteral("confirmed"));
+    }
+    // A review of a run the folder no longer has stays carried (kept, not thrown away) through a rebuild.
+    QVERIFY(QDir(dir.filePath(plan.run)).removeRecursively());
+    {
+        RunStore again;
+        QVERIFY2(again.rebuild(dir.path(), &error, &carried), qPrintable(error));
+        QCOMPARE(carried, 2);
+        QVERIFY(again.ingest().errors.isEmpty());
+        QCOMPARE(again.carriedReviews(), 2);
+    }
+    // A store that is not a database: rebuilt all the same, nothing carried.
+    const QString path = RunStore::storePathFor(dir.path());
+    {
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        f.write(QByteArray(8192, 'x'));
+    }
+    RunStore damaged;
+    QVERIFY2(damaged.rebuild(dir.path(), &error, &carried), qPrintable(error));
+    QCOMPARE(carried, 0);
+    QVERIFY(damaged.ingest().errors.isEmpty());
+}
+
 void TestTriage::storedFindings()
 {
     QTemporaryDir dir;

@@ -6,12 +6,16 @@
 #include "core/analysis/triage.h"
 #include "core/demo/scenarios.h"
 #include "guitest.h"
+#include "views/compare/evalchart.h"
+#include "views/curves/curveview.h"
+#include "views/heatmap/heatmapview.h"
 #include "views/histogram/histogramview.h"
 #include "views/triage/triagewizard.h"
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
 
 #include <QAction>
+#include <QApplication>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -19,8 +23,11 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QStandardItemModel>
+#include <QStatusBar>
 #include <QTableView>
 #include <QTest>
+#include <QTimer>
+#include <QToolBar>
 #include <QToolButton>
 
 #include <cmath>
@@ -40,6 +47,7 @@ private Q_SLOTS:
     void firstSuspectDrivesTheViews();
     void whatIfEqualsTheCli();
     void dismissedFindingSurvivesAReopen();
+    void exportReportFromTheSummary();
 
 private:
     // Opens `folder` in the window and the wizard on its pair, once computed.
@@ -73,7 +81,15 @@ TriageWizard *TestTriageWizard::openTriage(const QString &folder)
     // Offered on the status bar: the folder holds a BF16/FP8 pair.
     if (!m_window->triageOffer()->isVisibleTo(m_window.get()))
         return nullptr;
-    m_window->findChild<QAction *>(QStringLiteral("showTriage"))->trigger();
+    // The toolbar's Triage button opens it (the Tools menu's action, Ctrl+T).
+    auto *bar = m_window->findChild<QToolBar *>(QStringLiteral("mainToolBar"));
+    QAction *action = m_window->findChild<QAction *>(QStringLiteral("showTriage"));
+    if (!bar || !action || !bar->actions().contains(action))
+        return nullptr;
+    auto *button = qobject_cast<QToolButton *>(bar->widgetForAction(action));
+    if (!button)
+        return nullptr;
+    button->click();
     TriageWizard *w = m_window->triage();
     if (!w || !w->isVisible())
         return nullptr;
@@ -123,9 +139,15 @@ void TestTriageWizard::eachScenarioClass()
     w->setStep(TriageWizard::LossStep);
     QVERIFY2(w->verdictText().contains(QStringLiteral("Verdict: %1.").arg(analysis::verdictName(engine.verdict))),
         qPrintable(w->verdictText()));
-    if (engine.departure)
-        QVERIFY2(
-            w->verdictText().contains(QStringLiteral("step %1").arg(*engine.departure)), qPrintable(w->verdictText()));
+    // The loss overlay beside the verdict: both runs and the baseline's band, the departure marked.
+    QTRY_VERIFY_WITH_TIMEOUT(w->lossView()->curves().size() == 3, 30000);
+    if (engine.departure) {
+        // The departure step is a link: following it selects the step in every view.
+        const QString link = QStringLiteral("href=\"step:%1\"").arg(*engine.departure);
+        QVERIFY2(w->verdictText().contains(link), qPrintable(w->verdictText()));
+        w->followLink(QStringLiteral("step:%1").arg(*engine.departure));
+        QCOMPARE(m_window->selection()->step(), qint64(*engine.departure));
+    }
     // The scenarios share their model, data and plan: comparable.
     QVERIFY2(w->comparabilityText().startsWith(QStringLiteral("Comparable")), qPrintable(w->comparabilityText()));
     // The class step's evidence.
@@ -142,6 +164,7 @@ void TestTriageWizard::eachScenarioClass()
         QVERIFY(w->classTitle().contains(QStringLiteral("Early divergence")));
         for (const QString &key : plan.keys)
             QVERIFY2(column(1).contains(key), qPrintable(column(1).join(QLatin1Char(','))));
+        QCOMPARE(w->evidence(), nullptr); // a config table needs no plot
         break;
     case Scenario::MidRunInstability:
         QVERIFY(w->classTitle().contains(QStringLiteral("Mid-run instability")));
@@ -150,12 +173,31 @@ void TestTriageWizard::eachScenarioClass()
         // Its lead: the departure minus its onset.
         QCOMPARE(table->index(0, 4).data(Qt::UserRole).toLongLong(),
             *engine.departure - table->index(0, 3).data(Qt::UserRole).toLongLong());
+        // The first suspect shown on entering the step: its curve on top of the other layers', its heatmap
+        // row marked, the histogram of its nearest dump (the scenarios have none: it says so).
+        QCOMPARE(w->evidence(), w->layerCurves()->parentWidget());
+        QCOMPARE(m_window->selection()->layer(), plan.layer);
+        QTRY_VERIFY_WITH_TIMEOUT(w->layerCurves()->curves().size() > 1, 30000);
+        QCOMPARE(w->layerCurves()->curves().back().series.layer, plan.layer);
+        QVERIFY(w->heatmap()->flaggedLayers().size() >= 1);
+        QCOMPARE(w->heatmap()->flaggedLayers().front().first, plan.layer);
+        QTRY_VERIFY_WITH_TIMEOUT(!w->heatmap()->isLoading() && !w->heatmap()->heatmap().layers.empty(), 30000);
         break;
     case Scenario::LossSpikes: {
         QVERIFY(w->classTitle().contains(QStringLiteral("Loss spikes")));
         const size_t spikes = w->comparison()->runSpikes.spikes.size() + w->comparison()->baselineSpikes.spikes.size();
         QCOMPARE(size_t(table->rowCount()), spikes);
         QVERIFY(w->comparison()->runSpikes.spikes.size() > w->comparison()->baselineSpikes.spikes.size());
+        QVERIFY2(w->classTitle().contains(QStringLiteral("per 1000")), qPrintable(w->classTitle()));
+        // The spikes side by side on the overlay, each marked.
+        QCOMPARE(w->evidence(), static_cast<QWidget *>(w->findChild<CurveView *>(QStringLiteral("triageSpikeView"))));
+        {
+            CurveView *spikeView = w->findChild<CurveView *>(QStringLiteral("triageSpikeView"));
+            QTRY_VERIFY_WITH_TIMEOUT(spikeView->curves().size() == 3, 30000);
+            const auto marked = std::count_if(spikeView->marks().begin(), spikeView->marks().end(),
+                [](const CurveView::Mark &m) { return m.kind == CurveSource::Event::Spike; });
+            QCOMPARE(size_t(marked), spikes);
+        }
         break;
     }
     case Scenario::DownstreamGap: {
@@ -168,11 +210,14 @@ void TestTriageWizard::eachScenarioClass()
         QCOMPARE(significant, std::set<QString>(plan.tasks.begin(), plan.tasks.end()));
         // Significant drops first.
         QVERIFY(!table->index(0, 7).data().toString().isEmpty());
+        QCOMPARE(w->evidence(), static_cast<QWidget *>(w->evalChart()));
+        QCOMPARE(w->evalChart()->rows().size(), size_t(table->rowCount()));
         break;
     }
     case Scenario::None:
         QVERIFY(w->classTitle().contains(QStringLiteral("No problem found")));
         QCOMPARE(table->rowCount(), 0);
+        QCOMPARE(w->evidence(), nullptr);
         break;
     }
     // The summary lists every finding of the engine, open until reviewed.
@@ -207,6 +252,47 @@ void TestTriageWizard::firstSuspectDrivesTheViews()
     QTableView *table = w->classTable();
     QCOMPARE(table->model()->index(0, 0).data().toString(), m_plan.plantedLayerName);
     QCOMPARE(table->model()->index(0, 1).data().toString(), m_plan.plantedTensor);
+    // Shown on entering the step, in the wizard's own views: the suspect's histogram loads its nearest dump
+    // (recomputed in the job queue), its curve is drawn over the other layers', its heatmap row is marked.
+    QTRY_VERIFY_WITH_TIMEOUT(w->histogram()->dump() && w->histogram()->metrics().has_value(), 60000);
+    QCOMPARE(w->histogram()->dump()->record.layer, m_plan.plantedLayerName);
+    QCOMPARE(w->histogram()->dump()->record.tensor, m_plan.plantedTensor);
+    size_t withTensor = 0;
+    for (const LayerTensors &l : m_window->workspace()->catalog().layerTensors({w->run()}))
+        withTensor += l.tensors.contains(m_plan.plantedTensor) ? 1 : 0;
+    QVERIFY(withTensor > 1);
+    QTRY_VERIFY_WITH_TIMEOUT(w->layerCurves()->curves().size() == withTensor, 30000);
+    QCOMPARE(w->layerCurves()->curves().back().series.layer, m_plan.plantedLayerName);
+    QCOMPARE(w->layerCurves()->source()->runColour(w->layerCurves()->curves().back().run),
+        m_window->workspace()->run(w->run())->colour);
+    QVERIFY(w->layerCurves()->source()->runColour(w->layerCurves()->curves().front().run)
+        != m_window->workspace()->run(w->run())->colour);
+    QCOMPARE(w->heatmap()->flaggedLayers().front().first, m_plan.plantedLayerName);
+    // Hidden (another step shown), the wizard's views read nothing; shown again, they catch up.
+    const QString other = w->layerCurves()->curves().front().series.layer;
+    QVERIFY(other != m_plan.plantedLayerName);
+    w->setStep(TriageWizard::NextStep);
+    m_window->selection()->setLayer(other);
+    QTest::qWait(150);
+    QCOMPARE(w->layerCurves()->curves().back().series.layer, m_plan.plantedLayerName);
+    w->setStep(TriageWizard::ClassStep);
+    QTRY_COMPARE_WITH_TIMEOUT(w->layerCurves()->curves().back().series.layer, other, 10000);
+    m_window->selection()->setLayer(m_plan.plantedLayerName);
+    QTRY_COMPARE_WITH_TIMEOUT(w->layerCurves()->curves().back().series.layer, m_plan.plantedLayerName, 10000);
+    // A finding of the summary leads back to its evidence: the suspect's row, made current.
+    w->setStep(TriageWizard::SummaryStep);
+    QAbstractItemModel *summary = w->summaryTable()->model();
+    int signalRow = -1;
+    for (int i = summary->rowCount() - 1; i >= 0; --i) {
+        if (summary->index(i, 1).data().toString() == QLatin1String("layer-signal")
+            && summary->index(i, 2).data().toString() == m_plan.plantedLayerName)
+            signalRow = i;
+    }
+    QVERIFY(signalRow >= 0);
+    table->setCurrentIndex({});
+    Q_EMIT w->summaryTable()->activated(summary->index(signalRow, 1));
+    QCOMPARE(w->step(), TriageWizard::ClassStep);
+    QCOMPARE(table->currentIndex().siblingAtColumn(0).data().toString(), m_plan.plantedLayerName);
     // A click on the first suspect selects its layer, tensor and onset: the histogram loads its nearest dump.
     QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(table->model()->index(0, 0)).center());
     QCOMPARE(m_window->selection()->layer(), m_plan.plantedLayerName);
@@ -240,6 +326,8 @@ void TestTriageWizard::whatIfEqualsTheCli()
         = QJsonDocument::fromJson(cli.readAllStandardOutput()).object().value(QStringLiteral("what_if")).toArray();
     QAbstractItemModel *table = w->whatIfTable()->model();
     QCOMPARE(table->rowCount(), int(rows.size()));
+    int blockRows = 0;
+    double clippingOrUnderflow = 0;
     QVERIFY(rows.size() >= 10);
     const auto close = [](double a, double b) {
         return (std::isnan(a) && std::isnan(b)) || std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b));
@@ -260,7 +348,27 @@ void TestTriageWizard::whatIfEqualsTheCli()
                                .arg(shown)
                                .arg(expected)));
         }
+        // The block census of block recipes, as the CLI counts it.
+        const QJsonObject census = r.value(QStringLiteral("block_census")).toObject();
+        if (census.isEmpty()) {
+            QCOMPARE(table->index(i, TriageWizard::kBlocksColumn).data().toString(), QStringLiteral("per tensor"));
+            continue;
+        }
+        ++blockRows;
+        const double blocks = census.value(QStringLiteral("blocks")).toDouble();
+        QVERIFY(blocks > 0);
+        QCOMPARE(table->index(i, TriageWizard::kBlocksColumn).data(Qt::UserRole).toDouble(), blocks);
+        const char *counts[] = {"clipping_blocks", "underflowing_blocks", "flushed_blocks"};
+        for (int k = 0; k < 3; ++k) {
+            const double pct = census.value(QLatin1String(counts[k])).toDouble() / blocks * 100.0;
+            QVERIFY2(close(table->index(i, TriageWizard::kBlocksColumn + 1 + k).data(Qt::UserRole).toDouble(), pct),
+                qPrintable(QStringLiteral("%1 %2").arg(
+                    r.value(QStringLiteral("recipe")).toString(), QLatin1String(counts[k]))));
+            clippingOrUnderflow += k < 2 ? pct : 0.0;
+        }
     }
+    QCOMPARE(blockRows, 11);
+    QVERIFY(clippingOrUnderflow > 0); // some recipe loses blocks on the planted dump (the OCP rule, NVFP4)
 }
 
 void TestTriageWizard::dismissedFindingSurvivesAReopen()
@@ -307,6 +415,40 @@ void TestTriageWizard::dismissedFindingSurvivesAReopen()
     w->setReview(again, QStringLiteral("maybe"), QString());
     QVERIFY(refused.wait(30000));
     QVERIFY(refused.front().front().toString().contains(QStringLiteral("open, confirmed or dismissed")));
+}
+
+// The summary's Export Report... asks for the pair's report (the window then asks where: the dialog is
+// dismissed here); the window writes it as a job, with the wizard's pair, and says so.
+void TestTriageWizard::exportReportFromTheSummary()
+{
+    TriageWizard *w = openTriage(m_demo);
+    QVERIFY(w);
+    QVERIFY(m_window->findChild<QAction *>(QStringLiteral("exportReport"))->isEnabled());
+    w->setStep(TriageWizard::SummaryStep);
+    auto *button = w->findChild<QPushButton *>(QStringLiteral("triageExportReport"));
+    QVERIFY(button && button->isVisible());
+    QSignalSpy asked(w, &TriageWizard::reportRequested);
+    QTimer::singleShot(300, [] {
+        if (QWidget *dialog = QApplication::activeModalWidget())
+            dialog->close();
+    });
+    button->click();
+    QCOMPARE(asked.count(), 1);
+    QCOMPARE(asked.front().at(0).value<RunRef>(), w->baseline());
+    QCOMPARE(asked.front().at(1).value<RunRef>(), w->run());
+    const QString path = m_tmp.filePath(QStringLiteral("from-the-window.pdf"));
+    QSignalSpy exported(m_window.get(), &MainWindow::reportExported);
+    m_window->exportReport({}, {}, path); // the wizard's pair
+    QVERIFY(exported.wait(120000));
+    QCOMPARE(exported.front().at(0).toString(), path);
+    QCOMPARE(exported.front().at(1).toString(), QString());
+    QFile pdf(path);
+    QVERIFY(pdf.open(QIODevice::ReadOnly));
+    const QByteArray bytes = pdf.readAll();
+    QVERIFY(bytes.startsWith("%PDF-"));
+    QVERIFY(bytes.contains("/Outlines"));
+    QVERIFY(bytes.size() > 20000);
+    QVERIFY(m_window->statusBar()->currentMessage().contains(QStringLiteral("Triage report written")));
 }
 
 QTEST_MAIN(TestTriageWizard)

@@ -3,7 +3,7 @@
 // departure by (the strip beneath). Both serve min/max buckets at the view's resolution, as the store does.
 #pragma once
 
-#include "comparison.h"
+#include "core/analysis/comparisondata.h"
 
 #include "views/curves/curvesource.h"
 

@@ -1,6 +1,7 @@
 #include "compareview.h"
 
 #include "comparesources.h"
+#include "departuremark.h"
 #include "evalchart.h"
 #include "layerdifference.h"
 #include "views/curves/curveview.h"
@@ -52,17 +53,6 @@ QStandardItem *item(const QString &text)
 QStandardItem *number(double v)
 {
     return numberItem(v);
-}
-
-QString className(analysis::KeyClass c)
-{
-    switch (c) {
-    case analysis::KeyClass::Expected: return QObject::tr("expected for FP8");
-    case analysis::KeyClass::Incidental: return QObject::tr("incidental");
-    case analysis::KeyClass::Suspect: return QObject::tr("suspect");
-    case analysis::KeyClass::Other: return QObject::tr("other");
-    }
-    return {};
 }
 
 } // namespace
@@ -224,22 +214,8 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
     layout->addWidget(m_splitter, 1);
 
     // The departure on both plots: a line at its step, its interval shaded.
-    CurveView *views[] = {m_overlay, m_difference};
-    for (int i = 0; i < 2; ++i) {
-        QCustomPlot *plot = views[i]->plot();
-        m_intervals[i] = new QCPItemRect(plot);
-        m_intervals[i]->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
-        m_intervals[i]->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
-        m_intervals[i]->setPen(Qt::NoPen);
-        m_intervals[i]->setBrush(QColor(200, 30, 0, 40));
-        m_intervals[i]->setSelectable(false);
-        m_marks[i] = new QCPItemStraightLine(plot);
-        m_marks[i]->setPen(QPen(QColor(200, 30, 0), 1.5));
-        m_marks[i]->setSelectable(false);
-        m_intervals[i]->setVisible(false);
-        m_marks[i]->setVisible(false);
-        connect(views[i], &CurveView::rebuilt, this, &CompareView::updateMarkers);
-    }
+    m_marks[0] = new DepartureMark(m_overlay);
+    m_marks[1] = new DepartureMark(m_difference);
     // One x axis for both plots.
     const auto sync = [this](CurveView *from, CurveView *to) {
         connect(from->plot()->xAxis, qOverload<const QCPRange &>(&QCPAxis::rangeChanged), this,
@@ -465,7 +441,7 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
         m_workspace->run(m_data->run) ? m_workspace->run(m_data->run)->colour : QColor(Qt::darkBlue));
     for (const analysis::ConfigRow &c : m_data->config.rows) {
         QList<QStandardItem *> row {item(c.version ? tr("%1 (version)").arg(c.key) : c.key), item(c.baseline),
-            item(c.run), item(c.differs ? className(c.keyClass) : tr("identical"))};
+            item(c.run), item(c.differs ? analysis::keyClassName(c.keyClass) : tr("identical"))};
         row.front()->setData(c.differs ? QStringLiteral("1") : QStringLiteral("0"), kDiffersRole);
         m_configModel->appendRow(row);
     }
@@ -515,21 +491,8 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
 
 void CompareView::updateMarkers()
 {
-    const std::optional<int64_t> step = m_data ? m_data->statistic.departure.step : std::nullopt;
-    CurveView *views[] = {m_overlay, m_difference};
-    for (int i = 0; i < 2; ++i) {
-        m_marks[i]->setVisible(step.has_value());
-        m_intervals[i]->setVisible(step.has_value());
-        if (step) {
-            const RunRef r = m_data->run;
-            const double x = views[i]->plotX(r, double(*step));
-            m_marks[i]->point1->setCoords(x, 0);
-            m_marks[i]->point2->setCoords(x, 1);
-            m_intervals[i]->topLeft->setCoords(views[i]->plotX(r, double(m_data->statistic.departure.low)), 0);
-            m_intervals[i]->bottomRight->setCoords(views[i]->plotX(r, double(m_data->statistic.departure.high)), 1);
-        }
-        views[i]->plot()->replot(QCustomPlot::rpQueuedReplot);
-    }
+    for (DepartureMark *m : m_marks)
+        m->setComparison(m_data);
 }
 
 void CompareView::showEvent(QShowEvent *event)
@@ -551,7 +514,7 @@ void CompareView::showEvent(QShowEvent *event)
 
 double CompareView::departureMarkerX() const
 {
-    return m_marks[0]->visible() ? m_marks[0]->point1->coords().x() : NAN;
+    return m_marks[0]->x();
 }
 
 QString CompareView::status() const

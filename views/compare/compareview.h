@@ -7,7 +7,7 @@
 // identical ones one click away). It is computed off the GUI thread, on the workspace's query queue.
 #pragma once
 
-#include "comparison.h"
+#include "core/analysis/comparisondata.h"
 
 #include <QWidget>
 
@@ -23,12 +23,11 @@ class QSplitter;
 class QStandardItemModel;
 class QTabWidget;
 class QTableView;
-class QCPItemRect;
-class QCPItemStraightLine;
 
 namespace fp8scope {
 
 class CurveView;
+class DepartureMark;
 class EvalChart;
 class HeatmapView;
 class SingleRunHeatmapSource;
@@ -135,8 +134,7 @@ private:
     LayerDifferenceSource *m_diffSource;
     HeatmapView *m_diffHeat;
     QComboBox *m_layerMode;
-    QCPItemStraightLine *m_marks[2] = {nullptr, nullptr};
-    QCPItemRect *m_intervals[2] = {nullptr, nullptr};
+    DepartureMark *m_marks[2] = {nullptr, nullptr}; // the overlay's and the difference's
     std::shared_ptr<const ComparisonData> m_data;
     // Comparisons computed since the folders were read, by (baseline, run, statistic): switching back to a
     // pair draws it at once.

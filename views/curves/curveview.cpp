@@ -431,7 +431,17 @@ void CurveView::scheduleRefetch()
 void CurveView::refetchNow()
 {
     m_refetch->stop();
+    const bool was = m_fetchWhileHidden;
+    m_fetchWhileHidden = true;
     rebuild();
+    m_fetchWhileHidden = was;
+}
+
+void CurveView::showEvent(QShowEvent *event)
+{
+    PlotView::showEvent(event);
+    if (m_fetchPending)
+        scheduleRefetch();
 }
 
 double CurveView::xOfStep(RunRef run, double step) const
@@ -449,6 +459,11 @@ double CurveView::stepOfX(RunRef run, double x) const
 void CurveView::rebuild()
 {
     m_refetch->stop();
+    if (!m_fetchWhileHidden && !isVisible()) {
+        m_fetchPending = true;
+        return;
+    }
+    m_fetchPending = false;
     m_inRebuild = true;
     plot()->clearGraphs();
     m_curves.clear();

@@ -109,6 +109,9 @@ public:
     QString title() const override;
     // Replots now (benchmarks, tests); normal updates are coalesced.
     void refetchNow();
+    // Off: while hidden (another page of a wizard, a closed window) the view reads nothing; it reads what it
+    // missed when shown. On by default.
+    void setFetchWhileHidden(bool on) { m_fetchWhileHidden = on; }
 
 Q_SIGNALS:
     // The curves were fetched again (another statistic, axis, zoom or source data).
@@ -116,6 +119,7 @@ Q_SIGNALS:
 
 protected:
     void resizeEvent(QResizeEvent *event) override;
+    void showEvent(QShowEvent *event) override;
 
 private:
     void reloadStatistics();
@@ -163,6 +167,8 @@ private:
     double m_stepLo = 0, m_stepHi = 0; // full range of the current statistic
     bool m_haveRange = false;
     bool m_inRebuild = false;
+    bool m_fetchWhileHidden = true;
+    bool m_fetchPending = false; // a fetch skipped while hidden
     QPoint m_pressPos;
 };
 

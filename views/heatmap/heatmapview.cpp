@@ -1,5 +1,7 @@
 #include "heatmapview.h"
 
+#include "views/plotting/heatgradient.h"
+
 #include "views/plotting/qcp.h"
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
@@ -615,14 +617,7 @@ void HeatmapView::redraw()
 
 void HeatmapView::applyGradient()
 {
-    // A perceptually even dark-blue to yellow ramp (viridis' end points), readable in grey print.
-    QCPColorGradient g;
-    g.clearColorStops();
-    g.setColorStopAt(0.0, QColor(68, 1, 84));
-    g.setColorStopAt(0.25, QColor(59, 82, 139));
-    g.setColorStopAt(0.5, QColor(33, 145, 140));
-    g.setColorStopAt(0.75, QColor(94, 201, 98));
-    g.setColorStopAt(1.0, QColor(253, 231, 37));
+    QCPColorGradient g = heatGradient();
     if (m_diverging && !m_logColour->isChecked()) {
         // Below the midpoint blue, above it red, the midpoint white (a colour-blind-safe diverging ramp).
         g.clearColorStops();

@@ -68,6 +68,7 @@ public:
     QString message() const;
     // Layers named and marked on the layer axis whatever fits, each with a note ("onset 1375").
     void setFlaggedLayers(const std::vector<std::pair<QString, QString>> &layers);
+    const std::vector<std::pair<QString, QString>> &flaggedLayers() const { return m_flagged; }
     // The linear colour scale's range, shared with another heatmap; nullopt: the map's own.
     void setColourRange(std::optional<std::pair<double, double>> range);
     // A diverging colour ramp (blue below `midpoint`, white at it, red above) on a linear range centred on it:

@@ -204,11 +204,23 @@ void HistogramView::selectionChanged()
     request();
 }
 
+void HistogramView::showEvent(QShowEvent *event)
+{
+    PlotView::showEvent(event);
+    if (m_requestPending)
+        request();
+}
+
 void HistogramView::request()
 {
     if (m_ticket)
         m_workspace->jobs().cancel(m_ticket);
     m_ticket = 0;
+    if (!m_requestWhileHidden && !isVisible()) {
+        m_requestPending = true;
+        return;
+    }
+    m_requestPending = false;
     m_metrics.reset();
     const auto rcp = recipe();
     if (!m_dump || !rcp) {

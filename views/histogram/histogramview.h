@@ -40,11 +40,16 @@ public:
     // "log2|x| of <layer> <tensor> at step N — <run> — <recipe> (<format>), after scaling".
     QString title() const override;
     bool isComputing() const { return m_ticket != 0; }
+    // Off: while hidden the view recomputes nothing; it asks for what it missed when shown. On by default.
+    void setRequestWhileHidden(bool on) { m_requestWhileHidden = on; }
     QString statusText() const;
     QString csv() const override;
 
 Q_SIGNALS:
     void metricsChanged();
+
+protected:
+    void showEvent(QShowEvent *event) override;
 
 private:
     void syncFormatBox();
@@ -70,6 +75,8 @@ private:
     RunRef m_recipeRun;
     QString m_recipeTensor;
     quint64 m_ticket = 0;
+    bool m_requestWhileHidden = true;
+    bool m_requestPending = false; // a request skipped while hidden
 };
 
 } // namespace fp8scope

@@ -1,10 +1,19 @@
 #include "triagewizard.h"
 
+#include "views/compare/comparesources.h"
+#include "views/compare/departuremark.h"
+#include "views/compare/evalchart.h"
+#include "views/curves/curveview.h"
+#include "views/curves/layercurvesource.h"
+#include "views/heatmap/heatmapsource.h"
+#include "views/heatmap/heatmapview.h"
+#include "views/histogram/histogramview.h"
 #include "views/models/tableexport.h"
 #include "views/workspace/pairpickers.h"
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
 
+#include "core/numerics/blockcensus.h"
 #include "core/numerics/recipe.h"
 
 #include <QClipboard>
@@ -16,6 +25,8 @@
 #include <QListWidget>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QScreen>
+#include <QSplitter>
 #include <QStackedWidget>
 #include <QStandardItemModel>
 #include <QStyledItemDelegate>
@@ -80,6 +91,12 @@ QTableView *makeTable(const QString &name, QStandardItemModel *model, QWidget *p
     return t;
 }
 
+// A step of the verdict, as a link to it.
+QString stepLink(int64_t step)
+{
+    return QStringLiteral("<a href=\"step:%1\">%1</a>").arg(step);
+}
+
 QString normalizedKey(const QString &key)
 {
     QString k = key.section(QLatin1Char('.'), -1).toLower();
@@ -134,13 +151,28 @@ TriageWizard::TriageWizard(Workspace *workspace, Selection *selection, QWidget *
     , m_classModel(new QStandardItemModel(this))
     , m_whatIfModel(new QStandardItemModel(this))
     , m_summaryModel(new QStandardItemModel(this))
+    , m_lossSource(new PairCurveSource(workspace, this))
+    , m_lossView(new CurveView(m_lossSource, selection, this))
+    , m_lossMark(new DepartureMark(m_lossView))
+    , m_evidence(new QStackedWidget(this))
+    , m_layerSource(new LayerCurveSource(workspace, selection, this))
+    , m_layerCurves(new CurveView(m_layerSource, selection, this))
+    , m_heatSource(new SingleRunHeatmapSource(workspace, this))
+    , m_heatmap(new HeatmapView(m_heatSource, selection, this))
+    , m_histogram(new HistogramView(workspace, selection, this))
+    , m_spikeView(new CurveView(m_lossSource, selection, this))
+    , m_evalChart(new EvalChart(this))
     , m_back(new QPushButton(tr("&Back"), this))
     , m_forward(new QPushButton(tr("&Next"), this))
 {
     setObjectName(QStringLiteral("triageWizard"));
     setWindowTitle(tr("Triage"));
     setModal(false);
-    resize(900, 600);
+    // As large as the evidence needs, within the screen it opens on (a 1366x768 laptop).
+    QSize size(1200, 800);
+    if (const QScreen *screen = QGuiApplication::primaryScreen())
+        size = size.boundedTo(screen->availableSize() * 0.95);
+    resize(size);
     m_steps->setObjectName(QStringLiteral("triageSteps"));
     for (const QString &name :
         {tr("1. Runs"), tr("2. Loss"), tr("3. The class"), tr("4. What to try next"), tr("5. Summary")})
@@ -153,6 +185,22 @@ TriageWizard::TriageWizard(Workspace *workspace, Selection *selection, QWidget *
         l->setWordWrap(true);
         l->setTextInteractionFlags(Qt::TextSelectableByMouse);
     }
+    // The verdict's numbers are links to the views showing them (mouse or Tab and Enter).
+    m_verdict->setObjectName(QStringLiteral("triageVerdict"));
+    m_verdict->setTextInteractionFlags(Qt::TextBrowserInteraction);
+    m_verdict->setOpenExternalLinks(false);
+    m_lossView->setObjectName(QStringLiteral("triageLossView"));
+    m_lossView->setStatisticPickerVisible(false);
+    m_spikeView->setObjectName(QStringLiteral("triageSpikeView"));
+    m_spikeView->setStatisticPickerVisible(false);
+    m_layerCurves->setObjectName(QStringLiteral("triageLayerCurves"));
+    m_heatmap->setObjectName(QStringLiteral("triageHeatmap"));
+    m_histogram->setObjectName(QStringLiteral("triageHistogram"));
+    m_evalChart->setObjectName(QStringLiteral("triageEvalChart"));
+    // The wizard's views follow the shared selection; while their page is not shown they read nothing.
+    for (CurveView *v : {m_lossView, m_spikeView, m_layerCurves})
+        v->setFetchWhileHidden(false);
+    m_histogram->setRequestWhileHidden(false);
     m_comparability = makeTable(QStringLiteral("triageComparability"), m_comparabilityModel, this);
     m_class = makeTable(QStringLiteral("triageClass"), m_classModel, this);
     m_whatIf = makeTable(QStringLiteral("triageWhatIf"), m_whatIfModel, this);
@@ -186,12 +234,27 @@ TriageWizard::TriageWizard(Workspace *workspace, Selection *selection, QWidget *
     openComparison->setObjectName(QStringLiteral("triageOpenComparison"));
     lossLayout->addWidget(m_verdict);
     lossLayout->addWidget(openComparison, 0, Qt::AlignLeft);
-    lossLayout->addStretch(1);
-    // 3. The class
+    lossLayout->addWidget(m_lossView, 1);
+    // 3. The class: the evidence table above the views that show it
     auto *cls = new QWidget(this);
     auto *classLayout = new QVBoxLayout(cls);
+    auto *layerViews = new QSplitter(Qt::Horizontal, m_evidence);
+    layerViews->addWidget(m_layerCurves);
+    layerViews->addWidget(m_heatmap);
+    layerViews->addWidget(m_histogram);
+    layerViews->setSizes({380, 380, 340});
+    m_evidence->addWidget(new QWidget(m_evidence)); // no views: early divergence, none found
+    m_evidence->addWidget(layerViews);
+    m_evidence->addWidget(m_spikeView);
+    m_evidence->addWidget(m_evalChart);
+    auto *classSplit = new QSplitter(Qt::Vertical, cls);
+    classSplit->addWidget(m_class);
+    classSplit->addWidget(m_evidence);
+    classSplit->setStretchFactor(0, 1);
+    classSplit->setStretchFactor(1, 3);
+    classSplit->setSizes({200, 600}); // the views get the room; the table scrolls
     classLayout->addWidget(m_classTitle);
-    classLayout->addWidget(m_class, 1);
+    classLayout->addWidget(classSplit, 1);
     // 4. What to try next
     auto *next = new QWidget(this);
     auto *nextLayout = new QVBoxLayout(next);
@@ -200,7 +263,7 @@ TriageWizard::TriageWizard(Workspace *workspace, Selection *selection, QWidget *
     nextLayout->addWidget(m_next, 2);
     nextLayout->addWidget(copy, 0, Qt::AlignLeft);
     nextLayout->addWidget(m_whatIfTitle);
-    nextLayout->addWidget(m_whatIf, 1);
+    nextLayout->addWidget(m_whatIf, 3);
     // 5. Summary
     auto *summary = new QWidget(this);
     auto *summaryLayout = new QVBoxLayout(summary);
@@ -210,6 +273,14 @@ TriageWizard::TriageWizard(Workspace *workspace, Selection *selection, QWidget *
     summaryHelp->setWordWrap(true);
     summaryLayout->addWidget(summaryHelp);
     summaryLayout->addWidget(m_summary, 1);
+    auto *exportReport = new QPushButton(tr("&Export Report..."), summary);
+    exportReport->setObjectName(QStringLiteral("triageExportReport"));
+    exportReport->setToolTip(tr("The triage as a PDF: the verdict, the evidence, what to try next and your review"));
+    summaryLayout->addWidget(exportReport, 0, Qt::AlignLeft);
+    connect(exportReport, &QPushButton::clicked, this, [this] {
+        if (m_data)
+            Q_EMIT reportRequested(m_data->baseline, m_data->run);
+    });
     for (QWidget *page : {runs, loss, cls, next, summary})
         m_pages->addWidget(page);
 
@@ -229,6 +300,8 @@ TriageWizard::TriageWizard(Workspace *workspace, Selection *selection, QWidget *
     connect(m_steps, &QListWidget::currentRowChanged, this, [this](int row) {
         m_pages->setCurrentIndex(std::max(0, row));
         updateButtons();
+        if (row == ClassStep)
+            showSuspects();
     });
     connect(m_back, &QPushButton::clicked, this, [this] { setStep(Step(std::max(0, int(step()) - 1))); });
     connect(m_forward, &QPushButton::clicked, this, [this] { setStep(Step(std::min(kSteps - 1, int(step()) + 1))); });
@@ -238,8 +311,21 @@ TriageWizard::TriageWizard(Workspace *workspace, Selection *selection, QWidget *
         copy, &QPushButton::clicked, this, [this] { QGuiApplication::clipboard()->setText(m_next->toPlainText()); });
     connect(m_baselineBox, &QComboBox::currentIndexChanged, this, &TriageWizard::recompute);
     connect(m_runBox, &QComboBox::currentIndexChanged, this, &TriageWizard::recompute);
+    // A row of the evidence made current (click or arrow keys) shows in the views.
+    connect(m_class->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+        [this](const QModelIndex &current) { selectClassRow(current); });
     connect(m_class, &QTableView::clicked, this, &TriageWizard::selectClassRow);
-    connect(m_class, &QTableView::activated, this, &TriageWizard::selectClassRow);
+    connect(m_summary, &QTableView::activated, this, &TriageWizard::activateSummaryRow);
+    connect(m_summary, &QTableView::doubleClicked, this, &TriageWizard::activateSummaryRow);
+    connect(m_whatIf, &QTableView::activated, this, [this](const QModelIndex &index) {
+        const QString recipe = m_whatIfModel->index(index.row(), 0).data().toString();
+        if (recipe.isEmpty())
+            return;
+        const QString format = m_whatIfModel->index(index.row(), 1).data().toString().toLower();
+        m_histogram->setRecipe(recipe, format);
+        Q_EMIT recipeRequested(recipe, format);
+    });
+    connect(m_verdict, &QLabel::linkActivated, this, &TriageWizard::followLink);
     connect(m_summaryModel, &QStandardItemModel::itemChanged, this, &TriageWizard::onSummaryEdited);
     connect(workspace, &Workspace::loaded, this, &TriageWizard::fillPickers);
     connect(workspace, &Workspace::closed, this, &TriageWizard::fillPickers);
@@ -325,6 +411,10 @@ void TriageWizard::recompute()
 void TriageWizard::display(std::shared_ptr<const ComparisonData> data)
 {
     m_data = std::move(data);
+    m_lossSource->setComparison(m_data);
+    m_lossView->setStatistic(m_data ? m_data->stat : QString());
+    m_spikeView->setStatistic(m_data ? m_data->stat : QString());
+    m_lossMark->setComparison(m_data);
     fillRuns();
     fillLoss();
     fillClass();
@@ -415,27 +505,31 @@ void TriageWizard::fillLoss()
         QString text = departure->summary;
         if (!text.isEmpty())
             text[0] = text[0].toUpper();
-        lines << tr("%1 (step %2 of %3 planned).").arg(text.toHtmlEscaped()).arg(*d.step).arg(c.plannedSteps);
+        lines << tr("%1 (step %2 of %3 planned).").arg(text.toHtmlEscaped(), stepLink(*d.step)).arg(c.plannedSteps);
     } else if (d.step) {
         lines << tr("The loss departs at step %1 (between %2 and %3) of %4 planned.")
-                     .arg(*d.step)
-                     .arg(d.low)
-                     .arg(d.high)
+                     .arg(stepLink(*d.step), stepLink(d.low), stepLink(d.high))
                      .arg(c.plannedSteps);
     } else if (m_data->statistic.found) {
         lines << tr("The losses agree: the run stays within the baseline's band (tolerance + noise).");
     } else {
         lines << tr("The two runs have no loss in common to compare.");
     }
-    if (c.lead)
+    if (c.lead && d.step)
+        lines << tr("The first layer signal comes %1 steps before the departure (at step %2).")
+                     .arg(*c.lead)
+                     .arg(stepLink(*d.step - *c.lead));
+    else if (c.lead)
         lines << tr("The first layer signal comes %1 steps before the departure.").arg(*c.lead);
     const auto spikes = [](const analysis::SpikeReport &r) {
         const auto recovered = std::count_if(
             r.spikes.begin(), r.spikes.end(), [](const analysis::Spike &s) { return s.recoveredAt.has_value(); });
         return tr("%n spike(s), %1 recovered", nullptr, int(r.spikes.size())).arg(recovered);
     };
-    lines << tr("Spikes of the loss: the baseline %1; the run %2.")
-                 .arg(spikes(m_data->baselineSpikes), spikes(m_data->runSpikes));
+    lines << tr("Spikes of the loss: the baseline %1; the run %2 (marked on the plot; the %3 tab shows the "
+                "difference).")
+                 .arg(spikes(m_data->baselineSpikes), spikes(m_data->runSpikes),
+                     QStringLiteral("<a href=\"comparison:\">%1</a>").arg(tr("Comparison")));
     if (skipped)
         lines << skipped->summary.toHtmlEscaped();
     m_verdict->setText(lines.join(QStringLiteral("<br>")));
@@ -444,6 +538,7 @@ void TriageWizard::fillLoss()
 void TriageWizard::fillClass()
 {
     m_classModel->clear();
+    m_evidence->setCurrentIndex(0);
     if (!m_data) {
         m_classTitle->clear();
         return;
@@ -506,6 +601,23 @@ void TriageWizard::fillClass()
                      item(analysis::severityName(f->severity)), item(f->summary)},
                 f);
         }
+        // The views: the first suspect's statistic for every layer, its heatmap with the suspects of that
+        // statistic marked with their onsets, the histogram of the selected layer's nearest dump.
+        if (!signals.empty()) {
+            const analysis::Finding *first = signals.front();
+            std::vector<std::pair<QString, QString>> flagged;
+            for (const analysis::Finding *f : signals) {
+                if (f->stat == first->stat && f->tensor == first->tensor && f->severity != analysis::Severity::Info)
+                    flagged.emplace_back(f->layer, f->step ? tr("onset %1").arg(*f->step) : QString());
+            }
+            m_layerSource->setRun(m_data->run);
+            m_layerCurves->setStatistic(QStringLiteral("tensor:") + first->stat);
+            m_heatSource->setRun(m_data->run);
+            m_heatmap->setTensor(first->tensor);
+            m_heatmap->setStatistic(first->stat);
+            m_heatmap->setFlaggedLayers(flagged);
+            m_evidence->setCurrentIndex(1);
+        }
         break;
     }
     case analysis::Verdict::LossSpikes: {
@@ -528,6 +640,16 @@ void TriageWizard::fillClass()
         std::stable_sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
         for (auto &[step, row] : rows)
             m_classModel->appendRow(row);
+        // How often: spikes per thousand steps of what each run logged.
+        const auto rate = [](const analysis::SpikeReport &r) {
+            const double per = r.span > 0 ? 1000.0 * double(r.spikes.size()) / double(r.span) : 0.0;
+            return tr("%n spike(s) in %1 steps (%2 per 1000)", nullptr, int(r.spikes.size()))
+                .arg(r.span)
+                .arg(per, 0, 'f', 2);
+        };
+        m_classTitle->setText(m_classTitle->text() + QStringLiteral("<br>")
+            + tr("The run: %1. The baseline: %2.").arg(rate(m_data->runSpikes), rate(m_data->baselineSpikes)));
+        m_evidence->setCurrentIndex(2);
         break;
     }
     case analysis::Verdict::DownstreamGap: {
@@ -548,6 +670,10 @@ void TriageWizard::fillClass()
         for (const analysis::EvalRow *e : rows)
             m_classModel->appendRow({item(e->task), item(e->metric), item(e->inference), number(e->baseline),
                 number(e->run), number(e->difference), number(e->z, 1), item(e->significant ? tr("yes") : QString())});
+        const WorkspaceRun *base = m_workspace->run(m_data->baseline), *ours = m_workspace->run(m_data->run);
+        m_evalChart->setRows(m_data->evals, base ? base->run.label() : QString(), ours ? ours->run.label() : QString(),
+            ours ? ours->colour : QColor(Qt::darkBlue));
+        m_evidence->setCurrentIndex(3);
         break;
     }
     case analysis::Verdict::None:
@@ -562,8 +688,16 @@ void TriageWizard::fillNext()
 {
     m_next->clear();
     m_whatIfModel->clear();
-    m_whatIfModel->setHorizontalHeaderLabels(
-        {tr("Recipe"), tr("Format"), tr("Underflow %"), tr("Saturated %"), tr("MSE"), tr("SQNR dB"), tr("Cosine")});
+    m_whatIfModel->setHorizontalHeaderLabels({tr("Recipe"), tr("Format"), tr("Underflow %"), tr("Saturated %"),
+        tr("MSE"), tr("SQNR dB"), tr("Cosine"), tr("Blocks"), tr("Clipping blocks %"), tr("Underflowing blocks %"),
+        tr("Flushed blocks %"), tr("scale_inv binades")});
+    m_whatIfModel->horizontalHeaderItem(kBlocksColumn + 1)
+        ->setToolTip(tr("Blocks with an element that saturates: the block's scale cannot bring its amax within "
+                        "the format"));
+    m_whatIfModel->horizontalHeaderItem(kBlocksColumn + 2)
+        ->setToolTip(tr("Blocks with a non-zero element quantized to zero"));
+    m_whatIfModel->horizontalHeaderItem(kBlocksColumn + 3)
+        ->setToolTip(tr("Blocks whose every non-zero element is quantized to zero"));
     m_whatIfTitle->clear();
     m_whatIfDump.clear();
     m_whatIfPending = 0; // the results of another pair's what-if are not waited for
@@ -597,20 +731,14 @@ void TriageWizard::startWhatIf()
         m_whatIfTitle->setText(tr("No layer suspect: no recipe what-if to compute."));
         return;
     }
-    std::optional<Dump> nearest;
-    for (const Dump &d : m_workspace->catalog().dumps(m_data->run)) {
-        if (d.record.layer != suspect->layer || d.record.tensor != suspect->tensor)
-            continue;
-        if (!nearest || std::abs(d.record.step - *suspect->step) < std::abs(nearest->record.step - *suspect->step))
-            nearest = d;
-    }
+    const std::optional<Dump> nearest
+        = m_workspace->catalog().nearestDump(m_data->run, suspect->layer, suspect->tensor, *suspect->step);
     if (!nearest) {
         m_whatIfTitle->setText(
             tr("%1 %2 has no tensor dump to recompute a recipe what-if on.").arg(suspect->layer, suspect->tensor));
         return;
     }
-    m_whatIfDump
-        = nearest->path + (nearest->record.dataset.isEmpty() ? QString() : QLatin1Char(':') + nearest->record.dataset);
+    m_whatIfDump = nearest->spec();
     const std::vector<Recipe> recipes = Recipe::whatIfSet();
     m_whatIfTitle->setText(tr("Recipe what-if on %1 %2 at step %3 (the dump nearest the onset at %4):")
                                .arg(suspect->layer, suspect->tensor)
@@ -619,8 +747,8 @@ void TriageWizard::startWhatIf()
     // A row per recipe in the what-if's order, filled as each finishes.
     for (const Recipe &r : recipes) {
         QList<QStandardItem *> row {item(r.name()), item(formatName(r.format))};
-        for (int i = 0; i < 5; ++i)
-            row << item(QString());
+        for (int i = 2; i < kWhatIfColumns; ++i)
+            row << item(i == kBlocksColumn && !hasBlockScales(r) ? tr("per tensor") : QString());
         m_whatIfModel->appendRow(row);
     }
     const std::shared_ptr<const ComparisonData> data = m_data;
@@ -644,6 +772,38 @@ void TriageWizard::startWhatIf()
                 if (m_whatIfPending == 0)
                     m_whatIf->resizeColumnsToContents();
             });
+        if (!hasBlockScales(recipes[i]))
+            continue;
+        // The block recipes' census: how many blocks clip, underflow or are flushed.
+        ++m_whatIfPending;
+        m_workspace->blockCensus(*nearest, recipes[i], m_slot + QStringLiteral("-census-%1").arg(i), this,
+            [this, i, data](const std::optional<BlockCensus> &c, const QString &error) {
+                if (data != m_data)
+                    return;
+                --m_whatIfPending;
+                const int row = int(i);
+                if (!c) {
+                    m_whatIfModel->setItem(row, kBlocksColumn, item(error));
+                    return;
+                }
+                m_whatIfModel->setItem(row, kBlocksColumn, integer(c->blocks));
+                m_whatIfModel->setItem(row, kBlocksColumn + 1, number(c->clippingPct(), 4));
+                m_whatIfModel->setItem(row, kBlocksColumn + 2, number(c->underflowingPct(), 4));
+                m_whatIfModel->setItem(row, kBlocksColumn + 3, number(c->flushedPct(), 4));
+                QString binades = c->scaleLog2.empty()
+                    ? QString()
+                    : tr("2^%1 .. 2^%2").arg(c->scaleLog2.begin()->first).arg(c->scaleLog2.rbegin()->first);
+                if (c->zeroScaleBlocks)
+                    binades += tr(", %n block(s) with scale 0", nullptr, int(c->zeroScaleBlocks));
+                QStringList histogram;
+                for (const auto &[log2, n] : c->scaleLog2)
+                    histogram << tr("2^%1: %2 blocks").arg(log2).arg(n);
+                auto *cell = item(binades);
+                cell->setToolTip(histogram.join(QLatin1Char('\n')));
+                m_whatIfModel->setItem(row, kBlocksColumn + 4, cell);
+                if (m_whatIfPending == 0)
+                    m_whatIf->resizeColumnsToContents();
+            });
     }
 }
 
@@ -664,6 +824,7 @@ void TriageWizard::fillSummary()
             auto *note = new QStandardItem(review != reviews.end() ? review->second.note : QString());
             QList<QStandardItem *> row {item(analysis::severityName(f.severity)), item(f.kind), item(f.layer),
                 integer(f.step), item(f.summary), state, note};
+            row[4]->setToolTip(f.suggestion.isEmpty() ? f.summary : f.summary + QLatin1Char('\n') + f.suggestion);
             row.front()->setData(identity, IdentityRole);
             row.front()->setData(QVariant::fromValue(m_data->run), RunRole);
             row.front()->setData(f.layer, LayerRole);
@@ -672,6 +833,8 @@ void TriageWizard::fillSummary()
             m_summaryModel->appendRow(row);
         }
         m_summary->resizeColumnsToContents();
+        // The review and note in view: a long summary is cut (its tooltip holds it whole).
+        m_summary->setColumnWidth(4, std::min(m_summary->columnWidth(4), 460));
     }
     m_filling = false;
 }
@@ -702,6 +865,73 @@ void TriageWizard::onSummaryEdited(QStandardItem *changed)
             m_status->setText(tr("The review was not kept: %1").arg(error));
         Q_EMIT reviewStored(error);
     });
+}
+
+QWidget *TriageWizard::evidence() const
+{
+    return m_evidence->currentIndex() > 0 ? m_evidence->currentWidget() : nullptr;
+}
+
+void TriageWizard::followLink(const QString &link)
+{
+    if (!m_data)
+        return;
+    if (link.startsWith(QLatin1String("step:"))) {
+        bool ok = false;
+        const qint64 step = link.mid(5).toLongLong(&ok);
+        if (ok) {
+            if (m_selection->run() != m_data->run && m_selection->run() != m_data->baseline)
+                m_selection->setRun(m_data->run);
+            m_selection->setStep(step);
+        }
+    } else if (link.startsWith(QLatin1String("comparison:"))) {
+        Q_EMIT comparisonRequested(m_data->baseline, m_data->run);
+    }
+}
+
+void TriageWizard::showSuspects()
+{
+    // The first suspect shown when the class step opens on a layer verdict (its row made current once).
+    if (m_data && m_data->comparison.verdict == analysis::Verdict::MidRunInstability && m_classModel->rowCount() > 0
+        && !m_class->currentIndex().isValid())
+        m_class->setCurrentIndex(m_classModel->index(0, 0));
+}
+
+void TriageWizard::activateSummaryRow(const QModelIndex &index)
+{
+    // The review and note are edited there; elsewhere the row leads to the step (and views) showing it.
+    if (!m_data || index.column() == kReviewColumn || index.column() == kNoteColumn)
+        return;
+    const QModelIndex first = m_summaryModel->index(index.row(), 0);
+    const QString kind = m_summaryModel->index(index.row(), 1).data().toString();
+    const QString layer = first.data(LayerRole).toString();
+    const QVariant s = first.data(StepRole);
+    if (kind == QLatin1String("layer-signal")) {
+        setStep(ClassStep);
+        for (int r = 0; r < m_classModel->rowCount(); ++r) {
+            const QModelIndex c = m_classModel->index(r, 0);
+            if (c.data(LayerRole).toString() == layer && c.data(StepRole) == s) {
+                m_class->setCurrentIndex(c);
+                break;
+            }
+        }
+        return;
+    }
+    if (kind.startsWith(QLatin1String("loss-")) || kind == QLatin1String("skipped-iterations")
+        || kind == QLatin1String("restart") || kind == QLatin1String("grad-norm-departure")) {
+        setStep(LossStep);
+        if (s.isValid())
+            followLink(QStringLiteral("step:%1").arg(s.toLongLong()));
+        return;
+    }
+    if (kind == QLatin1String("recipe-what-if")) {
+        setStep(NextStep);
+        return;
+    }
+    setStep(
+        kind.endsWith(QLatin1String("-difference")) && m_data->comparison.verdict != analysis::Verdict::EarlyDivergence
+            ? RunsStep
+            : ClassStep);
 }
 
 void TriageWizard::selectClassRow(const QModelIndex &index)

@@ -16,7 +16,7 @@
 // the window, and the wizard can be closed and opened again where it was.
 #pragma once
 
-#include "views/compare/comparison.h"
+#include "core/analysis/comparisondata.h"
 
 #include <QDialog>
 
@@ -30,11 +30,20 @@ class QPushButton;
 class QStackedWidget;
 class QStandardItem;
 class QStandardItemModel;
+class QSplitter;
 class QTableView;
 
 namespace fp8scope {
 
+class CurveView;
+class DepartureMark;
+class EvalChart;
+class HeatmapView;
+class HistogramView;
+class LayerCurveSource;
+class PairCurveSource;
 class Selection;
+class SingleRunHeatmapSource;
 class Workspace;
 
 class TriageWizard : public QDialog
@@ -68,12 +77,29 @@ public:
     QTableView *classTable() const { return m_class; }
     QTableView *whatIfTable() const { return m_whatIf; }
     QTableView *summaryTable() const { return m_summary; }
+    // The evidence in the views users know: the loss overlay (band, spikes, departure) of the loss step; the
+    // class step's views of a layer suspect (its statistic against the run's other layers, the heatmap with the
+    // suspects marked, the histogram of the nearest dump), of spikes (the overlay again) and of a gap (the
+    // evaluation chart). Which of them the class step shows depends on the verdict.
+    CurveView *lossView() const { return m_lossView; }
+    CurveView *layerCurves() const { return m_layerCurves; }
+    HeatmapView *heatmap() const { return m_heatmap; }
+    HistogramView *histogram() const { return m_histogram; }
+    EvalChart *evalChart() const { return m_evalChart; }
+    QWidget *evidence() const;
+    // Follows a link of the step texts ("step:1375" selects the step and shows it in the loss plot,
+    // "comparison:" opens the Comparison tab); what clicking one does.
+    void followLink(const QString &link);
     // The dump the what-if was recomputed on, as `fp8scope-cli stats` names it (PATH[:DATASET]; "" when none).
     QString whatIfDump() const { return m_whatIfDump; }
 
     // The summary's review of a finding (its row): "open", "confirmed" or "dismissed", and a note; kept in the
     // run's store (reviewStored() follows).
     void setReview(int row, const QString &state, const QString &note);
+    // The what-if table's columns: recipe, format, the five metrics, then the block census (blocks, clipping,
+    // underflowing and flushed blocks in %, the binades of their scales).
+    static constexpr int kBlocksColumn = 7;
+    static constexpr int kWhatIfColumns = 12;
     static constexpr int kReviewColumn = 5;
     static constexpr int kNoteColumn = 6;
 
@@ -85,6 +111,10 @@ protected:
 
 Q_SIGNALS:
     void comparisonRequested(fp8scope::RunRef baseline, fp8scope::RunRef run); // "Open in the Comparison tab"
+    // "Export Report..." (the summary step): the PDF report of the pair.
+    void reportRequested(fp8scope::RunRef baseline, fp8scope::RunRef run);
+    // A what-if row was activated: the recipe (Recipe::parse name) and format to show the histogram under.
+    void recipeRequested(const QString &recipe, const QString &format);
     void computed(); // a comparison is shown
     void reviewStored(const QString &error);
 
@@ -99,6 +129,8 @@ private:
     void fillSummary();
     void startWhatIf();
     void selectClassRow(const QModelIndex &index);
+    void showSuspects();
+    void activateSummaryRow(const QModelIndex &index);
     void onSummaryEdited(QStandardItem *item);
     void updateButtons();
 
@@ -123,6 +155,17 @@ private:
     QTableView *m_class;
     QTableView *m_whatIf;
     QTableView *m_summary;
+    PairCurveSource *m_lossSource;
+    CurveView *m_lossView;
+    DepartureMark *m_lossMark;
+    QStackedWidget *m_evidence; // the class step's views: none, layer suspect, spikes, gap
+    LayerCurveSource *m_layerSource;
+    CurveView *m_layerCurves;
+    SingleRunHeatmapSource *m_heatSource;
+    HeatmapView *m_heatmap;
+    HistogramView *m_histogram;
+    CurveView *m_spikeView;
+    EvalChart *m_evalChart;
     QPushButton *m_back;
     QPushButton *m_forward;
     std::shared_ptr<const ComparisonData> m_data;

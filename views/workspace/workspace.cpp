@@ -447,6 +447,69 @@ quint64 Workspace::recompute(
         });
 }
 
+quint64 Workspace::longQuery(const QString &slot, LongQuery work, QObject *receiver,
+    std::function<void(const QVariant &value, const QString &error)> done)
+{
+    std::vector<std::pair<quint64, QString>> stores;
+    for (int i = 0; i < m_folders.size() && i < int(m_serials.size()); ++i)
+        stores.emplace_back(m_serials[size_t(i)], m_folders[i]);
+    auto holder = m_backend;
+    return m_jobs->submit({QString(), slot,
+                              [holder, stores, work](JobContext &ctx) -> QVariant {
+                                  Catalog catalog; // this thread's own connections, under the workspace's serials
+                                  for (const auto &[serial, folder] : stores) {
+                                      QString error;
+                                      if (!catalog.open(folder, serial, &error)) {
+                                          ctx.setError(error);
+                                          return {};
+                                      }
+                                  }
+                                  return work(catalog, holder->get(), ctx);
+                              }},
+        receiver, [done](const JobResult &r) {
+            if (!r.error.isEmpty() || !r.value.isValid()) {
+                done({}, r.error.isEmpty() ? tr("cancelled") : r.error);
+                return;
+            }
+            done(r.value, QString());
+        });
+}
+
+quint64 Workspace::blockCensus(
+    const Dump &dump, const Recipe &recipe, const QString &slot, QObject *receiver, CensusDone done)
+{
+    const QString spec = dump.spec();
+    const QString key = QStringLiteral("census|") + spec + QLatin1Char('|') + recipe.name() + QLatin1Char('|')
+        + formatName(recipe.format);
+    const QString layer = dump.record.layer;
+    return m_jobs->submit(
+        {key, slot,
+            [spec, recipe, layer](JobContext &ctx) -> QVariant {
+                Problem problem;
+                auto reader = openTensor(spec, &problem);
+                std::optional<BlockCensus> census;
+                if (reader) {
+                    census = fp8scope::blockCensus(*reader, recipe, &problem, [&](int64_t doneElements, int64_t total) {
+                        ctx.setProgress(
+                            doneElements, total, QObject::tr("Block scales of %1 (%2)").arg(layer, recipe.name()));
+                        return !ctx.isCancelled();
+                    });
+                }
+                if (!census) {
+                    ctx.setError(problem.toString());
+                    return {};
+                }
+                return QVariant::fromValue(*census);
+            }},
+        receiver, [done](const JobResult &r) {
+            if (!r.error.isEmpty() || !r.value.isValid()) {
+                done(std::nullopt, r.error.isEmpty() ? tr("cancelled") : r.error);
+                return;
+            }
+            done(r.value.value<BlockCensus>(), QString());
+        });
+}
+
 void Workspace::storeReview(RunRef run, RunRef baseline, const FindingReview &review, QObject *receiver,
     std::function<void(const QString &error)> done)
 {

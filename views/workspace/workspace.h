@@ -8,6 +8,7 @@
 #include "core/demo/demogenerator.h"
 #include "core/jobs/jobqueue.h"
 #include "core/numerics/backendselect.h"
+#include "core/numerics/blockcensus.h"
 #include "core/numerics/tensormetrics.h"
 #include "core/query/catalog.h"
 #include "core/recompute/dumprecompute.h"
@@ -22,6 +23,7 @@
 #include <vector>
 
 Q_DECLARE_METATYPE(fp8scope::TensorMetrics)
+Q_DECLARE_METATYPE(fp8scope::BlockCensus)
 
 namespace fp8scope {
 
@@ -105,6 +107,20 @@ public:
     using RecomputeDone = std::function<void(const std::optional<TensorMetrics> &metrics, const QString &error)>;
     quint64 recompute(
         const Dump &dump, const Recipe &recipe, const QString &slot, QObject *receiver, RecomputeDone done);
+
+    // A long read of the stores that needs the metrics backend (a report: it recomputes dumps), on the job
+    // queue, whose progress and Cancel the status bar shows; the work gets its own Catalog over the open
+    // folders (the RunRefs of this workspace hold there), the backend (nullptr when none could be made) and the
+    // job's context. done gets the value or what failed ("cancelled" included), on receiver's thread.
+    using LongQuery = std::function<QVariant(const Catalog &catalog, MetricsBackend *backend, JobContext &ctx)>;
+    quint64 longQuery(const QString &slot, LongQuery work, QObject *receiver,
+        std::function<void(const QVariant &value, const QString &error)> done);
+
+    // The census of a block recipe's scales over one dump (core/numerics/blockcensus.h), in the job queue; not
+    // stored. done gets the census or what failed, on receiver's thread.
+    using CensusDone = std::function<void(const std::optional<BlockCensus> &census, const QString &error)>;
+    quint64 blockCensus(
+        const Dump &dump, const Recipe &recipe, const QString &slot, QObject *receiver, CensusDone done);
 
     // Keeps a user's review of a finding of `run` against `baseline` (invalid: the run checked alone) in the
     // run's store, on the job queue (the stores' one writer); a newer review of the same finding replaces one

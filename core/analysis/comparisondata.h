@@ -1,6 +1,7 @@
-// What the comparison view shows of two runs, computed in one piece off the GUI thread (on the workspace's
-// query queue): the triage engine's comparison (verdict, departure, findings), one statistic of both runs
-// aligned with its difference and band, and the config and evaluation tables.
+// What the comparison view, the triage wizard and the triage report show of two runs, computed in one piece
+// (in the GUI off its thread, on the workspace's query queue): the triage engine's comparison (verdict,
+// departure, findings), one statistic of both runs aligned with its difference and band, and the config and
+// evaluation tables.
 #pragma once
 
 #include "core/analysis/comparetables.h"
@@ -50,6 +51,9 @@ struct ComparisonData {
 
 // Everything above for the pair; `stat` empty: the loss.
 ComparisonData computeComparison(const Catalog &catalog, RunRef baseline, RunRef run, const QString &stat);
+// Only the statistic's part (aligned, band, spikes, pyramids): the comparison, config and evals left empty, for
+// a second statistic of a pair whose comparison is known.
+ComparisonData computeStatistic(const Catalog &catalog, RunRef baseline, RunRef run, const QString &stat);
 
 // Min/max buckets of a series over [from, to] at about `resolution` points (every point when fewer), as the
 // store serves them to a curve view; `pyramid` (built from `values`), when given, makes it O(resolution log n).

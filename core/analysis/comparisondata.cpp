@@ -1,4 +1,4 @@
-#include "comparison.h"
+#include "comparisondata.h"
 
 #include "core/query/statnames.h"
 
@@ -75,20 +75,11 @@ std::pair<double, double> MinMaxPyramid::range(const std::vector<double> &values
     return {mn, mx};
 }
 
-ComparisonData computeComparison(const Catalog &catalog, RunRef baseline, RunRef run, const QString &stat)
+namespace {
+
+// The drawn statistic's band, pyramids and spikes, from d.statistic.
+void fillStatistic(ComparisonData &d)
 {
-    ComparisonData d;
-    d.baseline = baseline;
-    d.run = run;
-    d.stat = stat.isEmpty() ? QStringLiteral("lm loss") : stat;
-    // The loss is compared once: the engine's judgement and the drawn statistic are the same work.
-    analysis::StatComparison loss;
-    d.comparison = analysis::compareRuns(catalog, baseline, run, {}, &loss);
-    d.statistic = canonicalStat(d.stat).name == QLatin1String("lm loss")
-        ? std::move(loss)
-        : analysis::compareStatistic(catalog, baseline, run, d.stat);
-    d.config = analysis::configTable(catalog, baseline, run);
-    d.evals = analysis::evalTable(catalog, baseline, run);
     const analysis::StatComparison &s = d.statistic;
     if (s.baselinePoints)
         d.baselinePyramid = MinMaxPyramid(s.baselinePoints->values);
@@ -112,6 +103,36 @@ ComparisonData computeComparison(const Catalog &catalog, RunRef baseline, RunRef
         d.baselineSpikes = analysis::findSpikes(*s.baselinePoints);
     if (s.runPoints)
         d.runSpikes = analysis::findSpikes(*s.runPoints);
+}
+
+} // namespace
+
+ComparisonData computeComparison(const Catalog &catalog, RunRef baseline, RunRef run, const QString &stat)
+{
+    ComparisonData d;
+    d.baseline = baseline;
+    d.run = run;
+    d.stat = stat.isEmpty() ? QStringLiteral("lm loss") : stat;
+    // The loss is compared once: the engine's judgement and the drawn statistic are the same work.
+    analysis::StatComparison loss;
+    d.comparison = analysis::compareRuns(catalog, baseline, run, {}, &loss);
+    d.statistic = canonicalStat(d.stat).name == QLatin1String("lm loss")
+        ? std::move(loss)
+        : analysis::compareStatistic(catalog, baseline, run, d.stat);
+    d.config = analysis::configTable(catalog, baseline, run);
+    d.evals = analysis::evalTable(catalog, baseline, run);
+    fillStatistic(d);
+    return d;
+}
+
+ComparisonData computeStatistic(const Catalog &catalog, RunRef baseline, RunRef run, const QString &stat)
+{
+    ComparisonData d;
+    d.baseline = baseline;
+    d.run = run;
+    d.stat = stat;
+    d.statistic = analysis::compareStatistic(catalog, baseline, run, stat);
+    fillStatistic(d);
     return d;
 }
 

@@ -1,0 +1,35 @@
+// Paints a report (core/report/reportmodel.h) into a PDF: a title page, a table of contents with page numbers,
+// then the sections, with page numbers and the footer on every page. Text is text (searchable, its fonts
+// embedded by QPdfWriter); curves and histograms are drawn by QCustomPlot as vectors; a heatmap is one image
+// with a pixel per cell, under vector axes. Qt's PDF writer makes no outline, so the PDF is then rewritten
+// with qpdf (libqpdf) adding a bookmark per section. Needs a QApplication (QCustomPlot's plots are widgets):
+// the CLI makes one on the offscreen platform, so no display is needed.
+#pragma once
+
+#include "core/report/reportmodel.h"
+
+#include <QPageSize>
+
+#include <functional>
+
+namespace fp8scope {
+
+struct ReportRenderOptions {
+    QPageSize::PageSizeId pageSize = QPageSize::A4;
+};
+
+// What was painted: the pages, and the page each section starts on (1-based), as the contents list them.
+struct RenderedReport {
+    int pages = 0;
+    std::vector<std::pair<QString, int>> sections;
+};
+
+// "A4" or "Letter" (any case); nullopt for another.
+std::optional<QPageSize::PageSizeId> reportPageSize(const QString &name);
+
+// Writes `path` (replaced only once complete); false with *error. progress(page, pages) may return false to
+// cancel.
+bool renderReport(const report::Document &document, const QString &path, const ReportRenderOptions &options,
+    RenderedReport *rendered, QString *error, const std::function<bool(int, int)> &progress = {});
+
+} // namespace fp8scope
