@@ -4,8 +4,10 @@
 #include "jsonimporters.h"
 
 #include "core/tensors/dumplayout.h"
+#include "core/tensors/dumpnames.h"
 #include "core/tensors/fp8decode.h"
 #include "core/tensors/tensorreader.h"
+#include "core/tensors/torchfile.h"
 
 #include <QFile>
 #include <QFileInfo>
@@ -14,6 +16,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 namespace fp8scope {
@@ -127,14 +130,52 @@ bool TensorDumpImporter::recognises(const QString &fileName, const QByteArray &h
     return fileName.endsWith(QLatin1String(".safetensors")) || fileName.endsWith(QLatin1String(".pt"));
 }
 
+QStringList TensorDumpImporter::layerNames(const QString &logDir)
+{
+    QMutexLocker lock(&m_mutex);
+    auto found = m_layerNames.constFind(logDir);
+    if (found == m_layerNames.constEnd())
+        found = m_layerNames.insert(logDir, inspectLogLayerNames(logDir));
+    return *found;
+}
+
 ReadPosition TensorDumpImporter::read(const QString &path, const ReadPosition &, IngestSink &sink)
 {
     ReadPosition end {QFileInfo(path).size(), 0};
     Problem problem;
-    const QStringList names = listTensors(path, &problem);
+    QStringList names;
+    const bool torchFile = path.endsWith(QLatin1String(".pt"));
+    if (torchFile) {
+        std::vector<TorchRefusal> refused;
+        names = TorchReader::names(path, &problem, nullptr, &refused);
+        for (const TorchRefusal &r : refused)
+            sink.problem(0, -1,
+                QStringLiteral("entry '%1' not read: %2")
+                    .arg(r.name.isEmpty() ? QStringLiteral("(the whole file)") : r.name, r.why));
+    } else {
+        names = listTensors(path, &problem);
+    }
     if (!problem.message.isEmpty()) {
         sink.problem(0, problem.offset, problem.message);
         return end;
+    }
+    // DumpTensors: the layer and tensor from the file name, through the names the debug tool's log assigned;
+    // the entries (high_precision, quantized) are what training had and what it quantized to.
+    std::optional<ResolvedDumpName> teName;
+    qint64 teIteration = -1;
+    if (const auto te = torchFile ? parseTeDumpPath(path) : std::nullopt) {
+        const QStringList layers = layerNames(te->logDir);
+        teName = resolveDumpStem(te->stem, layers);
+        teIteration = te->iteration;
+        if (!teName->resolved)
+            sink.problem(0, -1,
+                layers.isEmpty()
+                    ? QStringLiteral("no nvdlfw_inspect_logs beside tensor_dumps name the layers; '%1' is shown as "
+                                     "the file name has it (dots became '_')")
+                          .arg(teName->layer)
+                    : QStringLiteral("'%1' is no layer the nvdlfw_inspect logs assign; shown as the file name has it "
+                                     "(dots became '_')")
+                          .arg(teName->layer));
     }
     static const QRegularExpression iterRe(QStringLiteral("iter(?:ation)?_?(\\d+)"));
     const auto fileIter = iterRe.match(QFileInfo(path).fileName());
@@ -165,7 +206,17 @@ ReadPosition TensorDumpImporter::read(const QString &path, const ReadPosition &,
         d.dtype = dtypeName(info.storedDtype);
         d.shape = dims.join(QLatin1Char('x'));
         QString error;
-        if (const auto p = parseDumpPath(name, &error)) {
+        if (teName) {
+            d.step = teIteration;
+            d.layer = teName->layer;
+            const QString kind = teName->tensor.isEmpty() ? QStringLiteral("tensor") : teName->tensor;
+            if (name == QLatin1String("high_precision"))
+                d.tensor = kind;
+            else if (name == QLatin1String("quantized"))
+                d.tensor = kind + QStringLiteral("_fp8");
+            else
+                d.tensor = kind + QLatin1Char('.') + name;
+        } else if (const auto p = parseDumpPath(name, &error)) {
             d.step = p->iteration;
             d.layer = p->layer;
             d.tensor = p->quantized ? p->tensorKind + QStringLiteral("_fp8") : p->tensorKind;

@@ -1,8 +1,13 @@
 // Run configs in YAML (Megatron model_config.yaml, NeMo/Hydra configs; through yaml-cpp) and tensor dumps
-// (HDF5 fp8scope-dump layout, safetensors, .npy) into the dump index. Dumps are indexed, never copied.
+// (HDF5 fp8scope-dump layout, safetensors, .npy, torch.save .pt including Transformer Engine's DumpTensors
+// layout) into the dump index. Dumps are indexed, never copied.
 #pragma once
 
 #include "importer.h"
+
+#include <QHash>
+#include <QMutex>
+#include <QStringList>
 
 namespace fp8scope {
 
@@ -20,6 +25,13 @@ public:
     QString name() const override { return QStringLiteral("tensor-dump"); }
     bool recognises(const QString &fileName, const QByteArray &head) const override;
     ReadPosition read(const QString &path, const ReadPosition &from, IngestSink &sink) override;
+
+private:
+    // The layer names of a DumpTensors log folder's nvdlfw_inspect logs, read once per folder.
+    QStringList layerNames(const QString &logDir);
+
+    QMutex m_mutex;
+    QHash<QString, QStringList> m_layerNames;
 };
 
 } // namespace fp8scope

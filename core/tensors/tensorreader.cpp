@@ -5,6 +5,7 @@
 #include "hdf5reader.h"
 #include "npyreader.h"
 #include "safetensorsreader.h"
+#include "torchfile.h"
 
 #include <QFile>
 #include <QFileInfo>
@@ -67,7 +68,8 @@ Problem kindProblem(const QString &path, FileKind kind)
     if (kind == FileKind::Missing)
         return {path, -1, QStringLiteral("no such file")};
     if (kind == FileKind::Folder)
-        return {path, -1, QStringLiteral("is a folder; name a tensor file in it (HDF5, safetensors or .npy)")};
+        return {path, -1,
+            QStringLiteral("is a folder; name a tensor file in it (HDF5, safetensors, .npy or torch.save .pt)")};
     if (kind == FileKind::Unreadable) {
         // Never open what is not a regular file here: opening a FIFO for reading waits for a writer.
         QString why = QStringLiteral("not a regular file");
@@ -77,13 +79,7 @@ Problem kindProblem(const QString &path, FileKind kind)
         }
         return {path, -1, QStringLiteral("cannot be read (%1)").arg(why)};
     }
-    if (kind == FileKind::Pickle)
-        return {path, -1,
-            QStringLiteral("PyTorch pickle files are never loaded (unpickling can run code); convert it with "
-                           "fp8scope's tools/pt2safetensors.py (Python with torch and safetensors; it loads "
-                           "tensors only) and open %1.safetensors")
-                .arg(QFileInfo(path).completeBaseName())};
-    return {path, 0, QStringLiteral("not a tensor dump (HDF5, safetensors or .npy expected)")};
+    return {path, 0, QStringLiteral("not a tensor dump (HDF5, safetensors, .npy or torch.save .pt expected)")};
 }
 
 // Splits FILE[:NAME]; a path containing ':' is taken whole when it exists. FILE may name a folder or
@@ -109,6 +105,7 @@ std::unique_ptr<TensorReader> openStored(const QString &file, const QString &nam
     switch (kind) {
     case FileKind::Hdf5: return Hdf5Reader::open(file, name, problem);
     case FileKind::Safetensors: return SafetensorsReader::open(file, name, problem);
+    case FileKind::Pickle: return TorchReader::open(file, name, problem);
     case FileKind::Npy:
         if (!name.isEmpty()) {
             *problem = {file, -1, QStringLiteral(".npy files hold one unnamed tensor; drop ':%1'").arg(name)};
@@ -294,6 +291,7 @@ QStringList listTensors(const QString &file, Problem *problem, std::vector<Skipp
     case FileKind::Hdf5: return Hdf5Reader::datasets(file, problem, skipped);
     case FileKind::Safetensors: return SafetensorsReader::names(file, problem, skipped);
     case FileKind::Npy: return {QString()};
+    case FileKind::Pickle: return TorchReader::names(file, problem, skipped);
     default: *problem = kindProblem(file, kind); return {};
     }
 }

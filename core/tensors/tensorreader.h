@@ -1,5 +1,5 @@
 // Streams the elements of one tensor in a dump file, chunk by chunk, so that tensors larger than memory
-// can be processed. Each format (HDF5, safetensors, .npy) implements it; openTensor() picks one.
+// can be processed. Each format (HDF5, safetensors, .npy, torch.save) implements it; openTensor() picks one.
 #pragma once
 
 #include "core/formats/dtype.h"
@@ -72,7 +72,8 @@ protected:
 bool finishTensorInfo(TensorInfo &info);
 
 // Opens FILE or FILE:DATASET (HDF5 dataset path or safetensors tensor name). A file holding exactly one
-// tensor needs no name. Returns null with *problem set on any error; a .pt file is refused (pickle runs code).
+// tensor needs no name. Returns null with *problem set on any error. A torch.save .pt file is read without running
+// its pickle (torchfile.h).
 // FP8 tensors are read as their values (float32) where a decode scale is found (fp8decode.h), else as
 // their codes. float64 tensors are read as float32, each value rounded to nearest even as a cast does. `scaleInv`
 // chooses instead: "none" (the codes), a number (one scale for the tensor), or the name of a tensor in the same file
