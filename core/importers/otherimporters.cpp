@@ -6,6 +6,7 @@
 #include "core/tensors/dumplayout.h"
 #include "core/tensors/dumpnames.h"
 #include "core/tensors/fp8decode.h"
+#include "core/tensors/jaxdump.h"
 #include "core/tensors/tensorreader.h"
 #include "core/tensors/torchfile.h"
 
@@ -127,16 +128,22 @@ bool TensorDumpImporter::recognises(const QString &fileName, const QByteArray &h
         return head.startsWith("\x89HDF\r\n\x1a\n");
     if (fileName.endsWith(QLatin1String(".npy")))
         return head.startsWith("\x93NUMPY");
-    return fileName.endsWith(QLatin1String(".safetensors")) || fileName.endsWith(QLatin1String(".pt"));
+    // .bin: a torch.save zip (pytorch_model.bin) or a Transformer Engine JAX inspect_array dump; not the
+    // other binaries runs keep (Megatron's indexed datasets).
+    if (fileName.endsWith(QLatin1String(".bin")))
+        return head.startsWith("PK\x03\x04") || fileName.startsWith(QLatin1String("my_tensor_gpu"));
+    return fileName.endsWith(QLatin1String(".safetensors")) || fileName.endsWith(QLatin1String(".pt"))
+        || fileName.endsWith(QLatin1String(".pth"));
 }
 
 QStringList TensorDumpImporter::layerNames(const QString &logDir)
 {
+    const QString signature = inspectLogSignature(logDir);
     QMutexLocker lock(&m_mutex);
     auto found = m_layerNames.constFind(logDir);
-    if (found == m_layerNames.constEnd())
-        found = m_layerNames.insert(logDir, inspectLogLayerNames(logDir));
-    return *found;
+    if (found == m_layerNames.constEnd() || found->first != signature)
+        found = m_layerNames.insert(logDir, {signature, inspectLogLayerNames(logDir)});
+    return found->second;
 }
 
 ReadPosition TensorDumpImporter::read(const QString &path, const ReadPosition &, IngestSink &sink)
@@ -144,7 +151,8 @@ ReadPosition TensorDumpImporter::read(const QString &path, const ReadPosition &,
     ReadPosition end {QFileInfo(path).size(), 0};
     Problem problem;
     QStringList names;
-    const bool torchFile = path.endsWith(QLatin1String(".pt"));
+    const bool torchFile = path.endsWith(QLatin1String(".pt")) || path.endsWith(QLatin1String(".pth"))
+        || (path.endsWith(QLatin1String(".bin")) && !QFileInfo::exists(jaxMetaPath(path)));
     if (torchFile) {
         std::vector<TorchRefusal> refused;
         names = TorchReader::names(path, &problem, nullptr, &refused);
@@ -222,7 +230,10 @@ ReadPosition TensorDumpImporter::read(const QString &path, const ReadPosition &,
             d.tensor = p->quantized ? p->tensorKind + QStringLiteral("_fp8") : p->tensorKind;
         } else {
             // safetensors/.npy: the tensor name is the layer; a step may sit in the file name.
-            const QString base = name.isEmpty() ? QFileInfo(path).completeBaseName() : name;
+            // (an inspect_array dump: its probe's name, from its metadata)
+            const QString base = !name.isEmpty() ? name
+                : !info.name.isEmpty()           ? info.name
+                                                 : QFileInfo(path).completeBaseName();
             d.layer = base;
             for (const QString &kind :
                 {QStringLiteral("weight"), QStringLiteral("bias"), QStringLiteral("weight_packed")}) {

@@ -9,6 +9,8 @@
 #include <QMutex>
 #include <QStringList>
 
+#include <utility>
+
 namespace fp8scope {
 
 class YamlConfigImporter : public Importer
@@ -27,11 +29,11 @@ public:
     ReadPosition read(const QString &path, const ReadPosition &from, IngestSink &sink) override;
 
 private:
-    // The layer names of a DumpTensors log folder's nvdlfw_inspect logs, read once per folder.
+    // The layer names of a DumpTensors log folder's nvdlfw_inspect logs, read again when the logs change.
     QStringList layerNames(const QString &logDir);
 
     QMutex m_mutex;
-    QHash<QString, QStringList> m_layerNames;
+    QHash<QString, std::pair<QString, QStringList>> m_layerNames; // log folder: signature, names
 };
 
 } // namespace fp8scope

@@ -1,5 +1,6 @@
 #include "dumpnames.h"
 
+#include <QDateTime>
 #include <QDir>
 #include <QFile>
 #include <QRegularExpression>
@@ -33,20 +34,39 @@ QString sanitizeDumpName(const QString &name)
     return out;
 }
 
-QStringList inspectLogLayerNames(const QString &logDir)
+namespace {
+
+QFileInfoList inspectLogs(const QString &logDir)
 {
-    static const QRegularExpression assigned(QStringLiteral("Assigned layer name: (\\S+)"));
-    static const QRegularExpression layer(QStringLiteral("LAYER=([^:\\s]+):"));
     QStringList folders {logDir + QStringLiteral("/nvdlfw_inspect_logs")};
     const QDir dir(logDir);
     for (const QString &sub : dir.entryList(QDir::Dirs | QDir::NoDotAndDotDot))
         folders << dir.filePath(sub) + QStringLiteral("/nvdlfw_inspect_logs");
+    QFileInfoList out;
+    for (const QString &folder : folders)
+        out << QDir(folder).entryInfoList({QStringLiteral("*.log")}, QDir::Files, QDir::Name);
+    return out;
+}
+
+} // namespace
+
+QString inspectLogSignature(const QString &logDir)
+{
+    QString out;
+    for (const QFileInfo &f : inspectLogs(logDir))
+        out += QStringLiteral("%1:%2:%3;").arg(f.filePath()).arg(f.size()).arg(f.lastModified().toMSecsSinceEpoch());
+    return out;
+}
+
+QStringList inspectLogLayerNames(const QString &logDir)
+{
+    static const QRegularExpression assigned(QStringLiteral("Assigned layer name: (\\S+)"));
+    static const QRegularExpression layer(QStringLiteral("LAYER=([^:\\s]+):"));
     QSet<QString> names;
     constexpr qint64 kMaxBytes = qint64(64) << 20; // of each log: the names come first
-    for (const QString &folder : folders) {
-        const QDir logs(folder);
-        for (const QString &file : logs.entryList({QStringLiteral("*.log")}, QDir::Files)) {
-            QFile f(logs.filePath(file));
+    {
+        for (const QFileInfo &info : inspectLogs(logDir)) {
+            QFile f(info.filePath());
             if (!f.open(QIODevice::ReadOnly))
                 continue;
             qint64 read = 0;

@@ -27,6 +27,8 @@ QString sanitizeDumpName(const QString &name);
 // The layer names the nvdlfw_inspect logs of a log folder assign (in logDir/nvdlfw_inspect_logs and
 // logDir/<rank folder>/nvdlfw_inspect_logs), longest first.
 QStringList inspectLogLayerNames(const QString &logDir);
+// What changes when those logs do (their names, sizes and times): when to read the names again.
+QString inspectLogSignature(const QString &logDir);
 
 struct ResolvedDumpName {
     QString layer;

@@ -3,6 +3,7 @@
 #include "core/formats/fp8math.h"
 #include "fp8decode.h"
 #include "hdf5reader.h"
+#include "jaxdump.h"
 #include "npyreader.h"
 #include "safetensorsreader.h"
 #include "torchfile.h"
@@ -37,7 +38,7 @@ bool finishTensorInfo(TensorInfo &info)
 
 namespace {
 
-enum class FileKind { Missing, Folder, Unreadable, Hdf5, Npy, Safetensors, Pickle, Unknown };
+enum class FileKind { Missing, Folder, Unreadable, Hdf5, Npy, Safetensors, Pickle, JaxDump, Unknown };
 
 FileKind sniff(const QString &path)
 {
@@ -50,6 +51,8 @@ FileKind sniff(const QString &path)
     if (!fi.isFile() || !f.open(QIODevice::ReadOnly))
         return FileKind::Unreadable;
     const QByteArray head = f.read(16);
+    if (path.endsWith(QLatin1String(".bin")) && QFileInfo::exists(jaxMetaPath(path)))
+        return FileKind::JaxDump;
     if (path.endsWith(QLatin1String(".pt")) || path.endsWith(QLatin1String(".pth"))
         || path.endsWith(QLatin1String(".bin")) || path.endsWith(QLatin1String(".pkl")) || head.startsWith("PK\x03\x04")
         || (head.size() >= 2 && uchar(head[0]) == 0x80 && uchar(head[1]) <= 5))
@@ -69,7 +72,8 @@ Problem kindProblem(const QString &path, FileKind kind)
         return {path, -1, QStringLiteral("no such file")};
     if (kind == FileKind::Folder)
         return {path, -1,
-            QStringLiteral("is a folder; name a tensor file in it (HDF5, safetensors, .npy or torch.save .pt)")};
+            QStringLiteral("is a folder; name a tensor file in it (HDF5, safetensors, .npy, torch.save .pt or an "
+                           "inspect_array .bin)")};
     if (kind == FileKind::Unreadable) {
         // Never open what is not a regular file here: opening a FIFO for reading waits for a writer.
         QString why = QStringLiteral("not a regular file");
@@ -106,6 +110,12 @@ std::unique_ptr<TensorReader> openStored(const QString &file, const QString &nam
     case FileKind::Hdf5: return Hdf5Reader::open(file, name, problem);
     case FileKind::Safetensors: return SafetensorsReader::open(file, name, problem);
     case FileKind::Pickle: return TorchReader::open(file, name, problem);
+    case FileKind::JaxDump:
+        if (!name.isEmpty()) {
+            *problem = {file, -1, QStringLiteral("an inspect_array dump holds one tensor; drop ':%1'").arg(name)};
+            return nullptr;
+        }
+        return JaxDumpReader::open(file, problem);
     case FileKind::Npy:
         if (!name.isEmpty()) {
             *problem = {file, -1, QStringLiteral(".npy files hold one unnamed tensor; drop ':%1'").arg(name)};
@@ -290,7 +300,8 @@ QStringList listTensors(const QString &file, Problem *problem, std::vector<Skipp
     switch (kind) {
     case FileKind::Hdf5: return Hdf5Reader::datasets(file, problem, skipped);
     case FileKind::Safetensors: return SafetensorsReader::names(file, problem, skipped);
-    case FileKind::Npy: return {QString()};
+    case FileKind::Npy:
+    case FileKind::JaxDump: return {QString()};
     case FileKind::Pickle: return TorchReader::names(file, problem, skipped);
     default: *problem = kindProblem(file, kind); return {};
     }

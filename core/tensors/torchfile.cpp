@@ -302,8 +302,6 @@ bool parseTorchPickle(const QByteArray &pickle, TorchContents *contents, QString
 
 TorchArchive::~TorchArchive()
 {
-    if (m_open)
-        zip_fclose(static_cast<zip_file_t *>(m_open));
     if (m_zip)
         zip_discard(static_cast<zip_t *>(m_zip));
 }
@@ -481,40 +479,49 @@ std::unique_ptr<TorchArchive> TorchArchive::finishOpen(std::unique_ptr<TorchArch
 bool TorchArchive::readStorage(const QString &key, int64_t byteOffset, int64_t bytes, void *dst, Problem *problem)
 {
     auto *zip = static_cast<zip_t *>(m_zip);
-    if (m_openKey != key || !m_open) {
-        if (m_open)
-            zip_fclose(static_cast<zip_file_t *>(m_open));
-        m_open = zip_fopen(zip, (m_prefix + QStringLiteral("data/") + key).toUtf8().constData(), 0);
+    if (m_openKey != key || m_openIndex < 0) {
+        m_openIndex = zip_name_locate(zip, (m_prefix + QStringLiteral("data/") + key).toUtf8().constData(), 0);
         m_openKey = key;
-        if (!m_open) {
+        if (m_openIndex < 0) {
             *problem = {m_path, -1, QStringLiteral("storage '%1' cannot be opened (%2)").arg(key, zipMessage(zip))};
             return false;
         }
     }
-    auto *file = static_cast<zip_file_t *>(m_open);
-    if (zip_fseek(file, zip_int64_t(byteOffset), SEEK_SET) != 0) {
+    if (bytes <= 0)
+        return true;
+    // A source over just the range: libzip checks a CRC only when a whole entry is read, which a range read of
+    // a large storage must not pay for (it would read the whole entry on every open).
+    zip_source_t *source = zip_source_zip(zip, zip, zip_uint64_t(m_openIndex), 0, zip_uint64_t(byteOffset), bytes);
+    if (!source || zip_source_open(source) != 0) {
         *problem = {m_path, -1,
-            QStringLiteral("storage '%1': cannot seek to byte %2 (%3)")
+            QStringLiteral("storage '%1': bytes %2 to %3 cannot be read (%4)")
                 .arg(key)
                 .arg(byteOffset)
-                .arg(QString::fromUtf8(zip_file_strerror(file)))};
+                .arg(byteOffset + bytes)
+                .arg(source ? QString::fromUtf8(zip_error_strerror(zip_source_error(source))) : zipMessage(zip))};
+        if (source)
+            zip_source_free(source);
         return false;
     }
     auto *out = static_cast<char *>(dst);
+    bool ok = true;
     while (bytes > 0) {
-        const zip_int64_t got = zip_fread(file, out, zip_uint64_t(bytes));
+        const zip_int64_t got = zip_source_read(source, out, zip_uint64_t(bytes));
         if (got <= 0) {
             *problem = {m_path, -1,
                 QStringLiteral("storage '%1' ends early (%2)")
-                    .arg(key, got < 0 ? QString::fromUtf8(zip_file_strerror(file)) : QStringLiteral("truncated"))};
-            zip_fclose(file);
-            m_open = nullptr;
-            return false;
+                    .arg(key,
+                        got < 0 ? QString::fromUtf8(zip_error_strerror(zip_source_error(source)))
+                                : QStringLiteral("truncated"))};
+            ok = false;
+            break;
         }
         out += got;
         bytes -= got;
     }
-    return true;
+    zip_source_close(source);
+    zip_source_free(source);
+    return ok;
 }
 
 std::unique_ptr<TensorReader> TorchReader::open(const QString &path, const QString &name, Problem *problem)

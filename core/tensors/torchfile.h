@@ -71,8 +71,8 @@ private:
     QString m_path;
     QByteArray m_buffer;
     void *m_zip = nullptr; // zip_t
-    void *m_open = nullptr; // zip_file_t of m_openKey
-    QString m_openKey;
+    QString m_openKey; // the storage last read, and its entry's index
+    int64_t m_openIndex = -1;
     QString m_prefix; // "<archive>/"
     TorchContents m_contents;
 };

@@ -4,6 +4,7 @@
 #include "core/tensors/dumplayout.h"
 #include "core/tensors/hdf5dumpwriter.h"
 #include "core/tensors/hdf5reader.h"
+#include "core/tensors/jaxdump.h"
 #include "core/tensors/npyreader.h"
 #include "core/tensors/safetensorsreader.h"
 #include "core/tensors/tensorreader.h"
@@ -85,6 +86,7 @@ private Q_SLOTS:
     void fp4PackedCheckpoints();
     void mxfp8E8m0Scales();
     void brokenTorchFile();
+    void jaxInspectArray();
     void notAFile();
     void hdf5NamesThatAreNotDatasets();
     void dumpPaths();
@@ -1134,6 +1136,53 @@ void TestReaders::brokenTorchFile()
     QVERIFY2(p.message.contains(QLatin1String("not a torch.save file")), qPrintable(p.message));
     QVERIFY(!openTensor(m_dir.filePath(QStringLiteral("missing.h5")), &p));
     QVERIFY(p.message.contains(QLatin1String("no such file")));
+}
+
+void TestReaders::jaxInspectArray()
+{
+    // Transformer Engine JAX's inspect_array: raw bytes beside metadata written as text (the probe name
+    // unescaped, statistics that may print as nan), dtype as XLA's FFI code (16: BF16, 20: F8E4M3FN).
+    std::vector<uint16_t> bf16(6 * 5);
+    for (size_t i = 0; i < bf16.size(); ++i)
+        bf16[i] = uint16_t(fp8math::floatBits(float(i) * 0.75f - 3.0f) >> 16);
+    const QString bin = write(QStringLiteral("my_tensor_gpu3_block_0_out.bin"),
+        QByteArray(reinterpret_cast<const char *>(bf16.data()), qsizetype(bf16.size() * 2)));
+    write(QStringLiteral("my_tensor_gpu3_block_0_out_meta.json"),
+        QByteArray("{\"name\": \"block 0/\"out\"\", \"shape\": [6, 5], \"dtype\": 16, \"min\": -3, \"max\": nan, "
+                   "\"mean\": nan, \"std\": inf}"));
+    Problem p;
+    auto r = openTensor(bin, &p);
+    QVERIFY2(r, qPrintable(p.toString()));
+    QCOMPARE(r->info().name, QStringLiteral("block 0/\"out\""));
+    QCOMPARE(r->info().shape, (std::vector<int64_t> {6, 5}));
+    QCOMPARE(int(r->info().dtype), int(DType::BF16));
+    std::vector<uint16_t> back(30);
+    QVERIFY(r->read(7, 23, back.data() + 7, &p));
+    QVERIFY(std::equal(back.begin() + 7, back.end(), bf16.begin() + 7));
+    QCOMPARE(listTensors(bin, &p), QStringList {QString()});
+
+    // FP8 codes read as stored (no scale beside them), with the reason.
+    write(QStringLiteral("e4m3.bin"), QByteArray("\x38\x40\xb8\x7e", 4));
+    write(QStringLiteral("e4m3_meta.json"), QByteArray("{\"shape\": [4], \"dtype\": 20}"));
+    r = openTensor(m_dir.filePath(QStringLiteral("e4m3.bin")), &p);
+    QVERIFY2(r, qPrintable(p.toString()));
+    QCOMPARE(int(r->info().storedDtype), int(DType::F8E4M3));
+
+    // A size that disagrees with the metadata, a dtype not read, no shape: errors naming the file.
+    write(QStringLiteral("short.bin"), QByteArray(10, '\0'));
+    write(QStringLiteral("short_meta.json"), QByteArray("{\"shape\": [3, 2], \"dtype\": 11}"));
+    QVERIFY(!openTensor(m_dir.filePath(QStringLiteral("short.bin")), &p));
+    QVERIFY2(p.message.contains(QLatin1String("holds 10 bytes")) && p.message.contains(QLatin1String("says 24")),
+        qPrintable(p.message));
+    write(QStringLiteral("ints.bin"), QByteArray(8, '\0'));
+    write(QStringLiteral("ints_meta.json"), QByteArray("{\"shape\": [2], \"dtype\": 4}"));
+    QVERIFY(!openTensor(m_dir.filePath(QStringLiteral("ints.bin")), &p));
+    QVERIFY2(p.message.contains(QLatin1String("XLA S32")), qPrintable(p.message));
+    QVERIFY(p.file.endsWith(QLatin1String("ints_meta.json")));
+    write(QStringLiteral("bad.bin"), QByteArray(8, '\0'));
+    write(QStringLiteral("bad_meta.json"), QByteArray("{\"dtype\": 11}"));
+    QVERIFY(!openTensor(m_dir.filePath(QStringLiteral("bad.bin")), &p));
+    QVERIFY2(p.message.contains(QLatin1String("no \"shape\"")), qPrintable(p.message));
 }
 
 void TestReaders::notAFile()

@@ -151,6 +151,15 @@ void TestTorchFile::quantizedDecodesWithScaleInv()
 
 void TestTorchFile::dumpTensorsFolderIndexes()
 {
+    // And a JAX inspect_array dump beside them, indexed under its probe's name.
+    {
+        QFile bin(m_out + QStringLiteral("/run/my_tensor_gpu0_attn_out.bin"));
+        QFile meta(m_out + QStringLiteral("/run/my_tensor_gpu0_attn_out_meta.json"));
+        QVERIFY(bin.open(QIODevice::WriteOnly) && meta.open(QIODevice::WriteOnly));
+        const float values[4] = {1.0f, -2.0f, 0.5f, 8.0f};
+        bin.write(reinterpret_cast<const char *>(values), sizeof(values));
+        meta.write("{\"name\": \"attn.out\", \"shape\": [2, 2], \"dtype\": 11, \"min\": -2, \"max\": 8}");
+    }
     RunStore store;
     QString error;
     QVERIFY2(store.open(m_out + QStringLiteral("/run"), &error), qPrintable(error));
@@ -161,12 +170,17 @@ void TestTorchFile::dumpTensorsFolderIndexes()
     const auto runs = store.runs();
     QCOMPARE(runs.size(), size_t(1));
     const auto dumps = store.dumps(runs.front().id);
-    // 2 ranks x 3 iterations x 2 files x 2 entries, and the MXFP8 file's 2.
-    QCOMPARE(dumps.size(), size_t(26));
+    // 2 ranks x 3 iterations x 2 files x 2 entries, the MXFP8 file's 2 and the JAX dump.
+    QCOMPARE(dumps.size(), size_t(27));
     QSet<QString> layers;
     QSet<qint64> steps;
     int quantized = 0;
     for (const DumpRow &d : dumps) {
+        if (d.file.endsWith(QLatin1String(".bin"))) {
+            QCOMPARE(d.dump.layer, QStringLiteral("attn.out"));
+            QCOMPARE(d.dump.shape, QStringLiteral("2x2"));
+            continue;
+        }
         layers.insert(d.dump.layer);
         steps.insert(d.dump.step);
         if (d.dump.tensor.endsWith(QLatin1String("_fp8"))) {

@@ -30,6 +30,7 @@
 #include <QJsonObject>
 #include <QLabel>
 #include <QListWidget>
+#include <QProcess>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QStatusBar>
@@ -39,6 +40,9 @@
 #include <QTest>
 #include <QToolBar>
 #include <QToolButton>
+#include <QTreeView>
+
+#include <functional>
 
 #include <memory>
 
@@ -134,6 +138,7 @@ private Q_SLOTS:
     void skippedNanAndLossScaleCutsAreMarked_data();
     void skippedNanAndLossScaleCutsAreMarked();
     void exportsSayWhatTheyShow();
+    void transformerEngineDumpsOpen();
 
 private:
     std::unique_ptr<MainWindow> newWindow(QSize size = QSize(1280, 720));
@@ -827,6 +832,48 @@ void TestWindow::exportsSayWhatTheyShow()
         qPrintable(histTitle));
     QVERIFY2(histTitle.contains(QStringLiteral("FP8 run")) && histTitle.contains(QStringLiteral("(E4M3)")),
         qPrintable(histTitle));
+}
+
+void TestWindow::transformerEngineDumpsOpen()
+{
+    // A DumpTensors folder as Transformer Engine writes it (.pt files, written by real torch in the test
+    // venv): its layers in the tree under their real names, and the histogram of one of its dumps.
+    const QString python = qEnvironmentVariable("FP8SCOPE_TEST_PYTHON");
+    if (python.isEmpty() || !QFile::exists(python))
+        QSKIP("no test Python (packaging/install-deps.sh --python-venv build/venv makes one)");
+    const QString out = m_tmp.filePath(QStringLiteral("te-dumps"));
+    QProcess p;
+    p.start(python,
+        {qEnvironmentVariable("FP8SCOPE_SOURCE_DIR") + QStringLiteral("/tests/core/oracles/write_torch_dumps.py"),
+            out});
+    QVERIFY(p.waitForFinished(600000));
+    if (p.exitCode() == 3)
+        QSKIP("torch is not importable in the test Python");
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    auto w = newWindow();
+    QVERIFY(w);
+    openAndWait(w.get(), {out + QStringLiteral("/run")});
+    QStringList names;
+    QAbstractItemModel *tree = w->layerTree()->model();
+    std::function<void(const QModelIndex &)> walk = [&](const QModelIndex &parent) {
+        for (int r = 0; r < tree->rowCount(parent); ++r) {
+            const QModelIndex i = tree->index(r, 0, parent);
+            names << i.data().toString();
+            walk(i);
+        }
+    };
+    walk({});
+    const QString qkv = QStringLiteral("model.layers.0.self_attention.linear_qkv");
+    QVERIFY2(
+        names.join(QLatin1Char('|')).contains(QStringLiteral("linear_qkv")), qPrintable(names.join(QLatin1Char('|'))));
+    QVERIFY2(!names.join(QLatin1Char('|')).contains(QStringLiteral("model_layers_0")),
+        qPrintable(names.join(QLatin1Char('|'))));
+    const RunRef run = w->workspace()->runAt(0);
+    w->selection()->set(run, qkv, QStringLiteral("activation"), 20);
+    QTRY_VERIFY_WITH_TIMEOUT(w->histogram()->metrics().has_value() && !w->histogram()->isComputing(), 60000);
+    QVERIFY2(w->histogram()->title().contains(qkv + QStringLiteral(" activation at step 20")),
+        qPrintable(w->histogram()->title()));
+    QCOMPARE(w->histogram()->metrics()->numel, qint64(16 * 64));
 }
 
 QTEST_MAIN(TestWindow)
