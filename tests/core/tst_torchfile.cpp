@@ -2,6 +2,8 @@
 // test venv): every value bit for bit, views and shared storages, Transformer Engine's quantized reduce form
 // decoded with its scale_inv, a DumpTensors folder indexed under the layers' real names, and hostile files
 // refused with their reason while nothing they would run is run.
+#include "core/numerics/cpubackend.h"
+#include "core/recompute/dumprecompute.h"
 #include "core/store/runstore.h"
 #include "core/tensors/fp8decode.h"
 #include "core/tensors/tensorreader.h"
@@ -195,6 +197,27 @@ void TestTorchFile::dumpTensorsFolderIndexes()
             QStringLiteral("model.layers.1.mlp.linear_fc2")}));
     QCOMPARE(steps, (QSet<qint64> {10, 20, 30}));
     QCOMPARE(quantized, 13);
+
+    // Recompute reads a .pt dump: the metrics of the high-precision entry land in the store under the real
+    // layer name, and the quantized entry recomputes from its decoded values.
+    const Recipe current = *Recipe::parse(QStringLiteral("current"), std::nullopt, nullptr);
+    CpuBackend backend(1);
+    int recomputed = 0;
+    for (const DumpRow &d : dumps) {
+        if (d.dump.step != 20 || d.dump.layer != QLatin1String("model.layers.0.self_attention.linear_qkv"))
+            continue;
+        QString why;
+        const auto m = recomputeDump(store, backend, {runs.front().id, d.file, d.dump}, {current}, &why);
+        QVERIFY2(m, qPrintable(why));
+        QCOMPARE(m->front().numel, qint64(16 * 64));
+        QVERIFY(m->front().amax > 0);
+        ++recomputed;
+    }
+    QCOMPARE(recomputed, 4); // two ranks x (high_precision, quantized)
+    const auto series = store.findSeries(runs.front().id,
+        {QStringLiteral("model.layers.0.self_attention.linear_qkv"), QStringLiteral("activation"), {},
+            QStringLiteral("recomputed"), {}});
+    QVERIFY(!series.empty());
 }
 
 void TestTorchFile::hostileFilesAreRefused_data()
