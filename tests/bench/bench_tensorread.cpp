@@ -14,6 +14,7 @@
 #include "core/tensors/hdf5dumpwriter.h"
 #include "core/tensors/hdf5reader.h"
 #include "core/tensors/tensorreader.h"
+#include "plainread.h"
 
 #include <QFile>
 #include <QTemporaryDir>
@@ -108,17 +109,6 @@ bool readAll(const QString &spec, std::vector<char> &buffer, bool viaH5Dread)
     return true;
 }
 
-void plainRead(const QString &path, std::vector<char> &buffer)
-{
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly))
-        return;
-    double s = 0;
-    for (qint64 got; (got = f.read(buffer.data(), kPieceBytes)) > 0;)
-        s += double(buffer[size_t(got - 1)]);
-    g_sink = s;
-}
-
 } // namespace
 
 int main(int argc, char **argv)
@@ -172,7 +162,8 @@ int main(int argc, char **argv)
     for (const auto &[name, spec, viaH5Dread] : readers) {
         bool readOk = true;
         const bench::Paired t = bench::pairedMedians(
-            repeats, [&] { readOk = readAll(spec, buffer, viaH5Dread) && readOk; }, [&] { plainRead(raw, buffer); });
+            repeats, [&] { readOk = readAll(spec, buffer, viaH5Dread) && readOk; },
+            [&] { g_sink = bench::plainRead(raw, buffer); });
         if (!readOk)
             return 1;
         std::printf("%-26s %10.2f %14.2f %8.2f\n", name, gb / t.workSeconds, gb / t.referenceSeconds, t.ratio);

@@ -7,6 +7,7 @@
 // Usage: bench_torchread [MiB] [repeats]
 #include "benchutil.h"
 #include "core/tensors/tensorreader.h"
+#include "plainread.h"
 
 #include <QFile>
 #include <QTemporaryDir>
@@ -103,17 +104,6 @@ bool readAll(const QString &spec, std::vector<char> &buffer)
     return true;
 }
 
-void plainRead(const QString &path, std::vector<char> &buffer)
-{
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly))
-        return;
-    double s = 0;
-    for (qint64 got; (got = f.read(buffer.data(), kPieceBytes)) > 0;)
-        s += double(buffer[size_t(got - 1)]);
-    g_sink = s;
-}
-
 } // namespace
 
 int main(int argc, char **argv)
@@ -154,7 +144,7 @@ int main(int argc, char **argv)
     bool readOk = true;
     const bench::Paired t = bench::pairedMedians(
         repeats, [&] { readOk = readAll(pt + QStringLiteral(":high_precision"), buffer) && readOk; },
-        [&] { plainRead(raw, buffer); });
+        [&] { g_sink = bench::plainRead(raw, buffer); });
     if (!readOk)
         return 1;
     std::printf(
