@@ -153,13 +153,20 @@ ReadPosition TensorDumpImporter::read(const QString &path, const ReadPosition &,
     QStringList names;
     const bool torchFile = path.endsWith(QLatin1String(".pt")) || path.endsWith(QLatin1String(".pth"))
         || (path.endsWith(QLatin1String(".bin")) && !QFileInfo::exists(jaxMetaPath(path)));
+    // A torch.save file is opened (its pickle interpreted) once: its entries say their dtype and shape.
+    std::unique_ptr<TorchArchive> archive;
     if (torchFile) {
-        std::vector<TorchRefusal> refused;
-        names = TorchReader::names(path, &problem, nullptr, &refused);
-        for (const TorchRefusal &r : refused)
-            sink.problem(0, -1,
-                QStringLiteral("entry '%1' not read: %2")
-                    .arg(r.name.isEmpty() ? QStringLiteral("(the whole file)") : r.name, r.why));
+        archive = TorchArchive::open(path, &problem);
+        if (archive) {
+            for (const TorchEntry &e : archive->contents().tensors) {
+                if (e.dtype)
+                    names << e.name;
+            }
+            for (const TorchRefusal &r : archive->contents().refused)
+                sink.problem(0, -1,
+                    QStringLiteral("entry '%1' not read: %2")
+                        .arg(r.name.isEmpty() ? QStringLiteral("(the whole file)") : r.name, r.why));
+        }
     } else {
         names = listTensors(path, &problem);
     }
@@ -197,15 +204,23 @@ ReadPosition TensorDumpImporter::read(const QString &path, const ReadPosition &,
         if (isQuantizationParameter(name))
             continue;
         // The stored dtype is indexed (FP8 codes stay codes here; recomputing reads their values).
-        auto reader
-            = openTensor(name.isEmpty() ? path : path + QLatin1Char(':') + name, &problem, QStringLiteral("none"));
-        if (!reader) {
+        TensorInfo info;
+        if (archive) {
+            const auto &tensors = archive->contents().tensors;
+            const auto e
+                = std::find_if(tensors.begin(), tensors.end(), [&](const TorchEntry &t) { return t.name == name; });
+            info.dtype = *e->dtype;
+            info.shape = e->shape;
+            finishTensorInfo(info);
+        } else if (auto reader
+            = openTensor(name.isEmpty() ? path : path + QLatin1Char(':') + name, &problem, QStringLiteral("none"))) {
+            info = reader->info();
+        } else {
             // HDF5 messages name the dataset already.
             sink.problem(0, problem.offset,
                 problem.message.contains(name) ? problem.message : QStringLiteral("%1: %2").arg(name, problem.message));
             continue;
         }
-        const TensorInfo &info = reader->info();
         QStringList dims;
         for (int64_t d : info.shape)
             dims << QString::number(d);
