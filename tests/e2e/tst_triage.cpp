@@ -189,6 +189,7 @@ private Q_SLOTS:
     void compareCli();
     void alignsOnConsumedSamples();
     void recipeWhatIfOnADump();
+    void recipeWhatIfOnTransformerEngineDumps();
     void severalRunsOfOneBaseline();
     void realFixtures();
 };
@@ -685,6 +686,61 @@ void TestTriage::recipeWhatIfOnADump()
         }
     }
     QVERIFY2(w->suggestion.startsWith(best + QLatin1Char(' ')), qPrintable(w->suggestion));
+}
+
+// The same what-if when the FP8 run's dumps are Transformer Engine DumpTensors .pt files (the demo's HDF5
+// dumps rewritten by real torch in the test venv under sanitized file names, which the run's nvdlfw_inspect
+// log resolves): the engine finds the planted layer's dump among them and recomputes from it.
+void TestTriage::recipeWhatIfOnTransformerEngineDumps()
+{
+    const QString cli = qEnvironmentVariable("FP8SCOPE_CLI");
+    QVERIFY(!cli.isEmpty());
+    const QString python = qEnvironmentVariable("FP8SCOPE_TEST_PYTHON");
+    if (python.isEmpty() || !QFile::exists(python))
+        QSKIP("no test Python (packaging/install-deps.sh --python-venv build/venv makes one)");
+    QTemporaryDir dir;
+    DemoPlan plan;
+    QString error;
+    QVERIFY2(generateDemo(dir.path(), {}, &plan, &error), qPrintable(error));
+    QProcess convert;
+    convert.start(python,
+        {qEnvironmentVariable("FP8SCOPE_SOURCE_DIR") + QStringLiteral("/tests/core/oracles/dumps_to_te.py"),
+            dir.filePath(QStringLiteral("fp8"))});
+    QVERIFY(convert.waitForFinished(600000));
+    if (convert.exitCode() == 3)
+        QSKIP("torch or h5py is not importable in the test Python");
+    QVERIFY2(convert.exitCode() == 0, convert.readAllStandardError().constData());
+    const auto whatIf = [](const Comparison &c) {
+        const auto it = std::find_if(c.findings.begin(), c.findings.end(),
+            [](const Finding &f) { return f.kind == QLatin1String("recipe-what-if"); });
+        return it == c.findings.end() ? std::optional<Finding>() : std::optional<Finding>(*it);
+    };
+    {
+        Catalog catalog;
+        TriageResult result;
+        QVERIFY2(openAndTriage(dir.path(), &catalog, &result, &error), qPrintable(error));
+        QCOMPARE(int(result.comparisons.size()), 1);
+        const auto w = whatIf(result.comparisons.front());
+        QVERIFY(w);
+        QCOMPARE(w->layer, plan.plantedLayerName);
+        const QString dump = w->evidence.value(QStringLiteral("dump")).toString();
+        QVERIFY2(dump.contains(QLatin1String("tensor_dumps/rank_0/iter_")) && dump.endsWith(QLatin1String(".pt")),
+            qPrintable(dump));
+        QCOMPARE(w->evidence.value(QStringLiteral("dataset")).toString(), QStringLiteral("high_precision"));
+    }
+    QProcess recompute;
+    recompute.start(cli,
+        {QStringLiteral("recompute"), dir.path(), QStringLiteral("--recipe"), QStringLiteral("current"),
+            QStringLiteral("--recipe"), QStringLiteral("mxfp8"), QStringLiteral("--backend"), QStringLiteral("cpu")});
+    QVERIFY(recompute.waitForFinished(300000));
+    QVERIFY2(recompute.exitCode() == 0, recompute.readAllStandardError().constData());
+    Catalog catalog;
+    QVERIFY2(catalog.open(dir.path(), &error), qPrintable(error));
+    const TriageResult result = triageStored(catalog);
+    const auto w = whatIf(result.comparisons.front());
+    QVERIFY(w);
+    QCOMPARE(w->evidence.value(QStringLiteral("recipes")).toObject().keys(),
+        QStringList({QStringLiteral("current"), QStringLiteral("mxfp8")}));
 }
 
 // A workspace with two FP8 runs of one baseline: one comparison each, both against it, each with its own
