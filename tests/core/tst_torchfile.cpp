@@ -145,8 +145,12 @@ void TestTorchFile::quantizedDecodesWithScaleInv()
         QVERIFY2(values == expected, qPrintable(rel + QStringLiteral(": ") + info.decoding));
         if (info.decoding.contains(QLatin1String("MXFP8")))
             ++mxfp8;
-        // The high-precision entry of the same file reads too.
-        QVERIFY(!readAll(file + QStringLiteral(":high_precision"), QString()).isEmpty());
+        // The high-precision entry of the same file reads too, bit for bit.
+        const QByteArray hp = readAll(file + QStringLiteral(":high_precision"), QString());
+        QVERIFY(!hp.isEmpty());
+        QVERIFY(hp
+            == readFile(m_out + QStringLiteral("/expected/te/")
+                + QString(rel).replace(QLatin1Char('/'), QLatin1Char('_')) + QStringLiteral(".hp.bin")));
     }
     QCOMPARE(mxfp8, 1);
 }
@@ -218,6 +222,21 @@ void TestTorchFile::dumpTensorsFolderIndexes()
         {QStringLiteral("model.layers.0.self_attention.linear_qkv"), QStringLiteral("activation"), {},
             QStringLiteral("recomputed"), {}});
     QVERIFY(!series.empty());
+
+    // Without the debug tool's log the names stay as the file has them, and the store says so.
+    RunStore unnamed;
+    QVERIFY2(unnamed.open(m_out + QStringLiteral("/unnamed"), &error), qPrintable(error));
+    unnamed.ingest();
+    const auto problems = unnamed.problems();
+    QCOMPARE(problems.size(), size_t(1));
+    QVERIFY2(problems.front().message.contains(QLatin1String("no nvdlfw_inspect_logs"))
+            && problems.front().message.contains(QLatin1String("decoder_layers_3_fc1")),
+        qPrintable(problems.front().message));
+    const auto unnamedDumps = unnamed.dumps(unnamed.runs().front().id);
+    QCOMPARE(unnamedDumps.size(), size_t(1));
+    QCOMPARE(unnamedDumps.front().dump.layer, QStringLiteral("decoder_layers_3_fc1"));
+    QCOMPARE(unnamedDumps.front().dump.tensor, QStringLiteral("activation"));
+    QCOMPARE(unnamedDumps.front().dump.step, 5);
 }
 
 void TestTorchFile::hostileFilesAreRefused_data()

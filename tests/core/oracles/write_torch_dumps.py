@@ -10,7 +10,9 @@ usage: write_torch_dumps.py OUTDIR
                                   iterations, {"high_precision": bf16, "quantized": a Transformer Engine Float8Tensor
                                   in its reduce form}; and an MXFP8Tensor one; the run's nvdlfw_inspect log names
                                   the layers
-  OUTDIR/expected/te/REL.bin      the float32 values each quantized entry's codes x scale_inv give
+  OUTDIR/expected/te/REL.bin      the float32 values each quantized entry's codes x scale_inv give, and
+                                  REL.hp.bin the bytes of its high_precision entry
+  OUTDIR/unnamed/tensor_dumps/... one DumpTensors file without the nvdlfw_inspect log that names its layer
   OUTDIR/hostile/*.pt             pickles whose load would run code (each would create OUTDIR/pwned-NAME), and
                                   hand-made archives with bad sizes, keys and nesting; each has a good
                                   "high_precision" entry where the format allows
@@ -192,6 +194,8 @@ for rank in (0, 1):
             dst = os.path.join(out, "expected", "te", rel.replace("/", "_") + ".bin")
             with open(dst, "wb") as f:
                 f.write(values.numpy().tobytes())
+            with open(dst[: -len(".bin")] + ".hp.bin", "wb") as f:
+                f.write(hp.view(torch.uint8).numpy().tobytes())
             te_index.write(f"{rel} {layer} {tensor}\n")
 hp = (torch.randn(64, 96, generator=g) * 5).to(torch.bfloat16)
 hp[3, 40:72] *= 1000  # one block far larger than the rest
@@ -200,8 +204,15 @@ rel = f"rank_0/iter_000010/{sanitize(layers[1])}_gradient.pt"
 torch.save({"high_precision": hp, "quantized": q}, os.path.join(out, "run", "tensor_dumps", rel))
 with open(os.path.join(out, "expected", "te", rel.replace("/", "_") + ".bin"), "wb") as f:
     f.write(values.numpy().tobytes())
+with open(os.path.join(out, "expected", "te", rel.replace("/", "_") + ".hp.bin"), "wb") as f:
+    f.write(hp.view(torch.uint8).numpy().tobytes())
 te_index.write(f"{rel} {layers[1]} gradient\n")
 te_index.close()
+# A DumpTensors folder without the debug tool's log: its names cannot be resolved.
+folder = os.path.join(out, "unnamed", "tensor_dumps", "rank_0", "iter_000005")
+os.makedirs(folder)
+torch.save({"high_precision": torch.ones(4, 4, dtype=torch.bfloat16)},
+           os.path.join(folder, "decoder_layers_3_fc1_activation.pt"))
 
 
 # Hostile files. Each pickle would create OUTDIR/pwned-NAME were it run.
