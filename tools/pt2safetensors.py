@@ -4,10 +4,10 @@
 usage: pt2safetensors.py [--force] [--out OUT] FILE.pt [FILE.pt ...]
 
 fp8scope reads torch.save files itself (the zip layout of PyTorch 1.6 and later, through an interpreter
-of their pickle that never calls anything: plain tensors, containers, and Transformer Engine's Float8Tensor
-and MXFP8Tensor). This tool is still needed for what that reader refuses: the legacy (non-zip) format, files
-whose pickles name other classes (a custom tensor subclass, a training state object around the tensors),
-and Transformer Engine's blockwise and FP4 tensor classes. It loads them with torch.load(weights_only=True), PyTorch's restricted
+of their pickle that never calls anything: plain tensors, containers, and Transformer Engine's Float8Tensor,
+MXFP8Tensor and Float8BlockwiseQTensor). This tool is still needed for what that reader refuses: the legacy
+(non-zip) format, files whose pickles name other classes (a custom tensor subclass, a training state object
+around the tensors), and Transformer Engine's FP4 tensor classes. It loads them with torch.load(weights_only=True), PyTorch's restricted
 unpickler, which admits tensors and plain containers and refuses anything else, so a file that smuggles
 code is refused here too. Run it where you trust the environment it runs in: it needs Python with torch
 and safetensors (pip install torch safetensors); fp8scope itself does not.

@@ -214,6 +214,56 @@ private:
         return std::nullopt;
     }
 
+    // Which of Transformer Engine's blockwise scale layouts a float32 scale_inv of this shape is
+    // (Float8BlockQuantizer.get_scale_shape, rows M and columns K of the 2-D view): 128x128 blocks as
+    // (ceil(M/128), ceil(K/128) rounded up to 4); 1x128 as the GEMM takes them, transposed,
+    // (ceil(K/128), M rounded up to 4); 1x128 compact (all-gather) as (M, ceil(K/128)). is2D, where the
+    // pickle says it, narrows the choice; a shape that fits none or more than one is refused.
+    static bool blockwiseLayout(const TorchEntry &data, const TorchEntry &scale, std::optional<bool> is2D,
+        int64_t *blockRows, int64_t *blockCols, bool *transposed, QString *why)
+    {
+        TensorInfo info;
+        info.shape = data.shape;
+        finishTensorInfo(info);
+        const int64_t m = info.rows;
+        const int64_t k = info.cols;
+        auto up4 = [](int64_t x) { return (x + 3) / 4 * 4; };
+        const int64_t kb = (k + 127) / 128;
+        const std::vector<int64_t> &s = scale.shape;
+        struct Layout {
+            int64_t rows, cols;
+            bool transposed;
+            bool twoD;
+            std::vector<int64_t> shape;
+        };
+        const Layout layouts[] = {{128, 128, false, true, {(m + 127) / 128, up4(kb)}},
+            {1, 128, true, false, {kb, up4(m)}}, {1, 128, false, false, {m, kb}}};
+        const Layout *found = nullptr;
+        int fits = 0;
+        for (const Layout &l : layouts) {
+            if (s == l.shape && (!is2D || *is2D == l.twoD)) {
+                found = &l;
+                ++fits;
+            }
+        }
+        QStringList dims;
+        for (int64_t d : s)
+            dims << QString::number(d);
+        if (scale.dtype != DType::F32 || fits != 1) {
+            *why = QStringLiteral("Float8BlockwiseQTensor scale_inv %1 %2 fits %3 of Transformer Engine's block "
+                                  "layouts for a %4x%5 tensor")
+                       .arg(scale.dtypeName, dims.join(QLatin1Char('x')))
+                       .arg(fits == 0 ? QStringLiteral("none") : QStringLiteral("more than one"))
+                       .arg(m)
+                       .arg(k);
+            return false;
+        }
+        *blockRows = found->rows;
+        *blockCols = found->cols;
+        *transposed = found->transposed;
+        return true;
+    }
+
     void quantizedEntry(const Value &v, const QString &name)
     {
         auto arg = [&](size_t i) -> const Value & {
@@ -226,6 +276,7 @@ private:
         std::optional<DType> fp8;
         int64_t blockRows = 1;
         int64_t blockCols = 1;
+        bool transposed = false;
         if (v.name == QLatin1String("Float8Tensor")) {
             // (data, fp8_dtype, scale_inv, dtype)
             if (arg(0).kind != Kind::Tensor || arg(2).kind != Kind::Tensor)
@@ -246,9 +297,25 @@ private:
                 fp8 = teFp8(arg(4), &why);
             blockRows = rowwise ? 1 : 32;
             blockCols = rowwise ? 32 : 1;
+        } else if (v.name == QLatin1String("Float8BlockwiseQTensor")) {
+            // (shape, rowwise_data, rowwise_scale_inv, columnwise_data, columnwise_scale_inv, fp8_dtype, dtype,
+            // quantizer, is_2D_scaled[, data_format]), or before the shape was added (rowwise_data,
+            // rowwise_scale_inv, columnwise_data, columnwise_scale_inv, fp8_dtype, dtype). The rowwise copy
+            // (the columnwise one is transposed for the GEMM).
+            const size_t at = arg(0).kind == Kind::Tuple ? 1 : 0;
+            const Value &is2D = at == 1 ? arg(8) : arg(99);
+            if (arg(at).kind != Kind::Tensor || arg(at + 1).kind != Kind::Tensor)
+                why = QStringLiteral("Float8BlockwiseQTensor without its rowwise data and scale_inv (only a "
+                                     "columnwise copy is not read)");
+            else if (tensorEntry(arg(at), name, &data, &why)
+                && tensorEntry(arg(at + 1), name + QStringLiteral(".scale_inv"), &scale, &why)
+                && blockwiseLayout(data, scale,
+                    is2D.kind == Kind::Bool ? std::optional<bool>(is2D.integer != 0) : std::nullopt, &blockRows,
+                    &blockCols, &transposed, &why))
+                fp8 = teFp8(arg(at + 4), &why);
         } else {
-            why = QStringLiteral(
-                "Transformer Engine %1: its reduce form is not read (Float8Tensor and MXFP8Tensor are)")
+            why = QStringLiteral("Transformer Engine %1: its reduce form is not read (Float8Tensor, MXFP8Tensor and "
+                                 "Float8BlockwiseQTensor are)")
                       .arg(v.name);
         }
         if (!fp8) {
@@ -265,6 +332,7 @@ private:
         data.scaleIndex = int(m_out->scales.size());
         data.scaleBlockRows = blockRows;
         data.scaleBlockCols = blockCols;
+        data.scaleTransposed = transposed;
         m_out->scales.push_back(std::move(scale));
         m_out->tensors.push_back(std::move(data));
     }
@@ -662,12 +730,17 @@ bool TorchReader::storedDecodeScale(Fp8DecodeScale *scale, QString *why) const
         *scale = Fp8DecodeScale::perTensor(value, source, rows, cols);
         return true;
     }
-    // MXFP8: E8M0 exponents (bytes), one per 32 elements along a row (rowwise) or a column (columnwise), in a
-    // grid Transformer Engine pads (to multiples of 128 x 4 rowwise, 4 x 128 columnwise); the top-left part
-    // covers the tensor.
+    // A grid of block scales: MXFP8's E8M0 exponents (bytes), one per 32 elements along a row (rowwise) or a
+    // column (columnwise), in the grid Transformer Engine pads (to multiples of 128 x 4 rowwise, 4 x 128
+    // columnwise); or Float8BlockwiseQTensor's float32 scales, per 128x128 block or per 1x128 (kept
+    // transposed, block column by row, padded to 4). The top-left part covers the tensor.
     const int64_t gridRows = (rows + m_entry.scaleBlockRows - 1) / m_entry.scaleBlockRows;
     const int64_t gridCols = (cols + m_entry.scaleBlockCols - 1) / m_entry.scaleBlockCols;
-    if (s.elementSize != 1 || s.shape.size() != 2 || s.shape[0] < gridRows || s.shape[1] < gridCols
+    const bool e8m0 = s.elementSize == 1;
+    const bool f32 = s.dtype == DType::F32;
+    const int64_t storedRows = m_entry.scaleTransposed ? gridCols : gridRows;
+    const int64_t storedCols = m_entry.scaleTransposed ? gridRows : gridCols;
+    if ((!e8m0 && !f32) || s.shape.size() != 2 || s.shape[0] < storedRows || s.shape[1] < storedCols
         || s.stride[1] != 1) {
         QStringList dims;
         for (int64_t d : s.shape)
@@ -687,16 +760,25 @@ bool TorchReader::storedDecodeScale(Fp8DecodeScale *scale, QString *why) const
     out.gridRows = gridRows;
     out.gridCols = gridCols;
     out.values.resize(size_t(gridRows * gridCols));
-    std::vector<uint8_t> line(static_cast<size_t>(gridCols));
-    for (int64_t r = 0; r < gridRows; ++r) {
+    std::vector<char> line(static_cast<size_t>(storedCols * s.elementSize));
+    for (int64_t r = 0; r < storedRows; ++r) {
         Problem p;
-        if (!m_archive->readStorage(s.storageKey, s.storageOffset + r * s.stride[0], gridCols, line.data(), &p)) {
+        if (!m_archive->readStorage(s.storageKey, (s.storageOffset + r * s.stride[0]) * s.elementSize,
+                int64_t(line.size()), line.data(), &p)) {
             *why = p.message;
             return false;
         }
-        for (int64_t c = 0; c < gridCols; ++c) {
-            const uint8_t e = line[size_t(c)];
-            out.values[size_t(r * gridCols + c)] = e == 0xFF ? std::nanf("") : std::ldexp(1.0f, int(e) - 127);
+        for (int64_t c = 0; c < storedCols; ++c) {
+            float v = 0;
+            if (e8m0) {
+                const auto e = uint8_t(line[size_t(c)]);
+                v = e == 0xFF ? std::nanf("") : std::ldexp(1.0f, int(e) - 127);
+            } else {
+                std::memcpy(&v, line.data() + c * 4, 4);
+            }
+            const int64_t gr = m_entry.scaleTransposed ? c : r;
+            const int64_t gc = m_entry.scaleTransposed ? r : c;
+            out.values[size_t(gr * gridCols + gc)] = v;
         }
     }
     *scale = std::move(out);

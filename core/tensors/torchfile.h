@@ -24,11 +24,14 @@ struct TorchEntry {
     std::vector<int64_t> shape;
     std::vector<int64_t> stride; // in elements
     // Transformer Engine quantized tensors: the class the pickle names, and the scale_inv tensor (index in
-    // TorchContents::scales) with the block it applies to (1x1: per tensor; 1x32/32x1: MXFP8, E8M0 bytes).
+    // TorchContents::scales) with the block it applies to (1x1: per tensor; 1x32/32x1: MXFP8, E8M0 bytes;
+    // 128x128 and 1x128: Float8BlockwiseQTensor, float32), and whether its grid is stored transposed (block
+    // column by row, as TE keeps 1x128 scales for the GEMM).
     QString teClass;
     int scaleIndex = -1;
     int64_t scaleBlockRows = 0;
     int64_t scaleBlockCols = 0;
+    bool scaleTransposed = false;
 };
 
 struct TorchRefusal {

@@ -28,6 +28,7 @@ private Q_SLOTS:
     void valuesEqualTorch();
     void listsEveryTensor();
     void quantizedDecodesWithScaleInv();
+    void blockwiseDecodesWithScaleInv();
     void dumpTensorsFolderIndexes();
     void hostileFilesAreRefused_data();
     void hostileFilesAreRefused();
@@ -153,6 +154,23 @@ void TestTorchFile::quantizedDecodesWithScaleInv()
                 + QString(rel).replace(QLatin1Char('/'), QLatin1Char('_')) + QStringLiteral(".hp.bin")));
     }
     QCOMPARE(mxfp8, 1);
+}
+
+void TestTorchFile::blockwiseDecodesWithScaleInv()
+{
+    // Float8BlockwiseQTensor: 128x128 blocks, 1x128 blocks with the scale grid transposed (as the GEMM takes
+    // it), and the older reduce form without the shape and is_2D_scaled.
+    const QList<QByteArray> lines = readFile(m_out + QStringLiteral("/expected/blockwise.txt")).trimmed().split('\n');
+    QCOMPARE(lines.size(), 3);
+    for (const QByteArray &line : lines) {
+        const QString name = QString::fromUtf8(line.split(' ')[0]);
+        TensorInfo info;
+        const QByteArray values
+            = readAll(m_out + QStringLiteral("/blockwise/") + name + QStringLiteral(".pt:quantized"), QString(), &info);
+        QVERIFY2(info.decoding.contains(QLatin1String(line.split(' ')[1])), qPrintable(info.decoding));
+        QVERIFY2(values == readFile(m_out + QStringLiteral("/expected/blockwise-") + name + QStringLiteral(".bin")),
+            qPrintable(name + QStringLiteral(": ") + info.decoding));
+    }
 }
 
 void TestTorchFile::dumpTensorsFolderIndexes()

@@ -12,6 +12,8 @@ usage: write_torch_dumps.py OUTDIR
                                   the layers
   OUTDIR/expected/te/REL.bin      the float32 values each quantized entry's codes x scale_inv give, and
                                   REL.hp.bin the bytes of its high_precision entry
+  OUTDIR/blockwise/NAME.pt        Float8BlockwiseQTensor entries (128x128 and 1x128, both reduce forms), with
+                                  OUTDIR/expected/blockwise-NAME.bin their codes x scale_inv
   OUTDIR/unnamed/tensor_dumps/... one DumpTensors file without the nvdlfw_inspect log that names its layer
   OUTDIR/hostile/*.pt             pickles whose load would run code (each would create OUTDIR/pwned-NAME), and
                                   hand-made archives with bad sizes, keys and nesting; each has a good
@@ -103,6 +105,7 @@ module("transformer_engine.pytorch")
 module("transformer_engine.pytorch.tensor")
 f8mod = module("transformer_engine.pytorch.tensor.float8_tensor")
 mxmod = module("transformer_engine.pytorch.tensor.mxfp8_tensor")
+bwmod = module("transformer_engine.pytorch.tensor.float8_blockwise_tensor")
 
 
 class DType:
@@ -132,11 +135,17 @@ class MXFP8Tensor:
         raise RuntimeError("never called by the reader")
 
 
+class Float8BlockwiseQTensor:
+    @classmethod
+    def _make_in_reduce_ex(cls, *args):
+        raise RuntimeError("never called by the reader")
+
+
 class Quantizer:  # what MXFP8Tensor pickles beside its data: not on the reader's allowlist
     pass
 
 
-for cls, mod in ((Float8Tensor, f8mod), (MXFP8Tensor, mxmod), (Quantizer, mxmod)):
+for cls, mod in ((Float8Tensor, f8mod), (MXFP8Tensor, mxmod), (Quantizer, mxmod), (Float8BlockwiseQTensor, bwmod)):
     cls.__module__ = mod.__name__
     setattr(mod, cls.__name__, cls)
 
@@ -169,6 +178,46 @@ def mxfp8(hp):
     args = (codes.view(torch.uint8), padded, None, None, DType(7), torch.bfloat16, torch.Size([rows, cols]), Quantizer())
     return Reduced(MXFP8Tensor._make_in_reduce_ex, args), values
 
+
+def blockwise(hp, two_d, old_form=False):
+    # Float8BlockQuantizer's GEMM-ready layouts: 128x128 blocks, scale (ceil(M/128), ceil(K/128) up to 4);
+    # 1x128, scale transposed (ceil(K/128), M up to 4).
+    x = hp.float()
+    rows, cols = x.shape
+    br, bc = (128, 128) if two_d else (1, 128)
+    gr, gc = (rows + br - 1) // br, (cols + bc - 1) // bc
+    grid = torch.zeros(gr, gc)
+    for r in range(gr):
+        for c in range(gc):
+            grid[r, c] = x[r * br:(r + 1) * br, c * bc:(c + 1) * bc].abs().max().clamp(min=1e-30) / 448.0
+    expanded = grid.repeat_interleave(br, 0)[:rows].repeat_interleave(bc, 1)[:, :cols]
+    codes = (x / expanded).to(torch.float8_e4m3fn)
+    values = codes.float() * expanded
+    up4 = lambda n: (n + 3) // 4 * 4  # noqa: E731
+    if two_d:
+        stored = torch.zeros(gr, up4(gc))
+        stored[:, :gc] = grid
+    else:
+        stored = torch.zeros(gc, up4(gr))
+        stored[:, :gr] = grid.t()
+    data = codes.view(torch.uint8)
+    if old_form:
+        args = (data, stored, None, None, DType(7), torch.bfloat16)
+    else:
+        args = (torch.Size([rows, cols]), data, stored, None, None, DType(7), torch.bfloat16, Quantizer(), two_d)
+    return Reduced(Float8BlockwiseQTensor._make_in_reduce_ex, args), values
+
+
+os.makedirs(os.path.join(out, "blockwise"))
+with open(os.path.join(out, "expected", "blockwise.txt"), "w") as bw_index:
+    for name, shape, two_d, old in (("w2d", (256, 384), True, False), ("a1d", (200, 256), False, False),
+                                    ("old1d", (64, 384), False, True)):
+        hp = (torch.randn(*shape, generator=g) * torch.logspace(-3, 3, shape[1])).to(torch.bfloat16)
+        q, values = blockwise(hp, two_d, old)
+        torch.save({"high_precision": hp, "quantized": q}, os.path.join(out, "blockwise", name + ".pt"))
+        with open(os.path.join(out, "expected", "blockwise-" + name + ".bin"), "wb") as f:
+            f.write(values.numpy().tobytes())
+        bw_index.write(f"{name} {'128x128' if two_d else '1x128'}\n")
 
 layers = ["model.layers.0.self_attention.linear_qkv", "model.layers.1.mlp.linear_fc2", "model.layers.1"]
 with open(os.path.join(out, "run", "nvdlfw_inspect_logs", "nvdlfw_inspect_globalrank-0.log"), "w") as log:
