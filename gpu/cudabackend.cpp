@@ -146,6 +146,20 @@ struct CudaBackend::Impl {
     }
 };
 
+QList<ComponentVersion> CudaBackend::versions()
+{
+    // CUDA encodes versions as 1000 * major + 10 * minor.
+    const auto text = [](int v) { return QStringLiteral("%1.%2").arg(v / 1000).arg((v % 1000) / 10); };
+    int runtime = 0;
+    int driver = 0;
+    QList<ComponentVersion> list;
+    if (cudaRuntimeGetVersion(&runtime) == cudaSuccess)
+        list.append({QStringLiteral("CUDA runtime"), text(runtime) + QStringLiteral(" (linked statically)")});
+    const bool haveDriver = cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0;
+    list.append({QStringLiteral("CUDA driver"), haveDriver ? text(driver) : QStringLiteral("none")});
+    return list;
+}
+
 std::unique_ptr<CudaBackend> CudaBackend::create(QString *reason, int cpuThreads)
 {
     int count = 0;

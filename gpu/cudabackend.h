@@ -4,6 +4,7 @@
 // and name() says why.
 #pragma once
 
+#include "core/about/libraryversions.h"
 #include "core/numerics/cpubackend.h"
 #include "core/numerics/metricsbackend.h"
 
@@ -16,6 +17,8 @@ class CudaBackend : public MetricsBackend
 public:
     // A backend on the first CUDA device, or nullptr with the reason ("no CUDA device found", ...).
     static std::unique_ptr<CudaBackend> create(QString *reason, int cpuThreads = 0);
+    // The CUDA runtime built in (static) and the driver installed ("none" without one); touches no device.
+    static QList<ComponentVersion> versions();
     ~CudaBackend() override;
 
     // "CUDA: <device name>" while the device serves; "CPU: <reason>" after a fallback.

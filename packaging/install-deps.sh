@@ -21,6 +21,7 @@ packages=(
     clang libclang-rt-14-dev
     python3 python3-venv python3-pip
     xvfb xauth
+    lintian desktop-file-utils appstream shared-mime-info groff-base
 )
 
 sudo_cmd=()

@@ -13,6 +13,7 @@ set(allowed_analysis "formats;numerics;importers;query")
 set(allowed_report "formats;tensors;numerics;importers;store;query;analysis")
 set(allowed_jobs "")
 set(allowed_demo "formats;tensors;numerics")
+set(allowed_about "numerics")
 
 set(failures "")
 file(GLOB modules LIST_DIRECTORIES true RELATIVE ${SOURCE_DIR}/core ${SOURCE_DIR}/core/*)

@@ -1,5 +1,7 @@
 #include "democommand.h"
 
+#include "app/common/commandline.h"
+
 #include "core/demo/demogenerator.h"
 #include "core/demo/scenarios.h"
 
@@ -11,35 +13,13 @@ namespace fp8scope::cli {
 int runDemo(const QStringList &args)
 {
     QCommandLineParser parser;
-    parser.setApplicationDescription(
-        QStringLiteral("Write a synthetic BF16 + FP8 run pair with planted problems (see OUTDIR/README.md)."));
-    parser.addHelpOption();
-    parser.addPositionalArgument(QStringLiteral("outdir"), QStringLiteral("folder to write"));
-    const QCommandLineOption seedOpt(
-        QStringLiteral("seed"), QStringLiteral("random seed (default 1)"), QStringLiteral("n"), QStringLiteral("1"));
-    const QCommandLineOption layersOpt(QStringLiteral("layers"), QStringLiteral("transformer layers (default 12)"),
-        QStringLiteral("n"), QStringLiteral("12"));
-    const QCommandLineOption stepsOpt(QStringLiteral("steps"), QStringLiteral("training steps (default 3000)"),
-        QStringLiteral("n"), QStringLiteral("3000"));
-    const QCommandLineOption scenarioOpt(QStringLiteral("scenario"),
-        QStringLiteral("a triage scenario instead of the demo: early-divergence, mid-run-instability, loss-spikes, "
-                       "downstream-gap or none (its seed varies steps, layers, names, intervals and noise; the truth "
-                       "is in OUTDIR/planted.json)"),
-        QStringLiteral("name"));
-    parser.addOptions({seedOpt, layersOpt, stepsOpt, scenarioOpt});
+    const QString seedOpt = QStringLiteral("seed");
+    const QString layersOpt = QStringLiteral("layers");
+    const QString stepsOpt = QStringLiteral("steps");
+    const QString scenarioOpt = QStringLiteral("scenario");
     QTextStream err(stderr);
-    if (!parser.parse(args)) {
-        err << "fp8scope-cli demo: " << parser.errorText() << '\n';
-        return 2;
-    }
-    if (parser.isSet(QStringLiteral("help"))) {
-        QTextStream(stdout) << parser.helpText();
-        return 0;
-    }
-    if (parser.positionalArguments().size() != 1) {
-        err << "fp8scope-cli demo: expected one OUTDIR\n";
-        return 2;
-    }
+    if (const int rc = parseCommand(parser, *cliCommand(u"demo"), args))
+        return rc < 0 ? 0 : rc;
     if (parser.isSet(scenarioOpt)) {
         const std::optional<Scenario> scenario = scenarioFromName(parser.value(scenarioOpt));
         bool ok = false;

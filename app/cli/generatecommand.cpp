@@ -1,5 +1,7 @@
 #include "generatecommand.h"
 
+#include "app/common/commandline.h"
+
 #include "core/formats/fp8math.h"
 #include "core/tensors/hdf5dumpwriter.h"
 
@@ -25,26 +27,11 @@ int runGenerate(const QStringList &args)
     QTextStream out(stdout);
     QTextStream err(stderr);
     QCommandLineParser parser;
-    parser.setApplicationDescription(
-        QStringLiteral("Writes a synthetic fp8scope-dump HDF5 file: activations with outliers (saturation under "
-                       "stale delayed scaling), gradients spanning many binades (E4M3 underflow) and weights."));
-    parser.addHelpOption();
-    parser.addPositionalArgument(QStringLiteral("out"), QStringLiteral("output .h5 file"));
-    const QCommandLineOption rowsOpt(QStringLiteral("rows"), QStringLiteral("rows per tensor (default 1024)"),
-        QStringLiteral("n"), QStringLiteral("1024"));
-    const QCommandLineOption colsOpt(QStringLiteral("cols"), QStringLiteral("columns per tensor (default 1024)"),
-        QStringLiteral("n"), QStringLiteral("1024"));
-    const QCommandLineOption seedOpt(
-        QStringLiteral("seed"), QStringLiteral("random seed (default 1)"), QStringLiteral("n"), QStringLiteral("1"));
-    parser.addOptions({rowsOpt, colsOpt, seedOpt});
-    if (!parser.parse(args)) {
-        err << "fp8scope-cli generate: " << parser.errorText() << '\n';
-        return 2;
-    }
-    if (parser.isSet(QStringLiteral("help"))) {
-        out << parser.helpText();
-        return 0;
-    }
+    const QString rowsOpt = QStringLiteral("rows");
+    const QString colsOpt = QStringLiteral("cols");
+    const QString seedOpt = QStringLiteral("seed");
+    if (const int rc = parseCommand(parser, *cliCommand(u"generate"), args))
+        return rc < 0 ? 0 : rc;
     bool okRows = false;
     bool okCols = false;
     bool okSeed = false;

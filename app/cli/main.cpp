@@ -1,5 +1,8 @@
 // fp8scope-cli: the headless front end. Every command shares its parsing, numerics and storage with the GUI
 // through fp8scope_core.
+#include "app/common/commandline.h"
+#include "app/common/version.h"
+#include "app/cudafactory.h"
 #include "democommand.h"
 #include "generatecommand.h"
 #include "reportcommand.h"
@@ -31,30 +34,20 @@ int main(int argc, char **argv)
     if (!application)
         application = std::make_unique<QCoreApplication>(argc, argv);
     QCoreApplication::setApplicationName(QStringLiteral("fp8scope-cli"));
-    QCoreApplication::setApplicationVersion(QStringLiteral(FP8SCOPE_VERSION));
+    QCoreApplication::setApplicationVersion(fp8scope::fp8scopeVersion());
     QStringList args = QCoreApplication::arguments();
     QTextStream err(stderr);
-    const QString usage = QStringLiteral(
-        "usage: fp8scope-cli COMMAND [options]\n"
-        "commands:\n"
-        "  stats FILE[:DATASET]   FP8 metrics of one tensor (--recipe, --format, --what-if, --json)\n"
-        "  generate OUT.h5        write a synthetic tensor dump in the fp8scope-dump HDF5 layout\n"
-        "  demo OUTDIR            write the synthetic BF16/FP8 demo run pair with planted problems\n"
-        "  ingest FOLDER          read a run folder (logs, evals, configs, dumps) into its store\n"
-        "  runs FOLDER            list the runs: precision, recipe, baseline and why, versions (--json)\n"
-        "  series FOLDER          print one series (--run, --stat, [--layer, --tensor, --source], --csv)\n"
-        "  heatmap FOLDER         print a layers x steps matrix (--run, --stat, --tensor, [--source], --csv)\n"
-        "  recompute FOLDER       FP8 metrics of every indexed dump into the store (--recipe, --backend)\n"
-        "  triage FOLDER          every FP8 run against its baseline: verdict, findings, what to try (--json)\n"
-        "  compare FOLDER         a statistic of a run against its baseline: aligned, band, departure (--run, --csv)\n"
-        "  report FOLDER -o PDF   the triage report of a run against its baseline as a PDF (--baseline, --run)\n"
-        "run 'fp8scope-cli COMMAND --help' for a command's options\n");
+    const QString usage = fp8scope::cli::cliUsage();
     if (args.size() < 2) {
         err << usage;
         return 2;
     }
     if (args[1] == QLatin1String("--help") || args[1] == QLatin1String("-h")) {
         QTextStream(stdout) << usage;
+        return 0;
+    }
+    if (args[1] == QLatin1String("--version")) {
+        QTextStream(stdout) << fp8scope::versionReport(QStringLiteral("fp8scope-cli"), fp8scope::cudaVersions());
         return 0;
     }
     const QString command = args.takeAt(1);
@@ -80,10 +73,6 @@ int main(int argc, char **argv)
         return fp8scope::cli::runDemo(args);
     if (command == QLatin1String("report"))
         return fp8scope::cli::runReport(args);
-    if (command == QLatin1String("--version")) {
-        QTextStream(stdout) << "fp8scope-cli " << QCoreApplication::applicationVersion() << '\n';
-        return 0;
-    }
     err << "fp8scope-cli: unknown command '" << command << "'\n" << usage;
     return 2;
 }

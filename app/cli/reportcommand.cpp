@@ -1,5 +1,6 @@
 #include "reportcommand.h"
 
+#include "app/common/commandline.h"
 #include "app/cudafactory.h"
 #include "clijob.h"
 #include "folderargs.h"
@@ -32,23 +33,12 @@ int runReport(const QStringList &args)
     QTextStream out(stdout);
     QTextStream err(stderr);
     QCommandLineParser parser;
-    const QCommandLineOption outputOpt(
-        {QStringLiteral("o"), QStringLiteral("output")}, QStringLiteral("the PDF to write"), QStringLiteral("file"));
-    const QCommandLineOption baselineOpt(
-        QStringLiteral("baseline"), QStringLiteral("the baseline run (with --run)"), QStringLiteral("run"));
-    const QCommandLineOption runOpt(QStringLiteral("run"),
-        QStringLiteral("the run to report on (with --baseline; default: the first run with a baseline)"),
-        QStringLiteral("run"));
-    const QCommandLineOption pageOpt(QStringLiteral("page-size"), QStringLiteral("A4 or Letter (default A4)"),
-        QStringLiteral("size"), QStringLiteral("A4"));
-    const QCommandLineOption backendOpt(QStringLiteral("backend"),
-        QStringLiteral("where the suspects' dumps are recomputed: auto, cpu or cuda (default auto)"),
-        QStringLiteral("backend"), QStringLiteral("auto"));
-    parser.addOptions({outputOpt, baselineOpt, runOpt, pageOpt, backendOpt});
-    if (const int rc = parseFolderArgs(parser, args,
-            QStringLiteral("Write the triage report of a run against its baseline as a PDF: what was compared, what "
-                           "was found and on what evidence, what to try next, the reviews, the method and every "
-                           "input file. Headless: the plots are painted without a display.")))
+    const QString outputOpt = QStringLiteral("o");
+    const QString baselineOpt = QStringLiteral("baseline");
+    const QString runOpt = QStringLiteral("run");
+    const QString pageOpt = QStringLiteral("page-size");
+    const QString backendOpt = QStringLiteral("backend");
+    if (const int rc = parseCommand(parser, *cliCommand(u"report"), args))
         return rc < 0 ? 0 : rc;
     if (!parser.isSet(outputOpt)) {
         err << "fp8scope-cli report: -o FILE.pdf is required\n";

@@ -1,5 +1,7 @@
 #include "statscommand.h"
 
+#include "app/common/commandline.h"
+
 #include "app/cudafactory.h"
 #include "clijob.h"
 #include "core/jobs/jobqueue.h"
@@ -127,50 +129,17 @@ int runStats(const QStringList &args)
     QTextStream out(stdout);
     QTextStream err(stderr);
     QCommandLineParser parser;
-    parser.setApplicationDescription(
-        QStringLiteral("FP8 metrics of one tensor from a dump (HDF5, safetensors, .npy)."));
-    parser.addHelpOption();
-    parser.addPositionalArgument(QStringLiteral("tensor"), QStringLiteral("FILE or FILE:DATASET"));
-    const QCommandLineOption recipeOpt(QStringLiteral("recipe"),
-        QStringLiteral("delayed[:margin=M,history=H,reduce=max|most_recent], current, "
-                       "current-pow2, mxfp8[-col][-ocp], block1x128, block128x128[-fp32], "
-                       "nvfp4, bf16 (default: current)"),
-        QStringLiteral("recipe"), QStringLiteral("current"));
-    const QCommandLineOption formatOpt(QStringLiteral("format"),
-        QStringLiteral("e4m3, e5m2, e4m3fnuz, e5m2fnuz, e2m1, bf16 (default: the recipe's)"), QStringLiteral("format"));
-    const QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("print JSON"));
-    const QCommandLineOption whatIfOpt(
-        QStringLiteral("what-if"), QStringLiteral("one row per recipe/format combination"));
-    const QCommandLineOption threadsOpt(QStringLiteral("threads"), QStringLiteral("CPU threads (default: all)"),
-        QStringLiteral("n"), QStringLiteral("0"));
-    const QCommandLineOption historyOpt(QStringLiteral("amax-history"),
-        QStringLiteral("comma-separated amax history for delayed scaling, newest first "
-                       "(default: the dump's amax_history attribute)"),
-        QStringLiteral("values"));
-    const QCommandLineOption listOpt(QStringLiteral("list"),
-        QStringLiteral("list the tensors in FILE (name, stored dtype, shape; tab-separated) and exit"));
-    const QCommandLineOption backendOpt(QStringLiteral("backend"),
-        QStringLiteral("auto (CUDA when a device answers, else CPU), cpu or cuda (default: auto)"),
-        QStringLiteral("backend"), QStringLiteral("auto"));
-    const QCommandLineOption scaleInvOpt(QStringLiteral("scale-inv"),
-        QStringLiteral("FP8 tensors: the decode scale their codes are multiplied by: auto (the scale_inv stored "
-                       "beside the tensor, if any), none (the codes' values), a number, or the name of a tensor in "
-                       "FILE holding one scale per tensor, row or block (default: auto)"),
-        QStringLiteral("scale"), QStringLiteral("auto"));
-    parser.addOptions(
-        {recipeOpt, formatOpt, jsonOpt, whatIfOpt, threadsOpt, historyOpt, listOpt, backendOpt, scaleInvOpt});
-    if (!parser.parse(args)) {
-        err << "fp8scope-cli stats: " << parser.errorText() << '\n';
-        return 2;
-    }
-    if (parser.isSet(QStringLiteral("help"))) {
-        out << parser.helpText();
-        return 0;
-    }
-    if (parser.positionalArguments().size() != 1) {
-        err << "fp8scope-cli stats: expected one FILE[:DATASET]\n";
-        return 2;
-    }
+    const QString recipeOpt = QStringLiteral("recipe");
+    const QString formatOpt = QStringLiteral("format");
+    const QString jsonOpt = QStringLiteral("json");
+    const QString whatIfOpt = QStringLiteral("what-if");
+    const QString threadsOpt = QStringLiteral("threads");
+    const QString historyOpt = QStringLiteral("amax-history");
+    const QString listOpt = QStringLiteral("list");
+    const QString backendOpt = QStringLiteral("backend");
+    const QString scaleInvOpt = QStringLiteral("scale-inv");
+    if (const int rc = parseCommand(parser, *cliCommand(u"stats"), args))
+        return rc < 0 ? 0 : rc;
     const QString spec = parser.positionalArguments().front();
     Problem problem;
     if (parser.isSet(listOpt)) {

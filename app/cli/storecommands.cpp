@@ -1,5 +1,6 @@
 #include "storecommands.h"
 
+#include "app/common/commandline.h"
 #include "clijob.h"
 #include "folderargs.h"
 
@@ -73,13 +74,9 @@ QString number(double v, bool exact = false)
 int runIngest(const QStringList &args)
 {
     QCommandLineParser parser;
-    const QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("print JSON"));
-    const QCommandLineOption rebuildOpt(QStringLiteral("rebuild"),
-        QStringLiteral("throw the store away and read every file again (a damaged store; the store is a cache of the "
-                       "run's files, recomputed metrics are recomputed on request; reviews of triage findings, "
-                       "which are not in the files, are carried over)"));
-    parser.addOptions({jsonOpt, rebuildOpt});
-    if (const int rc = parseFolderArgs(parser, args, QStringLiteral("Read a run folder into its store.")))
+    const QString jsonOpt = QStringLiteral("json");
+    const QString rebuildOpt = QStringLiteral("rebuild");
+    if (const int rc = parseCommand(parser, *cliCommand(u"ingest"), args))
         return rc < 0 ? 0 : rc;
     const QString folder = parser.positionalArguments().front();
     QTextStream out(stdout);
@@ -171,11 +168,8 @@ int runIngest(const QStringList &args)
 int runRuns(const QStringList &args)
 {
     QCommandLineParser parser;
-    const QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("print JSON"));
-    parser.addOption(jsonOpt);
-    if (const int rc = parseFolderArgs(parser, args,
-            QStringLiteral("List the runs of an ingested folder: precision, recipe, the baseline each is compared with "
-                           "and why, and the versions of the frameworks it recorded.")))
+    const QString jsonOpt = QStringLiteral("json");
+    if (const int rc = parseCommand(parser, *cliCommand(u"runs"), args))
         return rc < 0 ? 0 : rc;
     Catalog catalog;
     if (!openCatalog(catalog, parser.positionalArguments().front()))
@@ -217,26 +211,16 @@ int runRuns(const QStringList &args)
 int runSeries(const QStringList &args)
 {
     QCommandLineParser parser;
-    const QCommandLineOption runOpt(QStringLiteral("run"), QStringLiteral("run name"), QStringLiteral("run"));
-    const QCommandLineOption statOpt(
-        QStringLiteral("stat"), QStringLiteral("statistic, e.g. 'lm loss'"), QStringLiteral("stat"));
-    const QCommandLineOption layerOpt(QStringLiteral("layer"), QStringLiteral("layer name"), QStringLiteral("layer"));
-    const QCommandLineOption tensorOpt(
-        QStringLiteral("tensor"), QStringLiteral("tensor kind"), QStringLiteral("tensor"));
-    const QCommandLineOption sourceOpt(QStringLiteral("source"),
-        QStringLiteral("source (default: as the window chooses: logged before recomputed, then the most points)"),
-        QStringLiteral("source"));
-    const QCommandLineOption recipeOpt(QStringLiteral("recipe"),
-        QStringLiteral("for recomputed statistics, the recipe (default: the run's own)"), QStringLiteral("recipe"));
-    const QCommandLineOption samplesOpt(
-        QStringLiteral("samples"), QStringLiteral("the series logged against consumed samples ('... vs samples')"));
-    const QCommandLineOption bucketsOpt(QStringLiteral("buckets"),
-        QStringLiteral("at most N points (min/max per bucket)"), QStringLiteral("n"), QStringLiteral("0"));
-    const QCommandLineOption csvOpt(QStringLiteral("csv"), QStringLiteral("print CSV"));
-    parser.addOptions({runOpt, statOpt, layerOpt, tensorOpt, sourceOpt, recipeOpt, samplesOpt, bucketsOpt, csvOpt});
-    if (const int rc = parseFolderArgs(parser, args,
-            QStringLiteral("Print one series of a run. A run-level statistic may be named by any of its names "
-                           "('lm loss', 'train/loss', 'grad-norm'); without --layer and --tensor it is run level.")))
+    const QString runOpt = QStringLiteral("run");
+    const QString statOpt = QStringLiteral("stat");
+    const QString layerOpt = QStringLiteral("layer");
+    const QString tensorOpt = QStringLiteral("tensor");
+    const QString sourceOpt = QStringLiteral("source");
+    const QString recipeOpt = QStringLiteral("recipe");
+    const QString samplesOpt = QStringLiteral("samples");
+    const QString bucketsOpt = QStringLiteral("buckets");
+    const QString csvOpt = QStringLiteral("csv");
+    if (const int rc = parseCommand(parser, *cliCommand(u"series"), args))
         return rc < 0 ? 0 : rc;
     if (!parser.isSet(runOpt) || !parser.isSet(statOpt)) {
         QTextStream(stderr) << "fp8scope-cli series: --run and --stat are required\n";
@@ -315,20 +299,13 @@ int runSeries(const QStringList &args)
 int runHeatmap(const QStringList &args)
 {
     QCommandLineParser parser;
-    const QCommandLineOption runOpt(QStringLiteral("run"), QStringLiteral("run name"), QStringLiteral("run"));
-    const QCommandLineOption statOpt(
-        QStringLiteral("stat"), QStringLiteral("statistic, e.g. underflows%"), QStringLiteral("stat"));
-    const QCommandLineOption tensorOpt(
-        QStringLiteral("tensor"), QStringLiteral("tensor kind"), QStringLiteral("tensor"));
-    const QCommandLineOption csvOpt(QStringLiteral("csv"), QStringLiteral("print CSV"));
-    const QCommandLineOption recipeOpt(QStringLiteral("recipe"),
-        QStringLiteral("for recomputed statistics, the recipe (default: the run's, else the most layers')"),
-        QStringLiteral("recipe"));
-    const QCommandLineOption sourceOpt(QStringLiteral("source"),
-        QStringLiteral("source (default: logged before recomputed, then the one covering most layers)"),
-        QStringLiteral("source"));
-    parser.addOptions({runOpt, statOpt, tensorOpt, csvOpt, recipeOpt, sourceOpt});
-    if (const int rc = parseFolderArgs(parser, args, QStringLiteral("Print a layers x steps matrix of one statistic.")))
+    const QString runOpt = QStringLiteral("run");
+    const QString statOpt = QStringLiteral("stat");
+    const QString tensorOpt = QStringLiteral("tensor");
+    const QString csvOpt = QStringLiteral("csv");
+    const QString recipeOpt = QStringLiteral("recipe");
+    const QString sourceOpt = QStringLiteral("source");
+    if (const int rc = parseCommand(parser, *cliCommand(u"heatmap"), args))
         return rc < 0 ? 0 : rc;
     if (!parser.isSet(runOpt) || !parser.isSet(statOpt) || !parser.isSet(tensorOpt)) {
         QTextStream(stderr) << "fp8scope-cli heatmap: --run, --stat and --tensor are required\n";
@@ -385,15 +362,10 @@ int runHeatmap(const QStringList &args)
 int runRecompute(const QStringList &args)
 {
     QCommandLineParser parser;
-    const QCommandLineOption recipeOpt(QStringLiteral("recipe"),
-        QStringLiteral("recipe (repeatable; default: current); see `stats --help`"), QStringLiteral("recipe"));
-    const QCommandLineOption backendOpt(QStringLiteral("backend"), QStringLiteral("auto, cpu or cuda (default: auto)"),
-        QStringLiteral("backend"), QStringLiteral("auto"));
-    const QCommandLineOption threadsOpt(QStringLiteral("threads"), QStringLiteral("CPU threads (default: all)"),
-        QStringLiteral("n"), QStringLiteral("0"));
-    parser.addOptions({recipeOpt, backendOpt, threadsOpt});
-    if (const int rc
-        = parseFolderArgs(parser, args, QStringLiteral("Recompute FP8 metrics for every indexed tensor dump.")))
+    const QString recipeOpt = QStringLiteral("recipe");
+    const QString backendOpt = QStringLiteral("backend");
+    const QString threadsOpt = QStringLiteral("threads");
+    if (const int rc = parseCommand(parser, *cliCommand(u"recompute"), args))
         return rc < 0 ? 0 : rc;
     QTextStream out(stdout);
     QTextStream err(stderr);

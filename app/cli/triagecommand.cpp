@@ -1,5 +1,6 @@
 #include "triagecommand.h"
 
+#include "app/common/commandline.h"
 #include "folderargs.h"
 
 #include "core/analysis/triage.h"
@@ -62,16 +63,10 @@ QString csvNumber(double v)
 int runTriage(const QStringList &args)
 {
     QCommandLineParser parser;
-    const QCommandLineOption baselineOpt(
-        QStringLiteral("baseline"), QStringLiteral("the baseline run (with --run)"), QStringLiteral("run"));
-    const QCommandLineOption runOpt(
-        QStringLiteral("run"), QStringLiteral("the run to compare (with --baseline)"), QStringLiteral("run"));
-    const QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("print JSON"));
-    parser.addOptions({baselineOpt, runOpt, jsonOpt});
-    if (const int rc = parseFolderArgs(parser, args,
-            QStringLiteral("Compare every FP8 run with its baseline and say what went wrong: early divergence, mid-run "
-                           "instability, loss spikes or a downstream gap, with the evidence and what to try next "
-                           "(docs/TRIAGE.md).")))
+    const QString baselineOpt = QStringLiteral("baseline");
+    const QString runOpt = QStringLiteral("run");
+    const QString jsonOpt = QStringLiteral("json");
+    if (const int rc = parseCommand(parser, *cliCommand(u"triage"), args))
         return rc < 0 ? 0 : rc;
     QTextStream err(stderr);
     if (parser.isSet(baselineOpt) != parser.isSet(runOpt)) {
@@ -138,19 +133,12 @@ int runTriage(const QStringList &args)
 int runCompare(const QStringList &args)
 {
     QCommandLineParser parser;
-    const QCommandLineOption baselineOpt(QStringLiteral("baseline"),
-        QStringLiteral("the baseline run (default: the run's pairing)"), QStringLiteral("run"));
-    const QCommandLineOption runOpt(QStringLiteral("run"), QStringLiteral("the run to compare"), QStringLiteral("run"));
-    const QCommandLineOption statOpt(QStringLiteral("stat"),
-        QStringLiteral("the statistic, by its canonical or source name (default: lm loss)"), QStringLiteral("stat"),
-        QStringLiteral("lm loss"));
-    const QCommandLineOption csvOpt(QStringLiteral("csv"), QStringLiteral("print every aligned step as CSV"));
-    const QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("print JSON"));
-    parser.addOptions({baselineOpt, runOpt, statOpt, csvOpt, jsonOpt});
-    if (const int rc = parseFolderArgs(parser, args,
-            QStringLiteral("One statistic of a run against its baseline, aligned on step (or consumed samples when "
-                           "their batch sizes differ): both values, their difference, its running median, the edge "
-                           "it must stay above (tolerance + noise band) and the departure (docs/TRIAGE.md).")))
+    const QString baselineOpt = QStringLiteral("baseline");
+    const QString runOpt = QStringLiteral("run");
+    const QString statOpt = QStringLiteral("stat");
+    const QString csvOpt = QStringLiteral("csv");
+    const QString jsonOpt = QStringLiteral("json");
+    if (const int rc = parseCommand(parser, *cliCommand(u"compare"), args))
         return rc < 0 ? 0 : rc;
     QTextStream err(stderr);
     if (!parser.isSet(runOpt)) {

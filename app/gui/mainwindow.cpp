@@ -1,6 +1,9 @@
 #include "mainwindow.h"
 
+#include "aboutdialog.h"
+#include "app/common/version.h"
 #include "appsettings.h"
+#include "icons.h"
 #include "runsettingsdialog.h"
 #include "startpage.h"
 
@@ -295,6 +298,7 @@ void MainWindow::createMenus()
 {
     QMenu *file = menuBar()->addMenu(tr("&File"));
     QAction *open = file->addAction(tr("&Open Folder..."), this, &MainWindow::askOpenFolder);
+    open->setObjectName(QStringLiteral("openFolder"));
     open->setShortcut(QKeySequence::Open);
     QAction *add = file->addAction(tr("&Add Folder..."), this, [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Add a run folder to those open"));
@@ -353,21 +357,34 @@ void MainWindow::createMenus()
     QToolBar *bar = addToolBar(tr("Main"));
     bar->setObjectName(QStringLiteral("mainToolBar"));
     bar->setMovable(false);
-    bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    bar->setIconSize(QSize(20, 20));
     open->setIconText(tr("Open"));
+    open->setIcon(actionIcon(QStringLiteral("open-folder")));
     compare->setIconText(tr("Compare"));
+    compare->setIcon(actionIcon(QStringLiteral("compare")));
     triage->setIconText(tr("Triage"));
+    triage->setIcon(actionIcon(QStringLiteral("triage")));
+    report->setIconText(tr("Report"));
+    report->setIcon(actionIcon(QStringLiteral("report")));
     bar->addAction(open);
     bar->addAction(compare);
     bar->addAction(triage);
+    bar->addAction(report);
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
-    help->addAction(tr("&About fp8scope"), this, [this] {
-        QMessageBox::about(this, tr("About fp8scope"),
-            tr("<b>fp8scope</b> %1<br>An inspector for FP8 training runs.<br>GPL-3.0-or-later.")
-                .arg(QApplication::applicationVersion()));
-    });
+    QAction *about = help->addAction(tr("&About fp8scope"), this, &MainWindow::showAbout);
+    about->setObjectName(QStringLiteral("showAbout"));
+    about->setMenuRole(QAction::AboutRole);
     updateRecentMenu();
+}
+
+void MainWindow::showAbout()
+{
+    auto *dialog = new AboutDialog(componentVersions(m_cudaVersions), m_backendLabel->text(), this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setWindowIcon(applicationIcon());
+    dialog->open();
 }
 
 void MainWindow::createStatusBar()
@@ -597,12 +614,25 @@ void MainWindow::updateRecentMenu()
     m_startPage->setRecentFolders(recent);
 }
 
+QString MainWindow::folderToOpen(const QString &path)
+{
+    const QFileInfo info(path);
+    if (info.isDir())
+        return path;
+    if (info.isFile()
+        && (info.fileName() == QLatin1String("fp8scope.json")
+            || info.fileName() == QLatin1String("fp8scope-workspace.json")))
+        return info.absolutePath();
+    return {};
+}
+
 void MainWindow::openFolders(const QStringList &folders)
 {
     QStringList ok;
     for (const QString &f : folders) {
-        if (QFileInfo(f).isDir())
-            ok << f;
+        const QString folder = folderToOpen(f);
+        if (!folder.isEmpty())
+            ok << folder;
         else
             statusBar()->showMessage(tr("%1 is not a folder").arg(f), 10000);
     }
@@ -623,12 +653,13 @@ void MainWindow::addFolders(const QStringList &folders)
     QStringList all = m_workspace->folders();
     AppSettings s;
     for (const QString &f : folders) {
-        const QString abs = QFileInfo(f).absoluteFilePath();
-        if (!QFileInfo(f).isDir()) {
+        const QString folder = folderToOpen(f);
+        if (folder.isEmpty()) {
             statusBar()->showMessage(tr("%1 is not a folder").arg(f), 10000);
             continue;
         }
-        if (!all.contains(abs) && !all.contains(f)) {
+        const QString abs = QFileInfo(folder).absoluteFilePath();
+        if (!all.contains(abs) && !all.contains(folder)) {
             all << abs;
             s.addRecentFolder(abs);
         }
@@ -860,7 +891,7 @@ void MainWindow::closeEvent(QCloseEvent *event)
 void MainWindow::dragEnterEvent(QDragEnterEvent *event)
 {
     for (const QUrl &url : event->mimeData()->urls()) {
-        if (url.isLocalFile() && QFileInfo(url.toLocalFile()).isDir()) {
+        if (url.isLocalFile() && !folderToOpen(url.toLocalFile()).isEmpty()) {
             event->acceptProposedAction();
             return;
         }
@@ -871,8 +902,8 @@ void MainWindow::dropEvent(QDropEvent *event)
 {
     QStringList folders;
     for (const QUrl &url : event->mimeData()->urls()) {
-        if (url.isLocalFile() && QFileInfo(url.toLocalFile()).isDir())
-            folders << url.toLocalFile();
+        if (url.isLocalFile() && !folderToOpen(url.toLocalFile()).isEmpty())
+            folders << folderToOpen(url.toLocalFile());
     }
     if (!folders.isEmpty()) {
         event->acceptProposedAction();

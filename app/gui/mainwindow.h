@@ -4,6 +4,7 @@
 // job's progress and cancel button.
 #pragma once
 
+#include "core/about/libraryversions.h"
 #include "core/demo/demogenerator.h"
 #include "core/importers/manifestwriter.h"
 #include "core/numerics/backendselect.h"
@@ -45,7 +46,11 @@ public:
         BackendChoice backend = BackendChoice::Auto, CudaFactory cudaFactory = nullptr, QWidget *parent = nullptr);
     ~MainWindow() override;
 
+    // Opens folders; a path may also be a run's fp8scope.json or a workspace's fp8scope-workspace.json (as a file
+    // manager hands them over), which opens the folder it is in.
     void openFolders(const QStringList &folders);
+    // The folder a path opens: itself when a folder, the folder of a manifest; empty for anything else.
+    static QString folderToOpen(const QString &path);
     // Adds folders to those open (a second run folder beside the first), keeping the selection.
     void addFolders(const QStringList &folders);
     // Saves a run's settings into its folder's manifest and reads the folders again, keeping the selection;
@@ -78,6 +83,11 @@ public:
     QTableView *problemsTable() const { return m_problemsTable; }
     QTableView *runTable() const { return m_runTable; }
     QString backendStatus() const;
+    // What Help > About lists after the libraries: the CUDA runtime and driver, which only the executable that
+    // links the CUDA backend can ask (app/cudafactory.h).
+    void setCudaVersions(const QList<ComponentVersion> &versions) { m_cudaVersions = versions; }
+    // Help > About fp8scope, window-modal (not blocking).
+    void showAbout();
     // Shown while no folder is open, in place of the views.
     StartPage *startPage() const { return m_startPage; }
     bool isStartPageShown() const;
@@ -134,6 +144,7 @@ private:
     QTableView *m_problemsTable = nullptr;
     QMenu *m_recentMenu = nullptr;
     QLabel *m_backendLabel = nullptr;
+    QList<ComponentVersion> m_cudaVersions {{QStringLiteral("CUDA backend"), QStringLiteral("not linked")}};
     QProgressBar *m_progress = nullptr;
     QToolButton *m_cancel = nullptr;
     bool m_syncingTree = false;

@@ -4,7 +4,10 @@
 // all 0 as logged) and leaves no axes of what was drawn before; one name per run in every view; unticking
 // a run hides it everywhere; the samples axis leaves out runs without sample counts, and says so; settings
 // of a run made in the window survive a reopen; a second folder can be added.
+#include "app/common/version.h"
+#include "app/gui/aboutdialog.h"
 #include "app/gui/appsettings.h"
+#include "app/gui/icons.h"
 #include "app/gui/mainwindow.h"
 #include "app/gui/startpage.h"
 #include "guitest.h"
@@ -36,6 +39,7 @@
 #include <QStatusBar>
 #include <QStyleOptionComboBox>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QToolBar>
@@ -139,6 +143,9 @@ private Q_SLOTS:
     void skippedNanAndLossScaleCutsAreMarked();
     void exportsSayWhatTheyShow();
     void transformerEngineDumpsOpen();
+    void aboutListsVersionsAndCopiesThem();
+    void toolbarActionsHaveIcons();
+    void manifestPathsOpenTheirFolder();
 
 private:
     std::unique_ptr<MainWindow> newWindow(QSize size = QSize(1280, 720));
@@ -874,6 +881,95 @@ void TestWindow::transformerEngineDumpsOpen()
     QVERIFY2(w->histogram()->title().contains(qkv + QStringLiteral(" activation at step 20")),
         qPrintable(w->histogram()->title()));
     QCOMPARE(w->histogram()->metrics()->numel, qint64(16 * 64));
+}
+
+void TestWindow::aboutListsVersionsAndCopiesThem()
+{
+    auto w = newWindow();
+    QVERIFY(w);
+    w->setCudaVersions({{QStringLiteral("CUDA runtime"), QStringLiteral("13.0 (test)")}});
+    auto *about = w->findChild<QAction *>(QStringLiteral("showAbout"));
+    QVERIFY(about);
+    about->trigger();
+    auto *dialog = w->findChild<AboutDialog *>(QStringLiteral("aboutDialog"));
+    QVERIFY(dialog);
+    QVERIFY(QTest::qWaitForWindowExposed(dialog));
+    auto *title = dialog->findChild<QLabel *>(QStringLiteral("aboutTitle"));
+    QVERIFY(title && title->text().contains(QStringLiteral("fp8scope ") + fp8scopeVersion()));
+    if (!fp8scopeRevision().isEmpty())
+        QVERIFY(title->text().contains(fp8scopeRevision()));
+    auto *table = dialog->findChild<QTableWidget *>(QStringLiteral("aboutVersions"));
+    QVERIFY(table);
+    QMap<QString, QString> rows;
+    for (int r = 0; r < table->rowCount(); ++r)
+        rows.insert(table->item(r, 0)->text(), table->item(r, 1)->text());
+    for (const ComponentVersion &c : libraryVersions())
+        QCOMPARE(rows.value(c.component), c.version);
+    QVERIFY(rows.value(QStringLiteral("Qt")).startsWith(QString::fromLatin1(qVersion())));
+    QVERIFY(rows.contains(QStringLiteral("HDF5")) && rows.contains(QStringLiteral("SQLite")));
+    QVERIFY(rows.value(QStringLiteral("CPU kernels")).contains(QStringLiteral("Highway")));
+    QCOMPARE(rows.value(QStringLiteral("CUDA runtime")), QStringLiteral("13.0 (test)"));
+    QCOMPARE(rows.value(QStringLiteral("Compute backend")), w->backendStatus());
+    // Copy puts the same on the clipboard, for a bug report.
+    auto *copy = dialog->findChild<QPushButton *>(QStringLiteral("copyVersions"));
+    QVERIFY(copy);
+    QGuiApplication::clipboard()->clear();
+    copy->click();
+    const QString text = QGuiApplication::clipboard()->text();
+    QVERIFY2(text.startsWith(versionLine(QStringLiteral("fp8scope")) + QLatin1Char('\n')), qPrintable(text));
+    QVERIFY(text.contains(QStringLiteral("\nSQLite: ") + rows.value(QStringLiteral("SQLite")) + QLatin1Char('\n')));
+    QVERIFY(text.contains(QStringLiteral("\nCUDA runtime: 13.0 (test)\n")));
+    QCOMPARE(dialog->versionsText(), text);
+    dialog->close();
+}
+
+void TestWindow::toolbarActionsHaveIcons()
+{
+    // An icon that drew something: some pixel is not transparent.
+    const auto drawn = [](const QIcon &icon, int size) {
+        const QImage image = icon.pixmap(size, size).toImage();
+        for (int y = 0; y < image.height(); ++y)
+            for (int x = 0; x < image.width(); ++x)
+                if (qAlpha(image.pixel(x, y)) > 0)
+                    return true;
+        return false;
+    };
+    QVERIFY(drawn(applicationIcon(), 256));
+    QVERIFY(applicationIcon().availableSizes().contains(QSize(16, 16)));
+    QVERIFY(!drawn(actionIcon(QStringLiteral("no-such-icon")), 16));
+    auto w = newWindow();
+    QVERIFY(w);
+    auto *bar = w->findChild<QToolBar *>(QStringLiteral("mainToolBar"));
+    QVERIFY(bar);
+    QStringList names;
+    for (QAction *a : bar->actions()) {
+        names << a->objectName();
+        QVERIFY2(drawn(a->icon(), 20), qPrintable(a->objectName()));
+    }
+    QCOMPARE(names,
+        (QStringList {QStringLiteral("openFolder"), QStringLiteral("showComparison"), QStringLiteral("showTriage"),
+            QStringLiteral("exportReport")}));
+}
+
+void TestWindow::manifestPathsOpenTheirFolder()
+{
+    const QString run = m_tmp.filePath(QStringLiteral("manifested"));
+    QByteArray csv = "step,lm loss\n";
+    for (int s = 10; s <= 200; s += 10)
+        csv += QByteArray::number(s) + ',' + QByteArray::number(10.0 - s / 100.0) + '\n';
+    QVERIFY(writeFile(run + QStringLiteral("/wandb_export.csv"), csv));
+    QVERIFY(writeFile(run + QStringLiteral("/fp8scope.json"), R"({"precision": "bf16"})"));
+    QVERIFY(writeFile(run + QStringLiteral("/notes.json"), "{}"));
+    QCOMPARE(MainWindow::folderToOpen(run), run);
+    QCOMPARE(MainWindow::folderToOpen(run + QStringLiteral("/fp8scope.json")), QFileInfo(run).absoluteFilePath());
+    QVERIFY(MainWindow::folderToOpen(run + QStringLiteral("/notes.json")).isEmpty());
+    QVERIFY(MainWindow::folderToOpen(run + QStringLiteral("/fp8scope-workspace.json")).isEmpty()); // not there
+    // As a file manager hands it over: the manifest's path opens its folder.
+    auto w = newWindow();
+    QVERIFY(w);
+    openAndWait(w.get(), {run + QStringLiteral("/fp8scope.json")});
+    QCOMPARE(w->workspace()->folders(), QStringList {QFileInfo(run).absoluteFilePath()});
+    QCOMPARE(w->workspace()->runCount(), 1);
 }
 
 QTEST_MAIN(TestWindow)
