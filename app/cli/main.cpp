@@ -9,6 +9,7 @@
 #include "statscommand.h"
 #include "storecommands.h"
 #include "triagecommand.h"
+#include "watchcommand.h"
 
 #include <QCoreApplication>
 #include <QTextStream>
@@ -67,6 +68,8 @@ int main(int argc, char **argv)
         return fp8scope::cli::runRecompute(args);
     if (command == QLatin1String("triage"))
         return fp8scope::cli::runTriage(args);
+    if (command == QLatin1String("watch"))
+        return fp8scope::cli::runWatch(args);
     if (command == QLatin1String("compare"))
         return fp8scope::cli::runCompare(args);
     if (command == QLatin1String("demo"))

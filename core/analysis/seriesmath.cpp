@@ -517,7 +517,12 @@ Onset findOnset(const StepSeries &in, Direction direction, const OnsetOptions &o
     };
     // Sustained: at least 5 % of the points (and the smoothing's half-width) from the onset on.
     const size_t n = s.size();
-    const size_t minRun = std::max({size_t(3), size_t(h), (n + 19) / 20});
+    size_t minRun = std::max({size_t(3), size_t(h), (n + 19) / 20});
+    if (o.plannedSteps > s.steps.back() && n >= 2 && s.steps.back() > s.steps.front()) {
+        const double interval = double(s.steps.back() - s.steps.front()) / double(n - 1);
+        const double plannedPoints = double(n) + double(o.plannedSteps - s.steps.back()) / interval;
+        minRun = std::max(minRun, size_t(std::ceil(plannedPoints / 20.0)));
+    }
     // Most series of a run have no onset, and the last fifth of the points tells so without smoothing the rest:
     // an onset at a with L = n - a points after it has at least stayFraction L of them beyond the threshold,
     // so the last t points hold at least t - (1 - stayFraction) n of them (onset before them) or

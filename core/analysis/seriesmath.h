@@ -125,6 +125,10 @@ struct OnsetOptions {
     double absolute = 0.0; // ... and beyond this (the statistic's resolution; 1e-4 for the TE log format)
     double stayFraction = 0.9; // sustained: this share of the points from the onset on
     int minPoints = 8;
+    // A run still being written: the steps it is planned to reach. A change must then last as many points as it
+    // would have to on the complete run (5 % of its points), not 5 % of those written so far, so that a
+    // short excursion early in a run is not taken for an onset it would not be on the whole. 0: complete data.
+    int64_t plannedSteps = 0;
 };
 
 struct Onset {

@@ -22,12 +22,13 @@ QString optionsText(const TriageOptions &o)
     const SpikeOptions &s = o.spikes;
     const OnsetOptions &n = o.onset;
     return QStringList {number(d.relativeTolerance), number(d.absoluteTolerance), number(d.noiseSigmas),
-        number(d.stayFraction), number(d.minPoints), number(g.relativeTolerance), number(g.absoluteTolerance),
-        number(g.noiseSigmas), number(g.stayFraction), number(g.minPoints), number(s.sigmas), number(s.relative),
-        number(s.halfWidth), number(s.recoverSigmas), number(n.earlyFraction), number(n.sigmas), number(n.relative),
-        number(n.absolute), number(n.stayFraction), number(n.minPoints), number(o.earlyFraction), number(o.evalSigmas),
-        number(o.spikeAlpha), number(double(o.minSpikes))}
-        .join(QLatin1Char(','));
+               number(d.stayFraction), number(d.minPoints), number(g.relativeTolerance), number(g.absoluteTolerance),
+               number(g.noiseSigmas), number(g.stayFraction), number(g.minPoints), number(s.sigmas), number(s.relative),
+               number(s.halfWidth), number(s.recoverSigmas), number(n.earlyFraction), number(n.sigmas),
+               number(n.relative), number(n.absolute), number(n.stayFraction), number(n.minPoints),
+               number(o.earlyFraction), number(o.evalSigmas), number(o.spikeAlpha), number(double(o.minSpikes))}
+               .join(QLatin1Char(','))
+        + (o.live ? QStringLiteral(",live") : QString());
 }
 
 Severity severityNamed(const QString &name)

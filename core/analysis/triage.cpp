@@ -760,13 +760,16 @@ Comparison compareRuns(
 
     // Layer signals: what moved first.
     std::set<QString> truncated;
-    const std::vector<Signal> signals = layerSignals(catalog, run, options.onset, &truncated);
+    OnsetOptions onset = options.onset;
+    if (options.live)
+        onset.plannedSteps = c.plannedSteps;
+    const std::vector<Signal> signals = layerSignals(catalog, run, onset, &truncated);
     QStringList suspects;
     for (size_t i = 0; i < signals.size() && i < 12; ++i) {
         const Signal &s = signals[i];
         Finding f;
         f.kind = QStringLiteral("layer-signal");
-        const bool beforeDeparture = c.departure && *s.onset.step <= *c.departure;
+        const bool beforeDeparture = c.departure ? *s.onset.step <= *c.departure : options.live;
         f.severity = beforeDeparture && i == 0 ? Severity::Critical
             : beforeDeparture                  ? Severity::Warning
                                                : Severity::Info;
@@ -774,7 +777,8 @@ Comparison compareRuns(
         f.tensor = s.series.tensor;
         f.stat = s.series.stat;
         f.step = s.onset.step;
-        const QString when = !c.departure ? QStringLiteral("(the loss does not depart)")
+        const QString when = !c.departure ? (options.live ? QStringLiteral("while the loss has not departed (yet)")
+                                                          : QStringLiteral("(the loss does not depart)"))
             : beforeDeparture
             ? QStringLiteral("%1 steps before the loss departs").arg(*c.departure - *s.onset.step)
             : QStringLiteral("%1 steps after the loss departs: a consequence").arg(*s.onset.step - *c.departure);

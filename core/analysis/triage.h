@@ -47,6 +47,10 @@ struct TriageOptions {
     double evalSigmas = 3.0; // an eval gap counts beyond this many combined standard errors
     double spikeAlpha = 0.05; // the run's own spikes outnumber the baseline's at this one-sided significance
     size_t minSpikes = 3; // ... and number at least this many
+    // The run is still being written (fp8scope-cli watch): a layer signal while the loss has not departed
+    // (yet) is an early warning, weighed as one before a departure, rather than a signal the loss never
+    // followed.
+    bool live = false;
 };
 
 struct Comparison {

@@ -1,0 +1,139 @@
+#include "watchcommand.h"
+
+#include "app/common/commandline.h"
+#include "core/analysis/triage.h"
+#include "core/query/catalog.h"
+
+#include <QDateTime>
+#include <QElapsedTimer>
+#include <QHash>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTextStream>
+#include <QThread>
+
+#include <atomic>
+#include <cmath>
+#include <csignal>
+
+namespace fp8scope::cli {
+
+using namespace fp8scope::analysis;
+
+namespace {
+
+std::atomic<int> g_stopSignal {0};
+
+extern "C" void onStopSignal(int signal)
+{
+    g_stopSignal.store(signal);
+}
+
+QString nameOf(const Catalog &catalog, RunRef ref)
+{
+    const auto r = catalog.run(ref);
+    return r ? r->name : QString();
+}
+
+int rank(Severity s)
+{
+    return s == Severity::Critical ? 2 : s == Severity::Warning ? 1 : 0;
+}
+
+} // namespace
+
+int runWatch(const QStringList &args)
+{
+    QCommandLineParser parser;
+    if (const int rc = parseCommand(parser, *cliCommand(u"watch"), args))
+        return rc < 0 ? 0 : rc;
+    QTextStream out(stdout);
+    QTextStream err(stderr);
+    if (parser.isSet(QStringLiteral("baseline")) != parser.isSet(QStringLiteral("run"))) {
+        err << "fp8scope-cli watch: --baseline and --run go together\n";
+        return 2;
+    }
+    bool ok = false;
+    const double interval = parser.value(QStringLiteral("interval")).toDouble(&ok);
+    if (!ok || !std::isfinite(interval) || interval < 0.05 || interval > 3600) {
+        err << "fp8scope-cli watch: --interval is a number of seconds from 0.05 to 3600\n";
+        return 2;
+    }
+    int failOn = 3; // never
+    if (parser.isSet(QStringLiteral("fail-on"))) {
+        const QString v = parser.value(QStringLiteral("fail-on"));
+        if (v != QLatin1String("warning") && v != QLatin1String("critical")) {
+            err << "fp8scope-cli watch: --fail-on is warning or critical\n";
+            return 2;
+        }
+        failOn = v == QLatin1String("warning") ? 1 : 2;
+    }
+    const bool json = parser.isSet(QStringLiteral("json"));
+    Catalog catalog;
+    QString error;
+    if (!catalog.open(parser.positionalArguments().front(), &error)) {
+        err << "fp8scope-cli: " << error << '\n';
+        return 1;
+    }
+    g_stopSignal.store(0);
+    std::signal(SIGINT, onStopSignal);
+    std::signal(SIGTERM, onStopSignal);
+
+    // What was printed: a finding's identity within its pair, and the severity it was printed at. It holds one
+    // entry a distinct finding, however long the watch runs.
+    QHash<QString, int> printed;
+    const TriageOptions options {.live = true};
+    QElapsedTimer clock;
+    while (g_stopSignal.load() == 0) {
+        clock.start();
+        const IngestReport ingested = catalog.storeOf(catalog.stores().front().serial)->ingest();
+        for (const QString &e : ingested.errors)
+            err << "fp8scope-cli: " << e << '\n';
+        const bool changed = ingested.filesRead > 0 || ingested.filesResumed > 0 || ingested.filesDeleted > 0
+            || ingested.pointsWritten > 0 || printed.isEmpty();
+        if (changed) {
+            catalog.refresh();
+            std::vector<Comparison> comparisons;
+            if (parser.isSet(QStringLiteral("run"))) {
+                const auto baseline = catalog.findRun(parser.value(QStringLiteral("baseline")));
+                const auto run = catalog.findRun(parser.value(QStringLiteral("run")));
+                if (baseline && run)
+                    comparisons.push_back(compareRuns(catalog, baseline->ref, run->ref, options));
+            } else {
+                comparisons = triage(catalog, options).comparisons;
+            }
+            for (const Comparison &c : comparisons) {
+                const QString runName = nameOf(catalog, c.run);
+                const QString baseName = nameOf(catalog, c.baseline);
+                for (const Finding &f : c.findings) {
+                    const QString key = runName + QLatin1Char('\n') + baseName + QLatin1Char('\n') + findingIdentity(f);
+                    const auto it = printed.constFind(key);
+                    if (it != printed.constEnd() && *it >= rank(f.severity))
+                        continue;
+                    printed.insert(key, rank(f.severity));
+                    if (json) {
+                        QJsonObject o = findingJson(f);
+                        o.insert(QStringLiteral("run"), runName);
+                        o.insert(QStringLiteral("baseline"), baseName);
+                        o.insert(QStringLiteral("time"), QDateTime::currentDateTimeUtc().toString(Qt::ISODate));
+                        out << QJsonDocument(o).toJson(QJsonDocument::Compact) << '\n';
+                    } else {
+                        out << runName << " against " << baseName << ": " << severityName(f.severity) << " " << f.kind
+                            << (f.layer.isEmpty() ? QString() : QStringLiteral(" ") + f.layer) << ": " << f.summary
+                            << '\n';
+                    }
+                    out.flush();
+                    if (rank(f.severity) >= failOn)
+                        return 3;
+                }
+            }
+        }
+        // Sleep out the interval in small steps, so that a signal ends the watch promptly.
+        while (g_stopSignal.load() == 0 && clock.elapsed() < qint64(interval * 1000))
+            QThread::msleep(50);
+    }
+    err << "fp8scope-cli watch: stopped\n";
+    return 0;
+}
+
+} // namespace fp8scope::cli

@@ -1,0 +1,296 @@
+// fp8scope-cli watch against a run that is still being written: a writer replays a scenario's FP8 run line by
+// line, step by step (the baseline, a finished run, is there from the start), while the watcher follows the
+// folder. On a mid-run instability it must exit 3 on the critical layer signal before the writer reaches the
+// departure, naming the planted layer at the onset the engine finds on the complete data; on a healthy pair it
+// must raise nothing critical and stop cleanly on SIGTERM.
+#include "core/analysis/triage.h"
+#include "core/demo/scenarios.h"
+#include "core/query/catalog.h"
+#include "testmain.h"
+
+#include <QDir>
+#include <QDirIterator>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <atomic>
+#include <csignal>
+#include <thread>
+
+using namespace fp8scope;
+
+namespace {
+
+// Replays `from` into `to`: the baseline folder whole, the run's other files at once, its logs in step order,
+// `stepsPerTick` steps every `tickMs` (both logs of a step are written before the next step's).
+class Writer
+{
+public:
+    Writer(const QString &from, const QString &to, const ScenarioPlan &plan, int stepsPerTick, int tickMs)
+        : m_from(from)
+        , m_to(to)
+        , m_plan(plan)
+        , m_stepsPerTick(stepsPerTick)
+        , m_tickMs(tickMs)
+    {
+    }
+    ~Writer() { stop(); }
+
+    bool start(QString *error)
+    {
+        if (!copyTree(m_from + QLatin1Char('/') + m_plan.baseline, m_to + QLatin1Char('/') + m_plan.baseline)) {
+            *error = QStringLiteral("cannot copy the baseline");
+            return false;
+        }
+        const QString run = m_from + QLatin1Char('/') + m_plan.run;
+        QDirIterator it(run, QDir::Files, QDirIterator::Subdirectories);
+        while (it.hasNext()) {
+            const QString path = it.next();
+            const QString rel = QDir(m_from).relativeFilePath(path);
+            const QString target = m_to + QLatin1Char('/') + rel;
+            QDir().mkpath(QFileInfo(target).absolutePath());
+            if (path.endsWith(QLatin1String(".log")) || path.endsWith(QLatin1String(".out"))) {
+                QFile f(path);
+                if (!f.open(QIODevice::ReadOnly)) {
+                    *error = path;
+                    return false;
+                }
+                m_logs.push_back({target, f.readAll().split('\n'), 0});
+            } else if (!QFile::copy(path, target)) {
+                *error = QStringLiteral("cannot copy ") + rel;
+                return false;
+            }
+        }
+        m_thread = std::thread([this] { loop(); });
+        return true;
+    }
+
+    void stop()
+    {
+        m_stop = true;
+        if (m_thread.joinable())
+            m_thread.join();
+    }
+
+    int64_t step() const { return m_step.load(); }
+    bool done() const { return m_done.load(); }
+
+private:
+    struct Log {
+        QString path;
+        QList<QByteArray> lines;
+        qsizetype next;
+    };
+
+    static bool copyTree(const QString &from, const QString &to)
+    {
+        QDirIterator it(from, QDir::Files, QDirIterator::Subdirectories);
+        while (it.hasNext()) {
+            const QString path = it.next();
+            const QString target = to + QLatin1Char('/') + QDir(from).relativeFilePath(path);
+            QDir().mkpath(QFileInfo(target).absolutePath());
+            if (!QFile::copy(path, target))
+                return false;
+        }
+        return true;
+    }
+
+    void loop()
+    {
+        // Megatron's " iteration 120/ 5000 |" and Transformer Engine's "iteration=000120".
+        static const QRegularExpression iteration(QStringLiteral("iteration[ =]*0*(\\d+)"));
+        int64_t step = 0;
+        bool more = true;
+        while (more && !m_stop) {
+            step += m_stepsPerTick;
+            more = false;
+            for (Log &log : m_logs) {
+                QFile f(log.path);
+                if (!f.open(QIODevice::Append))
+                    return;
+                while (log.next < log.lines.size()) {
+                    const QByteArray &line = log.lines[log.next];
+                    const QRegularExpressionMatch m = iteration.match(QString::fromLatin1(line));
+                    if (m.hasMatch() && m.captured(1).toLongLong() > step)
+                        break;
+                    if (log.next + 1 < log.lines.size() || !line.isEmpty())
+                        f.write(line + '\n');
+                    ++log.next;
+                }
+                more = more || log.next < log.lines.size();
+            }
+            m_step = step;
+            std::this_thread::sleep_for(std::chrono::milliseconds(m_tickMs));
+        }
+        m_done = true;
+    }
+
+    QString m_from, m_to;
+    ScenarioPlan m_plan;
+    int m_stepsPerTick, m_tickMs;
+    std::vector<Log> m_logs;
+    std::thread m_thread;
+    std::atomic<bool> m_stop {false};
+    std::atomic<bool> m_done {false};
+    std::atomic<int64_t> m_step {0};
+};
+
+QString cli()
+{
+    return qEnvironmentVariable("FP8SCOPE_CLI");
+}
+
+// The first layer signal of the complete data's triage (its onset step), the engine's reference.
+std::optional<int64_t> completeOnset(const QString &folder, const QString &layer)
+{
+    Catalog catalog;
+    QString error;
+    if (!catalog.open(folder, &error))
+        return std::nullopt;
+    catalog.storeOf(catalog.stores().front().serial)->ingest();
+    catalog.refresh();
+    for (const analysis::Comparison &c : analysis::triage(catalog).comparisons) {
+        for (const analysis::Finding &f : c.findings) {
+            if (f.kind == QLatin1String("layer-signal") && f.layer == layer)
+                return f.step;
+        }
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
+class TestWatch : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase() { QVERIFY2(QFileInfo(cli()).isExecutable(), "FP8SCOPE_CLI names no executable"); }
+
+    void warnsBeforeTheDeparture_data()
+    {
+        QTest::addColumn<quint64>("seed");
+        QTest::newRow("seed 2") << quint64(2);
+        QTest::newRow("seed 5") << quint64(5);
+    }
+
+    void warnsBeforeTheDeparture()
+    {
+        QFETCH(quint64, seed);
+        QTemporaryDir tmp;
+        const QString scenario = tmp.filePath(QStringLiteral("scenario"));
+        ScenarioPlan plan;
+        QString error;
+        QVERIFY2(generateScenario(scenario, Scenario::MidRunInstability, seed, &plan, &error), qPrintable(error));
+        QVERIFY(plan.departureStep && !plan.layer.isEmpty() && plan.onsetStep);
+        const std::optional<int64_t> reference = completeOnset(scenario, plan.layer);
+        QVERIFY2(reference, "the engine finds no layer signal on the complete data");
+        const QString live = tmp.filePath(QStringLiteral("live"));
+        // About 100 steps a second: a 5000-step run in 50 s (a real one writes a step every second or so; the
+        // watcher's latency, an ingest and a triage, is a fraction of a second).
+        Writer writer(scenario, live, plan, 5, 50);
+        QVERIFY2(writer.start(&error), qPrintable(error));
+        QProcess watch;
+        watch.start(cli(),
+            {QStringLiteral("watch"), live, QStringLiteral("--interval"), QStringLiteral("0.25"),
+                QStringLiteral("--json"), QStringLiteral("--fail-on"), QStringLiteral("critical")});
+        QVERIFY(watch.waitForStarted());
+        QVERIFY2(watch.waitForFinished(120000), "the watcher did not stop on the planted instability");
+        const int64_t writtenTo = writer.step();
+        writer.stop();
+        const QString out = QString::fromUtf8(watch.readAllStandardOutput());
+        QCOMPARE(watch.exitCode(), 3);
+        // One JSON object a line; the last is the critical layer signal of the planted layer.
+        const QStringList lines = out.split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+        QVERIFY(!lines.isEmpty());
+        for (const QString &l : lines)
+            QVERIFY2(QJsonDocument::fromJson(l.toUtf8()).isObject(), qPrintable(l));
+        const QJsonObject last = QJsonDocument::fromJson(lines.back().toUtf8()).object();
+        QCOMPARE(last.value(QStringLiteral("kind")).toString(), QStringLiteral("layer-signal"));
+        QCOMPARE(last.value(QStringLiteral("severity")).toString(), QStringLiteral("critical"));
+        QCOMPARE(last.value(QStringLiteral("layer")).toString(), plan.layer);
+        QCOMPARE(last.value(QStringLiteral("run")).toString(), plan.run);
+        qInfo("seed %llu: onset %lld (complete data %lld), departure %lld, the watcher stopped with the writer at %lld",
+            seed, (long long)last.value(QStringLiteral("step")).toDouble(), (long long)*reference,
+            (long long)*plan.departureStep, (long long)writtenTo);
+        QVERIFY2(writtenTo < *plan.departureStep,
+            qPrintable(QStringLiteral("stopped with the writer at step %1, the departure is at %2")
+                           .arg(writtenTo)
+                           .arg(*plan.departureStep)));
+        // Its onset is the one the engine finds on the complete data, within a tenth of the planted lead.
+        const int64_t onset = int64_t(last.value(QStringLiteral("step")).toDouble());
+        const int64_t plantedLead = *plan.departureStep - *plan.onsetStep;
+        QVERIFY2(std::abs(onset - *reference) <= plantedLead / 10,
+            qPrintable(QStringLiteral("live onset %1, complete %2, planted lead %3")
+                           .arg(onset)
+                           .arg(*reference)
+                           .arg(plantedLead)));
+        // Each finding was printed once.
+        QSet<QString> seen;
+        for (const QString &l : lines) {
+            const QJsonObject o = QJsonDocument::fromJson(l.toUtf8()).object();
+            const QString key = o.value(QStringLiteral("kind")).toString() + o.value(QStringLiteral("layer")).toString()
+                + o.value(QStringLiteral("tensor")).toString() + o.value(QStringLiteral("stat")).toString()
+                + o.value(QStringLiteral("key")).toString() + o.value(QStringLiteral("severity")).toString();
+            QVERIFY2(!seen.contains(key), qPrintable(l));
+            seen.insert(key);
+        }
+    }
+
+    void healthyRunRaisesNothingCritical()
+    {
+        QTemporaryDir tmp;
+        const QString scenario = tmp.filePath(QStringLiteral("scenario"));
+        ScenarioPlan plan;
+        QString error;
+        QVERIFY2(generateScenario(scenario, Scenario::None, 2, &plan, &error), qPrintable(error));
+        const QString live = tmp.filePath(QStringLiteral("live"));
+        Writer writer(scenario, live, plan, 40, 50);
+        QVERIFY2(writer.start(&error), qPrintable(error));
+        QProcess watch;
+        watch.start(cli(),
+            {QStringLiteral("watch"), live, QStringLiteral("--interval"), QStringLiteral("0.25"),
+                QStringLiteral("--fail-on"), QStringLiteral("critical")});
+        QVERIFY(watch.waitForStarted());
+        // It runs as long as the run is written, and after.
+        QTRY_VERIFY_WITH_TIMEOUT(writer.done() || watch.state() != QProcess::Running, 120000);
+        QVERIFY2(watch.state() == QProcess::Running,
+            qPrintable(QStringLiteral("exit %1 at step %2: ").arg(watch.exitCode()).arg(writer.step())
+                + QString::fromUtf8(watch.readAllStandardOutput()) + QString::fromUtf8(watch.readAllStandardError())));
+        QVERIFY2(!watch.waitForFinished(1500),
+            qPrintable(QStringLiteral("exit %1: ").arg(watch.exitCode()) + QString::fromUtf8(watch.readAll())
+                + QString::fromUtf8(watch.readAllStandardError())));
+        ::kill(pid_t(watch.processId()), SIGTERM);
+        QVERIFY(watch.waitForFinished(10000));
+        QCOMPARE(watch.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(watch.exitCode(), 0);
+        const QString out = QString::fromUtf8(watch.readAllStandardOutput());
+        QVERIFY2(!out.contains(QStringLiteral(": critical ")), qPrintable(out));
+        QVERIFY2(!out.contains(QStringLiteral("layer-signal")), qPrintable(out));
+        QVERIFY(QString::fromUtf8(watch.readAllStandardError()).contains(QStringLiteral("stopped")));
+    }
+
+    void usageErrors()
+    {
+        QProcess p;
+        p.start(
+            cli(), {QStringLiteral("watch"), QStringLiteral("."), QStringLiteral("--interval"), QStringLiteral("0")});
+        QVERIFY(p.waitForFinished());
+        QCOMPARE(p.exitCode(), 2);
+        p.start(
+            cli(), {QStringLiteral("watch"), QStringLiteral("."), QStringLiteral("--fail-on"), QStringLiteral("info")});
+        QVERIFY(p.waitForFinished());
+        QCOMPARE(p.exitCode(), 2);
+        p.start(cli(), {QStringLiteral("watch"), QStringLiteral("."), QStringLiteral("--run"), QStringLiteral("x")});
+        QVERIFY(p.waitForFinished());
+        QCOMPARE(p.exitCode(), 2);
+    }
+};
+
+FP8SCOPE_TEST_GUILESS_MAIN(TestWatch)
+#include "tst_watch.moc"
