@@ -84,21 +84,31 @@ int runWatch(const QStringList &args)
     QHash<QString, int> printed;
     const TriageOptions options {.live = true};
     QElapsedTimer clock;
+    bool first = true;
+    bool saidMissing = false;
     while (g_stopSignal.load() == 0) {
         clock.start();
         const IngestReport ingested = catalog.storeOf(catalog.stores().front().serial)->ingest();
         for (const QString &e : ingested.errors)
             err << "fp8scope-cli: " << e << '\n';
         const bool changed = ingested.filesRead > 0 || ingested.filesResumed > 0 || ingested.filesDeleted > 0
-            || ingested.pointsWritten > 0 || printed.isEmpty();
+            || ingested.pointsWritten > 0 || first;
+        first = false;
         if (changed) {
             catalog.refresh();
             std::vector<Comparison> comparisons;
             if (parser.isSet(QStringLiteral("run"))) {
                 const auto baseline = catalog.findRun(parser.value(QStringLiteral("baseline")));
                 const auto run = catalog.findRun(parser.value(QStringLiteral("run")));
-                if (baseline && run)
+                if (baseline && run) {
                     comparisons.push_back(compareRuns(catalog, baseline->ref, run->ref, options));
+                } else if (!saidMissing) {
+                    // Not an error: the run may not have written its first line yet.
+                    err << "fp8scope-cli watch: no run '"
+                        << (baseline ? parser.value(QStringLiteral("run")) : parser.value(QStringLiteral("baseline")))
+                        << "' yet; waiting for it\n";
+                    saidMissing = true;
+                }
             } else {
                 comparisons = triage(catalog, options).comparisons;
             }
