@@ -21,4 +21,10 @@ bool openAndIngest(const QString &folder, Catalog *catalog, QTextStream &err)
     return true;
 }
 
+QString nameOf(const Catalog &catalog, RunRef ref)
+{
+    const auto r = catalog.run(ref);
+    return r ? r->name : QString();
+}
+
 } // namespace fp8scope::cli

@@ -19,12 +19,6 @@ using namespace analysis;
 
 namespace {
 
-QString nameOf(const Catalog &catalog, RunRef ref)
-{
-    const auto r = catalog.run(ref);
-    return r ? r->name : QString();
-}
-
 QJsonValue step(const std::optional<int64_t> &s)
 {
     return s ? QJsonValue(double(*s)) : QJsonValue(QJsonValue::Null);

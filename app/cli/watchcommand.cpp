@@ -3,6 +3,7 @@
 #include "app/common/commandline.h"
 #include "core/analysis/triage.h"
 #include "core/query/catalog.h"
+#include "folderargs.h"
 
 #include <QDateTime>
 #include <QElapsedTimer>
@@ -27,12 +28,6 @@ std::atomic<int> g_stopSignal {0};
 extern "C" void onStopSignal(int signal)
 {
     g_stopSignal.store(signal);
-}
-
-QString nameOf(const Catalog &catalog, RunRef ref)
-{
-    const auto r = catalog.run(ref);
-    return r ? r->name : QString();
 }
 
 int rank(Severity s)
