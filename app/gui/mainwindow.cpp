@@ -18,6 +18,8 @@
 #include "views/models/statstablemodel.h"
 #include "views/models/tableexport.h"
 #include "views/report/reportrenderer.h"
+#include "views/triage/findingnotice.h"
+#include "views/triage/livetriage.h"
 #include "views/triage/triagewizard.h"
 #include "views/workspace/pairpickers.h"
 #include "views/workspace/selection.h"
@@ -48,6 +50,7 @@
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QStyle>
+#include <QSystemTrayIcon>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTimer>
@@ -150,7 +153,18 @@ void MainWindow::createViews()
     m_central = new QStackedWidget(this);
     m_central->addWidget(m_viewTabs);
     m_central->addWidget(m_startPage);
-    setCentralWidget(m_central);
+    // The live triage's notices sit above the views, where they are seen without taking the focus.
+    m_notice = new FindingNotice(this);
+    auto *middle = new QWidget(this);
+    auto *middleLayout = new QVBoxLayout(middle);
+    middleLayout->setContentsMargins(0, 0, 0, 0);
+    middleLayout->setSpacing(0);
+    middleLayout->addWidget(m_notice);
+    middleLayout->addWidget(m_central, 1);
+    setCentralWidget(middle);
+    m_live = new LiveTriage(m_workspace, this);
+    connect(m_live, &LiveTriage::noticed, this, &MainWindow::tell);
+    connect(m_notice, &FindingNotice::openRequested, this, &MainWindow::openNotice);
     connect(m_startPage, &StartPage::openFolderRequested, this, &MainWindow::askOpenFolder);
     connect(m_startPage, &StartPage::openRecentRequested, this, [this](const QString &f) { openFolders({f}); });
     connect(m_startPage, &StartPage::demoRequested, this, [this] { openDemo(); });
@@ -423,9 +437,23 @@ void MainWindow::createStatusBar()
         m_progress->show();
         m_cancel->show();
     });
+    // A job shown only once it has run a moment: the follow ingest of a folder being written runs a few times a
+    // second for a few milliseconds, and a bar flashing at that pace says nothing.
+    m_busyDelay = new QTimer(this);
+    m_busyDelay->setSingleShot(true);
+    m_busyDelay->setInterval(300);
+    connect(m_busyDelay, &QTimer::timeout, this, [this] {
+        m_progress->show();
+        m_cancel->show();
+    });
     connect(jobs, &JobQueue::busyChanged, this, [this](bool busy) {
-        m_progress->setVisible(busy);
-        m_cancel->setVisible(busy);
+        if (busy) {
+            m_busyDelay->start();
+            return;
+        }
+        m_busyDelay->stop();
+        m_progress->hide();
+        m_cancel->hide();
     });
 }
 
@@ -484,6 +512,42 @@ void MainWindow::showTriage(RunRef baseline, RunRef run)
     m_triage->show();
     m_triage->raise();
     m_triage->activateWindow();
+}
+
+void MainWindow::tell(int notice)
+{
+    const LiveTriage::Notice &n = m_live->notices()[size_t(notice)];
+    const bool critical = n.finding.severity == analysis::Severity::Critical;
+    m_notice->showNotice(notice, n.text(), critical);
+    if (!QSystemTrayIcon::isSystemTrayAvailable() || !QSystemTrayIcon::supportsMessages())
+        return;
+    if (!m_tray) {
+        m_tray = new QSystemTrayIcon(windowIcon(), this);
+        m_tray->setToolTip(QStringLiteral("fp8scope"));
+        connect(m_tray, &QSystemTrayIcon::messageClicked, this, [this] {
+            showNormal();
+            raise();
+            activateWindow();
+            openNotice(m_notice->index());
+        });
+    }
+    m_tray->show();
+    m_tray->showMessage(tr("fp8scope: %1 finding in %2").arg(analysis::severityName(n.finding.severity), n.runName),
+        n.text(), critical ? QSystemTrayIcon::Critical : QSystemTrayIcon::Warning, 15000);
+}
+
+void MainWindow::openNotice(int index)
+{
+    if (index < 0 || index >= int(m_live->notices().size()))
+        return;
+    const LiveTriage::Notice &n = m_live->notices()[size_t(index)];
+    m_notice->hide();
+    if (!m_workspace->run(n.run) || !m_workspace->run(n.baseline))
+        return; // its folder was closed since
+    if (!n.finding.layer.isEmpty())
+        m_selection->set(n.run, n.finding.layer, n.finding.tensor, n.finding.step.value_or(m_selection->step()));
+    showTriage(n.baseline, n.run);
+    m_triage->setStep(n.finding.layer.isEmpty() ? TriageWizard::LossStep : TriageWizard::ClassStep);
 }
 
 void MainWindow::exportReport(RunRef baseline, RunRef run, QString path, bool letter)

@@ -19,13 +19,17 @@ class QProgressBar;
 class QSortFilterProxyModel;
 class QStackedWidget;
 class QTabWidget;
+class QSystemTrayIcon;
 class QTableView;
+class QTimer;
 class QToolButton;
 class QTreeView;
 
 namespace fp8scope {
 
 class CompareView;
+class FindingNotice;
+class LiveTriage;
 class CurveView;
 class HeatmapView;
 class HistogramView;
@@ -88,6 +92,12 @@ public:
     void setCudaVersions(const QList<ComponentVersion> &versions) { m_cudaVersions = versions; }
     // Help > About fp8scope, window-modal (not blocking).
     void showAbout();
+    // The live triage of the followed folders and the bar that tells of its findings.
+    LiveTriage *liveTriage() const { return m_live; }
+    FindingNotice *findingNotice() const { return m_notice; }
+    // Shows notice `index` of the live triage: its pair in the triage wizard at the class step (the layer
+    // suspects), the finding's layer, tensor and step selected.
+    void openNotice(int index);
     // Shown while no folder is open, in place of the views.
     StartPage *startPage() const { return m_startPage; }
     bool isStartPageShown() const;
@@ -108,6 +118,7 @@ private:
     void createViews();
     void createMenus();
     void createStatusBar();
+    void tell(int notice); // the bar, and a desktop notification where the platform has one
     void restoreSettings();
     void saveSettings();
     void updateRecentMenu();
@@ -146,6 +157,10 @@ private:
     QLabel *m_backendLabel = nullptr;
     QList<ComponentVersion> m_cudaVersions {{QStringLiteral("CUDA backend"), QStringLiteral("not linked")}};
     QProgressBar *m_progress = nullptr;
+    QTimer *m_busyDelay = nullptr; // a job shows the progress bar once it has run this long
+    LiveTriage *m_live = nullptr;
+    FindingNotice *m_notice = nullptr;
+    QSystemTrayIcon *m_tray = nullptr; // made for the first desktop notification
     QToolButton *m_cancel = nullptr;
     bool m_syncingTree = false;
     QStackedWidget *m_central = nullptr;

@@ -325,6 +325,14 @@ const std::vector<std::pair<double, double>> *CurveView::xMapping(RunRef run, bo
     return it == map->end() || it->second.size() < 2 ? nullptr : &it->second;
 }
 
+bool CurveView::isFollowingEnd() const
+{
+    if (!m_haveRange || !m_haveExtent)
+        return true;
+    const QCPRange visible = plot()->xAxis->range();
+    return visible.upper >= m_extentHi - 0.01 * visible.size();
+}
+
 void CurveView::resetZoom()
 {
     m_haveRange = false;
@@ -476,6 +484,9 @@ void CurveView::rebuild()
     double lo = std::numeric_limits<double>::max(), hi = std::numeric_limits<double>::lowest();
     const XAxis axis = xAxis();
     const bool bySamples = axis == XAxis::Samples;
+    const bool following = isFollowingEnd();
+    const bool wholeShown = !m_haveExtent || visible.lower <= m_extentLo + 0.01 * visible.size();
+    double extentLo = std::numeric_limits<double>::max(), extentHi = std::numeric_limits<double>::lowest();
     QStringList leftOut;
     for (RunRef r : stat.isEmpty() ? std::vector<RunRef>() : m_source->runs()) {
         if (tensorLevel && (m_selection->layer().isEmpty() || m_selection->tensor().isEmpty()))
@@ -555,6 +566,14 @@ void CurveView::rebuild()
         const QVector<double> &xs = c.xs;
         lo = std::min(lo, xs.front());
         hi = std::max(hi, xs.back());
+        // The series' whole extent, beyond the range fetched (the store knows its first and last step).
+        extentLo = std::min(extentLo, xs.front());
+        extentHi = std::max(extentHi, xs.back());
+        if (c.series.points > 0 && c.series.lastStep >= c.series.firstStep) {
+            const bool stepsAreX = curve->xIsSamples == bySamples || (!curve->xIsSamples && axis == XAxis::Steps);
+            extentLo = std::min(extentLo, stepsAreX ? double(c.series.firstStep) : xOfStep(r, double(c.series.firstStep)));
+            extentHi = std::max(extentHi, stepsAreX ? double(c.series.lastStep) : xOfStep(r, double(c.series.lastStep)));
+        }
         QColor faint = colour;
         faint.setAlpha(70);
         if (c.bucketed) {
@@ -598,6 +617,23 @@ void CurveView::rebuild()
     plot()->yAxis->setLabel(tensorLevel && !m_selection->tensor().isEmpty()
             ? tr("%1 of %2 %3").arg(stat, layer, m_selection->tensor())
             : stat);
+    const bool grew = m_haveRange && m_haveExtent && extentLo <= extentHi && extentHi > m_extentHi;
+    const double oldHi = m_extentHi;
+    m_haveExtent = extentLo <= extentHi;
+    if (m_haveExtent) {
+        m_extentLo = extentLo;
+        m_extentHi = extentHi;
+    }
+    if (grew && following) {
+        // A growing run (its folder followed): the view at the end goes on showing the end, the whole series
+        // when it showed the whole, else the same width moved along; then fetch what that range holds.
+        const QCPRange range = wholeShown ? QCPRange(visible.lower, extentHi)
+                                          : QCPRange(visible.lower + (extentHi - oldHi), visible.upper + (extentHi - oldHi));
+        plot()->xAxis->setRange(range);
+        m_inRebuild = false;
+        rebuild();
+        return;
+    }
     if (!m_haveRange && lo <= hi) {
         // A single step is centred rather than put at the left edge.
         plot()->xAxis->setRange(hi > lo ? lo : lo - 0.5, hi > lo ? hi : lo + 0.5);

@@ -107,6 +107,10 @@ public:
     QString toolTipAt(double x) const;
     QString csv() const override;
     QString title() const override;
+    // Whether the view follows the newest step: its right edge is at the end of the curves (the whole series
+    // shown, or zoomed in on the end). A run that grows then extends it (or moves it along, keeping its width);
+    // a view zoomed elsewhere stays where it is.
+    bool isFollowingEnd() const;
     // Replots now (benchmarks, tests); normal updates are coalesced.
     void refetchNow();
     // Off: while hidden (another page of a wizard, a closed window) the view reads nothing; it reads what it
@@ -164,7 +168,10 @@ private:
     const std::vector<std::pair<double, double>> *xMapping(RunRef run, bool inverse = false) const;
     QString xAxisName() const; // "step", "consumed samples", "consumed tokens"
     std::vector<CurveSource::Statistic> m_statistics;
-    double m_stepLo = 0, m_stepHi = 0; // full range of the current statistic
+    // The x extent of the curves drawn (every point of their series, not just those in view), to tell a view
+    // following the newest step (its right edge at the end) from one zoomed elsewhere when a run grows.
+    double m_extentLo = 0, m_extentHi = 0;
+    bool m_haveExtent = false;
     bool m_haveRange = false;
     bool m_inRebuild = false;
     bool m_fetchWhileHidden = true;

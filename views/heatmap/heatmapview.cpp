@@ -326,6 +326,9 @@ void HeatmapView::reload()
 
 void HeatmapView::setHeatmap(Heatmap heatmap)
 {
+    // The same rows again (new columns of a followed run, a recompute): the layers zoomed to stay in view.
+    const bool sameRows = !m_data.layers.empty() && heatmap.layers == m_data.layers;
+    const QCPRange rows = plot()->yAxis->range();
     m_data = std::move(heatmap);
     const int nx = int(m_data.steps.size());
     const int ny = int(m_data.layers.size());
@@ -345,7 +348,7 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
         m_hotRow = -1;
     const auto [lo, hi] = keyRange();
     plot()->xAxis->setRange(lo, hi);
-    plot()->yAxis->setRange(-0.5, std::max(ny, 1) - 0.5);
+    plot()->yAxis->setRange(sameRows ? rows : QCPRange(-0.5, std::max(ny, 1) - 0.5));
     // A checkpoint's tensors have no step (-1): one column, and the axis says what it is.
     const bool checkpoint = nx == 1 && m_data.steps.front() < 0;
     plot()->xAxis->setLabel(checkpoint ? tr("checkpoint (no step)") : tr("step"));

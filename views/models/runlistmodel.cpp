@@ -2,7 +2,9 @@
 
 #include "views/workspace/workspace.h"
 
+#include <QBrush>
 #include <QLocale>
+#include <QTimer>
 
 namespace fp8scope {
 
@@ -23,6 +25,33 @@ RunListModel::RunListModel(Workspace *workspace, QObject *parent)
         if (row >= 0)
             Q_EMIT dataChanged(index(row, NameColumn), index(row, NameColumn), {Qt::CheckStateRole});
     });
+    connect(workspace, &Workspace::dataAppended, this, &RunListModel::updateProgress);
+    // "advanced 4 s ago" ages while nothing is written.
+    auto *clock = new QTimer(this);
+    clock->setInterval(1000);
+    connect(clock, &QTimer::timeout, this, [this] {
+        for (int row = 0; row < rowCount(); ++row) {
+            if (m_workspace->runs()[size_t(row)].advanced.isValid())
+                Q_EMIT dataChanged(index(row, AdvancedColumn), index(row, AdvancedColumn));
+        }
+    });
+    clock->start();
+}
+
+void RunListModel::updateProgress()
+{
+    if (rowCount() > 0)
+        Q_EMIT dataChanged(index(0, PointsColumn), index(rowCount() - 1, AdvancedColumn));
+}
+
+QString RunListModel::agoText(qint64 ms)
+{
+    const qint64 s = std::max<qint64>(0, ms) / 1000;
+    if (s < 60)
+        return tr("%1 s ago").arg(s);
+    if (s < 3600)
+        return tr("%1 min ago").arg(s / 60);
+    return tr("%1 h ago").arg(s / 3600);
 }
 
 int RunListModel::rowCount(const QModelIndex &parent) const
@@ -77,6 +106,27 @@ QVariant RunListModel::data(const QModelIndex &index, int role) const
         if (role == Qt::TextAlignmentRole)
             return int(Qt::AlignRight | Qt::AlignVCenter);
         break;
+    case LatestStepColumn:
+        if (role == Qt::DisplayRole)
+            return run.latestStep >= 0 ? QLocale().toString(run.latestStep) : QString();
+        if (role == Qt::TextAlignmentRole)
+            return int(Qt::AlignRight | Qt::AlignVCenter);
+        break;
+    case AdvancedColumn: {
+        if (!run.advanced.isValid())
+            break; // not since it was opened: a finished run, or one not written yet
+        const QDateTime now = QDateTime::currentDateTimeUtc();
+        const bool stalled = m_workspace->isStalled(run.run.ref, now);
+        if (role == Qt::DisplayRole)
+            return stalled ? tr("stopped, %1").arg(agoText(run.advanced.msecsTo(now))) : agoText(run.advanced.msecsTo(now));
+        if (role == Qt::ToolTipRole)
+            return stalled ? tr("No new step since %1: the run stopped writing (or its job is stuck)")
+                                 .arg(QLocale().toString(run.advanced.toLocalTime(), QLocale::ShortFormat))
+                           : tr("Step %1 arrived %2").arg(run.latestStep).arg(agoText(run.advanced.msecsTo(now)));
+        if (role == Qt::ForegroundRole && stalled)
+            return QBrush(QColor(0xD5, 0x5E, 0x00));
+        break;
+    }
     default: break;
     }
     return {};
@@ -109,6 +159,8 @@ QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int 
     case RecipeColumn: return tr("Recipe");
     case BaselineColumn: return tr("Baseline");
     case PointsColumn: return tr("Points");
+    case LatestStepColumn: return tr("Step");
+    case AdvancedColumn: return tr("Advanced");
     default: return {};
     }
 }

@@ -1,5 +1,7 @@
 #include "workspace.h"
 
+#include "core/jobs/folderwatcher.h"
+
 #include <QDir>
 #include <QFileInfo>
 #include <QLoggingCategory>
@@ -19,6 +21,17 @@ namespace {
 // file the ingest failed on ("<mark><folder>\x1f<file: why>"): both become problems of the panel.
 const QString kUnreadable = QStringLiteral("\x1eunreadable:");
 const QString kFailed = QStringLiteral("\x1efailed:");
+
+// What an ingest of `folder` hands back as errors, marked for Workspace::problemsOf().
+QStringList ingestErrors(const QString &folder, const IngestReport &report)
+{
+    QStringList errors;
+    for (const QString &e : report.errors)
+        errors << kFailed + folder + QChar(0x1f) + e;
+    for (const auto &[path, why] : report.unreadable)
+        errors << kUnreadable + QDir(folder).absoluteFilePath(path) + QChar(0x1f) + why;
+    return errors;
+}
 
 } // namespace
 
@@ -89,7 +102,9 @@ Workspace::Workspace(QObject *parent)
     , m_queryCatalog(std::make_shared<QueryCatalog>())
     , m_jobs(std::make_unique<JobQueue>())
     , m_queries(std::make_unique<JobQueue>())
+    , m_watcher(new FolderWatcher(this))
 {
+    connect(m_watcher, &FolderWatcher::changed, this, &Workspace::followNow);
     qRegisterMetaType<TensorMetrics>();
     qRegisterMetaType<Heatmap>();
     qRegisterMetaType<RunRef>();
@@ -176,6 +191,12 @@ void Workspace::close()
     if (m_loadTicket)
         m_jobs->cancel(m_loadTicket);
     m_loadTicket = 0;
+    m_watcher->watch({});
+    if (m_followTicket)
+        m_jobs->cancel(m_followTicket);
+    m_followTicket = 0;
+    m_followPending = false;
+    m_advanceGaps.clear();
     // The query thread's connections belong to the folders being closed.
     auto holder = m_queryCatalog;
     m_queries->submit({QString(), QStringLiteral("close"),
@@ -243,10 +264,7 @@ void Workspace::open(const QStringList &folders)
                         ctx.setProgress(done, total, QObject::tr("Reading %1").arg(QFileInfo(file).fileName()));
                         return !ctx.isCancelled();
                     });
-                    for (const QString &e : report.errors)
-                        errors << kFailed + list[i] + QChar(0x1f) + e;
-                    for (const auto &[path, why] : report.unreadable)
-                        errors << kUnreadable + QDir(list[i]).absoluteFilePath(path) + QChar(0x1f) + why;
+                    errors << ingestErrors(list[i], report);
                 }
                 return errors;
             }},
@@ -278,34 +296,43 @@ void Workspace::openDemo(const QString &dir, const DemoOptions &options)
                     return QStringList {error};
                 const IngestReport report = store.ingest([&](int, int, const QString &) { return !ctx.isCancelled(); });
                 ctx.setProgress(2, 2);
-                QStringList errors;
-                for (const QString &e : report.errors)
-                    errors << kFailed + out + QChar(0x1f) + e;
-                for (const auto &[path, why] : report.unreadable)
-                    errors << kUnreadable + QDir(out).absoluteFilePath(path) + QChar(0x1f) + why;
-                return errors;
+                return ingestErrors(out, report);
             }},
         this, [this](const JobResult &r) { finishLoad(r.value.toStringList() << r.error); });
+}
+
+std::vector<ProblemEntry> Workspace::problemsOf(const QStringList &errors)
+{
+    std::vector<ProblemEntry> out;
+    for (const QString &e : errors) {
+        if (e.startsWith(kUnreadable)) { // a file the scan could not read: a problem of the panel
+            out.push_back(
+                {.path = e.mid(kUnreadable.size()).section(QChar(0x1f), 0, 0), .message = e.section(QChar(0x1f), 1)});
+        } else if (e.startsWith(kFailed)) { // a file the ingest failed on: said, and kept in the panel
+            const QString folder = e.mid(kFailed.size()).section(QChar(0x1f), 0, 0);
+            const QString what = e.section(QChar(0x1f), 1);
+            out.push_back({.path = QDir(folder).absoluteFilePath(what.section(QStringLiteral(": "), 0, 0)),
+                .message = what.section(QStringLiteral(": "), 1),
+                .storeError = true});
+        } else if (!e.isEmpty()) {
+            out.push_back({.message = e, .storeError = true});
+        }
+    }
+    return out;
 }
 
 void Workspace::finishLoad(const QStringList &errors)
 {
     m_loadTicket = 0;
     std::vector<ProblemEntry> unreadable;
-    for (const QString &e : errors) {
-        if (e.startsWith(kUnreadable)) { // a file the scan could not read: a problem of the panel
-            unreadable.push_back(
-                {.path = e.mid(kUnreadable.size()).section(QChar(0x1f), 0, 0), .message = e.section(QChar(0x1f), 1)});
-        } else if (e.startsWith(kFailed)) { // a file the ingest failed on: said, and kept in the panel
-            const QString folder = e.mid(kFailed.size()).section(QChar(0x1f), 0, 0);
-            const QString what = e.section(QChar(0x1f), 1);
-            unreadable.push_back({.path = QDir(folder).absoluteFilePath(what.section(QStringLiteral(": "), 0, 0)),
-                .message = what.section(QStringLiteral(": "), 1),
-                .storeError = true});
-            Q_EMIT message(what);
-        } else if (!e.isEmpty()) {
-            Q_EMIT message(e);
+    for (ProblemEntry &p : problemsOf(errors)) {
+        if (p.path.isEmpty()) { // the load's own failure (a store that would not open): said only
+            Q_EMIT message(p.message);
+            continue;
         }
+        if (p.storeError)
+            Q_EMIT message(QDir(p.path).dirName() + QStringLiteral(": ") + p.message);
+        unreadable.push_back(std::move(p));
     }
     for (int i = 0; i < m_folders.size(); ++i) {
         QString error;
@@ -318,12 +345,180 @@ void Workspace::finishLoad(const QStringList &errors)
     for (const Run &r : m_catalog.runs())
         m_runs.push_back({r, runColour(int(m_runs.size())), runLineStyle(int(m_runs.size())), true,
             m_catalog.pairing(r.ref), keyVersionsText(m_catalog.versions(r.ref))});
+    readLatestSteps(m_runs);
     m_layers = m_catalog.layerTensors();
     for (ProblemEntry &p : m_catalog.problems())
         m_problems.push_back(std::move(p));
     for (ProblemEntry &p : unreadable)
         m_problems.push_back(std::move(p));
+    if (m_following)
+        m_watcher->watch(m_folders);
     Q_EMIT loaded();
+}
+
+void Workspace::setFollowing(bool on)
+{
+    if (m_following == on)
+        return;
+    m_following = on;
+    m_watcher->watch(on && !m_loadTicket ? m_folders : QStringList());
+    if (on)
+        followNow(); // what was written while it was off
+}
+
+void Workspace::followNow()
+{
+    if (m_folders.isEmpty() || m_loadTicket || !m_following)
+        return; // a load reads everything anyway
+    if (m_followTicket) {
+        m_followPending = true;
+        return;
+    }
+    const QStringList list = m_folders;
+    // No progress of its own: a few small reads a second are not worth the status bar's attention.
+    m_followTicket = m_jobs->submit({QString(), QStringLiteral("follow"),
+                                        [list](JobContext &ctx) -> QVariant {
+                                            QStringList errors;
+                                            bool changed = false;
+                                            for (int i = 0; i < list.size() && !ctx.isCancelled(); ++i) {
+                                                RunStore store;
+                                                QString error;
+                                                if (!store.open(list[i], &error)) {
+                                                    errors << error;
+                                                    continue;
+                                                }
+                                                const IngestReport report = store.ingest(
+                                                    [&](int, int, const QString &) { return !ctx.isCancelled(); });
+                                                changed = changed || report.filesRead > 0 || report.filesResumed > 0
+                                                    || report.filesDeleted > 0 || report.pointsWritten > 0;
+                                                errors << ingestErrors(list[i], report);
+                                            }
+                                            return QVariantList {changed, errors};
+                                        }},
+        this, [this](const JobResult &r) {
+            m_followTicket = 0;
+            const QVariantList v = r.value.toList();
+            finishFollow(v.value(0).toBool(), v.value(1).toStringList() << r.error);
+            if (m_followPending) {
+                m_followPending = false;
+                followNow();
+            }
+        });
+}
+
+void Workspace::finishFollow(bool changed, const QStringList &errors)
+{
+    // A file that fails again on every change is one problem, said once.
+    bool added = false;
+    for (ProblemEntry &p : problemsOf(errors)) {
+        bool known = false;
+        for (const ProblemEntry &q : m_problems)
+            known = known || (q.path == p.path && q.message == p.message);
+        if (known)
+            continue;
+        Q_EMIT message(p.path.isEmpty() ? p.message : QDir(p.path).dirName() + QStringLiteral(": ") + p.message);
+        m_problems.push_back(std::move(p));
+        added = true;
+    }
+    if (added)
+        Q_EMIT problemsAdded();
+    if (!changed)
+        return;
+    m_catalog.refresh();
+    const std::vector<Run> now = m_catalog.runs(false);
+    bool sameRuns = now.size() == m_runs.size();
+    for (size_t i = 0; sameRuns && i < now.size(); ++i)
+        sameRuns = now[i].ref == m_runs[i].run.ref;
+    const std::vector<LayerTensors> layers = m_catalog.layerTensors();
+    bool sameLayers = layers.size() == m_layers.size();
+    for (size_t i = 0; sameLayers && i < layers.size(); ++i)
+        sameLayers = layers[i].layer == m_layers[i].layer && layers[i].tensors == m_layers[i].tensors;
+    const QDateTime stamp = QDateTime::currentDateTimeUtc();
+    const auto noteAdvance = [&](const WorkspaceRun &before, WorkspaceRun &after) {
+        if (after.latestStep <= before.latestStep)
+            return;
+        if (before.advanced.isValid()) {
+            std::vector<qint64> &gaps = m_advanceGaps[after.run.ref];
+            gaps.push_back(before.advanced.msecsTo(stamp));
+            if (gaps.size() > 16)
+                gaps.erase(gaps.begin());
+        }
+        after.advanced = stamp;
+    };
+    if (!sameRuns || !sameLayers) {
+        // A new run (a rank, a restart) or a new layer: the runs again, each known run keeping its colour and
+        // visibility, a new one taking the first colour no run has.
+        std::vector<WorkspaceRun> runs;
+        std::vector<int> used;
+        for (const Run &r : m_catalog.runs()) {
+            WorkspaceRun w {r, {}, {}, true, m_catalog.pairing(r.ref), keyVersionsText(m_catalog.versions(r.ref))};
+            if (const WorkspaceRun *old = run(r.ref)) {
+                w.colour = old->colour;
+                w.lineStyle = old->lineStyle;
+                w.visible = old->visible;
+                w.latestStep = old->latestStep;
+                w.advanced = old->advanced;
+                used.push_back(indexOf(r.ref));
+            }
+            runs.push_back(std::move(w));
+        }
+        int next = 0;
+        for (WorkspaceRun &w : runs) {
+            if (w.colour.isValid())
+                continue;
+            while (std::find(used.begin(), used.end(), next) != used.end())
+                ++next;
+            w.colour = runColour(next);
+            w.lineStyle = runLineStyle(next);
+            used.push_back(next);
+        }
+        const std::vector<WorkspaceRun> before = runs;
+        readLatestSteps(runs);
+        for (size_t i = 0; i < runs.size(); ++i)
+            noteAdvance(before[i], runs[i]);
+        m_runs = std::move(runs);
+        m_layers = layers;
+        Q_EMIT loaded();
+        Q_EMIT dataAppended();
+        return;
+    }
+    const std::vector<WorkspaceRun> before = m_runs;
+    readLatestSteps(m_runs);
+    for (size_t i = 0; i < m_runs.size(); ++i) {
+        noteAdvance(before[i], m_runs[i]);
+        if (m_runs[i].latestStep != before[i].latestStep || m_runs[i].run.pointCount != before[i].run.pointCount)
+            Q_EMIT statisticsChanged(m_runs[i].run.ref);
+    }
+    Q_EMIT dataAppended();
+}
+
+void Workspace::readLatestSteps(std::vector<WorkspaceRun> &runs) const
+{
+    for (WorkspaceRun &r : runs) {
+        int64_t latest = -1, points = 0;
+        for (const Series &s : m_catalog.series(r.run.ref)) {
+            points += s.points;
+            if (s.axis == SeriesAxis::Step && s.points > 0)
+                latest = std::max(latest, s.lastStep);
+        }
+        r.latestStep = latest;
+        // The points of its series, as the store counts them: what tells a rewritten log from an unchanged one.
+        r.run.pointCount = points;
+    }
+}
+
+bool Workspace::isStalled(RunRef ref, const QDateTime &now) const
+{
+    const WorkspaceRun *r = run(ref);
+    if (!r || !r->advanced.isValid() || !m_following)
+        return false;
+    qint64 usual = 0;
+    if (const auto it = m_advanceGaps.find(ref); it != m_advanceGaps.end() && !it->second.empty()) {
+        std::vector<qint64> gaps = it->second;
+        std::nth_element(gaps.begin(), gaps.begin() + qsizetype(gaps.size() / 2), gaps.end());
+        usual = gaps[gaps.size() / 2];
+    }
+    return r->advanced.msecsTo(now) > std::max(kStalledAfterMs, 10 * usual);
 }
 
 void Workspace::noteStoreErrors(const QStringList &extra)

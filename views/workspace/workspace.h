@@ -3,6 +3,8 @@
 // baseline each is paired with. Opening ingests each folder in the job queue; recomputation of tensor dumps
 // runs in the same queue, whose single worker thread owns the metrics backend (and so the CUDA context).
 // Reads too large for the GUI thread run on a second queue with a Catalog of its own over the same folders.
+// The open folders are followed while they are written (core/jobs/folderwatcher.h): what they gain is ingested
+// in the job queue, a few times a second at most, and the views are told which runs grew.
 #pragma once
 
 #include "core/demo/demogenerator.h"
@@ -14,10 +16,12 @@
 #include "core/recompute/dumprecompute.h"
 
 #include <QColor>
+#include <QDateTime>
 #include <QObject>
 #include <QStringList>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -27,6 +31,8 @@ Q_DECLARE_METATYPE(fp8scope::BlockCensus)
 
 namespace fp8scope {
 
+class FolderWatcher;
+
 struct WorkspaceRun {
     Run run;
     QColor colour;
@@ -34,6 +40,10 @@ struct WorkspaceRun {
     bool visible = true;
     Pairing pairing;
     QString versions; // the key frameworks' versions it recorded ("transformer-engine 1.7.0, torch 2.3.0")
+    // How far it is: its newest step of any series (-1: none), and when that last moved while the folder was
+    // followed (invalid: not since it was opened).
+    int64_t latestStep = -1;
+    QDateTime advanced;
 };
 
 class Workspace : public QObject
@@ -80,6 +90,19 @@ public:
     void setRunVisible(RunRef ref, bool visible);
     // The baseline the run is paired with (invalid when none).
     RunRef baselineOf(RunRef ref) const;
+
+    // Following: the open folders are watched and what they gain is read in (on by default). A change that adds a
+    // run or a layer reloads the runs (loaded()); new points of known series emit statisticsChanged(run) for each
+    // run that grew, then dataAppended().
+    void setFollowing(bool on);
+    bool isFollowing() const { return m_following; }
+    FolderWatcher *watcher() const { return m_watcher; }
+    // Reads what the folders gained now, without waiting for the watcher (a test, a user's Reload of one file).
+    void followNow();
+    // A run that advanced while followed and has written no new step for this long (and for ten of its usual
+    // intervals between advances) has stopped writing.
+    static constexpr qint64 kStalledAfterMs = 120'000;
+    bool isStalled(RunRef ref, const QDateTime &now = QDateTime::currentDateTimeUtc()) const;
 
     const std::vector<ProblemEntry> &problems() const { return m_problems; }
     // Adds the store errors reads met since (on this thread's Catalog, and those a query brought back) to
@@ -138,9 +161,16 @@ Q_SIGNALS:
     void backendStatusChanged(const QString &status);
     void message(const QString &text); // for the status bar: what failed or finished
     void problemsAdded(); // problems() grew after loaded()
+    // A followed folder's new data is in (the runs that grew had statisticsChanged first).
+    void dataAppended();
 
 private:
     void finishLoad(const QStringList &errors);
+    // The problems a load or follow job's errors name; said in the status bar as they are made.
+    std::vector<ProblemEntry> problemsOf(const QStringList &errors);
+    void finishFollow(bool changed, const QStringList &errors);
+    // Each run's newest step, by the series the GUI thread's catalog lists.
+    void readLatestSteps(std::vector<WorkspaceRun> &runs) const;
     void ensureBackendJob();
 
     struct BackendHolder;
@@ -158,6 +188,11 @@ private:
     std::vector<LayerTensors> m_layers;
     quint64 m_loadTicket = 0;
     bool m_demo = false;
+    FolderWatcher *m_watcher;
+    bool m_following = true;
+    quint64 m_followTicket = 0; // the follow ingest running
+    bool m_followPending = false; // a change came while it ran
+    std::map<RunRef, std::vector<qint64>> m_advanceGaps; // ms between a run's recent advances
     QStringList m_storeErrorsSaid; // already in m_problems
 };
 
