@@ -2,16 +2,18 @@
 
 #include "app/common/commandline.h"
 #include "core/analysis/triage.h"
+#include "core/jobs/folderwatcher.h"
 #include "core/query/catalog.h"
 #include "folderargs.h"
 
 #include <QDateTime>
 #include <QElapsedTimer>
+#include <QEventLoop>
 #include <QHash>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QTextStream>
-#include <QThread>
+#include <QTimer>
 
 #include <atomic>
 #include <cmath>
@@ -70,6 +72,13 @@ int runWatch(const QStringList &args)
         err << "fp8scope-cli: " << error << '\n';
         return 1;
     }
+    // A change notification reads the folder at once (at most four times a second); the interval is the poll
+    // for filesystems that send none.
+    FolderWatcher watcher;
+    watcher.setOptions({.minIntervalMs = 250, .pollIntervalMs = 0, .notify = true});
+    bool notified = false;
+    QObject::connect(&watcher, &FolderWatcher::changed, [&notified] { notified = true; });
+    watcher.watch({parser.positionalArguments().front()});
     g_stopSignal.store(0);
     std::signal(SIGINT, onStopSignal);
     std::signal(SIGTERM, onStopSignal);
@@ -133,9 +142,14 @@ int runWatch(const QStringList &args)
                 }
             }
         }
-        // Sleep out the interval in small steps, so that a signal ends the watch promptly.
-        while (g_stopSignal.load() == 0 && clock.elapsed() < qint64(interval * 1000))
-            QThread::msleep(50);
+        // Wait out the interval in small steps, so that a signal ends the watch promptly and a change
+        // notification cuts it short.
+        notified = false;
+        while (g_stopSignal.load() == 0 && !notified && clock.elapsed() < qint64(interval * 1000)) {
+            QEventLoop wait;
+            QTimer::singleShot(50, &wait, &QEventLoop::quit);
+            wait.exec();
+        }
     }
     err << "fp8scope-cli watch: stopped\n";
     return 0;

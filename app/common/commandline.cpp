@@ -211,8 +211,9 @@ QList<CommandSpec> makeCliCommands()
             valued("run", "run", "the run to compare (with --baseline)"), jsonOption()}};
     commands << CommandSpec {.name = s("watch"),
         .summary = s("follow a run that is still training and print each new finding once (--fail-on)"),
-        .description = s("Follow a folder while its runs are written: read what was appended or added every "
-                         "interval, triage each FP8 run against its baseline again with the run taken as live (a "
+        .description = s("Follow a folder while its runs are written: read what was appended or added as soon "
+                         "as it changes (or every interval where no change notification arrives), triage each FP8 run "
+                         "against its baseline again with the run taken as live (a "
                          "layer signal while the loss has not departed yet is an early warning), and print each "
                          "new finding once, or again when its severity rises. Exits 3 on the first finding at or "
                          "above --fail-on, so that a job script can stop the training; 0 when stopped by SIGINT or "
@@ -220,7 +221,9 @@ QList<CommandSpec> makeCliCommands()
         .arguments = {folderArgument()},
         .options = {valued("baseline", "run", "the baseline run (with --run; default: every pairing)"),
             valued("run", "run", "the run to follow (with --baseline)"),
-            valued("interval", "seconds", "how often to read the folder (default 2)", "2"), jsonOption(),
+            valued("interval", "seconds",
+                "how often to read the folder without a change notification (network filesystems; default 2)", "2"),
+            jsonOption(),
             withChoices(valued("fail-on", "severity", "exit 3 on the first finding at or above this severity"),
                 {s("warning"), s("critical")})}};
     commands << CommandSpec {.name = s("compare"),

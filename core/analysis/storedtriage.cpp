@@ -14,19 +14,24 @@ QString number(double v)
     return QString::number(v, 'g', 17);
 }
 
-// Every option that changes a result, as text.
+// The rules' revision: moved whenever a rule of triage.cpp changes what it finds, so that results an older
+// fp8scope stored are computed again rather than read back. 2: skipped iterations weighed against the baseline.
+constexpr int kRulesRevision = 2;
+
+// Every option that changes a result, as text, after the rules' revision.
 QString optionsText(const TriageOptions &o)
 {
     const DepartureOptions &d = o.departure;
     const DepartureOptions &g = o.gradNormDeparture;
     const SpikeOptions &s = o.spikes;
     const OnsetOptions &n = o.onset;
-    return QStringList {number(d.relativeTolerance), number(d.absoluteTolerance), number(d.noiseSigmas),
-               number(d.stayFraction), number(d.minPoints), number(g.relativeTolerance), number(g.absoluteTolerance),
-               number(g.noiseSigmas), number(g.stayFraction), number(g.minPoints), number(s.sigmas), number(s.relative),
-               number(s.halfWidth), number(s.recoverSigmas), number(n.earlyFraction), number(n.sigmas),
-               number(n.relative), number(n.absolute), number(n.stayFraction), number(n.minPoints),
-               number(o.earlyFraction), number(o.evalSigmas), number(o.spikeAlpha), number(double(o.minSpikes))}
+    return QStringList {QStringLiteral("rules %1").arg(kRulesRevision), number(d.relativeTolerance),
+               number(d.absoluteTolerance), number(d.noiseSigmas), number(d.stayFraction), number(d.minPoints),
+               number(g.relativeTolerance), number(g.absoluteTolerance), number(g.noiseSigmas), number(g.stayFraction),
+               number(g.minPoints), number(s.sigmas), number(s.relative), number(s.halfWidth), number(s.recoverSigmas),
+               number(n.earlyFraction), number(n.sigmas), number(n.relative), number(n.absolute),
+               number(n.stayFraction), number(n.minPoints), number(o.earlyFraction), number(o.evalSigmas),
+               number(o.spikeAlpha), number(double(o.minSpikes))}
                .join(QLatin1Char(','))
         + (o.live ? QStringLiteral(",live") : QString());
 }

@@ -41,6 +41,7 @@ void FolderWatcher::watch(const QStringList &folders)
     for (const QString &f : folders)
         m_folders << QFileInfo(f).absoluteFilePath();
     m_last.clear();
+    m_fileNotified = false;
     m_sinceFired.invalidate();
     if (m_folders.isEmpty())
         return;
@@ -48,8 +49,10 @@ void FolderWatcher::watch(const QStringList &folders)
     m_last = snapshot(&dirs);
     if (m_options.notify) {
         m_fs = new QFileSystemWatcher(this);
-        connect(m_fs, &QFileSystemWatcher::fileChanged, this, &FolderWatcher::onNotified);
-        connect(m_fs, &QFileSystemWatcher::directoryChanged, this, &FolderWatcher::onNotified);
+        connect(m_fs, &QFileSystemWatcher::fileChanged, this, &FolderWatcher::onFileNotified);
+        // A folder's entries changed: a file added, removed or renamed, or a hidden one written (told only if
+        // the snapshot differs).
+        connect(m_fs, &QFileSystemWatcher::directoryChanged, this, &FolderWatcher::schedule);
         updateWatches(m_last, dirs);
     }
     if (m_options.pollIntervalMs > 0)
@@ -79,9 +82,10 @@ FolderWatcher::Snapshot FolderWatcher::snapshot(QStringList *dirs) const
                 hidden = hidden || part.startsWith(QLatin1Char('.'));
             if (hidden)
                 continue;
-            if (fi.isDir())
+            if (fi.isDir()) {
                 dirs->append(fi.filePath());
-            else
+                files.insert(fi.filePath(), {-2, 0}); // a new folder is a change, even empty
+            } else
                 files.insert(fi.filePath(), {fi.size(), fi.lastModified().toMSecsSinceEpoch()});
         }
     }
@@ -93,7 +97,11 @@ void FolderWatcher::updateWatches(const Snapshot &files, const QStringList &dirs
     if (!m_fs)
         return;
     QStringList wanted = dirs;
-    QStringList names = files.keys();
+    QStringList names;
+    for (auto it = files.constBegin(); it != files.constEnd(); ++it) {
+        if (it->size != -2)
+            names << it.key();
+    }
     std::sort(names.begin(), names.end());
     if (names.size() > m_options.maxWatchedFiles)
         names.resize(m_options.maxWatchedFiles);
@@ -115,8 +123,9 @@ void FolderWatcher::updateWatches(const Snapshot &files, const QStringList &dirs
         m_fs->addPaths(added); // those it cannot watch are left to the poll
 }
 
-void FolderWatcher::onNotified()
+void FolderWatcher::onFileNotified()
 {
+    m_fileNotified = true;
     schedule();
 }
 
@@ -147,12 +156,18 @@ void FolderWatcher::fire()
     if (!sameFiles || (m_fs && m_fs->directories().size() != dirs.size()))
         updateWatches(now, dirs);
     // A replaced file (written anew and renamed over the old one) is no longer watched: watch it again.
-    else if (m_fs && m_fs->files().size() < std::min<qsizetype>(now.size(), m_options.maxWatchedFiles))
+    else if (m_fs
+        && m_fs->files().size() < std::min<qsizetype>(now.size() - dirs.size() + 1, m_options.maxWatchedFiles))
         updateWatches(now, dirs);
+    const bool differs = now != m_last;
     m_last = std::move(now);
+    const bool told = differs || m_fileNotified;
+    m_fileNotified = false;
+    // A watched file's notification is a change even when size and time agree (a rewrite to the same size
+    // within a millisecond); a folder's is one only when what it holds differs.
+    if (!told)
+        return;
     m_sinceFired.start();
-    // Notified or polled, something changed (a rewrite to the same size within a millisecond changes neither
-    // size nor time: the notification is what said so).
     Q_EMIT changed();
 }
 

@@ -42,9 +42,6 @@ public:
     QStringList folders() const { return m_folders; }
     // How many files and folders change notification covers now (0: only the poll).
     int notifiedPaths() const;
-    // How many times the poll found a change the notification had not (a network filesystem's, or a change
-    // the notification missed).
-    int pollCatches() const { return m_pollCatches; }
 
 Q_SIGNALS:
     // Something under the folders changed since the last signal.
@@ -58,8 +55,7 @@ private:
     };
     using Snapshot = QHash<QString, FileState>;
     Snapshot snapshot(QStringList *dirs) const;
-    void onNotified();
-    void onDirectoryNotified();
+    void onFileNotified();
     void onPoll();
     void fire();
     void schedule();
@@ -72,8 +68,7 @@ private:
     QTimer *m_throttle;
     QElapsedTimer m_sinceFired;
     Snapshot m_last; // the files as the last signal (or the start) saw them
-    bool m_rescanDirs = false; // a folder's entries changed: watch its new files
-    int m_pollCatches = 0;
+    bool m_fileNotified = false; // a watched file itself changed (a rewrite may change neither size nor time)
 };
 
 } // namespace fp8scope

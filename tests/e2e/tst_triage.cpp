@@ -166,9 +166,10 @@ QString judge(const QJsonObject &planted, const Comparison &c)
                          .arg(r.value(QStringLiteral("resumed_from")).toDouble());
     }
     if (scenario == QLatin1String("none")) {
+        // A healthy pair: nothing to look at, neither critical nor a warning.
         for (const Finding &f : c.findings) {
-            if (f.severity == Severity::Critical)
-                wrong << QStringLiteral("critical %1").arg(f.kind);
+            if (f.severity != Severity::Info)
+                wrong << QStringLiteral("%1 %2").arg(severityName(f.severity), f.kind);
         }
     }
     return wrong.join(QStringLiteral("; "));
@@ -188,6 +189,7 @@ private Q_SLOTS:
     void reviewsSurviveARebuild();
     void compareCli();
     void alignsOnConsumedSamples();
+    void skippedIterationsAgainstTheBaseline();
     void recipeWhatIfOnADump();
     void recipeWhatIfOnTransformerEngineDumps();
     void severalRunsOfOneBaseline();
@@ -615,6 +617,67 @@ void TestTriage::alignsOnConsumedSamples()
             QCOMPARE(loss.axis, QStringLiteral("step"));
             QVERIFY(c.departure);
         }
+    }
+}
+
+// Skipped iterations after the start-up, against the baseline: away from the run's loss spikes and more often
+// than the baseline's, a warning; as often as the baseline's, or each at one of the run's own loss spikes (that
+// spike's symptom), information only.
+void TestTriage::skippedIterationsAgainstTheBaseline()
+{
+    // A Megatron log of 4000 steps every 10, the skips in the intervals ending at `skipsAt`, a loss spike of 1.0
+    // at each of `spikesAt`.
+    const auto log = [](uint32_t seed, const std::vector<int64_t> &skipsAt, const std::vector<int64_t> &spikesAt) {
+        std::mt19937 rng(seed);
+        std::normal_distribution<double> noise(0.0, 0.01);
+        QByteArray out;
+        for (int64_t step = 10; step <= 4000; step += 10) {
+            double loss = 2.0 + 8.0 * std::pow(1.0 + double(step) / 100.0, -0.5) + noise(rng);
+            if (std::find(spikesAt.begin(), spikesAt.end(), step) != spikesAt.end())
+                loss += 1.0;
+            const int skipped = std::find(skipsAt.begin(), skipsAt.end(), step) != skipsAt.end() ? 2 : 0;
+            out += " iteration " + QByteArray::number(step).rightJustified(8, ' ')
+                + "/    4000 | lm loss: " + QByteArray::number(loss, 'E', 6) + " | number of skipped iterations: "
+                + QByteArray::number(skipped).rightJustified(3) + " | number of nan iterations:   0 |\n";
+        }
+        return out;
+    };
+    const std::vector<int64_t> six {700, 1300, 1900, 2500, 3100, 3700};
+    const std::vector<int64_t> sixElse {900, 1500, 2100, 2700, 3300, 3900};
+    struct Case {
+        const char *name;
+        std::vector<int64_t> runSkips, runSpikes, baseSkips;
+        Severity want;
+        int atSpikes;
+    };
+    const Case cases[] = {
+        {"away from spikes, the baseline never skips", six, {}, {}, Severity::Warning, 0},
+        {"as often as the baseline", six, {}, sixElse, Severity::Info, 0},
+        {"at the run's own spikes", {700, 1900, 3100, 3700}, {700, 1900, 3100, 3700}, {}, Severity::Info, 4},
+    };
+    for (const Case &k : cases) {
+        QTemporaryDir dir;
+        const auto write = [&](const QString &name, const QByteArray &bytes) {
+            QDir().mkpath(QFileInfo(dir.filePath(name)).absolutePath());
+            QFile f(dir.filePath(name));
+            return f.open(QIODevice::WriteOnly) && f.write(bytes) == bytes.size();
+        };
+        QVERIFY(write(QStringLiteral("fp8scope-workspace.json"),
+            R"({"runs": {"bf16": {"precision": "bf16"}, "fp8": {"precision": "fp8", "baseline": "bf16"}}})"));
+        QVERIFY(write(QStringLiteral("bf16/train.log"), log(1, k.baseSkips, {})));
+        QVERIFY(write(QStringLiteral("fp8/train.log"), log(2, k.runSkips, k.runSpikes)));
+        Catalog catalog;
+        TriageResult result;
+        QString error;
+        QVERIFY2(openAndTriage(dir.path(), &catalog, &result, &error), qPrintable(error));
+        QCOMPARE(int(result.comparisons.size()), 1);
+        const Comparison &c = result.comparisons.front();
+        const auto f = std::find_if(c.findings.begin(), c.findings.end(),
+            [](const Finding &f) { return f.kind == QLatin1String("skipped-iterations"); });
+        QVERIFY2(f != c.findings.end(), k.name);
+        QVERIFY2(f->severity == k.want, qPrintable(QString::fromLatin1(k.name) + QStringLiteral(": ") + f->summary));
+        QCOMPARE(f->evidence.value(QStringLiteral("skipped_after_start")).toDouble(), 2.0 * double(k.runSkips.size()));
+        QCOMPARE(f->evidence.value(QStringLiteral("intervals_at_spikes")).toInt(), k.atSpikes);
     }
 }
 

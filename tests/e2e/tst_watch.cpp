@@ -2,10 +2,11 @@
 // line, step by step (the baseline, a finished run, is there from the start), while the watcher follows the
 // folder. On a mid-run instability it must exit 3 on the critical layer signal before the writer reaches the
 // departure, naming the planted layer at the onset the engine finds on the complete data; on a healthy pair it
-// must raise nothing critical and stop cleanly on SIGTERM.
+// must raise no warning and stop cleanly on SIGTERM.
 #include "core/analysis/triage.h"
 #include "core/demo/scenarios.h"
 #include "core/query/catalog.h"
+#include "scenarioreplay.h"
 #include "testmain.h"
 
 #include <QDir>
@@ -25,120 +26,6 @@
 using namespace fp8scope;
 
 namespace {
-
-// Replays `from` into `to`: the baseline folder whole, the run's other files at once, its logs in step order,
-// `stepsPerTick` steps every `tickMs` (both logs of a step are written before the next step's).
-class Writer
-{
-public:
-    Writer(const QString &from, const QString &to, const ScenarioPlan &plan, int stepsPerTick, int tickMs)
-        : m_from(from)
-        , m_to(to)
-        , m_plan(plan)
-        , m_stepsPerTick(stepsPerTick)
-        , m_tickMs(tickMs)
-    {
-    }
-    ~Writer() { stop(); }
-
-    bool start(QString *error)
-    {
-        if (!copyTree(m_from + QLatin1Char('/') + m_plan.baseline, m_to + QLatin1Char('/') + m_plan.baseline)) {
-            *error = QStringLiteral("cannot copy the baseline");
-            return false;
-        }
-        const QString run = m_from + QLatin1Char('/') + m_plan.run;
-        QDirIterator it(run, QDir::Files, QDirIterator::Subdirectories);
-        while (it.hasNext()) {
-            const QString path = it.next();
-            const QString rel = QDir(m_from).relativeFilePath(path);
-            const QString target = m_to + QLatin1Char('/') + rel;
-            QDir().mkpath(QFileInfo(target).absolutePath());
-            if (path.endsWith(QLatin1String(".log")) || path.endsWith(QLatin1String(".out"))) {
-                QFile f(path);
-                if (!f.open(QIODevice::ReadOnly)) {
-                    *error = path;
-                    return false;
-                }
-                m_logs.push_back({target, f.readAll().split('\n'), 0});
-            } else if (!QFile::copy(path, target)) {
-                *error = QStringLiteral("cannot copy ") + rel;
-                return false;
-            }
-        }
-        m_thread = std::thread([this] { loop(); });
-        return true;
-    }
-
-    void stop()
-    {
-        m_stop = true;
-        if (m_thread.joinable())
-            m_thread.join();
-    }
-
-    int64_t step() const { return m_step.load(); }
-    bool done() const { return m_done.load(); }
-
-private:
-    struct Log {
-        QString path;
-        QList<QByteArray> lines;
-        qsizetype next;
-    };
-
-    static bool copyTree(const QString &from, const QString &to)
-    {
-        QDirIterator it(from, QDir::Files, QDirIterator::Subdirectories);
-        while (it.hasNext()) {
-            const QString path = it.next();
-            const QString target = to + QLatin1Char('/') + QDir(from).relativeFilePath(path);
-            QDir().mkpath(QFileInfo(target).absolutePath());
-            if (!QFile::copy(path, target))
-                return false;
-        }
-        return true;
-    }
-
-    void loop()
-    {
-        // Megatron's " iteration 120/ 5000 |" and Transformer Engine's "iteration=000120".
-        static const QRegularExpression iteration(QStringLiteral("iteration[ =]*0*(\\d+)"));
-        int64_t step = 0;
-        bool more = true;
-        while (more && !m_stop) {
-            step += m_stepsPerTick;
-            more = false;
-            for (Log &log : m_logs) {
-                QFile f(log.path);
-                if (!f.open(QIODevice::Append))
-                    return;
-                while (log.next < log.lines.size()) {
-                    const QByteArray &line = log.lines[log.next];
-                    const QRegularExpressionMatch m = iteration.match(QString::fromLatin1(line));
-                    if (m.hasMatch() && m.captured(1).toLongLong() > step)
-                        break;
-                    if (log.next + 1 < log.lines.size() || !line.isEmpty())
-                        f.write(line + '\n');
-                    ++log.next;
-                }
-                more = more || log.next < log.lines.size();
-            }
-            m_step = step;
-            std::this_thread::sleep_for(std::chrono::milliseconds(m_tickMs));
-        }
-        m_done = true;
-    }
-
-    QString m_from, m_to;
-    ScenarioPlan m_plan;
-    int m_stepsPerTick, m_tickMs;
-    std::vector<Log> m_logs;
-    std::thread m_thread;
-    std::atomic<bool> m_stop {false};
-    std::atomic<bool> m_done {false};
-    std::atomic<int64_t> m_step {0};
-};
 
 QString cli()
 {
@@ -193,7 +80,7 @@ private Q_SLOTS:
         const QString live = tmp.filePath(QStringLiteral("live"));
         // About 100 steps a second: a 5000-step run in 50 s (a real one writes a step every second or so; the
         // watcher's latency, an ingest and a triage, is a fraction of a second).
-        Writer writer(scenario, live, plan, 5, 50);
+        ScenarioReplay writer(scenario, live, plan, 5, 50);
         QVERIFY2(writer.start(&error), qPrintable(error));
         QProcess watch;
         watch.start(cli(),
@@ -242,7 +129,7 @@ private Q_SLOTS:
         }
     }
 
-    void healthyRunRaisesNothingCritical()
+    void healthyRunRaisesNoWarning()
     {
         QTemporaryDir tmp;
         const QString scenario = tmp.filePath(QStringLiteral("scenario"));
@@ -250,7 +137,7 @@ private Q_SLOTS:
         QString error;
         QVERIFY2(generateScenario(scenario, Scenario::None, 2, &plan, &error), qPrintable(error));
         const QString live = tmp.filePath(QStringLiteral("live"));
-        Writer writer(scenario, live, plan, 40, 50);
+        ScenarioReplay writer(scenario, live, plan, 40, 50);
         QVERIFY2(writer.start(&error), qPrintable(error));
         QProcess watch;
         watch.start(cli(),
@@ -270,7 +157,10 @@ private Q_SLOTS:
         QCOMPARE(watch.exitStatus(), QProcess::NormalExit);
         QCOMPARE(watch.exitCode(), 0);
         const QString out = QString::fromUtf8(watch.readAllStandardOutput());
+        // No warning either: a healthy pair has nothing to look at (its FP8 run skips iterations at a few loss
+        // spikes of its own, which are no more than the baseline's beyond chance).
         QVERIFY2(!out.contains(QStringLiteral(": critical ")), qPrintable(out));
+        QVERIFY2(!out.contains(QStringLiteral(": warning ")), qPrintable(out));
         QVERIFY2(!out.contains(QStringLiteral("layer-signal")), qPrintable(out));
         QVERIFY(QString::fromUtf8(watch.readAllStandardError()).contains(QStringLiteral("stopped")));
     }

@@ -571,8 +571,10 @@ void CurveView::rebuild()
         extentHi = std::max(extentHi, xs.back());
         if (c.series.points > 0 && c.series.lastStep >= c.series.firstStep) {
             const bool stepsAreX = curve->xIsSamples == bySamples || (!curve->xIsSamples && axis == XAxis::Steps);
-            extentLo = std::min(extentLo, stepsAreX ? double(c.series.firstStep) : xOfStep(r, double(c.series.firstStep)));
-            extentHi = std::max(extentHi, stepsAreX ? double(c.series.lastStep) : xOfStep(r, double(c.series.lastStep)));
+            extentLo
+                = std::min(extentLo, stepsAreX ? double(c.series.firstStep) : xOfStep(r, double(c.series.firstStep)));
+            extentHi
+                = std::max(extentHi, stepsAreX ? double(c.series.lastStep) : xOfStep(r, double(c.series.lastStep)));
         }
         QColor faint = colour;
         faint.setAlpha(70);
@@ -627,8 +629,9 @@ void CurveView::rebuild()
     if (grew && following) {
         // A growing run (its folder followed): the view at the end goes on showing the end, the whole series
         // when it showed the whole, else the same width moved along; then fetch what that range holds.
-        const QCPRange range = wholeShown ? QCPRange(visible.lower, extentHi)
-                                          : QCPRange(visible.lower + (extentHi - oldHi), visible.upper + (extentHi - oldHi));
+        const QCPRange range = wholeShown
+            ? QCPRange(visible.lower, extentHi)
+            : QCPRange(visible.lower + (extentHi - oldHi), visible.upper + (extentHi - oldHi));
         plot()->xAxis->setRange(range);
         m_inRebuild = false;
         rebuild();

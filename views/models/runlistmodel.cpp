@@ -118,7 +118,8 @@ QVariant RunListModel::data(const QModelIndex &index, int role) const
         const QDateTime now = QDateTime::currentDateTimeUtc();
         const bool stalled = m_workspace->isStalled(run.run.ref, now);
         if (role == Qt::DisplayRole)
-            return stalled ? tr("stopped, %1").arg(agoText(run.advanced.msecsTo(now))) : agoText(run.advanced.msecsTo(now));
+            return stalled ? tr("stopped, %1").arg(agoText(run.advanced.msecsTo(now)))
+                           : agoText(run.advanced.msecsTo(now));
         if (role == Qt::ToolTipRole)
             return stalled ? tr("No new step since %1: the run stopped writing (or its job is stuck)")
                                  .arg(QLocale().toString(run.advanced.toLocalTime(), QLocale::ShortFormat))

@@ -39,8 +39,15 @@ FindingNotice::FindingNotice(QWidget *parent)
 
 void FindingNotice::showNotice(int index, const QString &text, bool critical)
 {
-    m_index = index;
     ++m_unseen;
+    // A critical notice not looked at yet stays in view; a warning after it only counts.
+    if (isVisible() && m_critical && !critical) {
+        m_count->setText(tr("(%1 new)").arg(m_unseen));
+        m_count->setVisible(true);
+        return;
+    }
+    m_index = index;
+    m_critical = critical;
     m_text->setText(text);
     m_count->setText(m_unseen > 1 ? tr("(%1 new)").arg(m_unseen) : QString());
     m_count->setVisible(m_unseen > 1);

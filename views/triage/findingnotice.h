@@ -1,6 +1,7 @@
 // The window's non-modal notice of a finding the live triage made (views/triage/livetriage.h): a bar above
 // the views, in the finding's severity colour, with its text, Open (the finding in the triage wizard) and
-// Dismiss; later notices replace it and the bar counts those not yet looked at.
+// Dismiss; a later notice replaces it (a warning does not replace a critical one not yet looked at) and the
+// bar counts those not yet looked at.
 #pragma once
 
 #include <QFrame>
@@ -34,6 +35,7 @@ private:
     QPushButton *m_dismiss;
     int m_index = -1;
     int m_unseen = 0;
+    bool m_critical = false;
 };
 
 } // namespace fp8scope

@@ -23,7 +23,8 @@ using Comparisons = std::shared_ptr<const std::vector<Comparison>>;
 
 QString LiveTriage::Notice::text() const
 {
-    QString s = QStringLiteral("%1 against %2: %3 %4").arg(runName, baselineName, severityName(finding.severity), finding.kind);
+    QString s = QStringLiteral("%1 against %2: %3 %4")
+                    .arg(runName, baselineName, severityName(finding.severity), finding.kind);
     if (!finding.layer.isEmpty())
         s += QLatin1Char(' ') + finding.layer;
     s += QStringLiteral(": ") + finding.summary;
@@ -95,9 +96,11 @@ void LiveTriage::evaluate()
         m_slot,
         [](const Catalog &catalog) -> QVariant {
             TriageResult r = triage(catalog, TriageOptions {.live = true});
-            return QVariant::fromValue(Comparisons(std::make_shared<std::vector<Comparison>>(std::move(r.comparisons))));
+            return QVariant::fromValue(
+                Comparisons(std::make_shared<std::vector<Comparison>>(std::move(r.comparisons))));
         },
-        this, [this, tell, generation](const QVariant &value) {
+        this,
+        [this, tell, generation](const QVariant &value) {
             if (generation != m_generation)
                 return; // another folder's
             m_ticket = 0;
@@ -121,8 +124,8 @@ void LiveTriage::take(const std::vector<Comparison> &comparisons, bool tell)
         if (!run || !base)
             continue;
         for (const Finding &f : c.findings) {
-            const QString key = run->run.name + QLatin1Char('\n') + base->run.name + QLatin1Char('\n')
-                + findingIdentity(f);
+            const QString key
+                = run->run.name + QLatin1Char('\n') + base->run.name + QLatin1Char('\n') + findingIdentity(f);
             const auto it = m_told.constFind(key);
             if (it != m_told.constEnd() && *it >= rank(f.severity))
                 continue;

@@ -279,25 +279,25 @@ void Workspace::openDemo(const QString &dir, const DemoOptions &options)
     m_serials.push_back(Catalog::newStoreSerial());
     Q_EMIT loadingStarted();
     const QString out = m_folders.front();
-    m_loadTicket = m_jobs->submit(
-        {QString(), QStringLiteral("load"),
-            [out, options](JobContext &ctx) -> QVariant {
-                // planted.json is written last: its presence marks a complete pair.
-                if (!QFileInfo::exists(out + QStringLiteral("/planted.json"))) {
-                    ctx.setProgress(0, 2, QObject::tr("Generating the demo run pair"));
-                    QString error;
-                    if (!generateDemo(out, options, nullptr, &error))
-                        return QStringList {error};
-                }
-                ctx.setProgress(1, 2, QObject::tr("Reading the demo run pair"));
-                RunStore store;
-                QString error;
-                if (!store.open(out, &error))
-                    return QStringList {error};
-                const IngestReport report = store.ingest([&](int, int, const QString &) { return !ctx.isCancelled(); });
-                ctx.setProgress(2, 2);
-                return ingestErrors(out, report);
-            }},
+    m_loadTicket = m_jobs->submit({QString(), QStringLiteral("load"),
+                                      [out, options](JobContext &ctx) -> QVariant {
+                                          // planted.json is written last: its presence marks a complete pair.
+                                          if (!QFileInfo::exists(out + QStringLiteral("/planted.json"))) {
+                                              ctx.setProgress(0, 2, QObject::tr("Generating the demo run pair"));
+                                              QString error;
+                                              if (!generateDemo(out, options, nullptr, &error))
+                                                  return QStringList {error};
+                                          }
+                                          ctx.setProgress(1, 2, QObject::tr("Reading the demo run pair"));
+                                          RunStore store;
+                                          QString error;
+                                          if (!store.open(out, &error))
+                                              return QStringList {error};
+                                          const IngestReport report = store.ingest(
+                                              [&](int, int, const QString &) { return !ctx.isCancelled(); });
+                                          ctx.setProgress(2, 2);
+                                          return ingestErrors(out, report);
+                                      }},
         this, [this](const JobResult &r) { finishLoad(r.value.toStringList() << r.error); });
 }
 
@@ -518,7 +518,7 @@ bool Workspace::isStalled(RunRef ref, const QDateTime &now) const
         std::nth_element(gaps.begin(), gaps.begin() + qsizetype(gaps.size() / 2), gaps.end());
         usual = gaps[gaps.size() / 2];
     }
-    return r->advanced.msecsTo(now) > std::max(kStalledAfterMs, 10 * usual);
+    return r->advanced.msecsTo(now) > std::max(m_stalledAfterMs, 10 * usual);
 }
 
 void Workspace::noteStoreErrors(const QStringList &extra)

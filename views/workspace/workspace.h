@@ -99,9 +99,9 @@ public:
     FolderWatcher *watcher() const { return m_watcher; }
     // Reads what the folders gained now, without waiting for the watcher (a test, a user's Reload of one file).
     void followNow();
-    // A run that advanced while followed and has written no new step for this long (and for ten of its usual
-    // intervals between advances) has stopped writing.
-    static constexpr qint64 kStalledAfterMs = 120'000;
+    // A run that advanced while followed and has written no new step for this long (two minutes by default) and
+    // for ten of its usual intervals between advances has stopped writing.
+    void setStalledAfterMs(qint64 ms) { m_stalledAfterMs = ms; }
     bool isStalled(RunRef ref, const QDateTime &now = QDateTime::currentDateTimeUtc()) const;
 
     const std::vector<ProblemEntry> &problems() const { return m_problems; }
@@ -192,6 +192,7 @@ private:
     bool m_following = true;
     quint64 m_followTicket = 0; // the follow ingest running
     bool m_followPending = false; // a change came while it ran
+    qint64 m_stalledAfterMs = 120'000;
     std::map<RunRef, std::vector<qint64>> m_advanceGaps; // ms between a run's recent advances
     QStringList m_storeErrorsSaid; // already in m_problems
 };
