@@ -27,6 +27,13 @@ using namespace fp8scope;
 
 namespace {
 
+// Under a sanitizer everything runs a few times slower: the writer too, and the one second the curve has.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr int kSlowdown = 3;
+#else
+constexpr int kSlowdown = 1;
+#endif
+
 // The FP8 run's curve in the window: its last step (-1 when not drawn).
 double lastCurveStep(const MainWindow &w, RunRef run)
 {
@@ -113,7 +120,7 @@ void TestLive::windowFollowsARunBeingWritten()
     QVERIFY(departure && lead);
     const QString live = tmp.filePath(QStringLiteral("live"));
     // About 50 steps a second (a real run writes a step every second or so).
-    ScenarioReplay writer(scenario, live, plan, 5, 100);
+    ScenarioReplay writer(scenario, live, plan, 5, 100 * kSlowdown);
     QVERIFY2(writer.start(&error), qPrintable(error));
     QTRY_VERIFY_WITH_TIMEOUT(writer.step() >= 300, 20000);
     auto w = openWindow(live);
@@ -132,7 +139,7 @@ void TestLive::windowFollowsARunBeingWritten()
         const double expected = double(*std::prev(it));
         QElapsedTimer t;
         t.start();
-        QTRY_VERIFY_WITH_TIMEOUT(lastCurveStep(*w, fp8) >= expected, 1000);
+        QTRY_VERIFY_WITH_TIMEOUT(lastCurveStep(*w, fp8) >= expected, 1000 * kSlowdown);
         worst = std::max(worst, t.elapsed());
         QTest::qWait(300);
     }
@@ -177,7 +184,7 @@ void TestLive::windowFollowsARunBeingWritten()
         }
         return nullptr;
     };
-    QTRY_VERIFY_WITH_TIMEOUT(critical() || writer.done(), 120000);
+    QTRY_VERIFY_WITH_TIMEOUT(critical() || writer.done(), 120000 * kSlowdown);
     const int64_t writtenAt = writer.step();
     const LiveTriage::Notice *n = critical();
     QVERIFY2(n, "no critical notice while the run was written");
@@ -213,12 +220,12 @@ void TestLive::healthyRunRaisesNoNotice()
     QString error;
     QVERIFY2(generateScenario(scenario, Scenario::None, 2, &plan, &error), qPrintable(error));
     const QString live = tmp.filePath(QStringLiteral("live"));
-    ScenarioReplay writer(scenario, live, plan, 40, 50);
+    ScenarioReplay writer(scenario, live, plan, 40, 50 * kSlowdown);
     QVERIFY2(writer.start(&error), qPrintable(error));
     QTRY_VERIFY_WITH_TIMEOUT(writer.step() >= 200, 20000);
     auto w = openWindow(live);
     QVERIFY(w);
-    QTRY_VERIFY_WITH_TIMEOUT(writer.done(), 120000);
+    QTRY_VERIFY_WITH_TIMEOUT(writer.done(), 120000 * kSlowdown);
     const int before = w->liveTriage()->evaluations();
     QTRY_VERIFY_WITH_TIMEOUT(w->liveTriage()->evaluations() > before && !w->liveTriage()->isEvaluating(), 10000);
     QVERIFY(w->liveTriage()->evaluations() > 3);
