@@ -33,6 +33,31 @@ QStringList ingestErrors(const QString &folder, const IngestReport &report)
     return errors;
 }
 
+// Ingests each folder into its store (the load's job and the follow's); the errors marked for problemsOf(),
+// *changed whether any store took something. `progress`: said in the status bar, file by file.
+QStringList ingestFolders(const QStringList &folders, JobContext &ctx, bool progress, bool *changed = nullptr)
+{
+    QStringList errors;
+    for (int i = 0; i < folders.size() && !ctx.isCancelled(); ++i) {
+        RunStore store;
+        QString error;
+        if (!store.open(folders[i], &error)) {
+            errors << error;
+            continue;
+        }
+        const IngestReport report = store.ingest([&](int done, int total, const QString &file) {
+            if (progress)
+                ctx.setProgress(done, total, QObject::tr("Reading %1").arg(QFileInfo(file).fileName()));
+            return !ctx.isCancelled();
+        });
+        if (changed)
+            *changed = *changed || report.filesRead > 0 || report.filesResumed > 0 || report.filesDeleted > 0
+                || report.pointsWritten > 0;
+        errors << ingestErrors(folders[i], report);
+    }
+    return errors;
+}
+
 } // namespace
 
 // Lives on the job queue's worker thread: only jobs touch the backend.
@@ -249,25 +274,8 @@ void Workspace::open(const QStringList &folders)
     }
     Q_EMIT loadingStarted();
     const QStringList list = m_folders;
-    m_loadTicket = m_jobs->submit(
-        {QString(), QStringLiteral("load"),
-            [list](JobContext &ctx) -> QVariant {
-                QStringList errors;
-                for (int i = 0; i < list.size() && !ctx.isCancelled(); ++i) {
-                    RunStore store;
-                    QString error;
-                    if (!store.open(list[i], &error)) {
-                        errors << error;
-                        continue;
-                    }
-                    const IngestReport report = store.ingest([&](int done, int total, const QString &file) {
-                        ctx.setProgress(done, total, QObject::tr("Reading %1").arg(QFileInfo(file).fileName()));
-                        return !ctx.isCancelled();
-                    });
-                    errors << ingestErrors(list[i], report);
-                }
-                return errors;
-            }},
+    m_loadTicket = m_jobs->submit({QString(), QStringLiteral("load"),
+                                      [list](JobContext &ctx) -> QVariant { return ingestFolders(list, ctx, true); }},
         this, [this](const JobResult &r) { finishLoad(r.value.toStringList() << r.error); });
 }
 
@@ -378,21 +386,8 @@ void Workspace::followNow()
     // No progress of its own: a few small reads a second are not worth the status bar's attention.
     m_followTicket = m_jobs->submit({QString(), QStringLiteral("follow"),
                                         [list](JobContext &ctx) -> QVariant {
-                                            QStringList errors;
                                             bool changed = false;
-                                            for (int i = 0; i < list.size() && !ctx.isCancelled(); ++i) {
-                                                RunStore store;
-                                                QString error;
-                                                if (!store.open(list[i], &error)) {
-                                                    errors << error;
-                                                    continue;
-                                                }
-                                                const IngestReport report = store.ingest(
-                                                    [&](int, int, const QString &) { return !ctx.isCancelled(); });
-                                                changed = changed || report.filesRead > 0 || report.filesResumed > 0
-                                                    || report.filesDeleted > 0 || report.pointsWritten > 0;
-                                                errors << ingestErrors(list[i], report);
-                                            }
+                                            const QStringList errors = ingestFolders(list, ctx, false, &changed);
                                             return QVariantList {changed, errors};
                                         }},
         this, [this](const JobResult &r) {
