@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 Q_LOGGING_CATEGORY(lcGpu, "fp8scope.gpu")
@@ -160,6 +161,15 @@ QList<ComponentVersion> CudaBackend::versions()
     return list;
 }
 
+namespace {
+std::atomic<int> g_preferredDevice {0};
+}
+
+void CudaBackend::setPreferredDevice(int device)
+{
+    g_preferredDevice.store(std::max(0, device));
+}
+
 std::unique_ptr<CudaBackend> CudaBackend::create(QString *reason, int cpuThreads)
 {
     int count = 0;
@@ -178,9 +188,10 @@ std::unique_ptr<CudaBackend> CudaBackend::create(QString *reason, int cpuThreads
     }
     auto impl = std::make_unique<Impl>();
     try {
-        check(cudaSetDevice(0), "cudaSetDevice");
+        const int device = g_preferredDevice.load() % count;
+        check(cudaSetDevice(device), "cudaSetDevice");
         cudaDeviceProp prop {};
-        check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+        check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
         impl->deviceName = QString::fromLatin1(prop.name);
         for (cudaStream_t &s : impl->streams)
             check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");

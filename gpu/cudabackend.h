@@ -15,8 +15,12 @@ namespace fp8scope {
 class CudaBackend : public MetricsBackend
 {
 public:
-    // A backend on the first CUDA device, or nullptr with the reason ("no CUDA device found", ...).
+    // A backend on the preferred CUDA device (the first unless setPreferredDevice() said otherwise), or nullptr
+    // with the reason ("no CUDA device found", ...).
     static std::unique_ptr<CudaBackend> create(QString *reason, int cpuThreads = 0);
+    // The device later create() calls use, modulo the devices there are: an MPI rank's node-local rank, so
+    // that the ranks of a node share its GPUs out (under Slurm's --gpus-per-task each sees one anyway).
+    static void setPreferredDevice(int device);
     // The CUDA runtime built in (static) and the driver installed ("none" without one); touches no device.
     static QList<ComponentVersion> versions();
     ~CudaBackend() override;

@@ -32,7 +32,9 @@ public:
     }
     ~ScenarioReplay() { stop(); }
 
-    bool start(QString *error)
+    // Copies what is written at once and starts the writer's thread (`threaded` false: the caller writes
+    // with writeThrough()).
+    bool start(QString *error, bool threaded = true)
     {
         if (!copyTree(m_from + QLatin1Char('/') + m_plan.baseline, m_to + QLatin1Char('/') + m_plan.baseline)) {
             *error = QStringLiteral("cannot copy the baseline");
@@ -57,8 +59,35 @@ public:
                 return false;
             }
         }
-        m_thread = std::thread([this] { loop(); });
+        if (threaded)
+            m_thread = std::thread([this] { loop(); });
         return true;
+    }
+
+    // Writes the logs' lines through `step` (every line of it and before); false when nothing is left after
+    // it, or a log could not be written.
+    bool writeThrough(int64_t step)
+    {
+        // Megatron's " iteration 120/ 5000 |" and Transformer Engine's "iteration=000120".
+        static const QRegularExpression iteration(QStringLiteral("iteration[ =]*0*(\\d+)"));
+        bool more = false;
+        for (Log &log : m_logs) {
+            QFile f(log.path);
+            if (!f.open(QIODevice::Append))
+                return false;
+            while (log.next < log.lines.size()) {
+                const QByteArray &line = log.lines[log.next];
+                const QRegularExpressionMatch m = iteration.match(QString::fromLatin1(line));
+                if (m.hasMatch() && m.captured(1).toLongLong() > step)
+                    break;
+                if (log.next + 1 < log.lines.size() || !line.isEmpty())
+                    f.write(line + '\n');
+                ++log.next;
+            }
+            more = more || log.next < log.lines.size();
+        }
+        m_step = step;
+        return more;
     }
 
     void stop()
@@ -94,29 +123,11 @@ private:
 
     void loop()
     {
-        // Megatron's " iteration 120/ 5000 |" and Transformer Engine's "iteration=000120".
-        static const QRegularExpression iteration(QStringLiteral("iteration[ =]*0*(\\d+)"));
         int64_t step = 0;
         bool more = true;
         while (more && !m_stop) {
             step += m_stepsPerTick;
-            more = false;
-            for (Log &log : m_logs) {
-                QFile f(log.path);
-                if (!f.open(QIODevice::Append))
-                    return;
-                while (log.next < log.lines.size()) {
-                    const QByteArray &line = log.lines[log.next];
-                    const QRegularExpressionMatch m = iteration.match(QString::fromLatin1(line));
-                    if (m.hasMatch() && m.captured(1).toLongLong() > step)
-                        break;
-                    if (log.next + 1 < log.lines.size() || !line.isEmpty())
-                        f.write(line + '\n');
-                    ++log.next;
-                }
-                more = more || log.next < log.lines.size();
-            }
-            m_step = step;
+            more = writeThrough(step);
             std::this_thread::sleep_for(std::chrono::milliseconds(m_tickMs));
         }
         m_done = true;

@@ -38,9 +38,12 @@ int runGenerate(const QStringList &args)
     const int64_t rows = parser.value(rowsOpt).toLongLong(&okRows);
     const int64_t cols = parser.value(colsOpt).toLongLong(&okCols);
     const uint32_t seed = parser.value(seedOpt).toUInt(&okSeed);
-    if (parser.positionalArguments().size() != 1 || !okRows || !okCols || !okSeed || rows < 1 || cols < 1
-        || rows * cols > (int64_t(1) << 28)) {
-        err << "fp8scope-cli generate: expected OUT.h5 and positive --rows/--cols (at most 2^28 elements)\n";
+    bool okStep = false;
+    const int64_t step = parser.value(QStringLiteral("step")).toLongLong(&okStep);
+    if (parser.positionalArguments().size() != 1 || !okRows || !okCols || !okSeed || !okStep || step < 0
+        || step > 999999999 || rows < 1 || cols < 1 || rows * cols > (int64_t(1) << 28)) {
+        err << "fp8scope-cli generate: expected OUT.h5, positive --rows/--cols (at most 2^28 elements) and a --step "
+               "from 0 to 999999999\n";
         return 2;
     }
     const QString path = parser.positionalArguments().front();
@@ -62,7 +65,7 @@ int runGenerate(const QStringList &args)
     const QString layers[] = {
         QStringLiteral("model.layers.0.self_attention.linear_qkv"), QStringLiteral("model.layers.11.mlp.linear_fc2")};
     for (const QString &layer : layers) {
-        const QString base = QStringLiteral("/iter_000100/") + layer + QLatin1Char('/');
+        const QString base = QStringLiteral("/iter_%1/").arg(step, 6, 10, QLatin1Char('0')) + layer + QLatin1Char('/');
         // Activations: unit Gaussian with rare outliers 300x larger than the recent amax history knew.
         std::vector<uint16_t> act(n);
         for (size_t i = 0; i < n; ++i) {

@@ -3,6 +3,7 @@
 #include "app/common/commandline.h"
 #include "clijob.h"
 #include "folderargs.h"
+#include "mpirecompute.h"
 
 #include "app/cudafactory.h"
 #include "core/jobs/jobqueue.h"
@@ -388,6 +389,25 @@ int runRecompute(const QStringList &args)
     }
     const int threads = parser.value(threadsOpt).toInt();
     const QString folder = parser.positionalArguments().front();
+    if (parser.isSet(QStringLiteral("mpi"))) {
+#ifdef FP8SCOPE_HAVE_MPI
+        return runRecomputeMpi({.folder = folder,
+            .recipes = names,
+            .backend = *choice,
+            .threads = threads,
+            .all = parser.isSet(QStringLiteral("all")),
+            .json = parser.isSet(QStringLiteral("json"))});
+#else
+        err << "fp8scope-cli: this fp8scope-cli was built without MPI; install Open MPI (Debian: `apt install "
+               "libopenmpi-dev openmpi-bin`), build again (CMake finds it), and run it as `mpirun -n N "
+               "fp8scope-cli recompute FOLDER --mpi`; without --mpi it recomputes in this process\n";
+        return 2;
+#endif
+    }
+    if (parser.isSet(QStringLiteral("all")) || parser.isSet(QStringLiteral("json"))) {
+        err << "fp8scope-cli: --all and --json go with --mpi\n";
+        return 2;
+    }
     Catalog catalog;
     if (!openCatalog(catalog, folder))
         return 1;

@@ -1,7 +1,7 @@
 #include "watchcommand.h"
 
 #include "app/common/commandline.h"
-#include "core/analysis/triage.h"
+#include "core/analysis/incrementaltriage.h"
 #include "core/jobs/folderwatcher.h"
 #include "core/query/catalog.h"
 #include "folderargs.h"
@@ -67,6 +67,8 @@ int runWatch(const QStringList &args)
     }
     const bool json = parser.isSet(QStringLiteral("json"));
     Catalog catalog;
+    // Each point is read once: a new batch reads only what was written since.
+    catalog.setKeepPoints(true);
     QString error;
     if (!catalog.open(parser.positionalArguments().front(), &error)) {
         err << "fp8scope-cli: " << error << '\n';
@@ -86,7 +88,8 @@ int runWatch(const QStringList &args)
     // What was printed: a finding's identity within its pair, and the severity it was printed at. It holds one
     // entry a distinct finding, however long the watch runs.
     QHash<QString, int> printed;
-    const TriageOptions options {.live = true};
+    // Pairs whose runs did not change keep their results.
+    IncrementalTriage engine(TriageOptions {.live = true});
     QElapsedTimer clock;
     bool first = true;
     bool saidMissing = false;
@@ -105,7 +108,7 @@ int runWatch(const QStringList &args)
                 const auto baseline = catalog.findRun(parser.value(QStringLiteral("baseline")));
                 const auto run = catalog.findRun(parser.value(QStringLiteral("run")));
                 if (baseline && run) {
-                    comparisons.push_back(compareRuns(catalog, baseline->ref, run->ref, options));
+                    comparisons.push_back(engine.compare(catalog, baseline->ref, run->ref));
                 } else if (!saidMissing) {
                     // Not an error: the run may not have written its first line yet.
                     err << "fp8scope-cli watch: no run '"
@@ -114,7 +117,7 @@ int runWatch(const QStringList &args)
                     saidMissing = true;
                 }
             } else {
-                comparisons = triage(catalog, options).comparisons;
+                comparisons = engine.update(catalog).comparisons;
             }
             for (const Comparison &c : comparisons) {
                 const QString runName = nameOf(catalog, c.run);

@@ -139,7 +139,8 @@ QList<CommandSpec> makeCliCommands()
         = {{.name = s("out"), .syntax = s("OUT.h5"), .description = s("output .h5 file"), .kind = ValueKind::File}},
         .options = {valued("rows", "n", "rows per tensor (default 1024)", "1024"),
             valued("cols", "n", "columns per tensor (default 1024)", "1024"),
-            valued("seed", "n", "random seed (default 1)", "1")}};
+            valued("seed", "n", "random seed (default 1)", "1"),
+            valued("step", "n", "the training step the tensors are dumped at (default 100)", "100")}};
     commands << CommandSpec {.name = s("demo"),
         .summary = s("write the synthetic BF16/FP8 demo run pair, or a triage scenario, with planted problems"),
         .description = s("Write a synthetic BF16 + FP8 run pair with planted problems (see OUTDIR/README.md)."),
@@ -193,14 +194,21 @@ QList<CommandSpec> makeCliCommands()
             valued(
                 "source", "source", "source (default: logged before recomputed, then the one covering most layers)")}};
     commands << CommandSpec {.name = s("recompute"),
-        .summary = s("FP8 metrics of every indexed dump into the store (--recipe, --backend)"),
-        .description = s("Recompute FP8 metrics for every indexed tensor dump."),
+        .summary = s("FP8 metrics of every indexed dump into the store (--recipe, --backend, --mpi)"),
+        .description = s("Recompute FP8 metrics for every indexed tensor dump. With --mpi, run under mpirun or "
+                         "srun: the dump files are shared out among the ranks by size, each computes its share on "
+                         "its node's GPU (or CPU threads), and rank 0 alone writes the store; only the dumps not "
+                         "yet recomputed under every recipe are computed (--all: every one), and a rank's failure "
+                         "is listed by rank 0, which then exits 1 (run it again to fill in what is missing)."),
         .arguments = {folderArgument()},
         .options
         = {repeated(withSuggestions(
                valued("recipe", "recipe", FP8SCOPE_RECIPE_GRAMMAR " (repeatable; default: current)"), recipeChoices())),
             backendOption("auto, cpu or cuda (default: auto)"),
-            valued("threads", "n", "CPU threads (default: all)", "0")}};
+            valued("threads", "n", "CPU threads (default: all; with --mpi, a node's shared out among its ranks)", "0"),
+            flag("mpi", "spread over the ranks of mpirun or srun (built with Open MPI)"),
+            flag("all", "with --mpi, recompute the dumps the store holds results of too"),
+            flag("json", "with --mpi, print a JSON summary: per rank its dumps, time and bytes read")}};
     commands << CommandSpec {.name = s("triage"),
         .summary = s("every FP8 run against its baseline: verdict, findings, what to try (--json)"),
         .description = s("Compare every FP8 run with its baseline and say what went wrong: early divergence, "

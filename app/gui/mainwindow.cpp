@@ -357,6 +357,17 @@ void MainWindow::createMenus()
     compare->setObjectName(QStringLiteral("showComparison"));
     compare->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_K));
     view->addAction(tr("C&urves"), this, [this] { m_viewTabs->setCurrentWidget(m_curves); });
+    // On at every start: a folder still being written moves in the views and the live triage tells of it.
+    QAction *follow = view->addAction(tr("&Follow Folders as They Are Written"));
+    follow->setObjectName(QStringLiteral("followFolders"));
+    follow->setCheckable(true);
+    follow->setChecked(m_workspace->isFollowing());
+    follow->setToolTip(tr("Read what the open folders gain while a run writes them, and triage it as it comes"));
+    connect(follow, &QAction::toggled, this, [this](bool on) {
+        m_workspace->setFollowing(on);
+        m_live->setEnabled(on);
+        statusBar()->showMessage(on ? tr("Following the open folders") : tr("Not following the open folders"), 4000);
+    });
     view->addSeparator();
     for (QDockWidget *dock : findChildren<QDockWidget *>())
         view->addAction(dock->toggleViewAction());

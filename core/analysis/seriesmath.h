@@ -5,6 +5,8 @@
 // docs/TRIAGE.md; the options structs carry the defaults so a caller can say which it used.
 #pragma once
 
+#include "core/query/stepseries.h"
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -12,13 +14,7 @@
 
 namespace fp8scope::analysis {
 
-// Points in step order (steps strictly increasing); NaN values are points the log had no number for.
-struct StepSeries {
-    std::vector<int64_t> steps;
-    std::vector<double> values;
-    size_t size() const { return steps.size(); }
-    bool empty() const { return steps.empty(); }
-};
+using fp8scope::StepSeries; // core/query/stepseries.h
 
 // The median of the finite values (NaN when there are none).
 double median(std::span<const double> values);

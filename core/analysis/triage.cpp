@@ -19,16 +19,6 @@ namespace fp8scope::analysis {
 
 namespace {
 
-StepSeries stepSeries(const Catalog &catalog, const Series &s)
-{
-    StepSeries out;
-    for (const SeriesPoint &p : catalog.points(s)) {
-        out.steps.push_back(p.step);
-        out.values.push_back(p.value);
-    }
-    return out;
-}
-
 std::optional<StepSeries> runSeries(const Catalog &catalog, RunRef run, const QString &stat, QString *source = nullptr)
 {
     const auto s = catalog.chooseSeries(run, {.stat = stat});
@@ -36,7 +26,7 @@ std::optional<StepSeries> runSeries(const Catalog &catalog, RunRef run, const QS
         return std::nullopt;
     if (source)
         *source = s->source;
-    StepSeries out = stepSeries(catalog, *s);
+    StepSeries out = catalog.stepSeries(*s);
     if (out.empty())
         return std::nullopt;
     return out;
@@ -319,7 +309,7 @@ std::vector<Signal> layerSignals(
         const auto direction = riskDirection(s.stat);
         if (!direction)
             continue;
-        StepSeries p = stepSeries(catalog, s);
+        StepSeries p = catalog.stepSeries(s);
         // A statistic that cannot be exactly zero (an MSE, a scale, an amax) reading 0.0000 was printed too
         // small for the log's four decimals; underflows% and overflows% of 0 are real.
         static const QStringList neverZero {QStringLiteral("mse"), QStringLiteral("scale_inv_min"),

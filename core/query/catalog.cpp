@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 namespace fp8scope {
 
@@ -20,6 +21,12 @@ struct Catalog::Entry {
     quint64 serial = 0;
     QString folder;
     RunStore store;
+    // What stepSeries() kept (setKeepPoints), by series id, and the store's dataRewrites() it was read under.
+    struct Kept {
+        int64_t rewrites = -1;
+        std::unordered_map<int64_t, StepSeries> series;
+    };
+    mutable Kept kept;
 };
 
 namespace {
@@ -313,6 +320,74 @@ std::vector<SeriesPoint> Catalog::points(const Series &series, const PointRange 
 {
     const Entry *e = entry(series.run.store);
     return e ? e->store.points(series.id, range.from, range.to, range.resolution) : std::vector<SeriesPoint>();
+}
+
+namespace {
+
+void appendPoints(const std::vector<SeriesPoint> &points, StepSeries *out)
+{
+    out->steps.reserve(out->steps.size() + points.size());
+    out->values.reserve(out->values.size() + points.size());
+    for (const SeriesPoint &p : points) {
+        out->steps.push_back(p.step);
+        out->values.push_back(p.value);
+    }
+}
+
+} // namespace
+
+StepSeries Catalog::stepSeries(const Series &series) const
+{
+    const Entry *e = entry(series.run.store);
+    if (!e)
+        return {};
+    constexpr int64_t kFirst = std::numeric_limits<int64_t>::min(), kLast = std::numeric_limits<int64_t>::max();
+    if (m_keepPoints) {
+        Entry::Kept &kept = e->kept;
+        // Twice at most: a rewrite committed while the new points were read leaves the points kept of another
+        // version than those after them.
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            const int64_t before = e->store.dataRewrites();
+            if (before < 0)
+                break;
+            if (before != kept.rewrites) {
+                kept.series.clear();
+                kept.rewrites = before;
+            }
+            StepSeries &k = kept.series[series.id];
+            appendPoints(e->store.points(series.id, k.empty() ? kFirst : k.steps.back() + 1, kLast, 0), &k);
+            // Fewer points than the series was listed with: not what was kept grown, whatever the count says.
+            if (e->store.dataRewrites() == before && k.size() >= size_t(std::max<int64_t>(0, series.points)))
+                return k;
+            kept.series.erase(series.id);
+        }
+    }
+    StepSeries out;
+    appendPoints(e->store.points(series.id, kFirst, kLast, 0), &out);
+    return out;
+}
+
+Catalog::ReadSnapshot::ReadSnapshot(const Catalog &catalog)
+{
+    for (const auto &e : catalog.m_entries) {
+        if (e->store.beginRead())
+            m_open.push_back(&e->store);
+    }
+}
+
+Catalog::ReadSnapshot::~ReadSnapshot()
+{
+    for (const RunStore *s : m_open)
+        s->endRead();
+}
+
+void Catalog::setKeepPoints(bool keep)
+{
+    m_keepPoints = keep;
+    if (!keep) {
+        for (const auto &e : m_entries)
+            e->kept = {};
+    }
 }
 
 std::optional<SeriesPoint> Catalog::valueAt(const Series &series, int64_t step) const

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "querytypes.h"
+#include "stepseries.h"
 
 #include "core/store/runstore.h"
 
@@ -65,6 +66,29 @@ public:
     std::optional<Series> chooseSeries(RunRef ref, const SeriesRequest &request) const;
     std::vector<SeriesPoint> points(const Series &series, const PointRange &range = {}) const;
     std::optional<SeriesPoint> valueAt(const Series &series, int64_t step) const;
+    // Every point's step and value of a series, in step order: what the analysis reads.
+    StepSeries stepSeries(const Series &series) const;
+    // Keep what stepSeries() read (16 bytes a point): a later read of the same series asks the store only for
+    // the points after the last step kept, while the store's data were only added to since
+    // (RunStore::dataRewrites); anything replaced or removed there, and what was kept of that store is read
+    // again. A followed run's triage then reads each point once. Off by default; off forgets what was kept.
+    void setKeepPoints(bool keep);
+    bool keepsPoints() const { return m_keepPoints; }
+
+    // While one lives, every read of this catalog sees its stores as they were at its first read
+    // (RunStore::beginRead): an analysis of a folder being written reads one state of it, not series read
+    // before and after an ingest's commit. Only for reads: no store write may happen under it.
+    class ReadSnapshot
+    {
+    public:
+        explicit ReadSnapshot(const Catalog &catalog);
+        ~ReadSnapshot();
+        ReadSnapshot(const ReadSnapshot &) = delete;
+        ReadSnapshot &operator=(const ReadSnapshot &) = delete;
+
+    private:
+        std::vector<const RunStore *> m_open;
+    };
 
     // Every distinct layer of these runs (all when empty) in depth order, with its tensor kinds (series or
     // dumps; the quantized siblings of dumps left out).
@@ -107,6 +131,7 @@ private:
     std::vector<std::unique_ptr<Entry>> m_entries;
     mutable std::optional<std::vector<Pairing>> m_pairings; // per runs() index
     mutable std::vector<Run> m_pairedRuns;
+    bool m_keepPoints = false;
 };
 
 // The package versions shown with a run: the frameworks FP8 training depends on, in this order.

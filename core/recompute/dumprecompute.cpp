@@ -1,5 +1,7 @@
 #include "dumprecompute.h"
 
+#include "recomputeplan.h"
+
 #include <QDir>
 
 namespace fp8scope {
@@ -26,28 +28,11 @@ QString recomputedRecipeLabel(const Recipe &recipe)
 std::optional<std::vector<TensorMetrics>> recomputeDump(RunStore &store, MetricsBackend &backend, const DumpRef &ref,
     const std::vector<Recipe> &recipes, QString *error, const MetricsEngine::Progress &progress)
 {
-    Problem problem;
-    const QString path = QDir(store.folder()).absoluteFilePath(ref.file);
-    auto reader = openTensor(ref.dump.dataset.isEmpty() ? path : path + QLatin1Char(':') + ref.dump.dataset, &problem);
-    if (!reader) {
-        *error = problem.toString();
+    // The same two steps as a recompute spread over ranks (core/recompute/recomputeplan.h).
+    DumpResult r = computeDump(store.folder(), backend, ref, recipes, progress);
+    if (!storeDumpResult(store, ref, r, error))
         return std::nullopt;
-    }
-    std::vector<Recipe> rs = recipes;
-    for (Recipe &r : rs)
-        r.amaxHistory = reader->amaxHistory();
-    MetricsEngine engine(backend);
-    auto results = engine.compute(*reader, rs, &problem, progress);
-    if (!results) {
-        *error = problem.toString();
-        return std::nullopt;
-    }
-    for (size_t k = 0; k < results->size(); ++k) {
-        if (!store.storeRecomputed(
-                ref.run, ref.dump, recomputedRecipeLabel(rs[k]), storedStatistics((*results)[k]), error))
-            return std::nullopt;
-    }
-    return results;
+    return std::move(r.metrics);
 }
 
 } // namespace fp8scope

@@ -34,6 +34,13 @@ QString seriesCacheKey(int64_t run, const SeriesKey &k)
         + k.source + QChar(0x1f) + k.recipe;
 }
 
+// What the store held was replaced or removed (schema version 9): readers that keep what they read read it
+// again.
+bool noteRewrite(Database &db, QString *error)
+{
+    return db.exec("UPDATE meta SET value=value+1 WHERE key='data_rewrites'", error);
+}
+
 // Writes one file's records inside the ingest transaction. A statement that fails counts as a failure (the
 // file's transaction then rolls back) and keeps its message for the report.
 class FileSink : public IngestSink
@@ -186,6 +193,14 @@ public:
     {
         flushPoints();
         waitForWriter();
+        if (m_chunks.rewrites() > 0) {
+            QString e;
+            if (!noteRewrite(m_db, &e)) {
+                ++failures;
+                if (error.isEmpty())
+                    error = e;
+            }
+        }
     }
 
     ~FileSink() override { waitForWriter(); }
@@ -348,6 +363,7 @@ void dropRunsLeftEmpty(Database &db, const std::set<QString> &movedFrom, IngestR
                  "DELETE FROM configs WHERE run_id=?", "DELETE FROM versions WHERE run_id=?",
                  "DELETE FROM dumps WHERE run_id=?", "DELETE FROM runs WHERE id=?"})
             ok = ok && execWithId(db, sql, id, &error);
+        ok = ok && noteRewrite(db, &error);
         if (!ok || !t.commit(&error))
             report->errors << QStringLiteral("run %1 left without files: %2").arg(name, error);
     }
@@ -373,6 +389,7 @@ void dropRunsLeftEmpty(Database &db, const std::set<QString> &movedFrom, IngestR
         for (const char *sql : {"DELETE FROM point_chunks WHERE series_id IN (SELECT id FROM series WHERE run_id=?)",
                  "DELETE FROM series WHERE run_id=?", "DELETE FROM runs WHERE id=?"})
             ok = ok && execWithId(db, sql, id, &error);
+        ok = ok && noteRewrite(db, &error);
         if (!ok || !t.commit(&error))
             report->errors << QStringLiteral("run %1 left without files: %2").arg(name, error);
     }
@@ -425,7 +442,7 @@ bool dropPoints(Database &db, int64_t fileId, QString *error)
 // series hold the other file's new points already), evals, configs, versions, dumps and problems.
 bool dropContributions(Database &db, int64_t fileId, bool points, QString *error)
 {
-    if (points && !dropPoints(db, fileId, error))
+    if (!noteRewrite(db, error) || (points && !dropPoints(db, fileId, error)))
         return false;
     for (const char *sql : {"DELETE FROM problems WHERE file_id=?", "DELETE FROM evals WHERE file_id=?",
              "DELETE FROM configs WHERE file_id=?", "DELETE FROM versions WHERE file_id=?",
@@ -703,8 +720,7 @@ IngestReport ingestFolder(Database &db, const QString &folder, const QString &st
     return report;
 }
 
-bool writeRecomputed(Database &db, int64_t runId, const DumpRecord &d, const QString &recipe,
-    const std::vector<std::pair<QString, double>> &stats, QString *error)
+bool writeRecomputed(Database &db, int64_t runId, const DumpRecord &d, const RecomputedStats &byRecipe, QString *error)
 {
     Transaction t(db);
     if (!t.isActive()) {
@@ -718,8 +734,11 @@ bool writeRecomputed(Database &db, int64_t runId, const DumpRecord &d, const QSt
         return false;
     }
     FileSink sink(db, 0, run.text(0));
-    for (const auto &[stat, value] : stats)
-        sink.point(sink.series({d.layer, d.tensor, stat, QStringLiteral("recomputed"), recipe}), d.step, value, NAN);
+    for (const auto &[recipe, stats] : byRecipe) {
+        for (const auto &[stat, value] : stats)
+            sink.point(
+                sink.series({d.layer, d.tensor, stat, QStringLiteral("recomputed"), recipe}), d.step, value, NAN);
+    }
     sink.finish();
     if (sink.failures > 0) {
         *error = sink.error;

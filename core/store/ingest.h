@@ -41,8 +41,10 @@ IngestReport ingestFolder(
 // runs; "" when nobody (or a writer that is gone).
 QString readWriter(const QString &storePath);
 
-// Recomputed metrics of one dump as series with source "recomputed" and the recipe, in one transaction.
-[[nodiscard]] bool writeRecomputed(Database &db, int64_t runId, const DumpRecord &d, const QString &recipe,
-    const std::vector<std::pair<QString, double>> &stats, QString *error);
+// Recomputed metrics of one dump under each recipe, as series with source "recomputed" and the recipe, in
+// one transaction.
+using RecomputedStats = std::vector<std::pair<QString, std::vector<std::pair<QString, double>>>>; // recipe, stats
+[[nodiscard]] bool writeRecomputed(
+    Database &db, int64_t runId, const DumpRecord &d, const RecomputedStats &byRecipe, QString *error);
 
 } // namespace fp8scope

@@ -174,7 +174,10 @@ bool Writer::merge(int64_t series, const std::vector<Point> &points)
         return false;
     }
     const int64_t lastFirst = haveLast ? m_last.int64(0) : 0;
-    const bool rewrite = haveLast && (m_last.int64(1) >= m_fresh.front().step || m_last.int64(2) < kChunkPoints);
+    const bool overlaps = haveLast && m_last.int64(1) >= m_fresh.front().step;
+    const bool rewrite = overlaps || (haveLast && m_last.int64(2) < kChunkPoints);
+    if (overlaps)
+        ++m_rewrites;
     m_last.reset();
     if (rewrite) {
         m_firstOverlap.bind(1, series).bind(2, m_fresh.front().step);

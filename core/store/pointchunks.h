@@ -36,11 +36,16 @@ public:
     // of the same steps: the chunks from the first new step on are read, merged and written again, and so
     // is a last chunk that is not yet full (so a growing log does not leave a trail of short chunks).
     [[nodiscard]] bool merge(int64_t series, const std::vector<Point> &points);
+    // How many merges wrote points at or before a step the series had: they replaced or came between points
+    // it held (a restart's log that repeats steps, a recompute of an earlier dump), rather than only adding
+    // after its last.
+    int64_t rewrites() const { return m_rewrites; }
 
 private:
     Statement m_last, m_firstOverlap, m_suffix, m_delete, m_insert;
     std::vector<Point> m_fresh, m_old, m_merged;
     std::string m_text;
+    int64_t m_rewrites = 0;
 };
 
 // The first_step of the chunk holding `step` (the last chunk starting at or before it), or `step` itself.

@@ -223,7 +223,13 @@ IngestReport RunStore::ingest(const Progress &progress)
 bool RunStore::storeRecomputed(int64_t runId, const DumpRecord &d, const QString &recipe,
     const std::vector<std::pair<QString, double>> &stats, QString *error)
 {
-    return writeRecomputed(m_db, runId, d, recipe, stats, error);
+    return writeRecomputed(m_db, runId, d, {{recipe, stats}}, error);
+}
+
+bool RunStore::storeRecomputed(int64_t runId, const DumpRecord &d,
+    const std::vector<std::pair<QString, std::vector<std::pair<QString, double>>>> &byRecipe, QString *error)
+{
+    return writeRecomputed(m_db, runId, d, byRecipe, error);
 }
 
 Statement RunStore::prepare(const char *sql) const

@@ -188,10 +188,22 @@ public:
     // Recomputed metrics as series with source "recomputed" and the recipe name.
     [[nodiscard]] bool storeRecomputed(int64_t runId, const DumpRecord &d, const QString &recipe,
         const std::vector<std::pair<QString, double>> &stats, QString *error);
+    // The same under several recipes (recipe, statistics) in one transaction.
+    [[nodiscard]] bool storeRecomputed(int64_t runId, const DumpRecord &d,
+        const std::vector<std::pair<QString, std::vector<std::pair<QString, double>>>> &byRecipe, QString *error);
 
     // A number that moves whenever what the store holds of the run files changes (a file read, rewritten or
     // gone, a run's attributes, a recomputed metric): what a stored triage result is stamped with.
     int64_t dataGeneration() const;
+    // A number that moves whenever something the store held was replaced or removed (a file rewritten or gone,
+    // points written again at steps a series had); between two equal numbers every series only grew after its
+    // last step. -1 when it cannot be read.
+    int64_t dataRewrites() const;
+    // A read transaction: every read until endRead() sees the store as it was at the first one, whatever
+    // an ingest on another connection commits meanwhile (WAL readers do not block the writer). False when one
+    // could not begin (a transaction of this connection is open): reads then see each commit as it comes.
+    bool beginRead() const;
+    void endRead() const;
     std::optional<StoredTriage> triageResult(
         int64_t runId, const QString &baselineFolder, const QString &baselineName) const;
     // Replaces the run's result for that baseline, findings included, in one transaction.

@@ -153,6 +153,14 @@ CREATE TABLE carried_reviews(
     PRIMARY KEY(run_name, baseline_folder, baseline_name, finding)) WITHOUT ROWID;
 )";
 
+// Version 9: a count of the times what the store held was replaced or removed (a file rewritten or gone, a
+// run left empty, points written again at steps a series had): between two equal counts the store's series
+// only grew at their ends, so a reader that keeps what it read (Catalog::setKeepPoints) reads only what
+// came after (RunStore::dataRewrites).
+const char *const kSchemaV9 = R"(
+INSERT OR IGNORE INTO meta(key, value) VALUES('data_rewrites', '0');
+)";
+
 // Version 3's conversion: every series' points into chunks, then the view in place of the table.
 bool pointsToChunks(Database &db, QString *error)
 {
@@ -234,7 +242,8 @@ bool migrate(Database &db, const QString &path, QString *error)
     const bool ok = (version >= 1 || db.exec(kSchemaV1, error)) && (version >= 2 || db.exec(kSchemaV2, error))
         && (version >= 3 || pointsToChunks(db, error)) && (version >= 4 || db.exec(kSchemaV4, error))
         && (version >= 5 || db.exec(kSchemaV5, error)) && (version >= 6 || db.exec(kSchemaV6, error))
-        && (version >= 7 || db.exec(kSchemaV7, error)) && (version >= 8 || db.exec(kSchemaV8, error));
+        && (version >= 7 || db.exec(kSchemaV7, error)) && (version >= 8 || db.exec(kSchemaV8, error))
+        && (version >= 9 || db.exec(kSchemaV9, error));
     if (!ok)
         return false;
     Statement set = db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", error);

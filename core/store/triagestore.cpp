@@ -28,6 +28,25 @@ int64_t RunStore::dataGeneration() const
     return generation;
 }
 
+int64_t RunStore::dataRewrites() const
+{
+    Statement s = prepare("SELECT value FROM meta WHERE key='data_rewrites'");
+    const int64_t rewrites = s.next() ? s.int64(0) : -1;
+    ok(s);
+    return rewrites;
+}
+
+bool RunStore::beginRead() const
+{
+    return m_db.exec("BEGIN");
+}
+
+void RunStore::endRead() const
+{
+    if (!m_db.exec("COMMIT"))
+        (void)m_db.exec("ROLLBACK");
+}
+
 std::optional<StoredTriage> RunStore::triageResult(
     int64_t runId, const QString &baselineFolder, const QString &baselineName) const
 {

@@ -8,11 +8,15 @@
 //   warm: the triage computed again in a fresh catalog (median of 5, paired with the reference), s, and the
 //         ratio triage / reference;
 //   stored: the triage read back from the store while its stamp holds (median of 5), ms;
+//   live: the FP8 run's last 50 iterations (held back above) appended 10 at a time, each batch ingested and
+//         triaged whole in a fresh catalog and by the live triage's engine (analysis::IncrementalTriage over
+//         a catalog keeping its points), medians of the 5 batches and their ratio (the findings must agree);
+//         and the engine once more with nothing new;
 //   and the verdict, the departure and the first layer signal (the planted ones).
 // The target (issue 21): warm under 2 s on the development machine. Asserts nothing about time.
 // Usage: bench_triage [points] [workdir]
 #include "benchutil.h"
-#include "core/analysis/triage.h"
+#include "core/analysis/incrementaltriage.h"
 #include "core/query/catalog.h"
 #include "core/store/runstore.h"
 
@@ -20,6 +24,7 @@
 #include <QFile>
 #include <QTemporaryDir>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -43,14 +48,21 @@ bool writeFile(const QString &path, const QByteArray &data)
     return f.open(QIODevice::WriteOnly) && f.write(data) == data.size();
 }
 
-// Megatron's training lines: the loss falling as a power law with noise, the FP8 run's rising from `departAt`.
-QByteArray megatronLog(int64_t iterations, int64_t departAt, uint32_t seed)
+bool appendFile(const QString &path, const QByteArray &data)
 {
-    std::mt19937 rng(seed);
+    QFile f(path);
+    return f.open(QIODevice::Append) && f.write(data) == data.size();
+}
+
+// Megatron's training lines of iterations [first, last] of a run planned for `iterations`: the loss falling as
+// a power law with noise, the FP8 run's rising from `departAt`.
+QByteArray megatronLog(int64_t first, int64_t last, int64_t iterations, int64_t departAt, uint32_t seed)
+{
+    std::mt19937 rng(seed + uint32_t(first));
     std::normal_distribution<double> noise(0.0, 0.02);
     const int64_t steps = iterations * kInterval;
     QByteArray out;
-    for (int64_t i = 1; i <= iterations; ++i) {
+    for (int64_t i = first; i <= last; ++i) {
         const int64_t step = i * kInterval;
         double loss = 2.5 + 8.0 * std::pow(double(step) / 100.0 + 1.0, -0.5) + noise(rng);
         double grad = 0.8 + 0.1 * noise(rng) / 0.02;
@@ -63,6 +75,58 @@ QByteArray megatronLog(int64_t iterations, int64_t departAt, uint32_t seed)
             + " | grad norm: " + QByteArray::number(grad, 'f', 3) + " |\n";
     }
     return out;
+}
+
+// Transformer Engine's statistics lines of iterations [first, last], at most `points` of them all told
+// (*written counts them): layer 0's activation underflows ramp from `onset` over the planned steps.
+bool statisticsLog(
+    QFile *f, int64_t first, int64_t last, int64_t steps, int64_t onset, int64_t points, int64_t *written)
+{
+    std::mt19937 rng(3 + uint32_t(first));
+    std::normal_distribution<double> noise(0.0, 1.0);
+    QByteArray buf;
+    for (int64_t it = first; it <= last; ++it) {
+        const int64_t step = it * kInterval;
+        for (int l = 0; l < kLayers && *written < points; ++l) {
+            const QByteArray layer = "model.decoder.layers." + QByteArray::number(l) + ".self_attention.linear_qkv";
+            for (const char *t : kTensors) {
+                for (const char *s : kStats) {
+                    if ((*written)++ >= points)
+                        break;
+                    const QByteArray stat(s);
+                    double v = stat == "underflows%" ? 1.0 + 0.05 * noise(rng)
+                        : stat == "mse"              ? 2e-4 * (1.0 + 0.05 * noise(rng))
+                        : stat == "scale_inv_min"    ? 1e-3 * (1.0 + 0.02 * noise(rng))
+                                                     : 4e-3 * (1.0 + 0.02 * noise(rng));
+                    if (l == 0 && qstrcmp(t, "activation") == 0 && stat == "underflows%" && step >= onset)
+                        v += 6.0 * double(step - onset) / double(steps - onset);
+                    buf += "2026-01-15 23:06:41,584 - INFO - " + layer + '_' + t + '_' + stat
+                        + " \t\t\t\t iteration=" + QByteArray::number(step).rightJustified(6, '0')
+                        + " \t\t\t\t value=" + QByteArray::number(v, 'g', 6) + '\n';
+                }
+            }
+        }
+        if (buf.size() > (4 << 20)) {
+            if (f->write(buf) != buf.size())
+                return false;
+            buf.clear();
+        }
+    }
+    return f->write(buf) == buf.size();
+}
+
+bool sameFindings(const Comparison &a, const Comparison &b)
+{
+    if (a.verdict != b.verdict || a.departure != b.departure || a.lead != b.lead
+        || a.findings.size() != b.findings.size())
+        return false;
+    for (size_t i = 0; i < a.findings.size(); ++i) {
+        const Finding &x = a.findings[i], &y = b.findings[i];
+        if (findingIdentity(x) != findingIdentity(y) || x.severity != y.severity || x.step != y.step
+            || x.summary != y.summary || x.evidence != y.evidence)
+            return false;
+    }
+    return true;
 }
 
 double seconds(const std::chrono::steady_clock::time_point &t0)
@@ -84,54 +148,33 @@ int main(int argc, char **argv)
     const int64_t iterations = (points + perIteration - 1) / perIteration;
     const int64_t steps = iterations * kInterval;
     const int64_t onset = steps * 45 / 100, departure = steps * 60 / 100;
+    // The FP8 run's last kLiveBatches x kLiveIterations iterations are held back for the live phase, which
+    // appends them one batch at a time as a run being written would.
+    constexpr int64_t kLiveBatches = 5, kLiveIterations = 10;
+    const int64_t written = std::max<int64_t>(1, iterations - kLiveBatches * kLiveIterations);
     bool ok = writeFile(ws + QStringLiteral("/fp8scope-workspace.json"),
                   R"({"runs": {"bf16": {"precision": "bf16"}, "fp8": {"precision": "fp8", "recipe": "delayed",)"
                   R"( "baseline": "bf16"}}})")
-        && writeFile(ws + QStringLiteral("/bf16/train.log"), megatronLog(iterations, 0, 1))
-        && writeFile(ws + QStringLiteral("/fp8/train.log"), megatronLog(iterations, departure, 2));
+        && writeFile(ws + QStringLiteral("/bf16/train.log"), megatronLog(1, iterations, iterations, 0, 1))
+        && writeFile(ws + QStringLiteral("/fp8/train.log"), megatronLog(1, written, iterations, departure, 2));
+    const QString statistics
+        = ws + QStringLiteral("/fp8/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log");
+    int64_t statisticPoints = 0;
     {
-        QFile f(ws + QStringLiteral("/fp8/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log"));
+        QFile f(statistics);
         QDir().mkpath(QFileInfo(f).absolutePath());
-        ok = ok && f.open(QIODevice::WriteOnly);
-        std::mt19937 rng(3);
-        std::normal_distribution<double> noise(0.0, 1.0);
-        QByteArray buf;
-        int64_t n = 0;
-        for (int64_t it = 1; it <= iterations && ok; ++it) {
-            const int64_t step = it * kInterval;
-            for (int l = 0; l < kLayers && n < points; ++l) {
-                const QByteArray layer = "model.decoder.layers." + QByteArray::number(l) + ".self_attention.linear_qkv";
-                for (const char *t : kTensors) {
-                    for (const char *s : kStats) {
-                        if (n++ >= points)
-                            break;
-                        const QByteArray stat(s);
-                        double v = stat == "underflows%" ? 1.0 + 0.05 * noise(rng)
-                            : stat == "mse"              ? 2e-4 * (1.0 + 0.05 * noise(rng))
-                            : stat == "scale_inv_min"    ? 1e-3 * (1.0 + 0.02 * noise(rng))
-                                                         : 4e-3 * (1.0 + 0.02 * noise(rng));
-                        if (l == 0 && qstrcmp(t, "activation") == 0 && stat == "underflows%" && step >= onset)
-                            v += 6.0 * double(step - onset) / double(steps - onset);
-                        buf += "2026-01-15 23:06:41,584 - INFO - " + layer + '_' + t + '_' + stat
-                            + " \t\t\t\t iteration=" + QByteArray::number(step).rightJustified(6, '0')
-                            + " \t\t\t\t value=" + QByteArray::number(v, 'g', 6) + '\n';
-                    }
-                }
-            }
-            if (buf.size() > (4 << 20)) {
-                ok = f.write(buf) == buf.size();
-                buf.clear();
-            }
-        }
-        ok = ok && f.write(buf) == buf.size();
+        ok = ok && f.open(QIODevice::WriteOnly)
+            && statisticsLog(&f, 1, written, steps, onset, points, &statisticPoints);
     }
     if (!ok) {
         std::printf("could not write the workspace under %s\n", qPrintable(work));
         return 1;
     }
     std::printf("fp8scope triage benchmark: %lld statistic points (%d layers x 3 tensors x 4 statistics x %lld "
-                "steps), loss and grad norm every %d steps, %u hardware threads\n",
-        (long long)points, kLayers, (long long)iterations, kInterval, std::thread::hardware_concurrency());
+                "steps; the last %lld held back for the live phase), loss and grad norm every %d steps, %u hardware "
+                "threads\n",
+        (long long)points, kLayers, (long long)iterations, (long long)(iterations - written), kInterval,
+        std::thread::hardware_concurrency());
 
     QString error;
     auto t0 = std::chrono::steady_clock::now();
@@ -199,6 +242,62 @@ int main(int argc, char **argv)
     });
     std::printf("%-52s %10.1f ms  (%s)\n", "stored: triage read back (median of 5)", storedSec * 1e3,
         !stored.comparisons.empty() && stored.comparisons.front().fromStore ? "from the store" : "NOT from the store");
+
+    // Live: the held-back iterations appended one batch at a time, each ingested, then triaged both ways: by
+    // the live triage's engine (IncrementalTriage over a catalog that keeps its points, primed on what was
+    // there) and whole in a fresh catalog; the two must agree.
+    Catalog kept;
+    open(&kept);
+    kept.setKeepPoints(true);
+    IncrementalTriage engine;
+    (void)engine.update(kept);
+    std::vector<double> incremental, whole;
+    bool agree = true;
+    int64_t appended = 0;
+    for (int64_t first = written + 1; first <= iterations; first += kLiveIterations) {
+        const int64_t last = std::min(iterations, first + kLiveIterations - 1);
+        QFile f(statistics);
+        const int64_t before = statisticPoints;
+        if (!f.open(QIODevice::Append) || !statisticsLog(&f, first, last, steps, onset, points, &statisticPoints)
+            || !appendFile(ws + QStringLiteral("/fp8/train.log"), megatronLog(first, last, iterations, departure, 2))) {
+            std::printf("could not append to the workspace\n");
+            return 1;
+        }
+        f.close();
+        appended += std::min(statisticPoints, points) - before;
+        const IngestReport r = kept.storeOf(kept.stores().front().serial)->ingest();
+        if (!r.errors.isEmpty()) {
+            std::printf("%s\n", qPrintable(r.errors.join(QLatin1Char('\n'))));
+            return 1;
+        }
+        kept.refresh();
+        t0 = std::chrono::steady_clock::now();
+        const TriageResult live = engine.update(kept);
+        incremental.push_back(seconds(t0));
+        t0 = std::chrono::steady_clock::now();
+        Catalog fresh;
+        open(&fresh);
+        const TriageResult all = triage(fresh);
+        whole.push_back(seconds(t0));
+        agree = agree && live.comparisons.size() == all.comparisons.size() && live.comparisons.size() == 1
+            && sameFindings(live.comparisons.front(), all.comparisons.front());
+    }
+    t0 = std::chrono::steady_clock::now();
+    (void)engine.update(kept);
+    const double unchanged = seconds(t0);
+    const auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v.empty() ? 0.0 : v[v.size() / 2];
+    };
+    std::printf("%-52s %10.2f s   (%lld batches of %lld statistic points)\n",
+        "live: whole triage after a batch (median)", median(whole), (long long)whole.size(),
+        (long long)(whole.empty() ? 0 : appended / int64_t(whole.size())));
+    std::printf("%-52s %10.2f s\n", "live: incremental triage after a batch (median)", median(incremental));
+    std::printf("%-52s %10.2f x   (%s)\n", "ratio: whole / incremental", median(whole) / median(incremental),
+        agree ? "the same findings" : "FINDINGS DIFFER");
+    std::printf("%-52s %10.1f ms\n", "live: incremental triage with nothing new", unchanged * 1e3);
+    if (!agree)
+        return 1;
 
     if (warm.comparisons.size() != 1) {
         std::printf("expected one comparison, got %zu\n", warm.comparisons.size());

@@ -18,6 +18,7 @@
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
 
+#include <QAction>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTableView>
@@ -72,6 +73,7 @@ private Q_SLOTS:
     void healthyRunRaisesNoNotice();
     void rewrittenLogIsReadAgain();
     void stoppedRunIsMarked();
+    void followCanBeTurnedOff();
 
 private:
     std::unique_ptr<MainWindow> openWindow(const QString &folder)
@@ -297,6 +299,34 @@ void TestLive::stoppedRunIsMarked()
     // Ten of its usual gaps (a few hundred ms each) without a step: stopped.
     QTRY_VERIFY_WITH_TIMEOUT(advanced().startsWith(QLatin1String("stopped")), 15000);
     QCOMPARE(runs->index(0, RunListModel::LatestStepColumn).data().toString(), QStringLiteral("400"));
+}
+
+// View > Follow Folders off: what the run writes is not read (the newest step stays); on again: what was
+// written meanwhile is read at once.
+void TestLive::followCanBeTurnedOff()
+{
+    QTemporaryDir tmp;
+    const QString log = tmp.filePath(QStringLiteral("run/train.log"));
+    QVERIFY(writeFile(log, megatronLog(10, 200, 0), QIODevice::WriteOnly));
+    auto w = openWindow(tmp.filePath(QStringLiteral("run")));
+    QVERIFY(w);
+    auto *follow = w->findChild<QAction *>(QStringLiteral("followFolders"));
+    QVERIFY(follow);
+    QVERIFY(follow->isCheckable() && follow->isChecked());
+    QVERIFY(w->workspace()->isFollowing());
+    QVERIFY(writeFile(log, megatronLog(210, 300, 0), QIODevice::Append));
+    QTRY_COMPARE_WITH_TIMEOUT(w->workspace()->runs().front().latestStep, int64_t(300), 5000 * kSlowdown);
+
+    follow->setChecked(false);
+    QVERIFY(!w->workspace()->isFollowing());
+    QVERIFY(!w->liveTriage()->isEnabled());
+    QVERIFY(writeFile(log, megatronLog(310, 400, 0), QIODevice::Append));
+    QTest::qWait(1500 * kSlowdown); // more than the watcher's poll and throttle
+    QCOMPARE(w->workspace()->runs().front().latestStep, int64_t(300));
+
+    follow->setChecked(true);
+    QVERIFY(w->liveTriage()->isEnabled());
+    QTRY_COMPARE_WITH_TIMEOUT(w->workspace()->runs().front().latestStep, int64_t(400), 5000 * kSlowdown);
 }
 
 QTEST_MAIN(TestLive)

@@ -17,7 +17,10 @@ int rank(Severity s)
     return s == Severity::Critical ? 2 : s == Severity::Warning ? 1 : 0;
 }
 
-using Comparisons = std::shared_ptr<const std::vector<Comparison>>;
+struct Evaluation {
+    std::vector<Comparison> comparisons;
+    int computed = 0, reused = 0;
+};
 
 } // namespace
 
@@ -41,6 +44,7 @@ LiveTriage::LiveTriage(Workspace *workspace, QObject *parent)
     , m_workspace(workspace)
     , m_timer(new QTimer(this))
     , m_slot(Workspace::newSlot(QStringLiteral("live-triage")))
+    , m_engine(std::make_shared<IncrementalTriage>())
 {
     m_timer->setSingleShot(true);
     connect(m_timer, &QTimer::timeout, this, &LiveTriage::evaluate);
@@ -53,6 +57,7 @@ LiveTriage::LiveTriage(Workspace *workspace, QObject *parent)
         m_primed = false;
         m_told.clear();
         m_notices.clear();
+        m_engine = std::make_shared<IncrementalTriage>();
     });
     connect(workspace, &Workspace::loaded, this, [this] {
         if (!m_primed)
@@ -92,12 +97,16 @@ void LiveTriage::evaluate()
     m_since.start();
     const bool tell = m_primed;
     const quint64 generation = m_generation;
+    // One evaluation at a time (m_ticket), on the query queue's one thread: the engine is never shared.
+    std::shared_ptr<IncrementalTriage> engine = m_engine;
     m_ticket = m_workspace->query(
         m_slot,
-        [](const Catalog &catalog) -> QVariant {
-            TriageResult r = triage(catalog, TriageOptions {.live = true});
-            return QVariant::fromValue(
-                Comparisons(std::make_shared<std::vector<Comparison>>(std::move(r.comparisons))));
+        [engine](const Catalog &catalog) -> QVariant {
+            auto e = std::make_shared<Evaluation>();
+            e->comparisons = engine->update(catalog).comparisons;
+            e->computed = engine->computed();
+            e->reused = engine->reused();
+            return QVariant::fromValue(std::shared_ptr<const Evaluation>(std::move(e)));
         },
         this,
         [this, tell, generation](const QVariant &value) {
@@ -105,8 +114,11 @@ void LiveTriage::evaluate()
                 return; // another folder's
             m_ticket = 0;
             ++m_evaluations;
-            if (const Comparisons c = value.value<Comparisons>())
-                take(*c, tell);
+            if (const auto e = value.value<std::shared_ptr<const Evaluation>>()) {
+                m_computed += e->computed;
+                m_reused += e->reused;
+                take(e->comparisons, tell);
+            }
             m_primed = true;
             Q_EMIT evaluated();
             if (m_again) {

@@ -4,16 +4,19 @@
 // What was there when the folders were opened is not news: the first evaluation after an open records it
 // silently (the triage wizard and the status bar's offer show it).
 //
-// Each evaluation triages the runs whole, once per batch of new data, not once per line; what one costs on a
-// long run is in docs/PERFORMANCE.md.
+// Each evaluation, once per batch of new data rather than once per line, goes through an
+// analysis::IncrementalTriage: pairs whose runs did not change keep their results, and those that did read
+// only the points written since (the workspace's query catalog keeps them while following). What one costs
+// on a long run is in docs/PERFORMANCE.md.
 #pragma once
 
-#include "core/analysis/triage.h"
+#include "core/analysis/incrementaltriage.h"
 
 #include <QElapsedTimer>
 #include <QHash>
 #include <QObject>
 
+#include <memory>
 #include <vector>
 
 class QTimer;
@@ -44,6 +47,9 @@ public:
     bool isEnabled() const { return m_enabled; }
     bool isEvaluating() const { return m_ticket != 0; }
     int evaluations() const { return m_evaluations; }
+    // Of the pairs the evaluations triaged, those computed anew and those whose runs had not changed.
+    int pairsComputed() const { return m_computed; }
+    int pairsReused() const { return m_reused; }
     // Every notice told since the folders were opened, oldest first.
     const std::vector<Notice> &notices() const { return m_notices; }
 
@@ -67,6 +73,8 @@ private:
     bool m_enabled = true;
     int m_minIntervalMs = 1000;
     int m_evaluations = 0;
+    int m_computed = 0, m_reused = 0;
+    std::shared_ptr<analysis::IncrementalTriage> m_engine; // replaced when folders are opened anew
     quint64 m_generation = 0; // moves when folders are opened anew: older results are dropped
     QHash<QString, int> m_told; // a finding's identity within its pair, and the severity it was told at
     std::vector<Notice> m_notices;

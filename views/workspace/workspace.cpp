@@ -89,9 +89,14 @@ struct Workspace::BackendHolder {
 struct Workspace::QueryCatalog {
     Catalog catalog;
     std::vector<std::pair<quint64, QString>> opened;
+    // While the folders are followed, what the analysis read is kept: the live triage reads only what came
+    // since (Catalog::setKeepPoints).
+    std::atomic<bool> keepPoints {true};
 
     const Catalog *get(const std::vector<std::pair<quint64, QString>> &stores, QString *error)
     {
+        if (catalog.keepsPoints() != keepPoints.load())
+            catalog.setKeepPoints(keepPoints.load());
         if (stores != opened) {
             catalog.close();
             opened.clear();
@@ -369,6 +374,7 @@ void Workspace::setFollowing(bool on)
     if (m_following == on)
         return;
     m_following = on;
+    m_queryCatalog->keepPoints.store(on);
     m_watcher->watch(on && !m_loadTicket ? m_folders : QStringList());
     if (on)
         followNow(); // what was written while it was off

@@ -93,7 +93,8 @@ public:
 
     // Following: the open folders are watched and what they gain is read in (on by default). A change that adds a
     // run or a layer reloads the runs (loaded()); new points of known series emit statisticsChanged(run) for each
-    // run that grew, then dataAppended().
+    // run that grew, then dataAppended(). While following, the query thread's catalog keeps the points the
+    // analysis read, so that the live triage reads only those written since (Catalog::setKeepPoints).
     void setFollowing(bool on);
     bool isFollowing() const { return m_following; }
     FolderWatcher *watcher() const { return m_watcher; }
