@@ -16,6 +16,8 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
+#include <deque>
 #include <thread>
 
 namespace fp8scope::cli {
@@ -50,11 +52,6 @@ struct RankSummary {
     }
     QJsonObject json() const { return QJsonDocument::fromJson(encode()).object(); }
 };
-
-void send(const QByteArray &bytes, int tag)
-{
-    MPI_Send(bytes.constData(), int(bytes.size()), MPI_BYTE, 0, tag, MPI_COMM_WORLD);
-}
 
 // Rank 0's side: what came in, stored as it comes, and the progress over all ranks.
 class Merger
@@ -103,11 +100,14 @@ public:
     bool receive(bool block, std::vector<RankSummary> *summaries)
     {
         MPI_Status status;
-        int flag = 1;
-        if (block)
-            MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &status);
-        else
+        int flag = 0;
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status);
+        // Waiting polls every millisecond rather than in MPI_Probe, which spins: a spinning rank 0 takes the
+        // core (or the hyperthread sibling) a rank still computing needs.
+        while (!flag && block) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
             MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status);
+        }
         if (!flag)
             return false;
         int n = 0;
@@ -158,15 +158,64 @@ private:
     QElapsedTimer m_progress;
 };
 
+// Waits for a nonblocking operation, polling every millisecond: MPI's blocking calls spin, and a waiting rank
+// (the others while rank 0 ingests, a rank done early at the end) would take a core from one still working.
+void await(MPI_Request *request)
+{
+    int done = 0;
+    MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    while (!done) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    }
+}
+
+// A rank's messages to rank 0, sent without waiting: rank 0 takes them between its own dumps, and a blocking
+// send whose shared-memory queue is full spins until it does (seen: the sending rank's share 30 % slower).
+class Sender
+{
+public:
+    void send(QByteArray bytes, int tag)
+    {
+        m_pending.push_back({std::move(bytes), MPI_REQUEST_NULL});
+        Pending &p = m_pending.back();
+        MPI_Isend(p.bytes.constData(), int(p.bytes.size()), MPI_BYTE, 0, tag, MPI_COMM_WORLD, &p.request);
+        // Those done go (their buffers with them).
+        while (!m_pending.empty()) {
+            int done = 0;
+            MPI_Test(&m_pending.front().request, &done, MPI_STATUS_IGNORE);
+            if (!done)
+                break;
+            m_pending.pop_front();
+        }
+    }
+    void flush()
+    {
+        for (Pending &p : m_pending)
+            await(&p.request);
+        m_pending.clear();
+    }
+
+private:
+    struct Pending {
+        QByteArray bytes;
+        MPI_Request request;
+    };
+    std::deque<Pending> m_pending; // a deque: the buffers stay where MPI was given them
+};
+
 QByteArray broadcast(int rank, const QByteArray &bytes)
 {
     quint64 n = quint64(bytes.size());
-    MPI_Bcast(&n, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    MPI_Request request;
+    MPI_Ibcast(&n, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD, &request);
+    await(&request);
     QByteArray out = rank == 0 ? bytes : QByteArray(qsizetype(n), Qt::Uninitialized);
     // MPI counts are ints: large work lists go in pieces.
     for (quint64 at = 0; at < n;) {
         const int piece = int(std::min<quint64>(n - at, 1u << 30));
-        MPI_Bcast(out.data() + at, piece, MPI_BYTE, 0, MPI_COMM_WORLD);
+        MPI_Ibcast(out.data() + at, piece, MPI_BYTE, 0, MPI_COMM_WORLD, &request);
+        await(&request);
         at += quint64(piece);
     }
     return out;
@@ -174,6 +223,10 @@ QByteArray broadcast(int rank, const QByteArray &bytes)
 
 int finish(int code)
 {
+    // Every rank here before MPI_Finalize, which would spin in its own barrier.
+    MPI_Request request;
+    MPI_Ibarrier(MPI_COMM_WORLD, &request);
+    await(&request);
     MPI_Finalize();
     return code;
 }
@@ -233,7 +286,9 @@ int runRecomputeMpi(const MpiRecomputeOptions &options)
     const auto received = decodeBroadcast(broadcast(rank, rank == 0 ? encodeBroadcast(plan) : QByteArray()));
     if (!received) {
         err << "fp8scope-cli: rank " << rank << ": the work rank 0 sent could not be read\n";
-        return finish(1);
+        err.flush();
+        MPI_Abort(MPI_COMM_WORLD, 1); // the others would wait for this rank's results
+        return 1;
     }
     if (!received->error.isEmpty()) {
         if (rank == 0)
@@ -257,6 +312,7 @@ int runRecomputeMpi(const MpiRecomputeOptions &options)
     summary.backend = mine.empty() ? QStringLiteral("none (no files)") : selection.status;
 
     std::vector<RankSummary> summaries;
+    Sender sender;
     std::unique_ptr<Merger> merger;
     if (rank == 0)
         merger = std::make_unique<Merger>(*catalog.storeOf(catalog.stores().front().serial), work, options.json);
@@ -275,12 +331,13 @@ int runRecomputeMpi(const MpiRecomputeOptions &options)
             merger->take(r, 0);
             while (merger->receive(false, &summaries)) { }
         } else {
-            send(encodeResult(r), kTagResult);
+            sender.send(encodeResult(r), kTagResult);
         }
     }
     summary.seconds = double(working.nsecsElapsed()) * 1e-9;
     if (rank != 0) {
-        send(summary.encode(), kTagDone);
+        sender.send(summary.encode(), kTagDone);
+        sender.flush();
         return finish(0);
     }
     summaries.push_back(summary);

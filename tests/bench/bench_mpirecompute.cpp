@@ -9,6 +9,7 @@
 // from this machine, its cores, memory and disk shared). Asserts nothing about time.
 // Usage: bench_mpirecompute [files] [repeats]   (FP8SCOPE_CLI and FP8SCOPE_MPIEXEC name the programs; ctest
 // sets them)
+#include "../mpienv.h"
 #include "benchutil.h"
 
 #include <QByteArray>
@@ -29,11 +30,7 @@ namespace {
 
 QProcessEnvironment environment()
 {
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert(QStringLiteral("OMPI_ALLOW_RUN_AS_ROOT"), QStringLiteral("1"));
-    env.insert(QStringLiteral("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"), QStringLiteral("1"));
-    env.insert(QStringLiteral("OMPI_MCA_btl"), QStringLiteral("self,vader"));
-    return env;
+    return fp8scope::testing::mpiEnvironment();
 }
 
 bool run(const QString &program, const QStringList &args, QByteArray *out = nullptr)

@@ -4,6 +4,7 @@
 // stored, and a second run recomputes only what is missing; a rank killed mid-way takes the run down, keeps
 // what rank 0 had stored, and the re-run fills in the rest. Built and run only where CMake found MPI.
 #include "core/query/catalog.h"
+#include "mpienv.h"
 #include "testmain.h"
 
 #include <QDir>
@@ -43,13 +44,7 @@ struct Result {
 
 QProcessEnvironment environment()
 {
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    // CI runs as root; Open MPI refuses that without being told.
-    env.insert(QStringLiteral("OMPI_ALLOW_RUN_AS_ROOT"), QStringLiteral("1"));
-    env.insert(QStringLiteral("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"), QStringLiteral("1"));
-    // No network probing for a single machine's ranks.
-    env.insert(QStringLiteral("OMPI_MCA_btl"), QStringLiteral("self,vader"));
-    return env;
+    return testing::mpiEnvironment();
 }
 
 Result run(const QString &program, const QStringList &args, int timeoutMs = 180000)
@@ -68,6 +63,14 @@ Result run(const QString &program, const QStringList &args, int timeoutMs = 1800
     r.out = p.readAllStandardOutput();
     r.err = p.readAllStandardError();
     return r;
+}
+
+// `fp8scope-cli recompute FOLDER --backend cpu [more]` in this process: what the MPI stores must equal.
+int serialRecompute(const QString &folder, const QStringList &more = {})
+{
+    return run(cli(),
+        QStringList {QStringLiteral("recompute"), folder, QStringLiteral("--backend"), QStringLiteral("cpu")} + more)
+        .code;
 }
 
 QStringList mpiArgs(int ranks, const QString &folder, const QStringList &more = {})
@@ -192,15 +195,11 @@ private Q_SLOTS:
         QTemporaryDir tmp;
         QVERIFY(writeDumps(tmp.filePath(QStringLiteral("serial")), 5));
         QVERIFY(copyTree(tmp.filePath(QStringLiteral("serial")), tmp.filePath(QStringLiteral("two"))));
-        Result r = run(cli(),
-            {QStringLiteral("recompute"), tmp.filePath(QStringLiteral("serial/run")), QStringLiteral("--backend"),
-                QStringLiteral("cpu"), QStringLiteral("--recipe"), QStringLiteral("current"),
-                QStringLiteral("--recipe"), QStringLiteral("mxfp8")});
-        QVERIFY2(r.code == 0, r.err.constData());
-        r = run(mpirun(),
-            mpiArgs(2, tmp.filePath(QStringLiteral("two/run")),
-                {QStringLiteral("--recipe"), QStringLiteral("current"), QStringLiteral("--recipe"),
-                    QStringLiteral("mxfp8"), QStringLiteral("--json")}));
+        const QStringList recipes {
+            QStringLiteral("--recipe"), QStringLiteral("current"), QStringLiteral("--recipe"), QStringLiteral("mxfp8")};
+        QCOMPARE(serialRecompute(tmp.filePath(QStringLiteral("serial/run")), recipes), 0);
+        Result r = run(mpirun(),
+            mpiArgs(2, tmp.filePath(QStringLiteral("two/run")), recipes + QStringList {QStringLiteral("--json")}));
         QVERIFY2(r.code == 0, r.err.constData());
         QJsonObject o = json(r);
         QCOMPARE(o.value(QStringLiteral("dumps")).toInt(), 30); // 5 files x 6 tensors
@@ -226,10 +225,7 @@ private Q_SLOTS:
             6 * 2 * 12); // 6 (layer, tensor) x 2 recipes x 12 statistics
 
         // Run again: everything is there, nothing is computed.
-        r = run(mpirun(),
-            mpiArgs(2, tmp.filePath(QStringLiteral("two/run")),
-                {QStringLiteral("--recipe"), QStringLiteral("current"), QStringLiteral("--recipe"),
-                    QStringLiteral("mxfp8")}));
+        r = run(mpirun(), mpiArgs(2, tmp.filePath(QStringLiteral("two/run")), recipes));
         QVERIFY2(r.code == 0, r.err.constData());
         QVERIFY2(
             r.out.contains("recomputed 0 of 0 dumps") && r.out.contains("30 already in the store"), r.out.constData());
@@ -238,11 +234,7 @@ private Q_SLOTS:
         QTemporaryDir few;
         QVERIFY(writeDumps(few.filePath(QStringLiteral("serial")), 2));
         QVERIFY(copyTree(few.filePath(QStringLiteral("serial")), few.filePath(QStringLiteral("three"))));
-        QCOMPARE(run(cli(),
-                     {QStringLiteral("recompute"), few.filePath(QStringLiteral("serial/run")),
-                         QStringLiteral("--backend"), QStringLiteral("cpu")})
-                     .code,
-            0);
+        QCOMPARE(serialRecompute(few.filePath(QStringLiteral("serial/run"))), 0);
         r = run(mpirun(), mpiArgs(3, few.filePath(QStringLiteral("three/run")), {QStringLiteral("--json")}));
         QVERIFY2(r.code == 0, r.err.constData());
         o = json(r);
@@ -264,11 +256,7 @@ private Q_SLOTS:
         QTemporaryDir tmp;
         QVERIFY(writeDumps(tmp.filePath(QStringLiteral("serial")), 4));
         QVERIFY(copyTree(tmp.filePath(QStringLiteral("serial")), tmp.filePath(QStringLiteral("mpi"))));
-        QCOMPARE(run(cli(),
-                     {QStringLiteral("recompute"), tmp.filePath(QStringLiteral("serial/run")),
-                         QStringLiteral("--backend"), QStringLiteral("cpu")})
-                     .code,
-            0);
+        QCOMPARE(serialRecompute(tmp.filePath(QStringLiteral("serial/run"))), 0);
         const QString folder = tmp.filePath(QStringLiteral("mpi/run"));
         QCOMPARE(run(cli(), {QStringLiteral("ingest"), folder}).code, 0);
         const QString damaged = folder + QStringLiteral("/dump_3.h5");
@@ -321,11 +309,7 @@ private Q_SLOTS:
         QTemporaryDir tmp;
         QVERIFY(writeDumps(tmp.filePath(QStringLiteral("serial")), 6, 1024));
         QVERIFY(copyTree(tmp.filePath(QStringLiteral("serial")), tmp.filePath(QStringLiteral("mpi"))));
-        QCOMPARE(run(cli(),
-                     {QStringLiteral("recompute"), tmp.filePath(QStringLiteral("serial/run")),
-                         QStringLiteral("--backend"), QStringLiteral("cpu")})
-                     .code,
-            0);
+        QCOMPARE(serialRecompute(tmp.filePath(QStringLiteral("serial/run"))), 0);
         const QString folder = tmp.filePath(QStringLiteral("mpi/run"));
         QProcess p;
         p.setProcessEnvironment(environment());

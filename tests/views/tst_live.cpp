@@ -199,6 +199,9 @@ void TestLive::windowFollowsARunBeingWritten()
         (long long)writtenAt, (long long)*departure, (long long)*n->finding.step, (long long)statedLead,
         (long long)*lead);
     QVERIFY2(writtenAt < *plan.departureStep, qPrintable(QString::number(writtenAt)));
+    // Incrementally: the pair of the growing run computed again, the baseline checked alone kept.
+    QVERIFY(w->liveTriage()->pairsComputed() > 0);
+    QVERIFY(w->liveTriage()->pairsReused() > 0);
     QVERIFY2(std::abs(statedLead - *lead) <= plantedLead / 10,
         qPrintable(QStringLiteral("%1 against %2").arg(statedLead).arg(*lead)));
     FindingNotice *bar = w->findingNotice();
