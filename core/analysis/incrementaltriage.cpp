@@ -50,11 +50,18 @@ QByteArray IncrementalTriage::fingerprint(const Catalog &catalog, RunRef run)
     return h.result();
 }
 
-IncrementalTriage::Kept *IncrementalTriage::find(const Catalog &catalog, RunRef baseline, RunRef run, bool *fresh)
+IncrementalTriage::Kept *IncrementalTriage::find(
+    const Catalog &catalog, RunRef baseline, RunRef run, std::map<RunRef, QByteArray> *prints, bool *fresh)
 {
-    QByteArray print = fingerprint(catalog, run);
+    const auto of = [&](RunRef r) -> const QByteArray & {
+        auto it = prints->find(r);
+        if (it == prints->end())
+            it = prints->emplace(r, fingerprint(catalog, r)).first;
+        return it->second;
+    };
+    QByteArray print = of(run);
     if (baseline.isValid())
-        print += fingerprint(catalog, baseline);
+        print += of(baseline);
     Kept &k = m_kept[{baseline, run}];
     *fresh = k.fingerprint.isEmpty() || k.fingerprint != print;
     k.fingerprint = print;
@@ -69,8 +76,9 @@ Comparison IncrementalTriage::compare(const Catalog &catalog, RunRef baseline, R
 {
     m_computed = m_reused = 0;
     const Catalog::ReadSnapshot snapshot(catalog);
+    std::map<RunRef, QByteArray> prints;
     bool fresh = false;
-    Kept *k = find(catalog, baseline, run, &fresh);
+    Kept *k = find(catalog, baseline, run, &prints, &fresh);
     if (fresh)
         k->comparison = compareRuns(catalog, baseline, run, m_options);
     return k->comparison;
@@ -82,9 +90,10 @@ TriageResult IncrementalTriage::update(const Catalog &catalog)
     const Catalog::ReadSnapshot snapshot(catalog);
     TriageResult out;
     std::map<std::pair<RunRef, RunRef>, Kept> kept;
+    std::map<RunRef, QByteArray> prints;
     for (const TriageTarget &t : triageTargets(catalog)) {
         bool fresh = false;
-        Kept *k = find(catalog, t.baseline, t.run, &fresh);
+        Kept *k = find(catalog, t.baseline, t.run, &prints, &fresh);
         if (t.baseline.isValid()) {
             if (fresh)
                 k->comparison = compareRuns(catalog, t.baseline, t.run, m_options);

@@ -42,7 +42,9 @@ private:
         Comparison comparison;
         RunCheck check;
     };
-    Kept *find(const Catalog &catalog, RunRef baseline, RunRef run, bool *fresh);
+    // The pair's entry, fresh when its fingerprint moved; `prints` holds each run's fingerprint of this
+    // evaluation (a baseline is in several targets).
+    Kept *find(const Catalog &catalog, RunRef baseline, RunRef run, std::map<RunRef, QByteArray> *prints, bool *fresh);
 
     TriageOptions m_options;
     std::map<std::pair<RunRef, RunRef>, Kept> m_kept; // (baseline, run); baseline invalid: checked alone

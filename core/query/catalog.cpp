@@ -326,8 +326,11 @@ namespace {
 
 void appendPoints(const std::vector<SeriesPoint> &points, StepSeries *out)
 {
-    out->steps.reserve(out->steps.size() + points.size());
-    out->values.reserve(out->values.size() + points.size());
+    // Kept series grow by a batch at a time: exact reserves would copy them whole at every batch.
+    if (out->steps.empty()) {
+        out->steps.reserve(points.size());
+        out->values.reserve(points.size());
+    }
     for (const SeriesPoint &p : points) {
         out->steps.push_back(p.step);
         out->values.push_back(p.value);
