@@ -7,6 +7,7 @@
 #include "core/jobs/jobqueue.h"
 #include "core/numerics/backendselect.h"
 #include "core/numerics/blockcensus.h"
+#include "core/numerics/whatif.h"
 #include "core/numerics/metricsengine.h"
 
 #include <QCommandLineParser>
@@ -77,7 +78,7 @@ void printTable(QTextStream &out, const TensorInfo &info, const TensorMetrics &m
 }
 
 void printWhatIf(QTextStream &out, const TensorInfo &info, const std::vector<TensorMetrics> &all,
-    const std::vector<std::optional<BlockCensus>> &censuses)
+    const std::vector<std::optional<BlockCensus>> &censuses, std::optional<size_t> best)
 {
     out << "tensor   " << info.file << (info.name.isEmpty() ? QString() : QStringLiteral(":") + info.name) << "  ("
         << dtypeName(info.storedDtype) << ", " << info.numel << " elements)\n";
@@ -94,6 +95,9 @@ void printWhatIf(QTextStream &out, const TensorInfo &info, const std::vector<Ten
             << num(m.mse, 4).rightJustified(13) << num(m.sqnrDb, 4).rightJustified(9)
             << num(m.cosine, 7).rightJustified(12) << '\n';
     }
+    if (best && *best < all.size())
+        out << "\n  best FP8/FP4 recipe: " << all[*best].recipe << " (" << formatName(all[*best].format) << "), by "
+            << whatIfCriterion() << '\n';
     const auto delayed
         = std::find_if(all.begin(), all.end(), [](const TensorMetrics &m) { return !m.delayedScaleSource.isEmpty(); });
     if (delayed != all.end())
@@ -230,6 +234,7 @@ int runStats(const QStringList &args)
     // backend, as in the GUI; this thread waits in an event loop and shows progress on a terminal.
     std::optional<std::vector<TensorMetrics>> results;
     std::vector<std::optional<BlockCensus>> censuses; // the what-if's block recipes
+    std::optional<size_t> best; // the what-if's best FP8 recipe
     QString backendError;
     const QString jobError = runJob([&](JobContext &ctx) {
         BackendSelection selection = selectBackend(*backendChoice, threads, cudaFactory());
@@ -237,27 +242,30 @@ int runStats(const QStringList &args)
             backendError = selection.error;
             return;
         }
-        MetricsEngine engine(*selection.backend);
-        results = engine.compute(*reader, recipes, &problem, [&ctx](int64_t done, int64_t total) {
+        const auto progress = [&ctx](int64_t done, int64_t total) {
             ctx.setProgress(done, total, QStringLiteral("computing"));
             return !ctx.isCancelled();
-        });
-        if (!results || !parser.isSet(whatIfOpt))
-            return;
-        for (const Recipe &r : recipes) {
-            if (!hasBlockScales(r)) {
-                censuses.emplace_back();
-                continue;
-            }
-            censuses.push_back(blockCensus(*reader, r, &problem, [&ctx, &r](int64_t done, int64_t total) {
-                ctx.setProgress(done, total, QStringLiteral("block scales of %1").arg(r.name()));
-                return !ctx.isCancelled();
-            }));
-            if (!censuses.back()) {
-                results.reset();
+        };
+        if (parser.isSet(whatIfOpt)) {
+            // The what-if every front end shows: one pass for the metrics, then the block recipes' census.
+            const std::optional<WhatIfResult> w = computeWhatIf(*reader, recipes, *selection.backend, &problem, progress);
+            if (!w)
                 return;
+            results.emplace();
+            for (const WhatIfRow &row : w->rows) {
+                if (hasBlockScales(row.recipe) && !row.census) {
+                    problem.message = row.censusError;
+                    results.reset();
+                    return;
+                }
+                results->push_back(row.metrics);
+                censuses.push_back(row.census);
             }
+            best = w->best;
+            return;
         }
+        MetricsEngine engine(*selection.backend);
+        results = engine.compute(*reader, recipes, &problem, progress);
     });
     if (!jobError.isEmpty()) {
         err << "fp8scope-cli: " << jobError << '\n';
@@ -290,12 +298,14 @@ int runStats(const QStringList &args)
                 rows.append(row);
             }
             doc.insert(QStringLiteral("what_if"), rows);
+            doc.insert(QStringLiteral("best"), best ? QJsonValue((*results)[*best].recipe) : QJsonValue());
+            doc.insert(QStringLiteral("best_criterion"), whatIfCriterion());
         } else {
             doc.insert(QStringLiteral("metrics"), results->front().toJson());
         }
         out << QJsonDocument(doc).toJson(QJsonDocument::Indented);
     } else if (parser.isSet(whatIfOpt)) {
-        printWhatIf(out, info, *results, censuses);
+        printWhatIf(out, info, *results, censuses, best);
     } else {
         printTable(out, info, results->front());
     }

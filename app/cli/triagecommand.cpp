@@ -34,12 +34,40 @@ QJsonArray findingsJson(const std::vector<Finding> &findings)
 
 void printFindings(QTextStream &out, const std::vector<Finding> &findings)
 {
-    for (const Finding &f : findings) {
-        out << "  [" << severityName(f.severity) << "] " << f.kind << ": " << f.summary << '\n';
-        if (!f.suggestion.isEmpty())
-            out << "      try: " << QString(f.suggestion).replace(QLatin1Char('\n'), QStringLiteral("\n           "))
-                << '\n';
+    for (const Finding &f : findings)
+        out << "  [" << severityName(f.severity) << "] " << findingKindName(f.kind) << ": " << f.summary << '\n';
+}
+
+// The engine's next steps (none for a healthy verdict; a dismissed finding gives none).
+void printNextSteps(QTextStream &out, const Comparison &c)
+{
+    if (c.nextSteps.empty())
+        return;
+    out << "  what to try next, one change at a time:\n";
+    int n = 0;
+    for (const NextStep &s : c.nextSteps)
+        out << "    " << ++n << ". " << QString(s.action).replace(QLatin1Char('\n'), QStringLiteral("\n       "))
+            << '\n';
+}
+
+QJsonArray nextStepsJson(const Comparison &c)
+{
+    QJsonArray out;
+    for (const NextStep &s : c.nextSteps)
+        out.append(QJsonObject {{QStringLiteral("kind"), findingKindName(s.kind)},
+            {QStringLiteral("finding"), s.finding}, {QStringLiteral("what"), s.what},
+            {QStringLiteral("action"), s.action}});
+    return out;
+}
+
+QString comparabilityName(ComparabilityLevel l)
+{
+    switch (l) {
+    case ComparabilityLevel::Comparable: return QStringLiteral("comparable");
+    case ComparabilityLevel::WithCare: return QStringLiteral("with-care");
+    case ComparabilityLevel::Unknown: return QStringLiteral("unknown");
     }
+    return {};
 }
 
 QJsonValue number(double v)
@@ -92,12 +120,17 @@ int runTriage(const QStringList &args)
             comparisons.append(QJsonObject {{QStringLiteral("baseline"), nameOf(catalog, c.baseline)},
                 {QStringLiteral("run"), nameOf(catalog, c.run)}, {QStringLiteral("verdict"), verdictName(c.verdict)},
                 {QStringLiteral("departure_step"), step(c.departure)}, {QStringLiteral("lead_steps"), step(c.lead)},
-                {QStringLiteral("findings"), findingsJson(c.findings)}});
+                {QStringLiteral("comparability"),
+                    QJsonObject {{QStringLiteral("level"), comparabilityName(c.comparability.level)},
+                        {QStringLiteral("text"), c.comparability.text}}},
+                {QStringLiteral("findings"), findingsJson(c.findings)},
+                {QStringLiteral("next_steps"), nextStepsJson(c)}});
         for (const RunCheck &r : result.runs)
             runs.append(QJsonObject {{QStringLiteral("run"), nameOf(catalog, r.run)},
                 {QStringLiteral("verdict"), verdictName(r.verdict)},
                 {QStringLiteral("departure_step"), step(r.departure)},
-                {QStringLiteral("findings"), findingsJson(r.findings)}});
+                {QStringLiteral("findings"), findingsJson(r.findings)},
+                {QStringLiteral("next_steps"), nextStepsJson(comparisonOf(catalog, r))}});
         out << QJsonDocument(QJsonObject {{QStringLiteral("version"), 1}, {QStringLiteral("comparisons"), comparisons},
                                  {QStringLiteral("runs"), runs}})
                    .toJson(QJsonDocument::Indented);
@@ -110,7 +143,10 @@ int runTriage(const QStringList &args)
         if (c.lead)
             out << ", the first layer signal " << *c.lead << " steps before";
         out << '\n';
+        if (c.comparability.level == ComparabilityLevel::WithCare)
+            out << "  " << c.comparability.text << '\n';
         printFindings(out, c.findings);
+        printNextSteps(out, c);
     }
     for (const RunCheck &r : result.runs) {
         out << nameOf(catalog, r.run) << " (no baseline): " << verdictName(r.verdict);
@@ -118,6 +154,7 @@ int runTriage(const QStringList &args)
             out << ", leaves its course at step " << *r.departure;
         out << '\n';
         printFindings(out, r.findings);
+        printNextSteps(out, comparisonOf(catalog, r));
     }
     if (result.comparisons.empty() && result.runs.empty())
         out << "no run with a loss to triage\n";

@@ -122,25 +122,39 @@ int runWatch(const QStringList &args)
             for (const Comparison &c : comparisons) {
                 const QString runName = nameOf(catalog, c.run);
                 const QString baseName = nameOf(catalog, c.baseline);
+                // A finding a review dismissed is neither printed nor failed on.
+                const std::vector<FindingReview> reviews = catalog.findingReviews(c.run, c.baseline);
                 for (const Finding &f : c.findings) {
+                    if (isDismissed(reviews, f))
+                        continue;
+                    // A static finding (a config or version difference known at the start, an eval) is said
+                    // once, as information: a watcher fails only on a change in the run.
+                    const bool change = findingKindInfo(f.kind).change;
+                    const int severity = change ? rank(f.severity) : 0;
                     const QString key = runName + QLatin1Char('\n') + baseName + QLatin1Char('\n') + findingIdentity(f);
                     const auto it = printed.constFind(key);
-                    if (it != printed.constEnd() && *it >= rank(f.severity))
+                    if (it != printed.constEnd() && (!change || *it >= severity))
                         continue;
-                    printed.insert(key, rank(f.severity));
+                    printed.insert(key, severity);
                     if (json) {
                         QJsonObject o = findingJson(f);
                         o.insert(QStringLiteral("run"), runName);
                         o.insert(QStringLiteral("baseline"), baseName);
                         o.insert(QStringLiteral("time"), QDateTime::currentDateTimeUtc().toString(Qt::ISODate));
+                        if (!change) {
+                            o.insert(QStringLiteral("static"), true);
+                            o.insert(QStringLiteral("severity"), severityName(Severity::Info));
+                        }
                         out << QJsonDocument(o).toJson(QJsonDocument::Compact) << '\n';
                     } else {
-                        out << runName << " against " << baseName << ": " << severityName(f.severity) << " " << f.kind
+                        out << runName << " against " << baseName << ": "
+                            << (change ? severityName(f.severity) : QStringLiteral("info (static)")) << " "
+                            << findingKindName(f.kind)
                             << (f.layer.isEmpty() ? QString() : QStringLiteral(" ") + f.layer) << ": " << f.summary
                             << '\n';
                     }
                     out.flush();
-                    if (rank(f.severity) >= failOn)
+                    if (change && severity >= failOn)
                         return 3;
                 }
             }

@@ -14,8 +14,9 @@ int classRank(KeyClass c)
     switch (c) {
     case KeyClass::Suspect: return 0;
     case KeyClass::Other: return 1;
-    case KeyClass::Incidental: return 2;
-    case KeyClass::Expected: return 3;
+    case KeyClass::Context: return 2;
+    case KeyClass::Incidental: return 3;
+    case KeyClass::Expected: return 4;
     }
     return 4;
 }
@@ -82,8 +83,8 @@ std::vector<EvalRow> evalTable(const Catalog &catalog, RunRef baseline, RunRef r
                 ? std::sqrt((std::isfinite(b.stderrValue) ? b.stderrValue * b.stderrValue : 0.0)
                     + (std::isfinite(r.stderrValue) ? r.stderrValue * r.stderrValue : 0.0))
                 : NAN;
-            row.z = row.standardError > 0 ? (b.value - r.value) / row.standardError : NAN;
-            row.significant = row.standardError > 0 && row.z >= options.evalSigmas;
+            row.z = row.standardError > 0 ? (r.value - b.value) / row.standardError : NAN;
+            row.significant = row.standardError > 0 && row.z <= -options.evalSigmas;
             rows.push_back(row);
         }
     }
@@ -100,6 +101,7 @@ QString keyClassName(KeyClass c)
     case KeyClass::Incidental: return QStringLiteral("incidental");
     case KeyClass::Suspect: return QStringLiteral("suspect");
     case KeyClass::Other: return QStringLiteral("other");
+    case KeyClass::Context: return QStringLiteral("context");
     }
     return {};
 }

@@ -29,7 +29,7 @@ struct ConfigTable {
     bool haveBoth = false;
 };
 ConfigTable configTable(const Catalog &catalog, RunRef baseline, RunRef run);
-// "suspect", "expected for FP8", "incidental", "other": how a differing key is read.
+// "suspect", "expected for FP8", "incidental", "other", "context": how a differing key is read.
 QString keyClassName(KeyClass c);
 
 struct EvalRow {
@@ -40,8 +40,8 @@ struct EvalRow {
     double run = 0;
     double difference = 0; // run - baseline
     double standardError = 0; // of the difference: both standard errors combined (NaN: neither given)
-    double z = 0; // (baseline - run) / standard error: how far the run is below, in standard errors
-    bool significant = false; // a drop of at least TriageOptions::evalSigmas standard errors
+    double z = 0; // difference / standard error: negative where the run is below the baseline, as the difference
+    bool significant = false; // a drop of at least TriageOptions::evalSigmas standard errors (z <= -evalSigmas)
 };
 // One row per (task, metric, inference of the run) that both runs scored, in task order.
 std::vector<EvalRow> evalTable(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options = {});

@@ -113,6 +113,13 @@ ComparisonData computeComparison(const Catalog &catalog, RunRef baseline, RunRef
     d.baseline = baseline;
     d.run = run;
     d.stat = stat.isEmpty() ? QStringLiteral("lm loss") : stat;
+    if (!baseline.isValid()) {
+        // A run on its own: its check as a comparison, and its statistic as read.
+        d.comparison = analysis::comparisonOf(catalog, analysis::checkRun(catalog, run));
+        d.statistic = analysis::compareStatistic(catalog, baseline, run, d.stat);
+        fillStatistic(d);
+        return d;
+    }
     // The loss is compared once: the engine's judgement and the drawn statistic are the same work.
     analysis::StatComparison loss;
     d.comparison = analysis::compareRuns(catalog, baseline, run, {}, &loss);

@@ -49,7 +49,8 @@ struct ComparisonData {
     MinMaxPyramid baselinePyramid, runPyramid, differencePyramid, edgePyramid, bandLowPyramid, bandHighPyramid;
 };
 
-// Everything above for the pair; `stat` empty: the loss.
+// Everything above for the pair; `stat` empty: the loss. An invalid baseline: the run checked on its own
+// (comparisonOf(checkRun)), its statistic without a baseline, no config or eval tables.
 ComparisonData computeComparison(const Catalog &catalog, RunRef baseline, RunRef run, const QString &stat);
 // Only the statistic's part (aligned, band, spikes, pyramids): the comparison, config and evals left empty, for
 // a second statistic of a pair whose comparison is known.

@@ -16,7 +16,8 @@ QString number(double v)
 
 // The rules' revision: moved whenever a rule of triage.cpp changes what it finds, so that results an older
 // fp8scope stored are computed again rather than read back. 2: skipped iterations weighed against the baseline.
-constexpr int kRulesRevision = 2;
+// 3: finding kinds from one table, notable eval drops, context config keys, the evidence dump by its damage.
+constexpr int kRulesRevision = 3;
 
 // Every option that changes a result, as text, after the rules' revision.
 QString optionsText(const TriageOptions &o)
@@ -31,7 +32,7 @@ QString optionsText(const TriageOptions &o)
                number(g.minPoints), number(s.sigmas), number(s.relative), number(s.halfWidth), number(s.recoverSigmas),
                number(n.earlyFraction), number(n.sigmas), number(n.relative), number(n.absolute),
                number(n.stayFraction), number(n.minPoints), number(o.earlyFraction), number(o.evalSigmas),
-               number(o.spikeAlpha), number(double(o.minSpikes))}
+               number(o.evalNotableSigmas), number(o.spikeAlpha), number(double(o.minSpikes))}
                .join(QLatin1Char(','))
         + (o.live ? QStringLiteral(",live") : QString());
 }
@@ -67,7 +68,7 @@ std::vector<StoredFinding> toStored(const std::vector<Finding> &findings, const 
 {
     std::vector<StoredFinding> out;
     for (const Finding &f : findings) {
-        out.push_back({.kind = f.kind,
+        out.push_back({.kind = findingKindName(f.kind),
             .severity = severityName(f.severity),
             .runs = runs,
             .layer = f.layer,
@@ -88,7 +89,10 @@ std::vector<Finding> fromStored(const std::vector<StoredFinding> &findings)
 {
     std::vector<Finding> out;
     for (const StoredFinding &f : findings) {
-        out.push_back({.kind = f.kind,
+        const std::optional<FindingKind> kind = findingKindNamed(f.kind);
+        if (!kind)
+            continue; // a kind this engine does not know (the stamp's engine version keeps this rare)
+        out.push_back({.kind = *kind,
             .severity = severityNamed(f.severity),
             .layer = f.layer,
             .tensor = f.tensor,
@@ -133,7 +137,7 @@ Comparison compareRunsStored(
 {
     const QString stamp = triageStamp(catalog, baseline, run, options);
     if (const auto stored = catalog.storedTriage(run, baseline); stored && stored->stamp == stamp) {
-        return {.baseline = baseline,
+        Comparison c {.baseline = baseline,
             .run = run,
             .verdict = verdictNamed(stored->verdict),
             .departure = stored->departure,
@@ -141,6 +145,8 @@ Comparison compareRunsStored(
             .plannedSteps = stored->planned.value_or(0),
             .findings = fromStored(stored->findings),
             .fromStore = true};
+        finishComparison(catalog, &c, options);
+        return c;
     }
     Comparison c = compareRuns(catalog, baseline, run, options);
     store(catalog, run, baseline,

@@ -1,6 +1,7 @@
 #include "triage.h"
 
 #include "comparetables.h"
+#include "triagerules.h"
 
 #include "core/query/pairing.h"
 #include "core/query/statnames.h"
@@ -138,27 +139,9 @@ std::optional<Direction> riskDirection(const QString &stat)
     return std::nullopt;
 }
 
-// The layer index in a dotted name ("decoder.layers.11.mlp.linear_fc2" -> 11), -1 when none.
-int layerIndex(const QString &layer)
-{
-    static const QRegularExpression re(QStringLiteral("(?:^|\\.)(?:layers?|blocks?|h)\\.(\\d+)(?:\\.|$)"));
-    const QRegularExpressionMatch m = re.match(layer);
-    return m.hasMatch() ? m.captured(1).toInt() : -1;
-}
-
 int severityRank(Severity s)
 {
     return s == Severity::Critical ? 0 : s == Severity::Warning ? 1 : 2;
-}
-
-int kindRank(const QString &kind)
-{
-    static const QStringList order {QStringLiteral("loss-departure"), QStringLiteral("run-blow-up"),
-        QStringLiteral("config-difference"), QStringLiteral("version-difference"), QStringLiteral("layer-signal"),
-        QStringLiteral("loss-spikes"), QStringLiteral("skipped-iterations"), QStringLiteral("eval-gap"),
-        QStringLiteral("inference-precision"), QStringLiteral("truncated-statistic")};
-    const qsizetype i = order.indexOf(kind);
-    return i < 0 ? int(order.size()) : int(i);
 }
 
 // Most important first: severity, then kind; layer signals keep their onset order (stable).
@@ -167,7 +150,7 @@ void rank(std::vector<Finding> *findings)
     std::stable_sort(findings->begin(), findings->end(), [](const Finding &a, const Finding &b) {
         if (severityRank(a.severity) != severityRank(b.severity))
             return severityRank(a.severity) < severityRank(b.severity);
-        return kindRank(a.kind) < kindRank(b.kind);
+        return findingKindInfo(a.kind).rank < findingKindInfo(b.kind).rank;
     });
 }
 
@@ -414,7 +397,7 @@ std::optional<Finding> skippedIterations(
     if (c.total <= 0 && c.nan <= 0)
         return std::nullopt;
     Finding f;
-    f.kind = QStringLiteral("skipped-iterations");
+    f.kind = FindingKind::SkippedIterations;
     f.stat = QStringLiteral("number of skipped iterations");
     f.step = c.first;
     f.lastStep = c.last;
@@ -487,7 +470,7 @@ std::optional<Finding> rewinds(const Catalog &catalog, RunRef run)
     if (!r)
         return std::nullopt;
     Finding f;
-    f.kind = QStringLiteral("restart");
+    f.kind = FindingKind::Restart;
     f.severity = Severity::Info;
     f.stat = QStringLiteral("rewind");
     f.step = r->steps.front();
@@ -512,27 +495,27 @@ std::optional<Finding> rewinds(const Catalog &catalog, RunRef run)
     return f;
 }
 
-// The recipe what-if on a dump of a suspect tensor near its onset: the metrics recomputed from the dump under
-// each recipe (`fp8scope-cli recompute`, the histogram's recipe table), side by side, and the recipe that
-// quantizes it best; a dump not yet recomputed says how to get the table. None without a dump of that layer
+// The recipe what-if on the evidence dump of the first suspect (chooseEvidenceDump: the dump that shows the
+// damage): the metrics recomputed from it under each recipe (`fp8scope-cli recompute`, the wizard's what-if
+// job), side by side, and the FP8 recipe that quantizes it best (whatif.h's criterion; BF16 is the reference,
+// never a candidate); a dump not yet recomputed says how to get the table. None without a dump of that layer
 // and tensor.
-std::optional<Finding> recipeWhatIf(const Catalog &catalog, RunRef run, const Series &suspect, int64_t onset)
+std::optional<Finding> recipeWhatIf(const Catalog &catalog, const EvidenceDump &evidence, const QString &runRecipe)
 {
-    const std::optional<Dump> nearest = catalog.nearestDump(run, suspect.layer, suspect.tensor, onset);
-    if (!nearest)
-        return std::nullopt;
-    const int64_t step = nearest->record.step;
+    const Dump &dump = evidence.dump;
+    const int64_t step = dump.record.step;
     Finding f;
-    f.kind = QStringLiteral("recipe-what-if");
+    f.kind = FindingKind::RecipeWhatIf;
     f.severity = Severity::Info;
-    f.layer = suspect.layer;
-    f.tensor = suspect.tensor;
+    f.layer = dump.record.layer;
+    f.tensor = dump.record.tensor;
     f.step = step;
     // recipe -> statistic -> value, of the series recomputed from dumps at exactly that step.
+    const std::vector<WhatIfScore> scores = storedWhatIf(catalog, evidence);
     std::map<QString, std::map<QString, double>> table;
     static const QStringList shown {
         QStringLiteral("mse"), QStringLiteral("underflows%"), QStringLiteral("overflows%"), QStringLiteral("sqnr_db")};
-    for (const Series &s : catalog.seriesAt(run, suspect.layer, suspect.tensor)) {
+    for (const Series &s : catalog.seriesAt(dump.run, f.layer, f.tensor)) {
         if (!s.isRecomputed() || !shown.contains(s.stat))
             continue;
         const auto p = catalog.valueAt(s, step);
@@ -540,25 +523,24 @@ std::optional<Finding> recipeWhatIf(const Catalog &catalog, RunRef run, const Se
             table[s.recipe][s.stat] = p->value;
     }
     QJsonObject recipes;
-    QString best;
     for (const auto &[recipe, stats] : table) {
         QJsonObject o;
         for (const auto &[stat, v] : stats)
             o.insert(stat, v);
         recipes.insert(recipe, o);
-        const auto mse = stats.find(QStringLiteral("mse"));
-        if (mse != stats.end() && (best.isEmpty() || mse->second < table[best][QStringLiteral("mse")]))
-            best = recipe;
     }
-    f.evidence = {{QStringLiteral("dump"), nearest->file}, {QStringLiteral("dataset"), nearest->record.dataset},
-        {QStringLiteral("step"), double(step)}, {QStringLiteral("onset"), double(onset)},
-        {QStringLiteral("recipes"), recipes}};
+    const std::optional<size_t> best = bestWhatIfRecipe(scores);
+    f.evidence = {{QStringLiteral("dump"), dump.file}, {QStringLiteral("dataset"), dump.record.dataset},
+        {QStringLiteral("step"), double(step)}, {QStringLiteral("onset"), double(evidence.onset)},
+        {QStringLiteral("chosen_because"), evidence.why}, {QStringLiteral("recipes"), recipes},
+        {QStringLiteral("best"), best ? QJsonValue(scores[*best].recipe) : QJsonValue()},
+        {QStringLiteral("criterion"), whatIfCriterion()}};
     if (table.empty()) {
-        f.summary = QStringLiteral("%1 %2 was dumped at step %3 (the onset is at %4); its metrics under other "
-                                   "recipes are not computed yet")
-                        .arg(suspect.layer, suspect.tensor)
+        f.summary = QStringLiteral("%1 %2 was dumped at step %3 (%4); its metrics under other recipes are not "
+                                   "computed yet")
+                        .arg(f.layer, f.tensor)
                         .arg(step)
-                        .arg(onset);
+                        .arg(evidence.why);
         f.suggestion = QStringLiteral("fp8scope-cli recompute FOLDER --recipe delayed --recipe current --recipe "
                                       "mxfp8 --recipe block1x128, then triage again for the what-if table");
         return f;
@@ -573,15 +555,21 @@ std::optional<Finding> recipeWhatIf(const Catalog &catalog, RunRef run, const Se
                      .arg(under == stats.end() ? QString()
                                                : QStringLiteral(", underflows %1 %").arg(under->second, 0, 'g', 3));
     }
-    f.summary = QStringLiteral("on the dump of %1 %2 at step %3 (onset %4): %5")
-                    .arg(suspect.layer, suspect.tensor)
+    f.summary = QStringLiteral("on the dump of %1 %2 at step %3 (%4): %5")
+                    .arg(f.layer, f.tensor)
                     .arg(step)
-                    .arg(onset)
+                    .arg(evidence.why)
                     .arg(parts.join(QStringLiteral("; ")));
-    if (!best.isEmpty() && table.size() > 1)
-        f.suggestion = QStringLiteral("%1 quantizes this tensor best of the recipes tried: try it for this run "
-                                      "(one change at a time)")
-                           .arg(best);
+    if (best) {
+        const QString name = scores[*best].recipe;
+        f.suggestion = sameRecipe(name, runRecipe)
+            ? QStringLiteral("%1, the run's own recipe, already quantizes this tensor best of the FP8 recipes tried "
+                             "(%2): a recipe change does not help it; keep the layer in BF16 instead")
+                  .arg(name, whatIfCriterion())
+            : QStringLiteral("%1 quantizes this tensor best of the FP8 recipes tried (%2): try it for this run (one "
+                             "change at a time)")
+                  .arg(name, whatIfCriterion());
+    }
     return f;
 }
 
@@ -609,11 +597,43 @@ QString severityName(Severity s)
     return {};
 }
 
-KeyClass classifyConfigKey(const QString &key)
+namespace {
+
+// A prerequisite of FP8 training (Transformer Engine's implementation) or the parallel layout, by the key's
+// last part in snake case; "" for any other key.
+QString contextOf(const QString &joined)
+{
+    static const QStringList prerequisite {QStringLiteral("transformer_impl"), QStringLiteral("use_te"),
+        QStringLiteral("use_transformer_engine")};
+    static const QStringList layout {QStringLiteral("sequence_parallel"), QStringLiteral("use_distributed_optimizer"),
+        QStringLiteral("num_layers_per_virtual_pipeline_stage"), QStringLiteral("decoder_first_pipeline_num_layers"),
+        QStringLiteral("decoder_last_pipeline_num_layers"), QStringLiteral("tp"), QStringLiteral("pp"),
+        QStringLiteral("cp"), QStringLiteral("ep")};
+    if (prerequisite.contains(joined))
+        return QStringLiteral("a prerequisite of FP8 training");
+    if (layout.contains(joined) || joined.endsWith(QLatin1String("_parallel_size")))
+        return QStringLiteral("the parallel layout");
+    return {};
+}
+
+QString joinedKey(const QString &key)
 {
     static const QRegularExpression sep(QStringLiteral("[^a-z0-9]+"));
-    const QString last = key.section(QLatin1Char('.'), -1).toLower();
-    const QString joined = last.split(sep, Qt::SkipEmptyParts).join(QLatin1Char('_'));
+    return key.section(QLatin1Char('.'), -1).toLower().split(sep, Qt::SkipEmptyParts).join(QLatin1Char('_'));
+}
+
+} // namespace
+
+QString contextReason(const QString &key)
+{
+    return contextOf(joinedKey(key));
+}
+
+KeyClass classifyConfigKey(const QString &key)
+{
+    const QString joined = joinedKey(key);
+    if (!contextOf(joined).isEmpty())
+        return KeyClass::Context;
     // Features the field names as causes of early divergence (FIELD.md): FP8 parameters and their gather,
     // CPU offloading, overlapped parameter gather or TP communication, the amax reduction group.
     for (const char *suspect : {"fp8_param", "primary_weights_in_fp8", "fp8_weight", "cpu_offload", "offload",
@@ -634,12 +654,12 @@ KeyClass classifyConfigKey(const QString &key)
 
 QString findingIdentity(const Finding &f)
 {
-    return QStringList {f.kind, f.layer, f.tensor, f.stat, f.key, f.task}.join(QLatin1Char('|'));
+    return QStringList {findingKindName(f.kind), f.layer, f.tensor, f.stat, f.key, f.task}.join(QLatin1Char('|'));
 }
 
 QJsonObject findingJson(const Finding &f)
 {
-    QJsonObject o {{QStringLiteral("kind"), f.kind}, {QStringLiteral("severity"), severityName(f.severity)},
+    QJsonObject o {{QStringLiteral("kind"), findingKindName(f.kind)}, {QStringLiteral("severity"), severityName(f.severity)},
         {QStringLiteral("summary"), f.summary}};
     const auto put = [&](const char *name, const QString &v) {
         if (!v.isEmpty())
@@ -687,7 +707,7 @@ Comparison compareRuns(
         c.departure = departure.step;
         if (departure.step) {
             Finding f;
-            f.kind = QStringLiteral("loss-departure");
+            f.kind = FindingKind::LossDeparture;
             f.severity = Severity::Critical;
             f.stat = QStringLiteral("lm loss");
             f.step = departure.step;
@@ -713,7 +733,7 @@ Comparison compareRuns(
         grad.departure.step) {
         const Departure &g = grad.departure;
         Finding f;
-        f.kind = QStringLiteral("grad-norm-departure");
+        f.kind = FindingKind::GradNormDeparture;
         f.severity = Severity::Warning;
         f.stat = QStringLiteral("grad norm");
         f.step = g.step;
@@ -762,7 +782,7 @@ Comparison compareRuns(
         const double p = spikeRateP(runOnly, runSpan, baseOnly, baseSpan);
         if (spikesMoreOften(runOnly, runSpan, baseOnly, baseSpan, options.spikeAlpha, options.minSpikes)) {
             Finding f;
-            f.kind = QStringLiteral("loss-spikes");
+            f.kind = FindingKind::LossSpikes;
             f.severity = Severity::Warning;
             f.stat = QStringLiteral("lm loss");
             f.step = sr.spikes.front().step;
@@ -809,22 +829,29 @@ Comparison compareRuns(
         Finding f;
         f.key = row.key;
         if (row.version) {
-            f.kind = QStringLiteral("version-difference");
+            f.kind = FindingKind::VersionDifference;
             f.severity = row.keyClass == KeyClass::Suspect ? Severity::Warning : Severity::Info;
             f.summary = QStringLiteral("%1 %2 here, %3 in %4").arg(row.key, row.run, row.baseline, baseName);
             f.evidence = {{QStringLiteral("run"), row.run}, {QStringLiteral("baseline"), row.baseline}};
             f.suggestion = QStringLiteral("run with %1 %2, as %3 did").arg(row.key, row.baseline, baseName);
         } else {
-            if (!config.haveBoth || (row.keyClass != KeyClass::Suspect && row.keyClass != KeyClass::Other))
+            if (!config.haveBoth
+                || (row.keyClass != KeyClass::Suspect && row.keyClass != KeyClass::Other
+                    && row.keyClass != KeyClass::Context))
                 continue;
-            f.kind = QStringLiteral("config-difference");
+            f.kind = FindingKind::ConfigDifference;
             f.severity = row.keyClass == KeyClass::Suspect ? Severity::Warning : Severity::Info;
-            f.summary = QStringLiteral("%1 is %2 here and %3 in %4").arg(row.key, row.run, row.baseline, baseName);
             f.evidence = {{QStringLiteral("run"), row.run}, {QStringLiteral("baseline"), row.baseline},
-                {QStringLiteral("class"),
-                    row.keyClass == KeyClass::Suspect ? QStringLiteral("suspect") : QStringLiteral("other")}};
-            f.suggestion
-                = QStringLiteral("set %1 back to %2 (as in %3) and run again").arg(row.key, row.baseline, baseName);
+                {QStringLiteral("class"), keyClassName(row.keyClass)}};
+            if (row.keyClass == KeyClass::Context) {
+                // A prerequisite of FP8 or the parallel layout: context, never a suspect to undo.
+                f.summary = QStringLiteral("%1 is %2 here and %3 in %4 (%5: context, not a suspect)")
+                                .arg(row.key, row.run, row.baseline, baseName, contextReason(row.key));
+            } else {
+                f.summary = QStringLiteral("%1 is %2 here and %3 in %4").arg(row.key, row.run, row.baseline, baseName);
+                f.suggestion = QStringLiteral("set %1 back to %2 (as in %3) and run again")
+                                   .arg(row.key, row.baseline, baseName);
+            }
         }
         c.findings.push_back(f);
     }
@@ -835,11 +862,10 @@ Comparison compareRuns(
     if (options.live)
         onset.plannedSteps = c.plannedSteps;
     const std::vector<Signal> signals = layerSignals(catalog, run, onset, &truncated);
-    QStringList suspects;
     for (size_t i = 0; i < signals.size() && i < 12; ++i) {
         const Signal &s = signals[i];
         Finding f;
-        f.kind = QStringLiteral("layer-signal");
+        f.kind = FindingKind::LayerSignal;
         const bool beforeDeparture = c.departure ? *s.onset.step <= *c.departure : options.live;
         f.severity = beforeDeparture && i == 0 ? Severity::Critical
             : beforeDeparture                  ? Severity::Warning
@@ -864,20 +890,24 @@ Comparison compareRuns(
             {QStringLiteral("peers"), double(s.peers)},
             {QStringLiteral("lead_steps"),
                 c.departure ? QJsonValue(double(*c.departure - *s.onset.step)) : QJsonValue()}};
-        if (beforeDeparture && !suspects.contains(s.series.layer))
-            suspects << s.series.layer;
         c.findings.push_back(f);
     }
     if (c.departure && !signals.empty() && *signals.front().onset.step <= *c.departure)
         c.lead = *c.departure - *signals.front().onset.step;
-    // The first suspect's what-if on its dump nearest the onset.
-    if (!signals.empty()) {
-        if (const auto w = recipeWhatIf(catalog, run, signals.front().series, *signals.front().onset.step))
-            c.findings.push_back(*w);
+    // The first suspect's what-if on the dump that shows its damage.
+    for (const Finding &f : c.findings) {
+        if (f.kind != FindingKind::LayerSignal || f.severity == Severity::Info)
+            continue;
+        if (const auto evidence = chooseEvidenceDump(catalog, run, f, evidenceWindowEnd(c, *f.step))) {
+            const auto r = catalog.run(run);
+            if (const auto w = recipeWhatIf(catalog, *evidence, r ? r->recipe : QString()))
+                c.findings.push_back(*w);
+        }
+        break;
     }
     for (const QString &stat : truncated) {
         Finding f;
-        f.kind = QStringLiteral("truncated-statistic");
+        f.kind = FindingKind::TruncatedStatistic;
         f.stat = stat;
         f.summary = QStringLiteral("%1 is printed with four decimals and reads 0.0000 for most layers: too small to "
                                    "read from this log (the TensorBoard writer has it at full precision)")
@@ -885,43 +915,53 @@ Comparison compareRuns(
         c.findings.push_back(f);
     }
 
-    // Evals: per task, the largest significant gap, per inference setting of the run.
-    std::map<QString, std::map<QString, std::pair<double, EvalRow>>> gaps; // inference -> task -> (z, row)
+    // Evals: per task, the largest drop, per inference setting of the run; beyond evalSigmas a gap, beyond
+    // evalNotableSigmas a notable drop (information). z is the difference (run - baseline) in standard errors:
+    // negative below the baseline, as the difference's sign.
+    std::map<QString, std::map<QString, std::pair<double, EvalRow>>> gaps; // inference -> task -> (drop, row)
     std::map<QString, std::map<QString, double>> diffs; // inference -> task -> baseline - run of that metric
     for (const EvalRow &row : evalTable(catalog, baseline, run, options)) {
         if (!(row.standardError > 0))
             continue;
         auto &slot = gaps[row.inference][row.task];
-        if (row.z > slot.first) {
-            slot = {row.z, row};
+        if (-row.z > slot.first) {
+            slot = {-row.z, row};
             diffs[row.inference][row.task] = row.baseline - row.run;
         }
     }
     std::set<QString> gapTasks;
     for (const auto &[inference, tasks] : gaps) {
         for (const auto &[task, best] : tasks) {
-            if (best.first < options.evalSigmas)
+            if (best.first < options.evalNotableSigmas)
                 continue;
-            gapTasks.insert(task);
+            const bool gap = best.first >= options.evalSigmas;
+            if (gap)
+                gapTasks.insert(task);
             Finding f;
-            f.kind = QStringLiteral("eval-gap");
-            f.severity = Severity::Warning;
+            f.kind = gap ? FindingKind::EvalGap : FindingKind::EvalDrop;
+            f.severity = gap ? Severity::Warning : Severity::Info;
             f.task = task;
             f.key = best.second.metric;
             const double baseValue = best.second.baseline;
-            f.summary = QStringLiteral("%1 %2: %3 against %4's %5 (%6 standard errors%7)")
+            f.summary = QStringLiteral("%1 %2: %3 against %4's %5 (%6 standard errors below%7)%8")
                             .arg(task, best.second.metric)
                             .arg(best.second.run, 0, 'g', 4)
                             .arg(baseName)
                             .arg(baseValue, 0, 'g', 4)
                             .arg(best.first, 0, 'f', 1)
-                            .arg(inference.isEmpty() ? QString() : QStringLiteral(", %1 inference").arg(inference));
+                            .arg(inference.isEmpty() ? QString() : QStringLiteral(", %1 inference").arg(inference))
+                            .arg(gap ? QString()
+                                     : QStringLiteral(": a notable drop, below the %1 standard errors a gap needs over "
+                                                      "this many tasks")
+                                           .arg(options.evalSigmas, 0, 'g', 3));
             f.evidence = {{QStringLiteral("run"), best.second.run}, {QStringLiteral("baseline"), baseValue},
-                {QStringLiteral("z"), best.first}, {QStringLiteral("metric"), best.second.metric},
-                {QStringLiteral("inference"), inference}};
-            f.suggestion
-                = QStringLiteral("evaluate in the precision the model was trained in (FP8 inference) and check "
-                                 "that the checkpoint carries its FP8 scales");
+                {QStringLiteral("difference"), best.second.difference}, {QStringLiteral("z"), best.second.z},
+                {QStringLiteral("metric"), best.second.metric}, {QStringLiteral("inference"), inference},
+                {QStringLiteral("threshold"), gap ? options.evalSigmas : options.evalNotableSigmas}};
+            if (gap)
+                f.suggestion
+                    = QStringLiteral("evaluate in the precision the model was trained in (FP8 inference) and check "
+                                     "that the checkpoint carries its FP8 scales");
             c.findings.push_back(f);
         }
     }
@@ -940,7 +980,7 @@ Comparison compareRuns(
                 }
                 if (narrower.size() == int(gapTasks.size())) {
                     Finding f;
-                    f.kind = QStringLiteral("inference-precision");
+                    f.kind = FindingKind::InferencePrecision;
                     f.severity = Severity::Warning;
                     f.summary
                         = QStringLiteral("%1 inference of this run scores lower on %2; %3 inference is closer to %4")
@@ -967,7 +1007,7 @@ Comparison compareRuns(
 
     // The verdict.
     const bool spikes = std::any_of(
-        c.findings.begin(), c.findings.end(), [](const Finding &f) { return f.kind == QLatin1String("loss-spikes"); });
+        c.findings.begin(), c.findings.end(), [](const Finding &f) { return f.kind == FindingKind::LossSpikes; });
     if (c.departure) {
         c.verdict = double(*c.departure) < options.earlyFraction * double(std::max<int64_t>(c.plannedSteps, 1))
             ? Verdict::EarlyDivergence
@@ -978,56 +1018,8 @@ Comparison compareRuns(
         c.verdict = Verdict::DownstreamGap;
     }
 
-    // What to try next.
-    for (Finding &f : c.findings) {
-        if (f.kind != QLatin1String("loss-departure"))
-            continue;
-        if (c.verdict == Verdict::EarlyDivergence) {
-            QStringList named;
-            for (const Finding &g : c.findings) {
-                if ((g.kind == QLatin1String("config-difference") && g.severity == Severity::Warning)
-                    || (g.kind == QLatin1String("version-difference") && g.severity == Severity::Warning))
-                    named << g.key;
-            }
-            f.suggestion = named.isEmpty()
-                ? QStringLiteral("early divergence is usually software: compare the versions and the FP8 settings "
-                                 "with %1's and undo the most recent change first")
-                      .arg(baseName)
-                : QStringLiteral("undo one of these at a time, the first first: %1")
-                      .arg(named.join(QStringLiteral(", ")));
-        } else if (c.verdict == Verdict::MidRunInstability) {
-            QStringList indices;
-            // The model's last layer: the deepest the run has statistics or dumps of (not of the signals only).
-            int lastIndex = -1;
-            for (const LayerTensors &l : catalog.layerTensors({run}))
-                lastIndex = std::max(lastIndex, layerIndex(l.layer));
-            QString teConfig;
-            for (const QString &layer : suspects.mid(0, 4)) {
-                indices << QString::number(layerIndex(layer));
-                teConfig
-                    += QStringLiteral("bf16_%1:\n  enabled: True\n  layers:\n    layer_name_regex_pattern: %2\n"
-                                      "  transformer_engine:\n    DisableQuantizationLayer:\n      enabled: True\n")
-                           .arg(QString(layer).replace(QLatin1Char('.'), QLatin1Char('_')),
-                               QRegularExpression::escape(layer));
-            }
-            f.suggestion = QStringLiteral("one change at a time: current scaling or a block recipe instead of delayed "
-                                          "(--fp8-recipe tensorwise, mxfp8 or blockwise)");
-            if (!suspects.isEmpty()) {
-                f.suggestion += QStringLiteral(
-                    "; or keep %1 in BF16 (Transformer Engine debug config; "
-                    "on versions without DisableQuantizationLayer its older name is DisableFP8Layer:\n%2)")
-                                    .arg(suspects.mid(0, 4).join(QStringLiteral(", ")), teConfig);
-                bool edge = true;
-                for (const QString &i : indices)
-                    edge = edge && (i.toInt() <= 1 || (lastIndex >= 0 && i.toInt() >= lastIndex - 1));
-                if (edge && lastIndex > 0)
-                    f.suggestion += QStringLiteral("; the suspects are first or last layers: Megatron "
-                                                   "--first-last-layers-bf16 --num-layers-at-start-in-bf16 2 "
-                                                   "--num-layers-at-end-in-bf16 2");
-            }
-        }
-    }
     rank(&c.findings);
+    finishComparison(catalog, &c, options);
     return c;
 }
 
@@ -1044,7 +1036,7 @@ RunCheck checkRun(const Catalog &catalog, RunRef run, const TriageOptions &optio
     const StepSeries f = finitePoints(*loss);
     if (nan > 0) {
         Finding n;
-        n.kind = QStringLiteral("run-blow-up");
+        n.kind = FindingKind::RunBlowUp;
         n.severity = Severity::Critical;
         n.stat = QStringLiteral("lm loss");
         n.summary = QStringLiteral("%1 loss values are NaN or infinite").arg(nan);
@@ -1072,7 +1064,7 @@ RunCheck checkRun(const Catalog &catalog, RunRef run, const TriageOptions &optio
         if (at != size_t(-1)) {
             r.departure = f.steps[at];
             Finding b;
-            b.kind = QStringLiteral("run-blow-up");
+            b.kind = FindingKind::RunBlowUp;
             b.severity = Severity::Critical;
             b.stat = QStringLiteral("lm loss");
             b.step = r.departure;
@@ -1093,7 +1085,7 @@ RunCheck checkRun(const Catalog &catalog, RunRef run, const TriageOptions &optio
             unrecovered += x.recoveredAt ? 0 : 1;
         if (s.spikes.size() >= 3) {
             Finding sp;
-            sp.kind = QStringLiteral("loss-spikes");
+            sp.kind = FindingKind::LossSpikes;
             sp.severity = unrecovered >= 2 ? Severity::Warning : Severity::Info;
             sp.stat = QStringLiteral("lm loss");
             sp.step = s.spikes.front().step;

@@ -5,8 +5,10 @@
 // a finding quotes is in its evidence.
 #pragma once
 
+#include "findingkind.h"
 #include "seriesmath.h"
 
+#include "core/numerics/whatif.h"
 #include "core/query/catalog.h"
 
 #include <QJsonObject>
@@ -25,8 +27,7 @@ enum class Severity { Info, Warning, Critical };
 QString severityName(Severity s);
 
 struct Finding {
-    QString kind; // loss-departure, loss-spikes, config-difference, version-difference, layer-signal, eval-gap,
-                  // inference-precision, run-blow-up, truncated-statistic
+    FindingKind kind = FindingKind::LossDeparture; // findingkind.h: its name, rank, wizard step, ...
     Severity severity = Severity::Info;
     QString layer, tensor, stat, key, task;
     std::optional<int64_t> step; // where it starts
@@ -44,7 +45,12 @@ struct TriageOptions {
     SpikeOptions spikes;
     OnsetOptions onset;
     double earlyFraction = 0.10; // a departure before this share of the planned steps is early divergence
-    double evalSigmas = 3.0; // an eval gap counts beyond this many combined standard errors
+    // An eval gap counts beyond this many combined standard errors below the baseline: about a 5 % family-wise
+    // level over 20 tasks (Bonferroni, one-sided), so a harness's usual task list does not gap by chance.
+    double evalSigmas = 3.0;
+    // A drop of at least this many standard errors that stays below evalSigmas is said as information (a
+    // notable drop: one-sided 2.3 % for a single task, not corrected for the many tasks).
+    double evalNotableSigmas = 2.0;
     double spikeAlpha = 0.05; // the run's own spikes outnumber the baseline's at this one-sided significance
     size_t minSpikes = 3; // ... and number at least this many
     // The run is still being written (fp8scope-cli watch): a layer signal while the loss has not departed
@@ -53,8 +59,47 @@ struct TriageOptions {
     bool live = false;
 };
 
+// One change to try, off one finding, in the order to try them (one at a time).
+struct NextStep {
+    FindingKind kind; // of the finding it acts on
+    QString finding; // that finding's identity (findingIdentity)
+    QString what; // the finding's summary
+    QString action; // what to change
+};
+
+// Whether a loss comparison of the two runs means what it says: the model shape, data and plan agree, both
+// train in a precision of the family they are meant to (the baseline high, the run low), with the same
+// implementation. WithCare lists the differences that a loss comparison does not account for.
+enum class ComparabilityLevel { Comparable, WithCare, Unknown };
+struct ComparabilityRow {
+    QString key; // the config key, or "precision" / "implementation"
+    QString baseline;
+    QString run;
+    QString aspect; // "model shape", "data", "plan", "precision family", "implementation"
+};
+struct Comparability {
+    ComparabilityLevel level = ComparabilityLevel::Unknown;
+    std::vector<ComparabilityRow> rows;
+    QString text; // "Comparable: ...", "Compared with care: ...", or why it cannot be told
+};
+// The aspect of comparability a config key belongs to ("model shape", "data", "plan"), or "" for none.
+QString comparabilityAspect(const QString &key);
+
+// The tensor dump the class's evidence (histogram, recipe what-if) is read from: of the first suspect's layer
+// and tensor, the dump whose step shows the most damage in the suspect's statistic at or after its onset and
+// within the departure window; the nearest to the onset when none is there. `why` says which and why.
+struct EvidenceDump {
+    Dump dump;
+    QString stat; // the suspect's statistic it was chosen by
+    int64_t onset = 0;
+    std::optional<double> value; // that statistic at the dump's step, where logged
+    std::optional<double> early; // the statistic's early level
+    bool afterOnset = false; // false: no dump at or after the onset, the nearest taken
+    QString why;
+};
+
 struct Comparison {
-    RunRef baseline;
+    RunRef baseline; // invalid for a run checked alone (comparisonOf(RunCheck))
     RunRef run;
     Verdict verdict = Verdict::None;
     std::optional<int64_t> departure;
@@ -62,6 +107,15 @@ struct Comparison {
     int64_t plannedSteps = 0;
     std::vector<Finding> findings; // most important first
     bool fromStore = false; // read back from the store, not computed now
+    // What every front end displays and none derives again (finishComparison):
+    std::vector<Finding> suspects; // layer signals with an onset before the departure (or live), by onset
+    std::vector<NextStep> nextSteps; // what to try next, the reviews applied; none for a healthy verdict
+    Comparability comparability;
+    std::optional<EvidenceDump> evidence;
+    // The recipe what-if from metrics already recomputed on the evidence dump (empty when none), and the best
+    // FP8 recipe of it by whatif.h's criterion.
+    std::vector<WhatIfScore> whatIf;
+    std::optional<size_t> whatIfBest;
 };
 
 struct RunCheck {
@@ -101,6 +155,24 @@ Comparison compareRuns(const Catalog &catalog, RunRef baseline, RunRef run, cons
     StatComparison *loss = nullptr);
 // A run on its own.
 RunCheck checkRun(const Catalog &catalog, RunRef run, const TriageOptions &options = {});
+// A run checked alone as a Comparison with an invalid baseline, its next steps made, for the front ends that
+// display comparisons (the wizard, the report).
+Comparison comparisonOf(const Catalog &catalog, const RunCheck &check);
+// Fills what a comparison carries beside its findings (suspects, evidence dump, what-if, comparability, next
+// steps with the stored reviews applied). compareRuns and the stored triage call it; call it again after a
+// review changed.
+void finishComparison(const Catalog &catalog, Comparison *c, const TriageOptions &options = {});
+// The dump the first suspect's evidence is read from; nullopt when its layer and tensor have none.
+// `windowEnd`: the last step the damage is looked for at (the departure window's end, or the run's last step).
+std::optional<EvidenceDump> chooseEvidenceDump(
+    const Catalog &catalog, RunRef run, const Finding &suspect, std::optional<int64_t> windowEnd);
+
+// The end of the window the evidence dump is looked for in: as long after the departure as the onset came
+// before it (at least a tenth of the planned steps), or the run's end without a departure.
+std::optional<int64_t> evidenceWindowEnd(const Comparison &c, int64_t onset);
+
+// Whether a finding of (run, baseline) was dismissed by a review kept in the store.
+bool isDismissed(const std::vector<FindingReview> &reviews, const Finding &f);
 // Every run with a baseline against it, and every run without one that has a loss, on its own.
 TriageResult triage(const Catalog &catalog, const TriageOptions &options = {});
 // What triage() works on: (baseline, run) pairs, and runs to check alone (baseline invalid).
@@ -121,7 +193,7 @@ TriageResult triageStored(Catalog &catalog, const TriageOptions &options = {}, Q
 QString triageStamp(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options);
 // The version of the engine's rules: moved whenever a rule or threshold changes, so that results stored by an
 // older engine are computed again.
-constexpr int kTriageEngineVersion = 4;
+constexpr int kTriageEngineVersion = 5;
 
 // What a finding is, whatever its rank and steps: its kind, layer, tensor, statistic, key and task, joined. A
 // user's review (core/store FindingReview) is kept under it, so that it outlives the result computed again.
@@ -131,7 +203,11 @@ QString findingIdentity(const Finding &f);
 QJsonObject findingJson(const Finding &f);
 
 // What a config key is to a comparison of a baseline and its FP8 twin.
-enum class KeyClass { Expected, Incidental, Suspect, Other };
+// Context: a difference that is a prerequisite of FP8 (Transformer Engine's implementation) or the parallel
+// layout: said, never a suspect, never to be undone.
+enum class KeyClass { Expected, Incidental, Suspect, Other, Context };
 KeyClass classifyConfigKey(const QString &key);
+// Why a Context key is context ("a prerequisite of FP8 training", "the parallel layout"); "" for others.
+QString contextReason(const QString &key);
 
 } // namespace fp8scope::analysis

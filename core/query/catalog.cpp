@@ -217,6 +217,10 @@ Pairing Catalog::pairing(RunRef ref) const
             PairingInput in {r, {}};
             for (const ConfigEntry &c : configs(r.ref))
                 in.configs.emplace(c.key, c.value);
+            if (const auto loss = chooseSeries(r.ref, {.stat = QStringLiteral("lm loss")})) {
+                in.firstStep = loss->firstStep;
+                in.lastStep = loss->lastStep;
+            }
             inputs.push_back(std::move(in));
         }
         std::vector<Pairing> pairings;

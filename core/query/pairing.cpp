@@ -130,6 +130,7 @@ QString basisName(Pairing::Basis basis)
     case Pairing::Basis::Manifest: return QStringLiteral("manifest");
     case Pairing::Basis::OnlyBaseline: return QStringLiteral("only-baseline");
     case Pairing::Basis::Config: return QStringLiteral("config");
+    case Pairing::Basis::Steps: return QStringLiteral("steps");
     case Pairing::Basis::Name: return QStringLiteral("name");
     }
     return {};
@@ -167,7 +168,9 @@ Pairing pairRun(const std::vector<PairingInput> &runs, size_t index)
     }
     const PrecisionClass own = precisionClass(run.precision, run.name);
     if (own == PrecisionClass::Baseline) {
-        p.reason = QStringLiteral("trained in %1: a baseline itself").arg(runWord(run));
+        p.reason = run.precision.isEmpty()
+            ? QStringLiteral("its name marks it a high-precision run: it is a baseline, not compared with one")
+            : QStringLiteral("trained in %1: it is a baseline, not compared with one").arg(runWord(run));
         return p;
     }
     if (own == PrecisionClass::Unknown) {
@@ -228,6 +231,40 @@ Pairing pairRun(const std::vector<PairingInput> &runs, size_t index)
             }
             candidates = tied;
         }
+    }
+    // Steps: the candidates whose loss covers the most of the run's steps (within a tenth of the best); a short
+    // retest beside the full-length baseline is not comparable.
+    if (candidates.size() > 1 && runs[index].firstStep <= runs[index].lastStep) {
+        const auto overlap = [&](size_t c) {
+            const int64_t lo = std::max(runs[index].firstStep, runs[c].firstStep);
+            const int64_t hi = std::min(runs[index].lastStep, runs[c].lastStep);
+            return runs[c].firstStep <= runs[c].lastStep && hi >= lo ? hi - lo + 1 : int64_t(0);
+        };
+        int64_t best = 0;
+        for (size_t c : candidates)
+            best = std::max(best, overlap(c));
+        std::vector<size_t> kept;
+        int64_t next = 0;
+        for (size_t c : candidates) {
+            if (best > 0 && 10 * overlap(c) >= 9 * best)
+                kept.push_back(c);
+            else
+                next = std::max(next, overlap(c));
+        }
+        if (kept.size() == 1) {
+            const Run &b = runs[kept.front()].run;
+            p.baseline = b.ref;
+            p.basis = Pairing::Basis::Steps;
+            p.reason = QStringLiteral("of %1 high-precision runs that fit equally, its loss covers the most of this "
+                                      "run's steps: %2 of %3 (next: %4)")
+                           .arg(candidates.size())
+                           .arg(best)
+                           .arg(runs[index].lastStep - runs[index].firstStep + 1)
+                           .arg(next);
+            return p;
+        }
+        if (!kept.empty())
+            candidates = kept;
     }
     // Names: the longest shared stem once precision words are gone ("gpt_7b_fp8" and "gpt_7b_bf16").
     const QString own_stem = stem(run.name);

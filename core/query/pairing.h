@@ -20,6 +20,11 @@ PrecisionClass precisionClass(const QString &precision, const QString &name);
 struct PairingInput {
     Run run;
     std::map<QString, QString> configs; // key -> value
+    // The steps its loss covers (first > last: it has none): of several baselines that fit equally by config,
+    // the one covering most of the run's steps is the comparable one (a short retest is not the baseline of a
+    // long run).
+    int64_t firstStep = 1;
+    int64_t lastStep = 0;
 };
 
 // Whether a config key is expected to differ between a baseline and its FP8 twin (precision, recipe and

@@ -50,14 +50,14 @@ struct Run {
 
 // Which run another is compared with, and why (core/query/pairing.h has the rule).
 struct Pairing {
-    enum class Basis { None, Manifest, OnlyBaseline, Config, Name };
+    enum class Basis { None, Manifest, OnlyBaseline, Config, Steps, Name };
     RunRef baseline; // invalid when there is none
     Basis basis = Basis::None;
     QString reason; // one sentence for people
     int configDifferences = -1; // for Basis::Config: keys that differ (precision keys aside)
 };
 
-QString basisName(Pairing::Basis basis); // "manifest", "only-baseline", "config", "name", "none"
+QString basisName(Pairing::Basis basis); // "manifest", "only-baseline", "config", "steps", "name", "none"
 
 enum class SeriesAxis { Step, Samples };
 

@@ -211,7 +211,7 @@ Table findingsTable(const std::vector<Finding> &findings, size_t limit, const st
         const Finding &f = findings[i];
         if (f.severity == Severity::Critical)
             t.highlighted.push_back(t.rows.size());
-        t.rows.push_back({analysis::severityName(f.severity), f.kind, f.step ? QString::number(*f.step) : QString(),
+        t.rows.push_back({analysis::severityName(f.severity), analysis::findingKindName(f.kind), f.step ? QString::number(*f.step) : QString(),
             f.summary, reviewStateOf(reviews, f)});
     }
     return t;
@@ -239,12 +239,8 @@ bool addLayerSection(Document &doc, const Catalog &catalog, const analysis::Comp
     const TriageReportOptions &o, const std::function<bool(const QString &)> &step)
 {
     std::vector<const Finding *> suspects;
-    for (const Finding &f : c.findings) {
-        if (f.kind == QLatin1String("layer-signal") && f.severity != Severity::Info)
-            suspects.push_back(&f);
-    }
-    std::stable_sort(suspects.begin(), suspects.end(),
-        [](const Finding *a, const Finding *b) { return a->step.value_or(INT64_MAX) < b->step.value_or(INT64_MAX); });
+    for (const Finding &f : c.suspects)
+        suspects.push_back(&f);
     if (suspects.empty())
         return true;
     Section s {QStringLiteral("Layer suspects"), {}};
@@ -348,9 +344,14 @@ bool addLayerSection(Document &doc, const Catalog &catalog, const analysis::Comp
     for (const Finding *f : suspects) {
         if (histograms >= o.maxSuspects || !f->step || !seen.insert({f->layer, f->tensor}).second)
             continue;
-        const std::optional<Dump> dump = catalog.nearestDump(c.run, f->layer, f->tensor, *f->step);
-        if (!dump)
+        // The dump that shows the suspect's damage (the engine's choice for the first; the same rule for the
+        // others).
+        const std::optional<analysis::EvidenceDump> evidence = f == suspects.front() && c.evidence
+            ? c.evidence
+            : analysis::chooseEvidenceDump(catalog, c.run, *f, analysis::evidenceWindowEnd(c, *f->step));
+        if (!evidence)
             continue;
+        const Dump *dump = &evidence->dump;
         ++histograms;
         if (!backend) {
             s.blocks.push_back(
@@ -397,62 +398,53 @@ bool addLayerSection(Document &doc, const Catalog &catalog, const analysis::Comp
         hist.note = QStringLiteral("underflow %1 %, saturation %2 %, MSE %3, SQNR %4 dB")
                         .arg(num(tm.underflowPct, 4), num(tm.saturationPct, 4), num(tm.mse, 4), fixed(tm.sqnrDb, 1));
         s.blocks.push_back(
-            Figure {QStringLiteral("log2 |x| of %1 %2 at step %3 (the dump nearest the onset at %4), after "
-                                   "%5 scaling, against %6's smallest subnormal, smallest normal and "
-                                   "largest value: %7.")
+            Figure {QStringLiteral("log2 |x| of %1 %2 at step %3 (%4), after %5 scaling, against %6's smallest "
+                                   "subnormal, smallest normal and largest value: %7.")
                         .arg(f->layer, f->tensor)
                         .arg(dump->record.step)
-                        .arg(*f->step)
-                        .arg(tm.recipe, hist.format, hist.note),
+                        .arg(evidence->why, tm.recipe, hist.format, hist.note),
                 hist, 60});
     }
     doc.sections.push_back(std::move(s));
 
-    // The what-if on the first suspect's dump.
+    // The what-if on the evidence dump, one pass of the metrics engine for every recipe.
     if (!first.step)
         return true;
-    const std::optional<Dump> dump = catalog.nearestDump(c.run, first.layer, first.tensor, *first.step);
     Section w {QStringLiteral("Recipe what-if"), {}};
-    if (!dump) {
+    if (!c.evidence) {
         w.blocks.push_back(
             body(QStringLiteral("%1 %2 has no tensor dump to recompute a what-if on.").arg(first.layer, first.tensor)));
         doc.sections.push_back(std::move(w));
         return true;
     }
+    const Dump &dump = c.evidence->dump;
     if (!backend) {
         w.blocks.push_back(body(
-            QStringLiteral("Not computed (no metrics backend): `fp8scope-cli stats %1 --what-if`.").arg(dump->spec())));
+            QStringLiteral("Not computed (no metrics backend): `fp8scope-cli stats %1 --what-if`.").arg(dump.spec())));
         doc.sections.push_back(std::move(w));
         return true;
     }
     if (!step(QStringLiteral("what-if on %1").arg(first.layer)))
         return false;
     Problem problem;
-    auto reader = openTensor(dump->spec(), &problem);
-    std::vector<Recipe> recipes = Recipe::whatIfSet();
-    std::optional<std::vector<TensorMetrics>> m;
-    if (reader) {
-        for (Recipe &r : recipes)
-            r.amaxHistory = reader->amaxHistory();
-        MetricsEngine engine(*backend);
-        m = engine.compute(*reader, recipes, &problem);
-    }
+    auto reader = openTensor(dump.spec(), &problem);
+    std::optional<WhatIfResult> m;
+    if (reader)
+        m = computeWhatIf(*reader, Recipe::whatIfSet(), *backend, &problem);
     if (!m) {
         w.blocks.push_back(
-            body(QStringLiteral("The dump %1 could not be read: %2").arg(dump->spec(), problem.toString())));
+            body(QStringLiteral("The dump %1 could not be read: %2").arg(dump.spec(), problem.toString())));
         doc.sections.push_back(std::move(w));
         return true;
     }
     w.blocks.push_back(
-        body(QStringLiteral("Every recipe of the what-if set on %1 %2 at step %3 (the dump nearest the "
-                            "onset at %4; `fp8scope-cli stats %5 --what-if` prints the same). For block "
-                            "recipes, the census of their block scales: the share of blocks with a "
-                            "saturated element (clipping), with a non-zero element quantized to zero "
-                            "(underflowing), and with every one (flushed); a per-tensor recipe has none.")
+        body(QStringLiteral("Every recipe of the what-if set on %1 %2 at step %3 (%4; `fp8scope-cli stats %5 "
+                            "--what-if` prints the same). For block recipes, the census of their block scales: the "
+                            "share of blocks with a saturated element (clipping), with a non-zero element quantized "
+                            "to zero (underflowing), and with every one (flushed); a per-tensor recipe has none.")
                  .arg(first.layer, first.tensor)
-                 .arg(dump->record.step)
-                 .arg(*first.step)
-                 .arg(dump->spec())));
+                 .arg(dump.record.step)
+                 .arg(c.evidence->why, dump.spec())));
     Table t2;
     t2.headers = {QStringLiteral("Recipe"), QStringLiteral("Format"), QStringLiteral("Underflow %"),
         QStringLiteral("Saturated %"), QStringLiteral("MSE"), QStringLiteral("SQNR dB"), QStringLiteral("Cosine"),
@@ -460,35 +452,27 @@ bool addLayerSection(Document &doc, const Catalog &catalog, const analysis::Comp
         QStringLiteral("Flushed %")};
     t2.numeric = {false, false, true, true, true, true, true, true, true, true, true};
     t2.widths = {2.2, 1, 1.3, 1.3, 1.4, 1.1, 1.4, 1, 1.2, 1.5, 1.1};
-    double best = INFINITY;
-    size_t bestRow = 0;
-    for (size_t i = 0; i < m->size(); ++i) {
-        const TensorMetrics &tm = (*m)[i];
+    for (const WhatIfRow &r : m->rows) {
+        const TensorMetrics &tm = r.metrics;
         QStringList row {tm.recipe, formatName(tm.format), fixed(tm.underflowPct, 4), fixed(tm.saturationPct, 4),
             num(tm.mse, 4), fixed(tm.sqnrDb, 2), fixed(tm.cosine, 7)};
-        if (hasBlockScales(recipes[i])) {
-            std::optional<BlockCensus> census = blockCensus(*reader, recipes[i], &problem);
-            if (census)
-                row << QString::number(census->blocks) << fixed(census->clippingPct(), 2)
-                    << fixed(census->underflowingPct(), 2) << fixed(census->flushedPct(), 2);
-            else
-                row << problem.toString() << QString() << QString() << QString();
-        } else {
+        if (r.census)
+            row << QString::number(r.census->blocks) << fixed(r.census->clippingPct(), 2)
+                << fixed(r.census->underflowingPct(), 2) << fixed(r.census->flushedPct(), 2);
+        else if (hasBlockScales(r.recipe))
+            row << r.censusError << QString() << QString() << QString();
+        else
             row << QStringLiteral("-") << QString() << QString() << QString(); // one scale: no blocks
-        }
-        if (recipes[i].format != fp8math::Format::BF16 && tm.mse < best) {
-            best = tm.mse;
-            bestRow = i;
-        }
         t2.rows.push_back(row);
     }
-    if (std::isfinite(best))
-        t2.highlighted.push_back(bestRow);
+    if (m->best)
+        t2.highlighted.push_back(*m->best);
     w.blocks.push_back(t2);
-    if (std::isfinite(best))
-        w.blocks.push_back(
-            body(QStringLiteral("The FP8/FP4 recipe with the least MSE on this dump: %1 (%2), highlighted.")
-                     .arg((*m)[bestRow].recipe, formatName((*m)[bestRow].format))));
+    if (m->best)
+        w.blocks.push_back(body(QStringLiteral("The best FP8/FP4 recipe on this dump, highlighted: %1 (%2); chosen by "
+                                               "%3.")
+                                    .arg(m->rows[*m->best].metrics.recipe,
+                                        formatName(m->rows[*m->best].metrics.format), whatIfCriterion())));
     doc.sections.push_back(std::move(w));
     return true;
 }
@@ -544,9 +528,10 @@ void addMethod(Document &doc, const analysis::Comparison &c, const analysis::Tri
             .arg(o.onset.stayFraction * 100));
     rule(QStringLiteral("Evaluations"),
         QStringLiteral(
-            "z = (baseline - run) / sqrt(se_baseline^2 + se_run^2) per task, metric and inference setting; a "
-            "gap counts at z >= %1.")
-            .arg(o.evalSigmas));
+            "z = (run - baseline) / sqrt(se_baseline^2 + se_run^2) per task, metric and inference setting (negative: "
+            "the run is below); a gap counts at z <= -%1, a notable drop below it at z <= -%2 (information).")
+            .arg(o.evalSigmas)
+            .arg(o.evalNotableSigmas));
     rule(QStringLiteral("Verdict"),
         QStringLiteral("In this order: early-divergence (the loss departs before %1 % of the planned steps: %2 here), "
                        "mid-run-instability (it departs later), loss-spikes (no departure, the run spikes "
@@ -625,7 +610,7 @@ std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baselin
     QString verdict = QStringLiteral("Verdict: %1.").arg(analysis::verdictName(c.verdict));
     const Finding *departure = nullptr;
     for (const Finding &f : c.findings) {
-        if (f.kind == QLatin1String("loss-departure")) {
+        if (f.kind == analysis::FindingKind::LossDeparture) {
             departure = &f;
             break;
         }
@@ -750,7 +735,7 @@ std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baselin
         }
         s.blocks.push_back(t);
         for (const Finding &f : c.findings) {
-            if (f.kind == QLatin1String("inference-precision"))
+            if (f.kind == analysis::FindingKind::InferencePrecision)
                 s.blocks.push_back(body(f.summary));
         }
         doc.sections.push_back(std::move(s));
@@ -765,14 +750,14 @@ std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baselin
     doc.sections.push_back(std::move(all));
     Section next {QStringLiteral("What to try next"), {}};
     int n = 0;
-    for (const Finding &f : c.findings) {
-        if (f.suggestion.isEmpty() || f.kind == QLatin1String("recipe-what-if"))
-            continue;
-        next.blocks.push_back(Paragraph {QStringLiteral("%1. %2").arg(++n).arg(f.summary), Paragraph::Strong});
-        next.blocks.push_back(Paragraph {f.suggestion, Paragraph::Verbatim});
+    for (const analysis::NextStep &ns : c.nextSteps) {
+        next.blocks.push_back(Paragraph {QStringLiteral("%1. %2").arg(++n).arg(ns.what), Paragraph::Strong});
+        next.blocks.push_back(Paragraph {ns.action, Paragraph::Verbatim});
     }
     if (n == 0)
-        next.blocks.push_back(body(QStringLiteral("Nothing to change: the engine found nothing to act on.")));
+        next.blocks.push_back(body(c.verdict == Verdict::None
+                ? QStringLiteral("Nothing to change: the verdict is healthy.")
+                : QStringLiteral("Nothing left to change: the findings to act on were dismissed in the review.")));
     doc.sections.push_back(std::move(next));
     if (!reviews.empty()) {
         Section r {QStringLiteral("Review"), {}};

@@ -312,7 +312,7 @@ private Q_SLOTS:
             lastRewrites = rewrites;
             for (const Comparison &c : now.comparisons) {
                 for (const Finding &f : c.findings)
-                    found = found || (f.kind == QLatin1String("layer-signal") && f.layer == plan.layer);
+                    found = found || (f.kind == analysis::FindingKind::LayerSignal && f.layer == plan.layer);
             }
             ++stages;
         }

@@ -290,7 +290,7 @@ void TestReport::documentModel()
     // tensor kind that has the statistic, the suspects among them in colour and last (on top).
     std::vector<std::pair<QString, QString>> kinds;
     for (const analysis::Finding &f : c.findings) {
-        if (f.kind != QLatin1String("layer-signal") || f.severity == analysis::Severity::Info || kinds.size() >= 3)
+        if (f.kind != analysis::FindingKind::LayerSignal || f.severity == analysis::Severity::Info || kinds.size() >= 3)
             continue;
         if (std::find(kinds.begin(), kinds.end(), std::pair(f.stat, f.tensor)) == kinds.end())
             kinds.emplace_back(f.stat, f.tensor);

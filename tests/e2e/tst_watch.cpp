@@ -43,7 +43,7 @@ std::optional<int64_t> completeOnset(const QString &folder, const QString &layer
     catalog.refresh();
     for (const analysis::Comparison &c : analysis::triage(catalog).comparisons) {
         for (const analysis::Finding &f : c.findings) {
-            if (f.kind == QLatin1String("layer-signal") && f.layer == layer)
+            if (f.kind == analysis::FindingKind::LayerSignal && f.layer == layer)
                 return f.step;
         }
     }

@@ -204,7 +204,7 @@ void TestCompare::suspectLayerIsMarked()
     // The first suspect's statistic (it may be one that moves with the planted one) of the planted tensor.
     const analysis::Finding *first = nullptr;
     for (const analysis::Finding &f : d->comparison.findings) {
-        if (f.kind == QLatin1String("layer-signal") && !first)
+        if (f.kind == analysis::FindingKind::LayerSignal && !first)
             first = &f;
     }
     QVERIFY(first);
@@ -246,7 +246,7 @@ void TestCompare::evaluationTableMarksThePlantedTasks()
     // The engine's eval findings name the same tasks.
     std::set<QString> found;
     for (const analysis::Finding &f : d->comparison.findings) {
-        if (f.kind == QLatin1String("eval-gap"))
+        if (f.kind == analysis::FindingKind::EvalGap)
             found.insert(f.task);
     }
     QCOMPARE(found, planted);
@@ -577,7 +577,7 @@ void TestCompare::layerViewComparesAStatisticBothRunsHave()
         baseStats.insert(st + QLatin1Char('/') + t);
     for (bool leads : {true, false}) {
         for (const analysis::Finding &f : d->comparison.findings) {
-            if (f.kind != QLatin1String("layer-signal") || (f.severity == analysis::Severity::Info) == leads)
+            if (f.kind != analysis::FindingKind::LayerSignal || (f.severity == analysis::Severity::Info) == leads)
                 continue;
             first = first ? first : &f;
             if (!shared && baseStats.count(f.stat + QLatin1Char('/') + f.tensor))

@@ -190,7 +190,7 @@ void TestLive::windowFollowsARunBeingWritten()
     const int64_t writtenAt = writer.step();
     const LiveTriage::Notice *n = critical();
     QVERIFY2(n, "no critical notice while the run was written");
-    QCOMPARE(n->finding.kind, QStringLiteral("layer-signal"));
+    QCOMPARE(n->finding.kind, analysis::FindingKind::LayerSignal);
     QCOMPARE(n->finding.layer, plan.layer);
     QVERIFY(n->finding.step);
     const int64_t plantedLead = *plan.departureStep - *plan.onsetStep;

@@ -102,13 +102,13 @@ TriageWizard *TestTriageWizard::openTriage(const QString &folder)
 void TestTriageWizard::comparabilityAspects()
 {
     QCOMPARE(
-        TriageWizard::comparabilityAspect(QStringLiteral("MODEL_ARGS.--num-layers")), QStringLiteral("model shape"));
-    QCOMPARE(TriageWizard::comparabilityAspect(QStringLiteral("hidden_size")), QStringLiteral("model shape"));
-    QCOMPARE(TriageWizard::comparabilityAspect(QStringLiteral("DATA_ARGS.--data-path")), QStringLiteral("data"));
-    QCOMPARE(TriageWizard::comparabilityAspect(QStringLiteral("--global-batch-size")), QStringLiteral("plan"));
-    QCOMPARE(TriageWizard::comparabilityAspect(QStringLiteral("train_iters")), QStringLiteral("plan"));
-    QCOMPARE(TriageWizard::comparabilityAspect(QStringLiteral("--fp8-format")), QString());
-    QCOMPARE(TriageWizard::comparabilityAspect(QStringLiteral("wandb_exp_name")), QString());
+        analysis::comparabilityAspect(QStringLiteral("MODEL_ARGS.--num-layers")), QStringLiteral("model shape"));
+    QCOMPARE(analysis::comparabilityAspect(QStringLiteral("hidden_size")), QStringLiteral("model shape"));
+    QCOMPARE(analysis::comparabilityAspect(QStringLiteral("DATA_ARGS.--data-path")), QStringLiteral("data"));
+    QCOMPARE(analysis::comparabilityAspect(QStringLiteral("--global-batch-size")), QStringLiteral("plan"));
+    QCOMPARE(analysis::comparabilityAspect(QStringLiteral("train_iters")), QStringLiteral("plan"));
+    QCOMPARE(analysis::comparabilityAspect(QStringLiteral("--fp8-format")), QString());
+    QCOMPARE(analysis::comparabilityAspect(QStringLiteral("wandb_exp_name")), QString());
 }
 
 void TestTriageWizard::eachScenarioClass_data()

@@ -415,7 +415,7 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
         return;
     }
     for (const analysis::Finding &f : m_data->comparison.findings) {
-        QList<QStandardItem *> row {item(analysis::severityName(f.severity)), item(f.kind), item(f.layer),
+        QList<QStandardItem *> row {item(analysis::severityName(f.severity)), item(analysis::findingKindName(f.kind)), item(f.layer),
             item(f.step ? QString::number(*f.step) : QString()), item(f.summary)};
         row.front()->setData(QVariant::fromValue(m_data->run), RunRole);
         row.front()->setData(f.layer, LayerRole);
@@ -428,7 +428,7 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
     for (const analysis::EvalRow &e : m_data->evals) {
         QList<QStandardItem *> row {item(e.task), item(e.metric), item(e.inference), number(e.baseline), number(e.run),
             number(e.difference), number(e.standardError), number(e.z),
-            item(e.significant ? tr("yes: %1 standard errors below").arg(e.z, 0, 'f', 1) : QString())};
+            item(e.significant ? tr("yes: %1 standard errors below").arg(-e.z, 0, 'f', 1) : QString())};
         if (e.significant) {
             for (QStandardItem *i : row)
                 i->setForeground(QColor(200, 30, 0));
@@ -454,9 +454,7 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
     m_diffSource->setPair(m_data->baseline, m_data->run);
     std::vector<std::pair<QString, QString>> suspects;
     const analysis::Finding *first = nullptr;
-    for (const analysis::Finding &f : m_data->comparison.findings) {
-        if (f.kind != QLatin1String("layer-signal") || f.severity == analysis::Severity::Info)
-            continue;
+    for (const analysis::Finding &f : m_data->comparison.suspects) {
         if (!first)
             first = &f;
         if (f.stat == first->stat && f.tensor == first->tensor)
@@ -544,10 +542,16 @@ std::pair<QString, QString> CompareView::layerStatistic() const
     // The engine's layer signals, most important first (the leads, then the consequences): the first both
     // runs have.
     const analysis::Finding *first = nullptr;
-    for (bool leads : {true, false}) {
-        for (const analysis::Finding &f : m_data->comparison.findings) {
-            if (f.kind != QLatin1String("layer-signal") || (f.severity == analysis::Severity::Info) == leads)
-                continue;
+    std::vector<const analysis::Finding *> signals;
+    for (const analysis::Finding &f : m_data->comparison.suspects)
+        signals.push_back(&f);
+    for (const analysis::Finding &f : m_data->comparison.findings) {
+        if (f.kind == analysis::FindingKind::LayerSignal && f.severity == analysis::Severity::Info)
+            signals.push_back(&f); // the consequences, after the leads
+    }
+    {
+        for (const analysis::Finding *fp : signals) {
+            const analysis::Finding &f = *fp;
             if (!first)
                 first = &f;
             if (has(f.stat, f.tensor))

@@ -27,7 +27,7 @@ struct Evaluation {
 QString LiveTriage::Notice::text() const
 {
     QString s = QStringLiteral("%1 against %2: %3 %4")
-                    .arg(runName, baselineName, severityName(finding.severity), finding.kind);
+                    .arg(runName, baselineName, severityName(finding.severity), findingKindName(finding.kind));
     if (!finding.layer.isEmpty())
         s += QLatin1Char(' ') + finding.layer;
     s += QStringLiteral(": ") + finding.summary;
@@ -135,6 +135,9 @@ void LiveTriage::take(const std::vector<Comparison> &comparisons, bool tell)
         const WorkspaceRun *base = m_workspace->run(c.baseline);
         if (!run || !base)
             continue;
+        // A finding a review dismissed is not told; neither is a static one (a config difference known at the
+        // start): a notice is for a change in the run.
+        const std::vector<FindingReview> reviews = m_workspace->catalog().findingReviews(c.run, c.baseline);
         for (const Finding &f : c.findings) {
             const QString key
                 = run->run.name + QLatin1Char('\n') + base->run.name + QLatin1Char('\n') + findingIdentity(f);
@@ -142,7 +145,7 @@ void LiveTriage::take(const std::vector<Comparison> &comparisons, bool tell)
             if (it != m_told.constEnd() && *it >= rank(f.severity))
                 continue;
             m_told.insert(key, rank(f.severity));
-            if (!tell || rank(f.severity) < 1)
+            if (!tell || rank(f.severity) < 1 || !findingKindInfo(f.kind).change || isDismissed(reviews, f))
                 continue;
             m_notices.push_back({c.baseline, c.run, run->run.label(), base->run.label(), f, run->latestStep});
             Q_EMIT noticed(int(m_notices.size()) - 1);

@@ -13,7 +13,7 @@
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
 
-#include "core/numerics/blockcensus.h"
+#include "core/numerics/whatif.h"
 #include "core/numerics/recipe.h"
 
 #include <QClipboard>
@@ -26,6 +26,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScreen>
+#include <QSignalBlocker>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QStandardItemModel>
@@ -41,7 +42,7 @@ namespace fp8scope {
 
 namespace {
 
-enum Roles { RunRole = Qt::UserRole + 1, LayerRole, TensorRole, StepRole, IdentityRole };
+enum Roles { RunRole = Qt::UserRole + 1, LayerRole, TensorRole, StepRole, IdentityRole, KindRole };
 
 QStandardItem *item(const QString &text)
 {
@@ -97,40 +98,7 @@ QString stepLink(int64_t step)
     return QStringLiteral("<a href=\"step:%1\">%1</a>").arg(step);
 }
 
-QString normalizedKey(const QString &key)
-{
-    QString k = key.section(QLatin1Char('.'), -1).toLower();
-    while (k.startsWith(QLatin1Char('-')))
-        k.remove(0, 1);
-    k.replace(QLatin1Char('-'), QLatin1Char('_'));
-    return k;
-}
-
 } // namespace
-
-QString TriageWizard::comparabilityAspect(const QString &key)
-{
-    // By the key's last part, in snake case: Megatron's arguments, its command line in a YAML, NeMo's and
-    // Hugging Face's names for the same settings.
-    static const std::set<QString> shape {QStringLiteral("num_layers"), QStringLiteral("hidden_size"),
-        QStringLiteral("ffn_hidden_size"), QStringLiteral("num_attention_heads"), QStringLiteral("num_query_groups"),
-        QStringLiteral("kv_channels"), QStringLiteral("seq_length"), QStringLiteral("encoder_seq_length"),
-        QStringLiteral("max_position_embeddings"), QStringLiteral("vocab_size"), QStringLiteral("padded_vocab_size"),
-        QStringLiteral("num_experts"), QStringLiteral("num_hidden_layers"), QStringLiteral("intermediate_size"),
-        QStringLiteral("max_seq_len")};
-    static const std::set<QString> data {QStringLiteral("data_path"), QStringLiteral("train_data_path"),
-        QStringLiteral("valid_data_path"), QStringLiteral("tokenizer_type"), QStringLiteral("tokenizer_model"),
-        QStringLiteral("vocab_file"), QStringLiteral("merge_file"), QStringLiteral("split"), QStringLiteral("seed"),
-        QStringLiteral("dataset"), QStringLiteral("data_seed"), QStringLiteral("tokenizer")};
-    static const std::set<QString> plan {QStringLiteral("train_iters"), QStringLiteral("train_samples"),
-        QStringLiteral("global_batch_size"), QStringLiteral("micro_batch_size"), QStringLiteral("lr"),
-        QStringLiteral("min_lr"), QStringLiteral("lr_decay_style"), QStringLiteral("lr_decay_iters"),
-        QStringLiteral("lr_warmup_iters"), QStringLiteral("lr_warmup_fraction"), QStringLiteral("weight_decay"),
-        QStringLiteral("clip_grad"), QStringLiteral("adam_beta1"), QStringLiteral("adam_beta2"),
-        QStringLiteral("optimizer"), QStringLiteral("max_steps"), QStringLiteral("learning_rate")};
-    const QString k = normalizedKey(key);
-    return shape.count(k) ? tr("model shape") : data.count(k) ? tr("data") : plan.count(k) ? tr("plan") : QString();
-}
 
 TriageWizard::TriageWizard(Workspace *workspace, Selection *selection, QWidget *parent)
     : QDialog(parent)
@@ -345,12 +313,30 @@ void TriageWizard::showEvent(QShowEvent *event)
 void TriageWizard::fillPickers()
 {
     PairPickers {m_baselineBox, m_runBox}.fill(*m_workspace);
+    {
+        // A run can be triaged on its own (a blow-up, a sustained rise, spikes that never recover).
+        const QSignalBlocker blocker(m_baselineBox);
+        m_baselineBox->insertItem(0, tr("(none: the run on its own)"), QVariant::fromValue(RunRef {}));
+    }
     setPair({}, {});
 }
 
 void TriageWizard::setPair(RunRef baseline, RunRef run)
 {
-    PairPickers {m_baselineBox, m_runBox}.show(*m_workspace, baseline, run);
+    const auto [b, r] = PairPickers {m_baselineBox, m_runBox}.show(*m_workspace, baseline, run);
+    if (!b.isValid() && !r.isValid() && m_workspace->runCount() > 0) {
+        // No pair: the run on its own (the first with a loss to check, else the first).
+        const QSignalBlocker b1(m_baselineBox), b2(m_runBox);
+        m_baselineBox->setCurrentIndex(0);
+        RunRef alone = run.isValid() ? run : m_workspace->runAt(0);
+        for (const WorkspaceRun &w : m_workspace->runs()) {
+            if (!run.isValid() && m_workspace->catalog().chooseSeries(w.run.ref, {.stat = QStringLiteral("lm loss")})) {
+                alone = w.run.ref;
+                break;
+            }
+        }
+        m_runBox->setCurrentIndex(m_runBox->findData(QVariant::fromValue(alone)));
+    }
     recompute();
 }
 
@@ -386,9 +372,9 @@ void TriageWizard::recompute()
     if (m_ticket)
         m_workspace->queries().cancel(m_ticket);
     m_ticket = 0;
-    if (!b.isValid() || !r.isValid() || b == r) {
+    if (!r.isValid() || b == r) {
         display(nullptr);
-        m_status->setText(m_workspace->runCount() < 2 ? tr("Open a folder with a BF16 baseline and an FP8 run.")
+        m_status->setText(m_workspace->runCount() < 1 ? tr("Open a folder with a BF16 baseline and an FP8 run.")
                                                       : tr("Choose a run and a baseline to compare it with."));
         return;
     }
@@ -398,7 +384,8 @@ void TriageWizard::recompute()
         return;
     }
     m_stale = false;
-    m_status->setText(tr("Comparing %1 with %2...").arg(m_runBox->currentText(), m_baselineBox->currentText()));
+    m_status->setText(b.isValid() ? tr("Comparing %1 with %2...").arg(m_runBox->currentText(), m_baselineBox->currentText())
+                                  : tr("Checking %1 on its own...").arg(m_runBox->currentText()));
     m_ticket = m_workspace->query(
         m_slot, [b, r](const Catalog &catalog) { return QVariant::fromValue(computeComparison(catalog, b, r, {})); },
         this,
@@ -453,34 +440,12 @@ void TriageWizard::fillRuns()
         m_comparabilityText->clear();
         return;
     }
-    if (!m_data->config.haveBoth) {
-        m_comparabilityText->setText(tr("One of the runs has no config: whether they train the same model on the "
-                                        "same data to the same plan cannot be told."));
-        return;
-    }
-    std::set<QString> aspects;
-    int differing = 0;
-    for (const analysis::ConfigRow &c : m_data->config.rows) {
-        if (!c.differs || c.version)
-            continue;
-        ++differing;
-        const QString aspect = comparabilityAspect(c.key);
-        if (aspect.isEmpty())
-            continue;
-        aspects.insert(aspect);
-        m_comparabilityModel->appendRow({item(c.key), item(c.baseline), item(c.run), item(aspect)});
-    }
+    // The engine's comparability verdict, displayed.
+    const analysis::Comparability &c = m_data->comparison.comparability;
+    for (const analysis::ComparabilityRow &r : c.rows)
+        m_comparabilityModel->appendRow({item(r.key), item(r.baseline), item(r.run), item(r.aspect)});
     m_comparability->resizeColumnsToContents();
-    if (aspects.empty()) {
-        m_comparabilityText->setText(tr("Comparable: the model shape, the data and the plan agree (%n config "
-                                        "key(s) differ, none of them these; the Comparison tab lists them).",
-            nullptr, differing));
-    } else {
-        m_comparabilityText->setText(tr("Compared with care: %n difference(s) change %1, which a loss comparison "
-                                        "does not account for.",
-            nullptr, m_comparabilityModel->rowCount())
-                                         .arg(QStringList(aspects.begin(), aspects.end()).join(tr(", "))));
-    }
+    m_comparabilityText->setText(c.text);
 }
 
 void TriageWizard::fillLoss()
@@ -494,9 +459,10 @@ void TriageWizard::fillLoss()
     lines << tr("<b>Verdict: %1.</b>").arg(analysis::verdictName(c.verdict).toHtmlEscaped());
     const analysis::Finding *departure = nullptr, *skipped = nullptr;
     for (const analysis::Finding &f : c.findings) {
-        if (f.kind == QLatin1String("loss-departure") && !departure)
+        if ((f.kind == analysis::FindingKind::LossDeparture || f.kind == analysis::FindingKind::RunBlowUp)
+            && !departure)
             departure = &f;
-        if (f.kind == QLatin1String("skipped-iterations") && !skipped)
+        if (f.kind == analysis::FindingKind::SkippedIterations && !skipped)
             skipped = &f;
     }
     const analysis::Departure &d = m_data->statistic.departure;
@@ -562,7 +528,7 @@ void TriageWizard::fillClass()
         m_classModel->setHorizontalHeaderLabels(
             {tr("Severity"), tr("Key or package"), tr("Baseline"), tr("Run"), tr("Summary")});
         for (const analysis::Finding &f : c.findings) {
-            if (f.kind != QLatin1String("config-difference") && f.kind != QLatin1String("version-difference"))
+            if (f.kind != analysis::FindingKind::ConfigDifference && f.kind != analysis::FindingKind::VersionDifference)
                 continue;
             QString base, ours;
             for (const analysis::ConfigRow &r : m_data->config.rows) {
@@ -581,18 +547,14 @@ void TriageWizard::fillClass()
                                  "histogram views."));
         m_classModel->setHorizontalHeaderLabels({tr("Layer"), tr("Tensor"), tr("Statistic"), tr("Onset"),
             tr("Lead (steps)"), tr("Severity"), tr("Summary")});
+        // The engine's suspects (by onset), then the consequences.
         std::vector<const analysis::Finding *> signals;
+        for (const analysis::Finding &f : c.suspects)
+            signals.push_back(&f);
         for (const analysis::Finding &f : c.findings) {
-            if (f.kind == QLatin1String("layer-signal"))
+            if (f.kind == analysis::FindingKind::LayerSignal && f.severity == analysis::Severity::Info)
                 signals.push_back(&f);
         }
-        // The leads (not info) by onset, then the consequences by onset.
-        std::stable_sort(signals.begin(), signals.end(), [](const analysis::Finding *a, const analysis::Finding *b) {
-            const bool la = a->severity != analysis::Severity::Info, lb = b->severity != analysis::Severity::Info;
-            if (la != lb)
-                return la;
-            return a->step.value_or(INT64_MAX) < b->step.value_or(INT64_MAX);
-        });
         for (const analysis::Finding *f : signals) {
             std::optional<int64_t> lead;
             if (f->step && c.departure)
@@ -656,7 +618,7 @@ void TriageWizard::fillClass()
         QString title = tr("<b>Downstream gap</b>: the losses agree, the evaluation scores do not. The scores, "
                            "significant drops first.");
         for (const analysis::Finding &f : c.findings) {
-            if (f.kind == QLatin1String("inference-precision"))
+            if (f.kind == analysis::FindingKind::InferencePrecision || f.kind == analysis::FindingKind::EvalDrop)
                 title += QStringLiteral("<br>") + f.summary.toHtmlEscaped();
         }
         m_classTitle->setText(title);
@@ -703,48 +665,42 @@ void TriageWizard::fillNext()
     m_whatIfPending = 0; // the results of another pair's what-if are not waited for
     if (!m_data)
         return;
-    // One change at a time, the most important first.
+    // The engine's next steps (one change at a time, the reviews applied), displayed.
     QStringList text;
     int n = 0;
-    for (const analysis::Finding &f : m_data->comparison.findings) {
-        if (f.suggestion.isEmpty() || f.kind == QLatin1String("recipe-what-if"))
-            continue;
-        text << QStringLiteral("%1. %2\n   %3").arg(++n).arg(f.summary, f.suggestion);
-    }
+    for (const analysis::NextStep &ns : m_data->comparison.nextSteps)
+        text << QStringLiteral("%1. %2\n   %3").arg(++n).arg(ns.what, ns.action);
     if (text.isEmpty())
-        text << tr("Nothing to change: the engine found nothing to act on.");
+        text << (m_data->comparison.verdict == analysis::Verdict::None
+                ? tr("Nothing to change: the verdict is healthy.")
+                : tr("Nothing left to change: the findings to act on were dismissed in the review."));
     m_next->setPlainText(text.join(QStringLiteral("\n\n")));
     startWhatIf();
 }
 
 void TriageWizard::startWhatIf()
 {
-    // The first layer suspect's dump nearest its onset, under every recipe of the what-if.
-    const analysis::Finding *suspect = nullptr;
-    for (const analysis::Finding &f : m_data->comparison.findings) {
-        if (f.kind == QLatin1String("layer-signal") && f.severity != analysis::Severity::Info) {
-            suspect = &f;
-            break;
-        }
-    }
-    if (!suspect || !suspect->step) {
+    // The engine's evidence dump (the one that shows the first suspect's damage) under every recipe of the
+    // what-if, in one job.
+    const analysis::Comparison &c = m_data->comparison;
+    if (c.suspects.empty()) {
         m_whatIfTitle->setText(tr("No layer suspect: no recipe what-if to compute."));
         return;
     }
-    const std::optional<Dump> nearest
-        = m_workspace->catalog().nearestDump(m_data->run, suspect->layer, suspect->tensor, *suspect->step);
-    if (!nearest) {
+    const analysis::Finding &suspect = c.suspects.front();
+    if (!c.evidence) {
         m_whatIfTitle->setText(
-            tr("%1 %2 has no tensor dump to recompute a recipe what-if on.").arg(suspect->layer, suspect->tensor));
+            tr("%1 %2 has no tensor dump to recompute a recipe what-if on.").arg(suspect.layer, suspect.tensor));
         return;
     }
-    m_whatIfDump = nearest->spec();
+    const Dump &dump = c.evidence->dump;
+    m_whatIfDump = dump.spec();
     const std::vector<Recipe> recipes = Recipe::whatIfSet();
-    m_whatIfTitle->setText(tr("Recipe what-if on %1 %2 at step %3 (the dump nearest the onset at %4):")
-                               .arg(suspect->layer, suspect->tensor)
-                               .arg(nearest->record.step)
-                               .arg(*suspect->step));
-    // A row per recipe in the what-if's order, filled as each finishes.
+    const QString title = tr("Recipe what-if on %1 %2 at step %3 (%4):")
+                              .arg(dump.record.layer, dump.record.tensor)
+                              .arg(dump.record.step)
+                              .arg(c.evidence->why);
+    m_whatIfTitle->setText(title);
     for (const Recipe &r : recipes) {
         QList<QStandardItem *> row {item(r.name()), item(formatName(r.format))};
         for (int i = 2; i < kWhatIfColumns; ++i)
@@ -752,59 +708,62 @@ void TriageWizard::startWhatIf()
         m_whatIfModel->appendRow(row);
     }
     const std::shared_ptr<const ComparisonData> data = m_data;
-    for (size_t i = 0; i < recipes.size(); ++i) {
-        ++m_whatIfPending;
-        m_workspace->recompute(*nearest, recipes[i], m_slot + QStringLiteral("-whatif-%1").arg(i), this,
-            [this, i, data](const std::optional<TensorMetrics> &m, const QString &error) {
-                if (data != m_data)
-                    return; // another pair is shown: its own what-if fills the table
-                --m_whatIfPending;
+    m_whatIfPending = 1;
+    m_workspace->whatIf(dump, recipes, m_slot + QStringLiteral("-whatif"), this,
+        [this, data, title](const std::optional<WhatIfResult> &result, const QString &error) {
+            if (data != m_data)
+                return; // another pair is shown: its own what-if fills the table
+            m_whatIfPending = 0;
+            if (!result) {
+                m_whatIfTitle->setText(title + QLatin1Char(' ') + tr("not computed: %1").arg(error));
+                return;
+            }
+            for (size_t i = 0; i < result->rows.size() && int(i) < m_whatIfModel->rowCount(); ++i) {
                 const int row = int(i);
-                if (!m) {
-                    m_whatIfModel->setItem(row, 2, item(error));
-                    return;
+                const WhatIfRow &w = result->rows[i];
+                const TensorMetrics &m = w.metrics;
+                m_whatIfModel->setItem(row, 2, number(m.underflowPct, 4));
+                m_whatIfModel->setItem(row, 3, number(m.saturationPct, 4));
+                m_whatIfModel->setItem(row, 4, number(m.mse));
+                m_whatIfModel->setItem(row, 5, number(m.sqnrDb, 2));
+                m_whatIfModel->setItem(row, 6, number(m.cosine, 7));
+                if (!hasBlockScales(w.recipe))
+                    continue;
+                if (!w.census) {
+                    m_whatIfModel->setItem(row, kBlocksColumn, item(w.censusError));
+                    continue;
                 }
-                m_whatIfModel->setItem(row, 2, number(m->underflowPct, 4));
-                m_whatIfModel->setItem(row, 3, number(m->saturationPct, 4));
-                m_whatIfModel->setItem(row, 4, number(m->mse));
-                m_whatIfModel->setItem(row, 5, number(m->sqnrDb, 2));
-                m_whatIfModel->setItem(row, 6, number(m->cosine, 7));
-                if (m_whatIfPending == 0)
-                    m_whatIf->resizeColumnsToContents();
-            });
-        if (!hasBlockScales(recipes[i]))
-            continue;
-        // The block recipes' census: how many blocks clip, underflow or are flushed.
-        ++m_whatIfPending;
-        m_workspace->blockCensus(*nearest, recipes[i], m_slot + QStringLiteral("-census-%1").arg(i), this,
-            [this, i, data](const std::optional<BlockCensus> &c, const QString &error) {
-                if (data != m_data)
-                    return;
-                --m_whatIfPending;
-                const int row = int(i);
-                if (!c) {
-                    m_whatIfModel->setItem(row, kBlocksColumn, item(error));
-                    return;
-                }
-                m_whatIfModel->setItem(row, kBlocksColumn, integer(c->blocks));
-                m_whatIfModel->setItem(row, kBlocksColumn + 1, number(c->clippingPct(), 4));
-                m_whatIfModel->setItem(row, kBlocksColumn + 2, number(c->underflowingPct(), 4));
-                m_whatIfModel->setItem(row, kBlocksColumn + 3, number(c->flushedPct(), 4));
-                QString binades = c->scaleLog2.empty()
+                const BlockCensus &cs = *w.census;
+                m_whatIfModel->setItem(row, kBlocksColumn, integer(cs.blocks));
+                m_whatIfModel->setItem(row, kBlocksColumn + 1, number(cs.clippingPct(), 4));
+                m_whatIfModel->setItem(row, kBlocksColumn + 2, number(cs.underflowingPct(), 4));
+                m_whatIfModel->setItem(row, kBlocksColumn + 3, number(cs.flushedPct(), 4));
+                QString binades = cs.scaleLog2.empty()
                     ? QString()
-                    : tr("2^%1 .. 2^%2").arg(c->scaleLog2.begin()->first).arg(c->scaleLog2.rbegin()->first);
-                if (c->zeroScaleBlocks)
-                    binades += tr(", %n block(s) with scale 0", nullptr, int(c->zeroScaleBlocks));
+                    : tr("2^%1 .. 2^%2").arg(cs.scaleLog2.begin()->first).arg(cs.scaleLog2.rbegin()->first);
+                if (cs.zeroScaleBlocks)
+                    binades += tr(", %n block(s) with scale 0", nullptr, int(cs.zeroScaleBlocks));
                 QStringList histogram;
-                for (const auto &[log2, n] : c->scaleLog2)
+                for (const auto &[log2, n] : cs.scaleLog2)
                     histogram << tr("2^%1: %2 blocks").arg(log2).arg(n);
                 auto *cell = item(binades);
                 cell->setToolTip(histogram.join(QLatin1Char('\n')));
                 m_whatIfModel->setItem(row, kBlocksColumn + 4, cell);
-                if (m_whatIfPending == 0)
-                    m_whatIf->resizeColumnsToContents();
-            });
-    }
+            }
+            if (result->best) {
+                const int row = int(*result->best);
+                QFont bold = m_whatIfModel->item(row, 0)->font();
+                bold.setBold(true);
+                for (int col = 0; col < m_whatIfModel->columnCount(); ++col) {
+                    if (QStandardItem *cell = m_whatIfModel->item(row, col))
+                        cell->setFont(bold);
+                }
+                m_whatIfTitle->setText(title + QLatin1Char(' ')
+                    + tr("the best FP8 recipe, in bold: %1 (%2).")
+                          .arg(result->rows[*result->best].recipe.name(), whatIfCriterion()));
+            }
+            m_whatIf->resizeColumnsToContents();
+        });
 }
 
 void TriageWizard::fillSummary()
@@ -822,10 +781,11 @@ void TriageWizard::fillSummary()
             const auto review = reviews.find(identity);
             auto *state = new QStandardItem(review != reviews.end() ? review->second.state : QStringLiteral("open"));
             auto *note = new QStandardItem(review != reviews.end() ? review->second.note : QString());
-            QList<QStandardItem *> row {item(analysis::severityName(f.severity)), item(f.kind), item(f.layer),
-                integer(f.step), item(f.summary), state, note};
+            QList<QStandardItem *> row {item(analysis::severityName(f.severity)),
+                item(analysis::findingKindName(f.kind)), item(f.layer), integer(f.step), item(f.summary), state, note};
             row[4]->setToolTip(f.suggestion.isEmpty() ? f.summary : f.summary + QLatin1Char('\n') + f.suggestion);
             row.front()->setData(identity, IdentityRole);
+            row.front()->setData(int(f.kind), KindRole);
             row.front()->setData(QVariant::fromValue(m_data->run), RunRole);
             row.front()->setData(f.layer, LayerRole);
             row.front()->setData(f.tensor, TensorRole);
@@ -903,10 +863,12 @@ void TriageWizard::activateSummaryRow(const QModelIndex &index)
     if (!m_data || index.column() == kReviewColumn || index.column() == kNoteColumn)
         return;
     const QModelIndex first = m_summaryModel->index(index.row(), 0);
-    const QString kind = m_summaryModel->index(index.row(), 1).data().toString();
+    const auto kind = analysis::FindingKind(first.data(KindRole).toInt());
     const QString layer = first.data(LayerRole).toString();
     const QVariant s = first.data(StepRole);
-    if (kind == QLatin1String("layer-signal")) {
+    // The step that shows the finding's evidence, from the engine's table of kinds.
+    switch (analysis::findingKindInfo(kind).step) {
+    case analysis::FindingStep::Class:
         setStep(ClassStep);
         for (int r = 0; r < m_classModel->rowCount(); ++r) {
             const QModelIndex c = m_classModel->index(r, 0);
@@ -916,22 +878,17 @@ void TriageWizard::activateSummaryRow(const QModelIndex &index)
             }
         }
         return;
-    }
-    if (kind.startsWith(QLatin1String("loss-")) || kind == QLatin1String("skipped-iterations")
-        || kind == QLatin1String("restart") || kind == QLatin1String("grad-norm-departure")) {
+    case analysis::FindingStep::Loss:
         setStep(LossStep);
         if (s.isValid())
             followLink(QStringLiteral("step:%1").arg(s.toLongLong()));
         return;
-    }
-    if (kind == QLatin1String("recipe-what-if")) {
-        setStep(NextStep);
+    case analysis::FindingStep::Next: setStep(NextStep); return;
+    case analysis::FindingStep::Runs:
+        // A config or version difference is the class's evidence of an early divergence.
+        setStep(m_data->comparison.verdict == analysis::Verdict::EarlyDivergence ? ClassStep : RunsStep);
         return;
     }
-    setStep(
-        kind.endsWith(QLatin1String("-difference")) && m_data->comparison.verdict != analysis::Verdict::EarlyDivergence
-            ? RunsStep
-            : ClassStep);
 }
 
 void TriageWizard::selectClassRow(const QModelIndex &index)

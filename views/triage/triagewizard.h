@@ -90,7 +90,8 @@ public:
     // Follows a link of the step texts ("step:1375" selects the step and shows it in the loss plot,
     // "comparison:" opens the Comparison tab); what clicking one does.
     void followLink(const QString &link);
-    // The dump the what-if was recomputed on, as `fp8scope-cli stats` names it (PATH[:DATASET]; "" when none).
+    // The dump the what-if was recomputed on, as `fp8scope-cli stats` names it (PATH[:DATASET]; "" when none):
+    // the comparison's evidence dump (the one that shows the first suspect's damage).
     QString whatIfDump() const { return m_whatIfDump; }
 
     // The summary's review of a finding (its row): "open", "confirmed" or "dismissed", and a note; kept in the
@@ -102,9 +103,6 @@ public:
     static constexpr int kWhatIfColumns = 12;
     static constexpr int kReviewColumn = 5;
     static constexpr int kNoteColumn = 6;
-
-    // The config keys that change what a loss comparison compares: "model shape", "data", "plan", or "".
-    static QString comparabilityAspect(const QString &key);
 
 protected:
     void showEvent(QShowEvent *event) override;

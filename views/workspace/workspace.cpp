@@ -671,38 +671,41 @@ quint64 Workspace::longQuery(const QString &slot, LongQuery work, QObject *recei
         });
 }
 
-quint64 Workspace::blockCensus(
-    const Dump &dump, const Recipe &recipe, const QString &slot, QObject *receiver, CensusDone done)
+quint64 Workspace::whatIf(
+    const Dump &dump, const std::vector<Recipe> &recipes, const QString &slot, QObject *receiver, WhatIfDone done)
 {
     const QString spec = dump.spec();
-    const QString key = QStringLiteral("census|") + spec + QLatin1Char('|') + recipe.name() + QLatin1Char('|')
-        + formatName(recipe.format);
     const QString layer = dump.record.layer;
+    auto holder = m_backend;
     return m_jobs->submit(
-        {key, slot,
-            [spec, recipe, layer](JobContext &ctx) -> QVariant {
+        {QStringLiteral("what-if|") + spec, slot,
+            [holder, spec, recipes, layer](JobContext &ctx) -> QVariant {
+                MetricsBackend *backend = holder->get();
+                if (!backend) {
+                    ctx.setError(holder->error);
+                    return {};
+                }
                 Problem problem;
                 auto reader = openTensor(spec, &problem);
-                std::optional<BlockCensus> census;
+                std::optional<WhatIfResult> result;
                 if (reader) {
-                    census = fp8scope::blockCensus(*reader, recipe, &problem, [&](int64_t doneElements, int64_t total) {
-                        ctx.setProgress(
-                            doneElements, total, QObject::tr("Block scales of %1 (%2)").arg(layer, recipe.name()));
+                    result = computeWhatIf(*reader, recipes, *backend, &problem, [&](int64_t doneElements, int64_t total) {
+                        ctx.setProgress(doneElements, total, QObject::tr("Recipe what-if on %1").arg(layer));
                         return !ctx.isCancelled();
                     });
                 }
-                if (!census) {
+                if (!result) {
                     ctx.setError(problem.toString());
                     return {};
                 }
-                return QVariant::fromValue(*census);
+                return QVariant::fromValue(*result);
             }},
         receiver, [done](const JobResult &r) {
             if (!r.error.isEmpty() || !r.value.isValid()) {
                 done(std::nullopt, r.error.isEmpty() ? tr("cancelled") : r.error);
                 return;
             }
-            done(r.value.value<BlockCensus>(), QString());
+            done(r.value.value<WhatIfResult>(), QString());
         });
 }
 

@@ -13,6 +13,7 @@
 #include "core/numerics/blockcensus.h"
 #include "core/numerics/tensormetrics.h"
 #include "core/query/catalog.h"
+#include "core/numerics/whatif.h"
 #include "core/recompute/dumprecompute.h"
 
 #include <QColor>
@@ -140,11 +141,12 @@ public:
     quint64 longQuery(const QString &slot, LongQuery work, QObject *receiver,
         std::function<void(const QVariant &value, const QString &error)> done);
 
-    // The census of a block recipe's scales over one dump (core/numerics/blockcensus.h), in the job queue; not
-    // stored. done gets the census or what failed, on receiver's thread.
-    using CensusDone = std::function<void(const std::optional<BlockCensus> &census, const QString &error)>;
-    quint64 blockCensus(
-        const Dump &dump, const Recipe &recipe, const QString &slot, QObject *receiver, CensusDone done);
+    // The recipe what-if of one dump (core/numerics/whatif.h): every recipe's metrics in one pass of the metrics
+    // engine and each block recipe's census, in one job on the job queue (a newer request of the slot replaces
+    // an older one); not stored. done gets the result or what failed, on receiver's thread.
+    using WhatIfDone = std::function<void(const std::optional<WhatIfResult> &result, const QString &error)>;
+    quint64 whatIf(const Dump &dump, const std::vector<Recipe> &recipes, const QString &slot, QObject *receiver,
+        WhatIfDone done);
 
     // Keeps a user's review of a finding of `run` against `baseline` (invalid: the run checked alone) in the
     // run's store, on the job queue (the stores' one writer); a newer review of the same finding replaces one

@@ -1,0 +1,444 @@
+// What a comparison carries beside its findings, made once in core for every front end: the suspects, the
+// evidence dump, the what-if, the comparability verdict and the next steps (docs/TRIAGE.md, "What to try
+// next").
+#include "comparetables.h"
+#include "triagerules.h"
+
+#include "core/query/pairing.h"
+
+#include <QRegularExpression>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace fp8scope::analysis {
+
+namespace {
+
+QString normalizedKey(const QString &key)
+{
+    QString k = key.section(QLatin1Char('.'), -1).toLower();
+    while (k.startsWith(QLatin1Char('-')))
+        k.remove(0, 1);
+    k.replace(QLatin1Char('-'), QLatin1Char('_'));
+    return k;
+}
+
+// The layer index in a dotted name ("decoder.layers.11.mlp.linear_fc2" -> 11), -1 when none.
+int layerIndex(const QString &layer)
+{
+    static const QRegularExpression re(QStringLiteral("(?:^|\\.)(?:layers?|blocks?|h)\\.(\\d+)(?:\\.|$)"));
+    const QRegularExpressionMatch m = re.match(layer);
+    return m.hasMatch() ? m.captured(1).toInt() : -1;
+}
+
+// How far a value is from the early level in the statistic's risky direction (larger: more damage).
+double damage(const QString &stat, double value, double early)
+{
+    static const QStringList down {QStringLiteral("cosine"), QStringLiteral("sqnr_db")};
+    static const QStringList either {QStringLiteral("scale_inv_min"), QStringLiteral("scale_inv_max")};
+    if (down.contains(stat))
+        return early - value;
+    if (either.contains(stat))
+        return std::abs(value - early);
+    return value - early;
+}
+
+QString runRecipeOf(const Catalog &catalog, RunRef run)
+{
+    const auto r = catalog.run(run);
+    return r ? r->recipe : QString();
+}
+
+// What to change in the recipe for a mid-run instability, from the recipe the run uses: never the one it
+// already uses.
+QString recipeAdvice(const QString &runRecipe)
+{
+    const QString family = recipeFamily(runRecipe);
+    if (family == QLatin1String("delayed"))
+        return QStringLiteral("current scaling (--fp8-recipe tensorwise) or a block recipe (mxfp8, blockwise) instead "
+                              "of the run's delayed scaling: a stale amax history scales a layer whose range moved "
+                              "with last steps' values");
+    if (family == QLatin1String("current"))
+        return QStringLiteral("a block recipe (--fp8-recipe mxfp8 or blockwise) instead of the run's per-tensor "
+                              "current scaling: a scale per block of 32 or 128 values follows a layer whose values "
+                              "span more binades than one scale can hold");
+    if (family == QLatin1String("mxfp8"))
+        return QStringLiteral("blockwise scaling (--fp8-recipe blockwise: FP32 scales per 1x128 and 128x128 block) "
+                              "instead of MXFP8's power-of-two scales, or BF16 for the suspect layers below");
+    if (family == QLatin1String("nvfp4"))
+        return QStringLiteral("MXFP8 (--fp8-recipe mxfp8) for the suspect layers or the whole run instead of NVFP4's "
+                              "four bits");
+    if (family == QLatin1String("blockwise"))
+        return {}; // the finest FP8 recipe already: BF16 for the suspects is what is left
+    return QStringLiteral("the run's recipe is not recorded (no manifest or --fp8-recipe): find it, then a finer one "
+                          "(delayed -> current -> mxfp8 or blockwise)");
+}
+
+NextStep stepOf(const Finding &f, const QString &action)
+{
+    return {f.kind, findingIdentity(f), f.summary, action};
+}
+
+} // namespace
+
+QString recipeFamily(const QString &recipe)
+{
+    const QString r = recipe.section(QLatin1Char(':'), 0, 0).trimmed().toLower();
+    if (r.isEmpty())
+        return {};
+    if (r.startsWith(QLatin1String("delayed")))
+        return QStringLiteral("delayed");
+    if (r.startsWith(QLatin1String("current")) || r == QLatin1String("tensorwise"))
+        return QStringLiteral("current");
+    if (r.startsWith(QLatin1String("mxfp8")))
+        return QStringLiteral("mxfp8");
+    if (r.startsWith(QLatin1String("block")))
+        return QStringLiteral("blockwise");
+    if (r.startsWith(QLatin1String("nvfp4")))
+        return QStringLiteral("nvfp4");
+    if (isReferenceRecipe(r))
+        return QStringLiteral("bf16");
+    return r;
+}
+
+bool sameRecipe(const QString &a, const QString &b)
+{
+    return !a.isEmpty() && recipeFamily(a) == recipeFamily(b);
+}
+
+std::optional<int64_t> evidenceWindowEnd(const Comparison &c, int64_t onset)
+{
+    if (!c.departure)
+        return std::nullopt;
+    const int64_t lead = std::max<int64_t>(*c.departure - onset, 0);
+    return *c.departure + std::max<int64_t>(lead, c.plannedSteps / 10);
+}
+
+std::optional<EvidenceDump> chooseEvidenceDump(
+    const Catalog &catalog, RunRef run, const Finding &suspect, std::optional<int64_t> windowEnd)
+{
+    if (!suspect.step)
+        return std::nullopt;
+    const int64_t onset = *suspect.step;
+    const std::optional<Series> series
+        = catalog.chooseSeries(run, {.stat = suspect.stat, .layer = suspect.layer, .tensor = suspect.tensor});
+    const double early = suspect.evidence.value(QStringLiteral("early")).toDouble(NAN);
+    std::optional<EvidenceDump> best;
+    double bestDamage = -INFINITY;
+    for (const Dump &d : catalog.dumps(run)) {
+        if (d.record.layer != suspect.layer || d.record.tensor != suspect.tensor || d.record.step < onset
+            || (windowEnd && d.record.step > *windowEnd))
+            continue;
+        std::optional<double> value;
+        if (series) {
+            if (const auto p = catalog.valueAt(*series, d.record.step); p && std::isfinite(p->value))
+                value = p->value;
+        }
+        // Without a logged value at the dump, the later dump (more time for the damage) wins a tie.
+        const double dmg = value && std::isfinite(early) ? damage(suspect.stat, *value, early) : -1e300;
+        if (!best || dmg > bestDamage || (dmg == bestDamage && d.record.step > best->dump.record.step)) {
+            best = EvidenceDump {d, suspect.stat, onset, value, std::isfinite(early) ? std::optional(early) : std::nullopt,
+                true, {}};
+            bestDamage = dmg;
+        }
+    }
+    if (best) {
+        best->why = best->value && best->early
+            ? QStringLiteral("the dump at or after the onset at %1 where %2 is furthest from its early level: %3 "
+                             "against %4")
+                  .arg(onset)
+                  .arg(suspect.stat)
+                  .arg(*best->value, 0, 'g', 4)
+                  .arg(*best->early, 0, 'g', 4)
+            : QStringLiteral("the latest dump at or after the onset at %1 (%2 is not logged at the dumps' steps)")
+                  .arg(onset)
+                  .arg(suspect.stat);
+        return best;
+    }
+    const std::optional<Dump> nearest = catalog.nearestDump(run, suspect.layer, suspect.tensor, onset);
+    if (!nearest)
+        return std::nullopt;
+    EvidenceDump e {*nearest, suspect.stat, onset, std::nullopt,
+        std::isfinite(early) ? std::optional(early) : std::nullopt, false, {}};
+    e.why = QStringLiteral("no dump at or after the onset at %1%2: the nearest, from before the damage")
+                .arg(onset)
+                .arg(windowEnd ? QStringLiteral(" within the departure window (to %1)").arg(*windowEnd) : QString());
+    return e;
+}
+
+std::vector<WhatIfScore> storedWhatIf(const Catalog &catalog, const EvidenceDump &evidence)
+{
+    const Dump &dump = evidence.dump;
+    std::map<QString, WhatIfScore> byRecipe;
+    for (const Series &s : catalog.seriesAt(dump.run, dump.record.layer, dump.record.tensor)) {
+        if (!s.isRecomputed()
+            || (s.stat != QLatin1String("mse") && s.stat != QLatin1String("underflows%")))
+            continue;
+        const auto p = catalog.valueAt(s, dump.record.step);
+        if (!p || p->step != dump.record.step || !std::isfinite(p->value))
+            continue;
+        WhatIfScore &score = byRecipe[s.recipe];
+        score.recipe = s.recipe;
+        (s.stat == QLatin1String("mse") ? score.mse : score.underflowPct) = p->value;
+    }
+    std::vector<WhatIfScore> out;
+    for (auto &[name, score] : byRecipe)
+        out.push_back(score);
+    return out;
+}
+
+QString comparabilityAspect(const QString &key)
+{
+    // By the key's last part, in snake case: Megatron's arguments, its command line in a YAML, NeMo's and
+    // Hugging Face's names for the same settings.
+    static const std::set<QString> shape {QStringLiteral("num_layers"), QStringLiteral("hidden_size"),
+        QStringLiteral("ffn_hidden_size"), QStringLiteral("num_attention_heads"), QStringLiteral("num_query_groups"),
+        QStringLiteral("kv_channels"), QStringLiteral("seq_length"), QStringLiteral("encoder_seq_length"),
+        QStringLiteral("max_position_embeddings"), QStringLiteral("vocab_size"), QStringLiteral("padded_vocab_size"),
+        QStringLiteral("num_experts"), QStringLiteral("num_hidden_layers"), QStringLiteral("intermediate_size"),
+        QStringLiteral("max_seq_len")};
+    static const std::set<QString> data {QStringLiteral("data_path"), QStringLiteral("train_data_path"),
+        QStringLiteral("valid_data_path"), QStringLiteral("tokenizer_type"), QStringLiteral("tokenizer_model"),
+        QStringLiteral("vocab_file"), QStringLiteral("merge_file"), QStringLiteral("split"), QStringLiteral("seed"),
+        QStringLiteral("dataset"), QStringLiteral("data_seed"), QStringLiteral("tokenizer")};
+    static const std::set<QString> plan {QStringLiteral("train_iters"), QStringLiteral("train_samples"),
+        QStringLiteral("global_batch_size"), QStringLiteral("micro_batch_size"), QStringLiteral("lr"),
+        QStringLiteral("min_lr"), QStringLiteral("lr_decay_style"), QStringLiteral("lr_decay_iters"),
+        QStringLiteral("lr_warmup_iters"), QStringLiteral("lr_warmup_fraction"), QStringLiteral("weight_decay"),
+        QStringLiteral("clip_grad"), QStringLiteral("adam_beta1"), QStringLiteral("adam_beta2"),
+        QStringLiteral("optimizer"), QStringLiteral("max_steps"), QStringLiteral("learning_rate")};
+    const QString k = normalizedKey(key);
+    return shape.count(k)  ? QStringLiteral("model shape")
+        : data.count(k)    ? QStringLiteral("data")
+        : plan.count(k)    ? QStringLiteral("plan")
+        : k == QLatin1String("transformer_impl") ? QStringLiteral("implementation")
+                           : QString();
+}
+
+Comparability comparabilityOf(const Catalog &catalog, RunRef baseline, RunRef run, const ConfigTable &config)
+{
+    Comparability out;
+    const auto b = catalog.run(baseline), r = catalog.run(run);
+    std::set<QString> aspects;
+    // The precision family: the baseline trains in high precision, the run in a low one; BF16 and FP16 are
+    // both baselines, but FP16 scales its loss and BF16 does not: said, with care.
+    if (b && r) {
+        const QString bp = b->precision.toLower(), rp = r->precision.toLower();
+        const PrecisionClass bc = precisionClass(b->precision, b->name), rc = precisionClass(r->precision, r->name);
+        if (bc != PrecisionClass::Baseline || rc != PrecisionClass::LowPrecision
+            || (bp == QLatin1String("fp16") || bp == QLatin1String("float16") || bp == QLatin1String("half"))) {
+            out.rows.push_back({QStringLiteral("precision"), bp.isEmpty() ? QStringLiteral("(unknown)") : bp,
+                rp.isEmpty() ? QStringLiteral("(unknown)") : rp, QStringLiteral("precision family")});
+            aspects.insert(QStringLiteral("precision family"));
+        }
+    }
+    int differing = 0;
+    for (const ConfigRow &c : config.rows) {
+        if (!c.differs || c.version)
+            continue;
+        ++differing;
+        const QString aspect = comparabilityAspect(c.key);
+        if (aspect.isEmpty())
+            continue;
+        aspects.insert(aspect);
+        out.rows.push_back({c.key, c.baseline, c.run, aspect});
+    }
+    const QStringList list(aspects.begin(), aspects.end());
+    if (!config.haveBoth && aspects.empty()) {
+        out.level = ComparabilityLevel::Unknown;
+        out.text = QStringLiteral("One of the runs has no config: whether they train the same model on the same data "
+                                  "to the same plan cannot be told.");
+    } else if (aspects.empty()) {
+        out.level = ComparabilityLevel::Comparable;
+        out.text = QStringLiteral("Comparable: the model shape, the data, the plan, the precision family and the "
+                                  "implementation agree (%1 config key(s) differ, none of them these).")
+                       .arg(differing);
+    } else {
+        out.level = ComparabilityLevel::WithCare;
+        out.text = QStringLiteral("Compared with care: %1 difference(s) change %2, which a loss comparison does not "
+                                  "account for.")
+                       .arg(out.rows.size())
+                       .arg(list.join(QStringLiteral(", ")));
+        if (!config.haveBoth)
+            out.text += QStringLiteral(" One of the runs has no config: its other settings cannot be told.");
+    }
+    return out;
+}
+
+bool isDismissed(const std::vector<FindingReview> &reviews, const Finding &f)
+{
+    const QString identity = findingIdentity(f);
+    return std::any_of(reviews.begin(), reviews.end(), [&](const FindingReview &r) {
+        return r.finding == identity && r.state == QLatin1String("dismissed");
+    });
+}
+
+Comparison comparisonOf(const Catalog &catalog, const RunCheck &check)
+{
+    Comparison c;
+    c.run = check.run;
+    c.verdict = check.verdict;
+    c.departure = check.departure;
+    c.findings = check.findings;
+    c.fromStore = check.fromStore;
+    finishComparison(catalog, &c);
+    return c;
+}
+
+void finishComparison(const Catalog &catalog, Comparison *cp, const TriageOptions &options)
+{
+    Comparison &c = *cp;
+    const bool alone = !c.baseline.isValid();
+    // The suspects: layer signals weighed as causes (before the departure, or live), by onset.
+    c.suspects.clear();
+    for (const Finding &f : c.findings) {
+        if (f.kind == FindingKind::LayerSignal && f.severity != Severity::Info)
+            c.suspects.push_back(f);
+    }
+    std::stable_sort(c.suspects.begin(), c.suspects.end(), [](const Finding &a, const Finding &b) {
+        return a.step.value_or(INT64_MAX) < b.step.value_or(INT64_MAX);
+    });
+    c.evidence.reset();
+    c.whatIf.clear();
+    c.whatIfBest.reset();
+    if (!c.suspects.empty() && c.suspects.front().step) {
+        c.evidence = chooseEvidenceDump(
+            catalog, c.run, c.suspects.front(), evidenceWindowEnd(c, *c.suspects.front().step));
+        if (c.evidence) {
+            c.whatIf = storedWhatIf(catalog, *c.evidence);
+            c.whatIfBest = bestWhatIfRecipe(c.whatIf);
+        }
+    }
+    const ConfigTable config = alone ? ConfigTable {} : configTable(catalog, c.baseline, c.run);
+    c.comparability = alone ? Comparability {ComparabilityLevel::Unknown, {},
+                                  QStringLiteral("Checked on its own: no baseline to compare it with.")}
+                            : comparabilityOf(catalog, c.baseline, c.run, config);
+
+    // The next steps, one change at a time, the most important first; none for a healthy verdict. A finding a
+    // review dismissed gives none.
+    const std::vector<FindingReview> reviews
+        = catalog.findingReviews(c.run, alone ? RunRef {} : c.baseline);
+    const auto open = [&](const Finding &f) { return !isDismissed(reviews, f); };
+    const QString runRecipe = runRecipeOf(catalog, c.run);
+    const Finding *departure = nullptr;
+    for (const Finding &f : c.findings) {
+        if ((f.kind == FindingKind::LossDeparture || f.kind == FindingKind::RunBlowUp) && !departure && f.step)
+            departure = &f;
+    }
+    std::vector<NextStep> steps;
+    QString verdictAction;
+    switch (c.verdict) {
+    case Verdict::None: break;
+    case Verdict::EarlyDivergence: {
+        QStringList named;
+        std::vector<const Finding *> keys;
+        for (const Finding &g : c.findings) {
+            if ((g.kind == FindingKind::ConfigDifference || g.kind == FindingKind::VersionDifference)
+                && g.severity == Severity::Warning && open(g)) {
+                named << g.key;
+                keys.push_back(&g);
+            }
+        }
+        verdictAction = named.isEmpty()
+            ? QStringLiteral("early divergence is usually software: compare the versions and the FP8 settings with "
+                             "the baseline's and undo the most recent change first")
+            : QStringLiteral("undo one of these at a time, the first first: %1").arg(named.join(QStringLiteral(", ")));
+        if (departure && open(*departure))
+            steps.push_back(stepOf(*departure, verdictAction));
+        for (const Finding *g : keys) {
+            if (!g->suggestion.isEmpty())
+                steps.push_back(stepOf(*g, g->suggestion));
+        }
+        break;
+    }
+    case Verdict::MidRunInstability: {
+        QStringList parts;
+        const QString recipe = recipeAdvice(runRecipe);
+        QStringList layers;
+        for (const Finding &s : c.suspects) {
+            if (open(s) && !layers.contains(s.layer) && layers.size() < 4)
+                layers << s.layer;
+        }
+        if (!recipe.isEmpty())
+            parts << recipe;
+        if (!layers.isEmpty()) {
+            int lastIndex = -1;
+            for (const LayerTensors &l : catalog.layerTensors({c.run}))
+                lastIndex = std::max(lastIndex, layerIndex(l.layer));
+            QString teConfig;
+            bool edge = lastIndex > 0;
+            for (const QString &layer : layers) {
+                const int i = layerIndex(layer);
+                edge = edge && (i <= 1 || i >= lastIndex - 1);
+                teConfig += QStringLiteral("bf16_%1:\n  enabled: True\n  layers:\n    layer_name_regex_pattern: %2\n"
+                                           "  transformer_engine:\n    DisableQuantizationLayer:\n      enabled: True\n")
+                                .arg(QString(layer).replace(QLatin1Char('.'), QLatin1Char('_')),
+                                    QRegularExpression::escape(layer));
+            }
+            QString bf16 = QStringLiteral("keep %1 in BF16 (Transformer Engine debug config; on versions without "
+                                          "DisableQuantizationLayer its older name is DisableFP8Layer:\n%2)")
+                               .arg(layers.join(QStringLiteral(", ")), teConfig);
+            if (edge)
+                bf16 += QStringLiteral("; the suspects are first or last layers: Megatron --first-last-layers-bf16 "
+                                       "--num-layers-at-start-in-bf16 2 --num-layers-at-end-in-bf16 2");
+            parts << bf16;
+        }
+        verdictAction = parts.isEmpty()
+            ? QStringLiteral("find the layers whose statistics moved before the departure (log Transformer Engine's "
+                             "statistics: underflows%, overflows%, scale_inv) and keep them in BF16")
+            : QStringLiteral("one change at a time: ") + parts.join(QStringLiteral("; or "));
+        if (departure && open(*departure))
+            steps.push_back(stepOf(*departure, verdictAction));
+        // The what-if acts on a suspect: not on one whose signals were all dismissed.
+        for (const Finding &f : c.findings) {
+            if (f.kind == FindingKind::RecipeWhatIf && !f.suggestion.isEmpty() && open(f) && layers.contains(f.layer))
+                steps.push_back(stepOf(f, f.suggestion));
+        }
+        break;
+    }
+    case Verdict::LossSpikes: {
+        for (const Finding &f : c.findings) {
+            if (f.kind != FindingKind::LossSpikes || !open(f) || f.severity == Severity::Info)
+                continue;
+            verdictAction = QStringLiteral("lower the peak learning rate or lengthen its warm-up");
+            if (recipeFamily(runRecipe) == QLatin1String("delayed"))
+                verdictAction += QStringLiteral(", or current scaling instead of the run's delayed scaling (a "
+                                                "stale amax history lets a spike saturate)");
+            verdictAction += QStringLiteral(" (one change at a time)");
+            steps.push_back(stepOf(f, verdictAction));
+            break;
+        }
+        break;
+    }
+    case Verdict::DownstreamGap: {
+        for (const Finding &f : c.findings) {
+            if ((f.kind == FindingKind::InferencePrecision || f.kind == FindingKind::EvalGap) && open(f)
+                && !f.suggestion.isEmpty()
+                && std::none_of(steps.begin(), steps.end(),
+                    [&](const NextStep &s) { return s.kind == f.kind && s.action == f.suggestion; }))
+                steps.push_back(stepOf(f, f.suggestion));
+        }
+        break;
+    }
+    }
+    // Skipped iterations that are a warning, for any verdict but a healthy one.
+    if (c.verdict != Verdict::None) {
+        for (const Finding &f : c.findings) {
+            if (f.kind == FindingKind::SkippedIterations && f.severity == Severity::Warning && open(f)
+                && !f.suggestion.isEmpty())
+                steps.push_back(stepOf(f, f.suggestion));
+        }
+    }
+    // The departure finding says the verdict's action, as the JSON and the store print it.
+    for (Finding &f : c.findings) {
+        if ((f.kind == FindingKind::LossDeparture || f.kind == FindingKind::RunBlowUp) && &f == departure)
+            f.suggestion = verdictAction;
+    }
+    c.nextSteps = std::move(steps);
+    Q_UNUSED(options);
+}
+
+} // namespace fp8scope::analysis
