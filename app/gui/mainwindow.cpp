@@ -855,7 +855,12 @@ void MainWindow::onLoaded()
     bool paired = false;
     for (const WorkspaceRun &r : m_workspace->runs())
         paired = paired || r.pairing.baseline.isValid();
-    m_triageOffer->setVisible(paired);
+    // A pair is offered its triage; a run without one is offered its check on its own.
+    m_triageOffer->setText(paired ? tr("Triage this pair...") : tr("Check this run..."));
+    m_triageOffer->setToolTip(paired ? tr("A BF16 baseline and an FP8 run are open: walk through their triage")
+                                     : tr("No baseline is open: check the run on its own (a blow-up, a sustained "
+                                          "rise, spikes that never recover)"));
+    m_triageOffer->setVisible(paired || m_workspace->runCount() > 0);
     std::vector<std::pair<QString, QStringList>> layers;
     for (const LayerTensors &l : m_workspace->layerTensors())
         layers.emplace_back(l.layer, l.tensors);

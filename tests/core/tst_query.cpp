@@ -74,6 +74,7 @@ private Q_SLOTS:
     void runsHaveStableIdentity();
     void pairing();
     void pairingByTheOnlyBaselineAndByName();
+    void pairingByOverlappingSteps();
     void seriesChoice();
     void matrixAtRealSteps();
     void evalsPerInferenceSetting();
@@ -247,6 +248,55 @@ void TestQuery::pairing()
                  {{QStringLiteral("a"), QStringLiteral("1")}, {QStringLiteral("c"), QStringLiteral("3")},
                      {QStringLiteral("fp8"), QStringLiteral("hybrid")}}),
         2);
+}
+
+void TestQuery::pairingByOverlappingSteps()
+{
+    // A W&B export of MoE runs: two 360-step FP8 runs, a 360-step BF16 run and a 60-step BF16 retest whose name
+    // sorts first; no configs. The baseline is the one covering the FP8 run's steps, not the first by name.
+    QTemporaryDir dir;
+    const auto csv = [](int steps) {
+        QByteArray out = "step,loss\n";
+        for (int s = 1; s <= steps; ++s)
+            out += QByteArray::number(s) + ',' + QByteArray::number(10.0 - 0.01 * s) + '\n';
+        return out;
+    };
+    write(dir.filePath(QStringLiteral("moe_a_bf16_retest/metrics.csv")), csv(60));
+    write(dir.filePath(QStringLiteral("moe_b_bf16/metrics.csv")), csv(360));
+    write(dir.filePath(QStringLiteral("moe_c_fp8/metrics.csv")), csv(360));
+    write(dir.filePath(QStringLiteral("moe_d_fp8/metrics.csv")), csv(360));
+    {
+        RunStore s;
+        QString error;
+        QVERIFY(s.open(dir.path(), &error));
+        s.ingest();
+    }
+    Catalog c;
+    QString error;
+    QVERIFY(c.open(dir.path(), &error));
+    for (const QString &run : {QStringLiteral("moe_c_fp8"), QStringLiteral("moe_d_fp8")}) {
+        const Pairing p = c.pairing(c.findRun(run)->ref);
+        QCOMPARE(p.baseline, c.findRun(QStringLiteral("moe_b_bf16"))->ref);
+        QCOMPARE(p.basis, Pairing::Basis::Steps);
+        QVERIFY2(p.reason.contains(QLatin1String("360 of 360")), qPrintable(p.reason));
+        QVERIFY2(p.reason.contains(QLatin1String("next: 60")), qPrintable(p.reason));
+    }
+    QCOMPARE(basisName(Pairing::Basis::Steps), QStringLiteral("steps"));
+    // Within a tenth of the most, the overlap does not decide: the names do (a 350-step baseline beside a 360).
+    QTemporaryDir near;
+    write(near.filePath(QStringLiteral("gpt_bf16/metrics.csv")), csv(350));
+    write(near.filePath(QStringLiteral("other_bf16/metrics.csv")), csv(360));
+    write(near.filePath(QStringLiteral("gpt_fp8/metrics.csv")), csv(360));
+    {
+        RunStore s;
+        QVERIFY(s.open(near.path(), &error));
+        s.ingest();
+    }
+    Catalog n;
+    QVERIFY(n.open(near.path(), &error));
+    const Pairing p = n.pairing(n.findRun(QStringLiteral("gpt_fp8"))->ref);
+    QCOMPARE(p.baseline, n.findRun(QStringLiteral("gpt_bf16"))->ref);
+    QCOMPARE(p.basis, Pairing::Basis::Name);
 }
 
 void TestQuery::pairingByTheOnlyBaselineAndByName()

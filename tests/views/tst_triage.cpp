@@ -48,6 +48,8 @@ private Q_SLOTS:
     void whatIfEqualsTheCli();
     void dismissedFindingSurvivesAReopen();
     void exportReportFromTheSummary();
+    void dismissedSuspectLeavesTheNextSteps();
+    void aRunOnItsOwn();
 
 private:
     // Opens `folder` in the window and the wizard on its pair, once computed.
@@ -449,6 +451,76 @@ void TestTriageWizard::exportReportFromTheSummary()
     QVERIFY(bytes.contains("/Outlines"));
     QVERIFY(bytes.size() > 20000);
     QVERIFY(m_window->statusBar()->currentMessage().contains(QStringLiteral("Triage report written")));
+}
+
+// A suspect dismissed in the summary leaves What to try next at once (the engine's next steps made again with
+// the review), and stays out when the wizard is opened again.
+void TestTriageWizard::dismissedSuspectLeavesTheNextSteps()
+{
+    TriageWizard *w = openTriage(m_demo);
+    QVERIFY(w);
+    QVERIFY2(w->nextText().contains(m_plan.plantedLayerName), qPrintable(w->nextText()));
+    w->setStep(TriageWizard::SummaryStep);
+    QAbstractItemModel *summary = w->summaryTable()->model();
+    for (int i = 0; i < summary->rowCount(); ++i) {
+        if (summary->index(i, 1).data().toString() != QLatin1String("layer-signal")
+            || summary->index(i, 2).data().toString() != m_plan.plantedLayerName)
+            continue;
+        QSignalSpy stored(w, &TriageWizard::reviewStored);
+        w->setReview(i, QStringLiteral("dismissed"), QStringLiteral("known"));
+        QVERIFY(stored.wait(30000));
+        QCOMPARE(stored.front().front().toString(), QString());
+    }
+    QVERIFY2(!w->nextText().contains(m_plan.plantedLayerName), qPrintable(w->nextText()));
+    QVERIFY(!w->nextText().isEmpty());
+    w->close();
+    w = openTriage(m_demo);
+    QVERIFY(w);
+    QVERIFY2(!w->nextText().contains(m_plan.plantedLayerName), qPrintable(w->nextText()));
+    // Opened again for the other tests: the reviews undone.
+    summary = w->summaryTable()->model();
+    for (int i = 0; i < summary->rowCount(); ++i) {
+        if (summary->index(i, TriageWizard::kReviewColumn).data().toString() != QLatin1String("dismissed"))
+            continue;
+        QSignalSpy stored(w, &TriageWizard::reviewStored);
+        w->setReview(i, QStringLiteral("open"), QString());
+        QVERIFY(stored.wait(30000));
+    }
+    w->close();
+}
+
+// A folder with one run and no baseline: the window offers its check, and the wizard shows the run on its own
+// (its verdict, its blow-up and what to try), not an empty plot.
+void TestTriageWizard::aRunOnItsOwn()
+{
+    const QString folder = m_tmp.filePath(QStringLiteral("alone/blowup"));
+    QDir().mkpath(folder);
+    QFile csv(folder + QStringLiteral("/metrics.csv"));
+    QVERIFY(csv.open(QIODevice::WriteOnly));
+    csv.write("step,loss\n");
+    for (int step = 1; step <= 200; ++step)
+        csv.write(QByteArray::number(step) + ','
+            + QByteArray::number(step < 120 ? 11.6 - 0.02 * step + 0.01 * std::sin(step) : 20.0 + 0.01 * std::sin(step))
+            + '\n');
+    csv.close();
+    TriageWizard *w = openTriage(m_tmp.filePath(QStringLiteral("alone")));
+    QVERIFY(w);
+    QVERIFY(!w->baseline().isValid());
+    QVERIFY(w->run().isValid());
+    const analysis::Comparison &c = w->comparison()->comparison;
+    QVERIFY(c.verdict != analysis::Verdict::None);
+    QVERIFY2(w->verdictText().contains(QLatin1String("Checked on its own")), qPrintable(w->verdictText()));
+    w->setStep(TriageWizard::SummaryStep);
+    QAbstractItemModel *summary = w->summaryTable()->model();
+    bool blowUp = false;
+    for (int i = 0; i < summary->rowCount(); ++i)
+        blowUp = blowUp
+            || (summary->index(i, 1).data().toString() == QLatin1String("run-blow-up")
+                && summary->index(i, 0).data().toString() == QLatin1String("critical"));
+    QVERIFY(blowUp);
+    QVERIFY(w->classTable()->model()->rowCount() > 0);
+    QVERIFY2(!w->nextText().startsWith(QLatin1String("Nothing")), qPrintable(w->nextText()));
+    w->close();
 }
 
 QTEST_MAIN(TestTriageWizard)

@@ -476,6 +476,16 @@ void TriageWizard::fillLoss()
         lines << tr("The loss departs at step %1 (between %2 and %3) of %4 planned.")
                      .arg(stepLink(*d.step), stepLink(d.low), stepLink(d.high))
                      .arg(c.plannedSteps);
+    } else if (!m_data->baseline.isValid()) {
+        // A run on its own: where it leaves its own course, if it does.
+        if (departure) {
+            QString text = departure->summary;
+            if (!text.isEmpty())
+                text[0] = text[0].toUpper();
+            lines << tr("Checked on its own (no baseline): %1.").arg(text.toHtmlEscaped());
+        } else {
+            lines << tr("Checked on its own (no baseline): the loss neither blows up nor rises for good.");
+        }
     } else if (m_data->statistic.found) {
         lines << tr("The losses agree: the run stays within the baseline's band (tolerance + noise).");
     } else {
@@ -521,6 +531,19 @@ void TriageWizard::fillClass()
         }
         m_classModel->appendRow(row);
     };
+    if (!m_data->baseline.isValid()) {
+        // A run on its own: its findings are the evidence (a blow-up, spikes that never recover, skips).
+        m_classTitle->setText(tr("<b>Checked on its own</b> (verdict %1): what the run shows without a baseline, "
+                                 "most important first.")
+                                  .arg(analysis::verdictName(c.verdict).toHtmlEscaped()));
+        m_classModel->setHorizontalHeaderLabels({tr("Severity"), tr("Finding"), tr("Step"), tr("Summary")});
+        for (const analysis::Finding &f : c.findings)
+            mark({item(analysis::severityName(f.severity)), item(analysis::findingKindName(f.kind)), integer(f.step),
+                     item(f.summary)},
+                &f);
+        m_class->resizeColumnsToContents();
+        return;
+    }
     switch (c.verdict) {
     case analysis::Verdict::EarlyDivergence: {
         m_classTitle->setText(tr("<b>Early divergence</b>: the run parts from its baseline early in the plan, which "
@@ -665,6 +688,14 @@ void TriageWizard::fillNext()
     m_whatIfPending = 0; // the results of another pair's what-if are not waited for
     if (!m_data)
         return;
+    fillNextText();
+    startWhatIf();
+}
+
+void TriageWizard::fillNextText()
+{
+    if (!m_data)
+        return;
     // The engine's next steps (one change at a time, the reviews applied), displayed.
     QStringList text;
     int n = 0;
@@ -675,7 +706,6 @@ void TriageWizard::fillNext()
                 ? tr("Nothing to change: the verdict is healthy.")
                 : tr("Nothing left to change: the findings to act on were dismissed in the review."));
     m_next->setPlainText(text.join(QStringLiteral("\n\n")));
-    startWhatIf();
 }
 
 void TriageWizard::startWhatIf()
@@ -821,8 +851,15 @@ void TriageWizard::onSummaryEdited(QStandardItem *changed)
     const FindingReview review {m_summaryModel->item(row, 0)->data(IdentityRole).toString(),
         m_summaryModel->item(row, kReviewColumn)->text(), m_summaryModel->item(row, kNoteColumn)->text(), QString()};
     m_workspace->storeReview(m_data->run, m_data->baseline, review, this, [this](const QString &error) {
-        if (!error.isEmpty())
+        if (!error.isEmpty()) {
             m_status->setText(tr("The review was not kept: %1").arg(error));
+        } else if (m_data) {
+            // Reviews apply to the next steps: the engine makes them again with the review kept.
+            auto again = std::make_shared<ComparisonData>(*m_data);
+            analysis::finishComparison(m_workspace->catalog(), &again->comparison);
+            m_data = std::move(again);
+            fillNextText();
+        }
         Q_EMIT reviewStored(error);
     });
 }

@@ -124,6 +124,7 @@ private:
     void fillLoss();
     void fillClass();
     void fillNext();
+    void fillNextText();
     void fillSummary();
     void startWhatIf();
     void selectClassRow(const QModelIndex &index);
