@@ -55,6 +55,21 @@ foreach(dir views app)
     endforeach()
 endforeach()
 
+# A finding's kind is an enum with one table (core/analysis/findingkind.h): nothing outside core/analysis
+# compares it by its name, where a renamed kind would silently stop matching.
+file(GLOB_RECURSE sources ${SOURCE_DIR}/views/*.cpp ${SOURCE_DIR}/views/*.h ${SOURCE_DIR}/app/*.cpp
+    ${SOURCE_DIR}/app/*.h ${SOURCE_DIR}/core/*.cpp ${SOURCE_DIR}/core/*.h)
+foreach(source ${sources})
+    file(RELATIVE_PATH rel ${SOURCE_DIR} ${source})
+    if(rel MATCHES "^core/analysis/")
+        continue()
+    endif()
+    file(STRINGS ${source} lines REGEX "findingKindName\\([^)]*\\) *[!=]=|[!=]= *findingKindName\\(")
+    foreach(line ${lines})
+        list(APPEND failures "${rel}: compares a finding's kind by its name (${line})")
+    endforeach()
+endforeach()
+
 if(failures)
     list(JOIN failures "\n" text)
     message(FATAL_ERROR "layering:\n${text}")

@@ -278,6 +278,19 @@ void TestMainWindow::heatmapClickDrivesHistogramAndTable()
     QTRY_VERIFY_WITH_TIMEOUT(hist->metrics().has_value(), 30000);
     QVERIFY(hist->metrics()->numel == 64 * 256);
     QVERIFY(hist->statusText().contains(m_plan.plantedLayerName));
+    QVERIFY2(!hist->statusText().contains(QLatin1String("far from the selected step")), qPrintable(hist->statusText()));
+    {
+        // A step far past every dump: the nearest dump is shown, and said to be far from the step selected.
+        const int64_t selected = sel->step();
+        sel->setStep(selected * 10 + 100000);
+        QTRY_VERIFY2_WITH_TIMEOUT(hist->metrics().has_value()
+                && hist->statusText().contains(QLatin1String("far from the selected step")),
+            qPrintable(hist->statusText()), 30000);
+        sel->setStep(selected);
+        QTRY_VERIFY_WITH_TIMEOUT(hist->dump() && hist->dump()->record.step == dumpStep && hist->metrics().has_value()
+                && !hist->statusText().contains(QLatin1String("far from the selected step")),
+            30000);
+    }
     const auto *bars = qobject_cast<QCPBars *>(hist->plot()->plottable(0));
     QVERIFY(bars && bars->data()->size() > 0);
     // The table lists the layer's logged statistics at the clicked step, and the run's loss.

@@ -41,7 +41,6 @@ class TestTriageWizard : public QObject
     Q_OBJECT
 private Q_SLOTS:
     void initTestCase();
-    void comparabilityAspects();
     void eachScenarioClass_data();
     void eachScenarioClass();
     void firstSuspectDrivesTheViews();
@@ -99,18 +98,6 @@ TriageWizard *TestTriageWizard::openTriage(const QString &folder)
             [&] { return !w->isComputing() && w->comparison() && w->comparison()->run == w->run(); }, 120000))
         return nullptr;
     return w;
-}
-
-void TestTriageWizard::comparabilityAspects()
-{
-    QCOMPARE(
-        analysis::comparabilityAspect(QStringLiteral("MODEL_ARGS.--num-layers")), QStringLiteral("model shape"));
-    QCOMPARE(analysis::comparabilityAspect(QStringLiteral("hidden_size")), QStringLiteral("model shape"));
-    QCOMPARE(analysis::comparabilityAspect(QStringLiteral("DATA_ARGS.--data-path")), QStringLiteral("data"));
-    QCOMPARE(analysis::comparabilityAspect(QStringLiteral("--global-batch-size")), QStringLiteral("plan"));
-    QCOMPARE(analysis::comparabilityAspect(QStringLiteral("train_iters")), QStringLiteral("plan"));
-    QCOMPARE(analysis::comparabilityAspect(QStringLiteral("--fp8-format")), QString());
-    QCOMPARE(analysis::comparabilityAspect(QStringLiteral("wandb_exp_name")), QString());
 }
 
 void TestTriageWizard::eachScenarioClass_data()

@@ -4,6 +4,8 @@
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
 
+#include <algorithm>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -194,6 +196,8 @@ void HistogramView::selectionChanged()
     if (same) {
         if (recipeSet)
             request();
+        else
+            redraw(); // the same dump: its status says how far it is from the step now selected
         return;
     }
     if (!pick && !m_dump) {
@@ -267,11 +271,35 @@ void HistogramView::redraw()
     }
     const DumpRecord &d = m_dump->record;
     // A checkpoint's tensors have no step (-1).
+    // A dump far from the selected step shows the tensor as it was then, not at the step selected: said
+    // clearly. Far: more than the usual spacing of this tensor's dumps (and 5 % of the run's last dump step).
+    QString farNote;
+    if (d.step >= 0 && m_selection->step() >= 0 && d.step != m_selection->step()) {
+        std::vector<int64_t> steps;
+        if (const auto all = m_dumps.find(m_dump->run); all != m_dumps.end()) {
+            for (const Dump &x : all->second) {
+                if (x.record.layer == d.layer && x.record.tensor == d.tensor && x.record.step >= 0)
+                    steps.push_back(x.record.step);
+            }
+        }
+        std::sort(steps.begin(), steps.end());
+        int64_t spacing = 0;
+        for (size_t i = 1; i < steps.size(); ++i)
+            spacing = std::max(spacing, steps[i] - steps[i - 1]);
+        const int64_t distance = std::abs(d.step - m_selection->step());
+        const int64_t allowed = std::max(spacing, steps.empty() ? int64_t(0) : steps.back() / 20);
+        if (distance > allowed)
+            farNote = tr(" — far from the selected step %1 (%2 steps away): this is the tensor at step %3, not at "
+                         "the step selected")
+                          .arg(m_selection->step())
+                          .arg(distance)
+                          .arg(d.step);
+    }
     const QString where = d.step < 0 ? tr("%1 / %2").arg(d.layer, d.tensor)
                                      : tr("%1 / %2 at step %3").arg(d.layer, d.tensor).arg(d.step)
-            + (d.step != m_selection->step() && m_selection->step() >= 0
+            + (farNote.isEmpty() && d.step != m_selection->step() && m_selection->step() >= 0
                     ? tr(" (nearest dump to step %1)").arg(m_selection->step())
-                    : QString());
+                    : farNote);
     if (!m_metrics) {
         if (m_ticket)
             m_status->setText(tr("Computing %1 under %2...").arg(where, recipe() ? recipe()->name() : QString()));
