@@ -3,6 +3,7 @@
 // next").
 #include "comparetables.h"
 #include "triagerules.h"
+#include "triageinputs.h"
 
 #include "core/query/pairing.h"
 
@@ -26,14 +27,6 @@ QString normalizedKey(const QString &key)
     return k;
 }
 
-// The layer index in a dotted name ("decoder.layers.11.mlp.linear_fc2" -> 11), -1 when none.
-int layerIndex(const QString &layer)
-{
-    static const QRegularExpression re(QStringLiteral("(?:^|\\.)(?:layers?|blocks?|h)\\.(\\d+)(?:\\.|$)"));
-    const QRegularExpressionMatch m = re.match(layer);
-    return m.hasMatch() ? m.captured(1).toInt() : -1;
-}
-
 // How far a value is from the early level in the statistic's risky direction (larger: more damage).
 double damage(const QString &stat, double value, double early)
 {
@@ -44,12 +37,6 @@ double damage(const QString &stat, double value, double early)
     if (either.contains(stat))
         return std::abs(value - early);
     return value - early;
-}
-
-QString runRecipeOf(const Catalog &catalog, RunRef run)
-{
-    const auto r = catalog.run(run);
-    return r ? r->recipe : QString();
 }
 
 // What to change in the recipe for a mid-run instability, from the recipe the run uses: never the one it
@@ -117,25 +104,38 @@ std::optional<int64_t> evidenceWindowEnd(const Comparison &c, int64_t onset)
     return *c.departure + std::max<int64_t>(lead, c.plannedSteps / 10);
 }
 
-std::optional<EvidenceDump> chooseEvidenceDump(
-    const Catalog &catalog, RunRef run, const Finding &suspect, std::optional<int64_t> windowEnd)
+std::optional<EvidenceDump> pickEvidenceDump(
+    const FinishInputs &in, const Finding &suspect, std::optional<int64_t> windowEnd)
 {
     if (!suspect.step)
         return std::nullopt;
     const int64_t onset = *suspect.step;
-    const std::optional<Series> series
-        = catalog.chooseSeries(run, {.stat = suspect.stat, .layer = suspect.layer, .tensor = suspect.tensor});
+    // The series the suspect was found on: of its source where its evidence names one.
+    const QString source = suspect.evidence.value(QStringLiteral("source")).toString();
+    const StepSeries *series = nullptr;
+    for (const SeriesPoints &s : in.risk) {
+        if (s.series.layer != suspect.layer || s.series.tensor != suspect.tensor || s.series.stat != suspect.stat)
+            continue;
+        if (!series || s.series.source == source)
+            series = &s.points;
+        if (s.series.source == source)
+            break;
+    }
     const double early = suspect.evidence.value(QStringLiteral("early")).toDouble(NAN);
     std::optional<EvidenceDump> best;
     double bestDamage = -INFINITY;
-    for (const Dump &d : catalog.dumps(run)) {
-        if (d.record.layer != suspect.layer || d.record.tensor != suspect.tensor || d.record.step < onset
-            || (windowEnd && d.record.step > *windowEnd))
+    std::optional<Dump> nearest;
+    for (const Dump &d : in.dumps) {
+        if (d.record.layer != suspect.layer || d.record.tensor != suspect.tensor)
+            continue;
+        if (!nearest || std::abs(d.record.step - onset) < std::abs(nearest->record.step - onset))
+            nearest = d;
+        if (d.record.step < onset || (windowEnd && d.record.step > *windowEnd))
             continue;
         std::optional<double> value;
         if (series) {
-            if (const auto p = catalog.valueAt(*series, d.record.step); p && std::isfinite(p->value))
-                value = p->value;
+            if (const auto v = valueAtStep(*series, d.record.step); v && std::isfinite(*v))
+                value = v;
         }
         // Without a logged value at the dump, the later dump (more time for the damage) wins a tie.
         const double dmg = value && std::isfinite(early) ? damage(suspect.stat, *value, early) : -1e300;
@@ -158,7 +158,6 @@ std::optional<EvidenceDump> chooseEvidenceDump(
                   .arg(suspect.stat);
         return best;
     }
-    const std::optional<Dump> nearest = catalog.nearestDump(run, suspect.layer, suspect.tensor, onset);
     if (!nearest)
         return std::nullopt;
     EvidenceDump e {*nearest, suspect.stat, onset, std::nullopt,
@@ -169,24 +168,48 @@ std::optional<EvidenceDump> chooseEvidenceDump(
     return e;
 }
 
-std::vector<WhatIfScore> storedWhatIf(const Catalog &catalog, const EvidenceDump &evidence)
+std::optional<EvidenceDump> chooseEvidenceDump(
+    const Catalog &catalog, RunRef run, const Finding &suspect, std::optional<int64_t> windowEnd)
 {
-    const Dump &dump = evidence.dump;
-    std::map<QString, WhatIfScore> byRecipe;
-    for (const Series &s : catalog.seriesAt(dump.run, dump.record.layer, dump.record.tensor)) {
-        if (!s.isRecomputed()
-            || (s.stat != QLatin1String("mse") && s.stat != QLatin1String("underflows%")))
+    FinishInputs in;
+    in.dumps = catalog.dumps(run);
+    const QString source = suspect.evidence.value(QStringLiteral("source")).toString();
+    auto s = catalog.chooseSeries(run, {.stat = suspect.stat, .layer = suspect.layer, .tensor = suspect.tensor,
+                                           .source = source});
+    if (!s)
+        s = catalog.chooseSeries(run, {.stat = suspect.stat, .layer = suspect.layer, .tensor = suspect.tensor});
+    if (s)
+        in.risk.push_back({*s, catalog.stepSeries(*s)});
+    return pickEvidenceDump(in, suspect, windowEnd);
+}
+
+WhatIfTable storedWhatIf(const FinishInputs &in, const Dump &dump)
+{
+    WhatIfTable table;
+    for (const SeriesPoints &s : in.recomputed) {
+        if (s.series.layer != dump.record.layer || s.series.tensor != dump.record.tensor)
             continue;
-        const auto p = catalog.valueAt(s, dump.record.step);
-        if (!p || p->step != dump.record.step || !std::isfinite(p->value))
+        const auto it = std::lower_bound(s.points.steps.begin(), s.points.steps.end(), dump.record.step);
+        if (it == s.points.steps.end() || *it != dump.record.step)
             continue;
-        WhatIfScore &score = byRecipe[s.recipe];
-        score.recipe = s.recipe;
-        (s.stat == QLatin1String("mse") ? score.mse : score.underflowPct) = p->value;
+        const double v = s.points.values[size_t(it - s.points.steps.begin())];
+        if (std::isfinite(v))
+            table[s.series.recipe][s.series.stat] = v;
     }
+    return table;
+}
+
+std::vector<WhatIfScore> whatIfScores(const WhatIfTable &table)
+{
     std::vector<WhatIfScore> out;
-    for (auto &[name, score] : byRecipe)
+    for (const auto &[recipe, stats] : table) {
+        WhatIfScore score {recipe};
+        if (const auto mse = stats.find(QStringLiteral("mse")); mse != stats.end())
+            score.mse = mse->second;
+        if (const auto u = stats.find(QStringLiteral("underflows%")); u != stats.end())
+            score.underflowPct = u->second;
         out.push_back(score);
+    }
     return out;
 }
 
@@ -218,10 +241,9 @@ QString comparabilityAspect(const QString &key)
                            : QString();
 }
 
-Comparability comparabilityOf(const Catalog &catalog, RunRef baseline, RunRef run, const ConfigTable &config)
+Comparability comparabilityOf(const std::optional<Run> &b, const std::optional<Run> &r, const ConfigTable &config)
 {
     Comparability out;
-    const auto b = catalog.run(baseline), r = catalog.run(run);
     std::set<QString> aspects;
     // The precision family: the baseline trains in high precision, the run in a low one; BF16 and FP16 are
     // both baselines, but FP16 scales its loss and BF16 does not: said, with care.
@@ -288,7 +310,12 @@ Comparison comparisonOf(const Catalog &catalog, const RunCheck &check)
     return c;
 }
 
-void finishComparison(const Catalog &catalog, Comparison *cp, const TriageOptions &options)
+void finishComparison(const Catalog &catalog, Comparison *c, const TriageOptions &)
+{
+    finish(gatherFinish(catalog, *c), c);
+}
+
+void finish(const FinishInputs &in, Comparison *cp)
 {
     Comparison &c = *cp;
     const bool alone = !c.baseline.isValid();
@@ -305,24 +332,20 @@ void finishComparison(const Catalog &catalog, Comparison *cp, const TriageOption
     c.whatIf.clear();
     c.whatIfBest.reset();
     if (!c.suspects.empty() && c.suspects.front().step) {
-        c.evidence = chooseEvidenceDump(
-            catalog, c.run, c.suspects.front(), evidenceWindowEnd(c, *c.suspects.front().step));
+        c.evidence = pickEvidenceDump(in, c.suspects.front(), evidenceWindowEnd(c, *c.suspects.front().step));
         if (c.evidence) {
-            c.whatIf = storedWhatIf(catalog, *c.evidence);
+            c.whatIf = whatIfScores(storedWhatIf(in, c.evidence->dump));
             c.whatIfBest = bestWhatIfRecipe(c.whatIf);
         }
     }
-    const ConfigTable config = alone ? ConfigTable {} : configTable(catalog, c.baseline, c.run);
     c.comparability = alone ? Comparability {ComparabilityLevel::Unknown, {},
                                   QStringLiteral("Checked on its own: no baseline to compare it with.")}
-                            : comparabilityOf(catalog, c.baseline, c.run, config);
+                            : comparabilityOf(in.baseline, in.run, in.config);
 
     // The next steps, one change at a time, the most important first; none for a healthy verdict. A finding a
     // review dismissed gives none.
-    const std::vector<FindingReview> reviews
-        = catalog.findingReviews(c.run, alone ? RunRef {} : c.baseline);
-    const auto open = [&](const Finding &f) { return !isDismissed(reviews, f); };
-    const QString runRecipe = runRecipeOf(catalog, c.run);
+    const auto open = [&](const Finding &f) { return !isDismissed(in.reviews, f); };
+    const QString runRecipe = in.run ? in.run->recipe : QString();
     const Finding *departure = nullptr;
     for (const Finding &f : c.findings) {
         if ((f.kind == FindingKind::LossDeparture || f.kind == FindingKind::RunBlowUp) && !departure && f.step)
@@ -365,9 +388,7 @@ void finishComparison(const Catalog &catalog, Comparison *cp, const TriageOption
         if (!recipe.isEmpty())
             parts << recipe;
         if (!layers.isEmpty()) {
-            int lastIndex = -1;
-            for (const LayerTensors &l : catalog.layerTensors({c.run}))
-                lastIndex = std::max(lastIndex, layerIndex(l.layer));
+            const int lastIndex = in.lastLayerIndex;
             QString teConfig;
             bool edge = lastIndex > 0;
             for (const QString &layer : layers) {
@@ -438,7 +459,6 @@ void finishComparison(const Catalog &catalog, Comparison *cp, const TriageOption
             f.suggestion = verdictAction;
     }
     c.nextSteps = std::move(steps);
-    Q_UNUSED(options);
 }
 
 } // namespace fp8scope::analysis

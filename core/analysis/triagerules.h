@@ -1,8 +1,11 @@
 // What the triage engine's rules share inside core/analysis (not part of its interface): the recipe family of
-// a recipe's name, the what-if read from metrics already recomputed, and the evidence dump's choice.
+// a recipe's name, and the pure forms of the evidence dump's choice, the what-if read from metrics already
+// recomputed and a comparison's finishing, over what triageinputs.h gathered.
 #pragma once
 
-#include "triage.h"
+#include "triageinputs.h"
+
+#include <map>
 
 namespace fp8scope::analysis {
 
@@ -11,7 +14,17 @@ namespace fp8scope::analysis {
 QString recipeFamily(const QString &recipe);
 bool sameRecipe(const QString &a, const QString &b);
 
-// The metrics recomputed from the evidence dump and stored, per recipe (one score a recipe).
-std::vector<WhatIfScore> storedWhatIf(const Catalog &catalog, const EvidenceDump &evidence);
+// chooseEvidenceDump over gathered inputs: the suspect's series is the one of `in.risk` it was found on (its
+// evidence names the source), else any of its layer, tensor and statistic.
+std::optional<EvidenceDump> pickEvidenceDump(
+    const FinishInputs &in, const Finding &suspect, std::optional<int64_t> windowEnd);
+
+// The metrics recomputed from a dump and stored, at exactly its step: recipe -> statistic -> value.
+using WhatIfTable = std::map<QString, std::map<QString, double>>;
+WhatIfTable storedWhatIf(const FinishInputs &in, const Dump &dump);
+std::vector<WhatIfScore> whatIfScores(const WhatIfTable &table);
+
+// finishComparison over gathered inputs.
+void finish(const FinishInputs &in, Comparison *c);
 
 } // namespace fp8scope::analysis

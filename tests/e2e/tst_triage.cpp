@@ -217,7 +217,15 @@ void TestTriage::scenarios()
     const Scenario s = Scenario(scenario);
     int right = 0;
     QStringList failures;
-    for (int seed = 1; seed <= kSeeds; ++seed) {
+    // FP8SCOPE_TRIAGE_SEEDS=21-60 judges the held-out seeds instead (counted, not asserted: docs/TRIAGE.md).
+    int first = 1, last = kSeeds;
+    const QStringList range = qEnvironmentVariable("FP8SCOPE_TRIAGE_SEEDS").split(QLatin1Char('-'));
+    const bool heldOut = range.size() == 2 && range[0].toInt() > 0 && range[1].toInt() >= range[0].toInt();
+    if (heldOut) {
+        first = range[0].toInt();
+        last = range[1].toInt();
+    }
+    for (int seed = first; seed <= last; ++seed) {
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
         ScenarioPlan plan;
@@ -242,9 +250,10 @@ void TestTriage::scenarios()
             failures << QStringLiteral("seed %1: %2").arg(seed).arg(why);
     }
     // The table docs/TRIAGE.md quotes.
-    qInfo("%s: %d of %d right%s", qPrintable(scenarioName(s)), right, kSeeds,
+    qInfo("%s: %d of %d right%s", qPrintable(scenarioName(s)), right, last - first + 1,
         failures.isEmpty() ? "" : qPrintable(QStringLiteral(" (%1)").arg(failures.join(QStringLiteral(" | ")))));
-    QVERIFY2(right >= kSeeds - 1, qPrintable(failures.join(QLatin1Char('\n'))));
+    if (!heldOut)
+        QVERIFY2(right >= kSeeds - 1, qPrintable(failures.join(QLatin1Char('\n'))));
 }
 
 void TestTriage::scenarioIsDeterministic()

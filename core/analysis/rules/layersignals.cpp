@@ -1,0 +1,208 @@
+#include "core/analysis/rules.h"
+
+#include <QJsonValue>
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <tuple>
+
+namespace fp8scope::analysis::rules {
+
+namespace {
+
+struct Signal {
+    Series series;
+    Onset onset;
+    size_t peers = 0; // the layers it was measured against (0: on its own)
+};
+
+// A statistic's early level: the median of its first share of the finite points (at least 5), as findOnset
+// takes it.
+double earlyLevel(const StepSeries &s, double fraction)
+{
+    std::vector<double> early;
+    const size_t m = std::max<size_t>(5, size_t(std::ceil(fraction * double(s.size()))));
+    for (size_t i = 0; i < s.size() && early.size() < m; ++i) {
+        if (std::isfinite(s.values[i]))
+            early.push_back(s.values[i]);
+    }
+    return median(early);
+}
+
+// What a layer does that its peers (the other layers' same tensor and statistic) do not: each point divided
+// by the peers' median change since their early levels at that step. A drift all layers share (amaxes that
+// grow as training goes on, gradients that shrink) is the training's, not a layer's, and cancels; one layer
+// that moves alone hardly moves the median. Groups of fewer than 4 layers are left as they are.
+void normalizeByPeers(
+    std::vector<StepSeries> *series, const std::vector<size_t> &members, double fraction, std::vector<size_t> *peers)
+{
+    if (members.size() < 4)
+        return;
+    // The steps any member has, and where each member's points fall among them (the same steps for all, as a
+    // TE statistics log writes them, need no search).
+    std::vector<int64_t> steps = (*series)[members.front()].steps, merged;
+    for (size_t m : members) {
+        const std::vector<int64_t> &own = (*series)[m].steps;
+        if (own == steps)
+            continue;
+        merged.clear();
+        std::set_union(steps.begin(), steps.end(), own.begin(), own.end(), std::back_inserter(merged));
+        steps.swap(merged);
+    }
+    std::vector<std::vector<uint32_t>> slots(members.size());
+    for (size_t m = 0; m < members.size(); ++m) {
+        const StepSeries &s = (*series)[members[m]];
+        std::vector<uint32_t> &slot = slots[m];
+        slot.resize(s.size());
+        // Both ascending: one walk along the union.
+        size_t k = 0;
+        for (size_t i = 0; i < s.size(); ++i) {
+            while (steps[k] < s.steps[i])
+                ++k;
+            slot[i] = uint32_t(k);
+        }
+    }
+    // The peers' median change at each step where at least half of them (and 3) have a point: each member's
+    // ratio to its early level, gathered a block of steps at a time (the block's ratios of all members fit in
+    // the cache; laying out all steps at once scattered every write across the whole run).
+    std::vector<double> early(members.size());
+    for (size_t m = 0; m < members.size(); ++m)
+        early[m] = earlyLevel((*series)[members[m]], fraction);
+    const auto usable = [](double v) { return std::isfinite(v) && v >= 0; };
+    constexpr size_t kBlock = 512;
+    const size_t M = members.size();
+    std::vector<double> factor(steps.size(), std::numeric_limits<double>::quiet_NaN());
+    std::vector<double> block(kBlock * M);
+    std::vector<uint32_t> filled(kBlock);
+    std::vector<size_t> cursor(M, 0);
+    for (size_t k0 = 0; k0 < steps.size(); k0 += kBlock) {
+        const size_t k1 = std::min(steps.size(), k0 + kBlock);
+        std::fill(filled.begin(), filled.end(), 0);
+        for (size_t m = 0; m < M; ++m) {
+            const StepSeries &s = (*series)[members[m]];
+            size_t &i = cursor[m];
+            for (; i < s.size() && slots[m][i] < k1; ++i) {
+                if (early[m] > 0 && usable(s.values[i])) {
+                    const size_t k = slots[m][i] - k0;
+                    block[k * M + filled[k]++] = s.values[i] / early[m];
+                }
+            }
+        }
+        for (size_t k = 0; k < k1 - k0; ++k) {
+            const size_t n = filled[k];
+            if (n * 2 >= M && n >= 3) {
+                // The median in place (the block is scratch; every value in it is finite).
+                double *v = block.data() + k * M;
+                std::nth_element(v, v + n / 2, v + n);
+                factor[k0 + k] = n % 2 == 1 ? v[n / 2] : 0.5 * (*std::max_element(v, v + n / 2) + v[n / 2]);
+            }
+        }
+    }
+    for (size_t m = 0; m < members.size(); ++m) {
+        if (!(early[m] > 0))
+            continue;
+        StepSeries &s = (*series)[members[m]];
+        for (size_t i = 0; i < s.size(); ++i) {
+            const double f = factor[slots[m][i]];
+            if (f > 0)
+                s.values[i] /= f;
+        }
+        (*peers)[members[m]] = members.size() - 1;
+    }
+}
+
+// The layer signals of a run: every risk statistic's sustained change against its peers, earliest first
+// (what moved first is the suspect, not what moved most). Truncated statistics are left to their own rule.
+std::vector<Signal> signalsOf(const std::vector<SeriesPoints> &risk, const OnsetOptions &base)
+{
+    std::vector<const Series *> kept;
+    std::vector<StepSeries> points;
+    std::vector<Direction> directions;
+    std::map<std::tuple<QString, QString, QString>, std::vector<size_t>> groups; // tensor, stat, source
+    for (const SeriesPoints &sp : risk) {
+        const Series &s = sp.series;
+        const auto direction = riskDirection(s.stat);
+        if (s.layer.isEmpty() || s.points < 8 || !direction || isTruncated(sp))
+            continue;
+        groups[{s.tensor, s.stat, s.source}].push_back(kept.size());
+        kept.push_back(&s);
+        points.push_back(sp.points);
+        directions.push_back(*direction);
+    }
+    std::vector<size_t> peers(kept.size(), 0);
+    for (const auto &[key, members] : groups)
+        normalizeByPeers(&points, members, base.earlyFraction, &peers);
+    std::vector<Signal> out;
+    for (size_t i = 0; i < kept.size(); ++i) {
+        OnsetOptions o = base;
+        // The TE statistics log prints four decimals: a change smaller than that is not one.
+        if (kept[i]->source.startsWith(QLatin1String("te-debug")))
+            o.absolute = std::max(o.absolute, 2e-4);
+        const Onset onset = findOnset(points[i], directions[i], o);
+        if (onset.step)
+            out.push_back({*kept[i], onset, peers[i]});
+    }
+    std::stable_sort(out.begin(), out.end(), [](const Signal &a, const Signal &b) {
+        if (*a.onset.step != *b.onset.step)
+            return *a.onset.step < *b.onset.step;
+        return a.onset.size > b.onset.size;
+    });
+    return out;
+}
+
+} // namespace
+
+bool isTruncated(const SeriesPoints &s)
+{
+    static const QStringList neverZero {QStringLiteral("mse"), QStringLiteral("scale_inv_min"),
+        QStringLiteral("scale_inv_max"), QStringLiteral("cur_amax"), QStringLiteral("relative_error")};
+    return neverZero.contains(s.series.stat) && looksTruncated(s.points.values);
+}
+
+// Layer signals: each risk statistic against its peers, ranked by onset; the first 12 reported, those before
+// the departure (or, live, before any) the causes.
+void layerSignals(const PairInputs &in, const TriageOptions &options, Comparison &c)
+{
+    // Layer signals: what moved first.
+    OnsetOptions onset = options.onset;
+    if (options.live)
+        onset.plannedSteps = c.plannedSteps;
+    const std::vector<Signal> signals = signalsOf(in.finish.risk, onset);
+    for (size_t i = 0; i < signals.size() && i < 12; ++i) {
+        const Signal &s = signals[i];
+        Finding f;
+        f.kind = FindingKind::LayerSignal;
+        const bool beforeDeparture = c.departure ? *s.onset.step <= *c.departure : options.live;
+        f.severity = beforeDeparture && i == 0 ? Severity::Critical
+            : beforeDeparture                  ? Severity::Warning
+                                               : Severity::Info;
+        f.layer = s.series.layer;
+        f.tensor = s.series.tensor;
+        f.stat = s.series.stat;
+        f.step = s.onset.step;
+        const QString when = !c.departure ? (options.live ? QStringLiteral("while the loss has not departed (yet)")
+                                                          : QStringLiteral("(the loss does not depart)"))
+            : beforeDeparture
+            ? QStringLiteral("%1 steps before the loss departs").arg(*c.departure - *s.onset.step)
+            : QStringLiteral("%1 steps after the loss departs: a consequence").arg(*s.onset.step - *c.departure);
+        f.summary = QStringLiteral("%1 of %2 %3 leaves its early level %4 at step %5, %6")
+                        .arg(s.series.stat, s.series.layer, s.series.tensor)
+                        .arg(s.onset.early, 0, 'g', 3)
+                        .arg(*s.onset.step)
+                        .arg(when);
+        f.evidence = {{QStringLiteral("onset"), double(*s.onset.step)}, {QStringLiteral("early"), s.onset.early},
+            {QStringLiteral("late"), s.onset.late}, {QStringLiteral("threshold"), s.onset.threshold},
+            {QStringLiteral("size"), s.onset.size}, {QStringLiteral("source"), s.series.source},
+            {QStringLiteral("peers"), double(s.peers)},
+            {QStringLiteral("lead_steps"),
+                c.departure ? QJsonValue(double(*c.departure - *s.onset.step)) : QJsonValue()}};
+        c.findings.push_back(f);
+    }
+    if (c.departure && !signals.empty() && *signals.front().onset.step <= *c.departure)
+        c.lead = *c.departure - *signals.front().onset.step;
+}
+
+} // namespace fp8scope::analysis::rules

@@ -1,0 +1,36 @@
+#include "core/analysis/rules.h"
+
+namespace fp8scope::analysis::rules {
+
+// The loss: where the run leaves the baseline's band for good (seriesmath's findDeparture on the aligned
+// difference, gathered as the loss's StatComparison).
+void lossDeparture(const PairInputs &in, const TriageOptions &, Comparison &c)
+{
+    const StatComparison &loss = in.loss;
+    if (!loss.found)
+        return;
+    const Departure &departure = loss.departure;
+    c.departure = departure.step;
+    if (!departure.step)
+        return;
+    Finding f;
+    f.kind = FindingKind::LossDeparture;
+    f.severity = Severity::Critical;
+    f.stat = QStringLiteral("lm loss");
+    f.step = departure.step;
+    f.summary = QStringLiteral("the loss leaves %1's band at step %2 (between %3 and %4) and stays above it; "
+                               "%5 higher at the end")
+                    .arg(in.baseline.name())
+                    .arg(*departure.step)
+                    .arg(departure.low)
+                    .arg(departure.high)
+                    .arg(departure.gapAtEnd, 0, 'g', 3);
+    f.evidence = {{QStringLiteral("step"), double(*departure.step)}, {QStringLiteral("low"), double(departure.low)},
+        {QStringLiteral("high"), double(departure.high)}, {QStringLiteral("offset_before"), departure.offset},
+        {QStringLiteral("noise"), departure.noise}, {QStringLiteral("band"), departure.band},
+        {QStringLiteral("gap_at_end"), departure.gapAtEnd}, {QStringLiteral("points"), double(departure.points)},
+        {QStringLiteral("planned_steps"), double(c.plannedSteps)}, {QStringLiteral("aligned_on"), loss.axis}};
+    c.findings.push_back(f);
+}
+
+} // namespace fp8scope::analysis::rules

@@ -1,0 +1,95 @@
+#include "core/analysis/rules.h"
+#include "core/analysis/triagerules.h"
+
+#include <QJsonObject>
+
+namespace fp8scope::analysis::rules {
+
+namespace {
+
+// The recipe what-if on the evidence dump of the first suspect (chooseEvidenceDump: the dump that shows the
+// damage): the metrics recomputed from it under each recipe (`fp8scope-cli recompute`, the wizard's what-if
+// job), side by side, and the FP8 recipe that quantizes it best (whatif.h's criterion; BF16 is the reference,
+// never a candidate); a dump not yet recomputed says how to get the table. None without a dump of that layer
+// and tensor.
+std::optional<Finding> whatIfFinding(const FinishInputs &in, const EvidenceDump &evidence, const QString &runRecipe)
+{
+    const Dump &dump = evidence.dump;
+    const int64_t step = dump.record.step;
+    Finding f;
+    f.kind = FindingKind::RecipeWhatIf;
+    f.severity = Severity::Info;
+    f.layer = dump.record.layer;
+    f.tensor = dump.record.tensor;
+    f.step = step;
+    // recipe -> statistic -> value, of the series recomputed from dumps at exactly that step.
+    const WhatIfTable table = storedWhatIf(in, dump);
+    const std::vector<WhatIfScore> scores = whatIfScores(table);
+    QJsonObject recipes;
+    for (const auto &[recipe, stats] : table) {
+        QJsonObject o;
+        for (const auto &[stat, v] : stats)
+            o.insert(stat, v);
+        recipes.insert(recipe, o);
+    }
+    const std::optional<size_t> best = bestWhatIfRecipe(scores);
+    f.evidence = {{QStringLiteral("dump"), dump.file}, {QStringLiteral("dataset"), dump.record.dataset},
+        {QStringLiteral("step"), double(step)}, {QStringLiteral("onset"), double(evidence.onset)},
+        {QStringLiteral("chosen_because"), evidence.why}, {QStringLiteral("recipes"), recipes},
+        {QStringLiteral("best"), best ? QJsonValue(scores[*best].recipe) : QJsonValue()},
+        {QStringLiteral("criterion"), whatIfCriterion()}};
+    if (table.empty()) {
+        f.summary = QStringLiteral("%1 %2 was dumped at step %3 (%4); its metrics under other recipes are not "
+                                   "computed yet")
+                        .arg(f.layer, f.tensor)
+                        .arg(step)
+                        .arg(evidence.why);
+        f.suggestion = QStringLiteral("fp8scope-cli recompute FOLDER --recipe delayed --recipe current --recipe "
+                                      "mxfp8 --recipe block1x128, then triage again for the what-if table");
+        return f;
+    }
+    QStringList parts;
+    for (const auto &[recipe, stats] : table) {
+        const auto mse = stats.find(QStringLiteral("mse"));
+        const auto under = stats.find(QStringLiteral("underflows%"));
+        parts << QStringLiteral("%1: mse %2%3")
+                     .arg(recipe)
+                     .arg(mse == stats.end() ? QStringLiteral("-") : QString::number(mse->second, 'g', 3))
+                     .arg(under == stats.end() ? QString()
+                                               : QStringLiteral(", underflows %1 %").arg(under->second, 0, 'g', 3));
+    }
+    f.summary = QStringLiteral("on the dump of %1 %2 at step %3 (%4): %5")
+                    .arg(f.layer, f.tensor)
+                    .arg(step)
+                    .arg(evidence.why)
+                    .arg(parts.join(QStringLiteral("; ")));
+    if (best) {
+        const QString name = scores[*best].recipe;
+        f.suggestion = sameRecipe(name, runRecipe)
+            ? QStringLiteral("%1, the run's own recipe, already quantizes this tensor best of the FP8 recipes tried "
+                             "(%2): a recipe change does not help it; keep the layer in BF16 instead")
+                  .arg(name, whatIfCriterion())
+            : QStringLiteral("%1 quantizes this tensor best of the FP8 recipes tried (%2): try it for this run (one "
+                             "change at a time)")
+                  .arg(name, whatIfCriterion());
+    }
+    return f;
+}
+
+} // namespace
+
+// The what-if of the first suspect (a layer signal weighed as a cause) on its evidence dump.
+void recipeWhatIf(const PairInputs &in, const TriageOptions &, Comparison &c)
+{
+    for (const Finding &f : c.findings) {
+        if (f.kind != FindingKind::LayerSignal || f.severity == Severity::Info)
+            continue;
+        if (const auto evidence = pickEvidenceDump(in.finish, f, evidenceWindowEnd(c, *f.step))) {
+            if (const auto w = whatIfFinding(in.finish, *evidence, in.run.info ? in.run.info->recipe : QString()))
+                c.findings.push_back(*w);
+        }
+        break;
+    }
+}
+
+} // namespace fp8scope::analysis::rules

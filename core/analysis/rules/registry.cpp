@@ -1,0 +1,36 @@
+// The triage engine's rules, in the order they run (a later rule reads what an earlier one found: the spikes
+// and the layer signals read the departure, the what-if the layer signals). docs/TRIAGE.md follows this list.
+#include "core/analysis/rules.h"
+
+namespace fp8scope::analysis {
+
+const std::vector<PairRule> &pairRules()
+{
+    static const std::vector<PairRule> rules {
+        {"loss-departure", "the loss leaves the baseline's band for good", rules::lossDeparture},
+        {"grad-norm-departure", "the grad norm does, with a tolerance of its own", rules::gradNormDeparture},
+        {"loss-spikes", "the run's own spikes outnumber the baseline's before the departure", rules::lossSpikes},
+        {"config-differences", "config keys and key-package versions that differ, by class", rules::configDifferences},
+        {"layer-signals", "per-layer statistics that moved against their peers, by onset", rules::layerSignals},
+        {"recipe-what-if", "the first suspect's evidence dump under every recomputed recipe", rules::recipeWhatIf},
+        {"truncated-statistics", "statistics the TE log prints too small to read", rules::truncatedStatistics},
+        {"eval-gaps", "evaluation drops beyond the corrected threshold, notable drops below it", rules::evalGaps},
+        {"inference-precision", "a gap that narrows under another inference precision", rules::inferencePrecision},
+        {"skipped-iterations", "skipped and NaN iterations against the baseline's", rules::skippedIterations},
+        {"restarts", "a log that goes back: a crash and a resume", rules::restarts},
+    };
+    return rules;
+}
+
+const std::vector<RunRule> &runRules()
+{
+    static const std::vector<RunRule> rules {
+        {"run-blow-up", "a loss that is not finite or rises for good", rules::runBlowUp},
+        {"loss-spikes", "spikes, and those that never recover", rules::runSpikes},
+        {"skipped-iterations", "skipped and NaN iterations after the start-up", rules::runSkippedIterations},
+        {"restarts", "a log that goes back: a crash and a resume", rules::runRestarts},
+    };
+    return rules;
+}
+
+} // namespace fp8scope::analysis

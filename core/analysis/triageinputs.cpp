@@ -1,0 +1,151 @@
+#include "triageinputs.h"
+
+#include <QRegularExpression>
+
+#include <algorithm>
+#include <map>
+
+namespace fp8scope::analysis {
+
+namespace {
+
+std::optional<StepSeries> runSeries(const Catalog &catalog, RunRef run, const QString &stat)
+{
+    const auto s = catalog.chooseSeries(run, {.stat = stat});
+    if (!s)
+        return std::nullopt;
+    StepSeries out = catalog.stepSeries(*s);
+    if (out.empty())
+        return std::nullopt;
+    return out;
+}
+
+std::optional<int64_t> configuredSteps(const Catalog &catalog, RunRef run)
+{
+    static const QStringList keys {QStringLiteral("train_iters"), QStringLiteral("--train-iters"),
+        QStringLiteral("train-iters"), QStringLiteral("max_steps"), QStringLiteral("num_train_steps"),
+        QStringLiteral("total_steps")};
+    for (const ConfigEntry &c : catalog.configs(run)) {
+        const QString k = c.key.section(QLatin1Char('.'), -1).toLower();
+        bool ok = false;
+        const int64_t v = c.value.toLongLong(&ok);
+        if (keys.contains(k) && ok && v > 0)
+            return v;
+    }
+    return std::nullopt;
+}
+
+bool isWhatIfStat(const QString &stat)
+{
+    return stat == QLatin1String("mse") || stat == QLatin1String("underflows%") || stat == QLatin1String("overflows%")
+        || stat == QLatin1String("sqnr_db");
+}
+
+// The run's recomputed what-if statistics, and (every = true) its layer series of a risk statistic.
+void gatherSeries(const Catalog &catalog, RunRef run, bool every, FinishInputs *out)
+{
+    for (const Series &s : catalog.series(run)) {
+        if (s.layer.isEmpty())
+            continue;
+        if (s.isRecomputed() && isWhatIfStat(s.stat))
+            out->recomputed.push_back({s, catalog.stepSeries(s)});
+        if (every && s.points >= 8 && riskDirection(s.stat))
+            out->risk.push_back({s, catalog.stepSeries(s)});
+    }
+}
+
+void gatherFinishCommon(const Catalog &catalog, RunRef baseline, RunRef run, FinishInputs *out)
+{
+    out->run = catalog.run(run);
+    if (baseline.isValid()) {
+        out->baseline = catalog.run(baseline);
+        out->config = configTable(catalog, baseline, run);
+    }
+    out->dumps = catalog.dumps(run);
+    out->reviews = catalog.findingReviews(run, baseline);
+    for (const LayerTensors &l : catalog.layerTensors({run}))
+        out->lastLayerIndex = std::max(out->lastLayerIndex, layerIndex(l.layer));
+}
+
+} // namespace
+
+std::optional<Direction> riskDirection(const QString &stat)
+{
+    static const std::map<QString, Direction> directions {{QStringLiteral("underflows%"), Direction::Up},
+        {QStringLiteral("overflows%"), Direction::Up}, {QStringLiteral("mse"), Direction::Up},
+        {QStringLiteral("cur_amax"), Direction::Up}, {QStringLiteral("dynamic_range"), Direction::Up},
+        {QStringLiteral("relative_error"), Direction::Up}, {QStringLiteral("cosine"), Direction::Down},
+        {QStringLiteral("sqnr_db"), Direction::Down}, {QStringLiteral("scale_inv_min"), Direction::Either},
+        {QStringLiteral("scale_inv_max"), Direction::Either}};
+    const auto it = directions.find(stat);
+    if (it != directions.end())
+        return it->second;
+    if (stat.startsWith(QLatin1String("max_blockwise_dynamic_range")))
+        return Direction::Up;
+    return std::nullopt;
+}
+
+int layerIndex(const QString &layer)
+{
+    static const QRegularExpression re(QStringLiteral("(?:^|\\.)(?:layers?|blocks?|h)\\.(\\d+)(?:\\.|$)"));
+    const QRegularExpressionMatch m = re.match(layer);
+    return m.hasMatch() ? m.captured(1).toInt() : -1;
+}
+
+std::optional<double> valueAtStep(const StepSeries &s, int64_t step)
+{
+    if (s.empty())
+        return std::nullopt;
+    const auto it = std::upper_bound(s.steps.begin(), s.steps.end(), step);
+    const size_t i = it == s.steps.begin() ? 0 : size_t(it - s.steps.begin()) - 1;
+    return s.values[i];
+}
+
+RunInputs gatherRun(const Catalog &catalog, RunRef run)
+{
+    RunInputs in;
+    in.ref = run;
+    if (!run.isValid())
+        return in;
+    in.info = catalog.run(run);
+    in.loss = runSeries(catalog, run, QStringLiteral("lm loss"));
+    in.skipped = runSeries(catalog, run, QStringLiteral("number of skipped iterations"));
+    in.nan = runSeries(catalog, run, QStringLiteral("number of nan iterations"));
+    in.rewind = runSeries(catalog, run, QStringLiteral("rewind"));
+    in.configuredSteps = configuredSteps(catalog, run);
+    return in;
+}
+
+PairInputs gatherPair(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options)
+{
+    PairInputs in;
+    in.baseline = gatherRun(catalog, baseline);
+    in.run = gatherRun(catalog, run);
+    in.loss = compareStatistic(catalog, baseline, run, QStringLiteral("lm loss"), options);
+    in.grad = compareStatistic(catalog, baseline, run, QStringLiteral("grad norm"), options);
+    in.evals = evalTable(catalog, baseline, run, options);
+    gatherFinishCommon(catalog, baseline, run, &in.finish);
+    gatherSeries(catalog, run, true, &in.finish);
+    return in;
+}
+
+FinishInputs gatherFinish(const Catalog &catalog, const Comparison &c)
+{
+    FinishInputs in;
+    gatherFinishCommon(catalog, c.baseline, c.run, &in);
+    gatherSeries(catalog, c.run, false, &in);
+    // The suspects' own series: the one of each statistic the views show (logged before recomputed).
+    for (const Finding &f : c.findings) {
+        if (f.kind != FindingKind::LayerSignal || f.severity == Severity::Info)
+            continue;
+        const QString source = f.evidence.value(QStringLiteral("source")).toString();
+        auto s = catalog.chooseSeries(c.run, {.stat = f.stat, .layer = f.layer, .tensor = f.tensor, .source = source});
+        if (!s)
+            s = catalog.chooseSeries(c.run, {.stat = f.stat, .layer = f.layer, .tensor = f.tensor});
+        if (s)
+            in.risk.push_back({*s, catalog.stepSeries(*s)});
+    }
+    return in;
+}
+
+} // namespace fp8scope::analysis

@@ -1,0 +1,73 @@
+// What the triage engine's rules read, gathered from the query layer once per pair (or run) into plain data:
+// the rules (core/analysis/rules) are pure functions over it, testable without a store. Nothing here decides;
+// it only reads.
+#pragma once
+
+#include "comparetables.h"
+#include "triage.h"
+
+#include <optional>
+#include <vector>
+
+namespace fp8scope::analysis {
+
+struct SeriesPoints {
+    Series series;
+    StepSeries points;
+};
+
+// A run's own series and settings.
+struct RunInputs {
+    RunRef ref;
+    std::optional<Run> info;
+    std::optional<StepSeries> loss; // lm loss as read (non-finite points kept)
+    std::optional<StepSeries> skipped, nan; // Megatron's skipped and NaN iterations per log interval
+    std::optional<StepSeries> rewind; // the Megatron importer's restarts
+    std::optional<int64_t> configuredSteps; // train_iters, max_steps, ... of its config
+    QString name() const { return info ? info->name : QString(); }
+    // The planned steps: its config's, else `lastStep`.
+    int64_t plannedSteps(int64_t lastStep) const { return configuredSteps.value_or(lastStep); }
+};
+
+// What a comparison's finishing reads (its suspects' evidence dump and what-if, comparability, next steps):
+// for a comparison computed now, part of PairInputs; for one read back from the store, gathered alone.
+struct FinishInputs {
+    std::optional<Run> run, baseline;
+    ConfigTable config; // empty for a run checked alone
+    std::vector<Dump> dumps; // the run's tensor dumps
+    // The run's layer series of a statistic that carries risk (riskDirection), with their points: every one of
+    // at least 8 points for a comparison computed now; the suspects' for one read back.
+    std::vector<SeriesPoints> risk;
+    // The run's series recomputed from dumps of the statistics a what-if shows (mse, underflows%, overflows%,
+    // sqnr_db), with their points.
+    std::vector<SeriesPoints> recomputed;
+    std::vector<FindingReview> reviews;
+    int lastLayerIndex = -1; // the deepest layer the run has statistics or dumps of
+};
+
+struct PairInputs {
+    RunInputs baseline, run;
+    StatComparison loss, grad;
+    std::vector<EvalRow> evals;
+    FinishInputs finish;
+};
+
+PairInputs gatherPair(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options);
+RunInputs gatherRun(const Catalog &catalog, RunRef run);
+// For a comparison read back from the store (or a run checked alone): its suspects' series only.
+FinishInputs gatherFinish(const Catalog &catalog, const Comparison &c);
+
+// The engine over gathered inputs, without a store: compareRuns and checkRun are these after gatherPair and
+// gatherRun.
+Comparison comparePair(const PairInputs &in, const TriageOptions &options = {});
+RunCheck checkRunInputs(const RunInputs &in, const TriageOptions &options = {});
+
+// The direction in which a tensor statistic carries risk, or nullopt for statistics the triage does not read
+// (min, max, mean, std, norms of healthy training move for reasons of their own).
+std::optional<Direction> riskDirection(const QString &stat);
+// The layer index in a dotted name ("decoder.layers.11.mlp.linear_fc2" -> 11), -1 when none.
+int layerIndex(const QString &layer);
+// The point at or before `step` (the first point when all lie after it), as the store's valueAt answers.
+std::optional<double> valueAtStep(const StepSeries &s, int64_t step);
+
+} // namespace fp8scope::analysis
