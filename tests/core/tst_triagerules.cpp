@@ -2,7 +2,9 @@
 // (BF16 the reference, never a candidate), what a config key is to a comparison (context keys never suspects)
 // and the comparability aspects of keys.
 #include "core/analysis/findingkind.h"
+#include "core/analysis/rules.h"
 #include "core/analysis/triage.h"
+#include "core/analysis/triageinputs.h"
 #include "core/numerics/whatif.h"
 
 #include "testmain.h"
@@ -14,6 +16,63 @@
 
 using namespace fp8scope;
 using namespace fp8scope::analysis;
+
+namespace {
+
+Run runNamed(const QString &name, const QString &precision, const QString &recipe)
+{
+    Run r;
+    r.ref = {1, name == QLatin1String("bf16") ? 1 : 2};
+    r.name = name;
+    r.precision = precision;
+    r.recipe = recipe;
+    return r;
+}
+
+ConfigRow row(const QString &key, const QString &baseline, const QString &run)
+{
+    return {key, baseline, run, baseline != run, false, classifyConfigKey(key)};
+}
+
+// A pair as the gathering would give it, made by hand: no store. `departs` plants a departure at step 600 of
+// 1000 planned (mid-run).
+PairInputs pair(const QString &recipe, bool departs)
+{
+    PairInputs in;
+    const Run b = runNamed(QStringLiteral("bf16"), QStringLiteral("bf16"), QString());
+    const Run r = runNamed(QStringLiteral("fp8"), QStringLiteral("fp8"), recipe);
+    in.baseline.ref = b.ref;
+    in.baseline.info = b;
+    in.run.ref = r.ref;
+    in.run.info = r;
+    in.run.configuredSteps = 1000;
+    in.finish.baseline = b;
+    in.finish.run = r;
+    in.finish.config.haveBoth = true;
+    in.finish.config.rows = {row(QStringLiteral("MODEL_ARGS.--transformer-impl"), QStringLiteral("local"),
+                                 QStringLiteral("transformer_engine")),
+        row(QStringLiteral("--tensor-model-parallel-size"), QStringLiteral("1"), QStringLiteral("2")),
+        row(QStringLiteral("--fp8-param-gather"), QStringLiteral("(unset)"), QStringLiteral("true"))};
+    in.loss.found = true;
+    in.loss.stat = QStringLiteral("lm loss");
+    if (departs) {
+        in.loss.departure.step = 600;
+        in.loss.departure.low = 580;
+        in.loss.departure.high = 620;
+        in.loss.departure.gapAtEnd = 0.3;
+    }
+    return in;
+}
+
+QString actions(const Comparison &c)
+{
+    QStringList out;
+    for (const NextStep &n : c.nextSteps)
+        out << n.action;
+    return out.join(QLatin1Char('\n'));
+}
+
+} // namespace
 
 class TestTriageRules : public QObject
 {
@@ -100,6 +159,120 @@ private Q_SLOTS:
         QCOMPARE(comparabilityAspect(QStringLiteral("MODEL_ARGS.--transformer-impl")), QStringLiteral("implementation"));
         QCOMPARE(comparabilityAspect(QStringLiteral("--fp8-format")), QString());
         QCOMPARE(comparabilityAspect(QStringLiteral("wandb_exp_name")), QString());
+    }
+
+    void registryListsEachRuleOnce()
+    {
+        std::set<QString> names;
+        for (const PairRule &r : pairRules()) {
+            QVERIFY(r.apply && r.what && *r.what);
+            QVERIFY2(names.insert(QString::fromLatin1(r.name)).second, r.name);
+        }
+        for (const char *expected : {"loss-departure", "layer-signals", "recipe-what-if", "config-differences",
+                 "eval-gaps", "skipped-iterations"})
+            QVERIFY2(names.count(QString::fromLatin1(expected)), expected);
+        // The what-if reads the layer signals, which read the departure: the registry keeps that order.
+        const auto at = [](const char *name) {
+            for (size_t i = 0; i < pairRules().size(); ++i) {
+                if (QLatin1String(pairRules()[i].name) == QLatin1String(name))
+                    return int(i);
+            }
+            return -1;
+        };
+        QVERIFY(at("loss-departure") < at("layer-signals"));
+        QVERIFY(at("layer-signals") < at("recipe-what-if"));
+        QVERIFY(!runRules().empty());
+    }
+
+    // A healthy pair (no departure) with a prerequisite of FP8, a parallel layout and a native-FP8 key that
+    // differ: the findings say them, the next steps are none, and no text says to undo the context keys.
+    void healthyPairHasNoFixList()
+    {
+        const Comparison c = comparePair(pair(QStringLiteral("current"), false));
+        QCOMPARE(c.verdict, Verdict::None);
+        QVERIFY(c.nextSteps.empty());
+        int context = 0;
+        for (const Finding &f : c.findings) {
+            if (f.kind != FindingKind::ConfigDifference)
+                continue;
+            if (f.key.contains(QLatin1String("transformer-impl")) || f.key.contains(QLatin1String("parallel"))) {
+                ++context;
+                QCOMPARE(f.severity, Severity::Info);
+                QVERIFY2(f.suggestion.isEmpty(), qPrintable(f.suggestion));
+                QVERIFY2(f.summary.contains(QLatin1String("context, not a suspect")), qPrintable(f.summary));
+            }
+        }
+        QCOMPARE(context, 2);
+        QCOMPARE(c.comparability.level, ComparabilityLevel::WithCare); // the implementation differs
+    }
+
+    // A mid-run instability: the advice starts from the run's own recipe and never proposes it.
+    void midRunAdviceFromTheRunsRecipe_data()
+    {
+        QTest::addColumn<QString>("recipe");
+        QTest::addColumn<QString>("proposed");
+        QTest::addColumn<QString>("notProposed");
+        QTest::newRow("delayed") << QStringLiteral("delayed") << QStringLiteral("current scaling (--fp8-recipe tensorwise)")
+                                 << QStringLiteral("blockwise scaling (");
+        QTest::newRow("current") << QStringLiteral("current") << QStringLiteral("a block recipe")
+                                 << QStringLiteral("current scaling (");
+        QTest::newRow("mxfp8") << QStringLiteral("mxfp8") << QStringLiteral("blockwise scaling")
+                               << QStringLiteral("--fp8-recipe mxfp8");
+        QTest::newRow("blockwise") << QStringLiteral("blockwise") << QString() << QStringLiteral("--fp8-recipe");
+        QTest::newRow("unknown") << QString() << QStringLiteral("is not recorded") << QStringLiteral("instead of the run's");
+    }
+
+    void midRunAdviceFromTheRunsRecipe()
+    {
+        QFETCH(QString, recipe);
+        QFETCH(QString, proposed);
+        QFETCH(QString, notProposed);
+        const Comparison c = comparePair(pair(recipe, true));
+        QCOMPARE(c.verdict, Verdict::MidRunInstability);
+        QVERIFY(!c.nextSteps.empty());
+        QCOMPARE(c.nextSteps.front().kind, FindingKind::LossDeparture);
+        const QString text = actions(c);
+        if (!proposed.isEmpty())
+            QVERIFY2(text.contains(proposed), qPrintable(text));
+        QVERIFY2(!text.contains(notProposed), qPrintable(text));
+        // A mid-run verdict does not ask to undo config keys.
+        QVERIFY2(!text.contains(QLatin1String("set ")), qPrintable(text));
+    }
+
+    // Eval rows made by hand: a drop of 4 standard errors is a gap (the verdict), one of 2.5 a notable drop.
+    void evalGapsAndDrops()
+    {
+        PairInputs in = pair(QStringLiteral("current"), false);
+        const auto eval = [](const QString &task, double base, double run, double se) {
+            analysis::EvalRow e;
+            e.task = task;
+            e.metric = QStringLiteral("acc");
+            e.inference = QStringLiteral("bf16");
+            e.baseline = base;
+            e.run = run;
+            e.difference = run - base;
+            e.standardError = se;
+            e.z = e.difference / se;
+            e.significant = e.z <= -3;
+            return e;
+        };
+        in.evals = {eval(QStringLiteral("arc"), 0.60, 0.56, 0.01), eval(QStringLiteral("hellaswag"), 0.50, 0.475, 0.01),
+            eval(QStringLiteral("piqa"), 0.70, 0.705, 0.01)};
+        const Comparison c = comparePair(in);
+        QCOMPARE(c.verdict, Verdict::DownstreamGap);
+        QStringList gaps, drops;
+        for (const Finding &f : c.findings) {
+            if (f.kind == FindingKind::EvalGap)
+                gaps << f.task;
+            if (f.kind == FindingKind::EvalDrop) {
+                drops << f.task;
+                QCOMPARE(f.severity, Severity::Info);
+            }
+        }
+        QCOMPARE(gaps, QStringList {QStringLiteral("arc")});
+        QCOMPARE(drops, QStringList {QStringLiteral("hellaswag")});
+        QVERIFY(!c.nextSteps.empty());
+        QCOMPARE(c.nextSteps.front().kind, FindingKind::EvalGap);
     }
 
     void dismissedIsByIdentity()
