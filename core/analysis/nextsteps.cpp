@@ -388,7 +388,9 @@ void finish(const FinishInputs &in, Comparison *cp)
         if (!recipe.isEmpty())
             parts << recipe;
         if (!layers.isEmpty()) {
-            const int lastIndex = in.lastLayerIndex;
+            int lastIndex = in.lastLayerIndex;
+            for (const Finding &f : c.suspects)
+                lastIndex = std::max(lastIndex, f.evidence.value(QStringLiteral("deepest_layer")).toInt(-1));
             QString teConfig;
             bool edge = lastIndex > 0;
             for (const QString &layer : layers) {

@@ -41,15 +41,23 @@ bool isWhatIfStat(const QString &stat)
         || stat == QLatin1String("sqnr_db");
 }
 
-// The run's recomputed what-if statistics, and (every = true) its layer series of a risk statistic.
-void gatherSeries(const Catalog &catalog, RunRef run, bool every, FinishInputs *out)
+// The run's recomputed what-if statistics and its layer series of a risk statistic; the deepest layer it has
+// statistics or dumps of.
+void gatherSeries(const Catalog &catalog, RunRef run, FinishInputs *out)
 {
+    for (const Dump &d : out->dumps)
+        out->lastLayerIndex = std::max(out->lastLayerIndex, layerIndex(d.record.layer));
+    QString last;
     for (const Series &s : catalog.series(run)) {
         if (s.layer.isEmpty())
             continue;
+        if (s.layer != last) {
+            out->lastLayerIndex = std::max(out->lastLayerIndex, layerIndex(s.layer));
+            last = s.layer;
+        }
         if (s.isRecomputed() && isWhatIfStat(s.stat))
             out->recomputed.push_back({s, catalog.stepSeries(s)});
-        if (every && s.points >= 8 && riskDirection(s.stat))
+        if (s.points >= 8 && riskDirection(s.stat))
             out->risk.push_back({s, catalog.stepSeries(s)});
     }
 }
@@ -63,8 +71,6 @@ void gatherFinishCommon(const Catalog &catalog, RunRef baseline, RunRef run, Fin
     }
     out->dumps = catalog.dumps(run);
     out->reviews = catalog.findingReviews(run, baseline);
-    for (const LayerTensors &l : catalog.layerTensors({run}))
-        out->lastLayerIndex = std::max(out->lastLayerIndex, layerIndex(l.layer));
 }
 
 } // namespace
@@ -125,7 +131,7 @@ PairInputs gatherPair(const Catalog &catalog, RunRef baseline, RunRef run, const
     in.grad = compareStatistic(catalog, baseline, run, QStringLiteral("grad norm"), options);
     in.evals = evalTable(catalog, baseline, run, options);
     gatherFinishCommon(catalog, baseline, run, &in.finish);
-    gatherSeries(catalog, run, true, &in.finish);
+    gatherSeries(catalog, run, &in.finish);
     return in;
 }
 
@@ -133,17 +139,32 @@ FinishInputs gatherFinish(const Catalog &catalog, const Comparison &c)
 {
     FinishInputs in;
     gatherFinishCommon(catalog, c.baseline, c.run, &in);
-    gatherSeries(catalog, c.run, false, &in);
-    // The suspects' own series: the one of each statistic the views show (logged before recomputed).
-    for (const Finding &f : c.findings) {
-        if (f.kind != FindingKind::LayerSignal || f.severity == Severity::Info)
-            continue;
-        const QString source = f.evidence.value(QStringLiteral("source")).toString();
-        auto s = catalog.chooseSeries(c.run, {.stat = f.stat, .layer = f.layer, .tensor = f.tensor, .source = source});
-        if (!s)
-            s = catalog.chooseSeries(c.run, {.stat = f.stat, .layer = f.layer, .tensor = f.tensor});
-        if (s)
-            in.risk.push_back({*s, catalog.stepSeries(*s)});
+    // The evidence is the first suspect's: its own series and the recomputed statistics of its layer and
+    // tensor, read only where it has a dump (a result read back stays a few reads).
+    const auto first = std::min_element(c.findings.begin(), c.findings.end(), [](const Finding &a, const Finding &b) {
+        const bool sa = a.kind == FindingKind::LayerSignal && a.severity != Severity::Info && a.step;
+        const bool sb = b.kind == FindingKind::LayerSignal && b.severity != Severity::Info && b.step;
+        if (sa != sb)
+            return sa;
+        return sa && *a.step < *b.step;
+    });
+    if (first == c.findings.end() || first->kind != FindingKind::LayerSignal || first->severity == Severity::Info)
+        return in;
+    const bool dumped = std::any_of(in.dumps.begin(), in.dumps.end(), [&](const Dump &d) {
+        return d.record.layer == first->layer && d.record.tensor == first->tensor;
+    });
+    if (!dumped)
+        return in;
+    const QString source = first->evidence.value(QStringLiteral("source")).toString();
+    auto s = catalog.chooseSeries(c.run, {.stat = first->stat, .layer = first->layer, .tensor = first->tensor,
+                                             .source = source});
+    if (!s)
+        s = catalog.chooseSeries(c.run, {.stat = first->stat, .layer = first->layer, .tensor = first->tensor});
+    if (s)
+        in.risk.push_back({*s, catalog.stepSeries(*s)});
+    for (const Series &r : catalog.seriesAt(c.run, first->layer, first->tensor)) {
+        if (r.isRecomputed() && isWhatIfStat(r.stat))
+            in.recomputed.push_back({r, catalog.stepSeries(r)});
     }
     return in;
 }

@@ -36,13 +36,16 @@ struct FinishInputs {
     ConfigTable config; // empty for a run checked alone
     std::vector<Dump> dumps; // the run's tensor dumps
     // The run's layer series of a statistic that carries risk (riskDirection), with their points: every one of
-    // at least 8 points for a comparison computed now; the suspects' for one read back.
+    // at least 8 points for a comparison computed now; for one read back, the first suspect's where it has a
+    // dump (the evidence is read from it).
     std::vector<SeriesPoints> risk;
     // The run's series recomputed from dumps of the statistics a what-if shows (mse, underflows%, overflows%,
-    // sqnr_db), with their points.
+    // sqnr_db), with their points (read back: of the first suspect's layer and tensor).
     std::vector<SeriesPoints> recomputed;
     std::vector<FindingReview> reviews;
-    int lastLayerIndex = -1; // the deepest layer the run has statistics or dumps of
+    // The deepest layer the run has statistics or dumps of (-1: not gathered; a result read back has it in its
+    // layer signals' evidence, "deepest_layer").
+    int lastLayerIndex = -1;
 };
 
 struct PairInputs {
@@ -54,7 +57,8 @@ struct PairInputs {
 
 PairInputs gatherPair(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options);
 RunInputs gatherRun(const Catalog &catalog, RunRef run);
-// For a comparison read back from the store (or a run checked alone): its suspects' series only.
+// For a comparison read back from the store (or a run checked alone): a few reads, the first suspect's series
+// only where it has a dump.
 FinishInputs gatherFinish(const Catalog &catalog, const Comparison &c);
 
 // The engine over gathered inputs, without a store: compareRuns and checkRun are these after gatherPair and

@@ -217,15 +217,20 @@ Pairing Catalog::pairing(RunRef ref) const
             PairingInput in {r, {}};
             for (const ConfigEntry &c : configs(r.ref))
                 in.configs.emplace(c.key, c.value);
-            if (const auto loss = chooseSeries(r.ref, {.stat = QStringLiteral("lm loss")})) {
-                in.firstStep = loss->firstStep;
-                in.lastStep = loss->lastStep;
-            }
             inputs.push_back(std::move(in));
         }
         std::vector<Pairing> pairings;
+        // The loss's steps, read only where a tie of baselines asks for them (once a run).
+        std::vector<std::optional<std::pair<int64_t, int64_t>>> steps(inputs.size());
+        const auto stepsOf = [&](size_t i) {
+            if (!steps[i]) {
+                const auto loss = chooseSeries(inputs[i].run.ref, {.stat = QStringLiteral("lm loss")});
+                steps[i] = loss ? std::pair(loss->firstStep, loss->lastStep) : std::pair<int64_t, int64_t>(1, 0);
+            }
+            return *steps[i];
+        };
         for (size_t i = 0; i < inputs.size(); ++i)
-            pairings.push_back(pairRun(inputs, i));
+            pairings.push_back(pairRun(inputs, i, stepsOf));
         m_pairings = std::move(pairings);
     }
     for (size_t i = 0; i < m_pairedRuns.size(); ++i) {

@@ -136,7 +136,8 @@ QString basisName(Pairing::Basis basis)
     return {};
 }
 
-Pairing pairRun(const std::vector<PairingInput> &runs, size_t index)
+Pairing pairRun(const std::vector<PairingInput> &runs, size_t index,
+    const std::function<std::pair<int64_t, int64_t>(size_t)> &stepsOf)
 {
     const Run &run = runs[index].run;
     Pairing p;
@@ -234,11 +235,16 @@ Pairing pairRun(const std::vector<PairingInput> &runs, size_t index)
     }
     // Steps: the candidates whose loss covers the most of the run's steps (within a tenth of the best); a short
     // retest beside the full-length baseline is not comparable.
-    if (candidates.size() > 1 && runs[index].firstStep <= runs[index].lastStep) {
+    const auto steps = [&](size_t i) {
+        return stepsOf ? stepsOf(i) : std::pair(runs[i].firstStep, runs[i].lastStep);
+    };
+    const auto [ownFirst, ownLast] = candidates.size() > 1 ? steps(index) : std::pair<int64_t, int64_t>(1, 0);
+    if (candidates.size() > 1 && ownFirst <= ownLast) {
         const auto overlap = [&](size_t c) {
-            const int64_t lo = std::max(runs[index].firstStep, runs[c].firstStep);
-            const int64_t hi = std::min(runs[index].lastStep, runs[c].lastStep);
-            return runs[c].firstStep <= runs[c].lastStep && hi >= lo ? hi - lo + 1 : int64_t(0);
+            const auto [first, last] = steps(c);
+            const int64_t lo = std::max(ownFirst, first);
+            const int64_t hi = std::min(ownLast, last);
+            return first <= last && hi >= lo ? hi - lo + 1 : int64_t(0);
         };
         int64_t best = 0;
         for (size_t c : candidates)
@@ -259,7 +265,7 @@ Pairing pairRun(const std::vector<PairingInput> &runs, size_t index)
                                       "run's steps: %2 of %3 (next: %4)")
                            .arg(candidates.size())
                            .arg(best)
-                           .arg(runs[index].lastStep - runs[index].firstStep + 1)
+                           .arg(ownLast - ownFirst + 1)
                            .arg(next);
             return p;
         }

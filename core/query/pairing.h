@@ -6,6 +6,7 @@
 
 #include "querytypes.h"
 
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -34,7 +35,9 @@ bool isPairingNeutralKey(const QString &key);
 // Keys whose values differ between two configs (present in one only counts), neutral keys aside.
 int configDifferences(const std::map<QString, QString> &a, const std::map<QString, QString> &b);
 
-// The pairing of runs[index] among runs.
-Pairing pairRun(const std::vector<PairingInput> &runs, size_t index);
+// The pairing of runs[index] among runs. `stepsOf(i)`, when given, reads runs[i]'s loss steps (first, last) on
+// demand instead of the fields: only a tie of several baselines needs them.
+Pairing pairRun(const std::vector<PairingInput> &runs, size_t index,
+    const std::function<std::pair<int64_t, int64_t>(size_t)> &stepsOf = {});
 
 } // namespace fp8scope

@@ -52,6 +52,28 @@ std::optional<int64_t> completeOnset(const QString &folder, const QString &layer
     return std::nullopt;
 }
 
+// Watches `folder` with --json and --fail-on `level` for four seconds: true when it was still watching then and
+// stopped cleanly (exit 0) on SIGTERM; *out gets what it printed.
+bool watchesWithoutFailing(const QString &folder, const QString &level, QByteArray *out)
+{
+    QProcess watch;
+    watch.start(cli(),
+        {QStringLiteral("watch"), folder, QStringLiteral("--interval"), QStringLiteral("0.25"), QStringLiteral("--json"),
+            QStringLiteral("--fail-on"), level});
+    if (!watch.waitForStarted())
+        return false;
+    const bool ended = watch.waitForFinished(4000);
+    if (!ended)
+        ::kill(pid_t(watch.processId()), SIGTERM);
+    const bool stopped = ended || watch.waitForFinished(10000);
+    *out = watch.readAllStandardOutput();
+    if (ended || !stopped || watch.exitCode() != 0) {
+        qWarning("the watcher %s with %d: %s", ended ? "ended" : "stopped", watch.exitCode(), out->constData());
+        return false;
+    }
+    return true;
+}
+
 } // namespace
 
 class TestWatch : public QObject
@@ -187,19 +209,10 @@ private Q_SLOTS:
         };
         QVERIFY(run(QStringLiteral("gpt_bf16"), "num_layers: 12\nbf16: true\n", 0.0));
         QVERIFY(run(QStringLiteral("gpt_fp8"), "num_layers: 12\nfp8: hybrid\nfp8_param_gather: true\n", 0.001));
-        QProcess watch;
-        watch.start(cli(),
-            {QStringLiteral("watch"), tmp.path(), QStringLiteral("--interval"), QStringLiteral("0.25"),
-                QStringLiteral("--json"), QStringLiteral("--fail-on"), QStringLiteral("warning")});
-        QVERIFY(watch.waitForStarted());
-        // Still watching after a few evaluations (the output is read once, below).
-        const bool ended = watch.waitForFinished(4000);
-        QVERIFY2(!ended, qPrintable(QStringLiteral("exit %1").arg(watch.exitCode())));
-        ::kill(pid_t(watch.processId()), SIGTERM);
-        QVERIFY(watch.waitForFinished(10000));
-        QCOMPARE(watch.exitCode(), 0);
+        QByteArray out;
+        QVERIFY(watchesWithoutFailing(tmp.path(), QStringLiteral("warning"), &out));
         bool said = false;
-        for (const QByteArray &line : watch.readAllStandardOutput().split('\n')) {
+        for (const QByteArray &line : out.split('\n')) {
             const QJsonObject o = QJsonDocument::fromJson(line).object();
             if (o.value(QStringLiteral("key")).toString().endsWith(QLatin1String("fp8_param_gather"))) {
                 QVERIFY(!said); // once
@@ -238,18 +251,9 @@ private Q_SLOTS:
             }
             QVERIFY(dismissed >= 2); // the departure and the planted layer's first signal
         }
-        QProcess watch;
-        watch.start(cli(),
-            {QStringLiteral("watch"), tmp.path(), QStringLiteral("--interval"), QStringLiteral("0.25"),
-                QStringLiteral("--json"), QStringLiteral("--fail-on"), QStringLiteral("critical")});
-        QVERIFY(watch.waitForStarted());
-        // Still watching after a few evaluations (the output is read once, below).
-        const bool ended = watch.waitForFinished(4000);
-        QVERIFY2(!ended, qPrintable(QStringLiteral("exit %1").arg(watch.exitCode())));
-        ::kill(pid_t(watch.processId()), SIGTERM);
-        QVERIFY(watch.waitForFinished(10000));
-        QCOMPARE(watch.exitCode(), 0);
-        const QString out = QString::fromUtf8(watch.readAllStandardOutput());
+        QByteArray json;
+        QVERIFY(watchesWithoutFailing(tmp.path(), QStringLiteral("critical"), &json));
+        const QString out = QString::fromUtf8(json);
         QVERIFY2(!out.contains(QLatin1String("\"critical\"")), qPrintable(out));
         QVERIFY2(!out.contains(QLatin1String("loss-departure")), qPrintable(out));
         QVERIFY2(out.contains(QLatin1String("layer-signal")), qPrintable(out)); // the others are still said

@@ -18,7 +18,9 @@ void configDifferences(const PairInputs &in, const TriageOptions &, Comparison &
             f.severity = row.keyClass == KeyClass::Suspect ? Severity::Warning : Severity::Info;
             f.summary = QStringLiteral("%1 %2 here, %3 in %4").arg(row.key, row.run, row.baseline, baseName);
             f.evidence = {{QStringLiteral("run"), row.run}, {QStringLiteral("baseline"), row.baseline}};
-            f.suggestion = QStringLiteral("run with %1 %2, as %3 did").arg(row.key, row.baseline, baseName);
+            // Only a key package's version is one to undo; others are said.
+            if (f.severity == Severity::Warning)
+                f.suggestion = QStringLiteral("run with %1 %2, as %3 did").arg(row.key, row.baseline, baseName);
         } else {
             if (!config.haveBoth
                 || (row.keyClass != KeyClass::Suspect && row.keyClass != KeyClass::Other
@@ -34,8 +36,11 @@ void configDifferences(const PairInputs &in, const TriageOptions &, Comparison &
                                 .arg(row.key, row.run, row.baseline, baseName, contextReason(row.key));
             } else {
                 f.summary = QStringLiteral("%1 is %2 here and %3 in %4").arg(row.key, row.run, row.baseline, baseName);
-                f.suggestion = QStringLiteral("set %1 back to %2 (as in %3) and run again")
-                                   .arg(row.key, row.baseline, baseName);
+                // A suspect feature is one to undo (one at a time, when the verdict says so); another key is
+                // said, not proposed.
+                if (row.keyClass == KeyClass::Suspect)
+                    f.suggestion = QStringLiteral("set %1 back to %2 (as in %3) and run again")
+                                       .arg(row.key, row.baseline, baseName);
             }
         }
         c.findings.push_back(f);

@@ -36,25 +36,36 @@ double earlyLevel(const StepSeries &s, double fraction)
 // by the peers' median change since their early levels at that step. A drift all layers share (amaxes that
 // grow as training goes on, gradients that shrink) is the training's, not a layer's, and cancels; one layer
 // that moves alone hardly moves the median. Groups of fewer than 4 layers are left as they are.
-void normalizeByPeers(
-    std::vector<StepSeries> *series, const std::vector<size_t> &members, double fraction, std::vector<size_t> *peers)
+// A group's normalisation: the peers' median change at each step of the union of their steps, and where each
+// member's points fall among those steps (slots[m], in the order of `members`).
+struct PeerFactors {
+    std::vector<double> factor;
+    std::vector<std::vector<uint32_t>> slots;
+    std::vector<double> early;
+};
+
+// The series are read, not changed: each member's points are divided by the factors when its onset is looked
+// for (a scratch copy at a time), so the gathered inputs stay as read.
+void normalizeByPeers(const std::vector<const StepSeries *> &series, const std::vector<size_t> &members,
+    double fraction, std::vector<size_t> *peers, PeerFactors *out)
 {
     if (members.size() < 4)
         return;
     // The steps any member has, and where each member's points fall among them (the same steps for all, as a
     // TE statistics log writes them, need no search).
-    std::vector<int64_t> steps = (*series)[members.front()].steps, merged;
+    std::vector<int64_t> steps = series[members.front()]->steps, merged;
     for (size_t m : members) {
-        const std::vector<int64_t> &own = (*series)[m].steps;
+        const std::vector<int64_t> &own = series[m]->steps;
         if (own == steps)
             continue;
         merged.clear();
         std::set_union(steps.begin(), steps.end(), own.begin(), own.end(), std::back_inserter(merged));
         steps.swap(merged);
     }
-    std::vector<std::vector<uint32_t>> slots(members.size());
+    std::vector<std::vector<uint32_t>> &slots = out->slots;
+    slots.assign(members.size(), {});
     for (size_t m = 0; m < members.size(); ++m) {
-        const StepSeries &s = (*series)[members[m]];
+        const StepSeries &s = *series[members[m]];
         std::vector<uint32_t> &slot = slots[m];
         slot.resize(s.size());
         // Both ascending: one walk along the union.
@@ -68,13 +79,15 @@ void normalizeByPeers(
     // The peers' median change at each step where at least half of them (and 3) have a point: each member's
     // ratio to its early level, gathered a block of steps at a time (the block's ratios of all members fit in
     // the cache; laying out all steps at once scattered every write across the whole run).
-    std::vector<double> early(members.size());
+    std::vector<double> &early = out->early;
+    early.assign(members.size(), 0.0);
     for (size_t m = 0; m < members.size(); ++m)
-        early[m] = earlyLevel((*series)[members[m]], fraction);
+        early[m] = earlyLevel(*series[members[m]], fraction);
     const auto usable = [](double v) { return std::isfinite(v) && v >= 0; };
     constexpr size_t kBlock = 512;
     const size_t M = members.size();
-    std::vector<double> factor(steps.size(), std::numeric_limits<double>::quiet_NaN());
+    std::vector<double> &factor = out->factor;
+    factor.assign(steps.size(), std::numeric_limits<double>::quiet_NaN());
     std::vector<double> block(kBlock * M);
     std::vector<uint32_t> filled(kBlock);
     std::vector<size_t> cursor(M, 0);
@@ -82,7 +95,7 @@ void normalizeByPeers(
         const size_t k1 = std::min(steps.size(), k0 + kBlock);
         std::fill(filled.begin(), filled.end(), 0);
         for (size_t m = 0; m < M; ++m) {
-            const StepSeries &s = (*series)[members[m]];
+            const StepSeries &s = *series[members[m]];
             size_t &i = cursor[m];
             for (; i < s.size() && slots[m][i] < k1; ++i) {
                 if (early[m] > 0 && usable(s.values[i])) {
@@ -102,15 +115,23 @@ void normalizeByPeers(
         }
     }
     for (size_t m = 0; m < members.size(); ++m) {
-        if (!(early[m] > 0))
-            continue;
-        StepSeries &s = (*series)[members[m]];
-        for (size_t i = 0; i < s.size(); ++i) {
-            const double f = factor[slots[m][i]];
-            if (f > 0)
-                s.values[i] /= f;
-        }
-        (*peers)[members[m]] = members.size() - 1;
+        if (early[m] > 0)
+            (*peers)[members[m]] = members.size() - 1;
+    }
+}
+
+// A member's points divided by its group's factors, into `scratch` (reused: no allocation per series).
+void normalized(const StepSeries &s, const PeerFactors &g, size_t m, StepSeries *scratch)
+{
+    scratch->steps.assign(s.steps.begin(), s.steps.end());
+    scratch->values.assign(s.values.begin(), s.values.end());
+    if (!(g.early[m] > 0))
+        return;
+    const std::vector<uint32_t> &slot = g.slots[m];
+    for (size_t i = 0; i < s.size(); ++i) {
+        const double f = g.factor[slot[i]];
+        if (f > 0)
+            scratch->values[i] /= f;
     }
 }
 
@@ -119,7 +140,7 @@ void normalizeByPeers(
 std::vector<Signal> signalsOf(const std::vector<SeriesPoints> &risk, const OnsetOptions &base)
 {
     std::vector<const Series *> kept;
-    std::vector<StepSeries> points;
+    std::vector<const StepSeries *> points;
     std::vector<Direction> directions;
     std::map<std::tuple<QString, QString, QString>, std::vector<size_t>> groups; // tensor, stat, source
     for (const SeriesPoints &sp : risk) {
@@ -129,19 +150,35 @@ std::vector<Signal> signalsOf(const std::vector<SeriesPoints> &risk, const Onset
             continue;
         groups[{s.tensor, s.stat, s.source}].push_back(kept.size());
         kept.push_back(&s);
-        points.push_back(sp.points);
+        points.push_back(&sp.points);
         directions.push_back(*direction);
     }
     std::vector<size_t> peers(kept.size(), 0);
-    for (const auto &[key, members] : groups)
-        normalizeByPeers(&points, members, base.earlyFraction, &peers);
+    // Each series' group and its place in it (groups of fewer than 4 keep their own values).
+    std::vector<PeerFactors> factors;
+    factors.reserve(groups.size());
+    std::vector<std::pair<const PeerFactors *, size_t>> memberOf(kept.size(), {nullptr, 0});
+    for (const auto &[key, members] : groups) {
+        if (members.size() < 4)
+            continue;
+        factors.emplace_back();
+        normalizeByPeers(points, members, base.earlyFraction, &peers, &factors.back());
+        for (size_t m = 0; m < members.size(); ++m)
+            memberOf[members[m]] = {&factors.back(), m};
+    }
     std::vector<Signal> out;
+    StepSeries scratch;
     for (size_t i = 0; i < kept.size(); ++i) {
         OnsetOptions o = base;
         // The TE statistics log prints four decimals: a change smaller than that is not one.
         if (kept[i]->source.startsWith(QLatin1String("te-debug")))
             o.absolute = std::max(o.absolute, 2e-4);
-        const Onset onset = findOnset(points[i], directions[i], o);
+        const StepSeries *p = points[i];
+        if (memberOf[i].first) {
+            normalized(*p, *memberOf[i].first, memberOf[i].second, &scratch);
+            p = &scratch;
+        }
+        const Onset onset = findOnset(*p, directions[i], o);
         if (onset.step)
             out.push_back({*kept[i], onset, peers[i]});
     }
@@ -197,6 +234,8 @@ void layerSignals(const PairInputs &in, const TriageOptions &options, Comparison
             {QStringLiteral("late"), s.onset.late}, {QStringLiteral("threshold"), s.onset.threshold},
             {QStringLiteral("size"), s.onset.size}, {QStringLiteral("source"), s.series.source},
             {QStringLiteral("peers"), double(s.peers)},
+            // The deepest layer the run has statistics or dumps of: whether a suspect is a first or last layer.
+            {QStringLiteral("deepest_layer"), double(in.finish.lastLayerIndex)},
             {QStringLiteral("lead_steps"),
                 c.departure ? QJsonValue(double(*c.departure - *s.onset.step)) : QJsonValue()}};
         c.findings.push_back(f);
