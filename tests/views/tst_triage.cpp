@@ -286,11 +286,25 @@ void TestTriageWizard::firstSuspectDrivesTheViews()
     QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(table->model()->index(0, 0)).center());
     QCOMPARE(m_window->selection()->layer(), m_plan.plantedLayerName);
     QCOMPARE(m_window->selection()->tensor(), m_plan.plantedTensor);
-    QCOMPARE(m_window->selection()->step(), table->model()->index(0, 3).data(Qt::UserRole).toLongLong());
+    // The step selected is the engine's evidence dump (the one that shows the damage), after the onset.
+    const auto &evidence = w->comparison()->comparison.evidence;
+    QVERIFY(evidence);
+    QCOMPARE(m_window->selection()->step(), evidence->dump.record.step);
+    QVERIFY(m_window->selection()->step() >= table->model()->index(0, 3).data(Qt::UserRole).toLongLong());
+    QVERIFY2(w->classTitle().contains(QStringLiteral("shows its dump at step %1").arg(evidence->dump.record.step)),
+        qPrintable(w->classTitle()));
     HistogramView *hist = m_window->histogram();
     QTRY_VERIFY_WITH_TIMEOUT(hist->dump() && hist->metrics().has_value(), 60000);
     QCOMPARE(hist->dump()->record.layer, m_plan.plantedLayerName);
     QCOMPARE(hist->dump()->record.tensor, m_plan.plantedTensor);
+    QCOMPARE(hist->dump()->record.step, evidence->dump.record.step);
+    // The wizard's heatmap keeps every layer's row after the histogram's recompute was stored.
+    QTRY_VERIFY_WITH_TIMEOUT(!w->heatmap()->isLoading() && !w->histogram()->isComputing(), 60000);
+    QTest::qWait(300);
+    QTRY_VERIFY_WITH_TIMEOUT(!w->heatmap()->isLoading(), 60000);
+    QVERIFY2(w->heatmap()->heatmap().layers.size() > 1,
+        qPrintable(w->heatmap()->heatmap().layers.join(QLatin1Char(',')) + QStringLiteral(" source ")
+            + w->heatmap()->heatmap().source));
     // What to try next names the suspect layer in the BF16 fallback config, ready to paste.
     w->setStep(TriageWizard::NextStep);
     QVERIFY2(w->nextText().contains(QStringLiteral("DisableQuantizationLayer")), qPrintable(w->nextText()));

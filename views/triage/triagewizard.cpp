@@ -42,7 +42,9 @@ namespace fp8scope {
 
 namespace {
 
-enum Roles { RunRole = Qt::UserRole + 1, LayerRole, TensorRole, StepRole, IdentityRole, KindRole };
+// SelectStepRole: the step a click selects when it is not the row's own (a suspect's evidence dump, which shows
+// its damage, rather than its onset).
+enum Roles { RunRole = Qt::UserRole + 1, LayerRole, TensorRole, StepRole, IdentityRole, KindRole, SelectStepRole };
 
 QStandardItem *item(const QString &text)
 {
@@ -526,6 +528,11 @@ void TriageWizard::fillClass()
             row.front()->setData(f->layer, LayerRole);
             row.front()->setData(f->tensor, TensorRole);
             row.front()->setData(f->step ? QVariant(qint64(*f->step)) : QVariant(), StepRole);
+            // The first suspect's row selects the engine's evidence dump: the histogram shows the damage.
+            const std::optional<analysis::EvidenceDump> &e = m_data->comparison.evidence;
+            if (e && f->kind == analysis::FindingKind::LayerSignal && f->layer == e->dump.record.layer
+                && f->tensor == e->dump.record.tensor)
+                row.front()->setData(qint64(e->dump.record.step), SelectStepRole);
             for (QStandardItem *i : row)
                 i->setToolTip(f->suggestion.isEmpty() ? f->summary : f->summary + QLatin1Char('\n') + f->suggestion);
         }
@@ -565,9 +572,16 @@ void TriageWizard::fillClass()
         break;
     }
     case analysis::Verdict::MidRunInstability: {
-        m_classTitle->setText(tr("<b>Mid-run instability</b>: the layers whose statistics moved before the loss "
-                                 "departed, by onset. A click shows the layer in the curve, heatmap and "
-                                 "histogram views."));
+        QString title = tr("<b>Mid-run instability</b>: the layers whose statistics moved before the loss "
+                           "departed, by onset. A click shows the layer in the curve, heatmap and histogram views.");
+        if (c.evidence)
+            title += QStringLiteral("<br>")
+                + tr("The histogram of %1 %2 shows its dump at step %3: %4.")
+                      .arg(c.evidence->dump.record.layer, c.evidence->dump.record.tensor)
+                      .arg(c.evidence->dump.record.step)
+                      .arg(c.evidence->why)
+                      .toHtmlEscaped();
+        m_classTitle->setText(title);
         m_classModel->setHorizontalHeaderLabels({tr("Layer"), tr("Tensor"), tr("Statistic"), tr("Onset"),
             tr("Lead (steps)"), tr("Severity"), tr("Summary")});
         // The engine's suspects (by onset), then the consequences.
@@ -936,7 +950,7 @@ void TriageWizard::selectClassRow(const QModelIndex &index)
         return;
     const QString layer = first.data(LayerRole).toString();
     const QString tensor = first.data(TensorRole).toString();
-    const QVariant s = first.data(StepRole);
+    const QVariant s = first.data(SelectStepRole).isValid() ? first.data(SelectStepRole) : first.data(StepRole);
     m_selection->set(r, layer.isEmpty() ? m_selection->layer() : layer,
         tensor.isEmpty() ? m_selection->tensor() : tensor, s.isValid() ? s.toLongLong() : m_selection->step());
 }
