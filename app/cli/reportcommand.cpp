@@ -80,15 +80,18 @@ int runReport(const QStringList &args)
     } else {
         std::tie(baseline, run) = report::defaultReportPair(catalog);
         if (!run.isValid()) {
-            err << "fp8scope-cli report: " << folder << " has fewer than two runs; there is nothing to compare\n";
+            err << "fp8scope-cli report: " << folder << " holds no run; there is nothing to report\n";
             return 1;
         }
     }
     report::TriageReportOptions options;
     options.version = QCoreApplication::applicationVersion();
-    options.command = QStringLiteral("fp8scope-cli report %1 -o %2 --baseline %3 --run %4 --page-size %5")
-                          .arg(folder, output, catalog.run(baseline)->name, catalog.run(run)->name,
-                              *pageSize == QPageSize::Letter ? QStringLiteral("Letter") : QStringLiteral("A4"));
+    const QString pageName = *pageSize == QPageSize::Letter ? QStringLiteral("Letter") : QStringLiteral("A4");
+    // A folder of one run: the report of that run on its own, which the default choice makes again.
+    options.command = baseline.isValid()
+        ? QStringLiteral("fp8scope-cli report %1 -o %2 --baseline %3 --run %4 --page-size %5")
+              .arg(folder, output, catalog.run(baseline)->name, catalog.run(run)->name, pageName)
+        : QStringLiteral("fp8scope-cli report %1 -o %2 --page-size %3").arg(folder, output, pageName);
     // Built as a job (the worker owns the backend, as in the GUI), painted here: plots are widgets.
     QElapsedTimer timer;
     timer.start();

@@ -353,7 +353,29 @@ void finish(const FinishInputs &in, Comparison *cp)
     }
     std::vector<NextStep> steps;
     QString verdictAction;
-    switch (c.verdict) {
+    const PrecisionClass precision
+        = in.run ? precisionClass(in.run->precision, in.run->name) : PrecisionClass::Unknown;
+    // A run on its own that leaves its course: what large runs do after a blow-up, whatever their precision;
+    // the FP8 part only where the run trains in FP8 (or may: its precision is not recorded).
+    const bool aloneDeparts
+        = alone && (c.verdict == Verdict::EarlyDivergence || c.verdict == Verdict::MidRunInstability);
+    if (aloneDeparts) {
+        verdictAction = departure && departure->step
+            ? QStringLiteral("resume from a checkpoint before step %1 with a lower peak learning rate, or skip the "
+                             "batches around step %1")
+                  .arg(*departure->step)
+            : QStringLiteral("resume from the last checkpoint before the loss left its course with a lower peak "
+                             "learning rate, or skip the batches there");
+        if (precision == PrecisionClass::LowPrecision)
+            verdictAction += QStringLiteral("; then a BF16 run of the same steps tells a precision problem from the "
+                                            "training's own (open both: fp8scope compares them)");
+        else if (precision == PrecisionClass::Unknown)
+            verdictAction += QStringLiteral("; if it trains in FP8, a BF16 run of the same steps tells a precision "
+                                            "problem from the training's own (its precision is not recorded)");
+        if (departure && open(*departure))
+            steps.push_back(stepOf(*departure, verdictAction));
+    }
+    switch (aloneDeparts ? Verdict::None : c.verdict) {
     case Verdict::None: break;
     case Verdict::EarlyDivergence: {
         QStringList named;
@@ -379,7 +401,8 @@ void finish(const FinishInputs &in, Comparison *cp)
     }
     case Verdict::MidRunInstability: {
         QStringList parts;
-        const QString recipe = recipeAdvice(runRecipe);
+        // A run that trains in high precision has no recipe to change.
+        const QString recipe = precision == PrecisionClass::Baseline ? QString() : recipeAdvice(runRecipe);
         QStringList layers;
         for (const Finding &s : c.suspects) {
             if (open(s) && !layers.contains(s.layer) && layers.size() < 4)

@@ -553,13 +553,18 @@ std::pair<RunRef, RunRef> defaultReportPair(const Catalog &catalog)
     }
     if (runs.size() >= 2)
         return {runs[0].ref, runs[1].ref};
+    if (runs.size() == 1)
+        return {{}, runs[0].ref}; // one run: checked on its own
     return {};
 }
 
 std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baseline, RunRef run, MetricsBackend *backend,
     const TriageReportOptions &o, QString *error, const Progress &progress)
 {
-    const std::optional<Run> base = catalog.run(baseline), ours = catalog.run(run);
+    // An invalid baseline: the run checked on its own (its findings, verdict and next steps; no comparison).
+    const bool alone = !baseline.isValid();
+    const std::optional<Run> ours = catalog.run(run);
+    const std::optional<Run> base = alone && ours ? ours : catalog.run(baseline);
     if (!base || !ours) {
         *error = QStringLiteral("the run or its baseline is not in the store");
         return std::nullopt;
@@ -568,7 +573,7 @@ std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baselin
         *error = QStringLiteral("a run cannot be its own baseline");
         return std::nullopt;
     }
-    std::vector<InputFile> files = catalog.inputFiles(baseline);
+    std::vector<InputFile> files = alone ? std::vector<InputFile>() : catalog.inputFiles(baseline);
     for (const InputFile &f : catalog.inputFiles(run)) {
         if (std::none_of(files.begin(), files.end(), [&](const InputFile &g) { return g.path == f.path; }))
             files.push_back(f);
@@ -591,10 +596,12 @@ std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baselin
         reviews[r.finding] = r;
 
     Document doc;
-    doc.title = QStringLiteral("Triage report: %1 against %2").arg(ours->label(), base->label());
+    doc.title = alone ? QStringLiteral("Triage report: %1 on its own").arg(ours->label())
+                      : QStringLiteral("Triage report: %1 against %2").arg(ours->label(), base->label());
     doc.subtitle
         = QStringLiteral("fp8scope %1, %2").arg(o.version, o.made.toString(QStringLiteral("yyyy-MM-dd HH:mm 'UTC'")));
-    doc.footer = QStringLiteral("fp8scope %1 — %2 against %3").arg(o.version, ours->label(), base->label());
+    doc.footer = alone ? QStringLiteral("fp8scope %1 — %2 on its own").arg(o.version, ours->label())
+                       : QStringLiteral("fp8scope %1 — %2 against %3").arg(o.version, ours->label(), base->label());
     doc.author = QStringLiteral("fp8scope %1").arg(o.version);
 
     // Title page: the runs, the verdict in a sentence, the departure, the top findings.
@@ -603,9 +610,12 @@ std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baselin
         QStringLiteral("Recipe"), QStringLiteral("Folder")};
     runs.widths = {1.2, 2.4, 1.2, 1.3, 6};
     for (const auto &[role, r] :
-        {std::pair(QStringLiteral("baseline"), &*base), std::pair(QStringLiteral("run"), &*ours)})
+        {std::pair(QStringLiteral("baseline"), &*base), std::pair(QStringLiteral("run"), &*ours)}) {
+        if (alone && role == QLatin1String("baseline"))
+            continue;
         runs.rows.push_back({role, r->label(), r->precision.isEmpty() ? QStringLiteral("-") : r->precision,
             r->recipe.isEmpty() ? QStringLiteral("-") : r->recipe, r->folder + QLatin1Char('/') + r->name});
+    }
     doc.titlePage.push_back(runs);
     QString verdict = QStringLiteral("Verdict: %1.").arg(analysis::verdictName(c.verdict));
     const Finding *departure = nullptr;
@@ -627,6 +637,13 @@ std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baselin
                                          .arg(dep.low)
                                          .arg(dep.high)
                                          .arg(c.plannedSteps)));
+    } else if (alone) {
+        const auto blowUp = std::find_if(c.findings.begin(), c.findings.end(), [](const Finding &f) {
+            return f.kind == analysis::FindingKind::RunBlowUp;
+        });
+        doc.titlePage.push_back(body(blowUp != c.findings.end()
+                ? QStringLiteral("Checked on its own (no baseline): %1.").arg(blowUp->summary)
+                : QStringLiteral("Checked on its own (no baseline): the loss neither blows up nor rises for good.")));
     } else if (loss.statistic.found) {
         doc.titlePage.push_back(body(QStringLiteral("The losses agree: the run stays within the baseline's band.")));
     } else {
@@ -635,6 +652,9 @@ std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baselin
     if (c.lead)
         doc.titlePage.push_back(
             body(QStringLiteral("The first layer signal comes %1 steps before the departure.").arg(*c.lead)));
+    // The engine's comparability verdict, as the wizard and the CLI say it.
+    if (!alone)
+        doc.titlePage.push_back(body(c.comparability.text));
     if (!c.findings.empty()) {
         doc.titlePage.push_back(Paragraph {QStringLiteral("Top findings"), Paragraph::Strong});
         doc.titlePage.push_back(findingsTable(c.findings, 5, reviews));
@@ -644,8 +664,28 @@ std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baselin
         Paragraph::Note});
 
     // The loss, then the grad norm.
-    Section lossSection {QStringLiteral("Loss comparison"), {}};
-    addComparisonFigures(lossSection.blocks, loss, catalog, o);
+    Section lossSection {alone ? QStringLiteral("Loss") : QStringLiteral("Loss comparison"), {}};
+    if (alone && loss.statistic.runPoints) {
+        // The run's own loss, its spikes marked and where it leaves its course.
+        CurveFigure curve;
+        curve.xLabel = QStringLiteral("step");
+        curve.yLabel = loss.stat;
+        const StepSeries &p = *loss.statistic.runPoints;
+        curve.lines.push_back(line(ours->label(), kRunColour, p.steps, p.values, o.curvePoints));
+        for (const analysis::Spike &sp : loss.runSpikes.spikes)
+            curve.markers.push_back({double(sp.step), sp.value, CurveFigure::Marker::Diamond, kRunColour});
+        if (c.departure)
+            curve.marked = double(*c.departure);
+        lossSection.blocks.push_back(Figure {QStringLiteral("%1 of %2, its spikes marked%3.")
+                                                 .arg(loss.stat, ours->label(),
+                                                     c.departure ? QStringLiteral("; the line marks where it leaves "
+                                                                                  "its course (step %1)")
+                                                                       .arg(*c.departure)
+                                                                 : QString()),
+            curve, 70});
+    } else {
+        addComparisonFigures(lossSection.blocks, loss, catalog, o);
+    }
     doc.sections.push_back(std::move(lossSection));
     if (!step(QStringLiteral("grad norm")))
         return std::nullopt;

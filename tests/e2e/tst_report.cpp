@@ -20,6 +20,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <cmath>
 #include <set>
 
 using namespace fp8scope;
@@ -82,6 +83,7 @@ private Q_SLOTS:
     void letterSizeAndANonBlankPage();
     void documentModel();
     void badArguments();
+    void aRunOnItsOwn();
 
 private:
     QTemporaryDir m_tmp;
@@ -346,6 +348,32 @@ void TestReport::documentModel()
         catalog, baseline, run, nullptr, options, &error, [](int, int, const QString &) { return false; });
     QVERIFY(!cancelled);
     QCOMPARE(error, QStringLiteral("cancelled"));
+}
+
+// A folder of one run (no baseline): the report of that run on its own, with its blow-up, its verdict and
+// what to try next; the comparability of a pair is said on a pair's title page.
+void TestReport::aRunOnItsOwn()
+{
+    const QString dir = m_tmp.filePath(QStringLiteral("alone/blowup"));
+    QDir().mkpath(dir);
+    QFile csv(dir + QStringLiteral("/metrics.csv"));
+    QVERIFY(csv.open(QIODevice::WriteOnly));
+    csv.write("step,loss\n");
+    for (int step = 1; step <= 200; ++step)
+        csv.write(QByteArray::number(step) + ','
+            + QByteArray::number(step < 120 ? 11.6 - 0.02 * step + 0.01 * std::sin(step) : 20.0 + 0.01 * std::sin(step))
+            + '\n');
+    csv.close();
+    const QString pdf = m_tmp.filePath(QStringLiteral("alone.pdf"));
+    const Output made = cli({QStringLiteral("report"), m_tmp.filePath(QStringLiteral("alone")), QStringLiteral("-o"), pdf,
+        QStringLiteral("--backend"), QStringLiteral("cpu")});
+    QVERIFY2(made.code == 0, qPrintable(made.err));
+    const Output text = runTool(QStringLiteral("pdftotext"), {QStringLiteral("-layout"), pdf, QStringLiteral("-")});
+    QCOMPARE(text.code, 0);
+    QVERIFY2(text.out.contains(QStringLiteral("on its own")), qPrintable(text.out.left(2000)));
+    QVERIFY2(text.out.contains(QStringLiteral("Checked on its own (no baseline)")), qPrintable(text.out.left(2000)));
+    QVERIFY(text.out.contains(QStringLiteral("run-blow-up")));
+    QVERIFY(!text.out.contains(QStringLiteral("Nothing to change")));
 }
 
 void TestReport::badArguments()
