@@ -238,7 +238,10 @@ Pairing pairRun(const std::vector<PairingInput> &runs, size_t index,
     const auto steps = [&](size_t i) {
         return stepsOf ? stepsOf(i) : std::pair(runs[i].firstStep, runs[i].lastStep);
     };
-    const auto [ownFirst, ownLast] = candidates.size() > 1 ? steps(index) : std::pair<int64_t, int64_t>(1, 0);
+    // Plain names, not a structured binding: the lambda below captures them.
+    const std::pair<int64_t, int64_t> ownSteps
+        = candidates.size() > 1 ? steps(index) : std::pair<int64_t, int64_t>(1, 0);
+    const int64_t ownFirst = ownSteps.first, ownLast = ownSteps.second;
     if (candidates.size() > 1 && ownFirst <= ownLast) {
         const auto overlap = [&](size_t c) {
             const auto [first, last] = steps(c);

@@ -700,6 +700,7 @@ void TriageWizard::fillNext()
     m_whatIfTitle->clear();
     m_whatIfDump.clear();
     m_whatIfPending = 0; // the results of another pair's what-if are not waited for
+    ++m_whatIfGeneration;
     if (!m_data)
         return;
     fillNextText();
@@ -751,11 +752,13 @@ void TriageWizard::startWhatIf()
             row << item(i == kBlocksColumn && !hasBlockScales(r) ? tr("per tensor") : QString());
         m_whatIfModel->appendRow(row);
     }
-    const std::shared_ptr<const ComparisonData> data = m_data;
+    // The what-if of this comparison: a review kept meanwhile (the next steps made again) keeps it, another
+    // pair or a new comparison does not.
+    const quint64 generation = m_whatIfGeneration;
     m_whatIfPending = 1;
     m_workspace->whatIf(dump, recipes, m_slot + QStringLiteral("-whatif"), this,
-        [this, data, title](const std::optional<WhatIfResult> &result, const QString &error) {
-            if (data != m_data)
+        [this, generation, title](const std::optional<WhatIfResult> &result, const QString &error) {
+            if (generation != m_whatIfGeneration)
                 return; // another pair is shown: its own what-if fills the table
             m_whatIfPending = 0;
             if (!result) {

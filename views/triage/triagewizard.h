@@ -170,6 +170,7 @@ private:
     std::shared_ptr<const ComparisonData> m_data;
     quint64 m_ticket = 0;
     int m_whatIfPending = 0;
+    quint64 m_whatIfGeneration = 0; // moved by each fillNext(): a what-if of an earlier one is dropped
     QString m_whatIfDump;
     bool m_filling = false; // the summary is being filled: its edits are not the user's
     bool m_stale = false; // the pair changed while the wizard was hidden: compute when it is shown
