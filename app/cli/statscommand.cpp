@@ -7,8 +7,8 @@
 #include "core/jobs/jobqueue.h"
 #include "core/numerics/backendselect.h"
 #include "core/numerics/blockcensus.h"
-#include "core/numerics/whatif.h"
 #include "core/numerics/metricsengine.h"
+#include "core/numerics/whatif.h"
 
 #include <QCommandLineParser>
 #include <QJsonArray>
@@ -248,7 +248,8 @@ int runStats(const QStringList &args)
         };
         if (parser.isSet(whatIfOpt)) {
             // The what-if every front end shows: one pass for the metrics, then the block recipes' census.
-            const std::optional<WhatIfResult> w = computeWhatIf(*reader, recipes, *selection.backend, &problem, progress);
+            const std::optional<WhatIfResult> w
+                = computeWhatIf(*reader, recipes, *selection.backend, &problem, progress);
             if (!w)
                 return;
             results.emplace();

@@ -54,9 +54,9 @@ QJsonArray nextStepsJson(const Comparison &c)
 {
     QJsonArray out;
     for (const NextStep &s : c.nextSteps)
-        out.append(QJsonObject {{QStringLiteral("kind"), findingKindName(s.kind)},
-            {QStringLiteral("finding"), s.finding}, {QStringLiteral("what"), s.what},
-            {QStringLiteral("action"), s.action}});
+        out.append(
+            QJsonObject {{QStringLiteral("kind"), findingKindName(s.kind)}, {QStringLiteral("finding"), s.finding},
+                {QStringLiteral("what"), s.what}, {QStringLiteral("action"), s.action}});
     return out;
 }
 

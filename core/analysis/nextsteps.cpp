@@ -2,8 +2,8 @@
 // evidence dump, the what-if, the comparability verdict and the next steps (docs/TRIAGE.md, "What to try
 // next").
 #include "comparetables.h"
-#include "triagerules.h"
 #include "triageinputs.h"
+#include "triagerules.h"
 
 #include "core/query/pairing.h"
 
@@ -140,8 +140,8 @@ std::optional<EvidenceDump> pickEvidenceDump(
         // Without a logged value at the dump, the later dump (more time for the damage) wins a tie.
         const double dmg = value && std::isfinite(early) ? damage(suspect.stat, *value, early) : -1e300;
         if (!best || dmg > bestDamage || (dmg == bestDamage && d.record.step > best->dump.record.step)) {
-            best = EvidenceDump {d, suspect.stat, onset, value, std::isfinite(early) ? std::optional(early) : std::nullopt,
-                true, {}};
+            best = EvidenceDump {
+                d, suspect.stat, onset, value, std::isfinite(early) ? std::optional(early) : std::nullopt, true, {}};
             bestDamage = dmg;
         }
     }
@@ -174,8 +174,8 @@ std::optional<EvidenceDump> chooseEvidenceDump(
     FinishInputs in;
     in.dumps = catalog.dumps(run);
     const QString source = suspect.evidence.value(QStringLiteral("source")).toString();
-    auto s = catalog.chooseSeries(run, {.stat = suspect.stat, .layer = suspect.layer, .tensor = suspect.tensor,
-                                           .source = source});
+    auto s = catalog.chooseSeries(
+        run, {.stat = suspect.stat, .layer = suspect.layer, .tensor = suspect.tensor, .source = source});
     if (!s)
         s = catalog.chooseSeries(run, {.stat = suspect.stat, .layer = suspect.layer, .tensor = suspect.tensor});
     if (s)
@@ -234,11 +234,11 @@ QString comparabilityAspect(const QString &key)
         QStringLiteral("clip_grad"), QStringLiteral("adam_beta1"), QStringLiteral("adam_beta2"),
         QStringLiteral("optimizer"), QStringLiteral("max_steps"), QStringLiteral("learning_rate")};
     const QString k = normalizedKey(key);
-    return shape.count(k)  ? QStringLiteral("model shape")
-        : data.count(k)    ? QStringLiteral("data")
-        : plan.count(k)    ? QStringLiteral("plan")
+    return shape.count(k)                        ? QStringLiteral("model shape")
+        : data.count(k)                          ? QStringLiteral("data")
+        : plan.count(k)                          ? QStringLiteral("plan")
         : k == QLatin1String("transformer_impl") ? QStringLiteral("implementation")
-                           : QString();
+                                                 : QString();
 }
 
 Comparability comparabilityOf(const std::optional<Run> &b, const std::optional<Run> &r, const ConfigTable &config)
@@ -293,9 +293,8 @@ Comparability comparabilityOf(const std::optional<Run> &b, const std::optional<R
 bool isDismissed(const std::vector<FindingReview> &reviews, const Finding &f)
 {
     const QString identity = findingIdentity(f);
-    return std::any_of(reviews.begin(), reviews.end(), [&](const FindingReview &r) {
-        return r.finding == identity && r.state == QLatin1String("dismissed");
-    });
+    return std::any_of(reviews.begin(), reviews.end(),
+        [&](const FindingReview &r) { return r.finding == identity && r.state == QLatin1String("dismissed"); });
 }
 
 Comparison comparisonOf(const Catalog &catalog, const RunCheck &check)
@@ -325,9 +324,8 @@ void finish(const FinishInputs &in, Comparison *cp)
         if (f.kind == FindingKind::LayerSignal && f.severity != Severity::Info)
             c.suspects.push_back(f);
     }
-    std::stable_sort(c.suspects.begin(), c.suspects.end(), [](const Finding &a, const Finding &b) {
-        return a.step.value_or(INT64_MAX) < b.step.value_or(INT64_MAX);
-    });
+    std::stable_sort(c.suspects.begin(), c.suspects.end(),
+        [](const Finding &a, const Finding &b) { return a.step.value_or(INT64_MAX) < b.step.value_or(INT64_MAX); });
     c.evidence.reset();
     c.whatIf.clear();
     c.whatIfBest.reset();
@@ -339,7 +337,7 @@ void finish(const FinishInputs &in, Comparison *cp)
         }
     }
     c.comparability = alone ? Comparability {ComparabilityLevel::Unknown, {},
-                                  QStringLiteral("Checked on its own: no baseline to compare it with.")}
+                          QStringLiteral("Checked on its own: no baseline to compare it with.")}
                             : comparabilityOf(in.baseline, in.run, in.config);
 
     // The next steps, one change at a time, the most important first; none for a healthy verdict. A finding a
@@ -353,8 +351,7 @@ void finish(const FinishInputs &in, Comparison *cp)
     }
     std::vector<NextStep> steps;
     QString verdictAction;
-    const PrecisionClass precision
-        = in.run ? precisionClass(in.run->precision, in.run->name) : PrecisionClass::Unknown;
+    const PrecisionClass precision = in.run ? precisionClass(in.run->precision, in.run->name) : PrecisionClass::Unknown;
     // A run on its own that leaves its course: what large runs do after a blow-up, whatever their precision;
     // the FP8 part only where the run trains in FP8 (or may: its precision is not recorded).
     const bool aloneDeparts
@@ -419,10 +416,11 @@ void finish(const FinishInputs &in, Comparison *cp)
             for (const QString &layer : layers) {
                 const int i = layerIndex(layer);
                 edge = edge && (i <= 1 || i >= lastIndex - 1);
-                teConfig += QStringLiteral("bf16_%1:\n  enabled: True\n  layers:\n    layer_name_regex_pattern: %2\n"
-                                           "  transformer_engine:\n    DisableQuantizationLayer:\n      enabled: True\n")
-                                .arg(QString(layer).replace(QLatin1Char('.'), QLatin1Char('_')),
-                                    QRegularExpression::escape(layer));
+                teConfig
+                    += QStringLiteral("bf16_%1:\n  enabled: True\n  layers:\n    layer_name_regex_pattern: %2\n"
+                                      "  transformer_engine:\n    DisableQuantizationLayer:\n      enabled: True\n")
+                           .arg(QString(layer).replace(QLatin1Char('.'), QLatin1Char('_')),
+                               QRegularExpression::escape(layer));
             }
             QString bf16 = QStringLiteral("keep %1 in BF16 (Transformer Engine debug config; on versions without "
                                           "DisableQuantizationLayer its older name is DisableFP8Layer:\n%2)")
@@ -462,9 +460,9 @@ void finish(const FinishInputs &in, Comparison *cp)
     case Verdict::DownstreamGap: {
         for (const Finding &f : c.findings) {
             if ((f.kind == FindingKind::InferencePrecision || f.kind == FindingKind::EvalGap) && open(f)
-                && !f.suggestion.isEmpty()
-                && std::none_of(steps.begin(), steps.end(),
-                    [&](const NextStep &s) { return s.kind == f.kind && s.action == f.suggestion; }))
+                && !f.suggestion.isEmpty() && std::none_of(steps.begin(), steps.end(), [&](const NextStep &s) {
+                       return s.kind == f.kind && s.action == f.suggestion;
+                   }))
                 steps.push_back(stepOf(f, f.suggestion));
         }
         break;

@@ -145,8 +145,8 @@ namespace {
 // last part in snake case; "" for any other key.
 QString contextOf(const QString &joined)
 {
-    static const QStringList prerequisite {QStringLiteral("transformer_impl"), QStringLiteral("use_te"),
-        QStringLiteral("use_transformer_engine")};
+    static const QStringList prerequisite {
+        QStringLiteral("transformer_impl"), QStringLiteral("use_te"), QStringLiteral("use_transformer_engine")};
     static const QStringList layout {QStringLiteral("sequence_parallel"), QStringLiteral("use_distributed_optimizer"),
         QStringLiteral("num_layers_per_virtual_pipeline_stage"), QStringLiteral("decoder_first_pipeline_num_layers"),
         QStringLiteral("decoder_last_pipeline_num_layers"), QStringLiteral("tp"), QStringLiteral("pp"),
@@ -201,8 +201,8 @@ QString findingIdentity(const Finding &f)
 
 QJsonObject findingJson(const Finding &f)
 {
-    QJsonObject o {{QStringLiteral("kind"), findingKindName(f.kind)}, {QStringLiteral("severity"), severityName(f.severity)},
-        {QStringLiteral("summary"), f.summary}};
+    QJsonObject o {{QStringLiteral("kind"), findingKindName(f.kind)},
+        {QStringLiteral("severity"), severityName(f.severity)}, {QStringLiteral("summary"), f.summary}};
     const auto put = [&](const char *name, const QString &v) {
         if (!v.isEmpty())
             o.insert(QLatin1String(name), v);

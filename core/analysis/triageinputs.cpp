@@ -150,14 +150,13 @@ FinishInputs gatherFinish(const Catalog &catalog, const Comparison &c)
     });
     if (first == c.findings.end() || first->kind != FindingKind::LayerSignal || first->severity == Severity::Info)
         return in;
-    const bool dumped = std::any_of(in.dumps.begin(), in.dumps.end(), [&](const Dump &d) {
-        return d.record.layer == first->layer && d.record.tensor == first->tensor;
-    });
+    const bool dumped = std::any_of(in.dumps.begin(), in.dumps.end(),
+        [&](const Dump &d) { return d.record.layer == first->layer && d.record.tensor == first->tensor; });
     if (!dumped)
         return in;
     const QString source = first->evidence.value(QStringLiteral("source")).toString();
-    auto s = catalog.chooseSeries(c.run, {.stat = first->stat, .layer = first->layer, .tensor = first->tensor,
-                                             .source = source});
+    auto s = catalog.chooseSeries(
+        c.run, {.stat = first->stat, .layer = first->layer, .tensor = first->tensor, .source = source});
     if (!s)
         s = catalog.chooseSeries(c.run, {.stat = first->stat, .layer = first->layer, .tensor = first->tensor});
     if (s)

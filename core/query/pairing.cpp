@@ -235,9 +235,7 @@ Pairing pairRun(const std::vector<PairingInput> &runs, size_t index,
     }
     // Steps: the candidates whose loss covers the most of the run's steps (within a tenth of the best); a short
     // retest beside the full-length baseline is not comparable.
-    const auto steps = [&](size_t i) {
-        return stepsOf ? stepsOf(i) : std::pair(runs[i].firstStep, runs[i].lastStep);
-    };
+    const auto steps = [&](size_t i) { return stepsOf ? stepsOf(i) : std::pair(runs[i].firstStep, runs[i].lastStep); };
     // Plain names, not a structured binding: the lambda below captures them.
     const std::pair<int64_t, int64_t> ownSteps
         = candidates.size() > 1 ? steps(index) : std::pair<int64_t, int64_t>(1, 0);

@@ -211,8 +211,8 @@ Table findingsTable(const std::vector<Finding> &findings, size_t limit, const st
         const Finding &f = findings[i];
         if (f.severity == Severity::Critical)
             t.highlighted.push_back(t.rows.size());
-        t.rows.push_back({analysis::severityName(f.severity), analysis::findingKindName(f.kind), f.step ? QString::number(*f.step) : QString(),
-            f.summary, reviewStateOf(reviews, f)});
+        t.rows.push_back({analysis::severityName(f.severity), analysis::findingKindName(f.kind),
+            f.step ? QString::number(*f.step) : QString(), f.summary, reviewStateOf(reviews, f)});
     }
     return t;
 }
@@ -471,8 +471,8 @@ bool addLayerSection(Document &doc, const Catalog &catalog, const analysis::Comp
     if (m->best)
         w.blocks.push_back(body(QStringLiteral("The best FP8/FP4 recipe on this dump, highlighted: %1 (%2); chosen by "
                                                "%3.")
-                                    .arg(m->rows[*m->best].metrics.recipe,
-                                        formatName(m->rows[*m->best].metrics.format), whatIfCriterion())));
+                                    .arg(m->rows[*m->best].metrics.recipe, formatName(m->rows[*m->best].metrics.format),
+                                        whatIfCriterion())));
     doc.sections.push_back(std::move(w));
     return true;
 }
@@ -638,9 +638,8 @@ std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baselin
                                          .arg(dep.high)
                                          .arg(c.plannedSteps)));
     } else if (alone) {
-        const auto blowUp = std::find_if(c.findings.begin(), c.findings.end(), [](const Finding &f) {
-            return f.kind == analysis::FindingKind::RunBlowUp;
-        });
+        const auto blowUp = std::find_if(c.findings.begin(), c.findings.end(),
+            [](const Finding &f) { return f.kind == analysis::FindingKind::RunBlowUp; });
         doc.titlePage.push_back(body(blowUp != c.findings.end()
                 ? QStringLiteral("Checked on its own (no baseline): %1.").arg(blowUp->summary)
                 : QStringLiteral("Checked on its own (no baseline): the loss neither blows up nor rises for good.")));

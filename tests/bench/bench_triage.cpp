@@ -304,8 +304,8 @@ int main(int argc, char **argv)
         return 1;
     }
     const Comparison &c = warm.comparisons.front();
-    const auto signal = std::find_if(
-        c.findings.begin(), c.findings.end(), [](const Finding &f) { return f.kind == analysis::FindingKind::LayerSignal; });
+    const auto signal = std::find_if(c.findings.begin(), c.findings.end(),
+        [](const Finding &f) { return f.kind == analysis::FindingKind::LayerSignal; });
     std::printf("verdict %s, departure %s (planted %lld), first layer signal %s %s %s at %s (planted layer 0 "
                 "activation underflows%% from %lld)\n",
         qPrintable(verdictName(c.verdict)), c.departure ? qPrintable(QString::number(*c.departure)) : "none",

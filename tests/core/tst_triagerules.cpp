@@ -156,7 +156,8 @@ private Q_SLOTS:
         QCOMPARE(comparabilityAspect(QStringLiteral("DATA_ARGS.--data-path")), QStringLiteral("data"));
         QCOMPARE(comparabilityAspect(QStringLiteral("--global-batch-size")), QStringLiteral("plan"));
         QCOMPARE(comparabilityAspect(QStringLiteral("train_iters")), QStringLiteral("plan"));
-        QCOMPARE(comparabilityAspect(QStringLiteral("MODEL_ARGS.--transformer-impl")), QStringLiteral("implementation"));
+        QCOMPARE(
+            comparabilityAspect(QStringLiteral("MODEL_ARGS.--transformer-impl")), QStringLiteral("implementation"));
         QCOMPARE(comparabilityAspect(QStringLiteral("--fp8-format")), QString());
         QCOMPARE(comparabilityAspect(QStringLiteral("wandb_exp_name")), QString());
     }
@@ -212,14 +213,16 @@ private Q_SLOTS:
         QTest::addColumn<QString>("recipe");
         QTest::addColumn<QString>("proposed");
         QTest::addColumn<QString>("notProposed");
-        QTest::newRow("delayed") << QStringLiteral("delayed") << QStringLiteral("current scaling (--fp8-recipe tensorwise)")
+        QTest::newRow("delayed") << QStringLiteral("delayed")
+                                 << QStringLiteral("current scaling (--fp8-recipe tensorwise)")
                                  << QStringLiteral("blockwise scaling (");
         QTest::newRow("current") << QStringLiteral("current") << QStringLiteral("a block recipe")
                                  << QStringLiteral("current scaling (");
         QTest::newRow("mxfp8") << QStringLiteral("mxfp8") << QStringLiteral("blockwise scaling")
                                << QStringLiteral("--fp8-recipe mxfp8");
         QTest::newRow("blockwise") << QStringLiteral("blockwise") << QString() << QStringLiteral("--fp8-recipe");
-        QTest::newRow("unknown") << QString() << QStringLiteral("is not recorded") << QStringLiteral("instead of the run's");
+        QTest::newRow("unknown") << QString() << QStringLiteral("is not recorded")
+                                 << QStringLiteral("instead of the run's");
     }
 
     void midRunAdviceFromTheRunsRecipe()

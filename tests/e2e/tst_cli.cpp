@@ -325,7 +325,8 @@ void TestCli::runsShowBaselineAndVersions()
     QVERIFY2(
         lines[2].contains("versions  transformer-engine 1.11.0, torch 2.4.1 (3 packages in all)"), r.out.constData());
     QVERIFY2(r.out.contains("b_bf16\tprecision=bf16\trecipe=\tbaseline=\t"), r.out.constData());
-    QVERIFY2(r.out.contains("baseline  none (none: trained in BF16: it is a baseline, not compared with one)"), r.out.constData());
+    QVERIFY2(r.out.contains("baseline  none (none: trained in BF16: it is a baseline, not compared with one)"),
+        r.out.constData());
 
     r = cli({QStringLiteral("runs"), ws.path(), QStringLiteral("--json")});
     QVERIFY2(r.code == 0, r.err.constData());

@@ -365,8 +365,8 @@ void TestReport::aRunOnItsOwn()
             + '\n');
     csv.close();
     const QString pdf = m_tmp.filePath(QStringLiteral("alone.pdf"));
-    const Output made = cli({QStringLiteral("report"), m_tmp.filePath(QStringLiteral("alone")), QStringLiteral("-o"), pdf,
-        QStringLiteral("--backend"), QStringLiteral("cpu")});
+    const Output made = cli({QStringLiteral("report"), m_tmp.filePath(QStringLiteral("alone")), QStringLiteral("-o"),
+        pdf, QStringLiteral("--backend"), QStringLiteral("cpu")});
     QVERIFY2(made.code == 0, qPrintable(made.err));
     const Output text = runTool(QStringLiteral("pdftotext"), {QStringLiteral("-layout"), pdf, QStringLiteral("-")});
     QCOMPARE(text.code, 0);

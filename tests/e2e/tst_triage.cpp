@@ -130,7 +130,8 @@ QString judge(const QJsonObject &planted, const Comparison &c)
     if (scenario == QLatin1String("early-divergence")) {
         for (const QJsonValue &k : planted.value(QStringLiteral("keys")).toArray()) {
             const bool named = std::any_of(c.findings.begin(), c.findings.end(), [&](const Finding &f) {
-                return (f.kind == analysis::FindingKind::ConfigDifference || f.kind == analysis::FindingKind::VersionDifference)
+                return (f.kind == analysis::FindingKind::ConfigDifference
+                           || f.kind == analysis::FindingKind::VersionDifference)
                     && f.severity == Severity::Warning && flagName(f.key) == flagName(k.toString());
             });
             if (!named)
@@ -155,8 +156,8 @@ QString judge(const QJsonObject &planted, const Comparison &c)
     // A crash and resume in the run's log: said, with where it went back from and to (the restart is not part
     // of the acceptance rules, but it must be right when there).
     const QJsonObject restart = planted.value(QStringLiteral("restart")).toObject();
-    const auto said = std::find_if(
-        c.findings.begin(), c.findings.end(), [](const Finding &f) { return f.kind == analysis::FindingKind::Restart; });
+    const auto said = std::find_if(c.findings.begin(), c.findings.end(),
+        [](const Finding &f) { return f.kind == analysis::FindingKind::Restart; });
     if (restart.isEmpty() != (said == c.findings.end()))
         wrong << QStringLiteral("restart %1")
                      .arg(restart.isEmpty() ? QStringLiteral("said") : QStringLiteral("not said"));
@@ -734,8 +735,8 @@ void TestTriage::recipeWhatIfOnADump()
         QVERIFY(c.evidence);
         QCOMPARE(*w->step, c.evidence->dump.record.step);
         QVERIFY(*w->step >= onset);
-        const auto series = catalog.chooseSeries(c.run, {.stat = first->stat, .layer = first->layer,
-                                                             .tensor = first->tensor});
+        const auto series
+            = catalog.chooseSeries(c.run, {.stat = first->stat, .layer = first->layer, .tensor = first->tensor});
         QVERIFY(series);
         const double chosen = catalog.valueAt(*series, *w->step)->value;
         int64_t nearest = 0;
@@ -968,8 +969,9 @@ void TestTriage::reviewsApplyToTheNextSteps()
     const auto [folder, name] = catalog.baselineKey(c.run, c.baseline);
     for (const Finding &f : c.findings) {
         if (f.kind == FindingKind::LayerSignal && f.layer == plan.plantedLayerName)
-            QVERIFY2(catalog.store(c.run)->storeFindingReview(c.run.id, folder, name,
-                         {findingIdentity(f), QStringLiteral("dismissed"), QStringLiteral("a known layer"), {}}, &error),
+            QVERIFY2(
+                catalog.store(c.run)->storeFindingReview(c.run.id, folder, name,
+                    {findingIdentity(f), QStringLiteral("dismissed"), QStringLiteral("a known layer"), {}}, &error),
                 qPrintable(error));
     }
     finishComparison(catalog, &c);
@@ -1102,7 +1104,8 @@ void TestTriage::realFixtures()
         QCOMPARE(c.verdict, Verdict::None);
         QVERIFY(!c.departure);
         QVERIFY(std::any_of(c.findings.begin(), c.findings.end(), [](const Finding &f) {
-            return f.kind == analysis::FindingKind::ConfigDifference && f.key.endsWith(QLatin1String("--transformer-impl"));
+            return f.kind == analysis::FindingKind::ConfigDifference
+                && f.key.endsWith(QLatin1String("--transformer-impl"));
         }));
         QVERIFY(std::none_of(
             c.findings.begin(), c.findings.end(), [](const Finding &f) { return f.severity == Severity::Critical; }));

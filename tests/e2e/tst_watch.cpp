@@ -58,8 +58,8 @@ bool watchesWithoutFailing(const QString &folder, const QString &level, QByteArr
 {
     QProcess watch;
     watch.start(cli(),
-        {QStringLiteral("watch"), folder, QStringLiteral("--interval"), QStringLiteral("0.25"), QStringLiteral("--json"),
-            QStringLiteral("--fail-on"), level});
+        {QStringLiteral("watch"), folder, QStringLiteral("--interval"), QStringLiteral("0.25"),
+            QStringLiteral("--json"), QStringLiteral("--fail-on"), level});
     if (!watch.waitForStarted())
         return false;
     const bool ended = watch.waitForFinished(4000);

@@ -283,8 +283,8 @@ void TestMainWindow::heatmapClickDrivesHistogramAndTable()
         // A step far past every dump: the nearest dump is shown, and said to be far from the step selected.
         const int64_t selected = sel->step();
         sel->setStep(selected * 10 + 100000);
-        QTRY_VERIFY2_WITH_TIMEOUT(hist->metrics().has_value()
-                && hist->statusText().contains(QLatin1String("far from the selected step")),
+        QTRY_VERIFY2_WITH_TIMEOUT(
+            hist->metrics().has_value() && hist->statusText().contains(QLatin1String("far from the selected step")),
             qPrintable(hist->statusText()), 30000);
         sel->setStep(selected);
         QTRY_VERIFY_WITH_TIMEOUT(hist->dump() && hist->dump()->record.step == dumpStep && hist->metrics().has_value()

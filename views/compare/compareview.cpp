@@ -415,8 +415,8 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
         return;
     }
     for (const analysis::Finding &f : m_data->comparison.findings) {
-        QList<QStandardItem *> row {item(analysis::severityName(f.severity)), item(analysis::findingKindName(f.kind)), item(f.layer),
-            item(f.step ? QString::number(*f.step) : QString()), item(f.summary)};
+        QList<QStandardItem *> row {item(analysis::severityName(f.severity)), item(analysis::findingKindName(f.kind)),
+            item(f.layer), item(f.step ? QString::number(*f.step) : QString()), item(f.summary)};
         row.front()->setData(QVariant::fromValue(m_data->run), RunRole);
         row.front()->setData(f.layer, LayerRole);
         row.front()->setData(f.tensor, TensorRole);

@@ -13,8 +13,8 @@
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
 
-#include "core/numerics/whatif.h"
 #include "core/numerics/recipe.h"
+#include "core/numerics/whatif.h"
 
 #include <QClipboard>
 #include <QComboBox>
@@ -386,8 +386,9 @@ void TriageWizard::recompute()
         return;
     }
     m_stale = false;
-    m_status->setText(b.isValid() ? tr("Comparing %1 with %2...").arg(m_runBox->currentText(), m_baselineBox->currentText())
-                                  : tr("Checking %1 on its own...").arg(m_runBox->currentText()));
+    m_status->setText(b.isValid()
+            ? tr("Comparing %1 with %2...").arg(m_runBox->currentText(), m_baselineBox->currentText())
+            : tr("Checking %1 on its own...").arg(m_runBox->currentText()));
     m_ticket = m_workspace->query(
         m_slot, [b, r](const Catalog &catalog) { return QVariant::fromValue(computeComparison(catalog, b, r, {})); },
         this,

@@ -689,10 +689,11 @@ quint64 Workspace::whatIf(
                 auto reader = openTensor(spec, &problem);
                 std::optional<WhatIfResult> result;
                 if (reader) {
-                    result = computeWhatIf(*reader, recipes, *backend, &problem, [&](int64_t doneElements, int64_t total) {
-                        ctx.setProgress(doneElements, total, QObject::tr("Recipe what-if on %1").arg(layer));
-                        return !ctx.isCancelled();
-                    });
+                    result
+                        = computeWhatIf(*reader, recipes, *backend, &problem, [&](int64_t doneElements, int64_t total) {
+                              ctx.setProgress(doneElements, total, QObject::tr("Recipe what-if on %1").arg(layer));
+                              return !ctx.isCancelled();
+                          });
                 }
                 if (!result) {
                     ctx.setError(problem.toString());

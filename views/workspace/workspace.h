@@ -12,8 +12,8 @@
 #include "core/numerics/backendselect.h"
 #include "core/numerics/blockcensus.h"
 #include "core/numerics/tensormetrics.h"
-#include "core/query/catalog.h"
 #include "core/numerics/whatif.h"
+#include "core/query/catalog.h"
 #include "core/recompute/dumprecompute.h"
 
 #include <QColor>
@@ -145,8 +145,8 @@ public:
     // engine and each block recipe's census, in one job on the job queue (a newer request of the slot replaces
     // an older one); not stored. done gets the result or what failed, on receiver's thread.
     using WhatIfDone = std::function<void(const std::optional<WhatIfResult> &result, const QString &error)>;
-    quint64 whatIf(const Dump &dump, const std::vector<Recipe> &recipes, const QString &slot, QObject *receiver,
-        WhatIfDone done);
+    quint64 whatIf(
+        const Dump &dump, const std::vector<Recipe> &recipes, const QString &slot, QObject *receiver, WhatIfDone done);
 
     // Keeps a user's review of a finding of `run` against `baseline` (invalid: the run checked alone) in the
     // run's store, on the job queue (the stores' one writer); a newer review of the same finding replaces one

@@ -45,7 +45,6 @@ void configDifferences(const PairInputs &in, const TriageOptions &, Comparison &
         }
         c.findings.push_back(f);
     }
-
 }
 
 } // namespace fp8scope::analysis::rules

@@ -121,7 +121,6 @@ void inferencePrecision(const PairInputs &in, const TriageOptions &options, Comp
             }
         }
     }
-
 }
 
 } // namespace fp8scope::analysis::rules

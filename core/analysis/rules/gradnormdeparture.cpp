@@ -31,7 +31,6 @@ void gradNormDeparture(const PairInputs &in, const TriageOptions &, Comparison &
             {QStringLiteral("lead_steps"), c.departure ? QJsonValue(double(*c.departure - *g.step)) : QJsonValue()}};
         c.findings.push_back(f);
     }
-
 }
 
 } // namespace fp8scope::analysis::rules

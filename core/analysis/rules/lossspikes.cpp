@@ -101,7 +101,6 @@ void lossSpikes(const PairInputs &in, const TriageOptions &options, Comparison &
             c.findings.push_back(f);
         }
     }
-
 }
 
 } // namespace fp8scope::analysis::rules

@@ -83,10 +83,8 @@ void runSpikes(const RunInputs &in, const TriageOptions &options, RunCheck &r)
     sp.stat = QStringLiteral("lm loss");
     sp.step = s.spikes.front().step;
     sp.lastStep = s.spikes.back().step;
-    sp.summary = QStringLiteral("%1 loss spikes in %2 points; %3 recovered")
-                     .arg(s.spikes.size())
-                     .arg(s.points)
-                     .arg(recovered);
+    sp.summary
+        = QStringLiteral("%1 loss spikes in %2 points; %3 recovered").arg(s.spikes.size()).arg(s.points).arg(recovered);
     sp.evidence = {{QStringLiteral("spikes"), double(s.spikes.size())}, {QStringLiteral("points"), double(s.points)},
         {QStringLiteral("recovered"), double(recovered)}, {QStringLiteral("steps"), steps}};
     r.findings.push_back(sp);

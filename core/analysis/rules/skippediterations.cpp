@@ -144,7 +144,6 @@ std::optional<Finding> skippedFinding(
     return f;
 }
 
-
 void skippedIterations(const PairInputs &in, const TriageOptions &options, Comparison &c)
 {
     if (const auto f = skippedFinding(in.run, c.plannedSteps, &in.baseline, options))
