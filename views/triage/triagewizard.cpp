@@ -606,9 +606,9 @@ void TriageWizard::fillClass()
         if (!signals.empty()) {
             const analysis::Finding *first = signals.front();
             std::vector<std::pair<QString, QString>> flagged;
-            for (const analysis::Finding *f : signals) {
-                if (f->stat == first->stat && f->tensor == first->tensor && f->severity != analysis::Severity::Info)
-                    flagged.emplace_back(f->layer, f->step ? tr("onset %1").arg(*f->step) : QString());
+            for (const analysis::Finding &f : c.suspects) {
+                if (f.stat == first->stat && f.tensor == first->tensor)
+                    flagged.emplace_back(f.layer, f.step ? tr("onset %1").arg(*f.step) : QString());
             }
             m_layerSource->setRun(m_data->run);
             m_layerCurves->setStatistic(QStringLiteral("tensor:") + first->stat);

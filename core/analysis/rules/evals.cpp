@@ -38,15 +38,11 @@ Drops dropsOf(const std::vector<EvalRow> &evals)
 void evalGaps(const PairInputs &in, const TriageOptions &options, Comparison &c)
 {
     const Drops drops = dropsOf(in.evals);
-    const auto &gaps = drops.gaps;
-    std::set<QString> gapTasks;
-    for (const auto &[inference, tasks] : gaps) {
+    for (const auto &[inference, tasks] : drops.gaps) {
         for (const auto &[task, best] : tasks) {
             if (best.first < options.evalNotableSigmas)
                 continue;
             const bool gap = best.first >= options.evalSigmas;
-            if (gap)
-                gapTasks.insert(task);
             Finding f;
             f.kind = gap ? FindingKind::EvalGap : FindingKind::EvalDrop;
             f.severity = gap ? Severity::Warning : Severity::Info;
