@@ -10,6 +10,7 @@
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/histogram/histogramview.h"
+#include "views/plotting/qcp.h"
 #include "views/triage/triagewizard.h"
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
@@ -305,6 +306,13 @@ void TestTriageWizard::firstSuspectDrivesTheViews()
     QVERIFY2(w->heatmap()->heatmap().layers.size() > 1,
         qPrintable(w->heatmap()->heatmap().layers.join(QLatin1Char(',')) + QStringLiteral(" source ")
             + w->heatmap()->heatmap().source));
+    // Drawn at the size it is shown at: a column of the map per pixel of the axis rect, whatever size the view
+    // had when its matrix arrived (hidden behind another step: none).
+    w->heatmap()->plot()->replot();
+    const auto *map = qobject_cast<QCPColorMap *>(w->heatmap()->plot()->plottable(0));
+    QVERIFY(map);
+    QCOMPARE(map->data()->keySize(), std::max(w->heatmap()->plot()->axisRect()->width(), 1));
+    QVERIFY(w->heatmap()->plot()->axisRect()->width() > 1);
     // What to try next names the suspect layer in the BF16 fallback config, ready to paste.
     w->setStep(TriageWizard::NextStep);
     QVERIFY2(w->nextText().contains(QStringLiteral("DisableQuantizationLayer")), qPrintable(w->nextText()));

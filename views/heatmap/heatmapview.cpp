@@ -135,6 +135,18 @@ HeatmapView::HeatmapView(HeatmapSource *source, Selection *selection, QWidget *p
         }
         updateLayerTicks();
     });
+    // The map holds a column per pixel of the axis rect, whose width QCustomPlot knows only once it has laid
+    // the plot out: a map built while hidden (a width of 0 or less) is built again at the first layout that
+    // gives it its width, before it is drawn (a resize event can come before that layout, with the old width).
+    connect(plot(), &QCustomPlot::afterLayout, this, [this] {
+        if (m_map->data()->keySize() != std::max(plot()->axisRect()->width(), 1))
+            rebuildMap();
+        // The layer names that fit depend on the height too: named again, drawn at the next replot.
+        if (m_ticksHeight != plot()->axisRect()->height()) {
+            updateLayerTicks();
+            plot()->replot(QCustomPlot::rpQueuedReplot);
+        }
+    });
     connect(plot(), &QCustomPlot::mouseDoubleClick, this, [this] {
         plot()->yAxis->setRange(-0.5, std::max<qsizetype>(m_data.layers.size(), 1) - 0.5);
         plot()->replot(QCustomPlot::rpQueuedReplot);
@@ -514,7 +526,8 @@ void HeatmapView::updateLayerTicks()
     // the largest value, the one a reader looks for first.
     const int ny = int(m_data.layers.size());
     const int rowPixels = fontMetrics().height() + 2;
-    const int fit = std::max(1, plot()->axisRect()->height() / rowPixels);
+    m_ticksHeight = plot()->axisRect()->height();
+    const int fit = std::max(1, m_ticksHeight / rowPixels);
     // Rows in view (the layer axis may be zoomed in).
     const QCPRange shown = plot()->yAxis->range();
     const int first = std::clamp(int(std::ceil(shown.lower)), 0, std::max(ny - 1, 0));

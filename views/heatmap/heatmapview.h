@@ -123,6 +123,7 @@ private:
     QCPItemText *m_message;
     Heatmap m_data;
     int m_hotRow = -1; // the row holding the largest value, when some value is smaller
+    int m_ticksHeight = -1; // the axis rect height the layer names were fitted to
     std::pair<double, double> m_linearRange {INFINITY, -INFINITY}; // finite values
     std::pair<double, double> m_logRange {INFINITY, -INFINITY}; // positive values
     std::vector<std::pair<QString, QString>> m_flagged;
