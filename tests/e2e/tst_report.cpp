@@ -5,6 +5,7 @@
 // contents give; pdftoppm a page that is not blank. In process: the document model's provenance (every input
 // file with its SHA-256), the reviews, and a report made without a metrics backend. Bad arguments fail with
 // a reason and leave no file.
+#include "blowuprun.h"
 #include "core/analysis/triage.h"
 #include "core/demo/scenarios.h"
 #include "core/query/catalog.h"
@@ -12,7 +13,6 @@
 #include "core/store/runstore.h"
 
 #include <QCryptographicHash>
-#include <QDir>
 #include <QFile>
 #include <QProcess>
 #include <QRegularExpression>
@@ -354,16 +354,7 @@ void TestReport::documentModel()
 // what to try next; the comparability of a pair is said on a pair's title page.
 void TestReport::aRunOnItsOwn()
 {
-    const QString dir = m_tmp.filePath(QStringLiteral("alone/blowup"));
-    QDir().mkpath(dir);
-    QFile csv(dir + QStringLiteral("/metrics.csv"));
-    QVERIFY(csv.open(QIODevice::WriteOnly));
-    csv.write("step,loss\n");
-    for (int step = 1; step <= 200; ++step)
-        csv.write(QByteArray::number(step) + ','
-            + QByteArray::number(step < 120 ? 11.6 - 0.02 * step + 0.01 * std::sin(step) : 20.0 + 0.01 * std::sin(step))
-            + '\n');
-    csv.close();
+    QVERIFY(testdata::writeBlowUpRun(m_tmp.filePath(QStringLiteral("alone/blowup"))));
     const QString pdf = m_tmp.filePath(QStringLiteral("alone.pdf"));
     const Output made = cli({QStringLiteral("report"), m_tmp.filePath(QStringLiteral("alone")), QStringLiteral("-o"),
         pdf, QStringLiteral("--backend"), QStringLiteral("cpu")});

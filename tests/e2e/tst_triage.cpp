@@ -11,6 +11,7 @@
 #include "core/report/triagereport.h"
 #include "core/store/runstore.h"
 
+#include "blowuprun.h"
 #include "testmain.h"
 
 #include <QDir>
@@ -1024,17 +1025,7 @@ void TestTriage::notableEvalDropsAndOneSign()
 void TestTriage::aRunOnItsOwnAsAComparison()
 {
     QTemporaryDir dir;
-    QDir().mkpath(dir.filePath(QStringLiteral("blowup")));
-    QFile log(dir.filePath(QStringLiteral("blowup/metrics.csv")));
-    QVERIFY(log.open(QIODevice::WriteOnly));
-    log.write("step,loss\n");
-    std::mt19937 rng(7);
-    std::normal_distribution<double> noise(0.0, 0.02);
-    for (int step = 1; step <= 200; ++step) {
-        const double loss = step < 120 ? 11.6 - 0.02 * step + noise(rng) : 20.0 + noise(rng);
-        log.write(QStringLiteral("%1,%2\n").arg(step).arg(loss, 0, 'f', 4).toUtf8());
-    }
-    log.close();
+    QVERIFY(testdata::writeBlowUpRun(dir.filePath(QStringLiteral("blowup"))));
     Catalog catalog;
     TriageResult result;
     QString error;

@@ -3,6 +3,7 @@
 // first suspect, the recipe what-if, checked against `fp8scope-cli stats --what-if`), and a review that
 // survives reopening the folder.
 #include "app/gui/mainwindow.h"
+#include "blowuprun.h"
 #include "core/analysis/triage.h"
 #include "core/demo/scenarios.h"
 #include "guitest.h"
@@ -505,16 +506,7 @@ void TestTriageWizard::dismissedSuspectLeavesTheNextSteps()
 // (its verdict, its blow-up and what to try), not an empty plot.
 void TestTriageWizard::aRunOnItsOwn()
 {
-    const QString folder = m_tmp.filePath(QStringLiteral("alone/blowup"));
-    QDir().mkpath(folder);
-    QFile csv(folder + QStringLiteral("/metrics.csv"));
-    QVERIFY(csv.open(QIODevice::WriteOnly));
-    csv.write("step,loss\n");
-    for (int step = 1; step <= 200; ++step)
-        csv.write(QByteArray::number(step) + ','
-            + QByteArray::number(step < 120 ? 11.6 - 0.02 * step + 0.01 * std::sin(step) : 20.0 + 0.01 * std::sin(step))
-            + '\n');
-    csv.close();
+    QVERIFY(testdata::writeBlowUpRun(m_tmp.filePath(QStringLiteral("alone/blowup"))));
     TriageWizard *w = openTriage(m_tmp.filePath(QStringLiteral("alone")));
     QVERIFY(w);
     QVERIFY(!w->baseline().isValid());
