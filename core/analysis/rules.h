@@ -55,6 +55,9 @@ int64_t medianInterval(const StepSeries &s);
 // The skipped-iterations finding of `run` (with the baseline's counts when it is given).
 std::optional<Finding> skippedFinding(
     const RunInputs &run, int64_t planned, const RunInputs *baseline, const TriageOptions &options);
+// A departure's numbers as a finding's evidence (step, interval, offset before, noise, band, gap at the end,
+// points).
+QJsonObject departureEvidence(const Departure &d);
 // The restart finding of a run's rewinds.
 std::optional<Finding> restartFinding(const RunInputs &run);
 

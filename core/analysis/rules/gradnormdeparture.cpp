@@ -23,12 +23,10 @@ void gradNormDeparture(const PairInputs &in, const TriageOptions &, Comparison &
                         .arg(g.high)
                         .arg(when)
                         .arg(g.gapAtEnd, 0, 'g', 3);
-        f.evidence = {{QStringLiteral("step"), double(*g.step)}, {QStringLiteral("low"), double(g.low)},
-            {QStringLiteral("high"), double(g.high)}, {QStringLiteral("offset_before"), g.offset},
-            {QStringLiteral("noise"), g.noise}, {QStringLiteral("band"), g.band},
-            {QStringLiteral("gap_at_end"), g.gapAtEnd}, {QStringLiteral("points"), double(g.points)},
-            {QStringLiteral("relative_tolerance"), grad.options.relativeTolerance},
-            {QStringLiteral("lead_steps"), c.departure ? QJsonValue(double(*c.departure - *g.step)) : QJsonValue()}};
+        f.evidence = departureEvidence(g);
+        f.evidence.insert(QStringLiteral("relative_tolerance"), grad.options.relativeTolerance);
+        f.evidence.insert(
+            QStringLiteral("lead_steps"), c.departure ? QJsonValue(double(*c.departure - *g.step)) : QJsonValue());
         c.findings.push_back(f);
     }
 }

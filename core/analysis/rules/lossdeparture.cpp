@@ -2,6 +2,15 @@
 
 namespace fp8scope::analysis::rules {
 
+QJsonObject departureEvidence(const Departure &d)
+{
+    return {{QStringLiteral("step"), d.step ? QJsonValue(double(*d.step)) : QJsonValue()},
+        {QStringLiteral("low"), double(d.low)}, {QStringLiteral("high"), double(d.high)},
+        {QStringLiteral("offset_before"), d.offset}, {QStringLiteral("noise"), d.noise},
+        {QStringLiteral("band"), d.band}, {QStringLiteral("gap_at_end"), d.gapAtEnd},
+        {QStringLiteral("points"), double(d.points)}};
+}
+
 // The loss: where the run leaves the baseline's band for good (seriesmath's findDeparture on the aligned
 // difference, gathered as the loss's StatComparison).
 void lossDeparture(const PairInputs &in, const TriageOptions &, Comparison &c)
@@ -25,11 +34,9 @@ void lossDeparture(const PairInputs &in, const TriageOptions &, Comparison &c)
                     .arg(departure.low)
                     .arg(departure.high)
                     .arg(departure.gapAtEnd, 0, 'g', 3);
-    f.evidence = {{QStringLiteral("step"), double(*departure.step)}, {QStringLiteral("low"), double(departure.low)},
-        {QStringLiteral("high"), double(departure.high)}, {QStringLiteral("offset_before"), departure.offset},
-        {QStringLiteral("noise"), departure.noise}, {QStringLiteral("band"), departure.band},
-        {QStringLiteral("gap_at_end"), departure.gapAtEnd}, {QStringLiteral("points"), double(departure.points)},
-        {QStringLiteral("planned_steps"), double(c.plannedSteps)}, {QStringLiteral("aligned_on"), loss.axis}};
+    f.evidence = departureEvidence(departure);
+    f.evidence.insert(QStringLiteral("planned_steps"), double(c.plannedSteps));
+    f.evidence.insert(QStringLiteral("aligned_on"), loss.axis);
     c.findings.push_back(f);
 }
 
