@@ -173,13 +173,8 @@ std::optional<EvidenceDump> chooseEvidenceDump(
 {
     FinishInputs in;
     in.dumps = catalog.dumps(run);
-    const QString source = suspect.evidence.value(QStringLiteral("source")).toString();
-    auto s = catalog.chooseSeries(
-        run, {.stat = suspect.stat, .layer = suspect.layer, .tensor = suspect.tensor, .source = source});
-    if (!s)
-        s = catalog.chooseSeries(run, {.stat = suspect.stat, .layer = suspect.layer, .tensor = suspect.tensor});
-    if (s)
-        in.risk.push_back({*s, catalog.stepSeries(*s)});
+    if (auto s = suspectSeries(catalog, run, suspect))
+        in.risk.push_back(std::move(*s));
     return pickEvidenceDump(in, suspect, windowEnd);
 }
 

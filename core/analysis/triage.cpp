@@ -7,15 +7,11 @@
 #include "core/query/pairing.h"
 #include "core/query/statnames.h"
 
-#include <QJsonArray>
 #include <QRegularExpression>
 
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 #include <limits>
-#include <map>
-#include <set>
 
 namespace fp8scope::analysis {
 

@@ -107,14 +107,17 @@ std::optional<double> valueAtStep(const StepSeries &s, int64_t step)
     return s.values[i];
 }
 
-RunInputs gatherRun(const Catalog &catalog, RunRef run)
+namespace {
+
+// A run's inputs; its loss as read already (a pair's loss comparison reads both) or read here.
+RunInputs gatherRunWithLoss(const Catalog &catalog, RunRef run, const std::optional<std::optional<StepSeries>> &loss)
 {
     RunInputs in;
     in.ref = run;
     if (!run.isValid())
         return in;
     in.info = catalog.run(run);
-    in.loss = runSeries(catalog, run, QStringLiteral("lm loss"));
+    in.loss = loss ? *loss : runSeries(catalog, run, QStringLiteral("lm loss"));
     in.skipped = runSeries(catalog, run, QStringLiteral("number of skipped iterations"));
     in.nan = runSeries(catalog, run, QStringLiteral("number of nan iterations"));
     in.rewind = runSeries(catalog, run, QStringLiteral("rewind"));
@@ -122,12 +125,32 @@ RunInputs gatherRun(const Catalog &catalog, RunRef run)
     return in;
 }
 
+} // namespace
+
+RunInputs gatherRun(const Catalog &catalog, RunRef run)
+{
+    return gatherRunWithLoss(catalog, run, std::nullopt);
+}
+
+std::optional<SeriesPoints> suspectSeries(const Catalog &catalog, RunRef run, const Finding &suspect)
+{
+    const QString source = suspect.evidence.value(QStringLiteral("source")).toString();
+    auto s = catalog.chooseSeries(
+        run, {.stat = suspect.stat, .layer = suspect.layer, .tensor = suspect.tensor, .source = source});
+    if (!s)
+        s = catalog.chooseSeries(run, {.stat = suspect.stat, .layer = suspect.layer, .tensor = suspect.tensor});
+    if (!s)
+        return std::nullopt;
+    return SeriesPoints {*s, catalog.stepSeries(*s)};
+}
+
 PairInputs gatherPair(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options)
 {
     PairInputs in;
-    in.baseline = gatherRun(catalog, baseline);
-    in.run = gatherRun(catalog, run);
+    // The loss comparison reads both runs' losses: the runs' own inputs take them from it.
     in.loss = compareStatistic(catalog, baseline, run, QStringLiteral("lm loss"), options);
+    in.baseline = gatherRunWithLoss(catalog, baseline, in.loss.baselinePoints);
+    in.run = gatherRunWithLoss(catalog, run, in.loss.runPoints);
     in.grad = compareStatistic(catalog, baseline, run, QStringLiteral("grad norm"), options);
     in.evals = evalTable(catalog, baseline, run, options);
     gatherFinishCommon(catalog, baseline, run, &in.finish);
@@ -141,26 +164,20 @@ FinishInputs gatherFinish(const Catalog &catalog, const Comparison &c)
     gatherFinishCommon(catalog, c.baseline, c.run, &in);
     // The evidence is the first suspect's: its own series and the recomputed statistics of its layer and
     // tensor, read only where it has a dump (a result read back stays a few reads).
-    const auto first = std::min_element(c.findings.begin(), c.findings.end(), [](const Finding &a, const Finding &b) {
-        const bool sa = a.kind == FindingKind::LayerSignal && a.severity != Severity::Info && a.step;
-        const bool sb = b.kind == FindingKind::LayerSignal && b.severity != Severity::Info && b.step;
-        if (sa != sb)
-            return sa;
-        return sa && *a.step < *b.step;
-    });
-    if (first == c.findings.end() || first->kind != FindingKind::LayerSignal || first->severity == Severity::Info)
+    const Finding *first = nullptr; // the earliest suspect (finish() sorts them by onset, ties in finding order)
+    for (const Finding &f : c.findings) {
+        if (f.kind == FindingKind::LayerSignal && f.severity != Severity::Info && f.step
+            && (!first || *f.step < *first->step))
+            first = &f;
+    }
+    if (!first)
         return in;
     const bool dumped = std::any_of(in.dumps.begin(), in.dumps.end(),
         [&](const Dump &d) { return d.record.layer == first->layer && d.record.tensor == first->tensor; });
     if (!dumped)
         return in;
-    const QString source = first->evidence.value(QStringLiteral("source")).toString();
-    auto s = catalog.chooseSeries(
-        c.run, {.stat = first->stat, .layer = first->layer, .tensor = first->tensor, .source = source});
-    if (!s)
-        s = catalog.chooseSeries(c.run, {.stat = first->stat, .layer = first->layer, .tensor = first->tensor});
-    if (s)
-        in.risk.push_back({*s, catalog.stepSeries(*s)});
+    if (auto s = suspectSeries(catalog, c.run, *first))
+        in.risk.push_back(std::move(*s));
     for (const Series &r : catalog.seriesAt(c.run, first->layer, first->tensor)) {
         if (r.isRecomputed() && isWhatIfStat(r.stat))
             in.recomputed.push_back({r, catalog.stepSeries(r)});

@@ -57,6 +57,8 @@ struct PairInputs {
 
 PairInputs gatherPair(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options);
 RunInputs gatherRun(const Catalog &catalog, RunRef run);
+// A suspect layer signal's own series (of the source its evidence names, else the one the views show).
+std::optional<SeriesPoints> suspectSeries(const Catalog &catalog, RunRef run, const Finding &suspect);
 // For a comparison read back from the store (or a run checked alone): a few reads, the first suspect's series
 // only where it has a dump.
 FinishInputs gatherFinish(const Catalog &catalog, const Comparison &c);
