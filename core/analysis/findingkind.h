@@ -24,6 +24,7 @@ enum class FindingKind {
     GradNormDeparture,
     RecipeWhatIf,
     Restart,
+    NoCommonLoss,
 };
 
 // The wizard step (views/triage) whose evidence shows a finding.

@@ -452,6 +452,13 @@ void finish(const FinishInputs &in, Comparison *cp)
         }
         break;
     }
+    case Verdict::NotComparable: {
+        for (const Finding &f : c.findings) {
+            if (f.kind == FindingKind::NoCommonLoss && open(f))
+                steps.push_back(stepOf(f, f.suggestion));
+        }
+        break;
+    }
     case Verdict::DownstreamGap: {
         for (const Finding &f : c.findings) {
             if ((f.kind == FindingKind::InferencePrecision || f.kind == FindingKind::EvalGap) && open(f)

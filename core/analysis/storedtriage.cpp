@@ -17,7 +17,7 @@ QString number(double v)
 // The rules' revision: moved whenever a rule of triage.cpp changes what it finds, so that results an older
 // fp8scope stored are computed again rather than read back. 2: skipped iterations weighed against the baseline.
 // 3: finding kinds from one table, notable eval drops, context config keys, the evidence dump by its damage.
-constexpr int kRulesRevision = 3;
+constexpr int kRulesRevision = 4;
 
 // Every option that changes a result, as text, after the rules' revision.
 QString optionsText(const TriageOptions &o)
@@ -47,7 +47,7 @@ Severity severityNamed(const QString &name)
 Verdict verdictNamed(const QString &name)
 {
     for (Verdict v : {Verdict::None, Verdict::EarlyDivergence, Verdict::MidRunInstability, Verdict::LossSpikes,
-             Verdict::DownstreamGap}) {
+             Verdict::DownstreamGap, Verdict::NotComparable}) {
         if (verdictName(v) == name)
             return v;
     }

@@ -121,6 +121,7 @@ QString verdictName(Verdict v)
     case Verdict::MidRunInstability: return QStringLiteral("mid-run-instability");
     case Verdict::LossSpikes: return QStringLiteral("loss-spikes");
     case Verdict::DownstreamGap: return QStringLiteral("downstream-gap");
+    case Verdict::NotComparable: return QStringLiteral("not-comparable");
     }
     return {};
 }
@@ -241,6 +242,8 @@ Comparison comparePair(const PairInputs &in, const TriageOptions &options)
         c.verdict = Verdict::LossSpikes;
     } else if (has(FindingKind::EvalGap)) {
         c.verdict = Verdict::DownstreamGap;
+    } else if (has(FindingKind::NoCommonLoss)) {
+        c.verdict = Verdict::NotComparable;
     }
     rank(&c.findings);
     finish(in.finish, &c);

@@ -20,8 +20,9 @@
 
 namespace fp8scope::analysis {
 
-enum class Verdict { None, EarlyDivergence, MidRunInstability, LossSpikes, DownstreamGap };
-QString verdictName(Verdict v); // "none", "early-divergence", ...
+// NotComparable: the two runs have no loss statistic in common, so nothing says whether they part.
+enum class Verdict { None, EarlyDivergence, MidRunInstability, LossSpikes, DownstreamGap, NotComparable };
+QString verdictName(Verdict v); // "none", "early-divergence", ..., "not-comparable"
 
 enum class Severity { Info, Warning, Critical };
 QString severityName(Severity s);

@@ -3,6 +3,7 @@
 #include <QRegularExpression>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace fp8scope::analysis {
@@ -22,17 +23,27 @@ std::optional<StepSeries> runSeries(const Catalog &catalog, RunRef run, const QS
 
 std::optional<int64_t> configuredSteps(const Catalog &catalog, RunRef run)
 {
-    static const QStringList keys {QStringLiteral("train_iters"), QStringLiteral("--train-iters"),
-        QStringLiteral("train-iters"), QStringLiteral("max_steps"), QStringLiteral("num_train_steps"),
-        QStringLiteral("total_steps")};
+    // The keys trainers write the planned steps under (the last part of a nested key: trainer.max_steps),
+    // hyphens and underscores alike; the learning-rate decay's length only where none of them is there.
+    static const QStringList keys {QStringLiteral("train_iters"), QStringLiteral("max_steps"),
+        QStringLiteral("num_train_steps"), QStringLiteral("total_steps"), QStringLiteral("train_steps"),
+        QStringLiteral("max_iters"), QStringLiteral("total_iters")};
+    std::optional<int64_t> fallback;
     for (const ConfigEntry &c : catalog.configs(run)) {
-        const QString k = c.key.section(QLatin1Char('.'), -1).toLower();
+        QString k = c.key.section(QLatin1Char('.'), -1).toLower();
+        while (k.startsWith(QLatin1Char('-')))
+            k.remove(0, 1);
+        k.replace(QLatin1Char('-'), QLatin1Char('_'));
         bool ok = false;
-        const int64_t v = c.value.toLongLong(&ok);
-        if (keys.contains(k) && ok && v > 0)
-            return v;
+        const double v = c.value.trimmed().toDouble(&ok);
+        if (!ok || !(v >= 1) || v > 1e15 || v != std::floor(v))
+            continue;
+        if (keys.contains(k))
+            return int64_t(v);
+        if (k == QLatin1String("lr_decay_iters") || k == QLatin1String("lr_decay_steps"))
+            fallback = int64_t(v);
     }
-    return std::nullopt;
+    return fallback;
 }
 
 bool isWhatIfStat(const QString &stat)

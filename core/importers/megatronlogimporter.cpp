@@ -97,6 +97,21 @@ QStringView withoutLauncherPrefix(QStringView line)
     }
 }
 
+// Where a validation line ("validation loss at ...", "validation-<set> loss at ...") starts, or -1.
+qsizetype validationAt(QStringView line)
+{
+    for (qsizetype at = line.indexOf(QLatin1String("validation")); at >= 0;
+         at = line.indexOf(QLatin1String("validation"), at + 1)) {
+        if (at > 0 && line[at - 1].isLetterOrNumber())
+            continue;
+        const qsizetype loss = line.indexOf(QLatin1String(" loss at iteration "), at);
+        const qsizetype space = line.indexOf(QLatin1Char(' '), at);
+        if (loss >= 0 && loss == space)
+            return at;
+    }
+    return -1;
+}
+
 } // namespace
 
 bool MegatronLogImporter::recognises(const QString &fileName, const QByteArray &head) const
@@ -142,9 +157,12 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
                 loadedAt = at;
             return true;
         }
-        // The training and validation lines wherever they start within the line.
-        const qsizetype iteration = markerAt(line, QLatin1StringView("iteration "));
-        const qsizetype validation = line.indexOf(QLatin1String("validation loss at iteration "));
+        // The training and validation lines wherever they start within the line. Validation lines name
+        // their set: "validation loss at iteration N", "validation-<set> loss at iteration N" (several
+        // validation sets) and "validation loss at iteration N on test set"; each set is a series of its own,
+        // never the training loss.
+        const qsizetype validation = validationAt(line);
+        const qsizetype iteration = validation >= 0 ? -1 : markerAt(line, QLatin1StringView("iteration "));
         if (validation >= 0)
             line = line.mid(validation);
         else if (iteration > 0)
@@ -193,18 +211,25 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
             reportNonFinite(sink, l, step, nonFinite);
             return true;
         }
-        if (line.startsWith(QLatin1String("validation loss at iteration "))) {
-            const qsizetype bar = line.indexOf(QLatin1Char('|'));
+        if (validation >= 0) {
+            static const QRegularExpression head(
+                QStringLiteral("^validation(?:-(\\S+))? loss at iteration +(\\d+)(?: on (\\S+) set)? *\\|"));
+            const QRegularExpressionMatch m = head.match(line);
             bool ok = false;
-            const int64_t step = line.mid(29, bar < 0 ? -1 : bar - 29).trimmed().toLongLong(&ok);
-            if (!ok || bar < 0 || !line.endsWith(QLatin1Char('|'))) {
+            const int64_t step = m.hasMatch() ? m.capturedView(2).toLongLong(&ok) : 0;
+            if (!ok || !line.endsWith(QLatin1Char('|'))) {
                 if (!l.complete)
                     return false;
                 sink.problem(l.number, l.offset, QStringLiteral("unreadable validation line"));
                 return true;
             }
+            // "validation lm loss", "validation-wiki lm loss", "test lm loss".
+            const QString set = m.captured(3);
+            const QString prefix = !set.isEmpty() && set != QLatin1String("validation") ? set + QLatin1Char(' ')
+                : m.capturedView(1).isEmpty()                                           ? QStringLiteral("validation ")
+                                              : QStringLiteral("validation-%1 ").arg(m.captured(1));
             QStringList nonFinite;
-            if (!readFields(line.mid(bar + 1), step, QStringLiteral("validation "), sink, &bad, &nonFinite))
+            if (!readFields(line.mid(m.capturedLength(0)), step, prefix, sink, &bad, &nonFinite))
                 sink.problem(l.number, l.offset, QStringLiteral("unreadable field '%1'").arg(bad));
             reportNonFinite(sink, l, step, nonFinite);
             return true;

@@ -7,6 +7,10 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 
+#include <cstring>
+#include <limits>
+#include <optional>
+
 namespace fp8scope {
 
 namespace {
@@ -33,6 +37,81 @@ QStringList csvHeader(const QString &path)
     if (f.open(QIODevice::ReadOnly))
         CsvImporter::splitRecord(QString::fromUtf8(f.readLine(kMaxLine)).trimmed(), &fields);
     return fields;
+}
+
+// Python's json.dumps writes NaN, Infinity and -Infinity bare, which JSON has no words for: outside strings
+// they become the strings "NaN", "Infinity" and "-Infinity", read back as those numbers by numberOf.
+QByteArray quoteNonFinite(const QByteArray &line)
+{
+    if (!line.contains("NaN") && !line.contains("Infinity"))
+        return line;
+    QByteArray out;
+    out.reserve(line.size() + 16);
+    bool inString = false;
+    for (qsizetype i = 0; i < line.size(); ++i) {
+        const char c = line[i];
+        if (inString) {
+            out += c;
+            if (c == '\\' && i + 1 < line.size())
+                out += line[++i];
+            else if (c == '"')
+                inString = false;
+            continue;
+        }
+        if (c == '"') {
+            inString = true;
+            out += c;
+            continue;
+        }
+        bool matched = false;
+        for (const char *word : {"-Infinity", "Infinity", "NaN"}) {
+            const qsizetype n = qsizetype(qstrlen(word));
+            if (i + n <= line.size() && std::memcmp(line.constData() + i, word, size_t(n)) == 0) {
+                out += '"';
+                out += word;
+                out += '"';
+                i += n - 1;
+                matched = true;
+                break;
+            }
+        }
+        if (!matched)
+            out += c;
+    }
+    return out;
+}
+
+std::optional<double> numberOf(const QJsonValue &v)
+{
+    if (v.isDouble())
+        return v.toDouble();
+    if (v.isString()) {
+        const QString s = v.toString();
+        if (s == QLatin1String("NaN"))
+            return std::numeric_limits<double>::quiet_NaN();
+        if (s == QLatin1String("Infinity"))
+            return std::numeric_limits<double>::infinity();
+        if (s == QLatin1String("-Infinity"))
+            return -std::numeric_limits<double>::infinity();
+    }
+    return std::nullopt;
+}
+
+// Nested objects ({"train": {"tps": 1.0}}) are series named by their path ("train/tps").
+void pointsOf(const QJsonObject &o, const QString &prefix, const QString &skip, int64_t step, const QString &source,
+    IngestSink &sink, int depth)
+{
+    for (auto it = o.begin(); it != o.end(); ++it) {
+        const QString name = prefix + it.key();
+        if (name == skip)
+            continue;
+        if (it.value().isObject()) {
+            if (depth < 8)
+                pointsOf(it.value().toObject(), name + QLatin1Char('/'), skip, step, source, sink, depth + 1);
+        } else if (const auto v = numberOf(it.value())) {
+            sink.point({QString(), QString(), name, source, QString()}, step, *v);
+        }
+    }
 }
 
 } // namespace
@@ -150,7 +229,7 @@ ReadPosition JsonlImporter::read(const QString &path, const ReadPosition &from, 
         if (l.text.trimmed().isEmpty())
             return true;
         QJsonParseError err;
-        const QJsonDocument doc = QJsonDocument::fromJson(l.text.toUtf8(), &err);
+        const QJsonDocument doc = QJsonDocument::fromJson(quoteNonFinite(l.text.toUtf8()), &err);
         if (err.error != QJsonParseError::NoError || !doc.isObject()) {
             if (!l.complete)
                 return false;
@@ -169,10 +248,7 @@ ReadPosition JsonlImporter::read(const QString &path, const ReadPosition &from, 
         if (o.value(QStringLiteral("run")).isString())
             sink.useRun(o.value(QStringLiteral("run")).toString());
         const int64_t step = int64_t(o.value(stepName).toDouble());
-        for (auto it = o.begin(); it != o.end(); ++it) {
-            if (it.key() != stepName && it.value().isDouble())
-                sink.point({QString(), QString(), it.key(), source, QString()}, step, it.value().toDouble());
-        }
+        pointsOf(o, QString(), stepName, step, source, sink, 0);
         return true;
     });
 }

@@ -1,5 +1,7 @@
 #include "runinference.h"
 
+#include <QStringList>
+
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -59,6 +61,30 @@ bool update(Database &db, const char *sql, const QString &value, int64_t id, QSt
     return false;
 }
 
+// The precision a run's name says (its words split at anything not a letter or a digit: "tp2_fp8_sp",
+// "llama-mxfp8", "bf16-baseline"), when exactly one precision is named; "" otherwise.
+QString precisionFromName(const QString &name)
+{
+    static const QStringList words {QStringLiteral("bf16"), QStringLiteral("fp16"), QStringLiteral("fp32"),
+        QStringLiteral("fp8"), QStringLiteral("mxfp8"), QStringLiteral("nvfp4")};
+    QString found;
+    QString word;
+    const QString lower = name.toLower() + QLatin1Char(' ');
+    for (const QChar c : lower) {
+        if (c.isLetterOrNumber()) {
+            word += c;
+            continue;
+        }
+        if (words.contains(word)) {
+            if (!found.isEmpty() && found != word)
+                return {};
+            found = word;
+        }
+        word.clear();
+    }
+    return found;
+}
+
 } // namespace
 
 bool inferRunsFromConfigs(Database &db, QString *error)
@@ -66,18 +92,18 @@ bool inferRunsFromConfigs(Database &db, QString *error)
     // Runs without a manifest: the training precision and scaling recipe from the flags their configs
     // record. An FP8 run whose config names no recipe but sets an amax history ran delayed scaling,
     // Megatron's and NeMo's default.
-    Statement runs = db.prepare("SELECT id, COALESCE(precision, ''), COALESCE(recipe, '') FROM runs WHERE "
+    Statement runs = db.prepare("SELECT id, COALESCE(precision, ''), COALESCE(recipe, ''), name FROM runs WHERE "
                                 "precision IS NULL OR precision='' OR recipe IS NULL OR recipe=''",
         error);
-    std::vector<std::tuple<int64_t, QString, QString>> todo;
+    std::vector<std::tuple<int64_t, QString, QString, QString>> todo;
     while (runs.next())
-        todo.emplace_back(runs.int64(0), runs.text(1), runs.text(2));
+        todo.emplace_back(runs.int64(0), runs.text(1), runs.text(2), runs.text(3));
     if (runs.failed()) {
         *error = runs.error();
         return false;
     }
     Statement configs = db.prepare("SELECT key, value FROM configs WHERE run_id=? ORDER BY key", error);
-    for (const auto &[id, storedPrecision, storedRecipe] : todo) {
+    for (const auto &[id, storedPrecision, storedRecipe, name] : todo) {
         // An FP8 run also sets --bf16 (the precision of what FP8 does not cover): FP8 wins over BF16, and BF16
         // over FP16, whatever order the keys come in.
         bool fp8 = false, bf16 = false, fp16 = false;
@@ -108,10 +134,11 @@ bool inferRunsFromConfigs(Database &db, QString *error)
             return false;
         }
         configs.reset();
+        // Nothing in the configs: the run's name, when it names one precision.
         const QString precision = fp8 ? QStringLiteral("fp8")
             : bf16                    ? QStringLiteral("bf16")
             : fp16                    ? QStringLiteral("fp16")
-                                      : QString();
+                                      : precisionFromName(name);
         const QString runPrecision = storedPrecision.isEmpty() ? precision : storedPrecision;
         if (recipe.isEmpty() && amaxHistory && runPrecision == QLatin1String("fp8"))
             recipe = QStringLiteral("delayed");

@@ -7,6 +7,7 @@
 #include "core/importers/tedebugimporter.h"
 #include "core/store/runstore.h"
 #include "core/tensors/tensorreader.h"
+#include "folderfixture.h"
 #include "storeaccess.h"
 #include "storedigest.h"
 #include "testmain.h"
@@ -25,6 +26,8 @@
 #include <limits>
 
 using namespace fp8scope;
+using fp8scope::testing::pointAt;
+using fp8scope::testing::write;
 
 namespace {
 
@@ -32,27 +35,6 @@ QString fixtures()
 {
     return QDir(QString::fromLocal8Bit(qgetenv("FP8SCOPE_SOURCE_DIR")))
         .absoluteFilePath(QStringLiteral("../shared/fixtures/real"));
-}
-
-void write(const QString &path, const QByteArray &bytes, bool append = false)
-{
-    QDir().mkpath(QFileInfo(path).absolutePath());
-    QFile f(path);
-    QVERIFY(f.open(append ? QIODevice::Append : QIODevice::WriteOnly));
-    f.write(bytes);
-}
-
-double pointAt(const RunStore &s, const QString &run, const SeriesKey &key, int64_t step)
-{
-    const auto r = s.run(run);
-    if (!r)
-        return -1e300;
-    const auto found = s.findSeries(r->id, key);
-    if (found.empty())
-        return -2e300;
-    for (const SeriesPoint &p : s.points(found.front().id, step, step, 0))
-        return p.value;
-    return -3e300;
 }
 
 } // namespace

@@ -680,6 +680,16 @@ void TriageWizard::fillClass()
         m_classTitle->setText(tr("<b>No problem found</b>: the losses agree within the baseline's band, the run "
                                  "does not spike more often, and no evaluation differs beyond its noise."));
         break;
+    case analysis::Verdict::NotComparable: {
+        QString title = tr("<b>Not comparable</b>: the two runs have no training loss in common, so nothing says "
+                           "whether the run parts from its baseline.");
+        for (const analysis::Finding &f : c.findings) {
+            if (f.kind == analysis::FindingKind::NoCommonLoss)
+                title += QStringLiteral("<br>") + f.summary.toHtmlEscaped();
+        }
+        m_classTitle->setText(title);
+        break;
+    }
     }
     m_class->resizeColumnsToContents();
 }

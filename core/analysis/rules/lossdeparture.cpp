@@ -16,8 +16,26 @@ QJsonObject departureEvidence(const Departure &d)
 void lossDeparture(const PairInputs &in, const TriageOptions &, Comparison &c)
 {
     const StatComparison &loss = in.loss;
-    if (!loss.found)
+    if (!loss.found) {
+        // Nothing to compare: said, so that no verdict reads as "healthy".
+        const auto has = [](const std::optional<StepSeries> &p) { return p && !p->empty(); };
+        const bool baselineHas = has(loss.baselinePoints), runHas = has(loss.runPoints);
+        Finding f;
+        f.kind = FindingKind::NoCommonLoss;
+        f.severity = Severity::Warning;
+        f.stat = QStringLiteral("lm loss");
+        f.summary = baselineHas == runHas
+            ? QStringLiteral("neither %1 nor %2 has a training loss fp8scope reads: the runs are not compared")
+                  .arg(in.baseline.name(), in.run.name())
+            : QStringLiteral("only %1 has a training loss; %2 has none fp8scope reads: the runs are not compared")
+                  .arg(baselineHas ? in.baseline.name() : in.run.name(),
+                      baselineHas ? in.run.name() : in.baseline.name());
+        f.suggestion = QStringLiteral("give both runs their training log (the Megatron log, TensorBoard events, a "
+                                      "metrics CSV or JSONL with a loss column)");
+        f.evidence = {{QStringLiteral("baseline_has_loss"), baselineHas}, {QStringLiteral("run_has_loss"), runHas}};
+        c.findings.push_back(f);
         return;
+    }
     const Departure &departure = loss.departure;
     c.departure = departure.step;
     if (!departure.step)
