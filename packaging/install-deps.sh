@@ -17,7 +17,7 @@ packages=(
     build-essential cmake ninja-build ccache pkg-config git
     qt6-base-dev qt6-base-dev-tools qt6-svg-dev libgl-dev libqcustomplot-dev
     libsqlite3-dev sqlite3 libhdf5-dev hdf5-tools libhwy-dev libdeflate-dev libyaml-cpp-dev libprotobuf-dev protobuf-compiler
-    libqpdf-dev fonts-dejavu-core poppler-utils libzip-dev
+    libqpdf-dev fonts-dejavu-core poppler-utils libzip-dev zlib1g-dev liblzma-dev libzstd-dev
     libopenmpi-dev openmpi-bin
     clang libclang-rt-14-dev
     python3 python3-venv python3-pip

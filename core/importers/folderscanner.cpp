@@ -1,5 +1,6 @@
 #include "folderscanner.h"
 
+#include "compressedfile.h"
 #include "importers.h"
 #include "linereader.h"
 
@@ -35,10 +36,12 @@ bool isPartName(const QString &folder)
         QStringLiteral("wandb"), QStringLiteral("config"), QStringLiteral("configs"), QStringLiteral("metrics"),
         QStringLiteral("stats"), QStringLiteral("statistics"), QStringLiteral("results"), QStringLiteral("eval"),
         QStringLiteral("evals"), QStringLiteral("evaluation"), QStringLiteral("nvdlfw_inspect_logs"),
-        QStringLiteral("nvdlfw_inspect_statistics_logs")};
+        QStringLiteral("nvdlfw_inspect_statistics_logs"), QStringLiteral("lightning_logs"), QStringLiteral("mlruns")};
     static const QRegularExpression rank(QStringLiteral("^(global)?rank[-_]?\\d+$"));
     const QString name = folder.toLower();
-    return parts.contains(name) || rank.match(name).hasMatch();
+    // TE's debug tool writes each feature's logs into a folder of its own (nvdlfw_inspect_logs,
+    // nvdlfw_inspect_statistics_logs, nvdlfw_inspect_autoswitchgemm_logs, ...).
+    return parts.contains(name) || rank.match(name).hasMatch() || name.startsWith(QLatin1String("nvdlfw_inspect"));
 }
 
 // Decides whether `dir` (relative to the opened folder, "" for itself), holding the files `under`, is one
@@ -71,11 +74,15 @@ public:
             subfolders[rel.left(slash)].push_back(i);
         }
         // A workspace manifest says so even for one run folder; files of the folder's own say otherwise, and
-        // so do subfolders that are all parts of one run (logs/ and tensorboard/).
+        // so do subfolders that are all parts of one run (logs/ and tensorboard/). Subfolders of other names are
+        // runs when two of them hold the same kind of record (two training logs, two metrics tables); subfolders
+        // that hold different kinds (logs/ the training log, te_debug/ the statistics, lightning_logs/ a metrics
+        // table beside tensorboard/) are the parts of one run, whatever they are called.
         const bool allParts
             = std::all_of(subfolders.begin(), subfolders.end(), [](const auto &sub) { return isPartName(sub.first); });
-        const bool isGroup
-            = !ownFiles && ((subfolders.size() >= 2 && !allParts) || (!manifests.empty() && !subfolders.empty()));
+        const bool isGroup = !ownFiles
+            && ((subfolders.size() >= 2 && !allParts && shareAKind(subfolders))
+                || (!manifests.empty() && !subfolders.empty()));
         if (!isGroup) {
             for (size_t i : under)
                 (*m_runFolder)[i] = dir;
@@ -91,6 +98,35 @@ public:
     }
 
 private:
+    // Whether two of the subfolders hold files of one importer (configs and package lists aside: every part of
+    // a run may have its own), or two hold a training record (a log, a metrics table, TensorBoard events, golden
+    // values): runs of different loggers. A subfolder of statistics, dumps or evaluations only is a part.
+    bool shareAKind(const std::map<QString, std::vector<size_t>> &subfolders) const
+    {
+        static const QSet<QString> records {QStringLiteral("megatron-log"), QStringLiteral("csv"),
+            QStringLiteral("jsonl"), QStringLiteral("tensorboard"), QStringLiteral("golden-values")};
+        QHash<QString, int> holders;
+        int recordHolders = 0;
+        for (const auto &[name, files] : subfolders) {
+            QSet<QString> kinds;
+            for (size_t i : files) {
+                const QString kind = m_files[i].importer->name();
+                if (kind != QLatin1String("config-json") && kind != QLatin1String("config-yaml")
+                    && kind != QLatin1String("versions"))
+                    kinds.insert(kind);
+            }
+            bool record = false;
+            for (const QString &k : std::as_const(kinds)) {
+                if (++holders[k] >= 2)
+                    return true;
+                record = record || records.contains(k);
+            }
+            if (record && ++recordHolders >= 2)
+                return true;
+        }
+        return false;
+    }
+
     const std::vector<ScannedFile> &m_files;
     std::vector<QString> *m_runFolder;
 };
@@ -130,36 +166,102 @@ void reportNamesNotUtf8(const QDir &root, const QString &dir, std::vector<std::p
 
 } // namespace
 
+namespace {
+
+// Every file under `dir` (its path as reached, through links), following links to folders once each (a
+// link back to a folder already walked is reported, not walked again); what is not a regular file or a
+// link to one is reported.
+void walk(const QDir &root, const QString &dir, QSet<QString> *visited, QStringList *paths, FolderScan *scan)
+{
+    const QFileInfoList entries
+        = QDir(dir).entryInfoList(QDir::AllEntries | QDir::System | QDir::NoDotAndDotDot, QDir::Name);
+    for (const QFileInfo &info : entries) {
+        const QString p = info.filePath();
+        const QString rel = root.relativeFilePath(p);
+        if (info.isSymLink() && !info.exists()) {
+            scan->unreadable.emplace_back(
+                rel, QStringLiteral("a link to %1, which does not exist").arg(info.symLinkTarget()));
+        } else if (info.isDir()) {
+            const QString canonical = info.canonicalFilePath();
+            if (visited->contains(canonical)) {
+                scan->unreadable.emplace_back(rel,
+                    QStringLiteral("a link to %1, a folder already read here (a loop); not read twice")
+                        .arg(info.symLinkTarget()));
+                continue;
+            }
+            visited->insert(canonical);
+            reportNamesNotUtf8(root, p, &scan->unreadable);
+            walk(root, p, visited, paths, scan);
+        } else if (info.isFile()) {
+            *paths << p;
+        } else {
+            // A device, a pipe or a socket (or a link to one, /dev/zero): an endless stream, never read.
+            scan->unreadable.emplace_back(rel,
+                info.isSymLink()
+                    ? QStringLiteral("a link to %1, which is not a regular file; not read").arg(info.symLinkTarget())
+                    : QStringLiteral("not a regular file (a device, a pipe or a socket); not read"));
+        }
+    }
+}
+
+// Names of text logs whose format shows only in their lines, which may start after pages of other output
+// (a Slurm job prints its environment first): recognised from a longer head when the first 4 KiB say nothing.
+bool isTextLogName(const QString &name)
+{
+    const QString n = name.toLower();
+    return n.endsWith(QLatin1String(".log")) || n.endsWith(QLatin1String(".txt")) || n.endsWith(QLatin1String(".out"))
+        || n.endsWith(QLatin1String(".err"));
+}
+
+constexpr qint64 kLongHeadBytes = qint64(1) << 20;
+
+// Paths in natural order: numbers compared as numbers (rank_2 before rank_10), so that a rank's log is read
+// after the lower ranks' (the first of a reduction group is the one read).
+bool naturalLess(const QString &a, const QString &b)
+{
+    qsizetype i = 0, j = 0;
+    while (i < a.size() && j < b.size()) {
+        if (a[i].isDigit() && b[j].isDigit()) {
+            qsizetype ie = i, je = j;
+            while (ie < a.size() && a[ie].isDigit())
+                ++ie;
+            while (je < b.size() && b[je].isDigit())
+                ++je;
+            const QStringView na = QStringView(a).mid(i, ie - i), nb = QStringView(b).mid(j, je - j);
+            // Longer digit strings (without leading zeros) are larger.
+            qsizetype za = 0, zb = 0;
+            while (za + 1 < na.size() && na[za] == QLatin1Char('0'))
+                ++za;
+            while (zb + 1 < nb.size() && nb[zb] == QLatin1Char('0'))
+                ++zb;
+            const QStringView ta = na.mid(za), tb = nb.mid(zb);
+            if (ta.size() != tb.size())
+                return ta.size() < tb.size();
+            if (const int c = ta.compare(tb); c != 0)
+                return c < 0;
+            i = ie;
+            j = je;
+            continue;
+        }
+        if (a[i] != b[j])
+            return a[i] < b[j];
+        ++i;
+        ++j;
+    }
+    return a.size() - i < b.size() - j;
+}
+
+} // namespace
+
 FolderScan scanFolder(const QString &folder)
 {
     FolderScan scan;
     const QDir root(folder);
-    QDirIterator it(folder, QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot, QDirIterator::Subdirectories);
     QStringList paths;
-    while (it.hasNext()) {
-        const QString p = it.next();
-        // Hidden files and folders (our store among them) are not part of the run; the iterator leaves
-        // them out already, this says so.
-        const QString rel = root.relativeFilePath(p);
-        if (rel.split(QLatin1Char('/')).first().startsWith(QLatin1Char('.')))
-            continue;
-        const QFileInfo info = it.fileInfo();
-        if (info.isFile())
-            paths << p;
-        else if (info.isDir())
-            reportNamesNotUtf8(root, p, &scan.unreadable);
-        else if (info.isSymLink() && !info.exists())
-            scan.unreadable.emplace_back(
-                rel, QStringLiteral("a link to %1, which does not exist").arg(info.symLinkTarget()));
-        else
-            // A device, a pipe or a socket (a link to /dev/zero): an endless stream, never read.
-            scan.unreadable.emplace_back(rel,
-                info.isSymLink()
-                    ? QStringLiteral("a link to %1, which is not a regular file; not read").arg(info.symLinkTarget())
-                    : QStringLiteral("not a regular file (a device, a pipe or a socket); not read"));
-    }
+    QSet<QString> visited {QFileInfo(folder).canonicalFilePath()};
+    walk(root, QDir(folder).absolutePath(), &visited, &paths, &scan);
     reportNamesNotUtf8(root, QDir(folder).absolutePath(), &scan.unreadable);
-    std::sort(paths.begin(), paths.end());
+    std::sort(paths.begin(), paths.end(), naturalLess);
     for (const QString &p : paths) {
         QFile f(p);
         const QString rel = root.relativeFilePath(p);
@@ -167,19 +269,29 @@ FolderScan scanFolder(const QString &folder)
             scan.unreadable.emplace_back(rel, QStringLiteral("cannot open: %1").arg(f.errorString()));
             continue;
         }
-        QByteArray head = f.read(kHeadBytes);
-        const QString lower = p.toLower();
+        // A compressed file is recognised by what it decompresses to, under its name without the suffix, by
+        // the importers that read lines (they read it decompressed).
+        const bool compressed = compressionOf(p) != Compression::None;
+        const QString name = withoutCompressionSuffix(QFileInfo(p).fileName());
+        QByteArray head = compressed ? readContentHead(p, kHeadBytes) : f.read(kHeadBytes);
+        const QString lower = name.toLower();
         if ((lower.endsWith(QLatin1String(".csv")) || lower.endsWith(QLatin1String(".jsonl")))
             && !head.contains('\n')) {
             // A header line longer than the head: read on to its end.
-            while (head.size() < kMaxHeaderLine && !head.contains('\n')) {
+            if (compressed)
+                head = readContentHead(p, kMaxHeaderLine);
+            while (!compressed && head.size() < kMaxHeaderLine && !head.contains('\n')) {
                 const QByteArray more = f.read(64 * 1024);
                 if (more.isEmpty())
                     break;
                 head += more;
             }
         }
-        Importer *imp = importerFor(QFileInfo(p).fileName(), head);
+        Importer *imp = importerFor(name, head);
+        if (!imp && isTextLogName(name) && head.size() == kHeadBytes)
+            imp = importerFor(name, compressed ? readContentHead(p, kLongHeadBytes) : head + f.read(kLongHeadBytes));
+        if (imp && compressed && !imp->resumable())
+            imp = nullptr; // a compressed file of a format read whole (JSON, TensorBoard, tensors): not read
         if (!imp) {
             scan.unrecognised << rel;
             continue;

@@ -1,9 +1,10 @@
-// Finds the files of a run folder that an importer recognises (by name and first bytes, at any depth) and
-// groups them into runs. A folder whose recognised files all sit in two or more subfolders (or in subfolders
-// beside an fp8scope-workspace.json) is a group of runs, one per subfolder, unless those subfolders are all
-// named as the parts of one run (logs/, tensorboard/, dumps/, rank_3/, ...); the rule applies again inside
-// each run of a group, so a folder divides into the same runs whether it is opened alone or as part of a
-// larger folder. Any other folder is one run. A run is named after its folder, or after its path from the
+// Finds the files of a run folder that an importer recognises (by name and first bytes, at any depth, through
+// linked folders, compressed logs by what they decompress to) and groups them into runs. A folder whose
+// recognised files all sit in two or more subfolders that hold the same kind of record (two training logs, two
+// metrics tables; or in subfolders beside an fp8scope-workspace.json) is a group of runs, one per subfolder,
+// unless those subfolders are all named as the parts of one run (logs/, tensorboard/, dumps/, rank_3/, ...); the rule
+// applies again inside each run of a group, so a folder divides into the same runs whether it is opened alone or as
+// part of a larger folder. Any other folder is one run. A run is named after its folder, or after its path from the
 // opened folder where two runs' folders share a name.
 #pragma once
 

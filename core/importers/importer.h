@@ -70,10 +70,14 @@ public:
     virtual void problem(int64_t line, int64_t offset, const QString &message) = 0;
 };
 
-// Where a read stopped: the byte offset and line count of the end of the last complete record.
+// Where a read stopped: the byte offset and line count of the end of the last complete record (of the
+// content: a compressed file's decompressed bytes).
 struct ReadPosition {
     int64_t offset = 0;
     int64_t line = 0;
+    // The file ended in a line without its newline that was left for the next ingest (a file still being
+    // written); the ingest then looks at the file again even when it has not changed.
+    bool pendingTail = false;
 };
 
 class Importer

@@ -1,5 +1,10 @@
 #include "linereader.h"
 
+#include "compressedfile.h"
+
+#include <QDateTime>
+#include <QFileInfo>
+
 #include <cstdint>
 #include <cstring>
 
@@ -59,16 +64,19 @@ bool isValidUtf8(QByteArrayView b)
 ReadPosition readByteLines(const QString &path, const ReadPosition &from, IngestSink &sink,
     const std::function<bool(const ByteLine &)> &handle)
 {
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly)) {
-        sink.problem(0, -1, QStringLiteral("cannot open: %1").arg(f.errorString()));
+    DecompressedFile f(path);
+    QString openError;
+    if (!f.open(&openError)) {
+        sink.problem(0, -1, QStringLiteral("cannot open: %1").arg(openError));
         return from;
     }
-    if (!f.seek(from.offset)) {
-        sink.problem(0, from.offset, QStringLiteral("cannot seek"));
+    if (!f.skipTo(from.offset)) {
+        sink.problem(0, from.offset,
+            f.error().isEmpty() ? QStringLiteral("cannot seek") : QStringLiteral("cannot seek: %1").arg(f.error()));
         return from;
     }
     ReadPosition pos = from;
+    pos.pendingTail = false;
     QByteArray pending; // the start of a line that crosses a block boundary
     bool overlong = false;
     int64_t lineStart = from.offset;
@@ -120,14 +128,23 @@ ReadPosition readByteLines(const QString &path, const ReadPosition &from, Ingest
         }
         blockStart += block.size();
     }
+    if (!f.error().isEmpty())
+        sink.problem(pos.line + 1, blockStart, QStringLiteral("%1; the rest of the file is not read").arg(f.error()));
     if (!pending.isEmpty() || overlong) {
-        // A last line without a newline: consumed only if the importer accepts it as complete.
-        if (emitLine(pending, false)) {
-            pos.line += 1;
-            pos.offset = blockStart;
-        } else {
+        // A last line without a newline. While the file may grow it waits; once settled it is read, and the
+        // position stays at its start (read again, whole, should the file grow after all).
+        const QDateTime modified = QFileInfo(path).lastModified();
+        const bool settled
+            = !f.truncated() && modified.isValid() && modified.secsTo(QDateTime::currentDateTime()) >= kSettledSeconds;
+        if (!settled || !emitLine(pending, false)) {
+            pos.pendingTail = true;
             sink.problem(pos.line + 1, lineStart,
-                QStringLiteral("incomplete last line (no newline); it is read again at the next ingest"));
+                f.truncated()
+                    ? QStringLiteral("the compressed data ends inside a line (a file still being written or cut "
+                                     "short); the line is read once it is complete")
+                    : QStringLiteral("incomplete last line (no newline); it is read once it ends, or once the file "
+                                     "has not changed for %1 minutes")
+                          .arg(kSettledSeconds / 60));
         }
     }
     return pos;

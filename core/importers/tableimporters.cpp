@@ -2,6 +2,7 @@
 
 #include "linereader.h"
 
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonDocument>
@@ -22,11 +23,17 @@ const QStringList &stepNames()
     return n;
 }
 
-// W&B exports one run per history file: `history_<run id>.csv`.
+// W&B exports one run per history file: `history_<run id>.csv`. Several beside each other are several runs,
+// each named by its file; one alone beside a run's other files is that run's history (the folder's run).
 QString runFromFileName(const QString &path)
 {
-    const QString stem = QFileInfo(path).completeBaseName();
-    return stem.startsWith(QLatin1String("history_")) ? stem : QString();
+    const QFileInfo info(path);
+    const QString stem = info.completeBaseName();
+    if (!stem.startsWith(QLatin1String("history_")))
+        return {};
+    const QStringList exports
+        = info.dir().entryList({QStringLiteral("history_*.csv"), QStringLiteral("history_*.csv.*")}, QDir::Files);
+    return exports.size() > 1 ? stem : QString();
 }
 
 // The header of a CSV file (line 1), needed when resuming a grown file.

@@ -58,6 +58,84 @@ bool TeDebugImporter::splitName(const QString &name, TeStatName *out)
         suffix = QStringLiteral("_columnwise");
         rest.chop(suffix.size());
     }
+    if (!splitKnown(rest, suffix, out) && !splitGeneral(name, out))
+        return false;
+    // AutoswitchGemm's <layer>_<gemm>_<tensor>_<stat>: the GEMM left at the end of the layer is the statistic's.
+    for (const char *g : {"_fprop", "_dgrad", "_wgrad"}) {
+        const QLatin1StringView gemm(g);
+        if (out->layer.endsWith(gemm) && out->layer.size() > gemm.size()) {
+            out->layer.chop(gemm.size());
+            out->stat = gemm.mid(1) + QLatin1Char('_') + out->stat;
+            break;
+        }
+    }
+    return true;
+}
+
+namespace {
+
+// The general shape, for statistics beyond LogTensorStats' and LogFp8TensorStats' own (TE's newer ones such
+// as max_blockwise_dynamic_range_block_size_32_dims_1_max_over_orientations, a custom feature's
+// percentage_greater_than_threshold, AutoswitchGemm's <gemm>_<tensor>_underflow_pct): the first tensor word
+// after the layer's last dotted part ends the layer; what follows is the statistic (a recipe before it
+// kept apart, a GEMM before the tensor made part of it: "fprop_underflow_pct").
+bool splitAtTensor(const QString &name, TeStatName *out)
+{
+    static const QStringList gemms {QStringLiteral("dgrad"), QStringLiteral("wgrad")};
+    const qsizetype lastDot = name.lastIndexOf(QLatin1Char('.'));
+    const qsizetype from = lastDot < 0 ? 0 : lastDot + 1;
+    qsizetype best = -1;
+    QString tensor;
+    for (const QString &t : tensors()) {
+        const qsizetype at = name.indexOf(QLatin1Char('_') + t + QLatin1Char('_'), from);
+        if (at > 0 && (best < 0 || at < best)) {
+            best = at;
+            tensor = t;
+        }
+    }
+    if (best <= 0)
+        return false;
+    QString layer = name.left(best);
+    QString stat = name.mid(best + tensor.size() + 2);
+    // A GEMM before the tensor (AutoswitchGemm: <layer>_<gemm>_<tensor>_<stat>): the GEMM found as the tensor
+    // (dgrad, wgrad) when another tensor follows it, or left at the end of the layer (fprop).
+    if (gemms.contains(tensor)) {
+        for (const QString &t : tensors()) {
+            if (stat.startsWith(t + QLatin1Char('_')) && stat.size() > t.size() + 1) {
+                stat = tensor + QLatin1Char('_') + stat.mid(t.size() + 1);
+                tensor = t;
+                break;
+            }
+        }
+    }
+    QString suffix;
+    if (stat.endsWith(QLatin1String("_columnwise"))) {
+        suffix = QStringLiteral("_columnwise");
+        stat.chop(suffix.size());
+    }
+    QString recipe;
+    for (const QString &r : recipes()) {
+        if (stat.startsWith(r + QLatin1Char('_')) && stat.size() > r.size() + 1) {
+            recipe = r;
+            stat = stat.mid(r.size() + 1);
+            break;
+        }
+    }
+    if (stat.isEmpty() || layer.isEmpty())
+        return false;
+    *out = {layer, tensor, recipe, stat + suffix};
+    return true;
+}
+
+} // namespace
+
+bool TeDebugImporter::splitGeneral(const QString &name, TeStatName *out)
+{
+    return splitAtTensor(name, out);
+}
+
+bool TeDebugImporter::splitKnown(QString rest, const QString &suffix, TeStatName *out)
+{
     QString stat;
     for (const QString &s : stats()) {
         if (rest.size() > s.size() + 1 && rest.endsWith(s) && rest.at(rest.size() - s.size() - 1) == QLatin1Char('_')) {

@@ -21,8 +21,13 @@ public:
     bool resumable() const override { return true; }
     ReadPosition read(const QString &path, const ReadPosition &from, IngestSink &sink) override;
 
-    // Splits a statistic name on the known tensor/stat/recipe vocabulary; false if it does not fit.
+    // Splits a statistic name: on the known tensor/stat/recipe vocabulary, else on the general shape
+    // <layer>_<tensor>_<stat> (any statistic); false if no tensor word is there.
     static bool splitName(const QString &name, TeStatName *out);
+
+private:
+    static bool splitKnown(QString rest, const QString &suffix, TeStatName *out);
+    static bool splitGeneral(const QString &name, TeStatName *out);
 };
 
 } // namespace fp8scope

@@ -2,7 +2,9 @@
 
 #include "importers/tfevents.pb.h"
 
+#include <QDir>
 #include <QFile>
+#include <QFileInfo>
 
 #include <array>
 #include <cstring>
@@ -84,7 +86,16 @@ void histogramSeries(const QString &tag, int64_t step, double min, double max, d
         {QString(), QString(), tag + QStringLiteral(" (mean)"), source, QString()}, step, num > 0 ? sum / num : NAN);
 }
 
-void handleEvent(const tfevents::Event &e, IngestSink &sink)
+// add_scalars("losses", {"train": ..., "val": ...}) writes each key with the tag "losses" through a writer of
+// its own, in the subfolder "losses_train": a scalar whose file sits in "<tag>_<key>" is the series "<tag>/<key>".
+QString scalarName(const QString &tag, const QString &folder)
+{
+    if (folder.size() > tag.size() + 1 && folder.startsWith(tag) && folder.at(tag.size()) == QLatin1Char('_'))
+        return tag + QLatin1Char('/') + folder.mid(tag.size() + 1);
+    return tag;
+}
+
+void handleEvent(const tfevents::Event &e, IngestSink &sink, const QString &folder)
 {
     if (!e.has_summary())
         return;
@@ -95,7 +106,8 @@ void handleEvent(const tfevents::Event &e, IngestSink &sink)
         const std::string plugin = v.has_metadata() ? v.metadata().plugin_data().plugin_name() : std::string();
         switch (v.value_case()) {
         case tfevents::Summary::Value::kSimpleValue:
-            sink.point({QString(), QString(), tag, source, QString()}, e.step(), v.simple_value(), wall);
+            sink.point(
+                {QString(), QString(), scalarName(tag, folder), source, QString()}, e.step(), v.simple_value(), wall);
             break;
         case tfevents::Summary::Value::kHisto: {
             const auto &h = v.histo();
@@ -142,7 +154,7 @@ void handleEvent(const tfevents::Event &e, IngestSink &sink)
             } else {
                 double s;
                 if (tensorScalar(t, &s))
-                    sink.point({QString(), QString(), tag, source, QString()}, e.step(), s, wall);
+                    sink.point({QString(), QString(), scalarName(tag, folder), source, QString()}, e.step(), s, wall);
             }
             break;
         }
@@ -211,6 +223,7 @@ ReadPosition TfEventsImporter::read(const QString &path, const ReadPosition &, I
         return end;
     }
     const qint64 size = f.size();
+    const QString folder = QFileInfo(path).dir().dirName();
     qint64 pos = 0;
     bool resyncing = false;
     while (pos + 12 <= size) {
@@ -237,7 +250,7 @@ ReadPosition TfEventsImporter::read(const QString &path, const ReadPosition &, I
         } else {
             tfevents::Event e;
             if (e.ParseFromArray(data.constData(), int(data.size())))
-                handleEvent(e, sink);
+                handleEvent(e, sink, folder);
             else
                 sink.problem(0, pos, QStringLiteral("record is not an Event protobuf; skipped"));
         }

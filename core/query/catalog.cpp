@@ -6,6 +6,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QHash>
+#include <QRegularExpression>
 
 #include <algorithm>
 #include <atomic>
@@ -437,6 +438,36 @@ std::vector<std::pair<QString, QString>> Catalog::layerStatistics(RunRef ref) co
     return e ? e->store.layerStatistics(ref.id) : std::vector<std::pair<QString, QString>>();
 }
 
+namespace {
+
+// The rank a source names ("te-debug rank 3" -> 3), or -1.
+int rankOfSource(const QString &source)
+{
+    static const QLatin1StringView prefix("te-debug rank ");
+    if (!source.startsWith(prefix))
+        return -1;
+    bool ok = false;
+    const int r = source.mid(prefix.size()).toInt(&ok);
+    return ok ? r : -1;
+}
+
+// "0-3, 7": ranks as ranges.
+QString rankList(std::vector<int> ranks)
+{
+    std::sort(ranks.begin(), ranks.end());
+    QStringList parts;
+    for (size_t i = 0; i < ranks.size();) {
+        size_t j = i;
+        while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
+            ++j;
+        parts << (j == i ? QString::number(ranks[i]) : QStringLiteral("%1-%2").arg(ranks[i]).arg(ranks[j]));
+        i = j + 1;
+    }
+    return parts.join(QStringLiteral(", "));
+}
+
+} // namespace
+
 Heatmap Catalog::matrix(RunRef ref, const MatrixRequest &request) const
 {
     Heatmap h;
@@ -460,9 +491,23 @@ Heatmap Catalog::matrix(RunRef ref, const MatrixRequest &request) const
     });
     for (const QString &s : order)
         h.sources << s;
+    // Several ranks' logs: the union of their layers, as the max or the mean where they overlap, first.
+    QStringList rankSources;
+    for (const QString &s : order) {
+        if (rankOfSource(s) >= 0)
+            rankSources << s;
+    }
+    if (rankSources.size() >= 2) {
+        h.sources.prepend(kRanksMean);
+        h.sources.prepend(kRanksMax);
+    }
     h.source = h.sources.contains(request.source) ? request.source : h.sources.value(0);
     if (h.source.isEmpty())
         return h;
+    if (h.source == kRanksMax || h.source == kRanksMean) {
+        acrossRanks(e->store, ref.id, request, rankSources, h.source == kRanksMax, &h);
+        return h;
+    }
     // One recipe: a layer recomputed under several has a series for each, and rows must not mix them.
     std::vector<std::pair<QString, int64_t>> recipes;
     for (const auto &s : sources) {
@@ -499,6 +544,92 @@ Heatmap Catalog::matrix(RunRef ref, const MatrixRequest &request) const
         }
     }
     return h;
+}
+
+void Catalog::acrossRanks(const RunStore &store, int64_t runId, const MatrixRequest &request,
+    const QStringList &rankSources, bool max, Heatmap *h)
+{
+    // Every rank's rows; a layer held by several ranks (a reduction group set to None, tensor parallel
+    // shards) shows their max (with the rank it is from) or their mean.
+    std::map<QString, std::map<int64_t, std::vector<std::pair<double, int>>>> cells; // layer -> step -> (value, rank)
+    std::map<int, int> layersOfRank;
+    for (const QString &source : rankSources) {
+        const int rank = rankOfSource(source);
+        for (const LayerRow &row : store.layerRows(runId, request.stat, request.tensor, source, QString())) {
+            ++layersOfRank[rank];
+            auto &steps = cells[row.layer];
+            for (const auto &[step, value] : row.points)
+                steps[step].emplace_back(value, rank);
+        }
+    }
+    std::vector<QString> layers;
+    std::vector<int64_t> steps;
+    bool overlap = false;
+    for (const auto &[layer, bySteps] : cells) {
+        layers.push_back(layer);
+        for (const auto &[step, values] : bySteps) {
+            steps.push_back(step);
+            overlap = overlap || values.size() > 1;
+        }
+    }
+    std::sort(layers.begin(), layers.end(), [](const QString &a, const QString &b) { return layerLess(a, b); });
+    std::sort(steps.begin(), steps.end());
+    steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+    for (const QString &l : layers)
+        h->layers << l;
+    h->steps = steps;
+    h->values.assign(layers.size() * steps.size(), NAN);
+    h->ranks.assign(h->values.size(), -1);
+    for (size_t y = 0; y < layers.size(); ++y) {
+        const auto &bySteps = cells[layers[y]];
+        size_t col = 0;
+        for (const auto &[step, values] : bySteps) {
+            while (steps[col] < step)
+                ++col;
+            double shown = NAN;
+            int from = -1;
+            if (max) {
+                for (const auto &[v, r] : values) {
+                    if (std::isnan(shown) || v > shown) {
+                        shown = v;
+                        from = r;
+                    }
+                }
+            } else {
+                double sum = 0;
+                for (const auto &[v, r] : values)
+                    sum += v;
+                shown = sum / double(values.size());
+                from = values.size() == 1 ? values.front().second : -1;
+            }
+            h->values[y * steps.size() + col] = shown;
+            h->ranks[y * steps.size() + col] = from;
+        }
+    }
+    std::vector<int> logged;
+    for (const auto &[rank, n] : layersOfRank)
+        logged.push_back(rank);
+    h->ranksNote = overlap
+        ? QStringLiteral("ranks %1 log different values of the same layers: the %2 across them shown%3")
+              .arg(rankList(logged), max ? QStringLiteral("max") : QStringLiteral("mean"),
+                  max ? QStringLiteral(" (the rank it is from on hover)") : QString())
+        : QStringLiteral("ranks %1 hold %2 layers between them: each layer from its rank")
+              .arg(rankList(logged))
+              .arg(layers.size());
+    // Ranks whose logs are copies of another's (a reduction group) were read once.
+    std::map<QString, std::vector<int>> copies;
+    for (const auto &[path, sameAs] : store.rankCopies(runId)) {
+        static const QRegularExpression rankRe(QStringLiteral("globalrank-(\\d+)"));
+        const auto m = rankRe.match(path);
+        if (m.hasMatch())
+            copies[sameAs].push_back(m.captured(1).toInt());
+    }
+    for (const auto &[sameAs, ranks] : copies) {
+        static const QRegularExpression rankRe(QStringLiteral("globalrank-(\\d+)"));
+        const auto m = rankRe.match(sameAs);
+        h->ranksNote += QStringLiteral("; ranks %1 log the same lines as rank %2 (read once)")
+                            .arg(rankList(ranks), m.hasMatch() ? m.captured(1) : sameAs);
+    }
 }
 
 std::optional<Dump> Catalog::nearestDump(RunRef ref, const QString &layer, const QString &tensor, int64_t step) const

@@ -125,6 +125,9 @@ public:
     std::vector<FindingReview> findingReviews(RunRef run, RunRef baseline) const;
 
 private:
+    // The matrix across ranks' sources (kRanksMax / kRanksMean).
+    static void acrossRanks(const RunStore &store, int64_t runId, const MatrixRequest &request,
+        const QStringList &rankSources, bool max, Heatmap *h);
     struct Entry;
     const Entry *entry(quint64 serial) const;
     std::vector<Run> listRuns(bool withCounts) const;

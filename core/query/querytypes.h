@@ -103,6 +103,10 @@ struct StatisticInfo {
     bool samplesAxis = false; // a "... vs samples" series holds it too
 };
 
+// The sources of a statistic across the ranks that logged it (TE's debug tool writes a log per rank).
+inline const QString kRanksMax = QStringLiteral("all ranks: max");
+inline const QString kRanksMean = QStringLiteral("all ranks: mean");
+
 struct MatrixRequest {
     QString stat;
     QString tensor;
@@ -119,6 +123,11 @@ struct Heatmap {
     QStringList sources; // every source holding the statistic for this tensor kind
     QString recipe; // the recipe shown (recomputed statistics)
     QStringList recipes; // the recipes the statistic was recomputed under (one row per layer shows one)
+    // Across ranks (the sources kRanksMax and kRanksMean: every rank's layers, their union): the rank each
+    // value is from (the extreme one for the max; -1 for a mean of several), empty for one source; and what
+    // is shown, said in words ("4 ranks hold 40 layers between them; ranks 1-3 are copies of rank 0, read once").
+    std::vector<int> ranks;
+    QString ranksNote;
     double at(qsizetype layer, size_t step) const { return values[size_t(layer) * steps.size() + step]; }
     // The column of the step nearest to `step` (-1 when there are none).
     qsizetype nearestColumn(double step) const;

@@ -3,6 +3,7 @@
 #include "pointchunks.h"
 #include "runinference.h"
 
+#include "core/importers/compressedfile.h"
 #include "core/importers/folderscanner.h"
 
 #include <sqlite3.h>
@@ -13,10 +14,12 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QHash>
+#include <QRegularExpression>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <future>
 #include <map>
 #include <new>
@@ -193,6 +196,17 @@ public:
     {
         flushPoints();
         waitForWriter();
+        for (const ProblemClass &c : std::as_const(m_problemClasses)) {
+            if (c.more == 0)
+                continue;
+            Statement u = m_db.prepare("UPDATE problems SET message=? WHERE id=?");
+            const QString more
+                = c.more == 1 ? QStringLiteral("1 more line") : QStringLiteral("%1 more lines").arg(c.more);
+            const QString said = c.lastLine > 0
+                ? QStringLiteral("%1 (and %2 like it, the last at line %3)").arg(c.first, more).arg(c.lastLine)
+                : QStringLiteral("%1 (and %2 like it)").arg(c.first, more);
+            check(u.bind(1, said).bind(2, c.row).exec(), u);
+        }
         if (m_chunks.rewrites() > 0) {
             QString e;
             if (!noteRewrite(m_db, &e)) {
@@ -265,13 +279,22 @@ public:
         check(s.exec(), s);
     }
 
+    // A class of problems (the same message but for what it quotes and its numbers: "unknown statistic name
+    // '...'" on 500,000 lines) is one problem: the first, with a count and the last line added at finish().
     void problem(int64_t line, int64_t offset, const QString &message) override
     {
-        // A garbage file can report a problem on every line: one prepared statement for them all.
+        const QString cls = problemClass(message);
+        const auto seen = m_problemClasses.find(cls);
+        if (seen != m_problemClasses.end()) {
+            ++seen->more;
+            seen->lastLine = line;
+            return;
+        }
         if (!m_insertProblem.isValid())
             m_insertProblem = m_db.prepare("INSERT INTO problems(file_id, line, offset, message) VALUES(?,?,?,?)");
         m_insertProblem.bind(1, m_fileId).bind(2, line).bind(3, offset).bind(4, message);
-        check(m_insertProblem.exec(), m_insertProblem);
+        if (check(m_insertProblem.exec(), m_insertProblem))
+            m_problemClasses.insert(cls, {m_db.lastInsertId(), message, 0, line});
         ++problems;
     }
 
@@ -299,6 +322,37 @@ private:
         }
         return ok;
     }
+
+    // A problem's class: its message with what it quotes and its numbers left out.
+    static QString problemClass(const QString &message)
+    {
+        QString out;
+        out.reserve(message.size());
+        bool quoted = false;
+        for (qsizetype i = 0; i < message.size(); ++i) {
+            const QChar c = message.at(i);
+            // A quote opens after a space or a bracket (not the apostrophe of "file's") and closes anywhere.
+            if (c == QLatin1Char('\'') && (quoted || i == 0 || !message.at(i - 1).isLetterOrNumber())) {
+                quoted = !quoted;
+                out += c;
+            } else if (quoted) {
+                continue;
+            } else if (c.isDigit()) {
+                if (out.isEmpty() || out.back() != QLatin1Char('#'))
+                    out += QLatin1Char('#');
+            } else {
+                out += c;
+            }
+        }
+        return out;
+    }
+    struct ProblemClass {
+        int64_t row; // the problem stored for the class
+        QString first;
+        int64_t more;
+        int64_t lastLine;
+    };
+    QHash<QString, ProblemClass> m_problemClasses;
 
     Database &m_db;
     int64_t m_fileId;
@@ -477,7 +531,8 @@ void ingestFile(
     const int64_t mtime = info.lastModified().toMSecsSinceEpoch();
     Statement q
         = db.prepare("SELECT f.id, f.size, f.mtime, f.head_len, f.head_hash, f.consumed, f.lines, f.importer, "
-                     "r.name, f.tail_len, f.tail_hash FROM files f LEFT JOIN runs r ON r.id=f.run_id WHERE f.path=?");
+                     "r.name, f.tail_len, f.tail_hash, f.pending_tail FROM files f LEFT JOIN runs r ON r.id=f.run_id "
+                     "WHERE f.path=?");
     q.bind(1, f.relativePath);
     int64_t fileId = 0;
     ReadPosition from;
@@ -492,14 +547,18 @@ void ingestFile(
         const bool sameRun = q.text(8) == f.run;
         if (!sameRun)
             movedFrom->insert(q.text(8));
-        if (sameRun && oldSize == size && q.int64(2) == mtime && q.text(7) == f.importer->name()) {
+        // Unchanged, unless its last line waited for a newline (it may be read now that the file has settled).
+        const bool pendingTail = q.int64(11) != 0;
+        if (sameRun && oldSize == size && q.int64(2) == mtime && q.text(7) == f.importer->name() && !pendingTail) {
             ++report.filesUnchanged;
             return;
         }
         // A grown log is read on from where the last ingest stopped, when its first bytes and the last bytes
-        // read then are unchanged (a rewrite that kept its first 4 KiB is read again).
+        // read then are unchanged (a rewrite that kept its first 4 KiB is read again). A compressed log is read
+        // again whole: its offsets are of what it decompresses to.
         const int64_t consumed = q.int64(5), tailLen = q.int64(9);
-        resume = sameRun && f.importer->resumable() && size >= oldSize && q.text(7) == f.importer->name()
+        resume = sameRun && f.importer->resumable() && compressionOf(f.absolutePath) == Compression::None
+            && size >= oldSize && q.text(7) == f.importer->name()
             && windowHash(f.absolutePath, 0, q.int64(3)) == q.text(4).toLatin1()
             && windowHash(f.absolutePath, consumed - tailLen, tailLen) == q.text(10).toLatin1();
         if (resume)
@@ -560,7 +619,7 @@ void ingestFile(
     }
     const int64_t tailLen = std::min<int64_t>(end.offset, kTailBytes);
     Statement upd = db.prepare("UPDATE files SET run_id=?, importer=?, size=?, mtime=?, head_len=?, head_hash=?, "
-                               "consumed=?, lines=?, tail_len=?, tail_hash=? WHERE id=?");
+                               "consumed=?, lines=?, tail_len=?, tail_hash=?, pending_tail=?, same_as='' WHERE id=?");
     upd.bind(1, sink.runId(f.run))
         .bind(2, f.importer->name())
         .bind(3, size)
@@ -571,7 +630,8 @@ void ingestFile(
         .bind(8, end.line)
         .bind(9, tailLen)
         .bind(10, QString::fromLatin1(windowHash(f.absolutePath, end.offset - tailLen, tailLen)))
-        .bind(11, fileId);
+        .bind(11, int64_t(end.pendingTail ? 1 : 0))
+        .bind(12, fileId);
     if (sink.failures > 0) {
         fail(sink.error);
         return;
@@ -587,6 +647,171 @@ void ingestFile(
     resume ? ++report.filesResumed : ++report.filesRead;
     report.pointsWritten += sink.points;
     report.problems += sink.problems;
+}
+
+// A rank's statistics log that is a copy of another rank's (TE's debug tool reduces the statistics over a
+// group of ranks, all ranks by default, and every member writes the same lines, each with its own timestamps):
+// nothing of it is stored, the file is kept as the copy of that rank's (files.same_as), so that 1000 ranks
+// cost one read and a comparison each. The comparison is of each line's statistic, step and value (what
+// follows the "<time> - <LEVEL> - " prefix), line by line, in files of the same size.
+class RankCopies
+{
+public:
+    // The file `f` copies, among those read before it in this pass; "" when none (it is read).
+    QString copyOf(const ScannedFile &f)
+    {
+        if (f.importer->name() != QLatin1String("te-debug") || compressionOf(f.absolutePath) != Compression::None)
+            return {};
+        static const QRegularExpression rank(QStringLiteral("(globalrank-|rank[_-]?)\\d+"));
+        QString key = f.relativePath;
+        key.replace(rank, QStringLiteral("\\1#"));
+        key = f.run + QChar(0x1f) + key;
+        // A group's files are compared with its references so far (a pipeline's stages each have one); one
+        // that matches none is a reference of its own (a rank that logs its own values), up to kMaxReferences.
+        std::vector<Reference> &refs = m_groups[key];
+        const qint64 size = QFileInfo(f.absolutePath).size();
+        QByteArray bytes;
+        for (Reference &ref : refs) {
+            if (size <= 0 || size > kMaxCompared || size != QFileInfo(ref.path).size())
+                continue;
+            if (!ref.loaded && !load(&ref))
+                continue;
+            if (ref.bytes.size() != size)
+                continue;
+            if (bytes.isEmpty()) {
+                QFile file(f.absolutePath);
+                if (!file.open(QIODevice::ReadOnly))
+                    return {};
+                bytes = file.readAll();
+            }
+            if (bytes.size() == ref.bytes.size() && sameStatistics(bytes, ref))
+                return ref.relativePath;
+        }
+        if (refs.size() < kMaxReferences)
+            refs.push_back(Reference {f.absolutePath, f.relativePath, {}, {}, false});
+        return {};
+    }
+
+private:
+    struct Reference {
+        QString path;
+        QString relativePath;
+        QByteArray bytes;
+        std::vector<std::pair<qsizetype, qsizetype>> lines; // each line's end and where its statistic starts
+        bool loaded;
+    };
+    static bool load(Reference *ref)
+    {
+        ref->loaded = true;
+        QFile file(ref->path);
+        if (!file.open(QIODevice::ReadOnly))
+            return false;
+        ref->bytes = file.readAll();
+        const QByteArray &b = ref->bytes;
+        for (qsizetype start = 0; start < b.size();) {
+            qsizetype end = b.indexOf('\n', start);
+            if (end < 0)
+                end = b.size();
+            // The statistic starts after the last " - " before "iteration="; other lines are compared whole.
+            qsizetype payload = start;
+            const QByteArrayView line(b.constData() + start, end - start);
+            const qsizetype it = line.indexOf("iteration=");
+            if (it > 0) {
+                const qsizetype dash = QByteArrayView(line.data(), it).lastIndexOf(" - ");
+                if (dash >= 0)
+                    payload = start + dash + 3;
+            }
+            ref->lines.emplace_back(end, payload);
+            start = end + 1;
+        }
+        return true;
+    }
+    static bool sameStatistics(const QByteArray &bytes, const Reference &ref)
+    {
+        for (const auto &[end, payload] : ref.lines) {
+            if ((end < bytes.size() && bytes[end] != '\n')
+                || std::memcmp(bytes.constData() + payload, ref.bytes.constData() + payload, size_t(end - payload))
+                    != 0)
+                return false;
+        }
+        return true;
+    }
+    static constexpr qint64 kMaxCompared = qint64(1) << 30;
+    static constexpr size_t kMaxReferences = 16;
+    QHash<QString, std::vector<Reference>> m_groups;
+};
+
+// A file found to be a copy of another rank's log: kept as such (same_as), with nothing of its own.
+void ingestCopy(Database &db, const ScannedFile &f, const QString &sameAs, IngestReport &report)
+{
+    const auto fail = [&](const QString &error) {
+        ++report.filesFailed;
+        report.errors << QStringLiteral("%1: %2").arg(f.relativePath, error);
+    };
+    const QFileInfo info(f.absolutePath);
+    const int64_t size = info.size();
+    const int64_t mtime = info.lastModified().toMSecsSinceEpoch();
+    Statement q = db.prepare("SELECT f.id, f.size, f.mtime, f.same_as, r.name FROM files f LEFT JOIN runs r ON "
+                             "r.id=f.run_id WHERE f.path=?");
+    q.bind(1, f.relativePath);
+    int64_t fileId = 0;
+    bool dropped = false;
+    if (q.next()) {
+        fileId = q.int64(0);
+        dropped = q.int64(1) == kReadAgain;
+        if (q.int64(1) == size && q.int64(2) == mtime && q.text(3) == sameAs && q.text(4) == f.run) {
+            ++report.filesUnchanged;
+            return;
+        }
+    }
+    q.reset();
+    Transaction t(db);
+    if (!t.isActive()) {
+        if (db.isBusy())
+            report.busy = true;
+        else
+            fail(db.lastError());
+        return;
+    }
+    QString error;
+    bool ok = true;
+    if (fileId == 0) {
+        Statement ins = db.prepare("INSERT INTO files(path, importer, size, mtime, head_len, head_hash, consumed, "
+                                   "lines) VALUES(?,?,0,0,0,'',0,0)");
+        ok = ins.bind(1, f.relativePath).bind(2, f.importer->name()).exec();
+        if (!ok)
+            error = ins.error();
+        fileId = db.lastInsertId();
+    } else {
+        ok = dropContributions(db, fileId, !dropped, &error);
+    }
+    if (!ok) {
+        fail(error);
+        return;
+    }
+    FileSink sink(db, fileId, f.run);
+    Statement upd = db.prepare("UPDATE files SET run_id=?, importer=?, size=?, mtime=?, head_len=0, head_hash='', "
+                               "consumed=?, lines=0, tail_len=0, tail_hash='', pending_tail=0, same_as=? WHERE id=?");
+    upd.bind(1, sink.runId(f.run))
+        .bind(2, f.importer->name())
+        .bind(3, size)
+        .bind(4, mtime)
+        .bind(5, size)
+        .bind(6, sameAs)
+        .bind(7, fileId);
+    if (sink.failures > 0) {
+        fail(sink.error);
+        return;
+    }
+    if (!upd.exec()) {
+        fail(upd.error());
+        return;
+    }
+    if (!t.commit(&error)) {
+        fail(error);
+        return;
+    }
+    ++report.filesRead;
 }
 
 // Files the store holds that the folder no longer does: what they wrote goes, each in one transaction.
@@ -687,13 +912,17 @@ IngestReport ingestFolder(Database &db, const QString &folder, const QString &st
     int done = 0;
     const int total = int(scan.files.size());
     bool stopped = false;
+    RankCopies copies;
     for (const ScannedFile &f : scan.files) {
         if (progress && !progress(done, total, f.relativePath)) {
             stopped = true;
             break;
         }
         ++done;
-        ingestFile(db, f, scan, report, &movedFrom);
+        if (const QString sameAs = copies.copyOf(f); !sameAs.isEmpty())
+            ingestCopy(db, f, sameAs, report);
+        else
+            ingestFile(db, f, scan, report, &movedFrom);
         if (report.busy) {
             stopped = true;
             break;

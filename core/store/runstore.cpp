@@ -547,6 +547,17 @@ std::vector<InputFileRow> RunStore::inputFiles(int64_t runId) const
     return out;
 }
 
+std::vector<std::pair<QString, QString>> RunStore::rankCopies(int64_t runId) const
+{
+    std::vector<std::pair<QString, QString>> out;
+    Statement s = prepare("SELECT path, same_as FROM files WHERE run_id=? AND same_as<>'' ORDER BY path");
+    s.bind(1, runId);
+    while (s.next())
+        out.emplace_back(s.text(0), s.text(1));
+    ok(s);
+    return out;
+}
+
 std::vector<EvalRow> RunStore::evals(int64_t runId) const
 {
     std::vector<EvalRow> out;

@@ -181,6 +181,9 @@ public:
     std::vector<EvalRow> evals(int64_t runId) const;
     // The files read for the run (and those of no run: a workspace manifest), by path.
     std::vector<InputFileRow> inputFiles(int64_t runId) const;
+    // A rank's statistics logs whose lines are another rank's (a reduction group): (its path, that file's path).
+    // Nothing of theirs is stored; the file they copy holds it.
+    std::vector<std::pair<QString, QString>> rankCopies(int64_t runId) const;
     std::vector<KeyValueRow> configs(int64_t runId) const;
     std::vector<KeyValueRow> versions(int64_t runId) const;
     std::vector<ProblemRecord> problems() const;

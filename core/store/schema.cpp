@@ -161,6 +161,17 @@ const char *const kSchemaV9 = R"(
 INSERT OR IGNORE INTO meta(key, value) VALUES('data_rewrites', '0');
 )";
 
+// Version 10 (issue 40): a file whose last line had no newline when it was read (a log still being written)
+// left that line for the next ingest (pending_tail); a rank's statistics log whose lines are another rank's
+// (a reduction group) stores nothing of its own and names that file (same_as, its path). The line logs are
+// read again: a fragment of a last line read before may be stored.
+const char *const kSchemaV10 = R"(
+ALTER TABLE files ADD COLUMN pending_tail INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE files ADD COLUMN same_as TEXT NOT NULL DEFAULT '';
+UPDATE files SET size=-1, mtime=-1, consumed=0, lines=0, head_hash='', tail_hash=''
+    WHERE importer IN ('te-debug', 'csv', 'jsonl', 'megatron-log');
+)";
+
 // Version 3's conversion: every series' points into chunks, then the view in place of the table.
 bool pointsToChunks(Database &db, QString *error)
 {
@@ -243,7 +254,7 @@ bool migrate(Database &db, const QString &path, QString *error)
         && (version >= 3 || pointsToChunks(db, error)) && (version >= 4 || db.exec(kSchemaV4, error))
         && (version >= 5 || db.exec(kSchemaV5, error)) && (version >= 6 || db.exec(kSchemaV6, error))
         && (version >= 7 || db.exec(kSchemaV7, error)) && (version >= 8 || db.exec(kSchemaV8, error))
-        && (version >= 9 || db.exec(kSchemaV9, error));
+        && (version >= 9 || db.exec(kSchemaV9, error)) && (version >= 10 || db.exec(kSchemaV10, error));
     if (!ok)
         return false;
     Statement set = db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", error);

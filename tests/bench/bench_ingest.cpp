@@ -4,12 +4,16 @@
 //   end to end into a new store (fp8scope-cli ingest in a child process, median of 3), lines/s and its peak RSS;
 //   the sqlite3 shell's `.import` of the same rows as CSV into an equivalent table, rows/s, and the ratio;
 //   reopening the store and fetching the 200 x iterations heatmap of one stat, ms;
-//   a 1,000,000-point series at 2,000 buckets, ms.
+//   a 1,000,000-point series at 2,000 buckets, ms;
+//   1000 ranks' statistics logs (FP8SCOPE_BENCH_RANKS, 2,000 lines each): a reduction group (every rank the
+//   same lines, its own timestamps) and a 4-stage pipeline (250 identical ranks a stage, 10 layers each),
+//   ingested into a new store, against a plain read of the same bytes in the same run (median of 3 each).
 // Asserts nothing about time. Usage: bench_ingest [lines] [workdir]
 #include "benchutil.h"
 #include "core/importers/tedebugimporter.h"
 #include "core/query/catalog.h"
 #include "core/store/runstore.h"
+#include "plainread.h"
 
 #include <QDir>
 #include <QFile>
@@ -200,6 +204,52 @@ int main(int argc, char **argv)
         const double ms
             = 1000.0 * bench::medianSeconds(5, [&] { buckets = longStore.points(sid, 0, 999999, 2000).size(); });
         std::printf("%-44s %10.1f ms (%zu buckets)\n", "1,000,000-point series at 2,000 buckets", ms, buckets);
+    }
+    // Ranks.
+    const int ranks = qEnvironmentVariableIsSet("FP8SCOPE_BENCH_RANKS")
+        ? qEnvironmentVariableIntValue("FP8SCOPE_BENCH_RANKS")
+        : 1000;
+    for (const int stages : {1, 4}) {
+        const QString folder = work + QStringLiteral("/ranks%1").arg(stages);
+        QDir(folder).removeRecursively();
+        QStringList files;
+        for (int rank = 0; rank < ranks; ++rank) {
+            const int stage = rank * stages / ranks;
+            const QString dir = folder + QStringLiteral("/rank_%1/nvdlfw_inspect_statistics_logs").arg(rank);
+            QDir().mkpath(dir);
+            QFile f(dir + QStringLiteral("/nvdlfw_inspect_globalrank-%1.log").arg(rank));
+            if (!f.open(QIODevice::WriteOnly))
+                return 1;
+            QByteArray b;
+            std::mt19937 rng {uint32_t(stage)};
+            std::uniform_real_distribution<double> u(0.0, 5.0);
+            for (int line = 0; line < 2000; ++line) {
+                const int layer = stage * 10 + line % 10;
+                b += "2026-01-15 23:06:41," + QByteArray::number(100 + rank % 900) + " - INFO - model.decoder.layers."
+                    + QByteArray::number(layer) + ".mlp.linear_fc1_activation_underflows% \t\t\t\t iteration="
+                    + QByteArray::number(line / 10).rightJustified(6, '0')
+                    + " \t\t\t\t value=" + QByteArray::number(u(rng), 'f', 4) + '\n';
+            }
+            f.write(b);
+            files << f.fileName();
+        }
+        std::vector<char> buffer(1 << 20);
+        double sum = 0;
+        const double plain = bench::medianSeconds(3, [&] {
+            for (const QString &file : files)
+                sum += bench::plainRead(file, buffer);
+        });
+        const double ingest = bench::medianSeconds(3, [&] {
+            QDir(folder + QStringLiteral("/.fp8scope")).removeRecursively();
+            RunStore s;
+            QString e;
+            if (s.open(folder, &e))
+                s.ingest();
+        });
+        std::printf("%-44s %10.1f ms   plain read %.1f ms   ratio %.2f x%s\n",
+            stages == 1 ? qPrintable(QStringLiteral("%1 ranks, one reduction group").arg(ranks))
+                        : qPrintable(QStringLiteral("%1 ranks, %2-stage pipeline").arg(ranks).arg(stages)),
+            ingest * 1000, plain * 1000, ingest / plain, sum < 0 ? " " : "");
     }
     return 0;
 }

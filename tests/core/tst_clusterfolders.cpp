@@ -4,15 +4,24 @@
 // heads, every statistic TE writes, validation sets, nested and non-finite JSON, and what one run is.
 #include "core/analysis/triage.h"
 #include "core/analysis/triageinputs.h"
+#include "core/importers/folderscanner.h"
 #include "core/query/catalog.h"
 #include "core/store/runstore.h"
 #include "folderfixture.h"
 #include "testmain.h"
 
+#include <QDateTime>
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <lzma.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <sys/stat.h>
+
 #include <cmath>
+#include <functional>
 
 using namespace fp8scope;
 using fp8scope::testing::pointAt;
@@ -39,6 +48,60 @@ QString nameOf(const QTemporaryDir &dir)
         QVERIFY2(ingestReport.errors.isEmpty(), qPrintable(ingestReport.errors.join(QLatin1Char('\n'))));              \
     } while (false)
 
+QByteArray gzip(const QByteArray &in)
+{
+    z_stream z {};
+    deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+    QByteArray out(int(deflateBound(&z, uLong(in.size()))) + 32, '\0');
+    z.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(in.constData()));
+    z.avail_in = uInt(in.size());
+    z.next_out = reinterpret_cast<Bytef *>(out.data());
+    z.avail_out = uInt(out.size());
+    deflate(&z, Z_FINISH);
+    out.resize(qsizetype(z.total_out));
+    deflateEnd(&z);
+    return out;
+}
+
+QByteArray xz(const QByteArray &in)
+{
+    QByteArray out(in.size() + 4096, '\0');
+    size_t pos = 0;
+    lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, nullptr, reinterpret_cast<const uint8_t *>(in.constData()),
+        size_t(in.size()), reinterpret_cast<uint8_t *>(out.data()), &pos, size_t(out.size()));
+    out.resize(qsizetype(pos));
+    return out;
+}
+
+QByteArray zstd(const QByteArray &in)
+{
+    QByteArray out(qsizetype(ZSTD_compressBound(size_t(in.size()))), '\0');
+    out.resize(qsizetype(ZSTD_compress(out.data(), size_t(out.size()), in.constData(), size_t(in.size()), 3)));
+    return out;
+}
+
+QByteArray megatronLines(int from, int to, double base)
+{
+    QByteArray out;
+    for (int it = from; it <= to; ++it)
+        out += " iteration " + QByteArray::number(it).rightJustified(8, ' ')
+            + "/     100 | lm loss: " + QByteArray::number(base - it * 0.01, 'E', 6) + " |\n";
+    return out;
+}
+
+QByteArray teLine(const QByteArray &stat, int step, const QByteArray &value)
+{
+    return "2026-01-16 08:00:00,000 - INFO - " + stat
+        + " \t\t\t\t iteration=" + QByteArray::number(step).rightJustified(6, '0') + " \t\t\t\t value=" + value;
+}
+
+void age(const QString &path, int seconds)
+{
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadWrite));
+    QVERIFY(f.setFileTime(QDateTime::currentDateTime().addSecs(-seconds), QFileDevice::FileModificationTime));
+}
+
 QStringList problemTexts(const RunStore &store)
 {
     QStringList out;
@@ -59,6 +122,12 @@ private Q_SLOTS:
     void plannedStepsFromTheTrainersKeys();
     void precisionFromRunNames();
     void noCommonLossIsNotComparable();
+    void everyStatisticTeWrites();
+    void compressedLogs();
+    void incompleteLastLines();
+    void linksPipesAndLongHeads();
+    void oneRunIsOneRun();
+    void ranksAreOneRun();
 };
 
 void TestClusterFolders::validationSetsAreSeriesOfTheirOwn()
@@ -195,6 +264,300 @@ void TestClusterFolders::noCommonLossIsNotComparable()
     catalog.refresh();
     QCOMPARE(
         analysis::verdictName(analysis::compareRuns(catalog, base->ref, run->ref).verdict), QStringLiteral("none"));
+}
+
+void TestClusterFolders::everyStatisticTeWrites()
+{
+    // TE's statistics beyond the ones fp8scope names, a custom feature's, AutoswitchGemm's log in its own
+    // folder (8 decimals), and a class of lines that are no statistic on 500 lines: kept as series, one run,
+    // one problem with a count.
+    QTemporaryDir dir;
+    QByteArray stats, autoswitch;
+    for (int it = 0; it < 500; ++it) {
+        const QByteArray step = QByteArray::number(it).rightJustified(6, '0');
+        const QByteArray prefix = "2026-01-16 08:00:00,000 - INFO - decoder.layers.0.mlp.linear_fc1_";
+        stats += prefix
+            + "activation_max_blockwise_dynamic_range_block_size_32_dims_1_max_over_orientations \t\t\t\t "
+              "iteration="
+            + step + " \t\t\t\t value=" + QByteArray::number(10 + it * 0.01, 'f', 4) + "\n";
+        stats += prefix + "activation_percentage_greater_than_threshold \t\t\t\t iteration=" + step
+            + " \t\t\t\t value=0.2500\n";
+        stats += prefix + "banana_mse \t\t\t\t iteration=" + step + " \t\t\t\t value=1.0000\n";
+        autoswitch += prefix + "fprop_activation_underflow_pct \t\t\t\t iteration=" + step
+            + " \t\t\t\t value=" + QByteArray::number(it * 1e-6, 'f', 8) + "\n";
+    }
+    write(dir.path() + QStringLiteral("/logs/train.log"), " iteration        1/     500 | lm loss: 2.0 |\n");
+    write(dir.path() + QStringLiteral("/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log"), stats);
+    write(
+        dir.path() + QStringLiteral("/nvdlfw_inspect_autoswitchgemm_logs/nvdlfw_inspect_globalrank-0.log"), autoswitch);
+    RunStore store;
+    INGEST(store, dir.path());
+    QCOMPARE(store.runs().size(), size_t(1));
+    const QString run = nameOf(dir);
+    const QString layer = QStringLiteral("decoder.layers.0.mlp.linear_fc1");
+    const QString src = QStringLiteral("te-debug rank 0");
+    QCOMPARE(pointAt(store, run,
+                 {layer, QStringLiteral("activation"),
+                     QStringLiteral("max_blockwise_dynamic_range_block_size_32_dims_1_max_over_orientations"), src, {}},
+                 100),
+        11.0);
+    QCOMPARE(
+        pointAt(store, run,
+            {layer, QStringLiteral("activation"), QStringLiteral("percentage_greater_than_threshold"), src, {}}, 7),
+        0.25);
+    QCOMPARE(
+        pointAt(store, run, {layer, QStringLiteral("activation"), QStringLiteral("fprop_underflow_pct"), src, {}}, 499),
+        0.000499);
+    const QStringList said = problemTexts(store);
+    QVERIFY2(said.size() == 1, qPrintable(said.join(QLatin1Char('\n'))));
+    QVERIFY2(said.front().contains(QLatin1String("unknown statistic name 'decoder.layers.0.mlp.linear_fc1_banana_mse'"))
+            && said.front().contains(QLatin1String("and 499 more lines like it, the last at line 1500")),
+        qPrintable(said.front()));
+}
+
+void TestClusterFolders::compressedLogs()
+{
+    QTemporaryDir dir;
+    const SeriesKey loss = runLevel(QStringLiteral("lm loss"), QStringLiteral("megatron-log"));
+    const SeriesKey fc1 {QStringLiteral("layers.0.fc1"), QStringLiteral("activation"), QStringLiteral("underflows%"),
+        QStringLiteral("te-debug rank 0"), {}};
+    QByteArray te;
+    for (int step = 0; step < 50; ++step)
+        te += teLine("layers.0.fc1_activation_underflows%", step, QByteArray::number(step * 0.5, 'f', 4)) + "\n";
+    write(dir.path() + QStringLiteral("/run/train.log.gz"), gzip(megatronLines(1, 60, 3.0)));
+    write(
+        dir.path() + QStringLiteral("/run/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log.xz"), xz(te));
+    write(dir.path() + QStringLiteral("/run/metrics.csv.zst"), zstd("step,tokens_per_sec\n1,1000\n2,1010\n"));
+    // A gzip still being written: it stops inside a line.
+    const QByteArray whole = megatronLines(1, 40, 5.0);
+    const QByteArray growing = gzip(whole);
+    write(dir.path() + QStringLiteral("/live/train.log.gz"), growing.left(growing.size() * 2 / 3));
+    RunStore store;
+    INGEST(store, dir.path());
+    QVERIFY(store.ingest().unrecognised.isEmpty());
+    QCOMPARE(pointAt(store, QStringLiteral("run"), loss, 60), 2.4);
+    QCOMPARE(pointAt(store, QStringLiteral("run"), fc1, 49), 24.5);
+    QCOMPARE(
+        pointAt(store, QStringLiteral("run"), runLevel(QStringLiteral("tokens_per_sec"), QStringLiteral("csv")), 2),
+        1010.0);
+    // What the cut stream holds is read, up to its last whole line; the line it stops in is said and waits.
+    int64_t read = 0;
+    for (int it = 1; it <= 40 && pointAt(store, QStringLiteral("live"), loss, it) > 0; ++it)
+        read = it;
+    QVERIFY2(read > 0 && read < 40, qPrintable(QString::number(read)));
+    QVERIFY2(problemTexts(store).filter(QStringLiteral("compressed data ends inside a line")).size() == 1,
+        qPrintable(problemTexts(store).join(QLatin1Char('\n'))));
+    // The stream completed: read again whole.
+    write(dir.path() + QStringLiteral("/live/train.log.gz"), growing);
+    store.ingest();
+    QCOMPARE(pointAt(store, QStringLiteral("live"), loss, 40), 4.6);
+    QVERIFY2(store.problems().empty(), qPrintable(problemTexts(store).join(QLatin1Char('\n'))));
+}
+
+void TestClusterFolders::incompleteLastLines()
+{
+    QTemporaryDir dir;
+    const QString csv = dir.path() + QStringLiteral("/run/metrics.csv");
+    const QString te
+        = dir.path() + QStringLiteral("/run/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log");
+    const SeriesKey loss = runLevel(QStringLiteral("loss"), QStringLiteral("csv"));
+    const SeriesKey fc1 {QStringLiteral("layers.0.fc1"), QStringLiteral("activation"), QStringLiteral("mse"),
+        QStringLiteral("te-debug rank 0"), {}};
+    // Both files are being written: their last lines stop mid-number.
+    write(csv, "step,loss\n0,1.5\n1,12");
+    write(
+        te, teLine("layers.0.fc1_activation_mse", 0, "1.0000") + "\n" + teLine("layers.0.fc1_activation_mse", 1, "12"));
+    RunStore store;
+    INGEST(store, dir.path());
+    const QString name = nameOf(dir);
+    QCOMPARE(pointAt(store, name, loss, 0), 1.5);
+    QCOMPARE(pointAt(store, name, loss, 1), -3e300); // never the fragment
+    QCOMPARE(pointAt(store, name, fc1, 1), -3e300);
+    QCOMPARE(problemTexts(store).filter(QStringLiteral("incomplete last line")).size(), 2);
+    // The lines complete: read whole.
+    write(csv, "34.5\n", true);
+    write(te, "34.5678\n", true);
+    store.ingest();
+    QCOMPARE(pointAt(store, name, loss, 1), 1234.5);
+    QCOMPARE(pointAt(store, name, fc1, 1), 1234.5678);
+    QVERIFY2(store.problems().empty(), qPrintable(problemTexts(store).join(QLatin1Char('\n'))));
+
+    // A finished file without a final newline (not modified for long): its last line is read; should it grow
+    // after all, the line is read again whole.
+    write(csv, "2,1", true);
+    age(csv, 3600);
+    store.ingest();
+    QCOMPARE(pointAt(store, name, loss, 2), 1.0);
+    write(csv, ".25\n3,0.5\n", true);
+    store.ingest();
+    QCOMPARE(pointAt(store, name, loss, 2), 1.25);
+    QCOMPARE(pointAt(store, name, loss, 3), 0.5);
+    // A file whose last line waited is looked at again although it has not changed: once settled, it is read.
+    write(csv, "4,0.4", true);
+    store.ingest();
+    QCOMPARE(pointAt(store, name, loss, 4), -3e300);
+    age(csv, 3600);
+    store.ingest();
+    QCOMPARE(pointAt(store, name, loss, 4), 0.4);
+}
+
+void TestClusterFolders::linksPipesAndLongHeads()
+{
+    QTemporaryDir dir;
+    const QString run = dir.path() + QStringLiteral("/run");
+    // The logs live on a shared file system; the run folder links to them.
+    write(dir.path() + QStringLiteral("/shared/job42/train.log"), megatronLines(1, 20, 3.0));
+    QVERIFY(QDir().mkpath(run));
+    QVERIFY(QFile::link(dir.path() + QStringLiteral("/shared/job42"), run + QStringLiteral("/logs")));
+    // A link back up (a loop), a dangling link, a pipe.
+    QVERIFY(QFile::link(run, dir.path() + QStringLiteral("/shared/job42/back")));
+    QVERIFY(QFile::link(dir.path() + QStringLiteral("/gone.log"), run + QStringLiteral("/old.log")));
+    QVERIFY(::mkfifo(QFile::encodeName(run + QStringLiteral("/live.log")).constData(), 0600) == 0);
+    // A Slurm job prints its environment first: 8 KiB before the first line of the format.
+    QByteArray env;
+    for (int i = 0; env.size() < 8192; ++i)
+        env += "SLURM_VAR_" + QByteArray::number(i) + "=" + QByteArray(40, 'x') + "\n";
+    write(run + QStringLiteral("/nvdlfw_inspect_globalrank-0.log"),
+        env + teLine("layers.0.fc1_activation_mse", 5, "0.2500") + "\n");
+    write(run + QStringLiteral("/job.txt"), env + " using world size: 8\n" + megatronLines(21, 25, 3.0));
+    RunStore store;
+    QString error;
+    QVERIFY2(store.open(run, &error), qPrintable(error));
+    const IngestReport report = store.ingest();
+    QVERIFY2(report.unrecognised.isEmpty(), qPrintable(report.unrecognised.join(QLatin1Char(' '))));
+    const QString name = QStringLiteral("run");
+    QCOMPARE(pointAt(store, name, runLevel(QStringLiteral("lm loss"), QStringLiteral("megatron-log")), 20), 2.8);
+    QCOMPARE(pointAt(store, name, runLevel(QStringLiteral("lm loss"), QStringLiteral("megatron-log")), 25), 2.75);
+    QCOMPARE(pointAt(store, name,
+                 {QStringLiteral("layers.0.fc1"), QStringLiteral("activation"), QStringLiteral("mse"),
+                     QStringLiteral("te-debug rank 0"), {}},
+                 5),
+        0.25);
+    QStringList said;
+    for (const auto &[path, why] : report.unreadable)
+        said << path + QStringLiteral(": ") + why;
+    said.sort();
+    QCOMPARE(said.size(), 3);
+    QVERIFY2(
+        said[0].startsWith(QLatin1String("live.log: not a regular file")), qPrintable(said.join(QLatin1Char('\n'))));
+    QVERIFY2(said[1].startsWith(QLatin1String("logs/back: a link to")) && said[1].contains(QLatin1String("(a loop)")),
+        qPrintable(said.join(QLatin1Char('\n'))));
+    QVERIFY2(
+        said[2].startsWith(QLatin1String("old.log: a link to")) && said[2].endsWith(QLatin1String("does not exist")),
+        qPrintable(said.join(QLatin1Char('\n'))));
+}
+
+void TestClusterFolders::oneRunIsOneRun()
+{
+    QTemporaryDir dir;
+    const QString ws = dir.path();
+    QByteArray te;
+    for (int step = 0; step < 3; ++step)
+        te += teLine("layers.0.fc1_activation_mse", step, "0.1000") + "\n";
+    // Megatron's log in logs/, TE's statistics in a folder of another name.
+    write(ws + QStringLiteral("/a/logs/train.log"), megatronLines(1, 3, 3.0));
+    write(ws + QStringLiteral("/a/te_debug/nvdlfw_inspect_globalrank-0.log"), te);
+    // Lightning's CSV logger beside the statistics.
+    write(ws + QStringLiteral("/b/lightning_logs/version_0/metrics.csv"), "step,train_loss\n1,3.0\n");
+    write(ws + QStringLiteral("/b/fp8_stats/nvdlfw_inspect_globalrank-0.log"), te);
+    // A W&B history export beside the run's config: the run's history, not a run of its own.
+    write(ws + QStringLiteral("/c/config.json"), R"({"train_iters": 100})");
+    write(ws + QStringLiteral("/c/history_1a2b3c.csv"), "_step,loss\n1,3.0\n2,2.9\n");
+    const FolderScan scan = scanFolder(ws);
+    QVERIFY(scan.workspace);
+    QStringList runs;
+    for (const ScannedFile &f : scan.files) {
+        if (!runs.contains(f.run))
+            runs << f.run;
+    }
+    runs.sort();
+    QCOMPARE(runs, (QStringList {QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c")}));
+    RunStore store;
+    INGEST(store, ws);
+    QCOMPARE(store.runs().size(), size_t(3));
+    QCOMPARE(pointAt(store, QStringLiteral("c"), runLevel(QStringLiteral("loss"), QStringLiteral("csv")), 2), 2.9);
+    // Opened on its own, each divides the same way.
+    QVERIFY(!scanFolder(ws + QStringLiteral("/a")).workspace);
+    QVERIFY(!scanFolder(ws + QStringLiteral("/b")).workspace);
+}
+
+namespace {
+
+// One rank's statistics log: `layers` for `steps`, each value from `value`, the timestamps the rank's own.
+QByteArray rankLog(int rank, int firstLayer, int layers, int steps, const std::function<double(int, int)> &value)
+{
+    QByteArray out;
+    for (int step = 0; step < steps; ++step) {
+        for (int l = firstLayer; l < firstLayer + layers; ++l)
+            out += "2026-01-16 08:00:" + QByteArray::number(10 + step % 50) + "," + QByteArray::number(100 + rank % 900)
+                + " - INFO - decoder.layers." + QByteArray::number(l)
+                + ".mlp.linear_fc1_activation_underflows% \t\t\t\t iteration="
+                + QByteArray::number(step * 10).rightJustified(6, '0')
+                + " \t\t\t\t value=" + QByteArray::number(value(l, step), 'f', 4) + "\n";
+    }
+    return out;
+}
+
+QString rankPath(int rank)
+{
+    return QStringLiteral("/rank_%1/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-%1.log").arg(rank);
+}
+
+} // namespace
+
+void TestClusterFolders::ranksAreOneRun()
+{
+    // A 4-stage pipeline of 12 ranks: each stage's 3 ranks (a reduction group) write the same lines, each
+    // with its own timestamps; stages hold 10 layers each.
+    QTemporaryDir dir;
+    for (int rank = 0; rank < 12; ++rank) {
+        const int stage = rank / 3;
+        write(dir.path() + rankPath(rank),
+            rankLog(rank, stage * 10, 10, 5, [](int l, int step) { return l + step * 0.5; }));
+    }
+    RunStore store;
+    INGEST(store, dir.path());
+    QCOMPARE(store.runs().size(), size_t(1));
+    const auto info = store.run(nameOf(dir));
+    QVERIFY(info);
+    QCOMPARE(store.rankCopies(info->id).size(), size_t(8)); // two copies in each stage, read once
+    Catalog catalog;
+    QString error;
+    QVERIFY2(catalog.open(dir.path(), &error), qPrintable(error));
+    const RunRef ref = catalog.runs().front().ref;
+    Heatmap h = catalog.matrix(ref, {QStringLiteral("underflows%"), QStringLiteral("activation"), {}, {}});
+    QCOMPARE(h.source, kRanksMax);
+    QCOMPARE(h.layers.size(), 40); // the union over the ranks, not one stage's 10
+    QCOMPARE(h.layers.front(), QStringLiteral("decoder.layers.0.mlp.linear_fc1"));
+    QCOMPARE(h.layers.back(), QStringLiteral("decoder.layers.39.mlp.linear_fc1"));
+    QCOMPARE(h.at(25, 2), 26.0);
+    QCOMPARE(h.ranks[25 * h.steps.size() + 2], 6); // layer 25 is stage 2's, read from its first rank
+    QVERIFY2(h.ranksNote.contains(QLatin1String("ranks 0, 3, 6, 9 hold 40 layers between them"))
+            && h.ranksNote.contains(QLatin1String("ranks 1-2 log the same lines as rank 0 (read once)"))
+            && h.ranksNote.contains(QLatin1String("ranks 10-11 log the same lines as rank 9 (read once)")),
+        qPrintable(h.ranksNote));
+    // One rank alone shows its stage.
+    h = catalog.matrix(
+        ref, {QStringLiteral("underflows%"), QStringLiteral("activation"), QStringLiteral("te-debug rank 3"), {}});
+    QCOMPARE(h.layers.size(), 10);
+    QCOMPARE(h.layers.front(), QStringLiteral("decoder.layers.10.mlp.linear_fc1"));
+
+    // A rank that parts from its group (its values differ) is read on its own; ingest again is unchanged.
+    write(dir.path() + rankPath(4),
+        rankLog(4, 10, 10, 5, [](int l, int step) { return l + step * 0.5 + (l == 12 ? 7 : 0); }));
+    IngestReport again = store.ingest();
+    QCOMPARE(again.filesRead, 1);
+    QCOMPARE(store.rankCopies(info->id).size(), size_t(7));
+    catalog.refresh();
+    h = catalog.matrix(ref, {QStringLiteral("underflows%"), QStringLiteral("activation"), {}, {}});
+    QCOMPARE(h.at(12, 0), 19.0); // the max across ranks 3 and 4
+    QCOMPARE(h.ranks[12 * h.steps.size()], 4);
+    QVERIFY2(h.ranksNote.contains(QLatin1String("log different values of the same layers: the max")),
+        qPrintable(h.ranksNote));
+    h = catalog.matrix(ref, {QStringLiteral("underflows%"), QStringLiteral("activation"), kRanksMean, {}});
+    QCOMPARE(h.at(12, 0), 15.5);
+    QCOMPARE(h.at(11, 0), 11.0);
+    QCOMPARE(store.ingest().filesUnchanged, 12);
 }
 
 FP8SCOPE_TEST_GUILESS_MAIN(TestClusterFolders)

@@ -365,8 +365,12 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
     const bool checkpoint = nx == 1 && m_data.steps.front() < 0;
     plot()->xAxis->setLabel(checkpoint ? tr("checkpoint (no step)") : tr("step"));
     plot()->xAxis->setTickLabels(!checkpoint);
+    // Across ranks, the label says which aggregate is shown; the source box says how the ranks divide.
+    const QString acrossRanks = m_data.source == kRanksMax ? tr(", max across ranks")
+        : m_data.source == kRanksMean                      ? tr(", mean across ranks")
+                                                           : QString();
     m_scale->axis()->setLabel(statistic() + QLatin1Char(' ') + tensor()
-        + (m_data.recipe.isEmpty() ? QString() : tr(" (%1)").arg(m_data.recipe)));
+        + (m_data.recipe.isEmpty() ? QString() : tr(" (%1)").arg(m_data.recipe)) + acrossRanks);
     {
         const QSignalBlocker block(m_recipeBox);
         m_recipeBox->clear();
@@ -380,6 +384,8 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
         m_sourceBox->addItems(m_data.sources);
         m_sourceBox->setCurrentIndex(m_sourceBox->findText(m_data.source));
         m_sourceAction->setVisible(m_data.sources.size() > 1);
+        m_sourceBox->setToolTip(
+            m_data.ranksNote.isEmpty() ? tr("The source these statistics were read from") : m_data.ranksNote);
     }
     QString message;
     const RunRef r = run();
@@ -698,10 +704,14 @@ QString HeatmapView::toolTipAt(const QPointF &pixel) const
     if (!cellAt(pixel, &layer, &col))
         return {};
     const double v = m_data.at(layer, size_t(col));
-    return tr("%1\nstep %2\n%3 %4: %5")
-        .arg(m_data.layers[layer])
-        .arg(m_data.steps[size_t(col)])
-        .arg(tensor(), statistic(), std::isnan(v) ? tr("no value") : QString::number(v, 'g', 6));
+    QString tip = tr("%1\nstep %2\n%3 %4: %5")
+                      .arg(m_data.layers[layer])
+                      .arg(m_data.steps[size_t(col)])
+                      .arg(tensor(), statistic(), std::isnan(v) ? tr("no value") : QString::number(v, 'g', 6));
+    const size_t cell = size_t(layer) * m_data.steps.size() + size_t(col);
+    if (cell < m_data.ranks.size() && m_data.ranks[cell] >= 0 && !std::isnan(v))
+        tip += tr("\nfrom rank %1").arg(m_data.ranks[cell]);
+    return tip;
 }
 
 QString HeatmapView::csv() const
