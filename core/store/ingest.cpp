@@ -741,77 +741,82 @@ private:
     QHash<QString, std::vector<Reference>> m_groups;
 };
 
-// A file found to be a copy of another rank's log: kept as such (same_as), with nothing of its own.
-void ingestCopy(Database &db, const ScannedFile &f, const QString &sameAs, IngestReport &report)
+// Files found to be copies of another rank's log: kept as such (same_as), with nothing of their own, all in
+// one transaction (a commit per file would cost more than reading them).
+void ingestCopies(
+    Database &db, const std::vector<std::pair<const ScannedFile *, QString>> &copies, IngestReport &report)
 {
-    const auto fail = [&](const QString &error) {
-        ++report.filesFailed;
-        report.errors << QStringLiteral("%1: %2").arg(f.relativePath, error);
-    };
-    const QFileInfo info(f.absolutePath);
-    const int64_t size = info.size();
-    const int64_t mtime = info.lastModified().toMSecsSinceEpoch();
-    Statement q = db.prepare("SELECT f.id, f.size, f.mtime, f.same_as, r.name FROM files f LEFT JOIN runs r ON "
-                             "r.id=f.run_id WHERE f.path=?");
-    q.bind(1, f.relativePath);
-    int64_t fileId = 0;
-    bool dropped = false;
-    if (q.next()) {
-        fileId = q.int64(0);
-        dropped = q.int64(1) == kReadAgain;
-        if (q.int64(1) == size && q.int64(2) == mtime && q.text(3) == sameAs && q.text(4) == f.run) {
-            ++report.filesUnchanged;
-            return;
-        }
-    }
-    q.reset();
+    if (copies.empty())
+        return;
     Transaction t(db);
     if (!t.isActive()) {
         if (db.isBusy())
             report.busy = true;
         else
-            fail(db.lastError());
+            report.errors << QStringLiteral("rank copies: %1").arg(db.lastError());
         return;
     }
+    Statement q = db.prepare("SELECT f.id, f.size, f.mtime, f.same_as, r.name FROM files f LEFT JOIN runs r ON "
+                             "r.id=f.run_id WHERE f.path=?");
+    Statement ins = db.prepare("INSERT INTO files(path, importer, size, mtime, head_len, head_hash, consumed, lines) "
+                               "VALUES(?,?,0,0,0,'',0,0)");
+    Statement upd = db.prepare("UPDATE files SET run_id=(SELECT id FROM runs WHERE name=?), importer=?, size=?, "
+                               "mtime=?, head_len=0, head_hash='', consumed=?, lines=0, tail_len=0, tail_hash='', "
+                               "pending_tail=0, same_as=? WHERE id=?");
     QString error;
-    bool ok = true;
-    if (fileId == 0) {
-        Statement ins = db.prepare("INSERT INTO files(path, importer, size, mtime, head_len, head_hash, consumed, "
-                                   "lines) VALUES(?,?,0,0,0,'',0,0)");
-        ok = ins.bind(1, f.relativePath).bind(2, f.importer->name()).exec();
-        if (!ok)
-            error = ins.error();
-        fileId = db.lastInsertId();
-    } else {
-        ok = dropContributions(db, fileId, !dropped, &error);
+    int read = 0;
+    for (const auto &[f, sameAs] : copies) {
+        const QFileInfo info(f->absolutePath);
+        const int64_t size = info.size();
+        const int64_t mtime = info.lastModified().toMSecsSinceEpoch();
+        q.bind(1, f->relativePath);
+        int64_t fileId = 0;
+        bool dropped = false, unchanged = false;
+        if (q.next()) {
+            fileId = q.int64(0);
+            dropped = q.int64(1) == kReadAgain;
+            unchanged = q.int64(1) == size && q.int64(2) == mtime && q.text(3) == sameAs && q.text(4) == f->run;
+        }
+        const bool failed = q.failed();
+        if (failed)
+            error = q.error();
+        q.reset();
+        if (failed)
+            break;
+        if (unchanged) {
+            ++report.filesUnchanged;
+            continue;
+        }
+        if (fileId == 0) {
+            if (!ins.bind(1, f->relativePath).bind(2, f->importer->name()).exec()) {
+                error = ins.error();
+                break;
+            }
+            fileId = db.lastInsertId();
+        } else if (!dropContributions(db, fileId, !dropped, &error)) {
+            break;
+        }
+        if (!upd.bind(1, f->run)
+                 .bind(2, f->importer->name())
+                 .bind(3, size)
+                 .bind(4, mtime)
+                 .bind(5, size)
+                 .bind(6, sameAs)
+                 .bind(7, fileId)
+                 .exec()) {
+            error = upd.error();
+            break;
+        }
+        ++read;
     }
-    if (!ok) {
-        fail(error);
+    if (error.isEmpty() && !t.commit(&error))
+        error = error.isEmpty() ? db.lastError() : error;
+    if (!error.isEmpty()) {
+        report.filesFailed += int(copies.size());
+        report.errors << QStringLiteral("rank copies (%1 files): %2").arg(copies.size()).arg(error);
         return;
     }
-    FileSink sink(db, fileId, f.run);
-    Statement upd = db.prepare("UPDATE files SET run_id=?, importer=?, size=?, mtime=?, head_len=0, head_hash='', "
-                               "consumed=?, lines=0, tail_len=0, tail_hash='', pending_tail=0, same_as=? WHERE id=?");
-    upd.bind(1, sink.runId(f.run))
-        .bind(2, f.importer->name())
-        .bind(3, size)
-        .bind(4, mtime)
-        .bind(5, size)
-        .bind(6, sameAs)
-        .bind(7, fileId);
-    if (sink.failures > 0) {
-        fail(sink.error);
-        return;
-    }
-    if (!upd.exec()) {
-        fail(upd.error());
-        return;
-    }
-    if (!t.commit(&error)) {
-        fail(error);
-        return;
-    }
-    ++report.filesRead;
+    report.filesRead += read;
 }
 
 // Files the store holds that the folder no longer does: what they wrote goes, each in one transaction.
@@ -913,14 +918,15 @@ IngestReport ingestFolder(Database &db, const QString &folder, const QString &st
     const int total = int(scan.files.size());
     bool stopped = false;
     RankCopies copies;
+    std::vector<std::pair<const ScannedFile *, QString>> copied;
     for (const ScannedFile &f : scan.files) {
         if (progress && !progress(done, total, f.relativePath)) {
             stopped = true;
             break;
         }
         ++done;
-        if (const QString sameAs = copies.copyOf(f); !sameAs.isEmpty())
-            ingestCopy(db, f, sameAs, report);
+        if (QString sameAs = copies.copyOf(f); !sameAs.isEmpty())
+            copied.emplace_back(&f, std::move(sameAs));
         else
             ingestFile(db, f, scan, report, &movedFrom);
         if (report.busy) {
@@ -928,6 +934,8 @@ IngestReport ingestFolder(Database &db, const QString &folder, const QString &st
             break;
         }
     }
+    if (!report.busy)
+        ingestCopies(db, copied, report);
     // A rewrite or deletion can take series a file read earlier in this pass shared: read those again.
     if (!stopped) {
         for (const ScannedFile &f : scan.files) {

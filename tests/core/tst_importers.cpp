@@ -796,6 +796,12 @@ void TestImporters::formatsWrittenByRealLibraries()
     for (const KeyValueRow &c : store.configs(store.run(tbRun)->id))
         args = args || (c.key.startsWith(QLatin1String("args")) && c.value == QLatin1String("lr=0.1 fp8=hybrid"));
     QVERIFY(args);
+    // add_scalars: one series per key, "<tag>/<key>", in the run of the writer's folder (issue 40).
+    QVERIFY(!store.run(QStringLiteral("losses_train")));
+    QCOMPARE(pointAt(store, QStringLiteral("scalars"), {{}, {}, QStringLiteral("losses/train"), {}, {}}, 3),
+        double(float(2.0 - 0.3)));
+    QCOMPARE(pointAt(store, QStringLiteral("scalars"), {{}, {}, QStringLiteral("losses/val"), {}, {}}, 4),
+        double(float(3.0 - 0.4)));
     // The corrupted copy: one problem at the record's offset, every other record read.
     const auto problems = store.problems();
     QCOMPARE(problems.size(), size_t(1));

@@ -829,6 +829,9 @@ void TestMainWindow::heatmapPicksARunWithLayerStatistics()
                       .toUtf8();
     }
     QVERIFY(appendTo(dir.filePath(QStringLiteral("b_layers/nvdlfw_inspect_globalrank-0.log")), te));
+    // Its own training log makes it a run of its own (a subfolder of statistics only is a part of its
+    // folder's run).
+    QVERIFY(appendTo(dir.filePath(QStringLiteral("b_layers/metrics.csv")), "step,loss\n1,2.6\n2,2.5\n"));
     openAndWait({dir.path()});
     Workspace *ws = m_window->workspace();
     QCOMPARE(ws->runCount(), 2);

@@ -4,6 +4,8 @@ usage: write_formats.py OUTDIR
   OUTDIR/tb/events.out.tfevents.*   torch.utils.tensorboard (tensorboard package): scalars `loss`
                                     (simple_value) and `lr` (new-style scalar tensor) at steps 0..9,
                                     a histogram `w` at step 3, a text summary `args` at step 0
+  OUTDIR/scalars/                   add_scalars("losses", {"train": 2 - step/10, "val": 3 - step/10}) at steps
+                                    0..4: one writer per key in scalars/losses_train/ and scalars/losses_val/
   OUTDIR/dumps/iter_000050.safetensors   safetensors package: `layers.0.fc1.weight` float32 [4, 8],
                                     `layers.1.fc2.weight` bfloat16 [2, 16], and as DeepSeek-V3 stores FP8
                                     weights, `layers.2.fc3.weight` float8_e4m3fn [300, 130] with its 128x128
@@ -29,6 +31,11 @@ for step in range(10):
     w.add_scalar("lr", 0.5 * step, step, new_style=True)
 w.add_histogram("w", np.array([-2.0, -1.0, 0.5, 3.0], dtype=np.float64), 3)
 w.add_text("args", "lr=0.1 fp8=hybrid", 0)
+w.close()
+
+w = SummaryWriter(os.path.join(out, "scalars"))
+for step in range(5):
+    w.add_scalars("losses", {"train": 2.0 - step / 10, "val": 3.0 - step / 10}, step)
 w.close()
 
 gen = torch.Generator().manual_seed(5)
