@@ -617,18 +617,20 @@ void Catalog::acrossRanks(const RunStore &store, int64_t runId, const MatrixRequ
               .arg(rankList(logged))
               .arg(layers.size());
     // Ranks whose logs are copies of another's (a reduction group) were read once.
+    static const QRegularExpression rankRe(QStringLiteral("globalrank-(\\d+)"));
+    const auto rankIn = [](const QString &path) {
+        const auto m = rankRe.match(path);
+        return m.hasMatch() ? m.captured(1) : QString();
+    };
     std::map<QString, std::vector<int>> copies;
     for (const auto &[path, sameAs] : store.rankCopies(runId)) {
-        static const QRegularExpression rankRe(QStringLiteral("globalrank-(\\d+)"));
-        const auto m = rankRe.match(path);
-        if (m.hasMatch())
-            copies[sameAs].push_back(m.captured(1).toInt());
+        if (const QString r = rankIn(path); !r.isEmpty())
+            copies[sameAs].push_back(r.toInt());
     }
     for (const auto &[sameAs, ranks] : copies) {
-        static const QRegularExpression rankRe(QStringLiteral("globalrank-(\\d+)"));
-        const auto m = rankRe.match(sameAs);
+        const QString r = rankIn(sameAs);
         h->ranksNote += QStringLiteral("; ranks %1 log the same lines as rank %2 (read once)")
-                            .arg(rankList(ranks), m.hasMatch() ? m.captured(1) : sameAs);
+                            .arg(rankList(ranks), r.isEmpty() ? sameAs : r);
     }
 }
 

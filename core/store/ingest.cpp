@@ -672,7 +672,7 @@ public:
         const qint64 size = QFileInfo(f.absolutePath).size();
         QByteArray bytes;
         for (Reference &ref : refs) {
-            if (size <= 0 || size > kMaxCompared || size != QFileInfo(ref.path).size())
+            if (size <= 0 || size > kMaxCompared || size != ref.size)
                 continue;
             if (!ref.loaded && !load(&ref))
                 continue;
@@ -688,7 +688,7 @@ public:
                 return ref.relativePath;
         }
         if (refs.size() < kMaxReferences)
-            refs.push_back(Reference {f.absolutePath, f.relativePath, {}, {}, false});
+            refs.push_back(Reference {f.absolutePath, f.relativePath, size, {}, {}, false});
         return {};
     }
 
@@ -696,6 +696,7 @@ private:
     struct Reference {
         QString path;
         QString relativePath;
+        qint64 size; // on disk when it became a reference (a candidate of another size is no copy)
         QByteArray bytes;
         std::vector<std::pair<qsizetype, qsizetype>> lines; // each line's end and where its statistic starts
         bool loaded;
