@@ -131,7 +131,13 @@ RunInputs gatherRunWithLoss(const Catalog &catalog, RunRef run, const std::optio
     in.loss = loss ? *loss : runSeries(catalog, run, QStringLiteral("lm loss"));
     in.skipped = runSeries(catalog, run, QStringLiteral("number of skipped iterations"));
     in.nan = runSeries(catalog, run, QStringLiteral("number of nan iterations"));
-    in.rewind = runSeries(catalog, run, QStringLiteral("rewind"));
+    // The Megatron log's rewinds where it has any: they say where the training resumed, and the statistics
+    // logs' restarts were placed by them.
+    if (const auto s
+        = catalog.chooseSeries(run, {.stat = QStringLiteral("rewind"), .source = QStringLiteral("megatron-log")}))
+        in.rewind = catalog.stepSeries(*s);
+    if (!in.rewind || in.rewind->empty())
+        in.rewind = runSeries(catalog, run, QStringLiteral("rewind"));
     in.configuredSteps = configuredSteps(catalog, run);
     return in;
 }

@@ -22,7 +22,7 @@ struct RunInputs {
     std::optional<Run> info;
     std::optional<StepSeries> loss; // lm loss as read (non-finite points kept)
     std::optional<StepSeries> skipped, nan; // Megatron's skipped and NaN iterations per log interval
-    std::optional<StepSeries> rewind; // the Megatron importer's restarts
+    std::optional<StepSeries> rewind; // the restarts of its Megatron log, else of its statistics logs
     std::optional<int64_t> configuredSteps; // train_iters, max_steps, ... of its config
     QString name() const { return info ? info->name : QString(); }
     // The planned steps: its config's, else `lastStep`.

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace fp8scope {
 
@@ -68,6 +69,23 @@ public:
     virtual void dump(const DumpRecord &d) = 0;
     // line is 1-based (0 when unknown), offset in bytes (-1 when unknown).
     virtual void problem(int64_t line, int64_t offset, const QString &message) = 0;
+    // The steps the current run's training resumed from, ascending, as its Megatron logs say (the points of
+    // its "rewind" series from the source "megatron-log"): where a restarted statistics counter is placed.
+    virtual std::vector<int64_t> resumePoints() { return {}; }
+};
+
+// Where a log's steps stood at the end of a read: carried to the next read of a grown log, and from one log
+// to the next of the same stream (a rank's statistics in a new file after a resume, a job's next launcher
+// log), so that a step counter that starts again is seen, and placed after what came before.
+struct StepPlacement {
+    int64_t shift = 0; // added to the steps the log prints (a restarted counter placed after the earlier steps)
+    int64_t lastPrinted = -1; // the last step as the log printed it; -1 before any
+    int64_t lastPlaced = -1; // the last step as stored (printed + shift)
+    int64_t stride = 0; // between the last two different steps printed (0 before two)
+    int64_t segmentStart = -1; // the stored step where the current stretch of steps began
+    // Set by the ingest for a log read from its start with the state of the log before it in its stream;
+    // its first step then counts as a restart even when it equals the last step before.
+    bool continuesEarlierLog = false;
 };
 
 // Where a read stopped: the byte offset and line count of the end of the last complete record (of the
@@ -78,6 +96,7 @@ struct ReadPosition {
     // The file ended in a line without its newline that was left for the next ingest (a file still being
     // written); the ingest then looks at the file again even when it has not changed.
     bool pendingTail = false;
+    StepPlacement steps;
 };
 
 class Importer

@@ -1,5 +1,6 @@
 #include "megatronlogimporter.h"
 
+#include "compressedfile.h"
 #include "configlimits.h"
 #include "linereader.h"
 #include "versionsimporter.h"
@@ -139,14 +140,18 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
     // value per step), and the rewind itself is kept as a point of the run-level series "rewind" at the first
     // step trained again (the iteration of the checkpoint it loaded, when the log says "successfully loaded
     // checkpoint from ... at iteration N"; else the first step printed after it), whose value is the last step
-    // printed before it. (Several ranks printing the same iteration do not go back.) A rewind across a
-    // resumed read of a grown log is not seen.
-    int64_t lastIteration = -1;
+    // printed before it. (Several ranks printing the same iteration do not go back.) A resume that loads the
+    // checkpoint of the last step printed repeats nothing, but is marked the same way: the training restarted.
+    // The last step printed is carried to the next read of a grown log and to the run's next log (a resumed
+    // job's launcher log, read after it as the ingest orders a run's logs by their first step), so a rewind
+    // across them is seen too.
+    int64_t lastIteration = from.steps.lastPlaced;
+    bool continuing = from.steps.continuesEarlierLog;
     std::optional<int64_t> loadedAt;
     static const QRegularExpression loaded(
         QStringLiteral("successfully loaded checkpoint from .* at iteration (\\d+)"));
     const SeriesKey rewind {QString(), QString(), QStringLiteral("rewind"), kSource, QString()};
-    return readLines(path, from, sink, [&](const TextLine &l) {
+    ReadPosition end = readLines(path, from, sink, [&](const TextLine &l) {
         QStringView line = withoutLauncherPrefix(QStringView(l.text));
         QString bad;
         if (line.contains(QLatin1String("successfully loaded checkpoint"))) {
@@ -201,8 +206,10 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
             }
             // Back from the last step printed, or a checkpoint of an earlier step loaded since (a crash right
             // after a step was printed resumes by printing that step again).
-            if (step < lastIteration || (loadedAt && *loadedAt < lastIteration))
+            if (step < lastIteration || (continuing && step == lastIteration)
+                || (loadedAt && lastIteration >= 0 && *loadedAt <= lastIteration))
                 sink.point(rewind, loadedAt && *loadedAt <= step ? *loadedAt : step, double(lastIteration));
+            continuing = false;
             lastIteration = step;
             loadedAt.reset();
             QStringList nonFinite;
@@ -243,6 +250,53 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
         }
         return true;
     });
+    end.steps.lastPrinted = end.steps.lastPlaced = lastIteration;
+    end.steps.continuesEarlierLog = continuing;
+    return end;
+}
+
+std::optional<int64_t> MegatronLogImporter::firstStep(const QString &path)
+{
+    static const QRegularExpression loaded(
+        QStringLiteral("successfully loaded checkpoint from .* at iteration (\\d+)"));
+    DecompressedFile f(path);
+    QString error;
+    if (!f.open(&error))
+        return std::nullopt;
+    QByteArray pending;
+    qint64 seen = 0;
+    while (seen < kMaxStartSearch) {
+        const QByteArray block = f.read(qint64(1) << 20);
+        if (block.isEmpty())
+            break;
+        seen += block.size();
+        pending += block;
+        qsizetype start = 0;
+        for (qsizetype nl = pending.indexOf('\n'); nl >= 0; start = nl + 1, nl = pending.indexOf('\n', start)) {
+            const QString text = QString::fromUtf8(pending.constData() + start, nl - start);
+            const QStringView line = withoutLauncherPrefix(text);
+            if (line.contains(QLatin1String("successfully loaded checkpoint"))) {
+                const QRegularExpressionMatch m = loaded.match(line);
+                bool ok = false;
+                const int64_t at = m.hasMatch() ? m.capturedView(1).toLongLong(&ok) : 0;
+                if (ok)
+                    return at + 1;
+                continue;
+            }
+            if (validationAt(line) >= 0)
+                continue;
+            const qsizetype it = markerAt(line, QLatin1StringView("iteration "));
+            if (it < 0 || !line.mid(it).contains(QLatin1Char('|')))
+                continue;
+            const QStringView head = line.mid(it + 10);
+            bool ok = false;
+            const int64_t step = head.left(head.indexOf(QLatin1Char('/'))).trimmed().toLongLong(&ok);
+            if (ok)
+                return step;
+        }
+        pending.remove(0, start);
+    }
+    return std::nullopt;
 }
 
 } // namespace fp8scope

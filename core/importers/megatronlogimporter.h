@@ -5,6 +5,8 @@
 
 #include "importer.h"
 
+#include <optional>
+
 namespace fp8scope {
 
 class MegatronLogImporter : public Importer
@@ -14,6 +16,12 @@ public:
     bool recognises(const QString &fileName, const QByteArray &head) const override;
     bool resumable() const override { return true; }
     ReadPosition read(const QString &path, const ReadPosition &from, IngestSink &sink) override;
+
+    // Where the log's training starts: the first iteration it prints, or the iteration of a checkpoint it
+    // loaded before that, plus one; nullopt when its first kMaxStartSearch bytes print neither. What orders a
+    // run's logs (a resumed job's log after the one it resumed).
+    static std::optional<int64_t> firstStep(const QString &path);
+    static constexpr qint64 kMaxStartSearch = qint64(16) << 20;
 };
 
 } // namespace fp8scope

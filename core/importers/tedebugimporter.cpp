@@ -5,8 +5,10 @@
 #include <QHash>
 #include <QRegularExpression>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <optional>
 
 namespace fp8scope {
 
@@ -189,6 +191,54 @@ template <size_t N> qsizetype find(QByteArrayView line, qsizetype from, const ch
     return p ? static_cast<const char *>(p) - line.data() : -1;
 }
 
+// The debug tool's iteration counter starts again at 0 after a resume unless the training sets an offset, in
+// the same log or in a new timestamped one. A counter that goes back is a restart: the new stretch is placed
+// after the earlier one, at the step the run's Megatron log resumed from (the latest resume after the earlier
+// stretch began and no later than one stride past its end: the counter counts from there), else one stride
+// after the earlier stretch's last step. Both stretches are kept, the restart is a point of the run-level
+// "rewind" series (source "te-debug", as every rank restarts alike), and a note says how it was placed.
+//
+// A counter that goes back but not to where its stretch began is one the training set (an offset): the log
+// went back to an earlier step, as a Megatron log does after a resume. Its steps are stored as printed; the
+// repeated steps' later values replace the earlier ones, and the rewind is marked the same way.
+void wentBack(StepPlacement &st, int64_t printed, const ByteLine &l, IngestSink &sink)
+{
+    const int64_t before = st.lastPlaced;
+    const SeriesKey rewind {QString(), QString(), QStringLiteral("rewind"), QStringLiteral("te-debug"), QString()};
+    if (printed > st.segmentStart - st.shift) {
+        sink.point(rewind, printed + st.shift, double(before));
+        sink.problem(l.number, l.offset,
+            QStringLiteral("the iteration goes back (iteration=%1 after %2%3): a resume from an earlier step; the "
+                           "steps trained again keep their later values")
+                .arg(printed)
+                .arg(st.lastPrinted)
+                .arg(st.continuesEarlierLog ? QStringLiteral(" in the log before") : QString()));
+        st.segmentStart = printed + st.shift;
+        return;
+    }
+    const int64_t stride = std::max<int64_t>(st.stride, 1);
+    std::optional<int64_t> resumedAt;
+    for (const int64_t p : sink.resumePoints()) {
+        if (p > st.segmentStart && p <= before + stride)
+            resumedAt = p;
+    }
+    st.shift = resumedAt ? *resumedAt : before + stride - printed;
+    const int64_t placed = printed + st.shift;
+    sink.point(rewind, placed, double(before));
+    sink.problem(l.number, l.offset,
+        QStringLiteral("the iteration counter starts again (iteration=%1 after %2%3): a restart; the new steps are "
+                       "stored from step %4, %5")
+            .arg(printed)
+            .arg(st.lastPrinted)
+            .arg(st.continuesEarlierLog ? QStringLiteral(" in the log before") : QString())
+            .arg(placed)
+            .arg(resumedAt ? QStringLiteral("where the run's Megatron log resumed from its checkpoint")
+                           : QStringLiteral("one stride after step %1, the last before it (no Megatron log of the "
+                                            "run says where it resumed)")
+                                 .arg(before)));
+    st.segmentStart = placed;
+}
+
 } // namespace
 
 ReadPosition TeDebugImporter::read(const QString &path, const ReadPosition &from, IngestSink &sink)
@@ -196,7 +246,8 @@ ReadPosition TeDebugImporter::read(const QString &path, const ReadPosition &from
     const QString source = QStringLiteral("te-debug rank %1").arg(rankOf(path));
     // Statistic names repeat every iteration: split each once.
     QHash<QByteArray, int64_t> handles;
-    return readByteLines(path, from, sink, [&](const ByteLine &l) {
+    StepPlacement st = from.steps;
+    ReadPosition end = readByteLines(path, from, sink, [&](const ByteLine &l) {
         const QByteArrayView line = l.bytes;
         const qsizetype it = find(line, 0, "iteration=");
         const qsizetype val = it < 0 ? -1 : find(line, it, "value=");
@@ -236,6 +287,18 @@ ReadPosition TeDebugImporter::read(const QString &path, const ReadPosition &from
             sink.problem(l.number, l.offset, QStringLiteral("unreadable statistic line"));
             return true;
         }
+        if (step != st.lastPrinted || st.continuesEarlierLog) {
+            // Every statistic of an iteration shares its step: the counter's checks run once per iteration.
+            if (step < st.lastPrinted || (st.continuesEarlierLog && step == st.lastPrinted))
+                wentBack(st, step, l, sink);
+            else if (st.lastPrinted >= 0)
+                st.stride = step - st.lastPrinted;
+            if (st.segmentStart < 0)
+                st.segmentStart = step + st.shift;
+            st.continuesEarlierLog = false;
+            st.lastPrinted = step;
+            st.lastPlaced = step + st.shift;
+        }
         auto h = handles.find(QByteArray::fromRawData(name.data(), name.size()));
         if (h == handles.end()) {
             // A damaged separator (a NUL in " - INFO - ") would leave the timestamp in the name: a layer
@@ -257,9 +320,11 @@ ReadPosition TeDebugImporter::read(const QString &path, const ReadPosition &from
             }
             h = handles.insert(name.toByteArray(), sink.series({n.layer, n.tensor, n.stat, source, n.recipe}));
         }
-        sink.point(h.value(), step, value);
+        sink.point(h.value(), step + st.shift, value);
         return true;
     });
+    end.steps = st;
+    return end;
 }
 
 } // namespace fp8scope

@@ -1,5 +1,6 @@
 #include "ingest.h"
 
+#include "logstreams.h"
 #include "pointchunks.h"
 #include "runinference.h"
 
@@ -21,8 +22,10 @@
 #include <cmath>
 #include <cstring>
 #include <future>
+#include <limits>
 #include <map>
 #include <new>
+#include <optional>
 #include <set>
 
 #include <signal.h>
@@ -298,12 +301,36 @@ public:
         ++problems;
     }
 
+    // Read once per file, from what the run's Megatron logs (read before its statistics logs) stored.
+    std::vector<int64_t> resumePoints() override
+    {
+        if (m_resumePoints)
+            return *m_resumePoints;
+        m_resumePoints.emplace();
+        waitForWriter(); // the connection is the writer thread's while it runs
+        Statement find = m_db.prepare("SELECT id FROM series WHERE run_id=? AND layer='' AND tensor='' AND "
+                                      "stat='rewind' AND source='megatron-log' AND recipe=''");
+        std::vector<pointchunks::Point> rewinds;
+        if (find.bind(1, m_run).next()
+            && !pointchunks::read(m_db, find.int64(0), std::numeric_limits<int64_t>::min(),
+                std::numeric_limits<int64_t>::max(), &rewinds)) {
+            ++failures;
+            if (error.isEmpty())
+                error = m_db.lastError();
+        }
+        for (const pointchunks::Point &p : rewinds)
+            m_resumePoints->push_back(p.step);
+        return *m_resumePoints;
+    }
+
     int64_t points = 0;
     int64_t failures = 0;
     int problems = 0;
     QString error; // the first failure's message
 
 private:
+    std::optional<std::vector<int64_t>> m_resumePoints;
+
     // A (run, file, key, value) row, through a statement prepared on first use.
     void keyValue(Statement &insert, const char *sql, const QString &key, const QString &value)
     {
@@ -456,22 +483,24 @@ constexpr int64_t kReadAgain = -2;
 // Drops the points a file wrote (inside the caller's transaction): series only it wrote go; series it
 // shared with other files lose all their points and those files are marked to be read again (kReadAgain),
 // since the points of one file cannot be told from another's.
-bool dropPoints(Database &db, int64_t fileId, QString *error)
+bool dropPoints(Database &db, int64_t fileId, bool shared, QString *error)
 {
-    std::vector<int64_t> sole, shared;
+    std::vector<int64_t> sole, others;
     Statement series
         = db.prepare("SELECT sf.series_id, (SELECT COUNT(*) FROM series_files o WHERE "
                      "o.series_id=sf.series_id AND o.file_id<>sf.file_id) FROM series_files sf WHERE sf.file_id=?",
             error);
     series.bind(1, fileId);
     while (series.next())
-        (series.int64(1) == 0 ? sole : shared).push_back(series.int64(0));
+        (series.int64(1) == 0 ? sole : others).push_back(series.int64(0));
     if (series.failed()) {
         *error = series.error();
         return false;
     }
     series.reset();
-    for (int64_t id : shared) {
+    if (!shared)
+        others.clear();
+    for (int64_t id : others) {
         Statement mark = db.prepare("UPDATE files SET size=?, mtime=-1, consumed=0, lines=0, head_hash='' WHERE id IN "
                                     "(SELECT file_id FROM series_files WHERE series_id=? AND file_id<>?)",
             error);
@@ -488,15 +517,16 @@ bool dropPoints(Database &db, int64_t fileId, QString *error)
             || !execWithId(db, "DELETE FROM series WHERE id=?", id, error))
             return false;
     }
-    return execWithId(db, "DELETE FROM series_files WHERE file_id=?", fileId, error);
+    return !shared || execWithId(db, "DELETE FROM series_files WHERE file_id=?", fileId, error);
 }
 
-// Drops what a file wrote: its points (dropPoints; with `points` false, for a file read again because
-// another's change took their shared series, they stay: they are read again unchanged, and the shared
-// series hold the other file's new points already), evals, configs, versions, dumps and problems.
-bool dropContributions(Database &db, int64_t fileId, bool points, QString *error)
+// Drops what a file wrote: its points (dropPoints; with `shared` false, for a file read again because
+// another's change took their shared series, only the series it alone wrote: the shared series hold the
+// other file's new points already, and what it reads now may differ from before, as a log's steps are placed
+// after where the log before it in its stream ended), evals, configs, versions, dumps and problems.
+bool dropContributions(Database &db, int64_t fileId, bool shared, QString *error)
 {
-    if (!noteRewrite(db, error) || (points && !dropPoints(db, fileId, error)))
+    if (!noteRewrite(db, error) || !dropPoints(db, fileId, shared, error))
         return false;
     for (const char *sql : {"DELETE FROM problems WHERE file_id=?", "DELETE FROM evals WHERE file_id=?",
              "DELETE FROM configs WHERE file_id=?", "DELETE FROM versions WHERE file_id=?",
@@ -517,10 +547,57 @@ QByteArray windowHash(const QString &path, qint64 from, qint64 len)
 
 constexpr qint64 kTailBytes = 4096;
 
+// A log's StepPlacement as the files row keeps it (files.steps): six numbers.
+QString stepsText(const StepPlacement &s)
+{
+    return QStringLiteral("%1 %2 %3 %4 %5 %6")
+        .arg(s.shift)
+        .arg(s.lastPrinted)
+        .arg(s.lastPlaced)
+        .arg(s.stride)
+        .arg(s.segmentStart)
+        .arg(s.continuesEarlierLog ? 1 : 0);
+}
+
+StepPlacement stepsFrom(const QString &text)
+{
+    StepPlacement s;
+    const QStringList n = text.split(QLatin1Char(' '), Qt::SkipEmptyParts);
+    if (n.size() != 6)
+        return s; // a row written before version 11, or a file read whole
+    s.shift = n[0].toLongLong();
+    s.lastPrinted = n[1].toLongLong();
+    s.lastPlaced = n[2].toLongLong();
+    s.stride = n[3].toLongLong();
+    s.segmentStart = n[4].toLongLong();
+    s.continuesEarlierLog = n[5] == QLatin1String("1");
+    return s;
+}
+
+// Where a log stands in its stream (orderLogStreams): the log whose steps it continues (itself a copy's
+// reference where that one was a copy of another rank's), and whether that one's steps ended elsewhere in this
+// pass than they did before (then this one is read again whole, from where they end now).
+struct StreamLink {
+    QString before;
+    bool beforeChanged = false;
+};
+
+// The steps state a log left: of the log itself, or of the rank log it is a copy of.
+StepPlacement stepsOfFile(Database &db, const QString &relativePath)
+{
+    Statement q = db.prepare("SELECT steps, same_as FROM files WHERE path=?");
+    if (!q.bind(1, relativePath).next())
+        return {};
+    const QString sameAs = q.text(1);
+    const StepPlacement own = stepsFrom(q.text(0));
+    q.reset();
+    return sameAs.isEmpty() ? own : stepsOfFile(db, sameAs);
+}
+
 // Reads one scanned file into the store, in one transaction. Returns false when it could not be read
-// (the reason is in the report).
-void ingestFile(
-    Database &db, const ScannedFile &f, const FolderScan &scan, IngestReport &report, std::set<QString> *movedFrom)
+// (the reason is in the report). *stepsChanged says whether the log's steps now end elsewhere than they did.
+void ingestFile(Database &db, const ScannedFile &f, const FolderScan &scan, IngestReport &report,
+    std::set<QString> *movedFrom, const StreamLink &link = {}, bool *stepsChanged = nullptr)
 {
     const auto fail = [&](const QString &error) {
         ++report.filesFailed;
@@ -529,15 +606,16 @@ void ingestFile(
     const QFileInfo info(f.absolutePath);
     const int64_t size = info.size();
     const int64_t mtime = info.lastModified().toMSecsSinceEpoch();
-    Statement q
-        = db.prepare("SELECT f.id, f.size, f.mtime, f.head_len, f.head_hash, f.consumed, f.lines, f.importer, "
-                     "r.name, f.tail_len, f.tail_hash, f.pending_tail FROM files f LEFT JOIN runs r ON r.id=f.run_id "
-                     "WHERE f.path=?");
+    Statement q = db.prepare(
+        "SELECT f.id, f.size, f.mtime, f.head_len, f.head_hash, f.consumed, f.lines, f.importer, "
+        "r.name, f.tail_len, f.tail_hash, f.pending_tail, f.steps FROM files f LEFT JOIN runs r ON r.id=f.run_id "
+        "WHERE f.path=?");
     q.bind(1, f.relativePath);
     int64_t fileId = 0;
     ReadPosition from;
     bool resume = false;
     bool dropped = false; // what it wrote is gone already (kReadAgain)
+    QString oldSteps;
     if (q.next()) {
         fileId = q.int64(0);
         const int64_t oldSize = q.int64(1);
@@ -549,7 +627,9 @@ void ingestFile(
             movedFrom->insert(q.text(8));
         // Unchanged, unless its last line waited for a newline (it may be read now that the file has settled).
         const bool pendingTail = q.int64(11) != 0;
-        if (sameRun && oldSize == size && q.int64(2) == mtime && q.text(7) == f.importer->name() && !pendingTail) {
+        oldSteps = q.text(12);
+        if (sameRun && oldSize == size && q.int64(2) == mtime && q.text(7) == f.importer->name() && !pendingTail
+            && !link.beforeChanged) {
             ++report.filesUnchanged;
             return;
         }
@@ -557,17 +637,21 @@ void ingestFile(
         // read then are unchanged (a rewrite that kept its first 4 KiB is read again). A compressed log is read
         // again whole: its offsets are of what it decompresses to.
         const int64_t consumed = q.int64(5), tailLen = q.int64(9);
-        resume = sameRun && f.importer->resumable() && compressionOf(f.absolutePath) == Compression::None
-            && size >= oldSize && q.text(7) == f.importer->name()
+        resume = sameRun && !link.beforeChanged && f.importer->resumable()
+            && compressionOf(f.absolutePath) == Compression::None && size >= oldSize && q.text(7) == f.importer->name()
             && windowHash(f.absolutePath, 0, q.int64(3)) == q.text(4).toLatin1()
             && windowHash(f.absolutePath, consumed - tailLen, tailLen) == q.text(10).toLatin1();
         if (resume)
-            from = {consumed, q.int64(6)};
+            from = {consumed, q.int64(6), false, stepsFrom(oldSteps)};
     } else if (q.failed()) {
         fail(q.error());
         return;
     }
     q.reset();
+    if (!resume && !link.before.isEmpty()) {
+        from.steps = stepsOfFile(db, link.before);
+        from.steps.continuesEarlierLog = true;
+    }
     Transaction t(db);
     if (!t.isActive()) {
         if (db.isBusy())
@@ -618,8 +702,9 @@ void ingestFile(
         return;
     }
     const int64_t tailLen = std::min<int64_t>(end.offset, kTailBytes);
-    Statement upd = db.prepare("UPDATE files SET run_id=?, importer=?, size=?, mtime=?, head_len=?, head_hash=?, "
-                               "consumed=?, lines=?, tail_len=?, tail_hash=?, pending_tail=?, same_as='' WHERE id=?");
+    Statement upd
+        = db.prepare("UPDATE files SET run_id=?, importer=?, size=?, mtime=?, head_len=?, head_hash=?, "
+                     "consumed=?, lines=?, tail_len=?, tail_hash=?, pending_tail=?, same_as='', steps=? WHERE id=?");
     upd.bind(1, sink.runId(f.run))
         .bind(2, f.importer->name())
         .bind(3, size)
@@ -631,7 +716,8 @@ void ingestFile(
         .bind(9, tailLen)
         .bind(10, QString::fromLatin1(windowHash(f.absolutePath, end.offset - tailLen, tailLen)))
         .bind(11, int64_t(end.pendingTail ? 1 : 0))
-        .bind(12, fileId);
+        .bind(12, stepsText(end.steps))
+        .bind(13, fileId);
     if (sink.failures > 0) {
         fail(sink.error);
         return;
@@ -644,6 +730,8 @@ void ingestFile(
         fail(error);
         return;
     }
+    if (stepsChanged)
+        *stepsChanged = stepsText(end.steps) != oldSteps;
     resume ? ++report.filesResumed : ++report.filesRead;
     report.pointsWritten += sink.points;
     report.problems += sink.problems;
@@ -920,16 +1008,39 @@ IngestReport ingestFolder(Database &db, const QString &folder, const QString &st
     bool stopped = false;
     RankCopies copies;
     std::vector<std::pair<const ScannedFile *, QString>> copied;
-    for (const ScannedFile &f : scan.files) {
-        if (progress && !progress(done, total, f.relativePath)) {
+    // Logs are read in their streams' order (a resumed job's log after the one it resumed), each from where
+    // the one before it in its stream left its steps.
+    const LogStreams streams = orderLogStreams(scan);
+    QHash<QString, QString> copyOf; // this pass's rank copies, to the file read in their place
+    std::set<QString> stepsMoved; // logs whose steps end elsewhere than before this pass
+    const auto linkOf = [&](const ScannedFile &f) {
+        StreamLink link;
+        link.before = streams.before.value(f.relativePath);
+        link.beforeChanged = !link.before.isEmpty() && stepsMoved.count(link.before) > 0;
+        link.before = copyOf.value(link.before, link.before);
+        return link;
+    };
+    const auto read = [&](const ScannedFile &f) {
+        bool moved = false;
+        ingestFile(db, f, scan, report, &movedFrom, linkOf(f), &moved);
+        if (moved)
+            stepsMoved.insert(f.relativePath);
+    };
+    for (const ScannedFile *f : streams.order) {
+        if (progress && !progress(done, total, f->relativePath)) {
             stopped = true;
             break;
         }
         ++done;
-        if (QString sameAs = copies.copyOf(f); !sameAs.isEmpty())
-            copied.emplace_back(&f, std::move(sameAs));
-        else
-            ingestFile(db, f, scan, report, &movedFrom);
+        // A copy's steps are those of the log it copies (its stream's next log starts from them).
+        if (QString sameAs = copies.copyOf(*f); !sameAs.isEmpty()) {
+            copyOf.insert(f->relativePath, sameAs);
+            if (stepsMoved.count(sameAs))
+                stepsMoved.insert(f->relativePath);
+            copied.emplace_back(f, std::move(sameAs));
+        } else {
+            read(*f);
+        }
         if (report.busy) {
             stopped = true;
             break;
@@ -939,11 +1050,11 @@ IngestReport ingestFolder(Database &db, const QString &folder, const QString &st
         ingestCopies(db, copied, report);
     // A rewrite or deletion can take series a file read earlier in this pass shared: read those again.
     if (!stopped) {
-        for (const ScannedFile &f : scan.files) {
+        for (const ScannedFile *f : streams.order) {
             Statement again = db.prepare("SELECT 1 FROM files WHERE path=? AND size=?");
-            if (again.bind(1, f.relativePath).bind(2, kReadAgain).next()) {
+            if (again.bind(1, f->relativePath).bind(2, kReadAgain).next()) {
                 again.reset();
-                ingestFile(db, f, scan, report, &movedFrom);
+                read(*f);
             }
         }
     }

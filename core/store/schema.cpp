@@ -172,6 +172,16 @@ UPDATE files SET size=-1, mtime=-1, consumed=0, lines=0, head_hash='', tail_hash
     WHERE importer IN ('te-debug', 'csv', 'jsonl', 'megatron-log');
 )";
 
+// Version 11 (issue 40): where each log's steps ended (files.steps: a restarted step counter's shift, the last
+// step printed and stored, the stride, where the current stretch began), carried to the next read of a grown
+// log and to the next log of its stream. The statistics and Megatron logs are read again, so that restarts in
+// them are seen and placed.
+const char *const kSchemaV11 = R"(
+ALTER TABLE files ADD COLUMN steps TEXT NOT NULL DEFAULT '';
+UPDATE files SET size=-1, mtime=-1, consumed=0, lines=0, head_hash='', tail_hash=''
+    WHERE importer IN ('te-debug', 'megatron-log');
+)";
+
 // Version 3's conversion: every series' points into chunks, then the view in place of the table.
 bool pointsToChunks(Database &db, QString *error)
 {
@@ -254,7 +264,8 @@ bool migrate(Database &db, const QString &path, QString *error)
         && (version >= 3 || pointsToChunks(db, error)) && (version >= 4 || db.exec(kSchemaV4, error))
         && (version >= 5 || db.exec(kSchemaV5, error)) && (version >= 6 || db.exec(kSchemaV6, error))
         && (version >= 7 || db.exec(kSchemaV7, error)) && (version >= 8 || db.exec(kSchemaV8, error))
-        && (version >= 9 || db.exec(kSchemaV9, error)) && (version >= 10 || db.exec(kSchemaV10, error));
+        && (version >= 9 || db.exec(kSchemaV9, error)) && (version >= 10 || db.exec(kSchemaV10, error))
+        && (version >= 11 || db.exec(kSchemaV11, error));
     if (!ok)
         return false;
     Statement set = db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", error);

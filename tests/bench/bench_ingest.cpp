@@ -89,6 +89,10 @@ int main(int argc, char **argv)
     const QString work = argc > 2 ? QString::fromLocal8Bit(argv[2]) : tmp.path();
     const QString cli = QString::fromLocal8Bit(qgetenv("FP8SCOPE_CLI"));
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    if (cli.isEmpty() || !QFileInfo(cli).isExecutable()) {
+        std::fprintf(stderr, "bench_ingest: set FP8SCOPE_CLI to fp8scope-cli (ctest does)\n");
+        return 2;
+    }
     const QString runDir = work + QStringLiteral("/run");
     QDir(runDir).removeRecursively();
     QDir().mkpath(runDir + QStringLiteral("/nvdlfw_inspect_statistics_logs"));
@@ -172,8 +176,10 @@ int main(int argc, char **argv)
     Catalog catalog;
     QString error;
     const auto t0 = std::chrono::steady_clock::now();
-    if (!catalog.open(runDir, &error))
+    if (!catalog.open(runDir, &error) || catalog.runs().empty()) {
+        std::fprintf(stderr, "bench_ingest: %s holds no run: %s\n", qPrintable(runDir), qPrintable(error));
         return 1;
+    }
     const auto run = catalog.runs().front();
     const Heatmap h
         = catalog.matrix(run.ref, {.stat = QStringLiteral("underflows%"), .tensor = QStringLiteral("activation")});

@@ -128,6 +128,9 @@ private Q_SLOTS:
     void linksPipesAndLongHeads();
     void oneRunIsOneRun();
     void ranksAreOneRun();
+    void statisticsCounterRestarts();
+    void statisticsRestartInANewFile();
+    void megatronLogsInTheirContentsOrder();
 };
 
 void TestClusterFolders::validationSetsAreSeriesOfTheirOwn()
@@ -558,6 +561,176 @@ void TestClusterFolders::ranksAreOneRun()
     QCOMPARE(h.at(12, 0), 15.5);
     QCOMPARE(h.at(11, 0), 11.0);
     QCOMPARE(store.ingest().filesUnchanged, 12);
+}
+
+namespace {
+
+const QString kLayer = QStringLiteral("decoder.layers.0.mlp.linear_fc1");
+
+// A statistics log's lines of steps from..to (every `stride`), each value base + step / 1000.
+QByteArray teSteps(int from, int to, int stride, double base)
+{
+    QByteArray out;
+    for (int step = from; step <= to; step += stride)
+        out += teLine("decoder.layers.0.mlp.linear_fc1_activation_underflows%", step,
+                   QByteArray::number(base + step / 1000.0, 'f', 4))
+            + "\n";
+    return out;
+}
+
+double underflowAt(const RunStore &store, const QString &run, int64_t step, const QString &rank = QStringLiteral("0"))
+{
+    return pointAt(store, run,
+        {kLayer, QStringLiteral("activation"), QStringLiteral("underflows%"), QStringLiteral("te-debug rank ") + rank,
+            QString()},
+        step);
+}
+
+double rewindAt(const RunStore &store, const QString &run, int64_t step, const QString &source)
+{
+    return pointAt(store, run, runLevel(QStringLiteral("rewind"), source), step);
+}
+
+} // namespace
+
+void TestClusterFolders::statisticsCounterRestarts()
+{
+    // The debug tool's counter starts again at 0 after a resume in the same log (no offset set): the later
+    // stretch is placed one stride after the earlier one (no Megatron log says where it resumed), both kept.
+    QTemporaryDir dir;
+    const QString log = dir.path() + QStringLiteral("/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log");
+    write(log, teSteps(0, 90, 10, 1.0) + teSteps(0, 50, 10, 2.0));
+    RunStore store;
+    INGEST(store, dir.path());
+    const QString run = nameOf(dir);
+    QCOMPARE(underflowAt(store, run, 0), 1.0); // the first stretch, not overwritten
+    QCOMPARE(underflowAt(store, run, 90), 1.09);
+    QCOMPARE(underflowAt(store, run, 100), 2.0); // the second, after it
+    QCOMPARE(underflowAt(store, run, 150), 2.05);
+    QCOMPARE(rewindAt(store, run, 100, QStringLiteral("te-debug")), 90.0);
+    const QStringList said = problemTexts(store);
+    QVERIFY2(said.filter(QStringLiteral("starts again (iteration=0 after 90)")).size() == 1
+            && said.filter(QStringLiteral("one stride after step 90")).size() == 1,
+        qPrintable(said.join(QLatin1Char('\n'))));
+
+    // The log grows: the restart read on from where it stopped keeps its placement, and a second restart is
+    // placed after the second stretch.
+    write(log, teSteps(60, 70, 10, 2.0) + teSteps(0, 10, 10, 3.0), true);
+    INGEST(store, dir.path());
+    QCOMPARE(underflowAt(store, run, 160), 2.06);
+    QCOMPARE(underflowAt(store, run, 170), 2.07);
+    QCOMPARE(underflowAt(store, run, 180), 3.0);
+    QCOMPARE(underflowAt(store, run, 190), 3.01);
+    QCOMPARE(rewindAt(store, run, 180, QStringLiteral("te-debug")), 170.0);
+    QCOMPARE(underflowAt(store, run, 0), 1.0);
+
+    // A counter the training set (an offset) goes back to the resumed step, not to 0: its steps stay as
+    // printed, the repeated ones keep their later values, and the rewind is marked.
+    QTemporaryDir offset;
+    write(offset.path() + QStringLiteral("/nvdlfw_inspect_globalrank-0.log"),
+        teSteps(0, 90, 10, 1.0) + teSteps(60, 120, 10, 2.0));
+    RunStore second;
+    INGEST(second, offset.path());
+    const QString run2 = nameOf(offset);
+    QCOMPARE(underflowAt(second, run2, 50), 1.05);
+    QCOMPARE(underflowAt(second, run2, 60), 2.06);
+    QCOMPARE(underflowAt(second, run2, 120), 2.12);
+    QCOMPARE(underflowAt(second, run2, 180), -3e300);
+    QCOMPARE(rewindAt(second, run2, 60, QStringLiteral("te-debug")), 90.0);
+
+    // The restart is drawn and reported: the run's restart finding says where the steps were placed.
+    Catalog catalog;
+    QString error;
+    QVERIFY2(catalog.open(dir.path(), Catalog::newStoreSerial(), &error), qPrintable(error));
+    const auto r = catalog.findRun(run);
+    QVERIFY(r);
+    const analysis::RunInputs in = analysis::gatherRun(catalog, r->ref);
+    QVERIFY(in.rewind);
+    QCOMPARE(in.rewind->steps, (std::vector<int64_t> {100, 180}));
+}
+
+void TestClusterFolders::statisticsRestartInANewFile()
+{
+    // A resumed job writes its statistics to a new timestamped log whose counter starts again; the run's
+    // Megatron log says it resumed from the checkpoint of step 60 after reaching 95. The log without a
+    // timestamp is the first job's (though it sorts after the other by name).
+    QTemporaryDir dir;
+    const QString logs = dir.path() + QStringLiteral("/nvdlfw_inspect_statistics_logs/");
+    for (int rank = 0; rank < 3; ++rank) {
+        write(logs + QStringLiteral("nvdlfw_inspect_globalrank-%1.log").arg(rank), teSteps(0, 90, 10, 1.0));
+        write(logs + QStringLiteral("nvdlfw_inspect_20260116_080000_globalrank-%1.log").arg(rank),
+            teSteps(0, 50, 10, 2.0));
+    }
+    write(dir.path() + QStringLiteral("/slurm-7.out"),
+        megatronLines(1, 95, 10.0) + "successfully loaded checkpoint from /ckpt at iteration 60\n"
+            + megatronLines(61, 120, 9.0));
+    RunStore store;
+    INGEST(store, dir.path());
+    const QString run = nameOf(dir);
+    QCOMPARE(rewindAt(store, run, 60, QStringLiteral("megatron-log")), 95.0);
+    QCOMPARE(underflowAt(store, run, 50), 1.05); // the first job's
+    QCOMPARE(underflowAt(store, run, 60), 2.0); // the resumed job's counter 0 is step 60
+    QCOMPARE(underflowAt(store, run, 90), 2.03); // trained again: the later value
+    QCOMPARE(underflowAt(store, run, 110), 2.05);
+    QCOMPARE(rewindAt(store, run, 60, QStringLiteral("te-debug")), 90.0);
+    // Every rank alike (the other ranks are copies of rank 0's logs).
+    QCOMPARE(store.runs().size(), size_t(1));
+    const QStringList said = problemTexts(store);
+    QVERIFY2(said.filter(QStringLiteral("in the log before")).size() == 1
+            && said.filter(QStringLiteral("where the run's Megatron log resumed")).size() == 1,
+        qPrintable(said.join(QLatin1Char('\n'))));
+
+    // The first job's log rewritten (a copy finished late): the resumed job's log is placed again from it.
+    write(logs + QStringLiteral("nvdlfw_inspect_globalrank-0.log"), teSteps(0, 40, 10, 1.0));
+    for (int rank = 1; rank < 3; ++rank)
+        write(logs + QStringLiteral("nvdlfw_inspect_globalrank-%1.log").arg(rank), teSteps(0, 40, 10, 1.0));
+    INGEST(store, dir.path());
+    QCOMPARE(underflowAt(store, run, 40), 1.04);
+    // The resume point 60 is past one stride after 40: the stretch goes right after the first.
+    QCOMPARE(underflowAt(store, run, 50), 2.0);
+    QCOMPARE(underflowAt(store, run, 100), 2.05);
+    QCOMPARE(underflowAt(store, run, 110), -3e300);
+}
+
+void TestClusterFolders::megatronLogsInTheirContentsOrder()
+{
+    // Two launcher logs of one run whose names sort against their order: the first job's (steps 1-100) and
+    // the resumed job's (from the checkpoint of step 80). The resumed job's values of 81-100 win, and the
+    // rewind at the boundary between the logs is marked.
+    QTemporaryDir dir;
+    write(dir.path() + QStringLiteral("/job-b.out"), megatronLines(1, 100, 10.0));
+    write(dir.path() + QStringLiteral("/job-a.out"),
+        "successfully loaded checkpoint from /ckpt at iteration 80\n" + megatronLines(81, 150, 9.0));
+    age(dir.path() + QStringLiteral("/job-b.out"), 3600);
+    RunStore store;
+    INGEST(store, dir.path());
+    const QString run = nameOf(dir);
+    const SeriesKey loss = runLevel(QStringLiteral("lm loss"), QStringLiteral("megatron-log"));
+    QCOMPARE(pointAt(store, run, loss, 50), 10.0 - 0.5);
+    QCOMPARE(pointAt(store, run, loss, 90), 9.0 - 0.9);
+    QCOMPARE(pointAt(store, run, loss, 150), 9.0 - 1.5);
+    QCOMPARE(rewindAt(store, run, 80, QStringLiteral("megatron-log")), 100.0);
+
+    // The resumed log grows: read on, no second rewind.
+    write(dir.path() + QStringLiteral("/job-a.out"), megatronLines(151, 160, 9.0), true);
+    INGEST(store, dir.path());
+    QCOMPARE(pointAt(store, run, loss, 160), 9.0 - 1.6);
+    const auto r = store.run(run);
+    QVERIFY(r);
+    const auto rewinds = store.findSeries(r->id, runLevel(QStringLiteral("rewind"), QStringLiteral("megatron-log")));
+    QCOMPARE(rewinds.size(), size_t(1));
+    QCOMPARE(store.points(rewinds.front().id, 0, 1000, 0).size(), size_t(1));
+
+    // Two jobs from scratch (no checkpoint loaded, both from step 1): the later written is the later.
+    QTemporaryDir scratch;
+    write(scratch.path() + QStringLiteral("/b.out"), megatronLines(1, 30, 10.0));
+    write(scratch.path() + QStringLiteral("/a.out"), megatronLines(1, 20, 8.0));
+    age(scratch.path() + QStringLiteral("/a.out"), 7200);
+    RunStore second;
+    INGEST(second, scratch.path());
+    QCOMPARE(pointAt(second, nameOf(scratch), loss, 10), 10.0 - 0.1);
+    QCOMPARE(pointAt(second, nameOf(scratch), loss, 30), 10.0 - 0.3);
+    QCOMPARE(rewindAt(second, nameOf(scratch), 1, QStringLiteral("megatron-log")), 20.0);
 }
 
 FP8SCOPE_TEST_GUILESS_MAIN(TestClusterFolders)

@@ -247,11 +247,16 @@ std::vector<CurveSource::Event> WorkspaceCurveSource::events(RunRef run) const
             before = p.value;
         }
     }
-    // A log that went back to an earlier step (a resume from a checkpoint): the importer keeps each rewind as
-    // a point of "rewind" at the step resumed from, its value the step the log had reached.
-    if (const auto rewind = catalog.chooseSeries(run, {.stat = QStringLiteral("rewind")})) {
-        for (const SeriesPoint &p : catalog.points(*rewind))
-            out.push_back({p.step, Event::Restart, p.value});
+    // A log that went back to an earlier step (a resume from a checkpoint): the importers keep each rewind as
+    // a point of "rewind" at the step resumed from, its value the step the log had reached. The Megatron log's
+    // and the statistics logs' (a restarted counter, placed after the earlier steps) are both drawn, a step
+    // they share once.
+    std::set<int64_t> restarts;
+    for (const Series &rewind : catalog.candidates(run, {.stat = QStringLiteral("rewind")})) {
+        for (const SeriesPoint &p : catalog.points(rewind)) {
+            if (restarts.insert(p.step).second)
+                out.push_back({p.step, Event::Restart, p.value});
+        }
     }
     std::stable_sort(out.begin(), out.end(), [](const Event &a, const Event &b) { return a.step < b.step; });
     return m_events[run] = out;

@@ -6,9 +6,9 @@
 
 namespace fp8scope::analysis::rules {
 
-// The rewinds of a run's log (the Megatron importer's "rewind" series: at the step a resume went back to,
-// the last step printed before it). The steps in between were trained twice; the store holds the
-// values of the second time, as the training went on from them.
+// The rewinds of a run's log (the "rewind" series of its Megatron log, else of its statistics logs: at the
+// step a resume went back to, the last step printed before it). The steps in between were trained twice; the store
+// holds the values of the second time, as the training went on from them.
 std::optional<Finding> restartFinding(const RunInputs &run)
 {
     const std::optional<StepSeries> &r = run.rewind;
@@ -28,9 +28,13 @@ std::optional<Finding> restartFinding(const RunInputs &run)
         repeated += std::max<int64_t>(0, crashedAt - resumedAt);
         list.append(QJsonObject {{QStringLiteral("last_step_before"), double(crashedAt)},
             {QStringLiteral("resumed_from"), double(resumedAt)}});
-        text << QStringLiteral("from step %1 back to %2").arg(crashedAt).arg(resumedAt);
+        // A statistics log whose counter started again is placed after the steps before it: no step repeats.
+        text << (resumedAt <= crashedAt ? QStringLiteral("goes from step %1 back to %2").arg(crashedAt).arg(resumedAt)
+                                        : QStringLiteral("starts its steps again after step %1 (placed from step %2)")
+                                              .arg(crashedAt)
+                                              .arg(resumedAt));
     }
-    f.summary = QStringLiteral("%1 (%2): the log goes %3; the steps trained again are read as the resumed run "
+    f.summary = QStringLiteral("%1 (%2): the log %3; the steps trained again are read as the resumed run "
                                "printed them")
                     .arg(run.name())
                     .arg(r->size() == 1 ? QStringLiteral("a crash and a resume")
