@@ -3,18 +3,24 @@
 #include "compressedfile.h"
 #include "importers.h"
 #include "linereader.h"
+#include "rankcopies.h"
 
 #include <QDir>
-#include <QDirIterator>
 #include <QFile>
 #include <QFileInfo>
 #include <QRegularExpression>
 #include <QSet>
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <map>
+#include <set>
 
 namespace fp8scope {
 
@@ -131,75 +137,92 @@ private:
     std::vector<QString> *m_runFolder;
 };
 
-// Qt lists no entry whose name is not valid UTF-8 (it could not open it either): the folder's raw entries
-// name them, so that they are reported instead of silently left out. Shown with the bad bytes as \xNN.
-void reportNamesNotUtf8(const QDir &root, const QString &dir, std::vector<std::pair<QString, QString>> *out)
+// A name that is not valid UTF-8, shown with its bad bytes as \xNN.
+QString shownName(const QByteArray &name)
 {
-    DIR *d = opendir(QFile::encodeName(dir).constData());
-    if (!d)
-        return;
-    while (const dirent *e = readdir(d)) {
-        const QByteArray name(e->d_name);
-        if (isValidUtf8(name) || name.startsWith('.'))
-            continue;
-        QString shown;
-        for (qsizetype i = 0; i < name.size();) {
-            qsizetype n = 1;
-            while (n <= 4 && i + n <= name.size() && !isValidUtf8(name.mid(i, n)))
-                ++n;
-            if (n <= 4 && i + n <= name.size()) {
-                shown += QString::fromUtf8(name.mid(i, n));
-                i += n;
-            } else {
-                shown += QStringLiteral("\\x")
-                    + QString::number(uchar(name[i]), 16).toUpper().rightJustified(2, QLatin1Char('0'));
-                ++i;
-            }
+    QString shown;
+    for (qsizetype i = 0; i < name.size();) {
+        qsizetype n = 1;
+        while (n <= 4 && i + n <= name.size() && !isValidUtf8(name.mid(i, n)))
+            ++n;
+        if (n <= 4 && i + n <= name.size()) {
+            shown += QString::fromUtf8(name.mid(i, n));
+            i += n;
+        } else {
+            shown += QStringLiteral("\\x")
+                + QString::number(uchar(name[i]), 16).toUpper().rightJustified(2, QLatin1Char('0'));
+            ++i;
         }
-        const bool folder = e->d_type == DT_DIR;
-        out->emplace_back(root.relativeFilePath(dir + QLatin1Char('/') + shown),
-            folder ? QStringLiteral("the folder's name is not valid UTF-8, so nothing in it is read; rename it")
-                   : QStringLiteral("the file's name is not valid UTF-8, so it is not read; rename it"));
     }
-    closedir(d);
+    return shown;
 }
 
-} // namespace
+// A file found by walk(): its path as reached (through links), and relative to the opened folder.
+struct Found {
+    QString path;
+    QString relative;
+};
 
-namespace {
+using FolderIds = std::set<std::pair<dev_t, ino_t>>;
 
-// Every file under `dir` (its path as reached, through links), following links to folders once each (a
-// link back to a folder already walked is reported, not walked again); what is not a regular file or a
-// link to one is reported.
-void walk(const QDir &root, const QString &dir, QSet<QString> *visited, QStringList *paths, FolderScan *scan)
+// Every file under `dir` (its path as reached, through links), from one listing of each folder (the listing is
+// what a folder of 1000 ranks' folders costs): hidden entries are left out; links to folders are followed once
+// each (a folder already walked, by its device and inode, is reported as a loop and not walked again); names
+// that are not valid UTF-8 (no Qt call can open them), dangling links and what is not a regular file (a pipe,
+// a device, a socket: an endless stream) are reported.
+void walk(const QString &dir, const QString &relDir, FolderIds *visited, std::vector<Found> *found, FolderScan *scan)
 {
-    const QFileInfoList entries
-        = QDir(dir).entryInfoList(QDir::AllEntries | QDir::System | QDir::NoDotAndDotDot, QDir::Name);
-    for (const QFileInfo &info : entries) {
-        const QString p = info.filePath();
-        const QString rel = root.relativeFilePath(p);
-        if (info.isSymLink() && !info.exists()) {
+    const auto relOf = [&](const QString &name) { return relDir.isEmpty() ? name : relDir + QLatin1Char('/') + name; };
+    DIR *d = opendir(QFile::encodeName(dir).constData());
+    if (!d) {
+        if (!relDir.isEmpty())
             scan->unreadable.emplace_back(
-                rel, QStringLiteral("a link to %1, which does not exist").arg(info.symLinkTarget()));
-        } else if (info.isDir()) {
-            const QString canonical = info.canonicalFilePath();
-            if (visited->contains(canonical)) {
-                scan->unreadable.emplace_back(rel,
-                    QStringLiteral("a link to %1, a folder already read here (a loop); not read twice")
-                        .arg(info.symLinkTarget()));
-                continue;
-            }
-            visited->insert(canonical);
-            reportNamesNotUtf8(root, p, &scan->unreadable);
-            walk(root, p, visited, paths, scan);
-        } else if (info.isFile()) {
-            *paths << p;
-        } else {
-            // A device, a pipe or a socket (or a link to one, /dev/zero): an endless stream, never read.
+                relDir, QStringLiteral("cannot list the folder: %1").arg(QString::fromLocal8Bit(std::strerror(errno))));
+        return;
+    }
+    std::vector<std::pair<QString, unsigned char>> entries;
+    while (const dirent *e = readdir(d)) {
+        const QByteArray raw(e->d_name);
+        if (raw.startsWith('.'))
+            continue;
+        if (!isValidUtf8(raw)) {
+            scan->unreadable.emplace_back(relOf(shownName(raw)),
+                e->d_type == DT_DIR
+                    ? QStringLiteral("the folder's name is not valid UTF-8, so nothing in it is read; rename it")
+                    : QStringLiteral("the file's name is not valid UTF-8, so it is not read; rename it"));
+            continue;
+        }
+        entries.emplace_back(QString::fromUtf8(raw), e->d_type);
+    }
+    closedir(d);
+    for (const auto &[name, type] : entries) {
+        const QString p = dir + QLatin1Char('/') + name;
+        const QString rel = relOf(name);
+        if (type == DT_REG) {
+            found->push_back({p, rel});
+            continue;
+        }
+        const QByteArray encoded = QFile::encodeName(p);
+        struct stat st;
+        const bool link
+            = type == DT_LNK || (type == DT_UNKNOWN && lstat(encoded.constData(), &st) == 0 && S_ISLNK(st.st_mode));
+        const auto target = [&] { return QFileInfo(p).symLinkTarget(); };
+        if (stat(encoded.constData(), &st) != 0) {
             scan->unreadable.emplace_back(rel,
-                info.isSymLink()
-                    ? QStringLiteral("a link to %1, which is not a regular file; not read").arg(info.symLinkTarget())
-                    : QStringLiteral("not a regular file (a device, a pipe or a socket); not read"));
+                link ? QStringLiteral("a link to %1, which does not exist").arg(target())
+                     : QStringLiteral("cannot read: %1").arg(QString::fromLocal8Bit(std::strerror(errno))));
+        } else if (S_ISDIR(st.st_mode)) {
+            if (visited->insert({st.st_dev, st.st_ino}).second)
+                walk(p, rel, visited, found, scan);
+            else
+                scan->unreadable.emplace_back(rel,
+                    QStringLiteral("a link to %1, a folder already read here (a loop); not read twice").arg(target()));
+        } else if (S_ISREG(st.st_mode)) {
+            found->push_back({p, rel});
+        } else {
+            scan->unreadable.emplace_back(rel,
+                link ? QStringLiteral("a link to %1, which is not a regular file; not read").arg(target())
+                     : QStringLiteral("not a regular file (a device, a pipe or a socket); not read"));
         }
     }
 }
@@ -251,29 +274,103 @@ bool naturalLess(const QString &a, const QString &b)
     return a.size() - i < b.size() - j;
 }
 
+// A file read with the system's calls: the scan opens thousands, and reads most only to their first 4 KiB.
+class RawFile
+{
+public:
+    RawFile() = default;
+    RawFile(const RawFile &) = delete;
+    RawFile &operator=(const RawFile &) = delete;
+    ~RawFile()
+    {
+        if (m_fd >= 0)
+            ::close(m_fd);
+    }
+    bool open(const QString &path)
+    {
+        m_fd = ::open(QFile::encodeName(path).constData(), O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        if (m_fd < 0 || fstat(m_fd, &st) != 0) {
+            m_error = QString::fromLocal8Bit(std::strerror(errno));
+            return false;
+        }
+        m_size = st.st_size;
+        m_mtime = qint64(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
+        return true;
+    }
+    qint64 size() const { return m_size; }
+    qint64 mtime() const { return m_mtime; } // as QFileInfo::lastModified() gives it, in ms since the epoch
+    QString error() const { return m_error; }
+    // Up to `max` bytes from where the last read stopped (fewer at the end, or on an error).
+    QByteArray read(qint64 max)
+    {
+        QByteArray out(max, Qt::Uninitialized);
+        out.resize(fill(out.data(), max));
+        return out;
+    }
+    // The whole file into *out, its capacity kept; false when it reads short (it changed). Reads go on after
+    // the head.
+    bool readAll(QByteArray *out)
+    {
+        out->resize(m_size);
+        const bool ok = m_size > 0 && ::lseek(m_fd, 0, SEEK_SET) == 0 && fill(out->data(), m_size) == m_size;
+        // On, as if only the head had been read; from the start again when it failed.
+        ::lseek(m_fd, ok ? std::min(kHeadBytes, m_size) : 0, SEEK_SET);
+        return ok;
+    }
+
+private:
+    qint64 fill(char *to, qint64 max)
+    {
+        qint64 got = 0;
+        while (got < max) {
+            const ssize_t n = ::read(m_fd, to + got, size_t(max - got));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            got += n;
+        }
+        return got;
+    }
+    int m_fd = -1;
+    qint64 m_size = 0;
+    qint64 m_mtime = 0;
+    QString m_error;
+};
+
 } // namespace
 
-FolderScan scanFolder(const QString &folder)
+FolderScan scanFolder(const QString &folder, const ScanOptions &options)
 {
     FolderScan scan;
-    const QDir root(folder);
-    QStringList paths;
-    QSet<QString> visited {QFileInfo(folder).canonicalFilePath()};
-    walk(root, QDir(folder).absolutePath(), &visited, &paths, &scan);
-    reportNamesNotUtf8(root, QDir(folder).absolutePath(), &scan.unreadable);
-    std::sort(paths.begin(), paths.end(), naturalLess);
-    for (const QString &p : paths) {
-        QFile f(p);
-        const QString rel = root.relativeFilePath(p);
-        if (!f.open(QIODevice::ReadOnly)) {
-            scan.unreadable.emplace_back(rel, QStringLiteral("cannot open: %1").arg(f.errorString()));
+    std::vector<Found> found;
+    FolderIds visited;
+    struct stat st;
+    if (stat(QFile::encodeName(folder).constData(), &st) == 0)
+        visited.insert({st.st_dev, st.st_ino});
+    walk(QDir(folder).absolutePath(), QString(), &visited, &found, &scan);
+    std::sort(
+        found.begin(), found.end(), [](const Found &a, const Found &b) { return naturalLess(a.relative, b.relative); });
+    RankCopies copies;
+    QByteArray whole; // a rank's log read whole (its capacity kept from file to file)
+    for (const auto &[p, rel] : found) {
+        RawFile f;
+        if (!f.open(p)) {
+            scan.unreadable.emplace_back(rel, QStringLiteral("cannot open: %1").arg(f.error()));
             continue;
         }
         // A compressed file is recognised by what it decompresses to, under its name without the suffix, by
         // the importers that read lines (they read it decompressed).
         const bool compressed = compressionOf(p) != Compression::None;
         const QString name = withoutCompressionSuffix(QFileInfo(p).fileName());
-        QByteArray head = compressed ? readContentHead(p, kHeadBytes) : f.read(kHeadBytes);
+        // A rank's log the size of one of its group's first members may be its copy: read whole, once, for both
+        // its head and the comparison.
+        const QString group = options.findRankCopies ? RankCopies::groupOf(rel) : QString();
+        const bool readWhole = !compressed && copies.mayCopy(group, f.size()) && f.readAll(&whole);
+        QByteArray head = compressed ? readContentHead(p, kHeadBytes)
+            : readWhole ? QByteArray::fromRawData(whole.constData(), std::min<qsizetype>(whole.size(), kHeadBytes))
+                        : f.read(kHeadBytes);
         const QString lower = name.toLower();
         if ((lower.endsWith(QLatin1String(".csv")) || lower.endsWith(QLatin1String(".jsonl")))
             && !head.contains('\n')) {
@@ -296,7 +393,14 @@ FolderScan scanFolder(const QString &folder)
             scan.unrecognised << rel;
             continue;
         }
-        scan.files.push_back({rel, p, QString(), imp, head});
+        QString sameAs;
+        if (!group.isEmpty() && imp->name() == QLatin1String("te-debug")) {
+            if (readWhole)
+                sameAs = copies.copyOf(group, whole);
+            if (sameAs.isEmpty())
+                copies.addReference(group, p, rel, f.size());
+        }
+        scan.files.push_back({rel, p, QString(), imp, sameAs, f.size(), f.mtime()});
     }
     if (scan.files.empty())
         return scan;

@@ -22,7 +22,11 @@ struct ScannedFile {
     QString absolutePath;
     QString run;
     Importer *importer = nullptr;
-    QByteArray head; // first bytes, up to kHeadBytes
+    // A rank's statistics log whose lines repeat another's of its reduction group but for their timestamps (the
+    // relative path of that one, read before it); found when ScanOptions::findRankCopies says so.
+    QString sameAs;
+    qint64 size = 0; // when scanned
+    qint64 mtime = 0; // last modified when scanned, in ms since the epoch
 };
 
 struct FolderScan {
@@ -41,6 +45,11 @@ constexpr qint64 kHeadBytes = 4096;
 // this much (a W&B export with 150 columns has a header past 4 KiB).
 constexpr qint64 kMaxHeaderLine = qint64(1) << 20;
 
-FolderScan scanFolder(const QString &folder);
+struct ScanOptions {
+    // Compare each rank's log with its group's first members (RankCopies): what an ingest needs, not a listing.
+    bool findRankCopies = false;
+};
+
+FolderScan scanFolder(const QString &folder, const ScanOptions &options = {});
 
 } // namespace fp8scope

@@ -608,7 +608,8 @@ void ingestFile(Database &db, const ScannedFile &f, const FolderScan &scan, Inge
     const int64_t mtime = info.lastModified().toMSecsSinceEpoch();
     Statement q = db.prepare(
         "SELECT f.id, f.size, f.mtime, f.head_len, f.head_hash, f.consumed, f.lines, f.importer, "
-        "r.name, f.tail_len, f.tail_hash, f.pending_tail, f.steps FROM files f LEFT JOIN runs r ON r.id=f.run_id "
+        "r.name, f.tail_len, f.tail_hash, f.pending_tail, f.steps, f.same_as FROM files f LEFT JOIN runs r ON "
+        "r.id=f.run_id "
         "WHERE f.path=?");
     q.bind(1, f.relativePath);
     int64_t fileId = 0;
@@ -628,8 +629,10 @@ void ingestFile(Database &db, const ScannedFile &f, const FolderScan &scan, Inge
         // Unchanged, unless its last line waited for a newline (it may be read now that the file has settled).
         const bool pendingTail = q.int64(11) != 0;
         oldSteps = q.text(12);
+        // A rank's log kept as another's copy that is no longer one (that one changed) is read now, whole.
+        const bool wasCopy = !q.text(13).isEmpty();
         if (sameRun && oldSize == size && q.int64(2) == mtime && q.text(7) == f.importer->name() && !pendingTail
-            && !link.beforeChanged) {
+            && !link.beforeChanged && !wasCopy) {
             ++report.filesUnchanged;
             return;
         }
@@ -637,7 +640,7 @@ void ingestFile(Database &db, const ScannedFile &f, const FolderScan &scan, Inge
         // read then are unchanged (a rewrite that kept its first 4 KiB is read again). A compressed log is read
         // again whole: its offsets are of what it decompresses to.
         const int64_t consumed = q.int64(5), tailLen = q.int64(9);
-        resume = sameRun && !link.beforeChanged && f.importer->resumable()
+        resume = sameRun && !link.beforeChanged && !wasCopy && f.importer->resumable()
             && compressionOf(f.absolutePath) == Compression::None && size >= oldSize && q.text(7) == f.importer->name()
             && windowHash(f.absolutePath, 0, q.int64(3)) == q.text(4).toLatin1()
             && windowHash(f.absolutePath, consumed - tailLen, tailLen) == q.text(10).toLatin1();
@@ -737,99 +740,6 @@ void ingestFile(Database &db, const ScannedFile &f, const FolderScan &scan, Inge
     report.problems += sink.problems;
 }
 
-// A rank's statistics log that is a copy of another rank's (TE's debug tool reduces the statistics over a
-// group of ranks, all ranks by default, and every member writes the same lines, each with its own timestamps):
-// nothing of it is stored, the file is kept as the copy of that rank's (files.same_as), so that 1000 ranks
-// cost one read and a comparison each. The comparison is of each line's statistic, step and value (what
-// follows the "<time> - <LEVEL> - " prefix), line by line, in files of the same size.
-class RankCopies
-{
-public:
-    // The file `f` copies, among those read before it in this pass; "" when none (it is read).
-    QString copyOf(const ScannedFile &f)
-    {
-        if (f.importer->name() != QLatin1String("te-debug") || compressionOf(f.absolutePath) != Compression::None)
-            return {};
-        static const QRegularExpression rank(QStringLiteral("(globalrank-|rank[_-]?)\\d+"));
-        QString key = f.relativePath;
-        key.replace(rank, QStringLiteral("\\1#"));
-        key = f.run + QChar(0x1f) + key;
-        // A group's files are compared with its references so far (a pipeline's stages each have one); one
-        // that matches none is a reference of its own (a rank that logs its own values), up to kMaxReferences.
-        std::vector<Reference> &refs = m_groups[key];
-        const qint64 size = QFileInfo(f.absolutePath).size();
-        QByteArray bytes;
-        for (Reference &ref : refs) {
-            if (size <= 0 || size > kMaxCompared || size != ref.size)
-                continue;
-            if (!ref.loaded && !load(&ref))
-                continue;
-            if (ref.bytes.size() != size)
-                continue;
-            if (bytes.isEmpty()) {
-                QFile file(f.absolutePath);
-                if (!file.open(QIODevice::ReadOnly))
-                    return {};
-                bytes = file.readAll();
-            }
-            if (bytes.size() == ref.bytes.size() && sameStatistics(bytes, ref))
-                return ref.relativePath;
-        }
-        if (refs.size() < kMaxReferences)
-            refs.push_back(Reference {f.absolutePath, f.relativePath, size, {}, {}, false});
-        return {};
-    }
-
-private:
-    struct Reference {
-        QString path;
-        QString relativePath;
-        qint64 size; // on disk when it became a reference (a candidate of another size is no copy)
-        QByteArray bytes;
-        std::vector<std::pair<qsizetype, qsizetype>> lines; // each line's end and where its statistic starts
-        bool loaded;
-    };
-    static bool load(Reference *ref)
-    {
-        ref->loaded = true;
-        QFile file(ref->path);
-        if (!file.open(QIODevice::ReadOnly))
-            return false;
-        ref->bytes = file.readAll();
-        const QByteArray &b = ref->bytes;
-        for (qsizetype start = 0; start < b.size();) {
-            qsizetype end = b.indexOf('\n', start);
-            if (end < 0)
-                end = b.size();
-            // The statistic starts after the last " - " before "iteration="; other lines are compared whole.
-            qsizetype payload = start;
-            const QByteArrayView line(b.constData() + start, end - start);
-            const qsizetype it = line.indexOf("iteration=");
-            if (it > 0) {
-                const qsizetype dash = QByteArrayView(line.data(), it).lastIndexOf(" - ");
-                if (dash >= 0)
-                    payload = start + dash + 3;
-            }
-            ref->lines.emplace_back(end, payload);
-            start = end + 1;
-        }
-        return true;
-    }
-    static bool sameStatistics(const QByteArray &bytes, const Reference &ref)
-    {
-        for (const auto &[end, payload] : ref.lines) {
-            if ((end < bytes.size() && bytes[end] != '\n')
-                || std::memcmp(bytes.constData() + payload, ref.bytes.constData() + payload, size_t(end - payload))
-                    != 0)
-                return false;
-        }
-        return true;
-    }
-    static constexpr qint64 kMaxCompared = qint64(1) << 30;
-    static constexpr size_t kMaxReferences = 16;
-    QHash<QString, std::vector<Reference>> m_groups;
-};
-
 // Files found to be copies of another rank's log: kept as such (same_as), with nothing of their own, all in
 // one transaction (a commit per file would cost more than reading them).
 void ingestCopies(
@@ -845,53 +755,58 @@ void ingestCopies(
             report.errors << QStringLiteral("rank copies: %1").arg(db.lastError());
         return;
     }
-    Statement q = db.prepare("SELECT f.id, f.size, f.mtime, f.same_as, r.name FROM files f LEFT JOIN runs r ON "
-                             "r.id=f.run_id WHERE f.path=?");
-    Statement ins = db.prepare("INSERT INTO files(path, importer, size, mtime, head_len, head_hash, consumed, lines) "
-                               "VALUES(?,?,0,0,0,'',0,0)");
+    // What the store holds of the files, in one query (a statement per file would cost more than the comparison).
+    struct Row {
+        int64_t id, size, mtime;
+        QString sameAs, run;
+    };
+    QHash<QString, Row> rows;
+    Statement q = db.prepare(
+        "SELECT f.path, f.id, f.size, f.mtime, f.same_as, r.name FROM files f LEFT JOIN runs r ON r.id=f.run_id");
+    while (q.next())
+        rows.insert(q.text(0), {q.int64(1), q.int64(2), q.int64(3), q.text(4), q.text(5)});
+    QString error;
+    if (q.failed())
+        error = q.error();
+    q.reset();
+    Statement ins = db.prepare("INSERT INTO files(path, run_id, importer, size, mtime, head_len, head_hash, consumed, "
+                               "lines, tail_len, tail_hash, pending_tail, same_as) VALUES(?, (SELECT id FROM runs "
+                               "WHERE name=?), ?, ?, ?, 0, '', ?, 0, 0, '', 0, ?)");
     Statement upd = db.prepare("UPDATE files SET run_id=(SELECT id FROM runs WHERE name=?), importer=?, size=?, "
                                "mtime=?, head_len=0, head_hash='', consumed=?, lines=0, tail_len=0, tail_hash='', "
-                               "pending_tail=0, same_as=? WHERE id=?");
-    QString error;
+                               "pending_tail=0, same_as=?, steps='' WHERE id=?");
     int read = 0;
     for (const auto &[f, sameAs] : copies) {
-        const QFileInfo info(f->absolutePath);
-        const int64_t size = info.size();
-        const int64_t mtime = info.lastModified().toMSecsSinceEpoch();
-        q.bind(1, f->relativePath);
-        int64_t fileId = 0;
-        bool dropped = false, unchanged = false;
-        if (q.next()) {
-            fileId = q.int64(0);
-            dropped = q.int64(1) == kReadAgain;
-            unchanged = q.int64(1) == size && q.int64(2) == mtime && q.text(3) == sameAs && q.text(4) == f->run;
-        }
-        const bool failed = q.failed();
-        if (failed)
-            error = q.error();
-        q.reset();
-        if (failed)
+        if (!error.isEmpty())
             break;
-        if (unchanged) {
+        const auto row = rows.constFind(f->relativePath);
+        if (row == rows.constEnd()) {
+            if (!ins.bind(1, f->relativePath)
+                     .bind(2, f->run)
+                     .bind(3, f->importer->name())
+                     .bind(4, int64_t(f->size))
+                     .bind(5, int64_t(f->mtime))
+                     .bind(6, int64_t(f->size))
+                     .bind(7, sameAs)
+                     .exec())
+                error = ins.error();
+            ++read;
+            continue;
+        }
+        if (row->size == f->size && row->mtime == f->mtime && row->sameAs == sameAs && row->run == f->run) {
             ++report.filesUnchanged;
             continue;
         }
-        if (fileId == 0) {
-            if (!ins.bind(1, f->relativePath).bind(2, f->importer->name()).exec()) {
-                error = ins.error();
-                break;
-            }
-            fileId = db.lastInsertId();
-        } else if (!dropContributions(db, fileId, !dropped, &error)) {
+        // A copy that changed, or a file read before as a rank of its own: what it wrote goes first.
+        if (!dropContributions(db, row->id, row->size != kReadAgain, &error))
             break;
-        }
         if (!upd.bind(1, f->run)
                  .bind(2, f->importer->name())
-                 .bind(3, size)
-                 .bind(4, mtime)
-                 .bind(5, size)
+                 .bind(3, int64_t(f->size))
+                 .bind(4, int64_t(f->mtime))
+                 .bind(5, int64_t(f->size))
                  .bind(6, sameAs)
-                 .bind(7, fileId)
+                 .bind(7, row->id)
                  .exec()) {
             error = upd.error();
             break;
@@ -998,7 +913,7 @@ IngestReport ingestFolder(Database &db, const QString &folder, const QString &st
         }
     }
     const WriterMark mark(storePath);
-    const FolderScan scan = scanFolder(folder);
+    const FolderScan scan = scanFolder(folder, {.findRankCopies = true});
     report.unrecognised = scan.unrecognised;
     report.unreadable = scan.unreadable;
     dropDeletedFiles(db, scan, report);
@@ -1006,12 +921,14 @@ IngestReport ingestFolder(Database &db, const QString &folder, const QString &st
     int done = 0;
     const int total = int(scan.files.size());
     bool stopped = false;
-    RankCopies copies;
     std::vector<std::pair<const ScannedFile *, QString>> copied;
     // Logs are read in their streams' order (a resumed job's log after the one it resumed), each from where
     // the one before it in its stream left its steps.
     const LogStreams streams = orderLogStreams(scan);
     QHash<QString, QString> copyOf; // this pass's rank copies, to the file read in their place
+    QHash<QString, QString> runOf; // each file's run
+    for (const ScannedFile &f : scan.files)
+        runOf.insert(f.relativePath, f.run);
     std::set<QString> stepsMoved; // logs whose steps end elsewhere than before this pass
     const auto linkOf = [&](const ScannedFile &f) {
         StreamLink link;
@@ -1033,11 +950,13 @@ IngestReport ingestFolder(Database &db, const QString &folder, const QString &st
         }
         ++done;
         // A copy's steps are those of the log it copies (its stream's next log starts from them).
-        if (QString sameAs = copies.copyOf(*f); !sameAs.isEmpty()) {
-            copyOf.insert(f->relativePath, sameAs);
-            if (stepsMoved.count(sameAs))
+        // A rank's log that repeats one read before it in its run (the scan compared them) is kept as its copy,
+        // nothing of it stored (files.same_as), all in one transaction.
+        if (!f->sameAs.isEmpty() && runOf.value(f->sameAs) == f->run) {
+            copyOf.insert(f->relativePath, f->sameAs);
+            if (stepsMoved.count(f->sameAs))
                 stepsMoved.insert(f->relativePath);
-            copied.emplace_back(f, std::move(sameAs));
+            copied.emplace_back(f, f->sameAs);
         } else {
             read(*f);
         }
@@ -1050,12 +969,15 @@ IngestReport ingestFolder(Database &db, const QString &folder, const QString &st
         ingestCopies(db, copied, report);
     // A rewrite or deletion can take series a file read earlier in this pass shared: read those again.
     if (!stopped) {
+        std::set<QString> again;
+        Statement marked = db.prepare("SELECT path FROM files WHERE size=?");
+        marked.bind(1, kReadAgain);
+        while (marked.next())
+            again.insert(marked.text(0));
+        marked.reset();
         for (const ScannedFile *f : streams.order) {
-            Statement again = db.prepare("SELECT 1 FROM files WHERE path=? AND size=?");
-            if (again.bind(1, f->relativePath).bind(2, kReadAgain).next()) {
-                again.reset();
+            if (again.count(f->relativePath))
                 read(*f);
-            }
         }
     }
     if (report.busy) {

@@ -561,6 +561,24 @@ void TestClusterFolders::ranksAreOneRun()
     QCOMPARE(h.at(12, 0), 15.5);
     QCOMPARE(h.at(11, 0), 11.0);
     QCOMPARE(store.ingest().filesUnchanged, 12);
+
+    // The first rank of a group grows while its copies do not (yet): they are copies of it no more; rank 1 is
+    // read, and rank 2 is its copy.
+    write(dir.path() + rankPath(0),
+        rankLog(0, 0, 10, 6, [](int l, int step) { return l + step * 0.5; })
+            .mid(rankLog(0, 0, 10, 5, [](int l, int step) { return l + step * 0.5; }).size()),
+        true);
+    again = store.ingest();
+    QCOMPARE(again.filesRead + again.filesResumed, 3);
+    const auto copies = store.rankCopies(info->id);
+    QCOMPARE(copies.size(), size_t(6)); // 7, less rank 1
+    QVERIFY(std::find(copies.begin(), copies.end(), std::pair(QString(rankPath(2)).mid(1), QString(rankPath(1)).mid(1)))
+        != copies.end());
+    QCOMPARE(pointAt(store, nameOf(dir),
+                 {QStringLiteral("decoder.layers.1.mlp.linear_fc1"), QStringLiteral("activation"),
+                     QStringLiteral("underflows%"), QStringLiteral("te-debug rank 1"), QString()},
+                 40),
+        3.0);
 }
 
 namespace {
