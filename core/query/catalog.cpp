@@ -470,6 +470,27 @@ QString rankList(std::vector<int> ranks)
 
 Heatmap Catalog::matrix(RunRef ref, const MatrixRequest &request) const
 {
+    Heatmap h = matrixOf(ref, request);
+    // What the statistic meant under the run's Transformer Engine version, said once beside it.
+    const Entry *e = entry(ref.store);
+    if (!e || h.layers.isEmpty() || h.source == kRecomputed)
+        return h;
+    QString te;
+    for (const KeyValueRow &v : e->store.versions(ref.id)) {
+        if (v.key == QLatin1String("transformer-engine")
+            || (te.isEmpty() && v.key.startsWith(QLatin1String("transformer-engine"))))
+            te = v.value;
+    }
+    if (te.isEmpty())
+        return h;
+    const auto r = run(ref);
+    const bool severalRanks = h.sources.contains(kRanksMax) || !e->store.rankCopies(ref.id).empty();
+    h.caveat = teStatisticCaveat(request.stat, h.recipe.isEmpty() && r ? r->recipe : h.recipe, te, severalRanks);
+    return h;
+}
+
+Heatmap Catalog::matrixOf(RunRef ref, const MatrixRequest &request) const
+{
     Heatmap h;
     const Entry *e = entry(ref.store);
     if (!e)

@@ -125,6 +125,7 @@ public:
     std::vector<FindingReview> findingReviews(RunRef run, RunRef baseline) const;
 
 private:
+    Heatmap matrixOf(RunRef ref, const MatrixRequest &request) const;
     // The matrix across ranks' sources (kRanksMax / kRanksMean).
     static void acrossRanks(const RunStore &store, int64_t runId, const MatrixRequest &request,
         const QStringList &rankSources, bool max, Heatmap *h);

@@ -128,6 +128,9 @@ struct Heatmap {
     // is shown, said in words ("4 ranks hold 40 layers between them; ranks 1-3 are copies of rank 0, read once").
     std::vector<int> ranks;
     QString ranksNote;
+    // What the statistic meant under the run's Transformer Engine version, where that differs from now
+    // (teStatisticCaveat); empty when nothing applies.
+    QString caveat;
     double at(qsizetype layer, size_t step) const { return values[size_t(layer) * steps.size() + step]; }
     // The column of the step nearest to `step` (-1 when there are none).
     qsizetype nearestColumn(double step) const;

@@ -2,6 +2,7 @@
 
 #include <QHash>
 #include <QRegularExpression>
+#include <QVersionNumber>
 
 namespace fp8scope {
 
@@ -70,6 +71,41 @@ CanonicalStat canonicalStat(const QString &sourceName)
     const auto it = vocabulary().find(key);
     out.name = it != vocabulary().end() ? it.value() : s;
     return out;
+}
+
+QString teStatisticCaveat(const QString &stat, const QString &recipe, const QString &teVersion, bool severalRanks)
+{
+    qsizetype suffix = 0;
+    const QVersionNumber v = QVersionNumber::fromString(teVersion, &suffix);
+    if (v.isNull())
+        return {};
+    QString base = stat;
+    if (base.endsWith(QLatin1String("_columnwise")))
+        base.chop(11);
+    const QString te = QStringLiteral("Transformer Engine %1").arg(teVersion);
+    if (base.endsWith(QLatin1String("underflows%"))) {
+        if (v < QVersionNumber(2, 7))
+            return QStringLiteral("%1 counted as underflows the elements equal to zero, not the non-zero elements "
+                                  "flushed to zero (as from 2.7): a tensor of many zeros shows underflows that are "
+                                  "not there")
+                .arg(te);
+        if (v < QVersionNumber(2, 8))
+            return QStringLiteral("%1 did not count -0 as zero: underflows% can be too low, even negative (fixed in "
+                                  "2.8)")
+                .arg(te);
+        return {};
+    }
+    const QString r = recipe.toLower();
+    if (base.endsWith(QLatin1String("scale_inv_min"))
+        && (r.contains(QLatin1String("mxfp8")) || r.contains(QLatin1String("nvfp4"))) && v < QVersionNumber(2, 17))
+        return QStringLiteral("%1 logged scale_inv_min as 0 where MXFP8/NVFP4 scales were padded (fixed in 2.17): a "
+                              "0 is padding, not a zero scale")
+            .arg(te);
+    if (base == QLatin1String("std") && severalRanks)
+        return QStringLiteral("std combined across ranks had a sign error on some Transformer Engine versions (this "
+                              "run: %1): check it against one rank's own values")
+            .arg(teVersion);
+    return {};
 }
 
 } // namespace fp8scope

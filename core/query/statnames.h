@@ -19,4 +19,11 @@ struct CanonicalStat {
 // as they were written (a " vs samples" suffix still moves them to the samples axis).
 CanonicalStat canonicalStat(const QString &sourceName);
 
+// What a Transformer Engine debug statistic meant under the run's TE version where that differs from what it
+// means now (docs/FIELD.md): before 2.7 underflows% counted the elements equal to zero; before 2.8 it could be
+// negative (-0 was not counted); before 2.17 scale_inv_min of MXFP8/NVFP4 was 0 from padded scales; std
+// combined across ranks had a sign error on some versions. Empty when nothing applies or the version is not
+// known. `recipe` is the statistic's or the run's; `severalRanks` whether its values were reduced across ranks.
+QString teStatisticCaveat(const QString &stat, const QString &recipe, const QString &teVersion, bool severalRanks);
+
 } // namespace fp8scope

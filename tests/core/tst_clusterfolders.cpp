@@ -6,6 +6,7 @@
 #include "core/analysis/triageinputs.h"
 #include "core/importers/folderscanner.h"
 #include "core/query/catalog.h"
+#include "core/query/statnames.h"
 #include "core/store/runstore.h"
 #include "folderfixture.h"
 #include "testmain.h"
@@ -131,6 +132,7 @@ private Q_SLOTS:
     void statisticsCounterRestarts();
     void statisticsRestartInANewFile();
     void megatronLogsInTheirContentsOrder();
+    void statisticsSayWhatTheirVersionMeant();
 };
 
 void TestClusterFolders::validationSetsAreSeriesOfTheirOwn()
@@ -749,6 +751,49 @@ void TestClusterFolders::megatronLogsInTheirContentsOrder()
     QCOMPARE(pointAt(second, nameOf(scratch), loss, 10), 10.0 - 0.1);
     QCOMPARE(pointAt(second, nameOf(scratch), loss, 30), 10.0 - 0.3);
     QCOMPARE(rewindAt(second, nameOf(scratch), 1, QStringLiteral("megatron-log")), 20.0);
+}
+
+void TestClusterFolders::statisticsSayWhatTheirVersionMeant()
+{
+    // The rules, version by version.
+    QVERIFY(teStatisticCaveat(QStringLiteral("underflows%"), {}, QStringLiteral("2.6.0+cu12"), false)
+                .contains(QLatin1String("equal to zero")));
+    QVERIFY(teStatisticCaveat(QStringLiteral("underflows%_columnwise"), {}, QStringLiteral("2.7.1"), false)
+                .contains(QLatin1String("-0")));
+    QVERIFY(teStatisticCaveat(QStringLiteral("underflows%"), {}, QStringLiteral("2.8.0"), false).isEmpty());
+    QVERIFY(teStatisticCaveat(QStringLiteral("underflows%"), {}, QString(), false).isEmpty()); // unknown
+    QVERIFY(teStatisticCaveat(QStringLiteral("scale_inv_min"), QStringLiteral("mxfp8"), QStringLiteral("2.16"), false)
+                .contains(QLatin1String("padded")));
+    QVERIFY(teStatisticCaveat(QStringLiteral("scale_inv_min"), QStringLiteral("mxfp8"), QStringLiteral("2.17"), false)
+                .isEmpty());
+    QVERIFY(teStatisticCaveat(QStringLiteral("scale_inv_min"), QStringLiteral("delayed"), QStringLiteral("2.6"), false)
+                .isEmpty());
+    QVERIFY(teStatisticCaveat(QStringLiteral("std"), {}, QStringLiteral("2.9"), true).contains(QLatin1String("sign")));
+    QVERIFY(teStatisticCaveat(QStringLiteral("std"), {}, QStringLiteral("2.9"), false).isEmpty());
+    QVERIFY(teStatisticCaveat(QStringLiteral("mse"), {}, QStringLiteral("2.1"), true).isEmpty());
+
+    // A run whose package list names its TE version: the heatmap of underflows% says it once; of mse, nothing.
+    QTemporaryDir dir;
+    write(dir.path() + QStringLiteral("/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log"),
+        teSteps(0, 30, 10, 1.0)
+            + teLine("decoder.layers.0.mlp.linear_fc1_activation_mse", 0, QByteArrayLiteral("0.5000")) + "\n");
+    write(dir.path() + QStringLiteral("/requirements.txt"),
+        "torch==2.6.0\ntransformer_engine==2.5.0+4f6b0a1\nnumpy==1.26.4\n");
+    RunStore store;
+    INGEST(store, dir.path());
+    Catalog catalog;
+    QString error;
+    QVERIFY2(catalog.open(dir.path(), Catalog::newStoreSerial(), &error), qPrintable(error));
+    const auto r = catalog.findRun(nameOf(dir));
+    QVERIFY(r);
+    Heatmap h = catalog.matrix(r->ref, {QStringLiteral("underflows%"), QStringLiteral("activation"), {}, {}});
+    QCOMPARE(h.layers.size(), 1);
+    QVERIFY2(h.caveat.contains(QLatin1String("Transformer Engine 2.5.0+4f6b0a1 counted as underflows the elements "
+                                             "equal to zero")),
+        qPrintable(h.caveat));
+    h = catalog.matrix(r->ref, {QStringLiteral("mse"), QStringLiteral("activation"), {}, {}});
+    QCOMPARE(h.layers.size(), 1);
+    QVERIFY(h.caveat.isEmpty());
 }
 
 FP8SCOPE_TEST_GUILESS_MAIN(TestClusterFolders)

@@ -10,7 +10,9 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QHBoxLayout>
+#include <QLabel>
 #include <QToolTip>
+#include <QVBoxLayout>
 
 #include <algorithm>
 #include <cmath>
@@ -64,6 +66,7 @@ HeatmapView::HeatmapView(HeatmapSource *source, Selection *selection, QWidget *p
     , m_scale(new QCPColorScale(plot()))
     , m_cursor(new QCPItemStraightLine(plot()))
     , m_message(new QCPItemText(plot()))
+    , m_caveat(new QLabel(this))
 {
     m_runBox->setObjectName(QStringLiteral("heatmapRun"));
     m_statBox->setObjectName(QStringLiteral("heatmapStatistic"));
@@ -117,6 +120,16 @@ HeatmapView::HeatmapView(HeatmapSource *source, Selection *selection, QWidget *p
     m_message->setPositionAlignment(Qt::AlignCenter);
     m_message->setTextAlignment(Qt::AlignCenter);
     m_message->setVisible(false);
+    // What the statistic meant under the run's TE version: a line of its own between the controls and the map.
+    m_caveat->setObjectName(QStringLiteral("heatmapCaveat"));
+    m_caveat->setWordWrap(true);
+    m_caveat->setAutoFillBackground(true);
+    m_caveat->setBackgroundRole(QPalette::ToolTipBase);
+    m_caveat->setForegroundRole(QPalette::ToolTipText);
+    m_caveat->setContentsMargins(4, 2, 4, 2);
+    m_caveat->setVisible(false);
+    if (auto *box = qobject_cast<QVBoxLayout *>(layout()))
+        box->insertWidget(1, m_caveat);
     m_map->setTightBoundary(false);
     plot()->yAxis->setRangeReversed(true);
     // Many layers in a short dock: the wheel zooms the layer axis and a drag pans it, so that every row can
@@ -411,6 +424,8 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
     m_message->setText(message);
     m_message->setColor(palette().color(QPalette::Text));
     m_message->setVisible(!message.isEmpty());
+    m_caveat->setText(empty ? QString() : m_data.caveat);
+    m_caveat->setVisible(!m_caveat->text().isEmpty());
     updateLayerTicks();
     updateCursor();
     rebuildMap();
@@ -432,6 +447,11 @@ QString HeatmapView::title() const
 QString HeatmapView::message() const
 {
     return m_message->visible() ? m_message->text() : QString();
+}
+
+QString HeatmapView::caveat() const
+{
+    return m_caveat->text();
 }
 
 std::pair<double, double> HeatmapView::keyRange() const

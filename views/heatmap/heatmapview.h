@@ -17,6 +17,7 @@ class QAction;
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QLabel;
 class QCPColorMap;
 class QCPColorScale;
 class QCPItemStraightLine;
@@ -66,6 +67,9 @@ public:
     const QCPItemStraightLine *stepCursor() const { return m_cursor; }
     // What the plot says instead of a map when there is none to draw ("" while it draws one).
     QString message() const;
+    // What the statistic shown meant under the run's Transformer Engine version (Heatmap::caveat), shown over
+    // the map in a line of its own; empty when nothing applies.
+    QString caveat() const;
     // Layers named and marked on the layer axis whatever fits, each with a note ("onset 1375").
     void setFlaggedLayers(const std::vector<std::pair<QString, QString>> &layers);
     const std::vector<std::pair<QString, QString>> &flaggedLayers() const { return m_flagged; }
@@ -121,6 +125,7 @@ private:
     QCPColorScale *m_scale;
     QCPItemStraightLine *m_cursor;
     QCPItemText *m_message;
+    QLabel *m_caveat;
     Heatmap m_data;
     int m_hotRow = -1; // the row holding the largest value, when some value is smaller
     int m_ticksHeight = -1; // the axis rect height the layer names were fitted to
