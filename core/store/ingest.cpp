@@ -823,6 +823,26 @@ void ingestCopies(
     report.filesRead += read;
 }
 
+// Marks a stored file to be read again after this pass (kReadAgain), what it wrote dropped, and with it the
+// points of the series it shares (their other files are marked too: dropPoints); false when the store does
+// not hold it or it is marked already.
+bool readAgainLater(Database &db, const QString &relativePath, IngestReport &report)
+{
+    Statement q = db.prepare("SELECT id, size FROM files WHERE path=?");
+    if (!q.bind(1, relativePath).next() || q.int64(1) == kReadAgain)
+        return false;
+    const int64_t id = q.int64(0);
+    q.reset();
+    Transaction t(db);
+    QString error;
+    Statement mark = db.prepare("UPDATE files SET size=?, mtime=-1, consumed=0, lines=0, head_hash='' WHERE id=?");
+    if (t.isActive() && dropContributions(db, id, true, &error) && mark.bind(1, kReadAgain).bind(2, id).exec()
+        && t.commit(&error))
+        return true;
+    report.errors << QStringLiteral("%1: %2").arg(relativePath, error.isEmpty() ? db.lastError() : error);
+    return false;
+}
+
 // Files the store holds that the folder no longer does: what they wrote goes, each in one transaction.
 void dropDeletedFiles(Database &db, const FolderScan &scan, IngestReport &report)
 {
@@ -938,8 +958,14 @@ IngestReport ingestFolder(Database &db, const QString &folder, const QString &st
         return link;
     };
     const auto read = [&](const ScannedFile &f) {
+        const StreamLink link = linkOf(f);
+        // The log before it in its stream grew: its steps end elsewhere, and this log's placed steps may move.
+        // The series they share hold both logs' points, which cannot be told apart, so both are read again, in
+        // order, after this pass (the earlier one's later steps must not replace this one's).
+        if (link.beforeChanged && readAgainLater(db, f.relativePath, report))
+            return;
         bool moved = false;
-        ingestFile(db, f, scan, report, &movedFrom, linkOf(f), &moved);
+        ingestFile(db, f, scan, report, &movedFrom, link, &moved);
         if (moved)
             stepsMoved.insert(f.relativePath);
     };

@@ -700,6 +700,26 @@ void TestClusterFolders::statisticsRestartInANewFile()
             && said.filter(QStringLiteral("where the run's Megatron log resumed")).size() == 1,
         qPrintable(said.join(QLatin1Char('\n'))));
 
+    // The first job's log grows (its copy finished late; it had reached 50 when first read): the resumed job's
+    // log is placed again from where it ends now, and keeps its values at the steps both hold.
+    QTemporaryDir late;
+    const QString lateLogs = late.path() + QStringLiteral("/nvdlfw_inspect_statistics_logs/");
+    write(lateLogs + QStringLiteral("nvdlfw_inspect_globalrank-0.log"), teSteps(0, 50, 10, 1.0));
+    write(lateLogs + QStringLiteral("nvdlfw_inspect_20260116_080000_globalrank-0.log"), teSteps(0, 50, 10, 2.0));
+    write(late.path() + QStringLiteral("/slurm-7.out"),
+        megatronLines(1, 95, 10.0) + "successfully loaded checkpoint from /ckpt at iteration 60\n"
+            + megatronLines(61, 120, 9.0));
+    RunStore grown;
+    INGEST(grown, late.path());
+    QCOMPARE(underflowAt(grown, nameOf(late), 60), 2.0);
+    write(lateLogs + QStringLiteral("nvdlfw_inspect_globalrank-0.log"), teSteps(60, 90, 10, 1.0), true);
+    INGEST(grown, late.path());
+    QCOMPARE(underflowAt(grown, nameOf(late), 50), 1.05);
+    QCOMPARE(underflowAt(grown, nameOf(late), 60), 2.0); // the resumed job's, not the first job's 1.06
+    QCOMPARE(underflowAt(grown, nameOf(late), 90), 2.03);
+    QCOMPARE(underflowAt(grown, nameOf(late), 110), 2.05);
+    QCOMPARE(grown.ingest().filesUnchanged, 3);
+
     // The first job's log rewritten (a copy finished late): the resumed job's log is placed again from it.
     write(logs + QStringLiteral("nvdlfw_inspect_globalrank-0.log"), teSteps(0, 40, 10, 1.0));
     for (int rank = 1; rank < 3; ++rank)

@@ -1,6 +1,9 @@
 // libFuzzer target template: one importer (FUZZ_IMPORTER, a class of core/importers) reads arbitrary bytes
 // written to a file named FUZZ_FILE_NAME, from the start and from a resume position inside it; every
-// record goes to a sink that checks what it is given. Built once per importer by tests/fuzz/CMakeLists.txt.
+// record goes to a sink that checks what it is given. Built once per importer by tests/fuzz/CMakeLists.txt;
+// a name with a compression suffix (.gz, .xz, .zst) has its bytes read as a compressed stream, whose positions
+// are of what it decompresses to.
+#include "core/importers/compressedfile.h"
 #include "core/importers/jsonimporters.h"
 #include "core/importers/megatronlogimporter.h"
 #include "core/importers/otherimporters.h"
@@ -69,10 +72,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     fp8scope::FUZZ_IMPORTER importer;
     CheckingSink sink;
+    // The content's size: the bytes, or what they decompress to (up to the most a fuzz input can expand to
+    // within the run's memory limit).
+    const qint64 content = fp8scope::compressionOf(path) == fp8scope::Compression::None
+        ? qint64(size)
+        : fp8scope::readContentHead(path, qint64(256) << 20).size();
     const fp8scope::ReadPosition end = importer.read(path, {}, sink);
-    if (end.offset < 0 || end.offset > qint64(size))
-        std::abort();
-    if (importer.resumable() && size > 0)
-        importer.read(path, {qint64(size / 2), 1}, sink);
+    if (end.offset < 0 || end.offset > content)
+        std::abort(); // a position inside the content
+    if (importer.resumable() && content > 0)
+        importer.read(path, {content / 2, 1}, sink);
     return 0;
 }
