@@ -72,11 +72,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     fp8scope::FUZZ_IMPORTER importer;
     CheckingSink sink;
-    // The content's size: the bytes, or what they decompress to (up to the most a fuzz input can expand to
-    // within the run's memory limit).
-    const qint64 content = fp8scope::compressionOf(path) == fp8scope::Compression::None
-        ? qint64(size)
-        : fp8scope::readContentHead(path, qint64(256) << 20).size();
+    // The content's size: the bytes, or what they decompress to (read a block at a time, up to the most a fuzz
+    // input can expand to within the run's memory limit).
+    qint64 content = qint64(size);
+    if (fp8scope::compressionOf(path) != fp8scope::Compression::None) {
+        content = 0;
+        fp8scope::DecompressedFile f(path);
+        QString error;
+        if (f.open(&error)) {
+            for (QByteArray b; content < (qint64(256) << 20) && !(b = f.read(qint64(1) << 20)).isEmpty();)
+                content += b.size();
+        }
+    }
     const fp8scope::ReadPosition end = importer.read(path, {}, sink);
     if (end.offset < 0 || end.offset > content)
         std::abort(); // a position inside the content
