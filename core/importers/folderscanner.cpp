@@ -180,7 +180,12 @@ void walk(const QString &dir, const QString &relDir, FolderIds *visited, std::ve
                 relDir, QStringLiteral("cannot list the folder: %1").arg(QString::fromLocal8Bit(std::strerror(errno))));
         return;
     }
-    std::vector<std::pair<QString, unsigned char>> entries;
+    struct Entry {
+        QByteArray raw;
+        QString name;
+        unsigned char type;
+    };
+    std::vector<Entry> entries;
     while (const dirent *e = readdir(d)) {
         const QByteArray raw(e->d_name);
         if (raw.startsWith('.'))
@@ -192,22 +197,24 @@ void walk(const QString &dir, const QString &relDir, FolderIds *visited, std::ve
                     : QStringLiteral("the file's name is not valid UTF-8, so it is not read; rename it"));
             continue;
         }
-        entries.emplace_back(QString::fromUtf8(raw), e->d_type);
+        entries.push_back({raw, QString::fromUtf8(raw), e->d_type});
     }
-    closedir(d);
-    for (const auto &[name, type] : entries) {
+    // What is not a regular file is looked at relative to the folder (open while its entries are: no walk of
+    // the whole path per entry).
+    const int folder = dirfd(d);
+    for (const auto &[raw, name, type] : entries) {
         const QString p = dir + QLatin1Char('/') + name;
         const QString rel = relOf(name);
         if (type == DT_REG) {
             found->push_back({p, rel});
             continue;
         }
-        const QByteArray encoded = QFile::encodeName(p);
         struct stat st;
-        const bool link
-            = type == DT_LNK || (type == DT_UNKNOWN && lstat(encoded.constData(), &st) == 0 && S_ISLNK(st.st_mode));
+        const bool link = type == DT_LNK
+            || (type == DT_UNKNOWN && fstatat(folder, raw.constData(), &st, AT_SYMLINK_NOFOLLOW) == 0
+                && S_ISLNK(st.st_mode));
         const auto target = [&] { return QFileInfo(p).symLinkTarget(); };
-        if (stat(encoded.constData(), &st) != 0) {
+        if (fstatat(folder, raw.constData(), &st, 0) != 0) {
             scan->unreadable.emplace_back(rel,
                 link ? QStringLiteral("a link to %1, which does not exist").arg(target())
                      : QStringLiteral("cannot read: %1").arg(QString::fromLocal8Bit(std::strerror(errno))));
@@ -225,6 +232,7 @@ void walk(const QString &dir, const QString &relDir, FolderIds *visited, std::ve
                      : QStringLiteral("not a regular file (a device, a pipe or a socket); not read"));
         }
     }
+    closedir(d);
 }
 
 // Names of text logs whose format shows only in their lines, which may start after pages of other output
