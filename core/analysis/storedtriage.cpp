@@ -18,7 +18,8 @@ QString number(double v)
 // fp8scope stored are computed again rather than read back. 2: skipped iterations weighed against the baseline.
 // 3: finding kinds from one table, notable eval drops, context config keys, the evidence dump by its damage.
 // 4: not comparable pairs. 5: restarts of the statistics logs, and the Megatron log's across its files.
-constexpr int kRulesRevision = 5;
+// 6: early or mid-run by whether the run tracked its baseline through the loss's fall (departureclass.h).
+constexpr int kRulesRevision = 6;
 
 // Every option that changes a result, as text, after the rules' revision.
 QString optionsText(const TriageOptions &o)

@@ -1,5 +1,7 @@
 #include "triage.h"
 
+#include "departureclass.h"
+
 #include "comparetables.h"
 #include "rules.h"
 #include "triagerules.h"
@@ -217,6 +219,34 @@ QJsonObject findingJson(const Finding &f)
     return o;
 }
 
+namespace {
+
+DepartureClassOptions departureClassOptions(const TriageOptions &options)
+{
+    DepartureClassOptions o;
+    o.earlyFraction = options.earlyFraction;
+    return o;
+}
+
+// The departure's finding says which it is and why (its summary, and the evidence under "class").
+void sayClass(const DepartureClass &dc, FindingKind kind, std::vector<Finding> *findings)
+{
+    for (Finding &f : *findings) {
+        if (f.kind != kind || !f.step)
+            continue;
+        f.summary
+            += QStringLiteral("; %1: %2")
+                   .arg(dc.early ? QStringLiteral("early divergence") : QStringLiteral("mid-run instability"), dc.why);
+        QJsonObject e = dc.evidence;
+        e.insert(QStringLiteral("early"), dc.early);
+        e.insert(QStringLiteral("why"), dc.why);
+        f.evidence.insert(QStringLiteral("class"), e);
+        return;
+    }
+}
+
+} // namespace
+
 Comparison comparePair(const PairInputs &in, const TriageOptions &options)
 {
     Comparison c;
@@ -235,9 +265,15 @@ Comparison comparePair(const PairInputs &in, const TriageOptions &options)
         return std::any_of(c.findings.begin(), c.findings.end(), [&](const Finding &f) { return f.kind == kind; });
     };
     if (c.departure) {
-        c.verdict = double(*c.departure) < options.earlyFraction * double(std::max<int64_t>(c.plannedSteps, 1))
-            ? Verdict::EarlyDivergence
-            : Verdict::MidRunInstability;
+        // Early or mid-run: judged on the baseline's loss (did the run track it through its fall?), at the step
+        // the baseline stands where the run parts (their batch sizes may differ).
+        const StepSeries baseLoss = in.loss.baselinePoints ? finitePoints(*in.loss.baselinePoints) : StepSeries();
+        const int64_t at = in.loss.baselineStep.value_or(*c.departure);
+        const DepartureClass dc = classifyDeparture(baseLoss, at, c.plannedSteps,
+            in.baseline.warmupEnd(at) ? in.baseline.warmupEnd(at) : in.run.warmupEnd(*c.departure),
+            departureClassOptions(options));
+        c.verdict = dc.early ? Verdict::EarlyDivergence : Verdict::MidRunInstability;
+        sayClass(dc, FindingKind::LossDeparture, &c.findings);
     } else if (has(FindingKind::LossSpikes)) {
         c.verdict = Verdict::LossSpikes;
     } else if (has(FindingKind::EvalGap)) {
@@ -261,9 +297,10 @@ RunCheck checkRunInputs(const RunInputs &in, const TriageOptions &options)
     // The verdict: a blow-up early or later in the plan; else spikes that needed repeated recovery.
     if (r.departure) {
         const StepSeries finite = finitePoints(*in.loss);
-        r.verdict = double(*r.departure) < options.earlyFraction * double(in.plannedSteps(finite.steps.back()))
-            ? Verdict::EarlyDivergence
-            : Verdict::MidRunInstability;
+        const DepartureClass dc = classifyDeparture(finite, *r.departure, in.plannedSteps(finite.steps.back()),
+            in.warmupEnd(*r.departure), departureClassOptions(options));
+        r.verdict = dc.early ? Verdict::EarlyDivergence : Verdict::MidRunInstability;
+        sayClass(dc, FindingKind::RunBlowUp, &r.findings);
     } else if (std::any_of(r.findings.begin(), r.findings.end(), [](const Finding &f) {
                    return f.kind == FindingKind::LossSpikes && f.severity == Severity::Warning;
                })) {

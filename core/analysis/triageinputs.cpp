@@ -1,5 +1,7 @@
 #include "triageinputs.h"
 
+#include "departureclass.h"
+
 #include <QRegularExpression>
 
 #include <algorithm>
@@ -19,6 +21,23 @@ std::optional<StepSeries> runSeries(const Catalog &catalog, RunRef run, const QS
     if (out.empty())
         return std::nullopt;
     return out;
+}
+
+// The first value of the config keys (the last part of a nested key, hyphens as underscores) that is a whole
+// number of steps.
+std::optional<int64_t> configuredWhole(const Catalog &catalog, RunRef run, const QStringList &keys)
+{
+    for (const ConfigEntry &c : catalog.configs(run)) {
+        QString k = c.key.section(QLatin1Char('.'), -1).toLower();
+        while (k.startsWith(QLatin1Char('-')))
+            k.remove(0, 1);
+        k.replace(QLatin1Char('-'), QLatin1Char('_'));
+        bool ok = false;
+        const double v = c.value.trimmed().toDouble(&ok);
+        if (ok && v >= 0 && v <= 1e15 && v == std::floor(v) && keys.contains(k))
+            return int64_t(v);
+    }
+    return std::nullopt;
 }
 
 std::optional<int64_t> configuredSteps(const Catalog &catalog, RunRef run)
@@ -139,10 +158,23 @@ RunInputs gatherRunWithLoss(const Catalog &catalog, RunRef run, const std::optio
     if (!in.rewind || in.rewind->empty())
         in.rewind = runSeries(catalog, run, QStringLiteral("rewind"));
     in.configuredSteps = configuredSteps(catalog, run);
+    in.learningRate = runSeries(catalog, run, QStringLiteral("learning rate"));
+    in.configuredWarmup = configuredWhole(catalog, run,
+        {QStringLiteral("lr_warmup_iters"), QStringLiteral("lr_warmup_steps"), QStringLiteral("warmup_steps"),
+            QStringLiteral("num_warmup_steps"), QStringLiteral("warmup_iters")});
     return in;
 }
 
 } // namespace
+
+std::optional<int64_t> RunInputs::warmupEnd(int64_t until) const
+{
+    if (learningRate) {
+        if (const auto end = warmupEndOf(*learningRate, until))
+            return end;
+    }
+    return configuredWarmup;
+}
 
 RunInputs gatherRun(const Catalog &catalog, RunRef run)
 {

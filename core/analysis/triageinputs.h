@@ -24,6 +24,10 @@ struct RunInputs {
     std::optional<StepSeries> skipped, nan; // Megatron's skipped and NaN iterations per log interval
     std::optional<StepSeries> rewind; // the restarts of its Megatron log, else of its statistics logs
     std::optional<int64_t> configuredSteps; // train_iters, max_steps, ... of its config
+    std::optional<StepSeries> learningRate; // as logged
+    std::optional<int64_t> configuredWarmup; // lr_warmup_iters, warmup_steps, ... of its config
+    // Where its learning rate stops rising, up to `until`: as logged, else as its config says.
+    std::optional<int64_t> warmupEnd(int64_t until) const;
     QString name() const { return info ? info->name : QString(); }
     // The planned steps: its config's, else `lastStep`.
     int64_t plannedSteps(int64_t lastStep) const { return configuredSteps.value_or(lastStep); }

@@ -628,15 +628,14 @@ std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baselin
     doc.titlePage.push_back(Paragraph {verdict, Paragraph::Strong});
     const analysis::Departure &dep = loss.statistic.departure;
     if (dep.step) {
-        QString sentence = departure ? departure->summary : QString();
-        if (!sentence.isEmpty())
-            sentence[0] = sentence[0].toUpper();
-        doc.titlePage.push_back(body(QStringLiteral("%1. Departure at step %2 (interval %3-%4) of %5 planned.")
-                                         .arg(sentence.isEmpty() ? QStringLiteral("The loss departs") : sentence)
+        // The step first (what a reader looks for), then what the departure finding says of it and why it is
+        // early or mid-run.
+        doc.titlePage.push_back(body(QStringLiteral("Departure at step %1 (interval %2-%3) of %4 planned%5.")
                                          .arg(*dep.step)
                                          .arg(dep.low)
                                          .arg(dep.high)
-                                         .arg(c.plannedSteps)));
+                                         .arg(c.plannedSteps)
+                                         .arg(departure ? QStringLiteral(": ") + departure->summary : QString())));
     } else if (alone) {
         const auto blowUp = std::find_if(c.findings.begin(), c.findings.end(),
             [](const Finding &f) { return f.kind == analysis::FindingKind::RunBlowUp; });
