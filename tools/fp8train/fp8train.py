@@ -9,8 +9,9 @@ gradient to float8_e5m2, and the GEMMs run on the dequantized values, as Transfo
 quantized ones. Faults come from real mechanisms, never from editing logged numbers:
 
   none            a healthy FP8 run
-  stale-scale     one layer's activation amax history stops updating at --fault-step (delayed scaling): its
-                  scale goes stale while the activations grow, so it saturates more and more
+  stale-scale     one layer's input and weight amax histories stop updating at --fault-step (delayed
+                  scaling): their scales go stale while the weights grow with training, so they saturate more
+                  and more
   e4m3-grad       one layer's gradients are cast to e4m3 (the forward format, 3 mantissa bits but far less
                   range than e5m2) from --fault-step on: its small gradients underflow
   early-feature   from step 0, every layer's weight gradient is computed from unscaled FP8 values (the config
@@ -246,10 +247,11 @@ def main():
     p.add_argument("--log-interval", type=int, default=10)
     p.add_argument("--stat-interval", type=int, default=10)
     p.add_argument("--dump-steps", default="")
+    p.add_argument("--threads", type=int, default=0, help="torch's CPU threads (0: up to 4)")
     a = p.parse_args()
 
     torch.manual_seed(a.seed)
-    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    torch.set_num_threads(a.threads if a.threads > 0 else max(1, min(4, os.cpu_count() or 1)))
     rng = random.Random(a.seed)
     data = corpus_bytes()
     split = int(len(data) * 0.9)
@@ -271,7 +273,7 @@ def main():
     if fp8:
         os.makedirs(os.path.join(a.out, "nvdlfw_inspect_statistics_logs"), exist_ok=True)
     args = {
-        "train_iters": a.steps, "lr": a.lr, "lr_warmup_iters": warmup, "seed": a.seed, "num_layers": a.layers,
+        "train_iters": a.steps, "lr": lr, "lr_warmup_iters": warmup, "seed": a.seed, "num_layers": a.layers,
         "hidden_size": a.d_model, "seq_length": a.context, "global_batch_size": a.batch,
         "bf16": True, "fp8": "hybrid" if fp8 else None, "fp8_recipe": a.recipe if fp8 else None,
     }
@@ -299,7 +301,10 @@ def main():
     for step in range(1, a.steps + 1):
         if fp8 and step == a.fault_step:
             if a.fault == "stale-scale":
+                # The amax histories of the layer's input and weight stop updating: as its weights grow with
+                # training, more of them saturate at the stale scale.
                 culprit[1].q_act.frozen = True
+                culprit[1].q_weight.frozen = True
             elif a.fault == "e4m3-grad":
                 culprit[1].q_grad = Quantizer(torch.float8_e4m3fn, E4M3_MAX, a.recipe)
         lr_now = lr * min(1.0, step / warmup) * (0.5 * (1 + math.cos(math.pi * min(1.0, step / a.steps))) * 0.9 + 0.1)
