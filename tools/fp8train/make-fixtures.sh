@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Generates the emulator's runs that tests/fixtures/emulated holds: a BF16 baseline and one FP8 run per fault,
+# Generates the emulator's runs (to be committed as tests/fixtures/emulated once every fault shows its dynamics): a
+# BF16 baseline and one FP8 run per fault,
 # each 1,200 steps of the tiny GPT (tools/fp8train/fp8train.py), the statistics logs gzip-compressed.
 # Usage: tools/fp8train/make-fixtures.sh OUTDIR [PYTHON]   (PYTHON: the test venv's, build/venv/bin/python)
 set -euo pipefail
