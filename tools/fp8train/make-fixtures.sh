@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Generates the emulator's runs (to be committed as tests/fixtures/emulated once every fault shows its dynamics): a
-# BF16 baseline and one FP8 run per fault,
-# each 1,200 steps of the tiny GPT (tools/fp8train/fp8train.py), the statistics logs gzip-compressed.
+# Generates the emulator's runs: a BF16 baseline and one FP8 run per fault, each 1,200 steps of the tiny GPT
+# (tools/fp8train/fp8train.py), the statistics logs gzip-compressed. To be committed as tests/fixtures/emulated
+# once every fault shows its dynamics (issue 41).
 # Usage: tools/fp8train/make-fixtures.sh OUTDIR [PYTHON]   (PYTHON: the test venv's, build/venv/bin/python)
 set -euo pipefail
 out="$1"
