@@ -23,9 +23,9 @@ std::optional<StepSeries> runSeries(const Catalog &catalog, RunRef run, const QS
     return out;
 }
 
-// The first value of the config keys (the last part of a nested key, hyphens as underscores) that is a whole
-// number of steps.
-std::optional<int64_t> configuredWhole(const Catalog &catalog, RunRef run, const QStringList &keys)
+// The first value of the config keys (the last part of a nested key: trainer.max_steps; hyphens and
+// underscores alike) that is a whole number of steps, at least `minimum`.
+std::optional<int64_t> configuredWhole(const Catalog &catalog, RunRef run, const QStringList &keys, double minimum = 0)
 {
     for (const ConfigEntry &c : catalog.configs(run)) {
         QString k = c.key.section(QLatin1Char('.'), -1).toLower();
@@ -34,7 +34,7 @@ std::optional<int64_t> configuredWhole(const Catalog &catalog, RunRef run, const
         k.replace(QLatin1Char('-'), QLatin1Char('_'));
         bool ok = false;
         const double v = c.value.trimmed().toDouble(&ok);
-        if (ok && v >= 0 && v <= 1e15 && v == std::floor(v) && keys.contains(k))
+        if (ok && v >= minimum && v <= 1e15 && v == std::floor(v) && keys.contains(k))
             return int64_t(v);
     }
     return std::nullopt;
@@ -42,27 +42,15 @@ std::optional<int64_t> configuredWhole(const Catalog &catalog, RunRef run, const
 
 std::optional<int64_t> configuredSteps(const Catalog &catalog, RunRef run)
 {
-    // The keys trainers write the planned steps under (the last part of a nested key: trainer.max_steps),
-    // hyphens and underscores alike; the learning-rate decay's length only where none of them is there.
+    // The keys trainers write the planned steps under; the learning-rate decay's length only where none of
+    // them is there.
     static const QStringList keys {QStringLiteral("train_iters"), QStringLiteral("max_steps"),
         QStringLiteral("num_train_steps"), QStringLiteral("total_steps"), QStringLiteral("train_steps"),
         QStringLiteral("max_iters"), QStringLiteral("total_iters")};
-    std::optional<int64_t> fallback;
-    for (const ConfigEntry &c : catalog.configs(run)) {
-        QString k = c.key.section(QLatin1Char('.'), -1).toLower();
-        while (k.startsWith(QLatin1Char('-')))
-            k.remove(0, 1);
-        k.replace(QLatin1Char('-'), QLatin1Char('_'));
-        bool ok = false;
-        const double v = c.value.trimmed().toDouble(&ok);
-        if (!ok || !(v >= 1) || v > 1e15 || v != std::floor(v))
-            continue;
-        if (keys.contains(k))
-            return int64_t(v);
-        if (k == QLatin1String("lr_decay_iters") || k == QLatin1String("lr_decay_steps"))
-            fallback = int64_t(v);
-    }
-    return fallback;
+    static const QStringList decay {QStringLiteral("lr_decay_iters"), QStringLiteral("lr_decay_steps")};
+    if (const auto planned = configuredWhole(catalog, run, keys, 1))
+        return planned;
+    return configuredWhole(catalog, run, decay, 1);
 }
 
 bool isWhatIfStat(const QString &stat)
