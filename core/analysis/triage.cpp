@@ -269,9 +269,11 @@ Comparison comparePair(const PairInputs &in, const TriageOptions &options)
         // the baseline stands where the run parts (their batch sizes may differ).
         const StepSeries baseLoss = in.loss.baselinePoints ? finitePoints(*in.loss.baselinePoints) : StepSeries();
         const int64_t at = in.loss.baselineStep.value_or(*c.departure);
-        const DepartureClass dc = classifyDeparture(baseLoss, at, c.plannedSteps,
-            in.baseline.warmupEnd(at) ? in.baseline.warmupEnd(at) : in.run.warmupEnd(*c.departure),
-            departureClassOptions(options));
+        std::optional<int64_t> warmup = in.baseline.warmupEnd(at);
+        if (!warmup)
+            warmup = in.run.warmupEnd(*c.departure);
+        const DepartureClass dc
+            = classifyDeparture(baseLoss, at, c.plannedSteps, warmup, departureClassOptions(options));
         c.verdict = dc.early ? Verdict::EarlyDivergence : Verdict::MidRunInstability;
         sayClass(dc, FindingKind::LossDeparture, &c.findings);
     } else if (has(FindingKind::LossSpikes)) {
