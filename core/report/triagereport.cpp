@@ -24,7 +24,6 @@ namespace {
 
 constexpr Rgb kBaselineColour = 0x1f77b4;
 constexpr Rgb kRunColour = 0xd95f02;
-constexpr Rgb kAlertColour = 0xc81e00;
 constexpr Rgb kGrey = 0xa5a5a5;
 constexpr Rgb kSuspectColours[] = {0xd95f02, 0x7570b3, 0x1b9e77, 0xe7298a};
 
