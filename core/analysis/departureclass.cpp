@@ -1,8 +1,10 @@
 #include "departureclass.h"
 
+#include "seriesmath.h"
+
 #include <algorithm>
 #include <cmath>
-#include <vector>
+#include <span>
 
 namespace fp8scope::analysis {
 
@@ -11,15 +13,8 @@ namespace {
 // The median of the finite values of loss at the indices [from, to).
 double medianOf(const StepSeries &loss, size_t from, size_t to)
 {
-    std::vector<double> v;
-    for (size_t i = from; i < to && i < loss.size(); ++i) {
-        if (std::isfinite(loss.values[i]))
-            v.push_back(loss.values[i]);
-    }
-    if (v.empty())
-        return NAN;
-    std::nth_element(v.begin(), v.begin() + qsizetype(v.size() / 2), v.end());
-    return v[v.size() / 2];
+    to = std::min(to, loss.size());
+    return from < to ? median(std::span<const double>(loss.values.data() + from, to - from)) : NAN;
 }
 
 } // namespace

@@ -12,9 +12,9 @@ namespace fp8scope::analysis {
 
 namespace {
 
-std::optional<StepSeries> runSeries(const Catalog &catalog, RunRef run, const QString &stat)
+std::optional<StepSeries> runSeries(const Catalog &catalog, RunRef run, const QString &stat, const QString &source = {})
 {
-    const auto s = catalog.chooseSeries(run, {.stat = stat});
+    const auto s = catalog.chooseSeries(run, {.stat = stat, .source = source});
     if (!s)
         return std::nullopt;
     StepSeries out = catalog.stepSeries(*s);
@@ -140,10 +140,8 @@ RunInputs gatherRunWithLoss(const Catalog &catalog, RunRef run, const std::optio
     in.nan = runSeries(catalog, run, QStringLiteral("number of nan iterations"));
     // The Megatron log's rewinds where it has any: they say where the training resumed, and the statistics
     // logs' restarts were placed by them.
-    if (const auto s
-        = catalog.chooseSeries(run, {.stat = QStringLiteral("rewind"), .source = QStringLiteral("megatron-log")}))
-        in.rewind = catalog.stepSeries(*s);
-    if (!in.rewind || in.rewind->empty())
+    in.rewind = runSeries(catalog, run, QStringLiteral("rewind"), QStringLiteral("megatron-log"));
+    if (!in.rewind)
         in.rewind = runSeries(catalog, run, QStringLiteral("rewind"));
     in.configuredSteps = configuredSteps(catalog, run);
     in.learningRate = runSeries(catalog, run, QStringLiteral("learning rate"));

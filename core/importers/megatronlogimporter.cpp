@@ -98,6 +98,28 @@ QStringView withoutLauncherPrefix(QStringView line)
     }
 }
 
+// The iteration of a "successfully loaded checkpoint from ... at iteration N" line; nullopt for another line.
+std::optional<int64_t> loadedIteration(QStringView line)
+{
+    static const QRegularExpression loaded(
+        QStringLiteral("successfully loaded checkpoint from .* at iteration (\\d+)"));
+    if (!line.contains(QLatin1String("successfully loaded checkpoint")))
+        return std::nullopt;
+    const QRegularExpressionMatch m = loaded.match(line);
+    bool ok = false;
+    const int64_t at = m.hasMatch() ? m.capturedView(1).toLongLong(&ok) : 0;
+    return ok ? std::optional(at) : std::nullopt;
+}
+
+// The N of a line from "iteration N/ M |" on; nullopt when it is not a number.
+std::optional<int64_t> iterationNumber(QStringView fromIteration)
+{
+    const QStringView head = fromIteration.mid(10, fromIteration.indexOf(QLatin1Char('|')) - 10).trimmed();
+    bool ok = false;
+    const int64_t step = head.left(head.indexOf(QLatin1Char('/'))).trimmed().toLongLong(&ok);
+    return ok ? std::optional(step) : std::nullopt;
+}
+
 // Where a validation line ("validation loss at ...", "validation-<set> loss at ...") starts, or -1.
 qsizetype validationAt(QStringView line)
 {
@@ -148,17 +170,12 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
     int64_t lastIteration = from.steps.lastPlaced;
     bool continuing = from.steps.continuesEarlierLog;
     std::optional<int64_t> loadedAt;
-    static const QRegularExpression loaded(
-        QStringLiteral("successfully loaded checkpoint from .* at iteration (\\d+)"));
     const SeriesKey rewind {QString(), QString(), QStringLiteral("rewind"), kSource, QString()};
     ReadPosition end = readLines(path, from, sink, [&](const TextLine &l) {
         QStringView line = withoutLauncherPrefix(QStringView(l.text));
         QString bad;
         if (line.contains(QLatin1String("successfully loaded checkpoint"))) {
-            const QRegularExpressionMatch m = loaded.match(line);
-            bool ok = false;
-            const int64_t at = m.hasMatch() ? m.capturedView(1).toLongLong(&ok) : 0;
-            if (ok)
+            if (const auto at = loadedIteration(line))
                 loadedAt = at;
             return true;
         }
@@ -195,15 +212,14 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
         }
         if (line.startsWith(QLatin1String("iteration ")) && line.contains(QLatin1Char('|'))) {
             const qsizetype bar = line.indexOf(QLatin1Char('|'));
-            const QStringView head = line.mid(10, bar - 10).trimmed(); // "N/ M"
-            bool ok = false;
-            const int64_t step = head.left(head.indexOf(QLatin1Char('/'))).trimmed().toLongLong(&ok);
-            if (!ok || !line.endsWith(QLatin1Char('|'))) {
+            const std::optional<int64_t> number = iterationNumber(line);
+            if (!number || !line.endsWith(QLatin1Char('|'))) {
                 if (!l.complete)
                     return false;
                 sink.problem(l.number, l.offset, QStringLiteral("unreadable iteration line"));
                 return true;
             }
+            const int64_t step = *number;
             // Back from the last step printed, or a checkpoint of an earlier step loaded since (a crash right
             // after a step was printed resumes by printing that step again).
             if (step < lastIteration || (continuing && step == lastIteration)
@@ -257,8 +273,6 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
 
 std::optional<int64_t> MegatronLogImporter::firstStep(const QString &path)
 {
-    static const QRegularExpression loaded(
-        QStringLiteral("successfully loaded checkpoint from .* at iteration (\\d+)"));
     DecompressedFile f(path);
     QString error;
     if (!f.open(&error))
@@ -275,23 +289,14 @@ std::optional<int64_t> MegatronLogImporter::firstStep(const QString &path)
         for (qsizetype nl = pending.indexOf('\n'); nl >= 0; start = nl + 1, nl = pending.indexOf('\n', start)) {
             const QString text = QString::fromUtf8(pending.constData() + start, nl - start);
             const QStringView line = withoutLauncherPrefix(text);
-            if (line.contains(QLatin1String("successfully loaded checkpoint"))) {
-                const QRegularExpressionMatch m = loaded.match(line);
-                bool ok = false;
-                const int64_t at = m.hasMatch() ? m.capturedView(1).toLongLong(&ok) : 0;
-                if (ok)
-                    return at + 1;
-                continue;
-            }
+            if (const auto at = loadedIteration(line))
+                return *at + 1;
             if (validationAt(line) >= 0)
                 continue;
             const qsizetype it = markerAt(line, QLatin1StringView("iteration "));
             if (it < 0 || !line.mid(it).contains(QLatin1Char('|')))
                 continue;
-            const QStringView head = line.mid(it + 10);
-            bool ok = false;
-            const int64_t step = head.left(head.indexOf(QLatin1Char('/'))).trimmed().toLongLong(&ok);
-            if (ok)
+            if (const auto step = iterationNumber(line.mid(it)))
                 return step;
         }
         pending.remove(0, start);

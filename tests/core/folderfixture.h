@@ -1,5 +1,5 @@
 // Helpers of the tests that build run folders on disk and read them back from a store: write a file
-// (making its folders), read one stored point.
+// (making its folders), read one stored point, list the problems.
 #pragma once
 
 #include "core/store/runstore.h"
@@ -31,6 +31,15 @@ inline double pointAt(const RunStore &s, const QString &run, const SeriesKey &ke
     for (const SeriesPoint &p : s.points(found.front().id, step, step, 0))
         return p.value;
     return -3e300;
+}
+
+// The store's problems as "file:line: message", one per problem.
+inline QStringList problemTexts(const RunStore &store)
+{
+    QStringList out;
+    for (const ProblemRecord &p : store.problems())
+        out << QStringLiteral("%1:%2: %3").arg(p.file).arg(p.line).arg(p.message);
+    return out;
 }
 
 } // namespace fp8scope::testing

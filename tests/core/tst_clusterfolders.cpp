@@ -26,6 +26,7 @@
 
 using namespace fp8scope;
 using fp8scope::testing::pointAt;
+using fp8scope::testing::problemTexts;
 using fp8scope::testing::write;
 
 namespace {
@@ -101,14 +102,6 @@ void age(const QString &path, int seconds)
     QFile f(path);
     QVERIFY(f.open(QIODevice::ReadWrite));
     QVERIFY(f.setFileTime(QDateTime::currentDateTime().addSecs(-seconds), QFileDevice::FileModificationTime));
-}
-
-QStringList problemTexts(const RunStore &store)
-{
-    QStringList out;
-    for (const auto &p : store.problems())
-        out << QStringLiteral("%1:%2: %3").arg(p.file).arg(p.line).arg(p.message);
-    return out;
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 // launcher-prefixed Megatron lines, table headers past the scanner's head, names that are not UTF-8, lines
 // with invalid UTF-8 or a damaged separator, deleted and rewritten files, and what a busy or damaged store
 // answers.
+#include "folderfixture.h"
 #include "storeaccess.h"
 
 #include "core/importers/folderscanner.h"
@@ -67,12 +68,7 @@ QStringList problems(const QString &folder)
 {
     RunStore s;
     QString error;
-    QStringList out;
-    if (!s.open(folder, &error))
-        return out;
-    for (const ProblemRecord &p : s.problems())
-        out << QStringLiteral("%1:%2: %3").arg(p.file).arg(p.line).arg(p.message);
-    return out;
+    return s.open(folder, &error) ? testing::problemTexts(s) : QStringList();
 }
 
 } // namespace
