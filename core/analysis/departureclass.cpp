@@ -52,7 +52,10 @@ DepartureClass classifyDeparture(const StepSeries &loss, int64_t departure, int6
     // decide alone.)
     if (!loss.empty() && before < size_t(o.minPointsBefore)) {
         c.early = true;
-        c.why = QStringLiteral("it never tracked its baseline: it parts at its first %1 points").arg(before);
+        c.why = before == 0 ? QStringLiteral("it never tracked its baseline: it parts from its first point")
+                            : QStringLiteral("it never tracked its baseline: it parts after its first %1 point%2")
+                                  .arg(before)
+                                  .arg(before == 1 ? QString() : QStringLiteral("s"));
         return c;
     }
     // 2. Late in the plan: mid-run, whatever the loss did.

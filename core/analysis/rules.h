@@ -50,8 +50,6 @@ void runRestarts(const RunInputs &in, const TriageOptions &o, RunCheck &r);
 // A statistic that cannot be exactly zero (an MSE, a scale, an amax) whose values read 0.0000 was printed
 // too small for the TE log's four decimals (underflows% and overflows% of 0 are real).
 bool isTruncated(const SeriesPoints &s);
-// The median step between a series' points (1 when it has fewer than two).
-int64_t medianInterval(const StepSeries &s);
 // The skipped-iterations finding of `run` (with the baseline's counts when it is given).
 std::optional<Finding> skippedFinding(
     const RunInputs &run, int64_t planned, const RunInputs *baseline, const TriageOptions &options);

@@ -460,7 +460,18 @@ std::vector<std::pair<int64_t, int64_t>> recoveredSpikeRanges(const SpikeReport 
     return out;
 }
 
-double spikeRateP(size_t k, size_t n, size_t kBase, size_t nBase)
+int64_t medianInterval(const StepSeries &s)
+{
+    std::vector<double> gaps;
+    for (size_t i = 1; i < s.size(); ++i)
+        gaps.push_back(double(s.steps[i] - s.steps[i - 1]));
+    return gaps.empty() ? 1 : std::max<int64_t>(1, int64_t(median(gaps)));
+}
+
+namespace {
+
+// P(X > k) + weight * P(X = k) for X ~ Binomial(k + kBase, n / (n + nBase)).
+double binomialTail(size_t k, size_t n, size_t kBase, size_t nBase, double weight)
 {
     // Given k + kBase spikes in all, each is the run's with p = n / (n + nBase) under equal rates.
     const size_t total = k + kBase;
@@ -473,9 +484,21 @@ double spikeRateP(size_t k, size_t n, size_t kBase, size_t nBase)
     for (size_t x = k; x <= total; ++x) {
         const double logPmf = std::lgamma(double(total) + 1) - std::lgamma(double(x) + 1)
             - std::lgamma(double(total - x) + 1) + double(x) * std::log(p) + double(total - x) * std::log1p(-p);
-        sum += std::exp(logPmf);
+        sum += (x == k ? weight : 1.0) * std::exp(logPmf);
     }
     return std::min(1.0, sum);
+}
+
+} // namespace
+
+double spikeRateP(size_t k, size_t n, size_t kBase, size_t nBase)
+{
+    return binomialTail(k, n, kBase, nBase, 1.0);
+}
+
+double spikeRateMidP(size_t k, size_t n, size_t kBase, size_t nBase)
+{
+    return binomialTail(k, n, kBase, nBase, 0.5);
 }
 
 bool spikesMoreOften(size_t k, size_t n, size_t kBase, size_t nBase, double alpha, size_t minSpikes)
@@ -546,8 +569,21 @@ Onset findOnset(const StepSeries &in, Direction direction, const OnsetOptions &o
         exceed[i] = exceeds(smooth[i]);
     const std::vector<double> share = suffixShare(exceed);
     const size_t at = firstSustained(exceed, share, o.stayFraction, minRun);
-    if (at != kNone)
+    if (at != kNone) {
         r.step = s.steps[at];
+        // Where half the change to the late level is made: a slow drift crosses the threshold long before it,
+        // a step at once.
+        r.halfway = r.step;
+        for (size_t i = at; i < n; ++i) {
+            const double made = direction == Direction::Down ? r.early - smooth[i]
+                : direction == Direction::Up                 ? smooth[i] - r.early
+                                                             : std::abs(smooth[i] - r.early);
+            if (made >= 0.5 * std::abs(change)) {
+                r.halfway = s.steps[i];
+                break;
+            }
+        }
+    }
     return r;
 }
 

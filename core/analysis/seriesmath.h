@@ -105,12 +105,18 @@ SpikeReport findSpikes(const StepSeries &s, const SpikeOptions &options = {});
 // The step ranges of a report's recovered spikes, from their start to their recovery.
 std::vector<std::pair<int64_t, int64_t>> recoveredSpikeRanges(const SpikeReport &report);
 
+// The median number of steps between a series' points (at least 1).
+int64_t medianInterval(const StepSeries &s);
+
 // Whether `k` spikes in an exposure `n` (the steps a run covers) is more than `kBase` in `nBase` at a
 // one-sided significance `alpha`
 // (the conditional binomial test of two Poisson rates), with at least `minSpikes` spikes.
 bool spikesMoreOften(size_t k, size_t n, size_t kBase, size_t nBase, double alpha = 0.01, size_t minSpikes = 3);
 // The one-sided p-value of that test.
 double spikeRateP(size_t k, size_t n, size_t kBase, size_t nBase);
+// Its mid-p value (Lancaster): P(more than k) + P(exactly k) / 2. The exact test's size is well below its alpha
+// at the few spikes runs have (3 against none is p = 0.125); the mid-p's is close to it.
+double spikeRateMidP(size_t k, size_t n, size_t kBase, size_t nBase);
 
 enum class Direction { Up, Down, Either };
 
@@ -129,6 +135,7 @@ struct OnsetOptions {
 
 struct Onset {
     std::optional<int64_t> step; // the first step of a sustained change
+    std::optional<int64_t> halfway; // the first step from it where the smoothed series made half its change
     double early = 0; // the early level
     double noise = 0; // its noise
     double threshold = 0; // how far from the early level counts

@@ -109,6 +109,15 @@ std::optional<Direction> riskDirection(const QString &stat)
     return std::nullopt;
 }
 
+StatKind statKind(const QString &stat)
+{
+    if (stat.startsWith(QLatin1String("scale_inv")) || stat == QLatin1String("cur_amax"))
+        return StatKind::Scale;
+    if (stat == QLatin1String("dynamic_range") || stat.startsWith(QLatin1String("max_blockwise_dynamic_range")))
+        return StatKind::Range;
+    return StatKind::Damage;
+}
+
 int layerIndex(const QString &layer)
 {
     static const QRegularExpression re(QStringLiteral("(?:^|\\.)(?:layers?|blocks?|h)\\.(\\d+)(?:\\.|$)"));

@@ -75,6 +75,12 @@ RunCheck checkRunInputs(const RunInputs &in, const TriageOptions &options = {});
 // The direction in which a tensor statistic carries risk, or nullopt for statistics the triage does not read
 // (min, max, mean, std, norms of healthy training move for reasons of their own).
 std::optional<Direction> riskDirection(const QString &stat);
+// What a risk statistic measures, in the order a suspect is looked for: the damage the cast did (underflow,
+// saturation, quantization error), the range it had to cover (dynamic range), or only where its scale sat
+// (scale_inv, amax: these follow the weights' growth as a model learns, and the TE log's four decimals make them
+// step).
+enum class StatKind { Damage = 0, Range = 1, Scale = 2 };
+StatKind statKind(const QString &stat);
 // The layer index in a dotted name ("decoder.layers.11.mlp.linear_fc2" -> 11), -1 when none.
 int layerIndex(const QString &layer);
 // The point at or before `step` (the first point when all lie after it), as the store's valueAt answers.

@@ -227,6 +227,11 @@ void TestSeriesMath::spikeRates()
     // The rates, not the counts: 12 in 6000 points against 2 in 1000 is the same rate.
     QVERIFY(!spikesMoreOften(12, 6000, 2, 1000));
     QCOMPARE(spikeRateP(0, 1000, 0, 1000), 1.0);
+    // The mid-p: 4 against none at equal exposure is P(4 of 4) / 2 = 1/32 (the exact test's 1/16 is not below 0.05).
+    QCOMPARE(spikeRateMidP(4, 1000, 0, 1000), 1.0 / 32);
+    QCOMPARE(spikeRateP(4, 1000, 0, 1000), 1.0 / 16);
+    // 6 against 1: (P(7 of 7) + P(6 of 7) / 2) = (1 + 3.5) / 128.
+    QCOMPARE(spikeRateMidP(6, 1000, 1, 1000), 4.5 / 128);
 }
 
 void TestSeriesMath::onsetOfASustainedRise()

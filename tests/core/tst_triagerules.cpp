@@ -12,6 +12,8 @@
 #include <QTest>
 
 #include <cmath>
+#include <functional>
+#include <random>
 #include <set>
 
 using namespace fp8scope;
@@ -62,6 +64,26 @@ PairInputs pair(const QString &recipe, bool departs)
         in.loss.departure.gapAtEnd = 0.3;
     }
     return in;
+}
+
+// A layer series of the FP8 run, every 10 steps to 1000: `level` plus what `change` adds at each step, with a
+// little noise.
+SeriesPoints layerSeries(const QString &layer, const QString &tensor, const QString &stat,
+    const std::function<double(int64_t)> &change, double level, uint32_t seed)
+{
+    SeriesPoints sp;
+    sp.series.layer = layer;
+    sp.series.tensor = tensor;
+    sp.series.stat = stat;
+    sp.series.source = QStringLiteral("te-debug rank 0");
+    std::mt19937 rng {seed};
+    std::normal_distribution<double> noise(0.0, 0.02 * level);
+    for (int64_t step = 0; step <= 1000; step += 10) {
+        sp.points.steps.push_back(step);
+        sp.points.values.push_back(std::max(0.0, level + change(step) + noise(rng)));
+    }
+    sp.series.points = int64_t(sp.points.size());
+    return sp;
 }
 
 QString actions(const Comparison &c)
@@ -276,6 +298,75 @@ private Q_SLOTS:
         QCOMPARE(drops, QStringList {QStringLiteral("hellaswag")});
         QVERIFY(!c.nextSteps.empty());
         QCOMPARE(c.nextSteps.front().kind, FindingKind::EvalGap);
+    }
+
+    // The suspect among the layer signals before the departure (600): a statistic that measures damage before one
+    // that only follows a scale, though the scale moved first; and of two damage statistics, the one that moved
+    // at once (a gradient's underflow stepping at 450) before a slow drift that left its early level sooner
+    // (an activation's underflow creeping from step 100, half its change made only at about 700).
+    void suspectIsDamageBeforeScaleAndAStepBeforeADrift()
+    {
+        PairInputs in = pair(QStringLiteral("delayed"), true);
+        in.finish.risk
+            = {layerSeries(
+                   QStringLiteral("decoder.layers.2.mlp.linear_fc1"), QStringLiteral("weight"),
+                   QStringLiteral("scale_inv_max"), [](int64_t s) { return s >= 200 ? 0.004 : 0.0; }, 0.01, 1),
+                layerSeries(
+                    QStringLiteral("decoder.layers.1.mlp.linear_fc2"), QStringLiteral("activation"),
+                    QStringLiteral("underflows%"), [](int64_t s) { return s > 100 ? 0.004 * double(s - 100) : 0.0; },
+                    0.05, 2),
+                layerSeries(
+                    QStringLiteral("decoder.layers.5.mlp.linear_fc2"), QStringLiteral("gradient"),
+                    QStringLiteral("underflows%"), [](int64_t s) { return s >= 450 ? 2.0 : 0.0; }, 0.05, 3)};
+        const Comparison c = comparePair(in);
+        QStringList order;
+        for (const Finding &f : c.findings) {
+            if (f.kind == FindingKind::LayerSignal)
+                order << f.layer + QLatin1Char(' ') + f.tensor + QLatin1Char(' ') + f.stat;
+        }
+        QCOMPARE(order,
+            (QStringList {QStringLiteral("decoder.layers.5.mlp.linear_fc2 gradient underflows%"),
+                QStringLiteral("decoder.layers.1.mlp.linear_fc2 activation underflows%"),
+                QStringLiteral("decoder.layers.2.mlp.linear_fc1 weight scale_inv_max")}));
+        for (const Finding &f : c.findings) {
+            if (f.kind == FindingKind::LayerSignal && f.stat == QLatin1String("scale_inv_max"))
+                QCOMPARE(f.evidence.value(QStringLiteral("measures")).toString(), QStringLiteral("scale"));
+        }
+    }
+
+    // A gap under FP8 inference only: the FP8 path is the suspect (its advice is not "evaluate in FP8"), and BF16
+    // inference of the same checkpoint is named the closer one, though it has no drop at all.
+    void evalGapUnderFp8InferenceOnly()
+    {
+        PairInputs in = pair(QStringLiteral("current"), false);
+        const auto eval = [](const QString &inference, double run) {
+            analysis::EvalRow e;
+            e.task = QStringLiteral("arc");
+            e.metric = QStringLiteral("acc");
+            e.inference = inference;
+            e.baseline = 0.60;
+            e.run = run;
+            e.difference = run - 0.60;
+            e.standardError = 0.01;
+            e.z = e.difference / 0.01;
+            e.significant = e.z <= -3;
+            return e;
+        };
+        in.evals = {eval(QStringLiteral("bf16"), 0.605), eval(QStringLiteral("fp8"), 0.40)};
+        const Comparison c = comparePair(in);
+        QCOMPARE(c.verdict, Verdict::DownstreamGap);
+        const Finding *gap = nullptr, *precision = nullptr;
+        for (const Finding &f : c.findings) {
+            if (f.kind == FindingKind::EvalGap)
+                gap = &f;
+            if (f.kind == FindingKind::InferencePrecision)
+                precision = &f;
+        }
+        QVERIFY(gap && precision);
+        QCOMPARE(gap->evidence.value(QStringLiteral("inference")).toString(), QStringLiteral("fp8"));
+        QVERIFY2(gap->suggestion.contains(QStringLiteral("FP8 inference path")), qPrintable(gap->suggestion));
+        QCOMPARE(precision->evidence.value(QStringLiteral("lower")).toString(), QStringLiteral("fp8"));
+        QCOMPARE(precision->evidence.value(QStringLiteral("closer")).toString(), QStringLiteral("bf16"));
     }
 
     void dismissedIsByIdentity()

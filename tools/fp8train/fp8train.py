@@ -9,15 +9,18 @@ gradient to float8_e5m2, and the GEMMs run on the dequantized values, as Transfo
 quantized ones. Faults come from real mechanisms, never from editing logged numbers:
 
   none            a healthy FP8 run
-  stale-scale     one layer's input and weight amax histories stop updating at --fault-step (delayed
-                  scaling): their scales go stale while the weights grow with training, so they saturate more
-                  and more
-  e4m3-grad       one layer's gradients are cast to e4m3 (the forward format, 3 mantissa bits but far less
-                  range than e5m2) from --fault-step on: its small gradients underflow
+  stale-scale     from --fault-step, one layer's gradient scale no longer follows its amax: it stays at the
+                  initial 1.0 (as when the layer's FP8 metadata is lost on a resume and its amax history is no
+                  longer updated). Its gradients, far below e5m2's normal range at that scale, underflow: the
+                  layer (an mlp.linear_fc2 of --fault-layer) stops learning and the loss parts later
+  e4m3-grad       one layer's gradients are cast to e4m3 (the forward format: 3 mantissa bits, less range than
+                  e5m2) from --fault-step on, with current scaling: on this model a fault that does not bite
   early-feature   from step 0, every layer's weight gradient is computed from unscaled FP8 values (the config
                   key fp8_wgrad_unscaled names the feature): early divergence
   wrong-inference training is healthy; the FP8 evaluation uses weight scales read off by a factor of 4
-  high-lr         a learning rate high enough to spike
+
+A learning rate high enough to strain the run is --lr (the baseline needs the same): with delayed scaling the
+FP8 run then parts from a BF16 baseline in mid-run.
 
 It writes, under --out (one run folder):
   logs/train.out                         Megatron stdout: the arguments block and `iteration N/ M | ...` lines
@@ -233,8 +236,8 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--precision", choices=["bf16", "fp8"], default="fp8")
     p.add_argument("--recipe", choices=["current", "delayed"], default="current")
-    p.add_argument("--fault", choices=["none", "stale-scale", "e4m3-grad", "early-feature", "wrong-inference",
-                                       "high-lr"], default="none")
+    p.add_argument("--fault", choices=["none", "stale-scale", "e4m3-grad", "early-feature", "wrong-inference"],
+                   default="none")
     p.add_argument("--fault-step", type=int, default=400)
     p.add_argument("--fault-layer", type=int, default=3)
     p.add_argument("--steps", type=int, default=1200)
@@ -259,7 +262,7 @@ def main():
     fp8 = a.precision == "fp8"
     recipe = a.recipe if fp8 else None
     model = Gpt(a.layers, a.d_model, 4, a.context, recipe)
-    lr = a.lr * (6.0 if a.fault == "high-lr" else 1.0)
+    lr = a.lr
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.1)
     warmup = max(1, a.steps // 20)
     gemms = list(model.named_gemms())
@@ -301,10 +304,8 @@ def main():
     for step in range(1, a.steps + 1):
         if fp8 and step == a.fault_step:
             if a.fault == "stale-scale":
-                # The amax histories of the layer's input and weight stop updating: as its weights grow with
-                # training, more of them saturate at the stale scale.
-                culprit[1].q_act.frozen = True
-                culprit[1].q_weight.frozen = True
+                # The layer's gradient scale stays at the initial 1.0: its amax is no longer looked at.
+                culprit[1].q_grad.unscaled = True
             elif a.fault == "e4m3-grad":
                 culprit[1].q_grad = Quantizer(torch.float8_e4m3fn, E4M3_MAX, a.recipe)
         lr_now = lr * min(1.0, step / warmup) * (0.5 * (1 + math.cos(math.pi * min(1.0, step / a.steps))) * 0.9 + 0.1)

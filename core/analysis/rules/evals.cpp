@@ -21,9 +21,12 @@ Drops dropsOf(const std::vector<EvalRow> &evals)
     for (const EvalRow &row : evals) {
         if (!(row.standardError > 0))
             continue;
-        auto &slot = d.gaps[row.inference][row.task];
-        if (-row.z > slot.first) {
-            slot = {-row.z, row};
+        // Every task of every inference setting, with its largest drop (negative: none), so that a setting
+        // without a drop is there to be the closer one.
+        auto &tasks = d.gaps[row.inference];
+        const auto seen = tasks.find(row.task);
+        if (seen == tasks.end() || -row.z > seen->second.first) {
+            tasks[row.task] = {-row.z, row};
             d.diffs[row.inference][row.task] = row.baseline - row.run;
         }
     }
@@ -64,7 +67,13 @@ void evalGaps(const PairInputs &in, const TriageOptions &options, Comparison &c)
                 {QStringLiteral("difference"), best.second.difference}, {QStringLiteral("z"), best.second.z},
                 {QStringLiteral("metric"), best.second.metric}, {QStringLiteral("inference"), inference},
                 {QStringLiteral("threshold"), gap ? options.evalSigmas : options.evalNotableSigmas}};
-            if (gap)
+            // The advice follows the inference the gap is under: under FP8 inference the FP8 path is the suspect
+            // (BF16 inference of the same checkpoint is its control); under another, the precision it was served in.
+            if (gap && inference.contains(QLatin1String("fp8"), Qt::CaseInsensitive))
+                f.suggestion = QStringLiteral("check the FP8 inference path: the scales exported with the checkpoint "
+                                              "against the training's, and which weights it quantizes; evaluate the "
+                                              "same checkpoint with BF16 inference as the control");
+            else if (gap)
                 f.suggestion
                     = QStringLiteral("evaluate in the precision the model was trained in (FP8 inference) and check "
                                      "that the checkpoint carries its FP8 scales");

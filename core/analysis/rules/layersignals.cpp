@@ -3,6 +3,7 @@
 #include <QJsonValue>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -135,8 +136,8 @@ void normalized(const StepSeries &s, const PeerFactors &g, size_t m, StepSeries 
     }
 }
 
-// The layer signals of a run: every risk statistic's sustained change against its peers, earliest first
-// (what moved first is the suspect, not what moved most). Truncated statistics are left to their own rule.
+// The layer signals of a run: every risk statistic's sustained change against its peers. Truncated statistics
+// are left to their own rule.
 std::vector<Signal> signalsOf(const std::vector<SeriesPoints> &risk, const OnsetOptions &base)
 {
     std::vector<const Series *> kept;
@@ -182,11 +183,6 @@ std::vector<Signal> signalsOf(const std::vector<SeriesPoints> &risk, const Onset
         if (onset.step)
             out.push_back({*kept[i], onset, peers[i]});
     }
-    std::stable_sort(out.begin(), out.end(), [](const Signal &a, const Signal &b) {
-        if (*a.onset.step != *b.onset.step)
-            return *a.onset.step < *b.onset.step;
-        return a.onset.size > b.onset.size;
-    });
     return out;
 }
 
@@ -207,7 +203,20 @@ void layerSignals(const PairInputs &in, const TriageOptions &options, Comparison
     OnsetOptions onset = options.onset;
     if (options.live)
         onset.plannedSteps = c.plannedSteps;
-    const std::vector<Signal> signals = signalsOf(in.finish.risk, onset);
+    std::vector<Signal> signals = signalsOf(in.finish.risk, onset);
+    // The suspect first: what began to move before the loss departed (all, without a departure), then what
+    // measures damage before what measures range and what only follows a scale, then what moved first, by
+    // where it had made half its change (a slow drift of learning leaves its early level long before it has
+    // moved far; a broken mechanism moves at once), not what moved most (a consequence can move further than
+    // its cause); then the earlier onset, then the larger change.
+    const auto before = [&](const Signal &s) { return !c.departure || *s.onset.step <= *c.departure; };
+    std::stable_sort(signals.begin(), signals.end(), [&](const Signal &a, const Signal &b) {
+        const auto key = [&](const Signal &s) {
+            return std::make_tuple(!before(s), int(statKind(s.series.stat)), s.onset.halfway.value_or(*s.onset.step),
+                *s.onset.step, -s.onset.size);
+        };
+        return key(a) < key(b);
+    });
     for (size_t i = 0; i < signals.size() && i < 12; ++i) {
         const Signal &s = signals[i];
         Finding f;
@@ -232,8 +241,12 @@ void layerSignals(const PairInputs &in, const TriageOptions &options, Comparison
                         .arg(when);
         f.evidence = {{QStringLiteral("onset"), double(*s.onset.step)}, {QStringLiteral("early"), s.onset.early},
             {QStringLiteral("late"), s.onset.late}, {QStringLiteral("threshold"), s.onset.threshold},
+            {QStringLiteral("halfway"), double(s.onset.halfway.value_or(*s.onset.step))},
             {QStringLiteral("size"), s.onset.size}, {QStringLiteral("source"), s.series.source},
             {QStringLiteral("peers"), double(s.peers)},
+            {QStringLiteral("measures"),
+                std::array {QStringLiteral("damage"), QStringLiteral("range"),
+                    QStringLiteral("scale")}[size_t(statKind(s.series.stat))]},
             // The deepest layer the run has statistics or dumps of: whether a suspect is a first or last layer.
             {QStringLiteral("deepest_layer"), double(in.finish.lastLayerIndex)},
             {QStringLiteral("lead_steps"),

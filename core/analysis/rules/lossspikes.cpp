@@ -1,34 +1,11 @@
 #include "core/analysis/rules.h"
+#include "core/analysis/spikeexcess.h"
 
 #include <QJsonArray>
 
 #include <algorithm>
 
 namespace fp8scope::analysis::rules {
-
-namespace {
-
-// The spikes of `a` that `b` has no spike within `tolerance` steps of.
-size_t unmatchedSpikes(const SpikeReport &a, const SpikeReport &b, int64_t tolerance)
-{
-    size_t n = 0;
-    for (const Spike &x : a.spikes) {
-        const bool matched = std::any_of(
-            b.spikes.begin(), b.spikes.end(), [&](const Spike &y) { return std::abs(y.step - x.step) <= tolerance; });
-        n += matched ? 0 : 1;
-    }
-    return n;
-}
-
-} // namespace
-
-int64_t medianInterval(const StepSeries &s)
-{
-    std::vector<double> gaps;
-    for (size_t i = 1; i < s.size(); ++i)
-        gaps.push_back(double(s.steps[i] - s.steps[i - 1]));
-    return gaps.empty() ? 1 : std::max<int64_t>(1, int64_t(median(gaps)));
-}
 
 // Spikes against the baseline: the run's own (not shared with the baseline at the same steps) outnumber the
 // baseline's own beyond chance, before the departure.
@@ -50,18 +27,14 @@ void lossSpikes(const PairInputs &in, const TriageOptions &options, Comparison &
             }
             return out;
         };
-        const SpikeReport sb = findSpikes(before(*baseLoss, baselineDeparture), options.spikes);
-        const SpikeReport sr = findSpikes(before(*runLoss, departure.step), options.spikes);
-        // Spikes both runs have at the same steps are the data's (the same batches in the same order), not the
-        // precision's: the test compares the spikes only one of them has. The exposure is the steps a run's
-        // points cover, not their number: runs logged at other intervals see the same spikes in more or fewer
-        // points.
-        const int64_t tolerance = 2 * std::max(medianInterval(*baseLoss), medianInterval(*runLoss));
-        const size_t runOnly = unmatchedSpikes(sr, sb, tolerance), baseOnly = unmatchedSpikes(sb, sr, tolerance);
-        const size_t shared = sr.spikes.size() - runOnly;
-        const size_t runSpan = size_t(std::max<int64_t>(sr.span, 1)), baseSpan = size_t(std::max<int64_t>(sb.span, 1));
-        const double p = spikeRateP(runOnly, runSpan, baseOnly, baseSpan);
-        if (spikesMoreOften(runOnly, runSpan, baseOnly, baseSpan, options.spikeAlpha, options.minSpikes)) {
+        const SpikeExcess e = compareSpikes(before(*runLoss, departure.step), before(*baseLoss, baselineDeparture),
+            {.spikes = options.spikes, .alpha = options.spikeAlpha, .minSpikes = options.minSpikes});
+        const SpikeReport &sr = e.run, &sb = e.baseline;
+        const size_t runOnly = e.runOnly, baseOnly = e.baselineOnly, shared = e.shared;
+        const size_t runSpan = size_t(e.runSpan), baseSpan = size_t(e.baselineSpan);
+        const double p = e.p;
+        const int64_t tolerance = e.tolerance;
+        if (e.more) {
             Finding f;
             f.kind = FindingKind::LossSpikes;
             f.severity = Severity::Warning;
@@ -76,7 +49,7 @@ void lossSpikes(const PairInputs &in, const TriageOptions &options, Comparison &
                 recovered += s.recoveredAt ? 1 : 0;
             }
             f.summary = QStringLiteral("%1 loss spikes of its own in %2 steps against %3 of %4's own in %5 steps "
-                                       "(p = %6; %7 more at the same steps in both); %8 of %9 recovered")
+                                       "(mid-p = %6; %7 more at the same steps in both); %8 of %9 recovered")
                             .arg(runOnly)
                             .arg(runSpan)
                             .arg(baseOnly)
