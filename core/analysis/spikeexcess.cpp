@@ -27,9 +27,12 @@ SpikeExcess compareSpikes(const StepSeries &run, const StepSeries &baseline, con
     e.baseline = findSpikes(baseline, o.spikes);
     e.run = findSpikes(run, o.spikes);
     // Spikes both runs have at the same steps are the data's (the same batches in the same order), not the
-    // precision's: the test compares the spikes only one of them has. The exposure is the steps a run's points
-    // cover, not their number: runs logged at other intervals see the same spikes in more or fewer points.
-    e.tolerance = 2 * std::max(medianInterval(baseline), medianInterval(run));
+    // precision's: the test compares the spikes only one of them has. The same batch's spike starts in the log
+    // interval that holds its step in each run, or (the runs' intervals differ, or one run's mean catches its
+    // start a point later) the next: within the larger interval. Wider, a spike of each run's own that happen to
+    // fall near each other would be taken for the data's. The exposure is the steps a run's points cover, not
+    // their number: runs logged at other intervals see the same spikes in more or fewer points.
+    e.tolerance = std::max(medianInterval(baseline), medianInterval(run));
     e.runOnly = unmatchedSpikes(e.run, e.baseline, e.tolerance);
     e.baselineOnly = unmatchedSpikes(e.baseline, e.run, e.tolerance);
     e.shared = e.run.spikes.size() - e.runOnly;
