@@ -495,13 +495,17 @@ private Q_SLOTS:
     }
 
     // The same on runs generated afresh (opt-in, about ten minutes a seed on two cores):
-    // FP8SCOPE_EMULATOR_SEEDS=2-3 with FP8SCOPE_TEST_PYTHON a Python with torch.
+    // FP8SCOPE_EMULATOR_SEEDS=2-3 QTEST_FUNCTION_TIMEOUT=7200000 with FP8SCOPE_TEST_PYTHON a Python with torch.
     void emulatedFreshSeeds()
     {
         const QStringList range = qEnvironmentVariable("FP8SCOPE_EMULATOR_SEEDS").split(QLatin1Char('-'));
         const QString python = qEnvironmentVariable("FP8SCOPE_TEST_PYTHON");
         if (range.size() != 2 || python.isEmpty())
             QSKIP("set FP8SCOPE_EMULATOR_SEEDS=FIRST-LAST and FP8SCOPE_TEST_PYTHON to run the emulator");
+        // Qt Test stops a function after 5 minutes unless told otherwise; a seed takes about ten.
+        const int seeds = range[1].toInt() - range[0].toInt() + 1;
+        if (qEnvironmentVariableIntValue("QTEST_FUNCTION_TIMEOUT") < seeds * 1800 * 1000)
+            QSKIP("set QTEST_FUNCTION_TIMEOUT to at least 1800000 ms a seed as well");
         const QString script = QDir(QString::fromLocal8Bit(qgetenv("FP8SCOPE_SOURCE_DIR")))
                                    .absoluteFilePath(QStringLiteral("tools/fp8train/make-fixtures.sh"));
         QStringList failures;
