@@ -1,7 +1,10 @@
 // Issue 41: triage on real training dynamics. Early divergence or mid-run instability is judged by whether
 // the run tracked its baseline through the loss's initial fall (core/analysis/departureclass.h), not only by
 // how far into the plan it parts: built from W&B-style history exports (irregular steps, a learning-rate
-// column, a long plan in the config), and on the real public exports where ../shared is present.
+// column, a long plan in the config), and on the real public exports where ../shared is present. Spikes of an
+// FP8 run's own of varied size and spacing against its baseline's (core/analysis/spikeexcess.h). And the
+// emulator's runs (tools/fp8train: a tiny GPT trained for real through an emulated FP8 GEMM, with faults from
+// real mechanisms), committed under tests/fixtures/emulated or generated afresh.
 #include "core/analysis/departureclass.h"
 #include "core/analysis/spikeexcess.h"
 #include "core/analysis/triage.h"
