@@ -313,14 +313,13 @@ void finish(const FinishInputs &in, Comparison *cp)
 {
     Comparison &c = *cp;
     const bool alone = !c.baseline.isValid();
-    // The suspects: layer signals weighed as causes (before the departure, or live), by onset.
+    // The suspects: layer signals weighed as causes (before the departure, or live), in the layer-signal rule's
+    // order (damage before range before scale, then by where half the change was made: docs/TRIAGE.md).
     c.suspects.clear();
     for (const Finding &f : c.findings) {
         if (f.kind == FindingKind::LayerSignal && f.severity != Severity::Info)
             c.suspects.push_back(f);
     }
-    std::stable_sort(c.suspects.begin(), c.suspects.end(),
-        [](const Finding &a, const Finding &b) { return a.step.value_or(INT64_MAX) < b.step.value_or(INT64_MAX); });
     c.evidence.reset();
     c.whatIf.clear();
     c.whatIfBest.reset();

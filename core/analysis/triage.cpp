@@ -103,7 +103,7 @@ int severityRank(Severity s)
     return s == Severity::Critical ? 0 : s == Severity::Warning ? 1 : 2;
 }
 
-// Most important first: severity, then kind; layer signals keep their onset order (stable).
+// Most important first: severity, then kind; layer signals keep their rule's order (stable).
 void rank(std::vector<Finding> *findings)
 {
     std::stable_sort(findings->begin(), findings->end(), [](const Finding &a, const Finding &b) {

@@ -109,7 +109,7 @@ struct Comparison {
     std::vector<Finding> findings; // most important first
     bool fromStore = false; // read back from the store, not computed now
     // What every front end displays and none derives again (finishComparison):
-    std::vector<Finding> suspects; // layer signals with an onset before the departure (or live), by onset
+    std::vector<Finding> suspects; // layer signals with an onset before the departure (or live), most suspect first
     std::vector<NextStep> nextSteps; // what to try next, the reviews applied; none for a healthy verdict
     Comparability comparability;
     std::optional<EvidenceDump> evidence;

@@ -208,11 +208,12 @@ FinishInputs gatherFinish(const Catalog &catalog, const Comparison &c)
     gatherFinishCommon(catalog, c.baseline, c.run, &in);
     // The evidence is the first suspect's: its own series and the recomputed statistics of its layer and
     // tensor, read only where it has a dump (a result read back stays a few reads).
-    const Finding *first = nullptr; // the earliest suspect (finish() sorts them by onset, ties in finding order)
+    const Finding *first = nullptr; // the first suspect (finish() keeps the layer-signal rule's order)
     for (const Finding &f : c.findings) {
-        if (f.kind == FindingKind::LayerSignal && f.severity != Severity::Info && f.step
-            && (!first || *f.step < *first->step))
+        if (f.kind == FindingKind::LayerSignal && f.severity != Severity::Info && f.step) {
             first = &f;
+            break;
+        }
     }
     if (!first)
         return in;

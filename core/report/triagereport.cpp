@@ -231,7 +231,7 @@ QString sha256(const QString &path, QString *error)
     return QString::fromLatin1(h.result().toHex());
 }
 
-// The layer section: suspects ranked by onset with their lead; the first suspect's statistic against the
+// The layer section: suspects in the engine's order with their lead; the first suspect's statistic against the
 // other layers; its heatmap with the suspects marked; each suspect's nearest dump against the format's range;
 // the what-if of every recipe (with the block census) on the first suspect's dump.
 bool addLayerSection(Document &doc, const Catalog &catalog, const analysis::Comparison &c, MetricsBackend *backend,
@@ -245,7 +245,8 @@ bool addLayerSection(Document &doc, const Catalog &catalog, const analysis::Comp
     Section s {QStringLiteral("Layer suspects"), {}};
     s.blocks.push_back(body(QStringLiteral(
         "The layers whose statistics moved, against the other layers' same statistic, before the loss departed, "
-        "ranked by onset (what moved first is the suspect); the lead is the departure minus the onset.")));
+        "most suspect first: a statistic of damage (underflow, saturation, quantization error) before one of range "
+        "or scale, then what had made half its change first; the lead is the departure minus the onset.")));
     Table t;
     t.headers = {QStringLiteral("Layer"), QStringLiteral("Tensor"), QStringLiteral("Statistic"),
         QStringLiteral("Onset"), QStringLiteral("Lead (steps)"), QStringLiteral("Severity")};
@@ -515,12 +516,14 @@ void addMethod(Document &doc, const analysis::Comparison &c, const analysis::Tri
             .arg(o.spikeAlpha)
             .arg(o.minSpikes));
     rule(QStringLiteral("Layer signals"),
-        QStringLiteral("Each per-layer statistic that carries risk in a known direction (underflows%, overflows%, mse, "
-                       "cur_amax, dynamic_range, ...) is divided by the median change of the other layers' same "
-                       "statistic, so a drift all layers share cancels. Its onset is the first sustained change beyond "
-                       "%1 sigmas of its early noise and %2 % of its early level (the median of its first %3 % of "
-                       "points), held for %4 % of the points to the end. Suspects are ranked by onset; an onset at or "
-                       "before the departure is a cause, after it a consequence.")
+        QStringLiteral(
+            "Each per-layer statistic that carries risk in a known direction (underflows%, overflows%, mse, "
+            "cur_amax, dynamic_range, ...) is divided by the median change of the other layers' same "
+            "statistic, so a drift all layers share cancels. Its onset is the first sustained change beyond "
+            "%1 sigmas of its early noise and %2 % of its early level (the median of its first %3 % of "
+            "points), held for %4 % of the points to the end. Suspects are ranked damage before range before "
+            "scale, then by where half the change was made; an onset at or before the departure is a "
+            "cause, after it a consequence.")
             .arg(o.onset.sigmas)
             .arg(o.onset.relative * 100)
             .arg(o.onset.earlyFraction * 100)

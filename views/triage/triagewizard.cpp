@@ -574,7 +574,8 @@ void TriageWizard::fillClass()
     }
     case analysis::Verdict::MidRunInstability: {
         QString title = tr("<b>Mid-run instability</b>: the layers whose statistics moved before the loss "
-                           "departed, by onset. A click shows the layer in the curve, heatmap and histogram views.");
+                           "departed, most suspect first (damage before scale, then what made half its change first). "
+                           "A click shows the layer in the curve, heatmap and histogram views.");
         if (c.evidence)
             title += QStringLiteral("<br>")
                 + tr("The histogram of %1 %2 shows its dump at step %3: %4.")
@@ -585,7 +586,7 @@ void TriageWizard::fillClass()
         m_classTitle->setText(title);
         m_classModel->setHorizontalHeaderLabels({tr("Layer"), tr("Tensor"), tr("Statistic"), tr("Onset"),
             tr("Lead (steps)"), tr("Severity"), tr("Summary")});
-        // The engine's suspects (by onset), then the consequences.
+        // The engine's suspects (most suspect first), then the consequences.
         std::vector<const analysis::Finding *> signals;
         for (const analysis::Finding &f : c.suspects)
             signals.push_back(&f);

@@ -195,7 +195,7 @@ bool isTruncated(const SeriesPoints &s)
     return neverZero.contains(s.series.stat) && looksTruncated(s.points.values);
 }
 
-// Layer signals: each risk statistic against its peers, ranked by onset; the first 12 reported, those before
+// Layer signals: each risk statistic against its peers, most suspect first; the first 12 reported, those before
 // the departure (or, live, before any) the causes.
 void layerSignals(const PairInputs &in, const TriageOptions &options, Comparison &c)
 {
