@@ -194,7 +194,7 @@ struct EmulatedCase {
     QString folder, baseline, run;
     Verdict verdict;
     int64_t departFrom = 0, departBy = 0; // the departure's interval lies in [departFrom, departBy] (0: none)
-    QString culprit; // the layer whose gradient underflow is the first layer signal, set in before the departure
+    QString culprit; // the layer named first, whose gradient underflow sets in before the departure
     QString key; // a config key the comparison names
     bool gapBf16 = false, gapFp8 = false; // an eval gap under BF16 and under FP8 inference
     // On fresh seeds, a run whose FP8 loss ends within 2 % of its baseline's may be said to part or not: the
@@ -312,10 +312,15 @@ QStringList checkEmulated(const QString &root, bool fresh = false)
                 }
             }
             if (!e.culprit.isEmpty()) {
-                // The broken mechanism first: the culprit's gradient underflow, set in before the departure.
-                if (!firstSignal || firstSignal != gradient)
-                    fail(QStringLiteral("first layer signal %1, not %2 gradient underflows%")
+                // The layer whose mechanism was broken first (by its gradient's underflow, or, on some seeds, its
+                // weights' as they decay unlearned: both from the fault), and its gradient underflow set in
+                // before the departure.
+                if (!firstSignal || firstSignal->layer != e.culprit)
+                    fail(QStringLiteral("first layer signal %1, not of %2")
                              .arg(firstSignal ? firstSignal->summary : QStringLiteral("(none)"), e.culprit));
+                if (!fresh && firstSignal != gradient)
+                    fail(QStringLiteral("first layer signal %1, not its gradient's underflows%")
+                             .arg(firstSignal ? firstSignal->summary : QStringLiteral("(none)")));
                 if (!gradient || !c.departure || !gradient->step || *gradient->step > *c.departure)
                     fail(QStringLiteral("no gradient underflow of %1 before the departure").arg(e.culprit));
             }
