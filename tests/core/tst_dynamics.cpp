@@ -144,10 +144,11 @@ SpikyPair spikyPair(const std::vector<PlannedSpike> &shared, const std::vector<P
 }
 
 // Spikes at random steps after the warm-up (`from`), of a size in [lo, hi), decaying over some tens of steps.
-std::vector<PlannedSpike> randomSpikes(std::mt19937 &rng, int n, double lo, double hi, int64_t from, int64_t to)
+std::vector<PlannedSpike> randomSpikes(std::mt19937 &rng, int n, double lo, double hi, int64_t from, int64_t to,
+    double decayLo = 0.85, double decayHi = 0.97)
 {
     std::uniform_int_distribution<int64_t> at(from, to);
-    std::uniform_real_distribution<double> size(lo, hi), decay(0.85, 0.97);
+    std::uniform_real_distribution<double> size(lo, hi), decay(decayLo, decayHi);
     std::vector<PlannedSpike> out;
     for (int i = 0; i < n; ++i)
         out.push_back({at(rng), size(rng), decay(rng)});
@@ -161,15 +162,11 @@ std::vector<PlannedSpike> ownSpikes(std::mt19937 &rng, int k, int n, int64_t fro
     const double sizes[3][2] = {{0.04, 0.10}, {0.10, 0.25}, {0.25, 0.6}};
     const double lo = sizes[k % 3][0], hi = sizes[k % 3][1];
     // Every other case's spikes are short: back within a few steps.
-    std::uniform_real_distribution<double> size(lo, hi), decay(k % 2 == 1 ? 0.3 : 0.85, k % 2 == 1 ? 0.7 : 0.97);
+    const double decayLo = k % 2 == 1 ? 0.3 : 0.85, decayHi = k % 2 == 1 ? 0.7 : 0.97;
+    std::uniform_real_distribution<double> size(lo, hi), decay(decayLo, decayHi);
     std::vector<PlannedSpike> out;
     switch ((k / 3) % 3) {
-    case 0: {
-        std::uniform_int_distribution<int64_t> at(from, to);
-        for (int i = 0; i < n; ++i)
-            out.push_back({at(rng), size(rng), decay(rng)});
-        return out;
-    }
+    case 0: return randomSpikes(rng, n, lo, hi, from, to, decayLo, decayHi);
     case 1: {
         std::uniform_int_distribution<int64_t> at(from, to - 200), gap(20, 60);
         for (int i = 0; i < n;) {
