@@ -242,7 +242,8 @@ void MainWindow::createViews()
     m_statsTable->setSelectionMode(QAbstractItemView::ExtendedSelection);
     addTableActions(m_statsTable, tr("statistics.csv"));
 
-    m_problemsModel = new ProblemsModel(m_workspace, this);
+    m_problemsModel = new ProblemsModel(this);
+    m_problemsModel->follow(m_workspace);
     m_problemsTable = newTableView(QStringLiteral("problemsTable"), this);
     m_problemsTable->setModel(m_problemsModel);
     connect(m_problemsTable, &QTableView::doubleClicked, this, &MainWindow::showProblemLine);
@@ -272,7 +273,12 @@ void MainWindow::createViews()
         problemsPane->setCurrentWidget(n > 0 ? static_cast<QWidget *>(m_problemsTable) : noProblems);
         problems->setWindowTitle(n > 0 ? tr("Problems (%1)").arg(n) : tr("Problems"));
     };
+    // The count follows the model; the text the folders (a folder read whole changes no row). The model follows
+    // the workspace first: it was connected first.
     connect(m_problemsModel, &QAbstractItemModel::modelReset, this, showProblems);
+    connect(m_problemsModel, &QAbstractItemModel::rowsInserted, this, showProblems);
+    connect(m_workspace, &Workspace::loaded, this, showProblems);
+    connect(m_workspace, &Workspace::closed, this, showProblems);
     showProblems();
     tabifyDockWidget(heat, problems);
     heat->raise();

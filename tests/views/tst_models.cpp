@@ -1,8 +1,9 @@
 // Issue 42 (part): the item models tested alone, each built from a small description and checked with Qt's
 // QAbstractItemModelTester (its contract: indexes, parents, row counts, signals around changes) and for its
-// contents. LayerTreeModel is built from a plain list; the models that read the workspace (runs, statistics,
-// problems) follow once they read a description of their own (issue 42's FolderSession).
+// contents. LayerTreeModel and ProblemsModel are built from plain lists; the models that read the workspace
+// (runs, statistics) follow once they read a description of their own (issue 42's FolderSession).
 #include "views/models/layertreemodel.h"
+#include "views/models/problemsmodel.h"
 
 #include "testmain.h"
 
@@ -103,6 +104,65 @@ private Q_SLOTS:
         const QModelIndex h = model.index(0, 0, model.index(0, 0));
         QCOMPARE(childNames(model, h), (QStringList {QStringLiteral("0"), QStringLiteral("1")}));
         model.setLayers({});
+        QCOMPARE(reset.count(), 2);
+        QCOMPARE(model.rowCount(), 0);
+    }
+
+    // Problems as the panel lists them: the file's name, where (a line, or a byte offset, or nothing), what;
+    // the path, line and offset as roles (a double click opens the file there).
+    void problemsListed()
+    {
+        ProblemsModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setProblems({{QStringLiteral("/runs/fp8/logs/train.out"), 12, -1, QStringLiteral("a bad line"), false},
+            {QStringLiteral("/runs/fp8/dump.safetensors"), 0, 4096, QStringLiteral("a truncated header"), false},
+            {QStringLiteral("/runs/.fp8scope/store.sqlite"), 0, -1, QStringLiteral("a damaged page"), true}});
+        QCOMPARE(model.rowCount(), 3);
+        QCOMPARE(model.columnCount(), int(ProblemsModel::ColumnCount));
+        const auto cell
+            = [&](int row, int column, int role = Qt::DisplayRole) { return model.index(row, column).data(role); };
+        QCOMPARE(cell(0, ProblemsModel::FileColumn).toString(), QStringLiteral("train.out"));
+        QCOMPARE(cell(0, ProblemsModel::LineColumn).toString(), QStringLiteral("line 12"));
+        QCOMPARE(cell(1, ProblemsModel::LineColumn).toString(), QStringLiteral("offset 4096"));
+        QCOMPARE(cell(2, ProblemsModel::LineColumn).toString(), QString());
+        QCOMPARE(cell(1, ProblemsModel::MessageColumn).toString(), QStringLiteral("a truncated header"));
+        QCOMPARE(cell(0, ProblemsModel::MessageColumn, ProblemsModel::PathRole).toString(),
+            QStringLiteral("/runs/fp8/logs/train.out"));
+        QCOMPARE(cell(0, ProblemsModel::FileColumn, ProblemsModel::LineRole).toLongLong(), 12);
+        QCOMPARE(cell(1, ProblemsModel::FileColumn, ProblemsModel::OffsetRole).toLongLong(), 4096);
+        QCOMPARE(cell(1, ProblemsModel::FileColumn, Qt::ToolTipRole).toString(),
+            QStringLiteral("/runs/fp8/dump.safetensors"));
+        QCOMPARE(model.headerData(ProblemsModel::LineColumn, Qt::Horizontal, Qt::DisplayRole).toString(),
+            QStringLiteral("Where"));
+        QVERIFY(!model.headerData(ProblemsModel::LineColumn, Qt::Vertical, Qt::DisplayRole).isValid());
+    }
+
+    // More problems found (a growing log read on): rows appended, no reset, so the panel keeps its selection;
+    // the same again: nothing; another list (the workspace closed and opened another folder): a reset.
+    void problemsAppendedOrReset()
+    {
+        ProblemsModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        std::vector<ProblemEntry> problems {{QStringLiteral("/a/train.out"), 3, -1, QStringLiteral("one"), false}};
+        model.setProblems(problems);
+        QSignalSpy inserted(&model, &QAbstractItemModel::rowsInserted);
+        QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
+        problems.push_back({QStringLiteral("/a/train.out"), 9, -1, QStringLiteral("two"), false});
+        problems.push_back({QStringLiteral("/a/train.out"), 11, -1, QStringLiteral("three"), false});
+        model.setProblems(problems);
+        QCOMPARE(inserted.count(), 1);
+        QCOMPARE(inserted.front().at(1).toInt(), 1);
+        QCOMPARE(inserted.front().at(2).toInt(), 2);
+        QCOMPARE(reset.count(), 0);
+        QCOMPARE(model.rowCount(), 3);
+        model.setProblems(problems);
+        QCOMPARE(inserted.count(), 1);
+        QCOMPARE(reset.count(), 0);
+        model.setProblems({{QStringLiteral("/b/train.out"), 1, -1, QStringLiteral("other"), false}});
+        QCOMPARE(reset.count(), 1);
+        QCOMPARE(model.rowCount(), 1);
+        QCOMPARE(model.index(0, ProblemsModel::MessageColumn).data().toString(), QStringLiteral("other"));
+        model.setProblems({});
         QCOMPARE(reset.count(), 2);
         QCOMPARE(model.rowCount(), 0);
     }

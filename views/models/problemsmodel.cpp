@@ -4,24 +4,47 @@
 
 #include <QFileInfo>
 
+#include <algorithm>
+
 namespace fp8scope {
 
-ProblemsModel::ProblemsModel(Workspace *workspace, QObject *parent)
+ProblemsModel::ProblemsModel(QObject *parent)
     : QAbstractTableModel(parent)
-    , m_workspace(workspace)
 {
-    auto reset = [this] {
-        beginResetModel();
-        endResetModel();
+}
+
+void ProblemsModel::setProblems(std::vector<ProblemEntry> problems)
+{
+    const auto same = [](const ProblemEntry &a, const ProblemEntry &b) {
+        return a.path == b.path && a.line == b.line && a.offset == b.offset && a.message == b.message
+            && a.storeError == b.storeError;
     };
-    connect(workspace, &Workspace::loaded, this, reset);
-    connect(workspace, &Workspace::closed, this, reset);
-    connect(workspace, &Workspace::problemsAdded, this, reset);
+    const size_t shown = m_problems.size();
+    if (problems.size() > shown && std::equal(m_problems.begin(), m_problems.end(), problems.begin(), same)) {
+        beginInsertRows({}, int(shown), int(problems.size()) - 1);
+        m_problems = std::move(problems);
+        endInsertRows();
+        return;
+    }
+    if (problems.size() == shown && std::equal(m_problems.begin(), m_problems.end(), problems.begin(), same))
+        return;
+    beginResetModel();
+    m_problems = std::move(problems);
+    endResetModel();
+}
+
+void ProblemsModel::follow(Workspace *workspace)
+{
+    const auto update = [this, workspace] { setProblems(workspace->problems()); };
+    connect(workspace, &Workspace::loaded, this, update);
+    connect(workspace, &Workspace::closed, this, update);
+    connect(workspace, &Workspace::problemsAdded, this, update);
+    update();
 }
 
 int ProblemsModel::rowCount(const QModelIndex &parent) const
 {
-    return parent.isValid() ? 0 : int(m_workspace->problems().size());
+    return parent.isValid() ? 0 : int(m_problems.size());
 }
 
 int ProblemsModel::columnCount(const QModelIndex &parent) const
@@ -33,7 +56,7 @@ QVariant ProblemsModel::data(const QModelIndex &index, int role) const
 {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid))
         return {};
-    const ProblemEntry &p = m_workspace->problems()[size_t(index.row())];
+    const ProblemEntry &p = m_problems[size_t(index.row())];
     switch (role) {
     case PathRole: return p.path;
     case LineRole: return qint64(p.line);

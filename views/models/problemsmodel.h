@@ -1,7 +1,11 @@
 // Import problems of the workspace (file, line or byte offset, what was wrong), for the problems panel.
 #pragma once
 
+#include "core/query/querytypes.h"
+
 #include <QAbstractTableModel>
+
+#include <vector>
 
 namespace fp8scope {
 
@@ -14,7 +18,13 @@ public:
     enum Column { FileColumn, LineColumn, MessageColumn, ColumnCount };
     enum Role { PathRole = Qt::UserRole + 1, LineRole, OffsetRole };
 
-    explicit ProblemsModel(Workspace *workspace, QObject *parent = nullptr);
+    explicit ProblemsModel(QObject *parent = nullptr);
+
+    // Shows `problems`: rows appended when they extend those shown (a view keeps its selection and scroll),
+    // otherwise the model is reset.
+    void setProblems(std::vector<ProblemEntry> problems);
+    // Shows a workspace's problems as it loads, closes and finds more.
+    void follow(Workspace *workspace);
 
     int rowCount(const QModelIndex &parent = {}) const override;
     int columnCount(const QModelIndex &parent = {}) const override;
@@ -22,7 +32,7 @@ public:
     QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
 
 private:
-    Workspace *m_workspace;
+    std::vector<ProblemEntry> m_problems;
 };
 
 } // namespace fp8scope
