@@ -172,7 +172,8 @@ void MainWindow::createViews()
     m_histogram = new HistogramView(m_workspace, m_selection, this);
     m_histogram->setMinimumWidth(260);
 
-    m_runModel = new RunListModel(m_workspace, this);
+    m_runModel = new RunListModel(this);
+    m_runModel->follow(m_workspace);
     m_runTable = newTableView(QStringLiteral("runTable"), this);
     m_runTable->setModel(m_runModel);
     m_runTable->setMinimumWidth(180);

@@ -1,13 +1,17 @@
 // Issue 42 (part): the item models tested alone, each built from a small description and checked with Qt's
 // QAbstractItemModelTester (its contract: indexes, parents, row counts, signals around changes) and for its
-// contents. LayerTreeModel and ProblemsModel are built from plain lists; the models that read the workspace
-// (runs, statistics) follow once they read a description of their own (issue 42's FolderSession).
+// contents. LayerTreeModel, ProblemsModel and RunListModel are built from plain lists; StatsTableModel, which
+// reads the workspace's catalog for the selection, follows once it reads a description of its own (issue 42).
 #include "views/models/layertreemodel.h"
 #include "views/models/problemsmodel.h"
+#include "views/models/runlistmodel.h"
 
 #include "testmain.h"
 
 #include <QAbstractItemModelTester>
+#include <QColor>
+#include <QDateTime>
+#include <QLocale>
 #include <QSignalSpy>
 #include <QTest>
 
@@ -34,6 +38,23 @@ QStringList childNames(const QAbstractItemModel &m, const QModelIndex &parent)
     return out;
 }
 
+// A run as the run list shows it.
+RunListModel::Row runRow(int64_t id, const QString &name, const QString &precision, int64_t points, int64_t latest,
+    const QString &baseline = {})
+{
+    RunListModel::Row r;
+    r.run.run.ref = {1, id};
+    r.run.run.name = name;
+    r.run.run.folder = QStringLiteral("/runs");
+    r.run.run.precision = precision;
+    r.run.run.recipe = precision == QLatin1String("fp8") ? QStringLiteral("delayed") : QString();
+    r.run.run.pointCount = points;
+    r.run.latestStep = latest;
+    r.run.colour = Qt::blue;
+    r.baseline = baseline;
+    r.run.pairing.reason = QStringLiteral("the same config but precision");
+    return r;
+}
 } // namespace
 
 class TestModels : public QObject
@@ -165,6 +186,81 @@ private Q_SLOTS:
         model.setProblems({});
         QCOMPARE(reset.count(), 2);
         QCOMPARE(model.rowCount(), 0);
+    }
+
+    // The run list: a run's name with its colour and check box, precision, recipe, baseline (the reason in its
+    // tooltip), points and newest step; "advanced" only for a run that moved while followed, said stopped past
+    // its threshold; a check box changed asks for the run to be shown or hidden.
+    void runListColumnsAndCheckBoxes()
+    {
+        RunListModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        RunListModel::Row fp8
+            = runRow(2, QStringLiteral("fp8"), QStringLiteral("fp8"), 1234567, 4000, QStringLiteral("bf16"));
+        fp8.run.advanced = QDateTime::currentDateTimeUtc().addSecs(-5);
+        fp8.stallThresholdMs = 120000;
+        RunListModel::Row stopped = runRow(3, QStringLiteral("fp8-retry"), QStringLiteral("fp8"), 10, 20);
+        stopped.run.advanced = QDateTime::currentDateTimeUtc().addSecs(-600);
+        stopped.stallThresholdMs = 120000;
+        model.setRows({runRow(1, QStringLiteral("bf16"), QStringLiteral("bf16"), 20, -1), fp8, stopped});
+        QCOMPARE(model.rowCount(), 3);
+        const auto cell
+            = [&](int row, int column, int role = Qt::DisplayRole) { return model.index(row, column).data(role); };
+        QCOMPARE(cell(1, RunListModel::NameColumn).toString(), QStringLiteral("fp8"));
+        QCOMPARE(cell(1, RunListModel::NameColumn, Qt::DecorationRole).value<QColor>(), QColor(Qt::blue));
+        QCOMPARE(cell(1, RunListModel::NameColumn, Qt::CheckStateRole).toInt(), int(Qt::Checked));
+        QVERIFY(model.flags(model.index(1, RunListModel::NameColumn)) & Qt::ItemIsUserCheckable);
+        QVERIFY(!(model.flags(model.index(1, RunListModel::PointsColumn)) & Qt::ItemIsUserCheckable));
+        QCOMPARE(cell(1, RunListModel::RecipeColumn).toString(), QStringLiteral("delayed"));
+        QCOMPARE(cell(1, RunListModel::BaselineColumn).toString(), QStringLiteral("bf16"));
+        QCOMPARE(cell(1, RunListModel::BaselineColumn, Qt::ToolTipRole).toString(),
+            QStringLiteral("Baseline: the same config but precision"));
+        QCOMPARE(cell(1, RunListModel::PointsColumn).toString(), QLocale().toString(1234567));
+        QCOMPARE(cell(0, RunListModel::LatestStepColumn).toString(), QString()); // no step yet
+        QCOMPARE(cell(1, RunListModel::LatestStepColumn).toString(), QLocale().toString(4000));
+        QVERIFY(!cell(0, RunListModel::AdvancedColumn).isValid());
+        QCOMPARE(cell(1, RunListModel::AdvancedColumn).toString(), QStringLiteral("5 s ago"));
+        QVERIFY(cell(2, RunListModel::AdvancedColumn).toString().startsWith(QStringLiteral("stopped, 10 min ago")));
+        QVERIFY(cell(2, RunListModel::AdvancedColumn, Qt::ForegroundRole).isValid());
+        QCOMPARE(cell(1, RunListModel::NameColumn, RunListModel::RunRole).value<RunRef>(), (RunRef {1, 2}));
+        QSignalSpy requested(&model, &RunListModel::visibilityRequested);
+        QVERIFY(model.setData(model.index(1, RunListModel::NameColumn), int(Qt::Unchecked), Qt::CheckStateRole));
+        QCOMPARE(requested.count(), 1);
+        QCOMPARE(requested.front().at(0).value<RunRef>(), (RunRef {1, 2}));
+        QCOMPARE(requested.front().at(1).toBool(), false);
+        QVERIFY(!model.setData(model.index(1, RunListModel::PointsColumn), int(Qt::Unchecked), Qt::CheckStateRole));
+        QCOMPARE(RunListModel::agoText(3 * 3600 * 1000), QStringLiteral("3 h ago"));
+    }
+
+    // The same runs with new values (points arrived, a run hidden): the changed rows only, no reset; other runs:
+    // a reset.
+    void runListChangesInPlace()
+    {
+        RunListModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        std::vector<RunListModel::Row> rows {runRow(1, QStringLiteral("bf16"), QStringLiteral("bf16"), 20, 100),
+            runRow(2, QStringLiteral("fp8"), QStringLiteral("fp8"), 20, 100)};
+        model.setRows(rows);
+        QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+        QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
+        rows[1].run.run.pointCount = 40;
+        rows[1].run.latestStep = 200;
+        model.setRows(rows);
+        QCOMPARE(reset.count(), 0);
+        QCOMPARE(changed.count(), 1);
+        QCOMPARE(changed.front().at(0).toModelIndex().row(), 1);
+        QCOMPARE(model.index(1, RunListModel::LatestStepColumn).data().toString(), QLocale().toString(200));
+        rows[0].run.visible = false;
+        model.setRows(rows);
+        QCOMPARE(changed.count(), 2);
+        QCOMPARE(changed.back().at(0).toModelIndex().row(), 0);
+        QCOMPARE(model.index(0, RunListModel::NameColumn).data(Qt::CheckStateRole).toInt(), int(Qt::Unchecked));
+        model.setRows(rows); // nothing changed
+        QCOMPARE(changed.count(), 2);
+        rows.push_back(runRow(3, QStringLiteral("fp8-retry"), QStringLiteral("fp8"), 5, 10));
+        model.setRows(rows);
+        QCOMPARE(reset.count(), 1);
+        QCOMPARE(model.rowCount(), 3);
     }
 };
 

@@ -1,47 +1,79 @@
 #include "runlistmodel.h"
 
-#include "views/workspace/workspace.h"
-
 #include <QBrush>
 #include <QLocale>
 #include <QTimer>
 
+#include <algorithm>
+
 namespace fp8scope {
 
-RunListModel::RunListModel(Workspace *workspace, QObject *parent)
+RunListModel::RunListModel(QObject *parent)
     : QAbstractTableModel(parent)
-    , m_workspace(workspace)
 {
-    connect(workspace, &Workspace::loaded, this, [this] {
-        beginResetModel();
-        endResetModel();
-    });
-    connect(workspace, &Workspace::closed, this, [this] {
-        beginResetModel();
-        endResetModel();
-    });
-    connect(workspace, &Workspace::runVisibilityChanged, this, [this](RunRef run) {
-        const int row = m_workspace->indexOf(run);
-        if (row >= 0)
-            Q_EMIT dataChanged(index(row, NameColumn), index(row, NameColumn), {Qt::CheckStateRole});
-    });
-    connect(workspace, &Workspace::dataAppended, this, &RunListModel::updateProgress);
     // "advanced 4 s ago" ages while nothing is written.
     auto *clock = new QTimer(this);
     clock->setInterval(1000);
     connect(clock, &QTimer::timeout, this, [this] {
         for (int row = 0; row < rowCount(); ++row) {
-            if (m_workspace->runs()[size_t(row)].advanced.isValid())
+            if (m_rows[size_t(row)].run.advanced.isValid())
                 Q_EMIT dataChanged(index(row, AdvancedColumn), index(row, AdvancedColumn));
         }
     });
     clock->start();
 }
 
-void RunListModel::updateProgress()
+void RunListModel::setRows(std::vector<Row> rows)
 {
-    if (rowCount() > 0)
-        Q_EMIT dataChanged(index(0, PointsColumn), index(rowCount() - 1, AdvancedColumn));
+    const bool sameRuns = rows.size() == m_rows.size()
+        && std::equal(rows.begin(), rows.end(), m_rows.begin(),
+            [](const Row &a, const Row &b) { return a.run.run.ref == b.run.run.ref; });
+    if (!sameRuns) {
+        beginResetModel();
+        m_rows = std::move(rows);
+        endResetModel();
+        return;
+    }
+    std::vector<int> changed;
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const Row &a = rows[i], &b = m_rows[i];
+        if (a.run.visible != b.run.visible || a.run.latestStep != b.run.latestStep || a.run.advanced != b.run.advanced
+            || a.run.run.pointCount != b.run.run.pointCount || a.baseline != b.baseline
+            || a.stallThresholdMs != b.stallThresholdMs || a.run.colour != b.run.colour
+            || a.run.run.label() != b.run.run.label() || a.run.run.precision != b.run.run.precision
+            || a.run.run.recipe != b.run.run.recipe || a.run.pairing.reason != b.run.pairing.reason
+            || a.run.versions != b.run.versions)
+            changed.push_back(int(i));
+    }
+    m_rows = std::move(rows);
+    for (int row : changed)
+        Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
+}
+
+void RunListModel::follow(Workspace *workspace)
+{
+    const auto update = [this, workspace] {
+        std::vector<Row> rows;
+        rows.reserve(workspace->runs().size());
+        for (const WorkspaceRun &r : workspace->runs()) {
+            const WorkspaceRun *b = workspace->run(r.pairing.baseline);
+            rows.push_back({r, b ? b->run.label() : QString(), workspace->stallThresholdMs(r.run.ref)});
+        }
+        setRows(std::move(rows));
+    };
+    connect(workspace, &Workspace::loaded, this, update);
+    connect(workspace, &Workspace::closed, this, update);
+    connect(workspace, &Workspace::runVisibilityChanged, this, update);
+    connect(workspace, &Workspace::dataAppended, this, update);
+    connect(workspace, &Workspace::followingChanged, this, update);
+    connect(this, &RunListModel::visibilityRequested, workspace, &Workspace::setRunVisible);
+    update();
+}
+
+bool RunListModel::isStalled(const Row &row, const QDateTime &now) const
+{
+    return row.stallThresholdMs >= 0 && row.run.advanced.isValid()
+        && row.run.advanced.msecsTo(now) > row.stallThresholdMs;
 }
 
 QString RunListModel::agoText(qint64 ms)
@@ -56,7 +88,7 @@ QString RunListModel::agoText(qint64 ms)
 
 int RunListModel::rowCount(const QModelIndex &parent) const
 {
-    return parent.isValid() ? 0 : m_workspace->runCount();
+    return parent.isValid() ? 0 : int(m_rows.size());
 }
 
 int RunListModel::columnCount(const QModelIndex &parent) const
@@ -68,7 +100,8 @@ QVariant RunListModel::data(const QModelIndex &index, int role) const
 {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid))
         return {};
-    const WorkspaceRun &run = m_workspace->runs()[size_t(index.row())];
+    const Row &row = m_rows[size_t(index.row())];
+    const WorkspaceRun &run = row.run;
     if (role == RunRole)
         return QVariant::fromValue(run.run.ref);
     switch (index.column()) {
@@ -93,10 +126,8 @@ QVariant RunListModel::data(const QModelIndex &index, int role) const
             return run.run.recipe;
         break;
     case BaselineColumn:
-        if (role == Qt::DisplayRole) {
-            const WorkspaceRun *b = m_workspace->run(run.pairing.baseline);
-            return b ? b->run.label() : QString();
-        }
+        if (role == Qt::DisplayRole)
+            return row.baseline;
         if (role == Qt::ToolTipRole)
             return tr("Baseline: %1").arg(run.pairing.reason);
         break;
@@ -116,7 +147,7 @@ QVariant RunListModel::data(const QModelIndex &index, int role) const
         if (!run.advanced.isValid())
             break; // not since it was opened: a finished run, or one not written yet
         const QDateTime now = QDateTime::currentDateTimeUtc();
-        const bool stalled = m_workspace->isStalled(run.run.ref, now);
+        const bool stalled = isStalled(row, now);
         if (role == Qt::DisplayRole)
             return stalled ? tr("stopped, %1").arg(agoText(run.advanced.msecsTo(now)))
                            : agoText(run.advanced.msecsTo(now));
@@ -138,7 +169,7 @@ bool RunListModel::setData(const QModelIndex &index, const QVariant &value, int 
     if (!checkIndex(index, CheckIndexOption::IndexIsValid) || index.column() != NameColumn
         || role != Qt::CheckStateRole)
         return false;
-    m_workspace->setRunVisible(m_workspace->runAt(index.row()), value.toInt() == Qt::Checked);
+    Q_EMIT visibilityRequested(m_rows[size_t(index.row())].run.run.ref, value.toInt() == Qt::Checked);
     return true;
 }
 

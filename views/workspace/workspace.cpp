@@ -376,6 +376,7 @@ void Workspace::setFollowing(bool on)
     m_following = on;
     m_queryCatalog->keepPoints.store(on);
     m_watcher->watch(on && !m_loadTicket ? m_folders : QStringList());
+    Q_EMIT followingChanged(on);
     if (on)
         followNow(); // what was written while it was off
 }
@@ -508,18 +509,24 @@ void Workspace::readLatestSteps(std::vector<WorkspaceRun> &runs) const
     }
 }
 
-bool Workspace::isStalled(RunRef ref, const QDateTime &now) const
+qint64 Workspace::stallThresholdMs(RunRef ref) const
 {
     const WorkspaceRun *r = run(ref);
     if (!r || !r->advanced.isValid() || !m_following)
-        return false;
+        return -1;
     qint64 usual = 0;
     if (const auto it = m_advanceGaps.find(ref); it != m_advanceGaps.end() && !it->second.empty()) {
         std::vector<qint64> gaps = it->second;
         std::nth_element(gaps.begin(), gaps.begin() + qsizetype(gaps.size() / 2), gaps.end());
         usual = gaps[gaps.size() / 2];
     }
-    return r->advanced.msecsTo(now) > std::max(m_stalledAfterMs, 10 * usual);
+    return std::max(m_stalledAfterMs, 10 * usual);
+}
+
+bool Workspace::isStalled(RunRef ref, const QDateTime &now) const
+{
+    const qint64 threshold = stallThresholdMs(ref);
+    return threshold >= 0 && run(ref)->advanced.msecsTo(now) > threshold;
 }
 
 void Workspace::noteStoreErrors(const QStringList &extra)

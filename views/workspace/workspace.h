@@ -102,9 +102,13 @@ public:
     // Reads what the folders gained now, without waiting for the watcher (a test, a user's Reload of one file).
     void followNow();
     // A run that advanced while followed and has written no new step for this long (two minutes by default) and
-    // for ten of its usual intervals between advances has stopped writing.
+    // for ten of its usual intervals between advances has stopped writing. Takes effect for the run list at the
+    // runs' next change.
     void setStalledAfterMs(qint64 ms) { m_stalledAfterMs = ms; }
     bool isStalled(RunRef ref, const QDateTime &now = QDateTime::currentDateTimeUtc()) const;
+    // How long a run may go without a new step before it counts as stopped (-1: it cannot stop: not followed,
+    // or not advanced since it was opened).
+    qint64 stallThresholdMs(RunRef ref) const;
 
     const std::vector<ProblemEntry> &problems() const { return m_problems; }
     // Adds the store errors reads met since (on this thread's Catalog, and those a query brought back) to
@@ -166,6 +170,7 @@ Q_SIGNALS:
     void problemsAdded(); // problems() grew after loaded()
     // A followed folder's new data is in (the runs that grew had statisticsChanged first).
     void dataAppended();
+    void followingChanged(bool on); // setFollowing: whether runs can stop (stallThresholdMs) changed with it
 
 private:
     void finishLoad(const QStringList &errors);
