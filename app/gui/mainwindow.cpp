@@ -234,7 +234,8 @@ void MainWindow::createViews()
     connect(
         m_layerTree->selectionModel(), &QItemSelectionModel::currentChanged, this, &MainWindow::onTreeCurrentChanged);
 
-    m_statsModel = new StatsTableModel(m_workspace, m_selection, this);
+    m_statsModel = new StatsTableModel(this);
+    m_statsModel->follow(m_workspace, m_selection);
     m_statsTable = newTableView(QStringLiteral("statsTable"), this);
     m_statsTable->setModel(m_statsModel);
     // Columns as wide as what they hold (once per refresh; the user may still drag them).

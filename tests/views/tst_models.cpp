@@ -1,10 +1,11 @@
 // Issue 42 (part): the item models tested alone, each built from a small description and checked with Qt's
 // QAbstractItemModelTester (its contract: indexes, parents, row counts, signals around changes) and for its
-// contents. LayerTreeModel, ProblemsModel and RunListModel are built from plain lists; StatsTableModel, which
-// reads the workspace's catalog for the selection, follows once it reads a description of its own (issue 42).
+// contents. Each is built from a plain list of what it shows; following the workspace is each one's `follow`,
+// exercised by the window's tests.
 #include "views/models/layertreemodel.h"
 #include "views/models/problemsmodel.h"
 #include "views/models/runlistmodel.h"
+#include "views/models/statstablemodel.h"
 
 #include "testmain.h"
 
@@ -261,6 +262,41 @@ private Q_SLOTS:
         model.setRows(rows);
         QCOMPARE(reset.count(), 1);
         QCOMPARE(model.rowCount(), 3);
+    }
+
+    // The statistics table: a tensor's statistics, then the run's, then its evaluation scores; values with eight
+    // significant digits shown and the exact value as a role (copies carry it); the scope in words.
+    void statisticsTable()
+    {
+        StatsTableModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
+        model.setRows({{QStringLiteral("underflows%"), 0.123456789, 400, QStringLiteral("te-debug rank 0"), {}, true},
+            {QStringLiteral("mse"), 2.5e-7, 400, QStringLiteral("recomputed"), QStringLiteral("mxfp8"), true},
+            {QStringLiteral("lm loss"), 2.0, 400, QStringLiteral("megatron-log"), {}, false},
+            {QStringLiteral("arc / acc"), 0.9996, -1, QStringLiteral("/runs/fp8/eval/results.json"),
+                QStringLiteral("inference fp8"), false, true}});
+        QCOMPARE(reset.count(), 1);
+        QCOMPARE(model.rowCount(), 4);
+        const auto cell
+            = [&](int row, int column, int role = Qt::DisplayRole) { return model.index(row, column).data(role); };
+        QCOMPARE(cell(0, StatsTableModel::ValueColumn).toString(), QLocale().toString(0.123456789, 'g', 8));
+        QCOMPARE(cell(0, StatsTableModel::ValueColumn, StatsTableModel::SortValueRole).toDouble(), 0.123456789);
+        QCOMPARE(cell(0, StatsTableModel::ValueColumn, Qt::ToolTipRole).toString(), QStringLiteral("0.123456789"));
+        QCOMPARE(cell(3, StatsTableModel::ValueColumn).toString(), QLocale().toString(0.9996, 'g', 8));
+        QCOMPARE(cell(1, StatsTableModel::RecipeColumn).toString(), QStringLiteral("mxfp8"));
+        QCOMPARE(cell(0, StatsTableModel::ScopeColumn).toString(), QStringLiteral("tensor"));
+        QCOMPARE(cell(2, StatsTableModel::ScopeColumn).toString(), QStringLiteral("run"));
+        QCOMPARE(cell(3, StatsTableModel::ScopeColumn).toString(), QStringLiteral("evaluation"));
+        QCOMPARE(cell(2, StatsTableModel::StepColumn).toLongLong(), 400);
+        QVERIFY(!cell(3, StatsTableModel::StepColumn).isValid()); // an evaluation has no step
+        QCOMPARE(cell(2, StatsTableModel::StepColumn, Qt::TextAlignmentRole).toInt(),
+            int(Qt::AlignRight | Qt::AlignVCenter));
+        QCOMPARE(model.headerData(StatsTableModel::ScopeColumn, Qt::Horizontal, Qt::DisplayRole).toString(),
+            QStringLiteral("Scope"));
+        model.setRows({});
+        QCOMPARE(reset.count(), 2);
+        QCOMPARE(model.rowCount(), 0);
     }
 };
 

@@ -9,49 +9,57 @@
 
 namespace fp8scope {
 
-StatsTableModel::StatsTableModel(Workspace *workspace, Selection *selection, QObject *parent)
+StatsTableModel::StatsTableModel(QObject *parent)
     : QAbstractTableModel(parent)
-    , m_workspace(workspace)
-    , m_selection(selection)
 {
-    connect(selection, &Selection::changed, this, &StatsTableModel::refresh);
-    connect(workspace, &Workspace::statisticsChanged, this, &StatsTableModel::refresh);
-    connect(workspace, &Workspace::closed, this, &StatsTableModel::refresh);
 }
 
-void StatsTableModel::refresh()
+void StatsTableModel::setRows(std::vector<Row> rows)
 {
     beginResetModel();
-    m_rows.clear();
-    const RunRef run = m_selection->run();
-    if (m_workspace->run(run)) {
-        const Catalog &catalog = m_workspace->catalog();
-        // Without a selected step, each statistic's latest value (a checkpoint's dumps have no step at all).
-        const qint64 step = m_selection->step() >= 0 ? m_selection->step() : std::numeric_limits<qint64>::max();
-        auto add = [&](const std::vector<Series> &series, bool tensorLevel) {
-            for (const Series &s : series) {
-                if (auto p = catalog.valueAt(s, step))
-                    m_rows.push_back({s.stat, p->value, p->step, s.source, s.recipe, tensorLevel});
-            }
-        };
-        const auto at = [&](const QString &layer, const QString &tensor) {
-            std::vector<Series> out;
-            for (const Series &s : catalog.seriesAt(run, layer, tensor)) {
-                if (s.axis == SeriesAxis::Step)
-                    out.push_back(s);
-            }
-            return out;
-        };
-        if (!m_selection->layer().isEmpty() && !m_selection->tensor().isEmpty())
-            add(at(m_selection->layer(), m_selection->tensor()), true);
-        add(at(QString(), QString()), false);
-        for (const Eval &e : catalog.evals(run)) {
-            Row row {e.task + QStringLiteral(" / ") + e.metric, e.value, -1, e.file,
-                e.inference.isEmpty() ? QString() : tr("inference %1").arg(e.inference), false, true};
-            m_rows.push_back(row);
-        }
-    }
+    m_rows = std::move(rows);
     endResetModel();
+}
+
+void StatsTableModel::follow(Workspace *workspace, Selection *selection)
+{
+    const auto refresh = [this, workspace, selection] { setRows(rowsOf(*workspace, *selection)); };
+    connect(selection, &Selection::changed, this, refresh);
+    connect(workspace, &Workspace::statisticsChanged, this, refresh);
+    connect(workspace, &Workspace::closed, this, refresh);
+}
+
+std::vector<StatsTableModel::Row> StatsTableModel::rowsOf(const Workspace &workspace, const Selection &selection)
+{
+    std::vector<Row> rows;
+    const RunRef run = selection.run();
+    if (!workspace.run(run))
+        return rows;
+    const Catalog &catalog = workspace.catalog();
+    // Without a selected step, each statistic's latest value (a checkpoint's dumps have no step at all).
+    const qint64 step = selection.step() >= 0 ? selection.step() : std::numeric_limits<qint64>::max();
+    auto add = [&](const std::vector<Series> &series, bool tensorLevel) {
+        for (const Series &s : series) {
+            if (auto p = catalog.valueAt(s, step))
+                rows.push_back({s.stat, p->value, p->step, s.source, s.recipe, tensorLevel});
+        }
+    };
+    const auto at = [&](const QString &layer, const QString &tensor) {
+        std::vector<Series> out;
+        for (const Series &s : catalog.seriesAt(run, layer, tensor)) {
+            if (s.axis == SeriesAxis::Step)
+                out.push_back(s);
+        }
+        return out;
+    };
+    if (!selection.layer().isEmpty() && !selection.tensor().isEmpty())
+        add(at(selection.layer(), selection.tensor()), true);
+    add(at(QString(), QString()), false);
+    for (const Eval &e : catalog.evals(run)) {
+        rows.push_back({e.task + QStringLiteral(" / ") + e.metric, e.value, -1, e.file,
+            e.inference.isEmpty() ? QString() : tr("inference %1").arg(e.inference), false, true});
+    }
+    return rows;
 }
 
 int StatsTableModel::rowCount(const QModelIndex &parent) const

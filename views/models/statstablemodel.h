@@ -22,16 +22,7 @@ public:
     enum Column { StatColumn, RecipeColumn, ValueColumn, SourceColumn, StepColumn, ScopeColumn, ColumnCount };
     enum Role { SortValueRole = Qt::UserRole + 1 };
 
-    StatsTableModel(Workspace *workspace, Selection *selection, QObject *parent = nullptr);
-
-    void refresh();
-
-    int rowCount(const QModelIndex &parent = {}) const override;
-    int columnCount(const QModelIndex &parent = {}) const override;
-    QVariant data(const QModelIndex &index, int role) const override;
-    QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
-
-private:
+    // A statistic as the table shows it.
     struct Row {
         QString stat;
         double value = 0;
@@ -41,8 +32,21 @@ private:
         bool tensorLevel = false;
         bool eval = false; // an evaluation score (no step; source is the results file)
     };
-    Workspace *m_workspace;
-    Selection *m_selection;
+
+    explicit StatsTableModel(QObject *parent = nullptr);
+    // Shows `rows` (a reset: another selection lists other statistics).
+    void setRows(std::vector<Row> rows);
+    // Shows the statistics of a workspace's selection, again when the selection or the run's statistics change.
+    void follow(Workspace *workspace, Selection *selection);
+    // What the selection's run has at its layer, tensor and step, read from the workspace's catalog.
+    static std::vector<Row> rowsOf(const Workspace &workspace, const Selection &selection);
+
+    int rowCount(const QModelIndex &parent = {}) const override;
+    int columnCount(const QModelIndex &parent = {}) const override;
+    QVariant data(const QModelIndex &index, int role) const override;
+    QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+
+private:
     std::vector<Row> m_rows;
 };
 
