@@ -31,6 +31,12 @@ std::vector<std::pair<QString, QStringList>> someLayers()
         {QStringLiteral("decoder.layers.10.mlp.linear_fc2"), three}, {QStringLiteral("output_layer"), three}};
 }
 
+// A table model's cell: its data at (row, column) in a role.
+auto cellsOf(const QAbstractItemModel &model)
+{
+    return [&model](int row, int column, int role = Qt::DisplayRole) { return model.index(row, column).data(role); };
+}
+
 QStringList childNames(const QAbstractItemModel &m, const QModelIndex &parent)
 {
     QStringList out;

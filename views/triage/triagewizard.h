@@ -6,8 +6,8 @@
 //   2. Loss     the verdict in a sentence: where the loss departs and how sure, the lead of the first layer
 //               signal, each run's spikes and recoveries (the Comparison tab one click away);
 //   3. Class    the evidence of the verdict: the suspect config keys and versions (early divergence), the
-//               layer suspects, most suspect first, with their lead (mid-run instability), the spikes of both runs (loss
-//               spikes), the evaluation gaps and the inference precision (downstream gap);
+//               layer suspects, most suspect first, with their lead (mid-run instability), the spikes of both runs
+//               (loss spikes), the evaluation gaps and the inference precision (downstream gap);
 //   4. Next     one change at a time, the engine's suggestions with their ready-to-paste configs, and for a
 //               layer suspect the what-if of every recipe on its nearest dump (recomputed as jobs, on the GPU
 //               when there is one);
