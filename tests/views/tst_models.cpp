@@ -147,8 +147,7 @@ private Q_SLOTS:
             {QStringLiteral("/runs/.fp8scope/store.sqlite"), 0, -1, QStringLiteral("a damaged page"), true}});
         QCOMPARE(model.rowCount(), 3);
         QCOMPARE(model.columnCount(), int(ProblemsModel::ColumnCount));
-        const auto cell
-            = [&](int row, int column, int role = Qt::DisplayRole) { return model.index(row, column).data(role); };
+        const auto cell = cellsOf(model);
         QCOMPARE(cell(0, ProblemsModel::FileColumn).toString(), QStringLiteral("train.out"));
         QCOMPARE(cell(0, ProblemsModel::LineColumn).toString(), QStringLiteral("line 12"));
         QCOMPARE(cell(1, ProblemsModel::LineColumn).toString(), QStringLiteral("offset 4096"));
@@ -211,8 +210,7 @@ private Q_SLOTS:
         stopped.stallThresholdMs = 120000;
         model.setRows({runRow(1, QStringLiteral("bf16"), QStringLiteral("bf16"), 20, -1), fp8, stopped});
         QCOMPARE(model.rowCount(), 3);
-        const auto cell
-            = [&](int row, int column, int role = Qt::DisplayRole) { return model.index(row, column).data(role); };
+        const auto cell = cellsOf(model);
         QCOMPARE(cell(1, RunListModel::NameColumn).toString(), QStringLiteral("fp8"));
         QCOMPARE(cell(1, RunListModel::NameColumn, Qt::DecorationRole).value<QColor>(), QColor(Qt::blue));
         QCOMPARE(cell(1, RunListModel::NameColumn, Qt::CheckStateRole).toInt(), int(Qt::Checked));
@@ -284,8 +282,7 @@ private Q_SLOTS:
                 QStringLiteral("inference fp8"), false, true}});
         QCOMPARE(reset.count(), 1);
         QCOMPARE(model.rowCount(), 4);
-        const auto cell
-            = [&](int row, int column, int role = Qt::DisplayRole) { return model.index(row, column).data(role); };
+        const auto cell = cellsOf(model);
         QCOMPARE(cell(0, StatsTableModel::ValueColumn).toString(), QLocale().toString(0.123456789, 'g', 8));
         QCOMPARE(cell(0, StatsTableModel::ValueColumn, StatsTableModel::SortValueRole).toDouble(), 0.123456789);
         QCOMPARE(cell(0, StatsTableModel::ValueColumn, Qt::ToolTipRole).toString(), QStringLiteral("0.123456789"));
