@@ -29,45 +29,41 @@ void lossSpikes(const PairInputs &in, const TriageOptions &options, Comparison &
         };
         const SpikeExcess e = compareSpikes(before(*runLoss, departure.step), before(*baseLoss, baselineDeparture),
             {.spikes = options.spikes, .alpha = options.spikeAlpha, .minSpikes = options.minSpikes});
-        const SpikeReport &sr = e.run, &sb = e.baseline;
-        const size_t runOnly = e.runOnly, baseOnly = e.baselineOnly, shared = e.shared;
-        const size_t runSpan = size_t(e.runSpan), baseSpan = size_t(e.baselineSpan);
-        const double p = e.p;
-        const int64_t tolerance = e.tolerance;
         if (e.more) {
             Finding f;
             f.kind = FindingKind::LossSpikes;
             f.severity = Severity::Warning;
             f.stat = QStringLiteral("lm loss");
-            f.step = sr.spikes.front().step;
-            f.lastStep = sr.spikes.back().step;
+            f.step = e.run.spikes.front().step;
+            f.lastStep = e.run.spikes.back().step;
             QJsonArray steps;
             size_t recovered = 0;
-            for (const Spike &s : sr.spikes) {
+            for (const Spike &s : e.run.spikes) {
                 if (steps.size() < 20)
                     steps.append(double(s.step));
                 recovered += s.recoveredAt ? 1 : 0;
             }
             f.summary = QStringLiteral("%1 loss spikes of its own in %2 steps against %3 of %4's own in %5 steps "
                                        "(mid-p = %6; %7 more at the same steps in both); %8 of %9 recovered")
-                            .arg(runOnly)
-                            .arg(runSpan)
-                            .arg(baseOnly)
+                            .arg(e.runOnly)
+                            .arg(e.runSpan)
+                            .arg(e.baselineOnly)
                             .arg(baseName)
-                            .arg(baseSpan)
-                            .arg(p, 0, 'g', 2)
-                            .arg(shared)
+                            .arg(e.baselineSpan)
+                            .arg(e.p, 0, 'g', 2)
+                            .arg(e.shared)
                             .arg(recovered)
-                            .arg(sr.spikes.size());
-            f.evidence = {{QStringLiteral("spikes"), double(sr.spikes.size())},
-                {QStringLiteral("baseline_spikes"), double(sb.spikes.size())},
-                {QStringLiteral("own_spikes"), double(runOnly)},
-                {QStringLiteral("baseline_own_spikes"), double(baseOnly)},
-                {QStringLiteral("shared_spikes"), double(shared)},
-                {QStringLiteral("match_tolerance_steps"), double(tolerance)},
-                {QStringLiteral("points"), double(sr.points)}, {QStringLiteral("baseline_points"), double(sb.points)},
-                {QStringLiteral("steps_covered"), double(runSpan)},
-                {QStringLiteral("baseline_steps_covered"), double(baseSpan)}, {QStringLiteral("p"), p},
+                            .arg(e.run.spikes.size());
+            f.evidence = {{QStringLiteral("spikes"), double(e.run.spikes.size())},
+                {QStringLiteral("baseline_spikes"), double(e.baseline.spikes.size())},
+                {QStringLiteral("own_spikes"), double(e.runOnly)},
+                {QStringLiteral("baseline_own_spikes"), double(e.baselineOnly)},
+                {QStringLiteral("shared_spikes"), double(e.shared)},
+                {QStringLiteral("match_tolerance_steps"), double(e.tolerance)},
+                {QStringLiteral("points"), double(e.run.points)},
+                {QStringLiteral("baseline_points"), double(e.baseline.points)},
+                {QStringLiteral("steps_covered"), double(e.runSpan)},
+                {QStringLiteral("baseline_steps_covered"), double(e.baselineSpan)}, {QStringLiteral("p"), e.p},
                 {QStringLiteral("recovered"), double(recovered)}, {QStringLiteral("steps"), steps}};
             f.suggestion = QStringLiteral("lower the peak learning rate or lengthen its warm-up, or try current "
                                           "scaling instead of delayed (one change at a time)");
