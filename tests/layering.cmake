@@ -1,16 +1,20 @@
-# The layers of docs/ARCHITECTURE.md, checked on the sources: each module of core includes only the modules
-# below it, core includes no widget, views/ and app/ reach the store only through core/query and hold no SQL.
+# The layers of docs/ARCHITECTURE.md, checked on the sources' own includes: each module of core includes only
+# the modules below it, core includes no widget, views/ and app/ reach the store only through core/query and
+# core/session and hold no SQL. tests/includegraph.cmake checks what each object file really read, through
+# every transitive include, against the link graph.
 # Run by CTest: cmake -DSOURCE_DIR=<repo> -P tests/layering.cmake (fails with the offending file and line).
 cmake_minimum_required(VERSION 3.25)
 set(allowed_formats "")
+set(allowed_records "")
 set(allowed_tensors "formats")
 set(allowed_numerics "formats;tensors")
 set(allowed_importers "formats;tensors")
-set(allowed_store "formats;tensors;importers")
-set(allowed_query "formats;tensors;importers;store")
-set(allowed_recompute "formats;tensors;numerics;importers;store;query")
-set(allowed_analysis "formats;numerics;importers;query")
-set(allowed_report "formats;tensors;numerics;importers;store;query;analysis")
+set(allowed_store "formats;tensors;importers;records")
+set(allowed_query "formats;tensors;importers;records;store")
+set(allowed_recompute "formats;tensors;numerics;importers;records;store;query")
+set(allowed_session "formats;tensors;numerics;importers;records;store;query;recompute")
+set(allowed_analysis "formats;numerics;importers;records;query")
+set(allowed_report "formats;tensors;numerics;importers;records;query;analysis")
 set(allowed_jobs "")
 set(allowed_demo "formats;tensors;numerics")
 set(allowed_about "numerics")

@@ -1,23 +1,23 @@
 #include "folderargs.h"
 
-#include "core/query/catalog.h"
+#include "core/session/foldersession.h"
 
 #include <QTextStream>
 
 namespace fp8scope::cli {
 
 // Opens the folder's store and reads the folder as it is now first (files added or grown since the last ingest).
-bool openAndIngest(const QString &folder, Catalog *catalog, QTextStream &err)
+bool openAndIngest(const QString &folder, FolderSession *session, QTextStream &err)
 {
     QString error;
-    if (!catalog->open(folder, &error)) {
+    if (!session->open(folder, &error)) {
         err << "fp8scope-cli: " << error << '\n';
         return false;
     }
-    const IngestReport ingested = catalog->storeOf(catalog->stores().front().serial)->ingest();
-    for (const QString &e : ingested.errors)
-        err << "fp8scope-cli: " << e << '\n';
-    catalog->refresh();
+    for (const FolderSession::FolderIngest &f : session->ingest()) {
+        for (const QString &e : f.report.errors)
+            err << "fp8scope-cli: " << e << '\n';
+    }
     return true;
 }
 

@@ -3,6 +3,7 @@
 #include "app/cudafactory.h"
 #include "core/query/catalog.h"
 #include "core/recompute/recomputeplan.h"
+#include "core/session/foldersession.h"
 
 #include <QDir>
 #include <QElapsedTimer>
@@ -57,8 +58,8 @@ struct RankSummary {
 class Merger
 {
 public:
-    Merger(RunStore &store, const std::vector<RecomputeItem> &work, bool json)
-        : m_store(store)
+    Merger(FolderSession &session, const std::vector<RecomputeItem> &work, bool json)
+        : m_session(session)
         , m_work(work)
         , m_received(work.size(), false)
         , m_json(json)
@@ -79,7 +80,7 @@ public:
         QString error;
         QElapsedTimer t;
         t.start();
-        if (storeDumpResult(m_store, w.ref, r, &error)) {
+        if (m_session.storeDumpResult(m_session.catalog().stores().front().serial, w.ref, r, &error)) {
             m_mergeSeconds += double(t.nsecsElapsed()) * 1e-9;
             for (const auto &recipe : r.recipes)
                 m_mergeResults += int64_t(recipe.second.size());
@@ -145,7 +146,7 @@ public:
     const QStringList &errors() const { return m_errors; }
 
 private:
-    RunStore &m_store;
+    FolderSession &m_session;
     const std::vector<RecomputeItem> &m_work;
     std::vector<bool> m_received;
     std::vector<Missing> m_failed;
@@ -265,18 +266,19 @@ int runRecomputeMpi(const MpiRecomputeOptions &options)
     }
 
     // Rank 0 alone opens the store: it ingests (the dump index must be current) and makes the work.
-    Catalog catalog;
+    FolderSession session;
+    const Catalog &catalog = session.catalog();
     RecomputeBroadcast plan;
     if (rank == 0) {
         plan.folder = QFileInfo(options.folder).absoluteFilePath();
         plan.recipes = options.recipes;
-        if (!catalog.open(options.folder, &error)) {
+        if (!session.open(options.folder, &error)) {
             plan.error = error;
         } else {
-            const IngestReport ingested = catalog.storeOf(catalog.stores().front().serial)->ingest();
-            for (const QString &e : ingested.errors)
-                err << "fp8scope-cli: " << e << '\n';
-            catalog.refresh();
+            for (const FolderSession::FolderIngest &f : session.ingest()) {
+                for (const QString &e : f.report.errors)
+                    err << "fp8scope-cli: " << e << '\n';
+            }
             plan.folder = catalog.stores().front().folder;
             plan.work = recomputeWork(catalog, recipes, !options.all, &already);
             if (plan.work.empty() && already == 0)
@@ -315,7 +317,7 @@ int runRecomputeMpi(const MpiRecomputeOptions &options)
     Sender sender;
     std::unique_ptr<Merger> merger;
     if (rank == 0)
-        merger = std::make_unique<Merger>(*catalog.storeOf(catalog.stores().front().serial), work, options.json);
+        merger = std::make_unique<Merger>(session, work, options.json);
     for (size_t index : mine) {
         DumpResult r;
         if (!selection.backend) {

@@ -9,6 +9,7 @@
 #include "core/numerics/backendselect.h"
 #include "core/query/catalog.h"
 #include "core/report/triagereport.h"
+#include "core/session/foldersession.h"
 
 #ifdef FP8SCOPE_CLI_REPORT
 #include "views/report/reportrenderer.h"
@@ -64,9 +65,10 @@ int runReport(const QStringList &args)
     }
     const QString folder = QFileInfo(parser.positionalArguments().front()).absoluteFilePath();
     const QString output = QFileInfo(parser.value(outputOpt)).absoluteFilePath();
-    Catalog catalog;
-    if (!openAndIngest(folder, &catalog, err))
+    FolderSession session;
+    if (!openAndIngest(folder, &session, err))
         return 1;
+    Catalog &catalog = session.catalog();
     RunRef baseline, run;
     if (parser.isSet(runOpt)) {
         const auto b = catalog.findRun(parser.value(baselineOpt));

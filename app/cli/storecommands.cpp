@@ -11,6 +11,7 @@
 #include "core/numerics/metricsengine.h"
 #include "core/query/catalog.h"
 #include "core/recompute/dumprecompute.h"
+#include "core/session/foldersession.h"
 
 #include <QCommandLineParser>
 #include <QDir>
@@ -27,10 +28,11 @@ namespace fp8scope::cli {
 
 namespace {
 
-bool openCatalog(Catalog &catalog, const QString &folder)
+// Opens the folder's store as it is (no ingest: `ingest` reads the folder, the readers show what is stored).
+bool openSession(FolderSession &session, const QString &folder)
 {
     QString error;
-    if (!catalog.open(folder, &error)) {
+    if (!session.open(folder, &error)) {
         QTextStream(stderr) << "fp8scope-cli: " << error << '\n';
         return false;
     }
@@ -83,27 +85,30 @@ int runIngest(const QStringList &args)
     QTextStream out(stdout);
     QTextStream err(stderr);
     if (parser.isSet(rebuildOpt)) {
-        RunStore fresh;
         QString error;
         int carried = 0;
-        if (!fresh.rebuild(folder, &error, &carried)) {
+        if (!FolderSession::rebuild(folder, &error, &carried)) {
             err << "fp8scope-cli: " << error << '\n';
             return 1;
         }
         if (carried > 0)
             err << "fp8scope-cli: " << carried << " review(s) of triage findings carried over to the new store\n";
     }
-    Catalog catalog;
-    if (!openCatalog(catalog, folder))
+    FolderSession session;
+    if (!openSession(session, folder))
         return 1;
-    RunStore &store = *catalog.storeOf(catalog.stores().front().serial);
+    Catalog &catalog = session.catalog();
+    const QString storePath = session.storePath(catalog.stores().front().serial);
     // The ingest runs as a job, as in the GUI; this thread shows its progress on a terminal.
     IngestReport report;
     const QString jobError = runJob([&](JobContext &ctx) {
-        report = store.ingest([&](int done, int total, const QString &file) {
-            ctx.setProgress(done, total, file);
-            return !ctx.isCancelled();
-        });
+        report = session
+                     .ingest([&](int done, int total, const QString &file) {
+                         ctx.setProgress(done, total, file);
+                         return !ctx.isCancelled();
+                     })
+                     .front()
+                     .report;
     });
     if (!jobError.isEmpty())
         report.errors << QStringLiteral("ingest stopped: %1").arg(jobError);
@@ -123,7 +128,7 @@ int runIngest(const QStringList &args)
                 QJsonObject {{QStringLiteral("file"), p.storeError ? p.path : dir.relativeFilePath(p.path)},
                     {QStringLiteral("line"), double(p.line)}, {QStringLiteral("offset"), double(p.offset)},
                     {QStringLiteral("message"), p.message}});
-        QJsonObject doc {{QStringLiteral("store"), store.path()}, {QStringLiteral("runs"), runArray},
+        QJsonObject doc {{QStringLiteral("store"), storePath}, {QStringLiteral("runs"), runArray},
             {QStringLiteral("problems"), problemArray},
             {QStringLiteral("files"),
                 QJsonObject {{QStringLiteral("read"), report.filesRead},
@@ -142,7 +147,7 @@ int runIngest(const QStringList &args)
             {QStringLiteral("errors"), QJsonArray::fromStringList(report.errors)}};
         out << QJsonDocument(doc).toJson(QJsonDocument::Indented);
     } else {
-        out << "store    " << store.path() << '\n';
+        out << "store    " << storePath << '\n';
         out << "files    " << report.filesRead << " read, " << report.filesResumed << " resumed, "
             << report.filesUnchanged << " unchanged, " << report.filesFailed << " failed; " << report.pointsWritten
             << " points written\n";
@@ -172,9 +177,10 @@ int runRuns(const QStringList &args)
     const QString jsonOpt = QStringLiteral("json");
     if (const int rc = parseCommand(parser, *cliCommand(u"runs"), args))
         return rc < 0 ? 0 : rc;
-    Catalog catalog;
-    if (!openCatalog(catalog, parser.positionalArguments().front()))
+    FolderSession session;
+    if (!openSession(session, parser.positionalArguments().front()))
         return 1;
+    Catalog &catalog = session.catalog();
     QTextStream out(stdout);
     QJsonArray array;
     for (const Run &r : catalog.runs()) {
@@ -227,9 +233,10 @@ int runSeries(const QStringList &args)
         QTextStream(stderr) << "fp8scope-cli series: --run and --stat are required\n";
         return 2;
     }
-    Catalog catalog;
-    if (!openCatalog(catalog, parser.positionalArguments().front()))
+    FolderSession session;
+    if (!openSession(session, parser.positionalArguments().front()))
         return 1;
+    Catalog &catalog = session.catalog();
     const auto run = findRun(catalog, parser.value(runOpt));
     if (!run)
         return 1;
@@ -312,9 +319,10 @@ int runHeatmap(const QStringList &args)
         QTextStream(stderr) << "fp8scope-cli heatmap: --run, --stat and --tensor are required\n";
         return 2;
     }
-    Catalog catalog;
-    if (!openCatalog(catalog, parser.positionalArguments().front()))
+    FolderSession session;
+    if (!openSession(session, parser.positionalArguments().front()))
         return 1;
+    Catalog &catalog = session.catalog();
     const auto run = findRun(catalog, parser.value(runOpt));
     if (!run)
         return 1;
@@ -408,17 +416,19 @@ int runRecompute(const QStringList &args)
         err << "fp8scope-cli: --all and --json go with --mpi\n";
         return 2;
     }
-    Catalog catalog;
-    if (!openCatalog(catalog, folder))
+    FolderSession session;
+    if (!openSession(session, folder))
         return 1;
-    RunStore &store = *catalog.storeOf(catalog.stores().front().serial);
-    const IngestReport ingested = store.ingest(); // the dump index must be current
-    for (const QString &e : ingested.errors)
-        err << "fp8scope-cli: " << e << '\n';
-    std::vector<DumpRef> work;
+    Catalog &catalog = session.catalog();
+    // The dump index must be current.
+    for (const FolderSession::FolderIngest &f : session.ingest()) {
+        for (const QString &e : f.report.errors)
+            err << "fp8scope-cli: " << e << '\n';
+    }
+    std::vector<Dump> work;
     for (const Run &r : catalog.runs()) {
         for (const Dump &d : catalog.dumps(r.ref))
-            work.push_back({r.ref.id, d.file, d.record});
+            work.push_back(d);
     }
     if (work.empty()) {
         err << "fp8scope-cli: no tensor dumps indexed in " << folder << '\n';
@@ -436,10 +446,10 @@ int runRecompute(const QStringList &args)
         }
         backendName = selection.status;
         for (size_t i = 0; i < work.size() && !ctx.isCancelled(); ++i) {
-            const DumpRef &w = work[i];
-            ctx.setProgress(qint64(i), qint64(work.size()), w.dump.layer + QLatin1Char('/') + w.dump.tensor);
+            const Dump &w = work[i];
+            ctx.setProgress(qint64(i), qint64(work.size()), w.record.layer + QLatin1Char('/') + w.record.tensor);
             QString e;
-            if (!recomputeDump(store, *selection.backend, w, recipes, &e)) {
+            if (!session.recompute(w, *selection.backend, recipes, &e)) {
                 errors << e;
                 ++failures;
             }

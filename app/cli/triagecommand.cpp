@@ -4,6 +4,7 @@
 #include "folderargs.h"
 
 #include "core/analysis/triage.h"
+#include "core/session/foldersession.h"
 
 #include <QCommandLineParser>
 #include <QJsonArray>
@@ -95,9 +96,10 @@ int runTriage(const QStringList &args)
         err << "fp8scope-cli triage: --baseline and --run go together\n";
         return 2;
     }
-    Catalog catalog;
-    if (!openAndIngest(parser.positionalArguments().front(), &catalog, err))
+    FolderSession session;
+    if (!openAndIngest(parser.positionalArguments().front(), &session, err))
         return 1;
+    Catalog &catalog = session.catalog();
     TriageResult result;
     QStringList storeErrors; // results computed but not stored: they are printed all the same
     if (parser.isSet(runOpt)) {
@@ -180,9 +182,10 @@ int runCompare(const QStringList &args)
         err << "fp8scope-cli compare: --csv or --json, not both\n";
         return 2;
     }
-    Catalog catalog;
-    if (!openAndIngest(parser.positionalArguments().front(), &catalog, err))
+    FolderSession session;
+    if (!openAndIngest(parser.positionalArguments().front(), &session, err))
         return 1;
+    Catalog &catalog = session.catalog();
     const auto run = catalog.findRun(parser.value(runOpt));
     if (!run) {
         err << "fp8scope-cli: no run '" << parser.value(runOpt) << "'\n";

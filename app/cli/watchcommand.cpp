@@ -4,6 +4,7 @@
 #include "core/analysis/incrementaltriage.h"
 #include "core/jobs/folderwatcher.h"
 #include "core/query/catalog.h"
+#include "core/session/foldersession.h"
 #include "folderargs.h"
 
 #include <QDateTime>
@@ -66,11 +67,12 @@ int runWatch(const QStringList &args)
         failOn = v == QLatin1String("warning") ? 1 : 2;
     }
     const bool json = parser.isSet(QStringLiteral("json"));
-    Catalog catalog;
+    FolderSession session;
+    Catalog &catalog = session.catalog();
     // Each point is read once: a new batch reads only what was written since.
     catalog.setKeepPoints(true);
     QString error;
-    if (!catalog.open(parser.positionalArguments().front(), &error)) {
+    if (!session.open(parser.positionalArguments().front(), &error)) {
         err << "fp8scope-cli: " << error << '\n';
         return 1;
     }
@@ -95,14 +97,14 @@ int runWatch(const QStringList &args)
     bool saidMissing = false;
     while (g_stopSignal.load() == 0) {
         clock.start();
-        const IngestReport ingested = catalog.storeOf(catalog.stores().front().serial)->ingest();
-        for (const QString &e : ingested.errors)
-            err << "fp8scope-cli: " << e << '\n';
-        const bool changed = ingested.filesRead > 0 || ingested.filesResumed > 0 || ingested.filesDeleted > 0
-            || ingested.pointsWritten > 0 || first;
+        const std::vector<FolderSession::FolderIngest> ingested = session.ingest();
+        for (const FolderSession::FolderIngest &f : ingested) {
+            for (const QString &e : f.report.errors)
+                err << "fp8scope-cli: " << e << '\n';
+        }
+        const bool changed = FolderSession::changed(ingested) || first;
         first = false;
         if (changed) {
-            catalog.refresh();
             std::vector<Comparison> comparisons;
             if (parser.isSet(QStringLiteral("run"))) {
                 const auto baseline = catalog.findRun(parser.value(QStringLiteral("baseline")));

@@ -35,8 +35,8 @@ QByteArray IncrementalTriage::fingerprint(const Catalog &catalog, RunRef run)
     for (const QString *s :
         {&r->name, &r->displayName, &r->precision, &r->recipe, &r->manifestBaseline, &r->inferencePrecision, &r->notes})
         add(h, *s);
-    if (const RunStore *store = catalog.storeOf(run.store))
-        add(h, store->dataRewrites());
+    if (const int64_t rewrites = catalog.dataRewrites(run.store); rewrites != -1)
+        add(h, rewrites);
     for (const InputFile &f : catalog.inputFiles(run)) {
         add(h, f.file);
         add(h, f.size);

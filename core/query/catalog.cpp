@@ -1,5 +1,7 @@
 #include "catalog.h"
 
+#include "core/store/runstore.h"
+
 #include "pairing.h"
 #include "statnames.h"
 
@@ -154,15 +156,25 @@ const Catalog::Entry *Catalog::entry(quint64 serial) const
     return nullptr;
 }
 
-RunStore *Catalog::storeOf(quint64 serial) const
+RunStore *Catalog::storeOf(quint64 serial)
 {
-    const Entry *e = entry(serial);
-    return e ? const_cast<RunStore *>(&e->store) : nullptr;
+    for (const auto &e : m_entries) {
+        if (e->serial == serial)
+            return &e->store;
+    }
+    return nullptr;
 }
 
-RunStore *Catalog::store(RunRef run) const
+QString Catalog::storePath(quint64 serial) const
 {
-    return storeOf(run.store);
+    const Entry *e = entry(serial);
+    return e ? e->store.path() : QString();
+}
+
+int64_t Catalog::dataRewrites(quint64 serial) const
+{
+    const Entry *e = entry(serial);
+    return e ? e->store.dataRewrites() : -1;
 }
 
 void Catalog::refresh()
@@ -415,7 +427,10 @@ std::vector<LayerTensors> Catalog::layerTensors(const std::vector<RunRef> &which
     for (const Run &r : listRuns(false)) {
         if (!which.empty() && std::find(which.begin(), which.end(), r.ref) == which.end())
             continue;
-        for (const auto &[layer, tensor] : store(r.ref)->layerTensors(r.ref.id)) {
+        const Entry *e = entry(r.ref.store);
+        if (!e)
+            continue;
+        for (const auto &[layer, tensor] : e->store.layerTensors(r.ref.id)) {
             QStringList &list = tensors[layer];
             if (!tensor.isEmpty() && !tensor.endsWith(QLatin1String("_fp8")) && !list.contains(tensor))
                 list << tensor;
@@ -734,7 +749,7 @@ std::optional<StoredTriage> Catalog::storedTriage(RunRef run, RunRef baseline) c
 
 bool Catalog::storeTriage(RunRef run, RunRef baseline, const StoredTriage &result, QString *error)
 {
-    RunStore *s = store(run);
+    RunStore *s = storeOf(run.store);
     const auto [folder, name] = baselineKeyOf(*this, run, baseline);
     if (!s || (baseline.isValid() && name.isEmpty())) {
         *error = QStringLiteral("the run or its baseline is not open");

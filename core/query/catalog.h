@@ -9,13 +9,13 @@
 #include "querytypes.h"
 #include "stepseries.h"
 
-#include "core/store/runstore.h"
-
 #include <memory>
 #include <optional>
 #include <vector>
 
 namespace fp8scope {
+
+class RunStore;
 
 class Catalog
 {
@@ -38,9 +38,11 @@ public:
         QString folder;
     };
     std::vector<StoreEntry> stores() const;
-    // The store holding `run` (for the services that write: ingest, recompute); nullptr when not open here.
-    RunStore *store(RunRef run) const;
-    RunStore *storeOf(quint64 serial) const;
+    // Where the store of an opened folder lives ("" when not open here).
+    QString storePath(quint64 serial) const;
+    // The store's RunStore::dataRewrites() (-1 when not open here): between two equal numbers its series only
+    // grew after their last step.
+    int64_t dataRewrites(quint64 serial) const;
     // Forgets what it worked out from the stores (pairings), after they changed.
     void refresh();
 
@@ -125,6 +127,11 @@ public:
     std::vector<FindingReview> findingReviews(RunRef run, RunRef baseline) const;
 
 private:
+    // The writes (ingest, rebuild, recompute, reviews) go through a FolderSession (core/session), which holds
+    // its catalog; nothing else reaches a store.
+    friend class FolderSession;
+    friend struct CatalogTestAccess; // tests/core/storeaccess.h
+    RunStore *storeOf(quint64 serial);
     Heatmap matrixOf(RunRef ref, const MatrixRequest &request) const;
     // The matrix across ranks' sources (kRanksMax / kRanksMean).
     static void acrossRanks(const RunStore &store, int64_t runId, const MatrixRequest &request,

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "core/importers/importer.h"
-#include "core/store/runstore.h"
+#include "core/records/records.h"
 
 #include <QMetaType>
 #include <QString>

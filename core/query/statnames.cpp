@@ -108,4 +108,11 @@ QString teStatisticCaveat(const QString &stat, const QString &recipe, const QStr
     return {};
 }
 
+QString tensorRecipe(const QString &runRecipe, const QString &tensor)
+{
+    if (runRecipe != QLatin1String("blockwise"))
+        return runRecipe;
+    return tensor.startsWith(QLatin1String("weight")) ? QStringLiteral("block128x128") : QStringLiteral("block1x128");
+}
+
 } // namespace fp8scope

@@ -26,4 +26,9 @@ CanonicalStat canonicalStat(const QString &sourceName);
 // known. `recipe` is the statistic's or the run's; `severalRanks` whether its values were reduced across ranks.
 QString teStatisticCaveat(const QString &stat, const QString &recipe, const QString &teVersion, bool severalRanks);
 
+// The recipe a run's tensor was quantized under, in fp8scope's recipe names: the run's recipe, except
+// that blockwise scaling (Transformer Engine's Float8BlockScaling) is 128x128 tiles for weights and 1x128
+// blocks for activations and gradients.
+QString tensorRecipe(const QString &runRecipe, const QString &tensor);
+
 } // namespace fp8scope

@@ -2,6 +2,8 @@
 
 #include "recomputeplan.h"
 
+#include "core/store/runstore.h"
+
 #include <QDir>
 
 namespace fp8scope {

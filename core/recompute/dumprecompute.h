@@ -3,13 +3,15 @@
 // The CLI's recompute command and the GUI's histogram both go through here.
 #pragma once
 
+#include "core/importers/importer.h"
 #include "core/numerics/metricsengine.h"
-#include "core/store/runstore.h"
 
 #include <optional>
 #include <vector>
 
 namespace fp8scope {
+
+class RunStore;
 
 struct DumpRef {
     int64_t run = 0;

@@ -1,6 +1,7 @@
 #include "recomputeplan.h"
 
 #include "core/formats/dtype.h"
+#include "core/store/runstore.h"
 
 #include <QDataStream>
 #include <QDir>

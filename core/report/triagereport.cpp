@@ -3,7 +3,7 @@
 #include "core/analysis/comparisondata.h"
 #include "core/numerics/blockcensus.h"
 #include "core/numerics/metricsengine.h"
-#include "core/store/runinference.h"
+#include "core/query/statnames.h"
 
 #include <QCryptographicHash>
 #include <QFile>
@@ -838,8 +838,7 @@ std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baselin
     QStringList stores;
     for (const Catalog::StoreEntry &s : catalog.stores()) {
         if (s.serial == baseline.store || s.serial == run.store) {
-            if (const RunStore *store = catalog.storeOf(s.serial))
-                stores << store->path();
+            stores << catalog.storePath(s.serial);
         }
     }
     p.blocks.push_back(body(QStringLiteral("Store: %1").arg(stores.join(QStringLiteral(", ")))));

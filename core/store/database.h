@@ -2,6 +2,13 @@
 // transactions that roll back unless committed. Errors are values (a message), never exceptions.
 #pragma once
 
+// Only core/query, core/session and core/recompute read or write a store (their targets link
+// fp8scope_store, which defines this); everything above them goes through Catalog and FolderSession.
+#ifndef FP8SCOPE_STORE_ACCESS
+#error                                                                                                                 \
+    "core/store is private to core: read runs through core/query's Catalog, write through core/session's FolderSession (docs/ARCHITECTURE.md)"
+#endif
+
 #include <QString>
 
 #include <string_view>

@@ -3,7 +3,16 @@
 // of recomputed metrics. RunStore::ingest and RunStore::storeRecomputed call these.
 #pragma once
 
+// Only core/query, core/session and core/recompute read or write a store (their targets link
+// fp8scope_store, which defines this); everything above them goes through Catalog and FolderSession.
+#ifndef FP8SCOPE_STORE_ACCESS
+#error                                                                                                                 \
+    "core/store is private to core: read runs through core/query's Catalog, write through core/session's FolderSession (docs/ARCHITECTURE.md)"
+#endif
+
 #include "database.h"
+
+#include "core/records/records.h"
 
 #include "core/importers/importer.h"
 
@@ -16,22 +25,6 @@
 #include <vector>
 
 namespace fp8scope {
-
-struct IngestReport {
-    int filesRead = 0;
-    int filesUnchanged = 0;
-    int filesResumed = 0;
-    int filesFailed = 0;
-    int filesDeleted = 0; // in the store, no longer in the folder: what they wrote is gone
-    int64_t pointsWritten = 0;
-    int problems = 0;
-    QStringList unrecognised; // relative paths of files no importer reads
-    std::vector<std::pair<QString, QString>> unreadable; // (relative path, why): bad names, no permission
-    QStringList errors; // store errors (a failed statement or commit), with the file they stopped
-    bool busy = false; // another fp8scope was writing to the store: the ingest stopped (errors say who)
-};
-
-using IngestProgress = std::function<bool(int done, int total, const QString &file)>;
 
 // `storePath` names the store in messages; `writer` says who holds it when it is busy (readWriter()).
 IngestReport ingestFolder(

@@ -28,13 +28,6 @@ QString recipeNamed(const QString &value)
     return value.section(QLatin1Char('.'), -1);
 }
 
-QString tensorRecipe(const QString &runRecipe, const QString &tensor)
-{
-    if (runRecipe != QLatin1String("blockwise"))
-        return runRecipe;
-    return tensor.startsWith(QLatin1String("weight")) ? QStringLiteral("block128x128") : QStringLiteral("block1x128");
-}
-
 namespace {
 
 bool isOn(const QString &value)

@@ -2,6 +2,13 @@
 // from the flags Megatron, NeMo and Transformer Engine record (docs/STORE.md lists them).
 #pragma once
 
+// Only core/query, core/session and core/recompute read or write a store (their targets link
+// fp8scope_store, which defines this); everything above them goes through Catalog and FolderSession.
+#ifndef FP8SCOPE_STORE_ACCESS
+#error                                                                                                                 \
+    "core/store is private to core: read runs through core/query's Catalog, write through core/session's FolderSession (docs/ARCHITECTURE.md)"
+#endif
+
 #include "database.h"
 
 #include <QString>
@@ -12,11 +19,6 @@ namespace fp8scope {
 // recipe classes (`transformer_engine.common.recipe.MXFP8BlockScaling`), Megatron's `--fp8-recipe` and
 // NeMo's `fp8_recipe` (delayed, tensorwise, mxfp8, blockwise). Another value is kept as it is written.
 QString recipeNamed(const QString &value);
-
-// The recipe a run's tensor was quantized under, in fp8scope's recipe names: the run's recipe, except
-// that blockwise scaling (Transformer Engine's Float8BlockScaling) is 128x128 tiles for weights and 1x128
-// blocks for activations and gradients.
-QString tensorRecipe(const QString &runRecipe, const QString &tensor);
 
 // Fills the precision and recipe of every run that has none from its configs; false with *error when the
 // store could not be read or written.

@@ -9,9 +9,18 @@
 // (a damaged store) returns what it could and records the error: errors() lists them for the problems panel.
 #pragma once
 
+// Only core/query, core/session and core/recompute read or write a store (their targets link
+// fp8scope_store, which defines this); everything above them goes through Catalog and FolderSession.
+#ifndef FP8SCOPE_STORE_ACCESS
+#error                                                                                                                 \
+    "core/store is private to core: read runs through core/query's Catalog, write through core/session's FolderSession (docs/ARCHITECTURE.md)"
+#endif
+
 #include "database.h"
 #include "ingest.h"
 #include "runinference.h"
+
+#include "core/records/records.h"
 
 #include "core/importers/importer.h"
 
@@ -44,16 +53,6 @@ struct SeriesInfo {
     int64_t points = 0;
     int64_t firstStep = 0;
     int64_t lastStep = 0;
-};
-
-// One point, or one bucket of several: min/max of the values and the step range they span.
-struct SeriesPoint {
-    int64_t step = 0;
-    int64_t lastStep = 0;
-    double value = 0; // the point's value; for a bucket, its min (draw the bucket from min to max)
-    double min = 0;
-    double max = 0;
-    int64_t count = 1;
 };
 
 struct ProblemRecord {
@@ -90,38 +89,6 @@ struct DumpRow {
 struct LayerRow {
     QString layer;
     std::vector<std::pair<int64_t, double>> points; // step order
-};
-
-// A triage finding as stored (core/analysis/triage.h says what the fields mean).
-struct StoredFinding {
-    QString kind;
-    QString severity;
-    QString runs; // the run names it concerns, as a JSON array
-    QString layer, tensor, stat, key, task;
-    std::optional<int64_t> firstStep, lastStep;
-    QString summary;
-    QString evidence; // a JSON object
-    QString suggestion;
-};
-
-// A user's review of a finding: its identity (analysis::findingIdentity), "open", "confirmed" or "dismissed",
-// and a note.
-struct FindingReview {
-    QString finding;
-    QString state;
-    QString note;
-    QString reviewedAt; // ISO 8601, UTC; set when stored
-};
-
-// One comparison of a run with a baseline (baselineName "" for a run checked alone), as stored with the stamp
-// of the data and engine it was computed from.
-struct StoredTriage {
-    QString baselineFolder; // "" when the baseline is in this store
-    QString baselineName;
-    QString verdict;
-    std::optional<int64_t> departure, lead, planned;
-    QString stamp;
-    std::vector<StoredFinding> findings; // most important first
 };
 
 class RunStore

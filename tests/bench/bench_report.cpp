@@ -13,7 +13,7 @@
 #include "core/numerics/cpubackend.h"
 #include "core/query/catalog.h"
 #include "core/report/triagereport.h"
-#include "core/store/runstore.h"
+#include "core/session/foldersession.h"
 #include "views/report/reportrenderer.h"
 
 #include <QApplication>
@@ -39,13 +39,13 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "bench_report: %s\n", qPrintable(error));
         return 1;
     }
-    Catalog catalog;
-    if (!catalog.open(demo, &error)) {
+    FolderSession session;
+    if (!session.open(demo, &error)) {
         std::fprintf(stderr, "bench_report: %s\n", qPrintable(error));
         return 1;
     }
-    (void)catalog.storeOf(catalog.stores().front().serial)->ingest();
-    catalog.refresh();
+    (void)session.ingest();
+    Catalog &catalog = session.catalog();
     const auto [baseline, run] = report::defaultReportPair(catalog);
     if (!run.isValid()) {
         std::fprintf(stderr, "bench_report: the demo has no pair\n");

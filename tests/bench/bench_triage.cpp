@@ -18,6 +18,7 @@
 #include "benchutil.h"
 #include "core/analysis/incrementaltriage.h"
 #include "core/query/catalog.h"
+#include "core/session/foldersession.h"
 #include "core/store/runstore.h"
 
 #include <QDir>
@@ -246,8 +247,12 @@ int main(int argc, char **argv)
     // Live: the held-back iterations appended one batch at a time, each ingested, then triaged both ways: by
     // the live triage's engine (IncrementalTriage over a catalog that keeps its points, primed on what was
     // there) and whole in a fresh catalog; the two must agree.
-    Catalog kept;
-    open(&kept);
+    FolderSession session;
+    if (!session.open(ws, &error)) {
+        std::printf("%s\n", qPrintable(error));
+        return 1;
+    }
+    Catalog &kept = session.catalog();
     kept.setKeepPoints(true);
     IncrementalTriage engine;
     (void)engine.update(kept);
@@ -265,12 +270,11 @@ int main(int argc, char **argv)
         }
         f.close();
         appended += std::min(statisticPoints, points) - before;
-        const IngestReport r = kept.storeOf(kept.stores().front().serial)->ingest();
+        const IngestReport r = session.ingest().front().report;
         if (!r.errors.isEmpty()) {
             std::printf("%s\n", qPrintable(r.errors.join(QLatin1Char('\n'))));
             return 1;
         }
-        kept.refresh();
         t0 = std::chrono::steady_clock::now();
         const TriageResult live = engine.update(kept);
         incremental.push_back(seconds(t0));

@@ -1,5 +1,5 @@
-// Tests of the store's schema, migrations and damage handling reach its raw connection through here; no
-// product code does (it reads through core/query).
+// Tests of the store's schema, migrations and damage handling reach its raw connection and a catalog's stores
+// through here; no product code does (it reads through core/query and writes through core/session).
 #pragma once
 
 #include "core/query/catalog.h"
@@ -9,6 +9,12 @@ namespace fp8scope {
 
 struct RunStoreTestAccess {
     static Database &db(RunStore &s) { return s.m_db; }
+};
+
+// A catalog's store, for tests that write or inspect it directly (the product writes through FolderSession).
+struct CatalogTestAccess {
+    static RunStore *storeOf(Catalog &c, quint64 serial) { return c.storeOf(serial); }
+    static RunStore *store(Catalog &c, RunRef run) { return c.storeOf(run.store); }
 };
 
 namespace testing {

@@ -89,7 +89,7 @@ bool sameCheck(const RunCheck &a, const RunCheck &b)
 
 bool ingest(Catalog &c, quint64 serial)
 {
-    const IngestReport r = c.storeOf(serial)->ingest();
+    const IngestReport r = CatalogTestAccess::storeOf(c, serial)->ingest();
     c.refresh();
     if (!r.errors.isEmpty())
         qWarning("%s", qPrintable(r.errors.join(QLatin1Char('\n'))));
@@ -183,7 +183,7 @@ private Q_SLOTS:
         QVERIFY2(kept.open(live, serial, &error), qPrintable(error));
         kept.setKeepPoints(true);
         QVERIFY(ingest(kept, serial));
-        const int64_t rewrites0 = kept.storeOf(serial)->dataRewrites();
+        const int64_t rewrites0 = CatalogTestAccess::storeOf(kept, serial)->dataRewrites();
         QVERIFY(rewrites0 >= 0);
         const int n = compareAll(kept, live, serial);
         QVERIFY2(n > 10, "the scenario's series");
@@ -192,7 +192,7 @@ private Q_SLOTS:
         for (int quarter = 2; quarter <= 3; ++quarter) {
             writer.writeThrough(plan.steps * quarter / 4);
             QVERIFY(ingest(kept, serial));
-            QCOMPARE(kept.storeOf(serial)->dataRewrites(), rewrites0);
+            QCOMPARE(CatalogTestAccess::storeOf(kept, serial)->dataRewrites(), rewrites0);
             QCOMPARE(compareAll(kept, live, serial), n);
         }
 
@@ -202,7 +202,7 @@ private Q_SLOTS:
         const auto loss = kept.chooseSeries(run->ref, {.stat = QStringLiteral("lm loss")});
         QVERIFY(loss);
         const size_t before = kept.stepSeries(*loss).size();
-        Database &db = RunStoreTestAccess::db(*kept.storeOf(serial));
+        Database &db = RunStoreTestAccess::db(*CatalogTestAccess::storeOf(kept, serial));
         const QByteArray remove = "DELETE FROM point_chunks WHERE series_id=" + QByteArray::number(loss->id)
             + " AND first_step=(SELECT MIN(first_step) FROM point_chunks WHERE series_id="
             + QByteArray::number(loss->id) + ")";
@@ -226,7 +226,7 @@ private Q_SLOTS:
             f.write(restart);
         }
         QVERIFY(ingest(kept, serial));
-        QVERIFY(kept.storeOf(serial)->dataRewrites() > rewrites0 + 1);
+        QVERIFY(CatalogTestAccess::storeOf(kept, serial)->dataRewrites() > rewrites0 + 1);
         // The restart's log is read after the log it resumed (by their first steps), which it rewinds: one
         // series more, the rewind.
         QCOMPARE(compareAll(kept, live, serial), n + 1);
@@ -252,14 +252,14 @@ private Q_SLOTS:
             for (qsizetype i = 0; i < lines.size() / 3; ++i)
                 f.write(lines[i] + '\n');
         }
-        int64_t r = kept.storeOf(serial)->dataRewrites();
+        int64_t r = CatalogTestAccess::storeOf(kept, serial)->dataRewrites();
         QVERIFY(ingest(kept, serial));
-        QVERIFY(kept.storeOf(serial)->dataRewrites() > r);
+        QVERIFY(CatalogTestAccess::storeOf(kept, serial)->dataRewrites() > r);
         QCOMPARE(compareAll(kept, live, serial), n);
-        r = kept.storeOf(serial)->dataRewrites();
+        r = CatalogTestAccess::storeOf(kept, serial)->dataRewrites();
         QVERIFY(QFile::remove(restartLog));
         QVERIFY(ingest(kept, serial));
-        QVERIFY(kept.storeOf(serial)->dataRewrites() > r);
+        QVERIFY(CatalogTestAccess::storeOf(kept, serial)->dataRewrites() > r);
         QCOMPARE(compareAll(kept, live, serial), n);
 
         // Off forgets what was kept: reads are the store's again.
@@ -303,7 +303,7 @@ private Q_SLOTS:
             for (size_t i = 0; i < now.runs.size(); ++i)
                 QVERIFY(sameCheck(now.runs[i], whole.runs[i]));
             QCOMPARE(engine.computed() + engine.reused(), int(now.comparisons.size() + now.runs.size()));
-            const int64_t rewrites = kept.storeOf(serial)->dataRewrites();
+            const int64_t rewrites = CatalogTestAccess::storeOf(kept, serial)->dataRewrites();
             if (stages > 0 && rewrites == lastRewrites) {
                 // Only the run grew: its pair is computed again, the baseline checked alone is not.
                 QCOMPARE(engine.computed(), 1);

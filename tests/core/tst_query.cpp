@@ -374,7 +374,7 @@ void TestQuery::seriesChoice()
     QVERIFY(bucketed.size() <= 10 && bucketed.front().count > 1);
 
     // A tensor statistic logged and recomputed under two recipes: logged first, then the run's own recipe.
-    RunStore *store = m_catalog.store(fp8->ref);
+    RunStore *store = CatalogTestAccess::store(m_catalog, fp8->ref);
     const QString layer = QStringLiteral("decoder.layers.0.mlp.linear_fc2");
     DumpRecord d {.layer = layer, .tensor = QStringLiteral("activation"), .step = 20};
     QString error;
@@ -398,10 +398,10 @@ void TestQuery::seriesChoice()
     // A run that trained with mxfp8 shows that recipe's first.
     const auto mx = run(QStringLiteral("mx"));
     DumpRecord w {.layer = QStringLiteral("l.0"), .tensor = QStringLiteral("weight"), .step = -1};
-    QVERIFY(m_catalog.store(mx->ref)->storeRecomputed(
-        mx->ref.id, w, QStringLiteral("delayed"), {{QStringLiteral("mse"), 1.0}}, &error));
-    QVERIFY(m_catalog.store(mx->ref)->storeRecomputed(
-        mx->ref.id, w, QStringLiteral("mxfp8"), {{QStringLiteral("mse"), 2.0}}, &error));
+    QVERIFY(CatalogTestAccess::store(m_catalog, mx->ref)
+                ->storeRecomputed(mx->ref.id, w, QStringLiteral("delayed"), {{QStringLiteral("mse"), 1.0}}, &error));
+    QVERIFY(CatalogTestAccess::store(m_catalog, mx->ref)
+                ->storeRecomputed(mx->ref.id, w, QStringLiteral("mxfp8"), {{QStringLiteral("mse"), 2.0}}, &error));
     const auto own = m_catalog.chooseSeries(
         mx->ref, {.stat = QStringLiteral("mse"), .layer = QStringLiteral("l.0"), .tensor = QStringLiteral("weight")});
     QCOMPARE(own->recipe, QStringLiteral("mxfp8"));
@@ -581,7 +581,8 @@ void TestQuery::layerOrderIsTotal()
     }
     // findSeries' order: statistic, tensor, layer in natural order, source, recipe.
     const auto fp8 = run(QStringLiteral("gpt_fp8"));
-    const auto all = m_catalog.store(fp8->ref)->findSeries(fp8->ref.id, {.tensor = QStringLiteral("activation")});
+    const auto all = CatalogTestAccess::store(m_catalog, fp8->ref)
+                         ->findSeries(fp8->ref.id, {.tensor = QStringLiteral("activation")});
     QVERIFY(all.size() >= 3);
     for (size_t i = 1; i < all.size(); ++i) {
         const SeriesKey &a = all[i - 1].key, &b = all[i].key;

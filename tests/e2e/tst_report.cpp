@@ -11,6 +11,7 @@
 #include "core/query/catalog.h"
 #include "core/report/triagereport.h"
 #include "core/store/runstore.h"
+#include "core/storeaccess.h"
 
 #include <QCryptographicHash>
 #include <QFile>
@@ -260,7 +261,7 @@ void TestReport::documentModel()
     QVERIFY2(generateScenario(dir, Scenario::MidRunInstability, 5, &plan, &error), qPrintable(error));
     Catalog catalog;
     QVERIFY2(catalog.open(dir, &error), qPrintable(error));
-    QVERIFY(catalog.storeOf(catalog.stores().front().serial)->ingest().errors.isEmpty());
+    QVERIFY(CatalogTestAccess::storeOf(catalog, catalog.stores().front().serial)->ingest().errors.isEmpty());
     catalog.refresh();
     const auto [baseline, run] = report::defaultReportPair(catalog);
     QCOMPARE(catalog.run(baseline)->name, plan.baseline);
@@ -268,10 +269,11 @@ void TestReport::documentModel()
     // A review given in the wizard is in the report, with its note.
     const analysis::Comparison c = analysis::compareRuns(catalog, baseline, run);
     const auto [folder, name] = catalog.baselineKey(run, baseline);
-    QVERIFY(catalog.store(run)->storeFindingReview(run.id, folder, name,
-        {analysis::findingIdentity(c.findings.front()), QStringLiteral("confirmed"),
-            QStringLiteral("seen on the cluster too"), QString()},
-        &error));
+    QVERIFY(CatalogTestAccess::store(catalog, run)
+                ->storeFindingReview(run.id, folder, name,
+                    {analysis::findingIdentity(c.findings.front()), QStringLiteral("confirmed"),
+                        QStringLiteral("seen on the cluster too"), QString()},
+                    &error));
     report::TriageReportOptions options;
     options.version = QStringLiteral("test");
     options.command = QStringLiteral("fp8scope-cli report %1 -o out.pdf").arg(dir);

@@ -10,6 +10,7 @@
 #include "core/query/catalog.h"
 #include "core/report/triagereport.h"
 #include "core/store/runstore.h"
+#include "core/storeaccess.h"
 
 #include "blowuprun.h"
 #include "testmain.h"
@@ -57,7 +58,7 @@ bool openAndTriage(const QString &folder, Catalog *catalog, TriageResult *result
 {
     if (!catalog->open(folder, error))
         return false;
-    const IngestReport report = catalog->storeOf(catalog->stores().front().serial)->ingest();
+    const IngestReport report = CatalogTestAccess::storeOf(*catalog, catalog->stores().front().serial)->ingest();
     if (!report.errors.isEmpty()) {
         *error = report.errors.join(QLatin1Char('\n'));
         return false;
@@ -354,7 +355,7 @@ void TestTriage::reviewsSurviveARebuild()
         QVERIFY2(openAndTriage(dir.path(), &catalog, &result, &error), qPrintable(error));
         const Comparison &c = result.comparisons.front();
         const auto [folder, name] = catalog.baselineKey(c.run, c.baseline);
-        RunStore *store = catalog.store(c.run);
+        RunStore *store = CatalogTestAccess::store(catalog, c.run);
         QVERIFY2(store->storeFindingReview(c.run.id, folder, name,
                      {findingIdentity(c.findings.front()), QStringLiteral("dismissed"), QStringLiteral("a distractor"),
                          QString()},
@@ -422,7 +423,7 @@ void TestTriage::storedFindings()
         return a;
     };
     const auto ingest = [](Catalog &c) {
-        const IngestReport report = c.storeOf(c.stores().front().serial)->ingest();
+        const IngestReport report = CatalogTestAccess::storeOf(c, c.stores().front().serial)->ingest();
         c.refresh();
         return report.errors.isEmpty();
     };
@@ -474,14 +475,17 @@ void TestTriage::storedFindings()
     const auto [reviewFolder, reviewName] = catalog.baselineKey(c1.run, c1.baseline);
     QCOMPARE(reviewName, runNameOf(catalog, c1.baseline));
     const int64_t beforeReview = catalog.dataGeneration(c1.run.store);
-    QVERIFY2(catalog.store(c1.run)->storeFindingReview(c1.run.id, reviewFolder, reviewName,
-                 {identity, QStringLiteral("confirmed"), QStringLiteral("seen it"), QString()}, &error),
+    QVERIFY2(CatalogTestAccess::store(catalog, c1.run)
+                 ->storeFindingReview(c1.run.id, reviewFolder, reviewName,
+                     {identity, QStringLiteral("confirmed"), QStringLiteral("seen it"), QString()}, &error),
         qPrintable(error));
-    QVERIFY2(catalog.store(c1.run)->storeFindingReview(c1.run.id, reviewFolder, reviewName,
-                 {identity, QStringLiteral("dismissed"), QStringLiteral("a distractor"), QString()}, &error),
+    QVERIFY2(CatalogTestAccess::store(catalog, c1.run)
+                 ->storeFindingReview(c1.run.id, reviewFolder, reviewName,
+                     {identity, QStringLiteral("dismissed"), QStringLiteral("a distractor"), QString()}, &error),
         qPrintable(error));
-    QVERIFY(!catalog.store(c1.run)->storeFindingReview(
-        c1.run.id, reviewFolder, reviewName, {identity, QStringLiteral("later"), QString(), QString()}, &error));
+    QVERIFY(!CatalogTestAccess::store(catalog, c1.run)
+                 ->storeFindingReview(c1.run.id, reviewFolder, reviewName,
+                     {identity, QStringLiteral("later"), QString(), QString()}, &error));
     QVERIFY2(error.contains(QStringLiteral("open, confirmed or dismissed")), qPrintable(error));
     QCOMPARE(catalog.dataGeneration(c1.run.store), beforeReview);
     QVERIFY(compareRunsStored(catalog, c1.baseline, c1.run).fromStore);
@@ -493,9 +497,10 @@ void TestTriage::storedFindings()
     // A recomputed metric moves the data generation.
     const int64_t generation = catalog.dataGeneration(c1.run.store);
     QVERIFY(generation >= 0);
-    QVERIFY2(catalog.store(c1.run)->storeRecomputed(c1.run.id,
-                 {.layer = QStringLiteral("layers.0"), .tensor = QStringLiteral("activation"), .step = 10},
-                 QStringLiteral("current"), {{QStringLiteral("mse"), 0.5}}, &error),
+    QVERIFY2(CatalogTestAccess::store(catalog, c1.run)
+                 ->storeRecomputed(c1.run.id,
+                     {.layer = QStringLiteral("layers.0"), .tensor = QStringLiteral("activation"), .step = 10},
+                     QStringLiteral("current"), {{QStringLiteral("mse"), 0.5}}, &error),
         qPrintable(error));
     QVERIFY(catalog.dataGeneration(c1.run.store) > generation);
     QVERIFY(!compareRunsStored(catalog, c1.baseline, c1.run).fromStore);
@@ -518,8 +523,11 @@ void TestTriage::storedFindings()
     QVERIFY(QDir(dir.filePath(plan.run)).removeRecursively());
     QVERIFY(ingest(catalog));
     QVERIFY(!catalog.run(gone));
-    QVERIFY(!catalog.store(baseline)->triageResult(gone.id, QString(), runNameOf(catalog, baseline)));
-    QVERIFY(catalog.store(baseline)->findingReviews(gone.id, QString(), runNameOf(catalog, baseline)).empty());
+    QVERIFY(
+        !CatalogTestAccess::store(catalog, baseline)->triageResult(gone.id, QString(), runNameOf(catalog, baseline)));
+    QVERIFY(CatalogTestAccess::store(catalog, baseline)
+                ->findingReviews(gone.id, QString(), runNameOf(catalog, baseline))
+                .empty());
     QVERIFY(triageStored(catalog).comparisons.empty());
 }
 
@@ -973,8 +981,9 @@ void TestTriage::reviewsApplyToTheNextSteps()
     for (const Finding &f : c.findings) {
         if (f.kind == FindingKind::LayerSignal && f.layer == plan.plantedLayerName)
             QVERIFY2(
-                catalog.store(c.run)->storeFindingReview(c.run.id, folder, name,
-                    {findingIdentity(f), QStringLiteral("dismissed"), QStringLiteral("a known layer"), {}}, &error),
+                CatalogTestAccess::store(catalog, c.run)
+                    ->storeFindingReview(c.run.id, folder, name,
+                        {findingIdentity(f), QStringLiteral("dismissed"), QStringLiteral("a known layer"), {}}, &error),
                 qPrintable(error));
     }
     finishComparison(catalog, &c);

@@ -7,6 +7,7 @@
 #include "core/demo/demogenerator.h"
 #include "core/demo/scenarios.h"
 #include "core/query/catalog.h"
+#include "core/storeaccess.h"
 #include "scenarioreplay.h"
 #include "testmain.h"
 
@@ -41,7 +42,7 @@ std::optional<int64_t> completeOnset(const QString &folder, const QString &layer
     QString error;
     if (!catalog.open(folder, &error))
         return std::nullopt;
-    catalog.storeOf(catalog.stores().front().serial)->ingest();
+    CatalogTestAccess::storeOf(catalog, catalog.stores().front().serial)->ingest();
     catalog.refresh();
     for (const analysis::Comparison &c : analysis::triage(catalog).comparisons) {
         for (const analysis::Finding &f : c.findings) {
@@ -234,7 +235,7 @@ private Q_SLOTS:
         {
             Catalog catalog;
             QVERIFY2(catalog.open(tmp.path(), &error), qPrintable(error));
-            catalog.storeOf(catalog.stores().front().serial)->ingest();
+            CatalogTestAccess::storeOf(catalog, catalog.stores().front().serial)->ingest();
             catalog.refresh();
             const std::vector<analysis::Comparison> comparisons = analysis::triage(catalog).comparisons;
             QCOMPARE(int(comparisons.size()), 1);
@@ -244,8 +245,9 @@ private Q_SLOTS:
             for (const analysis::Finding &f : c.findings) {
                 if (f.severity != analysis::Severity::Critical)
                     continue;
-                QVERIFY2(catalog.store(c.run)->storeFindingReview(c.run.id, folder, name,
-                             {analysis::findingIdentity(f), QStringLiteral("dismissed"), QString(), {}}, &error),
+                QVERIFY2(CatalogTestAccess::store(catalog, c.run)
+                             ->storeFindingReview(c.run.id, folder, name,
+                                 {analysis::findingIdentity(f), QStringLiteral("dismissed"), QString(), {}}, &error),
                     qPrintable(error));
                 ++dismissed;
             }

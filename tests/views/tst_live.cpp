@@ -6,6 +6,7 @@
 // truncated and rewritten is read again without duplicated or lost points; a run that stops writing is marked.
 #include "app/gui/mainwindow.h"
 #include "core/analysis/triage.h"
+#include "core/storeaccess.h"
 #include "guitest.h"
 #include "scenarioreplay.h"
 #include "views/curves/curveview.h"
@@ -107,7 +108,7 @@ void TestLive::windowFollowsARunBeingWritten()
     {
         Catalog catalog;
         QVERIFY2(catalog.open(scenario, &error), qPrintable(error));
-        catalog.storeOf(catalog.stores().front().serial)->ingest();
+        CatalogTestAccess::storeOf(catalog, catalog.stores().front().serial)->ingest();
         catalog.refresh();
         const auto base = catalog.findRun(plan.baseline), run = catalog.findRun(plan.run);
         QVERIFY(base && run);

@@ -4,6 +4,8 @@
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
 
+#include "core/query/statnames.h"
+
 #include <algorithm>
 
 #include <QCheckBox>

@@ -4,9 +4,9 @@
 // another recipe or format recomputes it in the job queue (on the GPU when there is one).
 #pragma once
 
+#include "core/numerics/metricsengine.h"
 #include "core/numerics/tensormetrics.h"
 #include "core/query/querytypes.h"
-#include "core/recompute/dumprecompute.h"
 #include "views/plotting/plotview.h"
 
 #include <map>

@@ -1,6 +1,7 @@
 #include "workspace.h"
 
 #include "core/jobs/folderwatcher.h"
+#include "core/session/foldersession.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -38,23 +39,22 @@ QStringList ingestErrors(const QString &folder, const IngestReport &report)
 QStringList ingestFolders(const QStringList &folders, JobContext &ctx, bool progress, bool *changed = nullptr)
 {
     QStringList errors;
-    for (int i = 0; i < folders.size() && !ctx.isCancelled(); ++i) {
-        RunStore store;
+    FolderSession session;
+    for (const QString &folder : folders) {
         QString error;
-        if (!store.open(folders[i], &error)) {
+        if (!session.open(folder, &error))
             errors << error;
-            continue;
-        }
-        const IngestReport report = store.ingest([&](int done, int total, const QString &file) {
-            if (progress)
-                ctx.setProgress(done, total, QObject::tr("Reading %1").arg(QFileInfo(file).fileName()));
-            return !ctx.isCancelled();
-        });
-        if (changed)
-            *changed = *changed || report.filesRead > 0 || report.filesResumed > 0 || report.filesDeleted > 0
-                || report.pointsWritten > 0;
-        errors << ingestErrors(folders[i], report);
     }
+    const std::vector<FolderSession::FolderIngest> ingested
+        = session.ingest([&](int done, int total, const QString &file) {
+              if (progress)
+                  ctx.setProgress(done, total, QObject::tr("Reading %1").arg(QFileInfo(file).fileName()));
+              return !ctx.isCancelled();
+          });
+    if (changed)
+        *changed = FolderSession::changed(ingested);
+    for (const FolderSession::FolderIngest &f : ingested)
+        errors << ingestErrors(f.folder, f.report);
     return errors;
 }
 
@@ -261,8 +261,7 @@ bool Workspace::rebuild(QString *error)
     const bool demo = m_demo;
     close();
     for (const QString &f : folders) {
-        RunStore store;
-        if (!store.rebuild(f, error))
+        if (!FolderSession::rebuild(f, error))
             return false;
     }
     open(folders);
@@ -292,25 +291,26 @@ void Workspace::openDemo(const QString &dir, const DemoOptions &options)
     m_serials.push_back(Catalog::newStoreSerial());
     Q_EMIT loadingStarted();
     const QString out = m_folders.front();
-    m_loadTicket = m_jobs->submit({QString(), QStringLiteral("load"),
-                                      [out, options](JobContext &ctx) -> QVariant {
-                                          // planted.json is written last: its presence marks a complete pair.
-                                          if (!QFileInfo::exists(out + QStringLiteral("/planted.json"))) {
-                                              ctx.setProgress(0, 2, QObject::tr("Generating the demo run pair"));
-                                              QString error;
-                                              if (!generateDemo(out, options, nullptr, &error))
-                                                  return QStringList {error};
-                                          }
-                                          ctx.setProgress(1, 2, QObject::tr("Reading the demo run pair"));
-                                          RunStore store;
-                                          QString error;
-                                          if (!store.open(out, &error))
-                                              return QStringList {error};
-                                          const IngestReport report = store.ingest(
-                                              [&](int, int, const QString &) { return !ctx.isCancelled(); });
-                                          ctx.setProgress(2, 2);
-                                          return ingestErrors(out, report);
-                                      }},
+    m_loadTicket = m_jobs->submit(
+        {QString(), QStringLiteral("load"),
+            [out, options](JobContext &ctx) -> QVariant {
+                // planted.json is written last: its presence marks a complete pair.
+                if (!QFileInfo::exists(out + QStringLiteral("/planted.json"))) {
+                    ctx.setProgress(0, 2, QObject::tr("Generating the demo run pair"));
+                    QString error;
+                    if (!generateDemo(out, options, nullptr, &error))
+                        return QStringList {error};
+                }
+                ctx.setProgress(1, 2, QObject::tr("Reading the demo run pair"));
+                FolderSession session;
+                QString error;
+                if (!session.open(out, &error))
+                    return QStringList {error};
+                const IngestReport report
+                    = session.ingest([&](int, int, const QString &) { return !ctx.isCancelled(); }).front().report;
+                ctx.setProgress(2, 2);
+                return ingestErrors(out, report);
+            }},
         this, [this](const JobResult &r) { finishLoad(r.value.toStringList() << r.error); });
 }
 
@@ -606,27 +606,26 @@ quint64 Workspace::recompute(
         return 0;
     }
     auto holder = m_backend;
-    const DumpRef ref {dump.run.id, dump.file, dump.record};
     const RunRef run = dump.run;
     const QString key = folder + QLatin1Char('|') + dump.file + QLatin1Char('|') + dump.record.dataset
         + QLatin1Char('|') + recipe.name() + QLatin1Char('|') + formatName(recipe.format);
     return m_jobs->submit({key, slot,
-                              [holder, folder, ref, recipe](JobContext &ctx) -> QVariant {
+                              [holder, folder, dump, recipe](JobContext &ctx) -> QVariant {
                                   MetricsBackend *backend = holder->get();
                                   if (!backend) {
                                       ctx.setError(holder->error);
                                       return {};
                                   }
-                                  RunStore store; // this thread's own connection
+                                  FolderSession session; // this thread's own connection
                                   QString error;
-                                  if (!store.open(folder, &error)) {
+                                  if (!session.open(folder, dump.run.store, &error)) {
                                       ctx.setError(error);
                                       return {};
                                   }
-                                  auto result = recomputeDump(
-                                      store, *backend, ref, {recipe}, &error, [&](int64_t doneElements, int64_t total) {
+                                  auto result = session.recompute(
+                                      dump, *backend, {recipe}, &error, [&](int64_t doneElements, int64_t total) {
                                           ctx.setProgress(doneElements, total,
-                                              QObject::tr("Recomputing %1 (%2)").arg(ref.dump.layer, recipe.name()));
+                                              QObject::tr("Recomputing %1 (%2)").arg(dump.record.layer, recipe.name()));
                                           return !ctx.isCancelled();
                                       });
                                   if (!result) {
@@ -730,13 +729,12 @@ void Workspace::storeReview(RunRef run, RunRef baseline, const FindingReview &re
         done(tr("the run or its baseline is no longer open"));
         return;
     }
-    const int64_t runId = run.id;
-    m_jobs->submit({QString(), QStringLiteral("review|%1|%2|%3").arg(folder).arg(runId).arg(review.finding),
-                       [folder, runId, baselineFolder, baselineName, review](JobContext &ctx) -> QVariant {
-                           RunStore store; // this thread's own connection
+    m_jobs->submit({QString(), QStringLiteral("review|%1|%2|%3").arg(folder).arg(run.id).arg(review.finding),
+                       [folder, run, baselineFolder, baselineName, review](JobContext &ctx) -> QVariant {
+                           FolderSession session; // this thread's own connection
                            QString error;
-                           if (!store.open(folder, &error)
-                               || !store.storeFindingReview(runId, baselineFolder, baselineName, review, &error)) {
+                           if (!session.open(folder, run.store, &error)
+                               || !session.storeReview(run, {baselineFolder, baselineName}, review, &error)) {
                                ctx.setError(error);
                                return {};
                            }

@@ -11,10 +11,10 @@
 #include "core/jobs/jobqueue.h"
 #include "core/numerics/backendselect.h"
 #include "core/numerics/blockcensus.h"
+#include "core/numerics/metricsengine.h"
 #include "core/numerics/tensormetrics.h"
 #include "core/numerics/whatif.h"
 #include "core/query/catalog.h"
-#include "core/recompute/dumprecompute.h"
 
 #include <QColor>
 #include <QDateTime>

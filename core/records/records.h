@@ -1,0 +1,81 @@
+// The plain records the store keeps and the layers above it pass on: a series' point, a stored triage result
+// and its findings, a user's review of a finding, what an ingest did. Data only; core/store writes and reads
+// them, core/query and core/session hand them out, so that nothing above the store includes a store header.
+#pragma once
+
+#include <QString>
+#include <QStringList>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace fp8scope {
+
+// One point, or one bucket of several: min/max of the values and the step range they span.
+struct SeriesPoint {
+    int64_t step = 0;
+    int64_t lastStep = 0;
+    double value = 0; // the point's value; for a bucket, its min (draw the bucket from min to max)
+    double min = 0;
+    double max = 0;
+    int64_t count = 1;
+};
+
+// A triage finding as stored (core/analysis/triage.h says what the fields mean).
+struct StoredFinding {
+    QString kind;
+    QString severity;
+    QString runs; // the run names it concerns, as a JSON array
+    QString layer, tensor, stat, key, task;
+    std::optional<int64_t> firstStep, lastStep;
+    QString summary;
+    QString evidence; // a JSON object
+    QString suggestion;
+};
+
+// A user's review of a finding: its identity (analysis::findingIdentity), "open", "confirmed" or "dismissed",
+// and a note.
+struct FindingReview {
+    QString finding;
+    QString state;
+    QString note;
+    QString reviewedAt; // ISO 8601, UTC; set when stored
+};
+
+// One comparison of a run with a baseline (baselineName "" for a run checked alone), as stored with the stamp
+// of the data and engine it was computed from.
+struct StoredTriage {
+    QString baselineFolder; // "" when the baseline is in this store
+    QString baselineName;
+    QString verdict;
+    std::optional<int64_t> departure, lead, planned;
+    QString stamp;
+    std::vector<StoredFinding> findings; // most important first
+};
+
+// What one ingest of a folder did.
+struct IngestReport {
+    int filesRead = 0;
+    int filesUnchanged = 0;
+    int filesResumed = 0;
+    int filesFailed = 0;
+    int filesDeleted = 0; // in the store, no longer in the folder: what they wrote is gone
+    int64_t pointsWritten = 0;
+    int problems = 0;
+    QStringList unrecognised; // relative paths of files no importer reads
+    std::vector<std::pair<QString, QString>> unreadable; // (relative path, why): bad names, no permission
+    QStringList errors; // store errors (a failed statement or commit), with the file they stopped
+    bool busy = false; // another fp8scope was writing to the store: the ingest stopped (errors say who)
+
+    // Whether the store took anything (a file read, resumed or gone, a point written): what the live views,
+    // the live triage and `fp8scope-cli watch` wait for before they read again.
+    bool changed() const { return filesRead > 0 || filesResumed > 0 || filesDeleted > 0 || pointsWritten > 0; }
+};
+
+// Said file by file; false stops the ingest between files (what is committed stays).
+using IngestProgress = std::function<bool(int done, int total, const QString &file)>;
+
+} // namespace fp8scope
