@@ -36,6 +36,12 @@ namespace {
 
 const QString kRecomputed = QStringLiteral("recomputed");
 
+// A store error as a problem of the store's file.
+ProblemEntry storeProblem(const QString &storePath, const QString &error)
+{
+    return {storePath, 0, -1, QStringLiteral("store: %1").arg(error), true};
+}
+
 Series toSeries(const SeriesInfo &s, quint64 serial)
 {
     Series out {.id = s.id,
@@ -129,8 +135,22 @@ bool Catalog::open(const QString &folder, quint64 serial, QString *error)
     if (!e->store.open(folder, error))
         return false;
     m_entries.push_back(std::move(e));
+    setStoreErrorHandler(m_storeErrorHandler);
     refresh();
     return true;
+}
+
+void Catalog::setStoreErrorHandler(std::function<void(const ProblemEntry &problem)> handler)
+{
+    m_storeErrorHandler = std::move(handler);
+    for (const auto &e : m_entries) {
+        if (!m_storeErrorHandler) {
+            e->store.setErrorHandler({});
+            continue;
+        }
+        e->store.setErrorHandler([handler = m_storeErrorHandler, path = e->store.path()](
+                                     const QString &error) { handler(storeProblem(path, error)); });
+    }
 }
 
 void Catalog::close()
@@ -820,7 +840,7 @@ std::vector<ProblemEntry> Catalog::problems() const
     // After the reads above, so that a store whose problems could not be read says so too.
     for (const auto &e : m_entries) {
         for (const QString &error : e->store.errors())
-            out.push_back({e->store.path(), 0, -1, QStringLiteral("store: %1").arg(error), true});
+            out.push_back(storeProblem(e->store.path(), error));
     }
     return out;
 }

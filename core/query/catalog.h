@@ -9,6 +9,7 @@
 #include "querytypes.h"
 #include "stepseries.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -112,6 +113,10 @@ public:
     std::optional<Dump> nearestDump(RunRef ref, const QString &layer, const QString &tensor, int64_t step) const;
     // Import problems of every store, then the store errors reads met (a damaged store says so).
     std::vector<ProblemEntry> problems() const;
+    // Called with each store error a read of this catalog meets, when first met (problems() lists it too), on
+    // this catalog's thread and inside the read that met it: a handler that does more than note it should
+    // queue the work. Kept for the stores opened later.
+    void setStoreErrorHandler(std::function<void(const ProblemEntry &problem)> handler);
 
     // Stored triage results (core/analysis/triage.h computes them). `baseline` invalid: the run checked alone.
     // The generation is the data's part of their stamp: it moves whenever the store's data change (-1 when
@@ -143,6 +148,7 @@ private:
     mutable std::optional<std::vector<Pairing>> m_pairings; // per runs() index
     mutable std::vector<Run> m_pairedRuns;
     bool m_keepPoints = false;
+    std::function<void(const ProblemEntry &)> m_storeErrorHandler;
 };
 
 // The package versions shown with a run: the frameworks FP8 training depends on, in this order.

@@ -175,14 +175,6 @@ struct InputFile {
     int64_t size = 0;
 };
 
-struct ProblemEntry {
-    QString path; // absolute; the store file for store errors
-    int64_t line = 0;
-    int64_t offset = -1;
-    QString message;
-    bool storeError = false; // a failed read of the store itself, not of an input file
-};
-
 struct LayerTensors {
     QString layer;
     QStringList tensors; // sorted

@@ -1,5 +1,6 @@
 // The plain records the store keeps and the layers above it pass on: a series' point, a stored triage result
-// and its findings, a user's review of a finding, what an ingest did. Data only; core/store writes and reads
+// and its findings, a user's review of a finding, what an ingest did, a problem and an operation's outcome
+// with its problems. Data only; core/store writes and reads
 // them, core/query and core/session hand them out, so that nothing above the store includes a store header.
 #pragma once
 
@@ -77,5 +78,23 @@ struct IngestReport {
 
 // Said file by file; false stops the ingest between files (what is committed stays).
 using IngestProgress = std::function<bool(int done, int total, const QString &file)>;
+
+// A problem met reading a run folder or its store, typed: where (a file and a line or byte offset in it, or the
+// store), and what. The problems panel, `fp8scope-cli ingest` and the store errors of reads all carry these.
+struct ProblemEntry {
+    QString path; // absolute; the store file for store errors; "" for a problem of no file (a folder not opened)
+    int64_t line = 0;
+    int64_t offset = -1;
+    QString message;
+    bool storeError = false; // a failed read or write of the store itself, not of an input file
+};
+
+// What an operation that can half-succeed gives back: what it did, and the problems it met on the way (a folder
+// that would not open beside others that did, files it could not read). An operation that did nothing has no
+// value, and says why in its problems.
+template <class T> struct Outcome {
+    std::optional<T> value;
+    std::vector<ProblemEntry> problems;
+};
 
 } // namespace fp8scope

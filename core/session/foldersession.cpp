@@ -2,6 +2,8 @@
 
 #include "core/store/runstore.h"
 
+#include <QDir>
+
 namespace fp8scope {
 
 FolderSession::FolderSession() = default;
@@ -50,6 +52,20 @@ bool FolderSession::changed(const std::vector<FolderIngest> &ingested)
             return true;
     }
     return false;
+}
+
+std::vector<ProblemEntry> FolderSession::problemsOf(const FolderIngest &ingested)
+{
+    std::vector<ProblemEntry> out;
+    const QDir folder(ingested.folder);
+    for (const QString &e : ingested.report.errors) {
+        out.push_back({.path = folder.absoluteFilePath(e.section(QStringLiteral(": "), 0, 0)),
+            .message = e.section(QStringLiteral(": "), 1),
+            .storeError = true});
+    }
+    for (const auto &[path, why] : ingested.report.unreadable)
+        out.push_back({.path = folder.absoluteFilePath(path), .message = why});
+    return out;
 }
 
 std::optional<std::vector<TensorMetrics>> FolderSession::recompute(const Dump &dump, MetricsBackend &backend,

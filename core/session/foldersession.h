@@ -52,6 +52,9 @@ public:
     std::vector<FolderIngest> ingest(const IngestProgress &progress = {});
     // Whether any folder's store took something.
     static bool changed(const std::vector<FolderIngest> &ingested);
+    // What an ingest could not read (a file's name or permission) and the files it failed on (a store error
+    // with the file it stopped at), as problems of those files.
+    static std::vector<ProblemEntry> problemsOf(const FolderIngest &ingested);
 
     // The store of an opened folder: its path ("" when not open), the folder's path.
     QString storePath(quint64 serial) const { return m_catalog.storePath(serial); }

@@ -244,9 +244,17 @@ bool RunStore::ok(const Statement &s) const
     const QString e
         = describeStoreError(s.errorCode(), s.error().isEmpty() ? QStringLiteral("statement failed") : s.error(),
             m_path, m_folder, isBusyCode(s.errorCode()) ? readWriter(m_path) : QString());
-    if (!m_errors.contains(e))
-        m_errors << e;
+    recordError(e);
     return false;
+}
+
+void RunStore::recordError(const QString &error) const
+{
+    if (m_errors.contains(error))
+        return;
+    m_errors << error;
+    if (m_errorHandler)
+        m_errorHandler(error);
 }
 
 std::vector<RunInfo> RunStore::runs(bool withCounts) const
@@ -376,7 +384,7 @@ std::optional<SeriesPoint> RunStore::valueAt(int64_t seriesId, int64_t step) con
     }
     std::vector<pointchunks::Point> chunk;
     if (!pointchunks::decode(s.utf8(0), &chunk) || chunk.empty()) {
-        m_errors << QStringLiteral("series %1: a damaged point chunk").arg(seriesId);
+        recordError(QStringLiteral("series %1: a damaged point chunk").arg(seriesId));
         return std::nullopt;
     }
     const pointchunks::Point *p = &chunk.front();
@@ -407,7 +415,7 @@ std::vector<SeriesPoint> RunStore::points(int64_t seriesId, int64_t from, int64_
     const int64_t approx = count.int64(0);
     if (approx == 0)
         return out;
-    const auto damaged = [&] { m_errors << QStringLiteral("series %1: a damaged point chunk").arg(seriesId); };
+    const auto damaged = [&] { recordError(QStringLiteral("series %1: a damaged point chunk").arg(seriesId)); };
     if (maxPoints <= 0 || approx <= maxPoints) {
         // approx counts whole edge chunks, so it bounds the points in range: they all fit.
         std::vector<pointchunks::Point> pts;
@@ -526,7 +534,7 @@ std::vector<LayerRow> RunStore::layerRows(
         while (chunks.next()) {
             pts.clear();
             if (!pointchunks::decode(chunks.utf8(0), &pts))
-                m_errors << QStringLiteral("series %1: a damaged point chunk").arg(layerSeries[i].second);
+                recordError(QStringLiteral("series %1: a damaged point chunk").arg(layerSeries[i].second));
             for (const auto &p : pts)
                 rows[i].points.emplace_back(p.step, p.value);
         }

@@ -187,6 +187,8 @@ public:
 
     // Store errors met by reads since the store was opened (each once), newest last.
     QStringList errors() const { return m_errors; }
+    // Called with each store error when it is first met (errors() keeps them too), on the thread that met it.
+    void setErrorHandler(std::function<void(const QString &error)> handler) { m_errorHandler = std::move(handler); }
 
 private:
     friend struct RunStoreTestAccess; // tests/core/storeaccess.h: the raw connection, for tests of the schema
@@ -194,6 +196,8 @@ private:
     bool check(QString *error);
     // Records a failed statement's error; true when `s` did not fail.
     bool ok(const Statement &s) const;
+    // Keeps a store error once and hands it to the error handler.
+    void recordError(const QString &error) const;
     Statement prepare(const char *sql) const;
     // (key, value, file) rows of a statement that takes the run id.
     std::vector<KeyValueRow> keyValues(const char *sql, int64_t runId) const;
@@ -202,6 +206,7 @@ private:
     QString m_path;
     QString m_folder;
     mutable QStringList m_errors;
+    std::function<void(const QString &)> m_errorHandler;
 };
 
 // Natural order of layer names: digit runs compare as numbers ("layers.2" before "layers.10"), and names

@@ -9,6 +9,7 @@
 #include "core/query/catalog.h"
 #include "core/query/pairing.h"
 #include "core/query/statnames.h"
+#include "core/session/foldersession.h"
 
 #include <QDir>
 #include <QFile>
@@ -80,6 +81,8 @@ private Q_SLOTS:
     void evalsPerInferenceSetting();
     void configsAndVersions();
     void storeErrorsAreProblems();
+    void storeErrorsReachTheHandlerWhenFirstMet();
+    void ingestProblemsAreProblemsOfTheirFiles();
     void statementsTellErrorsFromTheEnd();
     void layerOrderIsTotal();
 
@@ -529,6 +532,58 @@ void TestQuery::storeErrorsAreProblems()
     QVERIFY(reported);
     // The rest still reads.
     QCOMPARE(c.points(*c.chooseSeries(r, {.stat = QStringLiteral("loss")})).size(), size_t(1));
+}
+
+void TestQuery::storeErrorsReachTheHandlerWhenFirstMet()
+{
+    // Issue 42: a store error is handed over when a read meets it (no poll), once, as a problem of the store.
+    QTemporaryDir dir;
+    write(dir.filePath(QStringLiteral("r/pip_freeze.txt")), "torch==2.3.0\n");
+    write(dir.filePath(QStringLiteral("r/metrics.csv")), "step,loss\n1,2\n");
+    QString error;
+    FolderSession session;
+    QVERIFY(session.open(dir.path(), &error));
+    (void)session.ingest();
+    Catalog &c = session.catalog();
+    std::vector<ProblemEntry> met;
+    c.setStoreErrorHandler([&met](const ProblemEntry &p) { met.push_back(p); });
+    const RunRef r = c.runs().front().ref;
+    QCOMPARE(c.versions(r).size(), size_t(1));
+    QVERIFY(met.empty());
+    QVERIFY(RunStoreTestAccess::db(*CatalogTestAccess::store(c, r)).exec("DROP TABLE versions", &error));
+    QVERIFY(c.versions(r).empty());
+    QCOMPARE(met.size(), size_t(1));
+    QVERIFY(met.front().storeError);
+    QVERIFY2(met.front().message.contains(QLatin1String("no such table: versions")), qPrintable(met.front().message));
+    QCOMPARE(met.front().path, session.storePath(r.store));
+    // Met again: still one problem, not said again.
+    QVERIFY(c.versions(r).empty());
+    QCOMPARE(met.size(), size_t(1));
+    // Taken away: nothing more is handed over.
+    c.setStoreErrorHandler({});
+    QVERIFY(c.versions(r).empty());
+    QCOMPARE(met.size(), size_t(1));
+}
+
+void TestQuery::ingestProblemsAreProblemsOfTheirFiles()
+{
+    // What an ingest could not read and the files it failed on become problems of those files (absolute
+    // paths); the failed ones are the store's (a failed write), the unreadable ones the folder's.
+    FolderSession::FolderIngest ingested {.serial = 7, .folder = QStringLiteral("/runs/a")};
+    ingested.report.errors << QStringLiteral("logs/train.log: database or disk is full");
+    ingested.report.unreadable.emplace_back(QStringLiteral("bad\uFFFDname.log"), QStringLiteral("not a UTF-8 name"));
+    const std::vector<ProblemEntry> problems = FolderSession::problemsOf(ingested);
+    QCOMPARE(problems.size(), size_t(2));
+    QCOMPARE(problems[0].path, QStringLiteral("/runs/a/logs/train.log"));
+    QCOMPARE(problems[0].message, QStringLiteral("database or disk is full"));
+    QVERIFY(problems[0].storeError);
+    QCOMPARE(problems[1].path, QStringLiteral("/runs/a/bad\uFFFDname.log"));
+    QCOMPARE(problems[1].message, QStringLiteral("not a UTF-8 name"));
+    QVERIFY(!problems[1].storeError);
+    // Nothing read, nothing gone: no change.
+    QVERIFY(!FolderSession::changed({ingested}));
+    ingested.report.filesResumed = 1;
+    QVERIFY(FolderSession::changed({ingested}));
 }
 
 void TestQuery::statementsTellErrorsFromTheEnd()

@@ -246,16 +246,13 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
         m_cache.clear();
         m_runStatistics.clear();
     };
-    connect(workspace, &Workspace::loaded, this, [this, forget] {
-        forget();
-        fillPickers();
+    connect(workspace, &Workspace::changed, this, [this, forget](Workspace::Parts parts) {
+        // A recompute stores new statistics: the comparisons that read them are stale.
+        if (parts & (Workspace::Loaded | Workspace::Closed | Workspace::Statistics))
+            forget();
+        if (parts & (Workspace::Loaded | Workspace::Closed))
+            fillPickers();
     });
-    connect(workspace, &Workspace::closed, this, [this, forget] {
-        forget();
-        fillPickers();
-    });
-    // A recompute stores new statistics: the comparisons that read them are stale.
-    connect(workspace, &Workspace::statisticsChanged, this, forget);
     fillPickers();
 }
 

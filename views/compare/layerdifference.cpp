@@ -61,9 +61,10 @@ LayerDifferenceSource::LayerDifferenceSource(Workspace *workspace, QObject *pare
     : HeatmapSource(parent)
     , m_workspace(workspace)
 {
-    connect(workspace, &Workspace::closed, this, [this] { setPair({}, {}); });
-    connect(workspace, &Workspace::statisticsChanged, this, [this](RunRef r) {
-        if (r == m_run || r == m_baseline)
+    connect(workspace, &Workspace::changed, this, [this](Workspace::Parts parts, RunRef r) {
+        if (parts & Workspace::Closed)
+            setPair({}, {});
+        if ((parts & Workspace::Statistics) && (r == m_run || r == m_baseline))
             Q_EMIT dataChanged(m_run);
     });
 }

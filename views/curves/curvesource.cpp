@@ -19,21 +19,23 @@ WorkspaceCurveSource::WorkspaceCurveSource(Workspace *workspace, QObject *parent
         m_stepSamples.clear();
         m_stepTokens.clear();
     };
-    connect(workspace, &Workspace::loaded, this, forget);
-    connect(workspace, &Workspace::closed, this, forget);
-    connect(workspace, &Workspace::statisticsChanged, this, forget);
-    connect(workspace, &Workspace::loaded, this, &CurveSource::statisticsChanged);
-    connect(workspace, &Workspace::closed, this, &CurveSource::statisticsChanged);
-    connect(workspace, &Workspace::runVisibilityChanged, this, &CurveSource::curvesChanged);
-    connect(workspace, &Workspace::statisticsChanged, this, [this](RunRef run) {
-        // A recompute can bring a statistic not listed yet (a checkpoint's first): list it; else redraw.
-        for (const auto &[stat, tensor] : m_workspace->catalog().layerStatistics(run)) {
-            if (!m_listedTensorStats.count(stat)) {
-                Q_EMIT statisticsChanged();
-                return;
+    connect(workspace, &Workspace::changed, this, [this, forget](Workspace::Parts parts, RunRef run) {
+        if (parts & (Workspace::Loaded | Workspace::Closed | Workspace::Statistics))
+            forget();
+        if (parts & (Workspace::Loaded | Workspace::Closed))
+            Q_EMIT statisticsChanged();
+        if (parts & Workspace::Visibility)
+            Q_EMIT curvesChanged();
+        if (parts & Workspace::Statistics) {
+            // A recompute can bring a statistic not listed yet (a checkpoint's first): list it; else redraw.
+            for (const auto &[stat, tensor] : m_workspace->catalog().layerStatistics(run)) {
+                if (!m_listedTensorStats.count(stat)) {
+                    Q_EMIT statisticsChanged();
+                    return;
+                }
             }
+            Q_EMIT curvesChanged();
         }
-        Q_EMIT curvesChanged();
     });
 }
 

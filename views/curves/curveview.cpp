@@ -18,29 +18,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <set>
 
 namespace fp8scope {
 
 namespace {
 
-const QString kTensorPrefix = QStringLiteral("tensor:");
-
-// Linear interpolation of y(x) over sorted (x, y) pairs, extrapolating with the end segments.
-double interpolate(const std::vector<std::pair<double, double>> &xy, double x)
-{
-    if (xy.size() < 2)
-        return xy.empty() ? x : xy.front().second;
-    auto it = std::lower_bound(xy.begin(), xy.end(), x, [](const auto &p, double v) { return p.first < v; });
-    if (it == xy.begin())
-        ++it;
-    if (it == xy.end())
-        --it;
-    const auto &[x1, y1] = *it;
-    const auto &[x0, y0] = *(it - 1);
-    return x1 == x0 ? y0 : y0 + (y1 - y0) * (x - x0) / (x1 - x0);
-}
+const QString &kTensorPrefix = CurveModel::kTensorPrefix;
 
 // Index of the value nearest to v in a sorted, non-empty vector.
 size_t nearestIndex(const std::vector<double> &sorted, double v)
@@ -76,6 +60,7 @@ CurveView::CurveView(CurveSource *source, Selection *selection, QWidget *parent)
     , m_cursor(new QCPItemStraightLine(plot()))
     , m_message(new QCPItemText(plot()))
     , m_note(new QCPItemText(plot()))
+    , m_model(source)
 {
     m_statBox->setObjectName(QStringLiteral("curveStatistic"));
     // Runs log dozens of statistics: typing filters the list (any part of the name), Enter picks.
@@ -304,27 +289,6 @@ CurveView::XAxis CurveView::xAxis() const
     return XAxis(std::clamp(m_xAxis->currentIndex(), 0, 2));
 }
 
-QString CurveView::xAxisName() const
-{
-    switch (xAxis()) {
-    case XAxis::Steps: return tr("step");
-    case XAxis::Samples: return tr("consumed samples");
-    case XAxis::Tokens: return tr("consumed tokens");
-    }
-    return {};
-}
-
-const std::vector<std::pair<double, double>> *CurveView::xMapping(RunRef run, bool inverse) const
-{
-    const auto *map = xAxis() == XAxis::Samples ? (inverse ? &m_samplesInverse : &m_samples)
-        : xAxis() == XAxis::Tokens              ? (inverse ? &m_tokensInverse : &m_tokens)
-                                                : nullptr;
-    if (!map)
-        return nullptr;
-    const auto it = map->find(run);
-    return it == map->end() || it->second.size() < 2 ? nullptr : &it->second;
-}
-
 bool CurveView::isFollowingEnd() const
 {
     if (!m_haveRange || !m_haveExtent)
@@ -341,21 +305,8 @@ void CurveView::resetZoom()
 
 void CurveView::reloadStatistics()
 {
-    m_samples.clear();
-    m_samplesInverse.clear();
-    m_tokens.clear();
-    m_tokensInverse.clear();
     m_statistics = m_source->statistics();
-    for (RunRef r : m_source->runs()) {
-        m_samples[r] = m_source->stepSamples(r);
-        m_tokens[r] = m_source->stepTokens(r);
-        // The inverse mappings once here, not on every tooltip and click.
-        for (auto [map, inverse] : {std::pair(&m_samples, &m_samplesInverse), std::pair(&m_tokens, &m_tokensInverse)}) {
-            auto &out = (*inverse)[r];
-            for (const auto &[step, n] : (*map)[r])
-                out.emplace_back(n, step);
-        }
-    }
+    m_model.reloadMappings();
     const QString current = statistic();
     {
         const QSignalBlocker block(m_statBox);
@@ -395,11 +346,8 @@ void CurveView::reloadStatistics()
         m_statBox->lineEdit()->setCursorPosition(0);
     }
     reloadSources();
-    bool anySamples = false, anyTokens = false;
-    for (const auto &[run, s] : m_samples)
-        anySamples = anySamples || s.size() >= 2;
-    for (const auto &[run, t] : m_tokens)
-        anyTokens = anyTokens || t.size() >= 2;
+    const bool anySamples = m_model.hasCountsFor(XAxis::Samples);
+    const bool anyTokens = m_model.hasCountsFor(XAxis::Tokens);
     // An axis no run has counts for cannot be chosen.
     if (auto *model = qobject_cast<QStandardItemModel *>(m_xAxis->model())) {
         for (auto [row, on] : {std::pair(1, anySamples), std::pair(2, anyTokens)}) {
@@ -454,14 +402,58 @@ void CurveView::showEvent(QShowEvent *event)
 
 double CurveView::xOfStep(RunRef run, double step) const
 {
-    const auto *map = xMapping(run);
-    return map ? interpolate(*map, step) : step;
+    return m_model.xOfStep(xAxis(), run, step);
 }
 
 double CurveView::stepOfX(RunRef run, double x) const
 {
-    const auto *map = xMapping(run, true);
-    return map ? interpolate(*map, x) : x;
+    return m_model.stepOfX(xAxis(), run, x);
+}
+
+CurveView::RunCurve CurveView::addCurve(const CurveModel::Curve &curve)
+{
+    RunCurve c {.run = curve.run,
+        .series = curve.series,
+        .steps = curve.steps,
+        .xs = QVector<double>(curve.xs.begin(), curve.xs.end()),
+        .values = curve.values,
+        .mins = curve.mins,
+        .maxs = curve.maxs,
+        .bucketed = curve.bucketed};
+    const QColor colour = m_source->runColour(c.run);
+    QColor faint = colour;
+    faint.setAlpha(70);
+    if (c.bucketed) {
+        c.low = plot()->addGraph();
+        c.high = plot()->addGraph();
+        c.low->setName(curve.name + tr(" min"));
+        c.high->setName(curve.name + tr(" max"));
+        c.low->setPen(QPen(faint));
+        c.high->setPen(QPen(faint));
+        c.low->setBrush(QBrush(faint));
+        c.low->setChannelFillGraph(c.high);
+        c.low->setData(c.xs, QVector<double>(c.mins.begin(), c.mins.end()), true);
+        c.high->setData(c.xs, QVector<double>(c.maxs.begin(), c.maxs.end()), true);
+        c.low->removeFromLegend();
+        c.high->removeFromLegend();
+    } else {
+        c.raw = plot()->addGraph();
+        c.raw->setName(curve.name + tr(" raw"));
+        c.raw->setPen(QPen(faint));
+        c.raw->setData(c.xs, QVector<double>(c.values.begin(), c.values.end()), true);
+        c.raw->removeFromLegend();
+    }
+    c.smoothed = plot()->addGraph();
+    c.smoothed->setName(curve.name);
+    c.smoothed->setPen(QPen(QBrush(colour), 1.5, m_source->runLineStyle(c.run)));
+    if (c.xs.size() == 1) {
+        // One point (a checkpoint's value, or a run's first logged step) draws no line: mark it.
+        for (QCPGraph *g : {c.raw, c.smoothed}) {
+            if (g)
+                g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, colour, 7));
+        }
+    }
+    return c;
 }
 
 void CurveView::rebuild()
@@ -476,169 +468,44 @@ void CurveView::rebuild()
     plot()->clearGraphs();
     m_curves.clear();
     m_marks.clear();
-    const QString key = statistic();
-    const bool tensorLevel = key.startsWith(kTensorPrefix);
-    const QString stat = tensorLevel ? key.mid(kTensorPrefix.size()) : key;
-    const int maxPoints = std::max(100, plot()->axisRect()->width());
     const QCPRange visible = plot()->xAxis->range();
-    double lo = std::numeric_limits<double>::max(), hi = std::numeric_limits<double>::lowest();
-    const XAxis axis = xAxis();
-    const bool bySamples = axis == XAxis::Samples;
     const bool following = isFollowingEnd();
     const bool wholeShown = !m_haveExtent || visible.lower <= m_extentLo + 0.01 * visible.size();
-    double extentLo = std::numeric_limits<double>::max(), extentHi = std::numeric_limits<double>::lowest();
-    QStringList leftOut;
-    for (RunRef r : stat.isEmpty() ? std::vector<RunRef>() : m_source->runs()) {
-        if (tensorLevel && (m_selection->layer().isEmpty() || m_selection->tensor().isEmpty()))
-            continue;
-        CurveSource::Request request {.stat = stat,
-            .tensorLevel = tensorLevel,
-            .layer = m_selection->layer(),
-            .tensor = m_selection->tensor(),
-            .source = tensorLevel ? QString() : dataSource(),
-            .range = {.resolution = maxPoints},
-            .bySamples = bySamples};
-        if (m_haveRange) {
-            // The visible range and a margin, so lines run on past the edges while panning; in steps, or in
-            // samples for a series logged against them (by tokens: the steps the visible tokens span).
-            const double a = axis == XAxis::Tokens ? stepOfX(r, visible.lower) : visible.lower;
-            const double b = axis == XAxis::Tokens ? stepOfX(r, visible.upper) : visible.upper;
-            const double margin = (b - a) * 0.05 + 1;
-            request.range.from = int64_t(std::floor(a - margin));
-            request.range.to = int64_t(std::ceil(b + margin));
-        }
-        std::optional<CurveSource::Curve> curve = m_source->curve(r, request);
-        if (curve && m_haveRange && !curve->xIsSamples && bySamples) {
-            // A series against steps drawn by samples: ask again for the steps the visible samples span.
-            const double a = stepOfX(r, visible.lower), b = stepOfX(r, visible.upper);
-            const double margin = (b - a) * 0.05 + 1;
-            request.range.from = int64_t(std::floor(a - margin));
-            request.range.to = int64_t(std::ceil(b + margin));
-            request.bySamples = false;
-            curve = m_source->curve(r, request);
-        }
-        if (!curve)
-            continue;
-        // No counts to place it by: left out, and said, not drawn at its steps. (A series logged against
-        // samples is placed by tokens through its steps.)
-        const auto inverse = m_samplesInverse.find(r);
-        const bool stepsOfSamples = inverse != m_samplesInverse.end() && inverse->second.size() >= 2;
-        if (axis != XAxis::Steps && (!curve->xIsSamples || axis == XAxis::Tokens) && !xMapping(r)) {
-            leftOut << m_source->runName(r);
-            continue;
-        }
-        if (axis == XAxis::Tokens && curve->xIsSamples && !stepsOfSamples) {
-            leftOut << m_source->runName(r);
-            continue;
-        }
-        RunCurve c;
-        c.run = r;
-        c.series = curve->series;
-        for (const SeriesPoint &p : curve->points) {
-            c.bucketed = c.bucketed || p.count > 1;
-            c.steps.push_back(double(p.step));
-            c.values.push_back(p.count > 1 ? 0.5 * (p.min + p.max) : p.value);
-            c.mins.push_back(p.min);
-            c.maxs.push_back(p.max);
-        }
-        if (c.steps.empty())
-            continue;
-        if (curve->xIsSamples) {
-            // Its steps are samples already: keep x (by samples), and give steps back where the run has the
-            // mapping; by step, x is those steps.
-            c.xs = QVector<double>(c.steps.begin(), c.steps.end());
-            const auto inverse = m_samplesInverse.find(r);
-            for (double &st : c.steps)
-                st = inverse != m_samplesInverse.end() && inverse->second.size() >= 2 ? interpolate(inverse->second, st)
-                                                                                      : st;
-            if (!bySamples) {
-                for (size_t i = 0; i < c.steps.size(); ++i)
-                    c.xs[qsizetype(i)] = xOfStep(r, c.steps[i]);
-            }
-        }
-        const QString name = curve->name;
-        const QColor colour = m_source->runColour(r);
-        if (!curve->xIsSamples) {
-            c.xs.resize(qsizetype(c.steps.size()));
-            for (size_t i = 0; i < c.steps.size(); ++i)
-                c.xs[qsizetype(i)] = xOfStep(r, c.steps[i]);
-        }
-        const QVector<double> &xs = c.xs;
-        lo = std::min(lo, xs.front());
-        hi = std::max(hi, xs.back());
-        // The series' whole extent, beyond the range fetched (the store knows its first and last step).
-        extentLo = std::min(extentLo, xs.front());
-        extentHi = std::max(extentHi, xs.back());
-        if (c.series.points > 0 && c.series.lastStep >= c.series.firstStep) {
-            const bool stepsAreX = curve->xIsSamples == bySamples || (!curve->xIsSamples && axis == XAxis::Steps);
-            extentLo
-                = std::min(extentLo, stepsAreX ? double(c.series.firstStep) : xOfStep(r, double(c.series.firstStep)));
-            extentHi
-                = std::max(extentHi, stepsAreX ? double(c.series.lastStep) : xOfStep(r, double(c.series.lastStep)));
-        }
-        QColor faint = colour;
-        faint.setAlpha(70);
-        if (c.bucketed) {
-            c.low = plot()->addGraph();
-            c.high = plot()->addGraph();
-            c.low->setName(name + tr(" min"));
-            c.high->setName(name + tr(" max"));
-            c.low->setPen(QPen(faint));
-            c.high->setPen(QPen(faint));
-            c.low->setBrush(QBrush(faint));
-            c.low->setChannelFillGraph(c.high);
-            c.low->setData(xs, QVector<double>(c.mins.begin(), c.mins.end()), true);
-            c.high->setData(xs, QVector<double>(c.maxs.begin(), c.maxs.end()), true);
-            c.low->removeFromLegend();
-            c.high->removeFromLegend();
-        } else {
-            c.raw = plot()->addGraph();
-            c.raw->setName(name + tr(" raw"));
-            c.raw->setPen(QPen(faint));
-            c.raw->setData(xs, QVector<double>(c.values.begin(), c.values.end()), true);
-            c.raw->removeFromLegend();
-        }
-        c.smoothed = plot()->addGraph();
-        c.smoothed->setName(name);
-        c.smoothed->setPen(QPen(QBrush(colour), 1.5, m_source->runLineStyle(r)));
-        if (xs.size() == 1) {
-            // One point (a checkpoint's value, or a run's first logged step) draws no line: mark it.
-            for (QCPGraph *g : {c.raw, c.smoothed}) {
-                if (g)
-                    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, colour, 7));
-            }
-        }
-        m_curves.push_back(std::move(c));
-    }
-    // Checkpoint tensors have no step (-1): with nothing else in view, the axis says so.
-    const bool checkpointOnly = lo == -1.0 && hi == -1.0 && axis == XAxis::Steps;
-    plot()->xAxis->setLabel(checkpointOnly ? tr("checkpoint (no step)") : xAxisName());
-    plot()->xAxis->setTickLabels(!checkpointOnly);
-    // The layer by its last four parts ("layers.9.mlp.linear_fc2"), so that the label fits the axis.
-    const QString layer = m_selection->layer().section(QLatin1Char('.'), -4);
-    plot()->yAxis->setLabel(tensorLevel && !m_selection->tensor().isEmpty()
-            ? tr("%1 of %2 %3").arg(stat, layer, m_selection->tensor())
-            : stat);
-    const bool grew = m_haveRange && m_haveExtent && extentLo <= extentHi && extentHi > m_extentHi;
+    const CurveModel::Drawing drawing = m_model.fetch({.statistic = statistic(),
+        .layer = m_selection->layer(),
+        .tensor = m_selection->tensor(),
+        .dataSource = dataSource(),
+        .axis = xAxis(),
+        .resolution = std::max(100, plot()->axisRect()->width()),
+        .visible = m_haveRange ? std::optional(std::pair(visible.lower, visible.upper)) : std::nullopt,
+        .sourceHasStatistics = !m_statistics.empty()});
+    for (const CurveModel::Curve &curve : drawing.curves)
+        m_curves.push_back(addCurve(curve));
+    plot()->xAxis->setLabel(drawing.xLabel);
+    plot()->xAxis->setTickLabels(!drawing.checkpointOnly);
+    plot()->yAxis->setLabel(drawing.yLabel);
+    const bool haveExtent = drawing.extentLo <= drawing.extentHi;
+    const bool grew = m_haveRange && m_haveExtent && haveExtent && drawing.extentHi > m_extentHi;
     const double oldHi = m_extentHi;
-    m_haveExtent = extentLo <= extentHi;
+    m_haveExtent = haveExtent;
     if (m_haveExtent) {
-        m_extentLo = extentLo;
-        m_extentHi = extentHi;
+        m_extentLo = drawing.extentLo;
+        m_extentHi = drawing.extentHi;
     }
     if (grew && following) {
         // A growing run (its folder followed): the view at the end goes on showing the end, the whole series
         // when it showed the whole, else the same width moved along; then fetch what that range holds.
         const QCPRange range = wholeShown
-            ? QCPRange(visible.lower, extentHi)
-            : QCPRange(visible.lower + (extentHi - oldHi), visible.upper + (extentHi - oldHi));
+            ? QCPRange(visible.lower, drawing.extentHi)
+            : QCPRange(visible.lower + (drawing.extentHi - oldHi), visible.upper + (drawing.extentHi - oldHi));
         plot()->xAxis->setRange(range);
         m_inRebuild = false;
         rebuild();
         return;
     }
-    if (!m_haveRange && lo <= hi) {
+    if (!m_haveRange && drawing.lo <= drawing.hi) {
         // A single step is centred rather than put at the left edge.
+        const double lo = drawing.lo, hi = drawing.hi;
         plot()->xAxis->setRange(hi > lo ? lo : lo - 0.5, hi > lo ? hi : lo + 0.5);
         m_haveRange = true;
     }
@@ -652,35 +519,11 @@ void CurveView::rebuild()
         plot()->yAxis->setRange(0, 1);
         m_haveRange = false;
     }
-    // Said in place of curves: why there are none, or that every value is 0.
-    QString message;
-    if (tensorLevel && (m_selection->layer().isEmpty() || m_selection->tensor().isEmpty())) {
-        message = tr("%1 is a statistic of one tensor: choose a tensor in the Layers panel\n"
-                     "or click a cell of the heatmap.")
-                      .arg(stat);
-    } else if (m_curves.empty()) {
-        message = m_statistics.empty() || m_source->runs().empty() ? m_source->emptyText()
-            : leftOut.isEmpty()                                    ? tr("No run shown has %1.").arg(stat)
-                                                                   : QString();
-    } else {
-        bool allZero = true;
-        for (const RunCurve &c : m_curves)
-            allZero = allZero && std::all_of(c.maxs.begin(), c.maxs.end(), [](double v) { return v == 0.0; })
-                && std::all_of(c.mins.begin(), c.mins.end(), [](double v) { return v == 0.0; });
-        if (allZero)
-            message = tr("Every value of %1 is 0 as logged. A log that prints four decimals\n"
-                         "writes anything under 0.00005 as 0.0000: recompute from a dump to see it.")
-                          .arg(stat);
-    }
-    m_message->setText(message);
-    m_message->setVisible(!message.isEmpty());
-    const QString note = leftOut.isEmpty() ? QString()
-        : axis == XAxis::Tokens
-        ? tr("Not drawn on the tokens axis (no consumed-tokens counts, nor samples and a sequence length): %1")
-              .arg(leftOut.join(QStringLiteral(", ")))
-        : tr("Not drawn on the samples axis (no consumed-samples counts): %1").arg(leftOut.join(QStringLiteral(", ")));
-    m_note->setText(note);
-    m_note->setVisible(!note.isEmpty());
+    // Said in place of curves: why there are none, or that every value is 0; above them: runs left out.
+    m_message->setText(drawing.message);
+    m_message->setVisible(!drawing.message.isEmpty());
+    m_note->setText(drawing.note);
+    m_note->setVisible(!drawing.note.isEmpty());
     m_inRebuild = false;
     applySmoothing();
     Q_EMIT rebuilt();
@@ -818,7 +661,7 @@ void CurveView::updateCursor()
 {
     const qint64 step = m_selection->step();
     RunRef run = m_selection->run();
-    if (!xMapping(run) && !m_curves.empty())
+    if (!m_model.placesOn(xAxis(), run) && !m_curves.empty())
         run = m_curves.front().run;
     m_cursor->setVisible(step >= 0);
     if (step >= 0) {

@@ -6,6 +6,7 @@
 // What it draws comes from a CurveSource: the workspace's runs, or (in a comparison) a difference.
 #pragma once
 
+#include "curvemodel.h"
 #include "curvesource.h"
 
 #include "core/analysis/smoothing.h"
@@ -61,7 +62,7 @@ public:
     bool logY() const;
     // The x axis: steps, consumed samples, or consumed tokens (each run placed by its own counts; a run
     // without them is left out, and the note says so).
-    enum class XAxis { Steps, Samples, Tokens };
+    using XAxis = CurveModel::XAxis;
     void setXAxis(XAxis axis);
     XAxis xAxis() const;
     void setXBySamples(bool on) { setXAxis(on ? XAxis::Samples : XAxis::Steps); }
@@ -160,13 +161,11 @@ private:
     QCPItemText *m_note;
     std::vector<RunCurve> m_curves;
     std::vector<Mark> m_marks;
-    std::map<RunRef, std::vector<std::pair<double, double>>> m_samples; // (step, consumed samples)
-    std::map<RunRef, std::vector<std::pair<double, double>>> m_samplesInverse; // (samples, step)
-    std::map<RunRef, std::vector<std::pair<double, double>>> m_tokens; // (step, consumed tokens)
-    std::map<RunRef, std::vector<std::pair<double, double>>> m_tokensInverse; // (tokens, step)
-    // The run's (step, x) mapping of the chosen axis and its inverse; nullptr by step or without one.
-    const std::vector<std::pair<double, double>> *xMapping(RunRef run, bool inverse = false) const;
-    QString xAxisName() const; // "step", "consumed samples", "consumed tokens"
+    // What to fetch and where it goes (the axes' mappings, the curves, the labels and messages).
+    CurveModel m_model;
+    QString xAxisName() const { return CurveModel::axisName(xAxis()); }
+    // One curve of the model drawn: its graphs added to the plot.
+    RunCurve addCurve(const CurveModel::Curve &curve);
     std::vector<CurveSource::Statistic> m_statistics;
     // The x extent of the curves drawn (every point of their series, not just those in view), to tell a view
     // following the newest step (its right edge at the end) from one zoomed elsewhere when a run grows.

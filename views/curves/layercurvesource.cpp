@@ -13,10 +13,8 @@ LayerCurveSource::LayerCurveSource(Workspace *workspace, Selection *selection, Q
     , m_selection(selection)
     , m_runs(std::make_unique<WorkspaceCurveSource>(workspace))
 {
-    connect(workspace, &Workspace::loaded, this, &LayerCurveSource::reload);
-    connect(workspace, &Workspace::closed, this, &LayerCurveSource::reload);
-    connect(workspace, &Workspace::statisticsChanged, this, [this](RunRef run) {
-        if (run == m_run)
+    connect(workspace, &Workspace::changed, this, [this](Workspace::Parts parts, RunRef run) {
+        if ((parts & (Workspace::Loaded | Workspace::Closed)) || ((parts & Workspace::Statistics) && run == m_run))
             reload();
     });
     // Another layer or tensor kind selected: other curves, another one on top.

@@ -9,10 +9,12 @@ WorkspaceHeatmapSource::WorkspaceHeatmapSource(Workspace *workspace, QObject *pa
     : HeatmapSource(parent)
     , m_workspace(workspace)
 {
-    connect(workspace, &Workspace::loaded, this, &HeatmapSource::runsChanged);
-    connect(workspace, &Workspace::closed, this, &HeatmapSource::runsChanged);
-    connect(workspace, &Workspace::runVisibilityChanged, this, &HeatmapSource::runsChanged);
-    connect(workspace, &Workspace::statisticsChanged, this, &HeatmapSource::dataChanged);
+    connect(workspace, &Workspace::changed, this, [this](Workspace::Parts parts, RunRef run) {
+        if (parts & (Workspace::Loaded | Workspace::Closed | Workspace::Visibility))
+            Q_EMIT runsChanged();
+        if (parts & Workspace::Statistics)
+            Q_EMIT dataChanged(run);
+    });
 }
 
 std::vector<HeatmapSource::RunChoice> WorkspaceHeatmapSource::runs() const
@@ -88,7 +90,10 @@ SingleRunHeatmapSource::SingleRunHeatmapSource(Workspace *workspace, QObject *pa
     : WorkspaceHeatmapSource(workspace, parent)
     , m_workspace(workspace)
 {
-    connect(workspace, &Workspace::closed, this, [this] { setRun({}); });
+    connect(workspace, &Workspace::changed, this, [this](Workspace::Parts parts) {
+        if (parts & Workspace::Closed)
+            setRun({});
+    });
 }
 
 void SingleRunHeatmapSource::setRun(RunRef run)

@@ -75,8 +75,10 @@ HistogramView::HistogramView(Workspace *workspace, Selection *selection, QWidget
     });
     connect(m_formatBox, &QComboBox::currentIndexChanged, this, &HistogramView::request);
     connect(m_scaled, &QCheckBox::toggled, this, &HistogramView::redraw);
-    connect(workspace, &Workspace::loaded, this, &HistogramView::reloadDumps);
-    connect(workspace, &Workspace::closed, this, &HistogramView::reloadDumps);
+    connect(workspace, &Workspace::changed, this, [this](Workspace::Parts parts) {
+        if (parts & (Workspace::Loaded | Workspace::Closed))
+            reloadDumps();
+    });
     connect(selection, &Selection::changed, this, &HistogramView::selectionChanged);
     reloadDumps();
 }

@@ -36,9 +36,10 @@ void ProblemsModel::setProblems(std::vector<ProblemEntry> problems)
 void ProblemsModel::follow(Workspace *workspace)
 {
     const auto update = [this, workspace] { setProblems(workspace->problems()); };
-    connect(workspace, &Workspace::loaded, this, update);
-    connect(workspace, &Workspace::closed, this, update);
-    connect(workspace, &Workspace::problemsAdded, this, update);
+    connect(workspace, &Workspace::changed, this, [update](Workspace::Parts parts) {
+        if (parts & (Workspace::Loaded | Workspace::Closed | Workspace::Problems))
+            update();
+    });
     update();
 }
 

@@ -61,11 +61,12 @@ void RunListModel::follow(Workspace *workspace)
         }
         setRows(std::move(rows));
     };
-    connect(workspace, &Workspace::loaded, this, update);
-    connect(workspace, &Workspace::closed, this, update);
-    connect(workspace, &Workspace::runVisibilityChanged, this, update);
-    connect(workspace, &Workspace::dataAppended, this, update);
-    connect(workspace, &Workspace::followingChanged, this, update);
+    connect(workspace, &Workspace::changed, this, [update](Workspace::Parts parts) {
+        if (parts
+            & (Workspace::Loaded | Workspace::Closed | Workspace::Visibility | Workspace::Appended
+                | Workspace::Following))
+            update();
+    });
     connect(this, &RunListModel::visibilityRequested, workspace, &Workspace::setRunVisible);
     update();
 }

@@ -25,8 +25,10 @@ void StatsTableModel::follow(Workspace *workspace, Selection *selection)
 {
     const auto refresh = [this, workspace, selection] { setRows(rowsOf(*workspace, *selection)); };
     connect(selection, &Selection::changed, this, refresh);
-    connect(workspace, &Workspace::statisticsChanged, this, refresh);
-    connect(workspace, &Workspace::closed, this, refresh);
+    connect(workspace, &Workspace::changed, this, [refresh](Workspace::Parts parts) {
+        if (parts & (Workspace::Statistics | Workspace::Closed))
+            refresh();
+    });
 }
 
 std::vector<StatsTableModel::Row> StatsTableModel::rowsOf(const Workspace &workspace, const Selection &selection)

@@ -59,11 +59,12 @@ LiveTriage::LiveTriage(Workspace *workspace, QObject *parent)
         m_notices.clear();
         m_engine = std::make_shared<IncrementalTriage>();
     });
-    connect(workspace, &Workspace::loaded, this, [this] {
-        if (!m_primed)
+    connect(workspace, &Workspace::changed, this, [this](Workspace::Parts parts) {
+        if ((parts & Workspace::Loaded) && !m_primed)
+            schedule();
+        if (parts & Workspace::Appended)
             schedule();
     });
-    connect(workspace, &Workspace::dataAppended, this, &LiveTriage::schedule);
 }
 
 void LiveTriage::setMinIntervalMs(int ms)

@@ -7,10 +7,12 @@
 #include <QFileInfo>
 #include <QLoggingCategory>
 #include <QPointer>
-#include <QTimer>
 
 #include <atomic>
 #include <mutex>
+
+Q_DECLARE_METATYPE(fp8scope::Outcome<bool>)
+Q_DECLARE_METATYPE(std::vector<fp8scope::ProblemEntry>)
 
 Q_LOGGING_CATEGORY(lcWorkspace, "fp8scope.views.workspace")
 
@@ -18,32 +20,17 @@ namespace fp8scope {
 
 namespace {
 
-// Marks, in what the load job hands back, a file the scan could not read ("<mark><path>\x1f<why>") and a
-// file the ingest failed on ("<mark><folder>\x1f<file: why>"): both become problems of the panel.
-const QString kUnreadable = QStringLiteral("\x1eunreadable:");
-const QString kFailed = QStringLiteral("\x1efailed:");
-
-// What an ingest of `folder` hands back as errors, marked for Workspace::problemsOf().
-QStringList ingestErrors(const QString &folder, const IngestReport &report)
+// Each folder read into its store (the load's job and the follow's): the value says whether any store took
+// something; the problems are the folders that would not open (no path: said, not kept) and the files the
+// ingest could not read or failed on. `progress`: said in the status bar, file by file.
+Outcome<bool> ingestFolders(const QStringList &folders, JobContext &ctx, bool progress)
 {
-    QStringList errors;
-    for (const QString &e : report.errors)
-        errors << kFailed + folder + QChar(0x1f) + e;
-    for (const auto &[path, why] : report.unreadable)
-        errors << kUnreadable + QDir(folder).absoluteFilePath(path) + QChar(0x1f) + why;
-    return errors;
-}
-
-// Ingests each folder into its store (the load's job and the follow's); the errors marked for problemsOf(),
-// *changed whether any store took something. `progress`: said in the status bar, file by file.
-QStringList ingestFolders(const QStringList &folders, JobContext &ctx, bool progress, bool *changed = nullptr)
-{
-    QStringList errors;
+    Outcome<bool> out;
     FolderSession session;
     for (const QString &folder : folders) {
         QString error;
         if (!session.open(folder, &error))
-            errors << error;
+            out.problems.push_back({.message = error, .storeError = true});
     }
     const std::vector<FolderSession::FolderIngest> ingested
         = session.ingest([&](int done, int total, const QString &file) {
@@ -51,11 +38,21 @@ QStringList ingestFolders(const QStringList &folders, JobContext &ctx, bool prog
                   ctx.setProgress(done, total, QObject::tr("Reading %1").arg(QFileInfo(file).fileName()));
               return !ctx.isCancelled();
           });
-    if (changed)
-        *changed = FolderSession::changed(ingested);
-    for (const FolderSession::FolderIngest &f : ingested)
-        errors << ingestErrors(f.folder, f.report);
-    return errors;
+    out.value = FolderSession::changed(ingested);
+    for (const FolderSession::FolderIngest &f : ingested) {
+        for (ProblemEntry &p : FolderSession::problemsOf(f))
+            out.problems.push_back(std::move(p));
+    }
+    return out;
+}
+
+// What a load or follow job gave back, its own failure (an exception, a store that would not open) a problem.
+Outcome<bool> outcomeOf(const JobResult &r)
+{
+    Outcome<bool> out = r.value.value<Outcome<bool>>();
+    if (!r.error.isEmpty())
+        out.problems.push_back({.message = r.error, .storeError = true});
+    return out;
 }
 
 } // namespace
@@ -138,11 +135,12 @@ Workspace::Workspace(QObject *parent)
     qRegisterMetaType<TensorMetrics>();
     qRegisterMetaType<Heatmap>();
     qRegisterMetaType<RunRef>();
-    // Store errors the GUI thread's reads meet (curves, the statistics table) reach the problems panel.
-    auto *errors = new QTimer(this);
-    errors->setInterval(1000);
-    connect(errors, &QTimer::timeout, this, [this] { noteStoreErrors(); });
-    errors->start();
+    // Store errors the GUI thread's reads meet (curves, the statistics table) reach the problems panel: met
+    // inside a read (a paint, a model's data()), so noted from the event loop after it.
+    m_catalog.setStoreErrorHandler([this](const ProblemEntry &problem) {
+        QMetaObject::invokeMethod(
+            this, [this, problem] { noteStoreErrors({problem}); }, Qt::QueuedConnection);
+    });
 }
 
 Workspace::~Workspace()
@@ -175,18 +173,17 @@ quint64 Workspace::query(
                                          ctx.setError(error);
                                          return {};
                                      }
+                                     std::vector<ProblemEntry> met;
+                                     holder->catalog.setStoreErrorHandler(
+                                         [&met](const ProblemEntry &p) { met.push_back(p); });
                                      QVariant value = work(*catalog);
-                                     QStringList errors;
-                                     for (const ProblemEntry &p : catalog->problems()) {
-                                         if (p.storeError)
-                                             errors << p.message;
-                                     }
-                                     return QVariantList {value, errors};
+                                     holder->catalog.setStoreErrorHandler({});
+                                     return QVariantList {value, QVariant::fromValue(met)};
                                  }},
         receiver, [done, self](const JobResult &r) {
             const QVariantList both = r.value.toList();
             if (self && both.size() == 2)
-                self->noteStoreErrors(both.at(1).toStringList());
+                self->noteStoreErrors(both.at(1).value<std::vector<ProblemEntry>>());
             done(both.value(0));
         });
 }
@@ -239,11 +236,11 @@ void Workspace::close()
     m_runs.clear();
     m_catalog.close();
     m_problems.clear();
-    m_storeErrorsSaid.clear();
     m_layers.clear();
     m_folders.clear();
     m_serials.clear();
     m_demo = false;
+    Q_EMIT changed(Closed, {});
     Q_EMIT closed();
 }
 
@@ -278,9 +275,10 @@ void Workspace::open(const QStringList &folders)
     }
     Q_EMIT loadingStarted();
     const QStringList list = m_folders;
-    m_loadTicket = m_jobs->submit({QString(), QStringLiteral("load"),
-                                      [list](JobContext &ctx) -> QVariant { return ingestFolders(list, ctx, true); }},
-        this, [this](const JobResult &r) { finishLoad(r.value.toStringList() << r.error); });
+    m_loadTicket = m_jobs->submit(
+        {QString(), QStringLiteral("load"),
+            [list](JobContext &ctx) -> QVariant { return QVariant::fromValue(ingestFolders(list, ctx, true)); }},
+        this, [this](const JobResult &r) { finishLoad(outcomeOf(r).problems); });
 }
 
 void Workspace::openDemo(const QString &dir, const DemoOptions &options)
@@ -291,54 +289,39 @@ void Workspace::openDemo(const QString &dir, const DemoOptions &options)
     m_serials.push_back(Catalog::newStoreSerial());
     Q_EMIT loadingStarted();
     const QString out = m_folders.front();
-    m_loadTicket = m_jobs->submit(
-        {QString(), QStringLiteral("load"),
-            [out, options](JobContext &ctx) -> QVariant {
-                // planted.json is written last: its presence marks a complete pair.
-                if (!QFileInfo::exists(out + QStringLiteral("/planted.json"))) {
-                    ctx.setProgress(0, 2, QObject::tr("Generating the demo run pair"));
-                    QString error;
-                    if (!generateDemo(out, options, nullptr, &error))
-                        return QStringList {error};
-                }
-                ctx.setProgress(1, 2, QObject::tr("Reading the demo run pair"));
-                FolderSession session;
-                QString error;
-                if (!session.open(out, &error))
-                    return QStringList {error};
-                const IngestReport report
-                    = session.ingest([&](int, int, const QString &) { return !ctx.isCancelled(); }).front().report;
-                ctx.setProgress(2, 2);
-                return ingestErrors(out, report);
-            }},
-        this, [this](const JobResult &r) { finishLoad(r.value.toStringList() << r.error); });
+    m_loadTicket = m_jobs->submit({QString(), QStringLiteral("load"),
+                                      [out, options](JobContext &ctx) -> QVariant {
+                                          Outcome<bool> result;
+                                          QString error;
+                                          // planted.json is written last: its presence marks a complete pair.
+                                          if (!QFileInfo::exists(out + QStringLiteral("/planted.json"))) {
+                                              ctx.setProgress(0, 2, QObject::tr("Generating the demo run pair"));
+                                              if (!generateDemo(out, options, nullptr, &error)) {
+                                                  result.problems.push_back({.message = error, .storeError = true});
+                                                  return QVariant::fromValue(result);
+                                              }
+                                          }
+                                          ctx.setProgress(1, 2, QObject::tr("Reading the demo run pair"));
+                                          FolderSession session;
+                                          if (!session.open(out, &error)) {
+                                              result.problems.push_back({.message = error, .storeError = true});
+                                              return QVariant::fromValue(result);
+                                          }
+                                          const std::vector<FolderSession::FolderIngest> ingested = session.ingest(
+                                              [&](int, int, const QString &) { return !ctx.isCancelled(); });
+                                          ctx.setProgress(2, 2);
+                                          result.value = FolderSession::changed(ingested);
+                                          result.problems = FolderSession::problemsOf(ingested.front());
+                                          return QVariant::fromValue(result);
+                                      }},
+        this, [this](const JobResult &r) { finishLoad(outcomeOf(r).problems); });
 }
 
-std::vector<ProblemEntry> Workspace::problemsOf(const QStringList &errors)
-{
-    std::vector<ProblemEntry> out;
-    for (const QString &e : errors) {
-        if (e.startsWith(kUnreadable)) { // a file the scan could not read: a problem of the panel
-            out.push_back(
-                {.path = e.mid(kUnreadable.size()).section(QChar(0x1f), 0, 0), .message = e.section(QChar(0x1f), 1)});
-        } else if (e.startsWith(kFailed)) { // a file the ingest failed on: said, and kept in the panel
-            const QString folder = e.mid(kFailed.size()).section(QChar(0x1f), 0, 0);
-            const QString what = e.section(QChar(0x1f), 1);
-            out.push_back({.path = QDir(folder).absoluteFilePath(what.section(QStringLiteral(": "), 0, 0)),
-                .message = what.section(QStringLiteral(": "), 1),
-                .storeError = true});
-        } else if (!e.isEmpty()) {
-            out.push_back({.message = e, .storeError = true});
-        }
-    }
-    return out;
-}
-
-void Workspace::finishLoad(const QStringList &errors)
+void Workspace::finishLoad(std::vector<ProblemEntry> problems)
 {
     m_loadTicket = 0;
     std::vector<ProblemEntry> unreadable;
-    for (ProblemEntry &p : problemsOf(errors)) {
+    for (ProblemEntry &p : problems) {
         if (p.path.isEmpty()) { // the load's own failure (a store that would not open): said only
             Q_EMIT message(p.message);
             continue;
@@ -366,6 +349,7 @@ void Workspace::finishLoad(const QStringList &errors)
         m_problems.push_back(std::move(p));
     if (m_following)
         m_watcher->watch(m_folders);
+    Q_EMIT changed(Loaded, {});
     Q_EMIT loaded();
 }
 
@@ -376,6 +360,7 @@ void Workspace::setFollowing(bool on)
     m_following = on;
     m_queryCatalog->keepPoints.store(on);
     m_watcher->watch(on && !m_loadTicket ? m_folders : QStringList());
+    Q_EMIT changed(Following, {});
     Q_EMIT followingChanged(on);
     if (on)
         followNow(); // what was written while it was off
@@ -391,16 +376,13 @@ void Workspace::followNow()
     }
     const QStringList list = m_folders;
     // No progress of its own: a few small reads a second are not worth the status bar's attention.
-    m_followTicket = m_jobs->submit({QString(), QStringLiteral("follow"),
-                                        [list](JobContext &ctx) -> QVariant {
-                                            bool changed = false;
-                                            const QStringList errors = ingestFolders(list, ctx, false, &changed);
-                                            return QVariantList {changed, errors};
-                                        }},
+    m_followTicket = m_jobs->submit(
+        {QString(), QStringLiteral("follow"),
+            [list](JobContext &ctx) -> QVariant { return QVariant::fromValue(ingestFolders(list, ctx, false)); }},
         this, [this](const JobResult &r) {
             m_followTicket = 0;
-            const QVariantList v = r.value.toList();
-            finishFollow(v.value(0).toBool(), v.value(1).toStringList() << r.error);
+            const Outcome<bool> outcome = outcomeOf(r);
+            finishFollow(outcome.value.value_or(false), outcome.problems);
             if (m_followPending) {
                 m_followPending = false;
                 followNow();
@@ -408,11 +390,11 @@ void Workspace::followNow()
         });
 }
 
-void Workspace::finishFollow(bool changed, const QStringList &errors)
+void Workspace::finishFollow(bool storesChanged, std::vector<ProblemEntry> problems)
 {
     // A file that fails again on every change is one problem, said once.
     bool added = false;
-    for (ProblemEntry &p : problemsOf(errors)) {
+    for (ProblemEntry &p : problems) {
         bool known = false;
         for (const ProblemEntry &q : m_problems)
             known = known || (q.path == p.path && q.message == p.message);
@@ -422,9 +404,11 @@ void Workspace::finishFollow(bool changed, const QStringList &errors)
         m_problems.push_back(std::move(p));
         added = true;
     }
-    if (added)
+    if (added) {
+        Q_EMIT changed(Problems, {});
         Q_EMIT problemsAdded();
-    if (!changed)
+    }
+    if (!storesChanged)
         return;
     m_catalog.refresh();
     const std::vector<Run> now = m_catalog.runs(false);
@@ -480,7 +464,9 @@ void Workspace::finishFollow(bool changed, const QStringList &errors)
             noteAdvance(before[i], runs[i]);
         m_runs = std::move(runs);
         m_layers = layers;
+        Q_EMIT changed(Loaded, {});
         Q_EMIT loaded();
+        Q_EMIT changed(Appended, {});
         Q_EMIT dataAppended();
         return;
     }
@@ -488,9 +474,12 @@ void Workspace::finishFollow(bool changed, const QStringList &errors)
     readLatestSteps(m_runs);
     for (size_t i = 0; i < m_runs.size(); ++i) {
         noteAdvance(before[i], m_runs[i]);
-        if (m_runs[i].latestStep != before[i].latestStep || m_runs[i].run.pointCount != before[i].run.pointCount)
+        if (m_runs[i].latestStep != before[i].latestStep || m_runs[i].run.pointCount != before[i].run.pointCount) {
+            Q_EMIT changed(Statistics, m_runs[i].run.ref);
             Q_EMIT statisticsChanged(m_runs[i].run.ref);
+        }
     }
+    Q_EMIT changed(Appended, {});
     Q_EMIT dataAppended();
 }
 
@@ -529,29 +518,23 @@ bool Workspace::isStalled(RunRef ref, const QDateTime &now) const
     return threshold >= 0 && run(ref)->advanced.msecsTo(now) > threshold;
 }
 
-void Workspace::noteStoreErrors(const QStringList &extra)
+void Workspace::noteStoreErrors(const std::vector<ProblemEntry> &errors)
 {
-    QStringList errors = extra;
-    for (const ProblemEntry &p : m_catalog.problems()) {
-        if (p.storeError)
-            errors << p.message;
-    }
     bool added = false;
-    for (const QString &e : errors) {
-        if (m_storeErrorsSaid.contains(e))
-            continue;
-        m_storeErrorsSaid << e;
+    for (const ProblemEntry &p : errors) {
         bool known = false;
-        for (const ProblemEntry &p : m_problems)
-            known = known || p.message == e;
+        for (const ProblemEntry &q : m_problems)
+            known = known || q.message == p.message;
         if (known)
             continue;
-        m_problems.push_back({.path = e.section(QStringLiteral(": "), 0, 0), .message = e, .storeError = true});
-        Q_EMIT message(e);
+        m_problems.push_back(p);
+        Q_EMIT message(p.message);
         added = true;
     }
-    if (added)
+    if (added) {
+        Q_EMIT changed(Problems, {});
         Q_EMIT problemsAdded();
+    }
 }
 
 const WorkspaceRun *Workspace::run(RunRef ref) const
@@ -584,6 +567,7 @@ void Workspace::setRunVisible(RunRef ref, bool visible)
     if (i < 0 || m_runs[size_t(i)].visible == visible)
         return;
     m_runs[size_t(i)].visible = visible;
+    Q_EMIT changed(Visibility, ref);
     Q_EMIT runVisibilityChanged(ref);
 }
 
@@ -643,8 +627,10 @@ quint64 Workspace::recompute(
             }
             // Stored in the folder it was computed for: announced only while that folder's runs are open
             // (a ref of a closed folder's store matches no run of a new one).
-            if (this->run(run))
+            if (this->run(run)) {
+                Q_EMIT changed(Statistics, run);
                 Q_EMIT statisticsChanged(run);
+            }
             done(r.value.value<TensorMetrics>(), QString());
         });
 }
@@ -745,8 +731,10 @@ void Workspace::storeReview(RunRef run, RunRef baseline, const FindingReview &re
                 done(r.error.isEmpty() ? tr("cancelled") : r.error);
                 return;
             }
-            if (this->run(run))
+            if (this->run(run)) {
+                Q_EMIT changed(Reviews, run);
                 Q_EMIT reviewsChanged(run);
+            }
             done(QString());
         });
 }

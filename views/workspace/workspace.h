@@ -51,6 +51,19 @@ class Workspace : public QObject
 {
     Q_OBJECT
 public:
+    // What changed, for changed(): a view connects once and reacts to the parts it shows.
+    enum Part {
+        Loaded = 1, // the runs, layers and problems are ready (a load, a reload, a run or layer that appeared)
+        Closed = 2, // the folders were closed: no runs
+        Visibility = 4, // a run shown or hidden (the run)
+        Statistics = 8, // a run's stored data changed: a followed log grew, a recompute was stored (the run)
+        Appended = 16, // a followed folder's new data is in (after its runs' Statistics)
+        Problems = 32, // problems() grew after Loaded
+        Reviews = 64, // a review of a finding was kept (the run)
+        Following = 128, // following turned on or off
+    };
+    Q_DECLARE_FLAGS(Parts, Part)
+
     explicit Workspace(QObject *parent = nullptr);
     ~Workspace() override;
 
@@ -111,9 +124,10 @@ public:
     qint64 stallThresholdMs(RunRef ref) const;
 
     const std::vector<ProblemEntry> &problems() const { return m_problems; }
-    // Adds the store errors reads met since (on this thread's Catalog, and those a query brought back) to
-    // problems(): a damaged page found while drawing is said, not drawn as a gap. Emits problemsAdded().
-    void noteStoreErrors(const QStringList &extra = {});
+    // Adds store errors reads met (this thread's Catalog's, handed over as they are met, and those a query
+    // brought back) to problems(): a damaged page found while drawing is said, not drawn as a gap. Emits
+    // problemsAdded() when one was new.
+    void noteStoreErrors(const std::vector<ProblemEntry> &errors);
     // Every distinct layer over all runs, in depth order, with its tensor kinds (series or dumps).
     const std::vector<LayerTensors> &layerTensors() const { return m_layers; }
 
@@ -159,6 +173,9 @@ public:
         std::function<void(const QString &error)> done);
 
 Q_SIGNALS:
+    // Every change as one signal, before its own signal below (the views follow this one; the window and the
+    // tests the others). `run` is the run concerned for Visibility, Statistics and Reviews, else invalid.
+    void changed(fp8scope::Workspace::Parts parts, fp8scope::RunRef run);
     void reviewsChanged(fp8scope::RunRef run);
     void loadingStarted();
     void loaded(); // runs, stores and problems are ready (also after a failed or cancelled load)
@@ -173,10 +190,9 @@ Q_SIGNALS:
     void followingChanged(bool on); // setFollowing: whether runs can stop (stallThresholdMs) changed with it
 
 private:
-    void finishLoad(const QStringList &errors);
-    // The problems a load or follow job's errors name; said in the status bar as they are made.
-    std::vector<ProblemEntry> problemsOf(const QStringList &errors);
-    void finishFollow(bool changed, const QStringList &errors);
+    // A load's or follow's problems are said in the status bar and kept for the panel.
+    void finishLoad(std::vector<ProblemEntry> problems);
+    void finishFollow(bool storesChanged, std::vector<ProblemEntry> problems);
     // Each run's newest step, by the series the GUI thread's catalog lists.
     void readLatestSteps(std::vector<WorkspaceRun> &runs) const;
     void ensureBackendJob();
@@ -202,7 +218,6 @@ private:
     bool m_followPending = false; // a change came while it ran
     qint64 m_stalledAfterMs = 120'000;
     std::map<RunRef, std::vector<qint64>> m_advanceGaps; // ms between a run's recent advances
-    QStringList m_storeErrorsSaid; // already in m_problems
 };
 
 // The colour of the i-th run: twelve distinct ones (Okabe-Ito's eight, distinguishable for colour-blind
@@ -212,3 +227,5 @@ QColor runColour(int index);
 Qt::PenStyle runLineStyle(int index);
 
 } // namespace fp8scope
+
+Q_DECLARE_OPERATORS_FOR_FLAGS(fp8scope::Workspace::Parts)
