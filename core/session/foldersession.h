@@ -56,7 +56,7 @@ public:
     // with the file it stopped at), as problems of those files.
     static std::vector<ProblemEntry> problemsOf(const FolderIngest &ingested);
 
-    // The store of an opened folder: its path ("" when not open), the folder's path.
+    // Where the store of an opened folder lives ("" when not open here).
     QString storePath(quint64 serial) const { return m_catalog.storePath(serial); }
 
     // Recomputes an indexed dump under the recipes and keeps the results as recomputed series of its run
@@ -71,11 +71,6 @@ public:
     // names it, replacing the finding's earlier review.
     [[nodiscard]] bool storeReview(
         RunRef run, const std::pair<QString, QString> &baselineKey, const FindingReview &review, QString *error);
-    // The same with the baseline open in this session.
-    [[nodiscard]] bool storeReview(RunRef run, RunRef baseline, const FindingReview &review, QString *error)
-    {
-        return storeReview(run, m_catalog.baselineKey(run, baseline), review, error);
-    }
 
 private:
     Catalog m_catalog;

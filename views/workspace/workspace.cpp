@@ -173,11 +173,13 @@ quint64 Workspace::query(
                                          ctx.setError(error);
                                          return {};
                                      }
+                                     // The store errors this query meets, handed back with its value.
                                      std::vector<ProblemEntry> met;
                                      holder->catalog.setStoreErrorHandler(
                                          [&met](const ProblemEntry &p) { met.push_back(p); });
+                                     const std::unique_ptr<Catalog, void (*)(Catalog *)> unset(
+                                         &holder->catalog, [](Catalog *c) { c->setStoreErrorHandler({}); });
                                      QVariant value = work(*catalog);
-                                     holder->catalog.setStoreErrorHandler({});
                                      return QVariantList {value, QVariant::fromValue(met)};
                                  }},
         receiver, [done, self](const JobResult &r) {
