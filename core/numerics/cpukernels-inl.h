@@ -978,7 +978,6 @@ const char *SimdTarget()
     return hwy::TargetName(HWY_TARGET);
 }
 
-
 #else
 
 // Defined by the translation unit that compiles this target.
