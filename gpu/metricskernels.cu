@@ -40,49 +40,17 @@ __device__ __forceinline__ float finiteAbs(float x)
 }
 
 // One thread's running sums; histograms go to the block's shared counters.
-struct ThreadAcc {
-    unsigned long long numel = 0, zeros = 0, nans = 0, infs = 0, nonzeroQ = 0, saturated = 0;
-    unsigned long long blocks = 0, zeroAmaxBlocks = 0;
-    float amax = 0.0f, amin = INFINITY, scaleInvMin = INFINITY, scaleInvMax = 0.0f;
-    double sum = 0, sumSq = 0, sumCube = 0, sumQuad = 0, errSq = 0, dotXQ = 0, sumQSq = 0, log2Sum = 0;
-
+struct ThreadAcc : fp8math::MetricFields<unsigned long long, double, float> {
     __device__ void add(const ElementEval &e, unsigned *histIn, unsigned *histScaled)
     {
-        ++numel;
-        nans += e.nan;
-        infs += e.inf;
-        zeros += e.zero;
-        saturated += e.saturated;
-        nonzeroQ += e.nonzeroQ;
+        fp8math::addElement(e, *this, 1u);
         if (e.binIn >= 0)
             atomicAdd(histIn + e.binIn, 1u);
         if (e.binScaled >= 0)
             atomicAdd(histScaled + e.binScaled, 1u);
-        if (!e.finite)
-            return;
-        amax = fmaxf(amax, e.absX);
-        if (!e.zero)
-            amin = fminf(amin, e.absX);
-        const double sq = e.x * e.x;
-        sum += e.x;
-        sumSq += sq;
-        sumCube += sq * e.x;
-        sumQuad += sq * sq;
-        const double err = e.x - e.q;
-        errSq += err * err;
-        dotXQ += e.x * e.q;
-        sumQSq += e.q * e.q;
     }
 
-    __device__ void addBlock(float blockAmax, float scaleInv)
-    {
-        ++blocks;
-        zeroAmaxBlocks += !(blockAmax > 0.0f);
-        scaleInvMin = fminf(scaleInvMin, scaleInv);
-        scaleInvMax = fmaxf(scaleInvMax, scaleInv);
-        if (scaleInv > 0.0f)
-            log2Sum += fp8math::MetricSums::exactLog2(scaleInv);
-    }
+    __device__ void addBlock(float blockAmax, float scaleInv) { fp8math::addBlockTo(*this, blockAmax, scaleInv); }
 };
 
 template <class T, class Op> __device__ T blockReduce(T v, Op op, T *scratch, T identity)
@@ -128,41 +96,37 @@ __device__ void sumInto(double *dst, double v, double *scratch)
         atomicAdd(dst, v);
 }
 
+// Reduces each field over the block's threads and adds it to the global accumulators (thread 0 does).
+// Non-negative floats order as their bit patterns.
+struct BlockToGlobal {
+    unsigned long long *su;
+    double *sd;
+    float *sf;
+
+    __device__ void add(unsigned long long &dst, unsigned long long v) { sumInto(&dst, v, su); }
+    __device__ void add(double &dst, double v) { sumInto(&dst, v, sd); }
+    __device__ void max(unsigned &dstBits, float v)
+    {
+        v = blockReduce(v, Max(), sf, 0.0f);
+        if (threadIdx.x == 0)
+            atomicMax(&dstBits, __float_as_uint(v));
+    }
+    __device__ void min(unsigned &dstBits, float v)
+    {
+        v = blockReduce(v, Min(), sf, INFINITY);
+        if (threadIdx.x == 0)
+            atomicMin(&dstBits, __float_as_uint(v));
+    }
+};
+
 // Folds the block's threads and shared histograms into the global accumulators.
 __device__ void finish(const ThreadAcc &a, const unsigned *histIn, const unsigned *histScaled, DeviceSums *out)
 {
     __shared__ unsigned long long su[32];
     __shared__ double sd[32];
     __shared__ float sf[32];
-    sumInto(&out->numel, a.numel, su);
-    sumInto(&out->zeros, a.zeros, su);
-    sumInto(&out->nans, a.nans, su);
-    sumInto(&out->infs, a.infs, su);
-    sumInto(&out->nonzeroQ, a.nonzeroQ, su);
-    sumInto(&out->saturated, a.saturated, su);
-    sumInto(&out->blocks, a.blocks, su);
-    sumInto(&out->zeroAmaxBlocks, a.zeroAmaxBlocks, su);
-    sumInto(&out->sum, a.sum, sd);
-    sumInto(&out->sumSq, a.sumSq, sd);
-    sumInto(&out->sumCube, a.sumCube, sd);
-    sumInto(&out->sumQuad, a.sumQuad, sd);
-    sumInto(&out->errSq, a.errSq, sd);
-    sumInto(&out->dotXQ, a.dotXQ, sd);
-    sumInto(&out->sumQSq, a.sumQSq, sd);
-    sumInto(&out->log2ScaleInvSum, a.log2Sum, sd);
-    // Non-negative floats order as their bit patterns.
-    const float amax = blockReduce(a.amax, Max(), sf, 0.0f);
-    if (threadIdx.x == 0)
-        atomicMax(&out->amaxBits, __float_as_uint(amax));
-    const float amin = blockReduce(a.amin, Min(), sf, INFINITY);
-    if (threadIdx.x == 0)
-        atomicMin(&out->aminBits, __float_as_uint(amin));
-    const float sMin = blockReduce(a.scaleInvMin, Min(), sf, INFINITY);
-    if (threadIdx.x == 0)
-        atomicMin(&out->scaleInvMinBits, __float_as_uint(sMin));
-    const float sMax = blockReduce(a.scaleInvMax, Max(), sf, 0.0f);
-    if (threadIdx.x == 0)
-        atomicMax(&out->scaleInvMaxBits, __float_as_uint(sMax));
+    BlockToGlobal op {su, sd, sf};
+    fp8math::forEachField(*out, a, op);
     __syncthreads();
     for (int b = threadIdx.x; b < kHistBins; b += blockDim.x) {
         if (histIn[b])
@@ -325,39 +289,37 @@ int gridFor(int64_t work, int threads)
 
 DeviceSums emptyDeviceSums()
 {
-    DeviceSums d {};
-    d.aminBits = d.scaleInvMinBits = 0x7F800000u;
-    return d;
+    return DeviceSums {};
 }
+
+namespace {
+
+// Folds the device's holders of the fields into the host's.
+struct DeviceToHost {
+    FP8_HD void add(int64_t &into, unsigned long long from) { into += int64_t(from); }
+    FP8_HD void add(double &into, double from) { into += from; }
+    FP8_HD void max(double &into, unsigned int fromBits)
+    {
+        const double v = fp8math::bitsFloat(fromBits);
+        into = into > v ? into : v;
+    }
+    FP8_HD void min(double &into, unsigned int fromBits)
+    {
+        const double v = fp8math::bitsFloat(fromBits);
+        into = into < v ? into : v;
+    }
+};
+
+} // namespace
 
 void addDeviceSums(const DeviceSums &d, fp8math::MetricSums &m)
 {
-    fp8math::MetricSums s;
-    s.numel = int64_t(d.numel);
-    s.zeros = int64_t(d.zeros);
-    s.nans = int64_t(d.nans);
-    s.infs = int64_t(d.infs);
-    s.nonzeroQ = int64_t(d.nonzeroQ);
-    s.saturated = int64_t(d.saturated);
-    s.amax = fp8math::bitsFloat(d.amaxBits);
-    s.aminNonzero = fp8math::bitsFloat(d.aminBits);
-    s.sum = d.sum;
-    s.sumSq = d.sumSq;
-    s.sumCube = d.sumCube;
-    s.sumQuad = d.sumQuad;
-    s.errSq = d.errSq;
-    s.dotXQ = d.dotXQ;
-    s.sumQSq = d.sumQSq;
+    DeviceToHost op;
+    fp8math::forEachField(m, d, op);
     for (int b = 0; b < kHistBins; ++b) {
-        s.histIn[b] = int64_t(d.histIn[b]);
-        s.histScaled[b] = int64_t(d.histScaled[b]);
+        m.histIn[b] += int64_t(d.histIn[b]);
+        m.histScaled[b] += int64_t(d.histScaled[b]);
     }
-    s.blocks = int64_t(d.blocks);
-    s.zeroAmaxBlocks = int64_t(d.zeroAmaxBlocks);
-    s.scaleInvMin = fp8math::bitsFloat(d.scaleInvMinBits);
-    s.scaleInvMax = fp8math::bitsFloat(d.scaleInvMaxBits);
-    s.log2ScaleInvSum = d.log2ScaleInvSum;
-    m.merge(s);
 }
 
 bool tileShapeSupported(const QuantPlan &plan)

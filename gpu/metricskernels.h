@@ -11,15 +11,12 @@ namespace fp8scope::gpu {
 
 enum class InputType : uint8_t { F32, BF16, F16, E4M3, E5M2 };
 
-// The device-side accumulators of one accumulate() call; every kernel adds into them with atomics.
-struct DeviceSums {
-    unsigned long long numel, zeros, nans, infs, nonzeroQ, saturated;
-    unsigned long long blocks, zeroAmaxBlocks;
-    unsigned long long histIn[fp8math::kHistBins];
-    unsigned long long histScaled[fp8math::kHistBins];
-    double sum, sumSq, sumCube, sumQuad, errSq, dotXQ, sumQSq, log2ScaleInvSum;
-    unsigned int amaxBits, aminBits, scaleInvMinBits, scaleInvMaxBits; // non-negative floats as bits
-    unsigned int tensorAmaxBits; // result of launchAmax
+// The device-side accumulators of one accumulate() call; every kernel adds into them with atomics. The
+// extremes are non-negative floats held as their bits (atomicMax and atomicMin on unsigned order them).
+struct DeviceSums : fp8math::MetricFields<unsigned long long, double, unsigned int> {
+    unsigned long long histIn[fp8math::kHistBins] = {};
+    unsigned long long histScaled[fp8math::kHistBins] = {};
+    unsigned int tensorAmaxBits = 0; // result of launchAmax
 };
 
 // Initial value (what the host copies to the device before a pass) and the fold into MetricSums.

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 namespace fp8scope::fp8math {
 
@@ -19,73 +20,95 @@ FP8_HD int histBinLog2(int bin)
     return bin - 127;
 }
 
-struct MetricSums {
-    int64_t numel = 0;
-    int64_t zeros = 0;
-    int64_t nans = 0;
-    int64_t infs = 0;
-    int64_t nonzeroQ = 0; // quantized values != 0 (NaN counts as non-zero, as torch.count_nonzero does)
-    int64_t saturated = 0; // |x * scale| > fmax (inf inputs included)
-    double amax = 0.0; // max |x| over finite x
-    double aminNonzero = INFINITY;
-    double sum = 0.0; // moments of finite x
-    double sumSq = 0.0;
-    double sumCube = 0.0;
-    double sumQuad = 0.0;
-    double errSq = 0.0; // sum (x - q)^2 over finite x
-    double dotXQ = 0.0;
-    double sumQSq = 0.0;
+// The starting value of a minimum: +inf, or its bits where an integer holds a float's bits.
+template <class T> FP8_HD constexpr T infinityOf()
+{
+    if constexpr (std::is_integral_v<T>)
+        return T(0x7F800000u);
+    else
+        return T(INFINITY);
+}
+
+// What a metric pass accumulates, defined once: every count, sum and extreme, named as the metrics read
+// them. Each backend holds them in its own types (`Count`, `Real`, `Mag` for a non-negative extreme): the
+// host in int64_t and double (MetricSums), a CUDA thread in unsigned long long, double and float
+// (ThreadAcc), the device's global result in unsigned long long, double and the float's bits, which order
+// as the floats do (DeviceSums). forEachField visits them, so a merge, a fold and a block reduction are
+// each written once and cannot leave a field out. The histograms live beside them (the CUDA threads count
+// into shared memory); the vector CPU kernel keeps lanes of its own and folds them in its flush().
+// A new metric adds its field here, its line in forEachField and its term in addElement.
+template <class Count, class Real, class Mag> struct MetricFields {
+    Count numel = 0;
+    Count zeros = 0;
+    Count nans = 0;
+    Count infs = 0;
+    Count nonzeroQ = 0; // quantized values != 0 (NaN counts as non-zero, as torch.count_nonzero does)
+    Count saturated = 0; // |x * scale| > fmax (inf inputs included)
+    Mag amax = 0; // max |x| over finite x
+    Mag aminNonzero = infinityOf<Mag>();
+    Real sum = 0; // moments of finite x
+    Real sumSq = 0;
+    Real sumCube = 0;
+    Real sumQuad = 0;
+    Real errSq = 0; // sum (x - q)^2 over finite x
+    Real dotXQ = 0;
+    Real sumQSq = 0;
+    // Block recipes: statistics of the per-block decode scales (scale_inv).
+    Count blocks = 0;
+    Count zeroAmaxBlocks = 0;
+    Mag scaleInvMin = infinityOf<Mag>();
+    Mag scaleInvMax = 0;
+    Real log2ScaleInvSum = 0;
+};
+
+// Calls op.add (counts and sums), op.max or op.min (extremes) on each pair of fields of `into` and `from`,
+// two holders of MetricFields, possibly of different types.
+template <class Into, class From, class Op> FP8_HD void forEachField(Into &into, const From &from, Op &op)
+{
+    op.add(into.numel, from.numel);
+    op.add(into.zeros, from.zeros);
+    op.add(into.nans, from.nans);
+    op.add(into.infs, from.infs);
+    op.add(into.nonzeroQ, from.nonzeroQ);
+    op.add(into.saturated, from.saturated);
+    op.max(into.amax, from.amax);
+    op.min(into.aminNonzero, from.aminNonzero);
+    op.add(into.sum, from.sum);
+    op.add(into.sumSq, from.sumSq);
+    op.add(into.sumCube, from.sumCube);
+    op.add(into.sumQuad, from.sumQuad);
+    op.add(into.errSq, from.errSq);
+    op.add(into.dotXQ, from.dotXQ);
+    op.add(into.sumQSq, from.sumQSq);
+    op.add(into.blocks, from.blocks);
+    op.add(into.zeroAmaxBlocks, from.zeroAmaxBlocks);
+    op.min(into.scaleInvMin, from.scaleInvMin);
+    op.max(into.scaleInvMax, from.scaleInvMax);
+    op.add(into.log2ScaleInvSum, from.log2ScaleInvSum);
+}
+
+// Combines two holders of the same types.
+struct MergeFields {
+    template <class T> FP8_HD void add(T &into, T from) { into += from; }
+    template <class T> FP8_HD void max(T &into, T from) { into = into > from ? into : from; }
+    template <class T> FP8_HD void min(T &into, T from) { into = into < from ? into : from; }
+};
+
+struct MetricSums : MetricFields<int64_t, double, double> {
     int64_t histIn[kHistBins] = {};
     int64_t histScaled[kHistBins] = {};
-    // Block recipes: statistics of the per-block decode scales (scale_inv).
-    int64_t blocks = 0;
-    int64_t zeroAmaxBlocks = 0;
-    double scaleInvMin = INFINITY;
-    double scaleInvMax = 0.0;
-    double log2ScaleInvSum = 0.0;
 
     void merge(const MetricSums &o)
     {
-        numel += o.numel;
-        zeros += o.zeros;
-        nans += o.nans;
-        infs += o.infs;
-        nonzeroQ += o.nonzeroQ;
-        saturated += o.saturated;
-        amax = amax > o.amax ? amax : o.amax;
-        aminNonzero = aminNonzero < o.aminNonzero ? aminNonzero : o.aminNonzero;
-        sum += o.sum;
-        sumSq += o.sumSq;
-        sumCube += o.sumCube;
-        sumQuad += o.sumQuad;
-        errSq += o.errSq;
-        dotXQ += o.dotXQ;
-        sumQSq += o.sumQSq;
+        MergeFields op;
+        forEachField(*this, o, op);
         for (int i = 0; i < kHistBins; ++i) {
             histIn[i] += o.histIn[i];
             histScaled[i] += o.histScaled[i];
         }
-        blocks += o.blocks;
-        zeroAmaxBlocks += o.zeroAmaxBlocks;
-        scaleInvMin = scaleInvMin < o.scaleInvMin ? scaleInvMin : o.scaleInvMin;
-        scaleInvMax = scaleInvMax > o.scaleInvMax ? scaleInvMax : o.scaleInvMax;
-        log2ScaleInvSum += o.log2ScaleInvSum;
     }
 
-    // log2Value must be log2(scaleInv) when scaleInv > 0; see addBlock.
-    FP8_HD void addBlockLog2(float blockAmax, float scaleInv, double log2Value)
-    {
-        ++blocks;
-        if (!(blockAmax > 0.0f))
-            ++zeroAmaxBlocks;
-        const double d = scaleInv;
-        scaleInvMin = d < scaleInvMin ? d : scaleInvMin;
-        scaleInvMax = d > scaleInvMax ? d : scaleInvMax;
-        if (d > 0.0)
-            log2ScaleInvSum += log2Value;
-    }
-
-    FP8_HD void addBlock(float blockAmax, float scaleInv) { addBlockLog2(blockAmax, scaleInv, exactLog2(scaleInv)); }
+    FP8_HD void addBlock(float blockAmax, float scaleInv);
 
     // log2 of a positive float; powers of two (every MXFP8 and pow2 block scale) without calling log2.
     FP8_HD static double exactLog2(float v)
@@ -97,6 +120,25 @@ struct MetricSums {
         return v > 0.0f ? std::log2(double(v)) : 0.0;
     }
 };
+
+// Adds one block's decode scale (scale_inv) and amax to the block statistics of `m`, any MetricFields.
+template <class Fields> FP8_HD void addBlockTo(Fields &m, float blockAmax, float scaleInv)
+{
+    using Mag = decltype(m.scaleInvMin);
+    ++m.blocks;
+    if (!(blockAmax > 0.0f))
+        ++m.zeroAmaxBlocks;
+    const Mag d = Mag(scaleInv);
+    m.scaleInvMin = d < m.scaleInvMin ? d : m.scaleInvMin;
+    m.scaleInvMax = d > m.scaleInvMax ? d : m.scaleInvMax;
+    if (scaleInv > 0.0f)
+        m.log2ScaleInvSum += MetricSums::exactLog2(scaleInv);
+}
+
+FP8_HD void MetricSums::addBlock(float blockAmax, float scaleInv)
+{
+    addBlockTo(*this, blockAmax, scaleInv);
+}
 
 // Bin of |v| (bits without sign): the float32 exponent field.
 FP8_HD int histBin(uint32_t absBits)
@@ -159,23 +201,20 @@ FP8_HD ElementEval evaluateElement(float x, float scale, float scaleInv, Format 
     return e;
 }
 
-// Adds one element's contribution, `weight` times (a histogram of equal inputs folds in with its count).
-FP8_HD void accumulateElement(float x, float scale, float scaleInv, Format f, MetricSums &m, int64_t weight = 1)
+// Adds what one element contributes, `weight` times, to the fields of `m` (any MetricFields with
+// real-valued extremes), histograms aside.
+template <class Fields, class Weight> FP8_HD void addElement(const ElementEval &e, Fields &m, Weight weight)
 {
-    const ElementEval e = evaluateElement(x, scale, scaleInv, f);
     m.numel += weight;
     m.nans += e.nan ? weight : 0;
     m.infs += e.inf ? weight : 0;
     m.zeros += e.zero ? weight : 0;
     m.saturated += e.saturated ? weight : 0;
     m.nonzeroQ += e.nonzeroQ ? weight : 0;
-    if (e.binIn >= 0)
-        m.histIn[e.binIn] += weight;
-    if (e.binScaled >= 0)
-        m.histScaled[e.binScaled] += weight;
     if (!e.finite)
         return;
-    const double ax = e.absX;
+    using Mag = decltype(m.amax);
+    const Mag ax = Mag(e.absX);
     m.amax = ax > m.amax ? ax : m.amax;
     if (!e.zero && ax < m.aminNonzero)
         m.aminNonzero = ax;
@@ -189,6 +228,17 @@ FP8_HD void accumulateElement(float x, float scale, float scaleInv, Format f, Me
     m.errSq += w * (err * err);
     m.dotXQ += w * (e.x * e.q);
     m.sumQSq += w * (e.q * e.q);
+}
+
+// Adds one element's contribution, `weight` times (a histogram of equal inputs folds in with its count).
+FP8_HD void accumulateElement(float x, float scale, float scaleInv, Format f, MetricSums &m, int64_t weight = 1)
+{
+    const ElementEval e = evaluateElement(x, scale, scaleInv, f);
+    addElement(e, m, weight);
+    if (e.binIn >= 0)
+        m.histIn[e.binIn] += weight;
+    if (e.binScaled >= 0)
+        m.histScaled[e.binScaled] += weight;
 }
 
 } // namespace fp8scope::fp8math

@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <random>
+#include <set>
 
 using namespace fp8scope;
 using namespace fp8scope::testdata;
@@ -44,6 +45,7 @@ private Q_SLOTS:
     void fp8InputDecoded();
     void blockCensusCountsWhatTheFusedPassCounts();
     void blockCensusByHand();
+    void everyFieldVisitedOnce();
 };
 
 void TestMetrics::againstReference_data()
@@ -771,6 +773,61 @@ void TestMetrics::blockCensusByHand()
     QCOMPARE(census->flushedBlocks, int64_t(1));
     QCOMPARE(census->underflowingBlocks, int64_t(2)); // the first block's 15 small values are lost as well
     QCOMPARE(census->underflowedElements, int64_t(31));
+}
+
+namespace {
+
+// Where forEachField goes in a structure, and how often.
+struct Visit {
+    const char *base = nullptr;
+    std::set<std::ptrdiff_t> offsets;
+    size_t bytes = 0;
+    int repeats = 0;
+    void see(const void *field, size_t size)
+    {
+        if (!offsets.insert(static_cast<const char *>(field) - base).second)
+            ++repeats;
+        bytes += size;
+    }
+    template <class T> void add(T &into, const T &) { see(&into, sizeof(T)); }
+    template <class T> void max(T &into, const T &) { see(&into, sizeof(T)); }
+    template <class T> void min(T &into, const T &) { see(&into, sizeof(T)); }
+};
+
+} // namespace
+
+void TestMetrics::everyFieldVisitedOnce()
+{
+    // forEachField is what every merge, fold to the host and block reduction runs over: a field of
+    // MetricFields it left out would be dropped by all of them. Each field must be visited once, and together
+    // they must fill the structure (its fields are all 8 bytes here, so there is no padding).
+    fp8math::MetricFields<int64_t, double, double> fields;
+    Visit visit;
+    visit.base = reinterpret_cast<const char *>(&fields);
+    fp8math::forEachField(fields, fields, visit);
+    QCOMPARE(visit.repeats, 0);
+    QCOMPARE(visit.bytes, sizeof(fields));
+
+    // Merging splits of the data gives what one pass over all of it gives, extremes included.
+    const std::vector<float> x = makeData(4096, 17);
+    fp8math::QuantPlan plan;
+    plan.mode = fp8math::ScaleMode::RowBlocks;
+    plan.blockCols = 32;
+    fp8math::MetricSums whole, first, second;
+    fp8math::scalarAccumulateRowBlocks(x.data(), 64, 64, plan, whole);
+    fp8math::scalarAccumulateRowBlocks(x.data(), 64, 32, plan, first);
+    fp8math::scalarAccumulateRowBlocks(x.data() + 32 * 64, 64, 32, plan, second);
+    first.merge(second);
+    QCOMPARE(first.numel, whole.numel);
+    QCOMPARE(first.nans, whole.nans);
+    QCOMPARE(first.amax, whole.amax);
+    QCOMPARE(first.aminNonzero, whole.aminNonzero);
+    QCOMPARE(first.blocks, whole.blocks);
+    QCOMPARE(first.scaleInvMin, whole.scaleInvMin);
+    QCOMPARE(first.scaleInvMax, whole.scaleInvMax);
+    QVERIFY(close(first.sumSq, whole.sumSq, 1e-12));
+    QVERIFY(close(first.log2ScaleInvSum, whole.log2ScaleInvSum, 1e-12));
+    QVERIFY(std::equal(std::begin(first.histScaled), std::end(first.histScaled), std::begin(whole.histScaled)));
 }
 
 #include "tst_metrics.moc"
