@@ -119,12 +119,17 @@ MainWindow::MainWindow(BackendChoice backend, CudaFactory cudaFactory, QWidget *
     restoreSettings();
     showStartPage(true);
     updateTitle();
-    connect(m_workspace, &Workspace::loaded, this, &MainWindow::onLoaded);
+    connect(m_workspace, &Workspace::changed, this, [this](Workspace::Parts parts) {
+        if (parts & Workspace::Loaded)
+            onLoaded();
+    });
     connect(
         m_workspace, &Workspace::message, this, [this](const QString &text) { statusBar()->showMessage(text, 10000); });
     connect(m_selection, &Selection::changed, this, &MainWindow::syncTreeToSelection);
     // A run unticked leaves every view: the selection (histogram, statistics) moves to a run still shown.
-    connect(m_workspace, &Workspace::runVisibilityChanged, this, [this](RunRef run) {
+    connect(m_workspace, &Workspace::changed, this, [this](Workspace::Parts parts, RunRef run) {
+        if (!(parts & Workspace::Visibility))
+            return;
         const WorkspaceRun *r = m_workspace->run(run);
         if (!r || r->visible || m_selection->run() != run)
             return;
@@ -279,8 +284,10 @@ void MainWindow::createViews()
     // the workspace first: it was connected first.
     connect(m_problemsModel, &QAbstractItemModel::modelReset, this, showProblems);
     connect(m_problemsModel, &QAbstractItemModel::rowsInserted, this, showProblems);
-    connect(m_workspace, &Workspace::loaded, this, showProblems);
-    connect(m_workspace, &Workspace::closed, this, showProblems);
+    connect(m_workspace, &Workspace::changed, this, [showProblems](Workspace::Parts parts) {
+        if (parts & (Workspace::Loaded | Workspace::Closed))
+            showProblems();
+    });
     showProblems();
     tabifyDockWidget(heat, problems);
     heat->raise();
@@ -328,7 +335,14 @@ void MainWindow::createMenus()
             addFolders({dir});
     });
     add->setObjectName(QStringLiteral("addFolder"));
-    connect(m_workspace, &Workspace::loaded, add, [this, add] { add->setEnabled(!m_workspace->folders().isEmpty()); });
+    // Adding to and rebuilding the open folders need some open.
+    const auto enableWithFolders = [this](QAction *action) {
+        connect(m_workspace, &Workspace::changed, action, [this, action](Workspace::Parts parts) {
+            if (parts & (Workspace::Loaded | Workspace::Closed))
+                action->setEnabled(!m_workspace->folders().isEmpty());
+        });
+    };
+    enableWithFolders(add);
     add->setEnabled(false);
     m_recentMenu = file->addMenu(tr("Open &Recent"));
     m_recentMenu->setObjectName(QStringLiteral("recentMenu"));
@@ -347,14 +361,15 @@ void MainWindow::createMenus()
             QMessageBox::warning(this, tr("Rebuild the store"), error);
     });
     rebuild->setObjectName(QStringLiteral("rebuildStore"));
-    connect(m_workspace, &Workspace::loaded, rebuild,
-        [this, rebuild] { rebuild->setEnabled(!m_workspace->folders().isEmpty()); });
+    enableWithFolders(rebuild);
     rebuild->setEnabled(false);
     QAction *report = file->addAction(tr("Export Triage &Report..."), this, [this] { exportReport(); });
     report->setObjectName(QStringLiteral("exportReport"));
     report->setToolTip(tr("The triage of a run against its baseline as a PDF: verdict, evidence, what to try next"));
-    connect(
-        m_workspace, &Workspace::loaded, report, [this, report] { report->setEnabled(m_workspace->runCount() >= 2); });
+    connect(m_workspace, &Workspace::changed, report, [this, report](Workspace::Parts parts) {
+        if (parts & (Workspace::Loaded | Workspace::Closed))
+            report->setEnabled(m_workspace->runCount() >= 2);
+    });
     report->setEnabled(false);
     file->addSeparator();
     QAction *quit = file->addAction(tr("&Quit"), this, &QWidget::close);

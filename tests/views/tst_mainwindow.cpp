@@ -1258,6 +1258,15 @@ void TestMainWindow::rebuildStoreReadsTheFolderAgain()
     QCOMPARE(m_window->curves()->curves().size(), size_t(2));
     auto *action = m_window->findChild<QAction *>(QStringLiteral("rebuildStore"));
     QVERIFY(action && action->isEnabled());
+    // With nothing open there is nothing to rebuild, add to or report on.
+    auto *report = m_window->findChild<QAction *>(QStringLiteral("exportReport"));
+    QVERIFY(report && report->isEnabled());
+    ws->close();
+    QVERIFY(!action->isEnabled());
+    QVERIFY(!report->isEnabled());
+    QVERIFY(!m_window->findChild<QAction *>(QStringLiteral("addFolder"))->isEnabled());
+    openAndWait({m_pair});
+    QVERIFY(action->isEnabled());
 }
 
 void TestMainWindow::storeErrorsMetWhileDrawingReachTheProblemsPanel()

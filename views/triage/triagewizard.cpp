@@ -297,8 +297,10 @@ TriageWizard::TriageWizard(Workspace *workspace, Selection *selection, QWidget *
     });
     connect(m_verdict, &QLabel::linkActivated, this, &TriageWizard::followLink);
     connect(m_summaryModel, &QStandardItemModel::itemChanged, this, &TriageWizard::onSummaryEdited);
-    connect(workspace, &Workspace::loaded, this, &TriageWizard::fillPickers);
-    connect(workspace, &Workspace::closed, this, &TriageWizard::fillPickers);
+    connect(workspace, &Workspace::changed, this, [this](Workspace::Parts parts) {
+        if (parts & (Workspace::Loaded | Workspace::Closed))
+            fillPickers();
+    });
     fillPickers();
     m_steps->setCurrentRow(0);
 }
