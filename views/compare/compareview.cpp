@@ -97,13 +97,6 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
         box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
         box->setMinimumContentsLength(14);
     }
-    m_overlay->setObjectName(QStringLiteral("compareOverlay"));
-    m_difference->setObjectName(QStringLiteral("compareDifference"));
-    // The statistic is picked above both; the strip follows the overlay's axis and shows the difference as
-    // it is (no smoothing: the band is judged on a running median of the raw difference).
-    m_overlay->setStatisticPickerVisible(false);
-    m_difference->controlBar()->hide();
-    m_difference->setSmoothing(Smoothing::None, 0);
     auto *pickers = new QHBoxLayout;
     pickers->addWidget(new QLabel(tr("Baseline"), this));
     pickers->addWidget(m_baselineBox);
@@ -111,7 +104,85 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
     pickers->addWidget(m_runBox);
     pickers->addWidget(m_statBox);
     pickers->addStretch(1);
+    setUpTables();
+    setUpLayers();
 
+    // A narrow screen gives the plots the width; the tables can be dragged wider.
+    m_tabs->setMinimumWidth(160);
+    m_difference->setMinimumHeight(60);
+    m_overlay->setMinimumHeight(90);
+    // The plots one above the other with the whole height (a laptop's is short), the tables beside them.
+    m_plots->setObjectName(QStringLiteral("comparePlots"));
+    m_plots->addWidget(m_overlay);
+    m_plots->addWidget(m_difference);
+    m_splitter->setObjectName(QStringLiteral("compareSplitter"));
+    m_splitter->addWidget(m_plots);
+    m_splitter->addWidget(m_tabs);
+    auto *layout = new QVBoxLayout(this);
+    layout->setContentsMargins(2, 2, 2, 2);
+    layout->addLayout(pickers);
+    layout->addWidget(m_status); // the verdict and the departure, on a line of its own
+    layout->addWidget(m_splitter, 1);
+    setUpPlots();
+
+    // A pair picked by hand: the statistics both have, then the comparison.
+    connect(m_baselineBox, &QComboBox::currentIndexChanged, this, [this] { setPair(baseline(), run()); });
+    connect(m_runBox, &QComboBox::currentIndexChanged, this, [this] { setPair(baseline(), run()); });
+    connect(m_statBox, &QComboBox::currentIndexChanged, this, &CompareView::recompute);
+    connect(m_identical, &QCheckBox::toggled, this,
+        [this](bool all) { m_configFilter->setFilterFixedString(all ? QString() : QStringLiteral("1")); });
+    connect(m_findings, &QTableView::clicked, this, &CompareView::selectFinding);
+    connect(m_findings, &QTableView::activated, this, &CompareView::selectFinding);
+    const auto forget = [this] {
+        m_cache.clear();
+        m_runStatistics.clear();
+    };
+    connect(workspace, &Workspace::changed, this, [this, forget](Workspace::Parts parts) {
+        // A recompute stores new statistics: the comparisons that read them are stale.
+        if (parts & (Workspace::Loaded | Workspace::Closed | Workspace::Statistics))
+            forget();
+        if (parts & (Workspace::Loaded | Workspace::Closed))
+            fillPickers();
+    });
+    fillPickers();
+}
+
+// The overlay of the pair and the difference strip beneath: one statistic picked above both, one x axis,
+// the departure marked on each.
+void CompareView::setUpPlots()
+{
+    m_overlay->setObjectName(QStringLiteral("compareOverlay"));
+    m_difference->setObjectName(QStringLiteral("compareDifference"));
+    // The statistic is picked above both; the strip follows the overlay's axis and shows the difference as
+    // it is (no smoothing: the band is judged on a running median of the raw difference).
+    m_overlay->setStatisticPickerVisible(false);
+    m_difference->controlBar()->hide();
+    m_difference->setSmoothing(Smoothing::None, 0);
+    // The departure on both plots: a line at its step, its interval shaded.
+    m_marks[0] = new DepartureMark(m_overlay);
+    m_marks[1] = new DepartureMark(m_difference);
+    // One x axis for both plots.
+    const auto sync = [this](CurveView *from, CurveView *to) {
+        connect(from->plot()->xAxis, qOverload<const QCPRange &>(&QCPAxis::rangeChanged), this,
+            [this, to](const QCPRange &r) {
+                if (m_syncingRange || to->plot()->xAxis->range() == r)
+                    return;
+                m_syncingRange = true;
+                to->plot()->xAxis->setRange(r);
+                to->plot()->replot(QCustomPlot::rpQueuedReplot);
+                m_syncingRange = false;
+            });
+    };
+    sync(m_overlay, m_difference);
+    sync(m_difference, m_overlay);
+    if (auto *axis = m_overlay->findChild<QComboBox *>(QStringLiteral("curveXAxis")))
+        connect(axis, &QComboBox::currentIndexChanged, this,
+            [this](int i) { m_difference->setXAxis(CurveView::XAxis(std::clamp(i, 0, 2))); });
+}
+
+// The Findings, Evals and Config tabs: tables that copy and export, the scores also as bars.
+void CompareView::setUpTables()
+{
     m_findings = makeTable(QStringLiteral("compareFindings"), m_findingsModel, this);
     m_evals = makeTable(QStringLiteral("compareEvals"), m_evalModel, this);
     m_configFilter->setSourceModel(m_configModel);
@@ -135,6 +206,14 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
     evalPane->addWidget(m_evalChart);
     m_tabs->addTab(evalPane, tr("Evals"));
     m_tabs->addTab(configPane, tr("Config"));
+    m_tabs->setTabToolTip(1, tr("Evaluation scores of both runs, the gap against its standard error"));
+    m_tabs->setTabToolTip(2, tr("Config keys and package versions of both runs"));
+}
+
+// The Layers tab: the two runs' per-layer statistic side by side on one colour scale, or their difference
+// or ratio as one map; a statistic picked in one map is shown in the others.
+void CompareView::setUpLayers()
+{
     // The two runs' layers, one above the other on one colour scale, or their difference or ratio as one.
     m_baseHeat->setObjectName(QStringLiteral("compareBaselineHeatmap"));
     m_runHeat->setObjectName(QStringLiteral("compareRunHeatmap"));
@@ -193,67 +272,6 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
     }
     connect(m_baseHeat, &HeatmapView::heatmapChanged, this, &CompareView::shareColourScale);
     connect(m_runHeat, &HeatmapView::heatmapChanged, this, &CompareView::shareColourScale);
-    m_tabs->setTabToolTip(1, tr("Evaluation scores of both runs, the gap against its standard error"));
-    m_tabs->setTabToolTip(2, tr("Config keys and package versions of both runs"));
-
-    // A narrow screen gives the plots the width; the tables can be dragged wider.
-    m_tabs->setMinimumWidth(160);
-    m_difference->setMinimumHeight(60);
-    m_overlay->setMinimumHeight(90);
-    // The plots one above the other with the whole height (a laptop's is short), the tables beside them.
-    m_plots->setObjectName(QStringLiteral("comparePlots"));
-    m_plots->addWidget(m_overlay);
-    m_plots->addWidget(m_difference);
-    m_splitter->setObjectName(QStringLiteral("compareSplitter"));
-    m_splitter->addWidget(m_plots);
-    m_splitter->addWidget(m_tabs);
-    auto *layout = new QVBoxLayout(this);
-    layout->setContentsMargins(2, 2, 2, 2);
-    layout->addLayout(pickers);
-    layout->addWidget(m_status); // the verdict and the departure, on a line of its own
-    layout->addWidget(m_splitter, 1);
-
-    // The departure on both plots: a line at its step, its interval shaded.
-    m_marks[0] = new DepartureMark(m_overlay);
-    m_marks[1] = new DepartureMark(m_difference);
-    // One x axis for both plots.
-    const auto sync = [this](CurveView *from, CurveView *to) {
-        connect(from->plot()->xAxis, qOverload<const QCPRange &>(&QCPAxis::rangeChanged), this,
-            [this, to](const QCPRange &r) {
-                if (m_syncingRange || to->plot()->xAxis->range() == r)
-                    return;
-                m_syncingRange = true;
-                to->plot()->xAxis->setRange(r);
-                to->plot()->replot(QCustomPlot::rpQueuedReplot);
-                m_syncingRange = false;
-            });
-    };
-    sync(m_overlay, m_difference);
-    sync(m_difference, m_overlay);
-    if (auto *axis = m_overlay->findChild<QComboBox *>(QStringLiteral("curveXAxis")))
-        connect(axis, &QComboBox::currentIndexChanged, this,
-            [this](int i) { m_difference->setXAxis(CurveView::XAxis(std::clamp(i, 0, 2))); });
-
-    // A pair picked by hand: the statistics both have, then the comparison.
-    connect(m_baselineBox, &QComboBox::currentIndexChanged, this, [this] { setPair(baseline(), run()); });
-    connect(m_runBox, &QComboBox::currentIndexChanged, this, [this] { setPair(baseline(), run()); });
-    connect(m_statBox, &QComboBox::currentIndexChanged, this, &CompareView::recompute);
-    connect(m_identical, &QCheckBox::toggled, this,
-        [this](bool all) { m_configFilter->setFilterFixedString(all ? QString() : QStringLiteral("1")); });
-    connect(m_findings, &QTableView::clicked, this, &CompareView::selectFinding);
-    connect(m_findings, &QTableView::activated, this, &CompareView::selectFinding);
-    const auto forget = [this] {
-        m_cache.clear();
-        m_runStatistics.clear();
-    };
-    connect(workspace, &Workspace::changed, this, [this, forget](Workspace::Parts parts) {
-        // A recompute stores new statistics: the comparisons that read them are stale.
-        if (parts & (Workspace::Loaded | Workspace::Closed | Workspace::Statistics))
-            forget();
-        if (parts & (Workspace::Loaded | Workspace::Closed))
-            fillPickers();
-    });
-    fillPickers();
 }
 
 CompareView::~CompareView() = default;

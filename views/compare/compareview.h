@@ -92,6 +92,9 @@ protected:
     void showEvent(QShowEvent *event) override;
 
 private:
+    void setUpPlots();
+    void setUpTables();
+    void setUpLayers();
     void fillPickers();
     void recompute();
     void display(std::shared_ptr<const ComparisonData> data);

@@ -62,6 +62,24 @@ CurveView::CurveView(CurveSource *source, Selection *selection, QWidget *parent)
     , m_note(new QCPItemText(plot()))
     , m_model(source)
 {
+    setUpControls();
+    setUpPlot();
+    connect(m_source, &CurveSource::statisticsChanged, this, &CurveView::reloadStatistics);
+    connect(m_source, &CurveSource::curvesChanged, this, &CurveView::rebuild);
+    connect(m_selection, &Selection::changed, this, [this](Selection::Parts parts) {
+        if ((parts & (Selection::Layer | Selection::Tensor)) && statistic().startsWith(kTensorPrefix)) {
+            m_haveRange = false;
+            rebuild();
+        } else if (parts & (Selection::Step | Selection::Run)) {
+            updateCursor();
+        }
+    });
+    reloadStatistics();
+}
+
+// The tool bar: statistic, source, smoothing and its strength, log y, x axis, reset; and what each does.
+void CurveView::setUpControls()
+{
     m_statBox->setObjectName(QStringLiteral("curveStatistic"));
     // Runs log dozens of statistics: typing filters the list (any part of the name), Enter picks.
     m_statBox->setEditable(true);
@@ -116,36 +134,6 @@ CurveView::CurveView(CurveSource *source, Selection *selection, QWidget *parent)
     addControl(m_xAxis);
     addControl(reset);
 
-    plot()->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
-    // Min/max bands are filled polygons of a point per pixel: antialiasing them costs more than it shows.
-    plot()->setNotAntialiasedElements(QCP::aeFills);
-    plot()->setPlottingHints(QCP::phFastPolylines | QCP::phCacheLabels);
-    plot()->axisRect()->setRangeDrag(Qt::Horizontal);
-    plot()->axisRect()->setRangeZoom(Qt::Horizontal);
-    plot()->xAxis->setLabel(tr("step"));
-    plot()->legend->setVisible(true);
-    plot()->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
-    QPen cursorPen(palette().color(QPalette::Text), 1, Qt::DashLine);
-    m_cursor->setPen(cursorPen);
-    m_cursor->setVisible(false);
-    m_cursor->setSelectable(false);
-    for (QCPItemText *t : {m_message, m_note}) {
-        t->setSelectable(false);
-        t->setVisible(false);
-        t->position->setType(QCPItemPosition::ptAxisRectRatio);
-        t->setClipToAxisRect(false);
-        t->setColor(palette().color(QPalette::Text));
-    }
-    m_message->position->setCoords(0.5, 0.5);
-    m_message->setPositionAlignment(Qt::AlignCenter);
-    m_message->setTextAlignment(Qt::AlignCenter);
-    m_note->position->setCoords(0.0, 0.0);
-    m_note->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
-    m_note->setPadding(QMargins(6, 4, 6, 4));
-    m_refetch->setSingleShot(true);
-    m_refetch->setInterval(15);
-
-    connect(m_refetch, &QTimer::timeout, this, &CurveView::rebuild);
     connect(m_statBox, &QComboBox::currentIndexChanged, this, [this](int index) {
         if (m_statBox->itemData(index).toString().isEmpty() && index >= 0) {
             // A group header typed in full: keep the statistic drawn.
@@ -183,6 +171,42 @@ CurveView::CurveView(CurveSource *source, Selection *selection, QWidget *parent)
         rebuild();
     });
     connect(reset, &QToolButton::clicked, this, &CurveView::resetZoom);
+}
+
+// The plot: dragging and zooming along x, the legend, the step cursor, the message and note texts, the
+// refetch a pan or zoom schedules, and the mouse (hover, click to pick a step).
+void CurveView::setUpPlot()
+{
+    plot()->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    // Min/max bands are filled polygons of a point per pixel: antialiasing them costs more than it shows.
+    plot()->setNotAntialiasedElements(QCP::aeFills);
+    plot()->setPlottingHints(QCP::phFastPolylines | QCP::phCacheLabels);
+    plot()->axisRect()->setRangeDrag(Qt::Horizontal);
+    plot()->axisRect()->setRangeZoom(Qt::Horizontal);
+    plot()->xAxis->setLabel(tr("step"));
+    plot()->legend->setVisible(true);
+    plot()->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    QPen cursorPen(palette().color(QPalette::Text), 1, Qt::DashLine);
+    m_cursor->setPen(cursorPen);
+    m_cursor->setVisible(false);
+    m_cursor->setSelectable(false);
+    for (QCPItemText *t : {m_message, m_note}) {
+        t->setSelectable(false);
+        t->setVisible(false);
+        t->position->setType(QCPItemPosition::ptAxisRectRatio);
+        t->setClipToAxisRect(false);
+        t->setColor(palette().color(QPalette::Text));
+    }
+    m_message->position->setCoords(0.5, 0.5);
+    m_message->setPositionAlignment(Qt::AlignCenter);
+    m_message->setTextAlignment(Qt::AlignCenter);
+    m_note->position->setCoords(0.0, 0.0);
+    m_note->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+    m_note->setPadding(QMargins(6, 4, 6, 4));
+    m_refetch->setSingleShot(true);
+    m_refetch->setInterval(15);
+
+    connect(m_refetch, &QTimer::timeout, this, &CurveView::rebuild);
     connect(plot()->xAxis, qOverload<const QCPRange &>(&QCPAxis::rangeChanged), this, [this] {
         if (!m_inRebuild)
             scheduleRefetch();
@@ -190,18 +214,6 @@ CurveView::CurveView(CurveSource *source, Selection *selection, QWidget *parent)
     connect(plot(), &QCustomPlot::mouseMove, this, &CurveView::onMouseMove);
     connect(plot(), &QCustomPlot::mousePress, this, &CurveView::onMousePress);
     connect(plot(), &QCustomPlot::mouseRelease, this, &CurveView::onMouseRelease);
-
-    connect(m_source, &CurveSource::statisticsChanged, this, &CurveView::reloadStatistics);
-    connect(m_source, &CurveSource::curvesChanged, this, &CurveView::rebuild);
-    connect(selection, &Selection::changed, this, [this](Selection::Parts parts) {
-        if ((parts & (Selection::Layer | Selection::Tensor)) && statistic().startsWith(kTensorPrefix)) {
-            m_haveRange = false;
-            rebuild();
-        } else if (parts & (Selection::Step | Selection::Run)) {
-            updateCursor();
-        }
-    });
-    reloadStatistics();
 }
 
 void CurveView::setStatistic(const QString &key)

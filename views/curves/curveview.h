@@ -127,6 +127,8 @@ protected:
     void showEvent(QShowEvent *event) override;
 
 private:
+    void setUpControls();
+    void setUpPlot();
     void reloadStatistics();
     void reloadSources();
     void scheduleRefetch();

@@ -68,6 +68,34 @@ HeatmapView::HeatmapView(HeatmapSource *source, Selection *selection, QWidget *p
     , m_message(new QCPItemText(plot()))
     , m_caveat(new QLabel(this))
 {
+    setUpControls();
+    setUpPlot();
+    connect(m_source, &HeatmapSource::runsChanged, this, &HeatmapView::fillRunBox);
+    connect(m_source, &HeatmapSource::dataChanged, this, [this](RunRef r) {
+        // Recomputed statistics: new names for the pickers, new values for the matrix.
+        if (r == run()) {
+            reloadPickers();
+            reload();
+        }
+    });
+    connect(m_selection, &Selection::changed, this, [this](Selection::Parts parts) {
+        if (parts & Selection::Run && m_selection->run().isValid() && m_selection->run() != run())
+            setRun(m_selection->run());
+        if (parts & Selection::Tensor && !m_selection->tensor().isEmpty())
+            setTensor(m_selection->tensor());
+        if (parts & Selection::Layer)
+            updateLayerTicks();
+        if (parts & Selection::Step)
+            updateCursor();
+        if (parts & (Selection::Layer | Selection::Step))
+            plot()->replot(QCustomPlot::rpQueuedReplot);
+    });
+    fillRunBox();
+}
+
+// The tool bar: run, statistic, tensor, recipe, source, log colour, threshold; and what each does.
+void HeatmapView::setUpControls()
+{
     m_runBox->setObjectName(QStringLiteral("heatmapRun"));
     m_statBox->setObjectName(QStringLiteral("heatmapStatistic"));
     m_tensorBox->setObjectName(QStringLiteral("heatmapTensor"));
@@ -108,6 +136,26 @@ HeatmapView::HeatmapView(HeatmapSource *source, Selection *selection, QWidget *p
     addControl(m_threshold);
     addControl(m_thresholdValue);
 
+    connect(m_runBox, &QComboBox::currentIndexChanged, this, [this] {
+        reloadPickers();
+        reload();
+    });
+    connect(m_statBox, &QComboBox::currentIndexChanged, this, &HeatmapView::reload);
+    connect(m_tensorBox, &QComboBox::currentIndexChanged, this, &HeatmapView::reload);
+    connect(m_recipeBox, &QComboBox::currentIndexChanged, this, &HeatmapView::reload);
+    connect(m_sourceBox, &QComboBox::currentIndexChanged, this, &HeatmapView::reload);
+    connect(m_logColour, &QCheckBox::toggled, this, &HeatmapView::redraw);
+    connect(m_threshold, &QCheckBox::toggled, this, &HeatmapView::redraw);
+    connect(m_thresholdValue, &QDoubleSpinBox::valueChanged, this, [this] {
+        if (m_threshold->isChecked())
+            redraw();
+    });
+}
+
+// The map and its colour scale, the step cursor, the message, the caveat line above the map, zooming and
+// panning the layer axis, and the mouse (hover, click to pick a layer and step).
+void HeatmapView::setUpPlot()
+{
     plot()->plotLayout()->addElement(0, 1, m_scale);
     m_scale->setType(QCPAxis::atRight);
     m_map->setColorScale(m_scale);
@@ -170,45 +218,9 @@ HeatmapView::HeatmapView(HeatmapSource *source, Selection *selection, QWidget *p
     m_scale->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
     applyPalette();
     applyGradient();
-
-    connect(m_runBox, &QComboBox::currentIndexChanged, this, [this] {
-        reloadPickers();
-        reload();
-    });
-    connect(m_statBox, &QComboBox::currentIndexChanged, this, &HeatmapView::reload);
-    connect(m_tensorBox, &QComboBox::currentIndexChanged, this, &HeatmapView::reload);
-    connect(m_recipeBox, &QComboBox::currentIndexChanged, this, &HeatmapView::reload);
-    connect(m_sourceBox, &QComboBox::currentIndexChanged, this, &HeatmapView::reload);
-    connect(m_logColour, &QCheckBox::toggled, this, &HeatmapView::redraw);
-    connect(m_threshold, &QCheckBox::toggled, this, &HeatmapView::redraw);
-    connect(m_thresholdValue, &QDoubleSpinBox::valueChanged, this, [this] {
-        if (m_threshold->isChecked())
-            redraw();
-    });
     connect(plot(), &QCustomPlot::mouseMove, this, &HeatmapView::onMouseMove);
     connect(plot(), &QCustomPlot::mousePress, this, &HeatmapView::onMousePress);
     connect(plot(), &QCustomPlot::mouseRelease, this, &HeatmapView::onMouseRelease);
-    connect(m_source, &HeatmapSource::runsChanged, this, &HeatmapView::fillRunBox);
-    connect(m_source, &HeatmapSource::dataChanged, this, [this](RunRef r) {
-        // Recomputed statistics: new names for the pickers, new values for the matrix.
-        if (r == run()) {
-            reloadPickers();
-            reload();
-        }
-    });
-    connect(selection, &Selection::changed, this, [this](Selection::Parts parts) {
-        if (parts & Selection::Run && m_selection->run().isValid() && m_selection->run() != run())
-            setRun(m_selection->run());
-        if (parts & Selection::Tensor && !m_selection->tensor().isEmpty())
-            setTensor(m_selection->tensor());
-        if (parts & Selection::Layer)
-            updateLayerTicks();
-        if (parts & Selection::Step)
-            updateCursor();
-        if (parts & (Selection::Layer | Selection::Step))
-            plot()->replot(QCustomPlot::rpQueuedReplot);
-    });
-    fillRunBox();
 }
 
 void HeatmapView::fillRunBox()

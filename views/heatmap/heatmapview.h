@@ -94,6 +94,8 @@ protected:
     void resizeEvent(QResizeEvent *event) override;
 
 private:
+    void setUpControls();
+    void setUpPlot();
     void fillRunBox();
     // The key range the map spans: the first and last steps and half the distance to their neighbours.
     std::pair<double, double> keyRange() const;

@@ -143,6 +143,46 @@ TriageWizard::TriageWizard(Workspace *workspace, Selection *selection, QWidget *
     if (const QScreen *screen = QGuiApplication::primaryScreen())
         size = size.boundedTo(screen->availableSize() * 0.95);
     resize(size);
+    setUpViews();
+    for (QWidget *page : {runsPage(), lossPage(), classPage(), nextPage(), summaryPage()})
+        m_pages->addWidget(page);
+
+    auto *body = new QHBoxLayout;
+    body->addWidget(m_steps);
+    body->addWidget(m_pages, 1);
+    auto *buttons = new QHBoxLayout;
+    auto *close = new QPushButton(tr("Close"), this);
+    buttons->addWidget(m_status, 1);
+    buttons->addWidget(m_back);
+    buttons->addWidget(m_forward);
+    buttons->addWidget(close);
+    auto *layout = new QVBoxLayout(this);
+    layout->addLayout(body, 1);
+    layout->addLayout(buttons);
+
+    connect(m_steps, &QListWidget::currentRowChanged, this, [this](int row) {
+        m_pages->setCurrentIndex(std::max(0, row));
+        updateButtons();
+        if (row == ClassStep)
+            showSuspects();
+    });
+    connect(m_back, &QPushButton::clicked, this, [this] { setStep(Step(std::max(0, int(step()) - 1))); });
+    connect(m_forward, &QPushButton::clicked, this, [this] { setStep(Step(std::min(kSteps - 1, int(step()) + 1))); });
+    connect(close, &QPushButton::clicked, this, &QDialog::close);
+    connect(m_baselineBox, &QComboBox::currentIndexChanged, this, &TriageWizard::recompute);
+    connect(m_runBox, &QComboBox::currentIndexChanged, this, &TriageWizard::recompute);
+    connect(m_verdict, &QLabel::linkActivated, this, &TriageWizard::followLink);
+    connect(workspace, &Workspace::changed, this, [this](Workspace::Parts parts) {
+        if (parts & (Workspace::Loaded | Workspace::Closed))
+            fillPickers();
+    });
+    fillPickers();
+    m_steps->setCurrentRow(0);
+}
+
+// The step list, the pickers, the labels, the evidence views and the tables the pages show.
+void TriageWizard::setUpViews()
+{
     m_steps->setObjectName(QStringLiteral("triageSteps"));
     for (const QString &name :
         {tr("1. Runs"), tr("2. Loss"), tr("3. The class"), tr("4. What to try next"), tr("5. Summary")})
@@ -185,8 +225,11 @@ TriageWizard::TriageWizard(Workspace *workspace, Selection *selection, QWidget *
     m_next->setObjectName(QStringLiteral("triageNext"));
     m_next->setReadOnly(true);
     m_next->setLineWrapMode(QPlainTextEdit::WidgetWidth);
+}
 
-    // 1. Runs
+// 1. Runs: the pair and whether it can be compared.
+QWidget *TriageWizard::runsPage()
+{
     auto *runs = new QWidget(this);
     auto *runsLayout = new QVBoxLayout(runs);
     auto *pickers = new QHBoxLayout;
@@ -197,7 +240,12 @@ TriageWizard::TriageWizard(Workspace *workspace, Selection *selection, QWidget *
     runsLayout->addLayout(pickers);
     runsLayout->addWidget(m_comparabilityText);
     runsLayout->addWidget(m_comparability, 1);
-    // 2. Loss
+    return runs;
+}
+
+// 2. Loss: the verdict with its links, and the pair's loss.
+QWidget *TriageWizard::lossPage()
+{
     auto *loss = new QWidget(this);
     auto *lossLayout = new QVBoxLayout(loss);
     auto *openComparison = new QPushButton(tr("Open in the &Comparison Tab"), loss);
@@ -205,7 +253,13 @@ TriageWizard::TriageWizard(Workspace *workspace, Selection *selection, QWidget *
     lossLayout->addWidget(m_verdict);
     lossLayout->addWidget(openComparison, 0, Qt::AlignLeft);
     lossLayout->addWidget(m_lossView, 1);
-    // 3. The class: the evidence table above the views that show it
+    connect(openComparison, &QPushButton::clicked, this, [this] { Q_EMIT comparisonRequested(baseline(), run()); });
+    return loss;
+}
+
+// 3. The class: the evidence table above the views that show it.
+QWidget *TriageWizard::classPage()
+{
     auto *cls = new QWidget(this);
     auto *classLayout = new QVBoxLayout(cls);
     auto *layerViews = new QSplitter(Qt::Horizontal, m_evidence);
@@ -225,7 +279,16 @@ TriageWizard::TriageWizard(Workspace *workspace, Selection *selection, QWidget *
     classSplit->setSizes({200, 600}); // the views get the room; the table scrolls
     classLayout->addWidget(m_classTitle);
     classLayout->addWidget(classSplit, 1);
-    // 4. What to try next
+    // A row of the evidence made current (click or arrow keys) shows in the views.
+    connect(m_class->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+        [this](const QModelIndex &current) { selectClassRow(current); });
+    connect(m_class, &QTableView::clicked, this, &TriageWizard::selectClassRow);
+    return cls;
+}
+
+// 4. What to try next, and the recipes' what-if.
+QWidget *TriageWizard::nextPage()
+{
     auto *next = new QWidget(this);
     auto *nextLayout = new QVBoxLayout(next);
     auto *copy = new QPushButton(tr("Co&py"), next);
@@ -234,7 +297,22 @@ TriageWizard::TriageWizard(Workspace *workspace, Selection *selection, QWidget *
     nextLayout->addWidget(copy, 0, Qt::AlignLeft);
     nextLayout->addWidget(m_whatIfTitle);
     nextLayout->addWidget(m_whatIf, 3);
-    // 5. Summary
+    connect(
+        copy, &QPushButton::clicked, this, [this] { QGuiApplication::clipboard()->setText(m_next->toPlainText()); });
+    connect(m_whatIf, &QTableView::activated, this, [this](const QModelIndex &index) {
+        const QString recipe = m_whatIfModel->index(index.row(), 0).data().toString();
+        if (recipe.isEmpty())
+            return;
+        const QString format = m_whatIfModel->index(index.row(), 1).data().toString().toLower();
+        m_histogram->setRecipe(recipe, format);
+        Q_EMIT recipeRequested(recipe, format);
+    });
+    return next;
+}
+
+// 5. Summary: the findings to review, and the report.
+QWidget *TriageWizard::summaryPage()
+{
     auto *summary = new QWidget(this);
     auto *summaryLayout = new QVBoxLayout(summary);
     auto *summaryHelp = new QLabel(tr("Mark each finding confirmed or dismissed and add a note (double-click); "
@@ -251,58 +329,10 @@ TriageWizard::TriageWizard(Workspace *workspace, Selection *selection, QWidget *
         if (m_data)
             Q_EMIT reportRequested(m_data->baseline, m_data->run);
     });
-    for (QWidget *page : {runs, loss, cls, next, summary})
-        m_pages->addWidget(page);
-
-    auto *body = new QHBoxLayout;
-    body->addWidget(m_steps);
-    body->addWidget(m_pages, 1);
-    auto *buttons = new QHBoxLayout;
-    auto *close = new QPushButton(tr("Close"), this);
-    buttons->addWidget(m_status, 1);
-    buttons->addWidget(m_back);
-    buttons->addWidget(m_forward);
-    buttons->addWidget(close);
-    auto *layout = new QVBoxLayout(this);
-    layout->addLayout(body, 1);
-    layout->addLayout(buttons);
-
-    connect(m_steps, &QListWidget::currentRowChanged, this, [this](int row) {
-        m_pages->setCurrentIndex(std::max(0, row));
-        updateButtons();
-        if (row == ClassStep)
-            showSuspects();
-    });
-    connect(m_back, &QPushButton::clicked, this, [this] { setStep(Step(std::max(0, int(step()) - 1))); });
-    connect(m_forward, &QPushButton::clicked, this, [this] { setStep(Step(std::min(kSteps - 1, int(step()) + 1))); });
-    connect(close, &QPushButton::clicked, this, &QDialog::close);
-    connect(openComparison, &QPushButton::clicked, this, [this] { Q_EMIT comparisonRequested(baseline(), run()); });
-    connect(
-        copy, &QPushButton::clicked, this, [this] { QGuiApplication::clipboard()->setText(m_next->toPlainText()); });
-    connect(m_baselineBox, &QComboBox::currentIndexChanged, this, &TriageWizard::recompute);
-    connect(m_runBox, &QComboBox::currentIndexChanged, this, &TriageWizard::recompute);
-    // A row of the evidence made current (click or arrow keys) shows in the views.
-    connect(m_class->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
-        [this](const QModelIndex &current) { selectClassRow(current); });
-    connect(m_class, &QTableView::clicked, this, &TriageWizard::selectClassRow);
     connect(m_summary, &QTableView::activated, this, &TriageWizard::activateSummaryRow);
     connect(m_summary, &QTableView::doubleClicked, this, &TriageWizard::activateSummaryRow);
-    connect(m_whatIf, &QTableView::activated, this, [this](const QModelIndex &index) {
-        const QString recipe = m_whatIfModel->index(index.row(), 0).data().toString();
-        if (recipe.isEmpty())
-            return;
-        const QString format = m_whatIfModel->index(index.row(), 1).data().toString().toLower();
-        m_histogram->setRecipe(recipe, format);
-        Q_EMIT recipeRequested(recipe, format);
-    });
-    connect(m_verdict, &QLabel::linkActivated, this, &TriageWizard::followLink);
     connect(m_summaryModel, &QStandardItemModel::itemChanged, this, &TriageWizard::onSummaryEdited);
-    connect(workspace, &Workspace::changed, this, [this](Workspace::Parts parts) {
-        if (parts & (Workspace::Loaded | Workspace::Closed))
-            fillPickers();
-    });
-    fillPickers();
-    m_steps->setCurrentRow(0);
+    return summary;
 }
 
 TriageWizard::~TriageWizard() = default;

@@ -117,6 +117,12 @@ Q_SIGNALS:
     void reviewStored(const QString &error);
 
 private:
+    void setUpViews();
+    QWidget *runsPage();
+    QWidget *lossPage();
+    QWidget *classPage();
+    QWidget *nextPage();
+    QWidget *summaryPage();
     void fillPickers();
     void recompute();
     void display(std::shared_ptr<const ComparisonData> data);
