@@ -18,6 +18,7 @@ set(allowed_report "formats;tensors;numerics;importers;records;query;analysis")
 set(allowed_jobs "")
 set(allowed_demo "formats;tensors;numerics")
 set(allowed_about "numerics")
+set(allowed_audit "formats;tensors")
 
 set(failures "")
 file(GLOB modules LIST_DIRECTORIES true RELATIVE ${SOURCE_DIR}/core ${SOURCE_DIR}/core/*)

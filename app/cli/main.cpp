@@ -3,6 +3,7 @@
 #include "app/common/commandline.h"
 #include "app/common/version.h"
 #include "app/cudafactory.h"
+#include "auditcommand.h"
 #include "democommand.h"
 #include "generatecommand.h"
 #include "reportcommand.h"
@@ -76,6 +77,8 @@ int main(int argc, char **argv)
         return fp8scope::cli::runDemo(args);
     if (command == QLatin1String("report"))
         return fp8scope::cli::runReport(args);
+    if (command == QLatin1String("audit"))
+        return fp8scope::cli::runAudit(args);
     err << "fp8scope-cli: unknown command '" << command << "'\n" << usage;
     return 2;
 }

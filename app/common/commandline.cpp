@@ -257,6 +257,27 @@ QList<CommandSpec> makeCliCommands()
             valued("run", "run", "the run to report on (with --baseline; default: the first run with a baseline)"),
             withChoices(valued("page-size", "size", "A4 or Letter (default A4)", "A4"), {s("A4"), s("Letter")}),
             backendOption("where the suspects' dumps are recomputed: auto, cpu or cuda (default auto)")}};
+    commands << CommandSpec {.name = s("audit"),
+        .summary = s("check an inference checkpoint's FP8 weights and scales (--reference, --json)"),
+        .description = s("Audit an FP8 inference checkpoint as serving stacks load it (Hugging Face safetensors, one "
+                         "file or shards, with config.json / hf_quant_config.json): every quantized layer's scales "
+                         "(missing, not finite or positive, on a grid the config does not state), and against a "
+                         "reference (the BF16/FP32 weights it was made from, or a training checkpoint) whether its "
+                         "scale is inverted or its weights are another checkpoint's. Exit status 1 when it finds "
+                         "something."),
+        .arguments = {{.name = s("checkpoint"),
+            .syntax = s("CHECKPOINT"),
+            .description = s("the export's folder or one .safetensors file"),
+            .kind = ValueKind::Folder}},
+        .options = {ofKind(repeated(valued("reference", "path",
+                               "weights to compare with: safetensors (file or folder), torch.save or HDF5 "
+                               "(repeatable)")),
+                        ValueKind::File),
+            ofKind(valued("mapping", "file",
+                       "inference name to training name, a JSON object or two names a line (default: the known "
+                       "families)"),
+                ValueKind::File),
+            valued("threads", "n", "threads (default: all)", "0"), jsonOption()}};
     return commands;
 }
 

@@ -170,6 +170,17 @@ bool parseSafetensorsHeader(
     return true;
 }
 
+bool SafetensorsReader::entries(
+    const QString &path, std::vector<SafetensorsEntry> *entries, qint64 *dataStart, Problem *problem)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) {
+        *problem = {path, -1, QStringLiteral("cannot open: %1").arg(f.errorString())};
+        return false;
+    }
+    return readHeader(f, entries, dataStart, problem);
+}
+
 bool SafetensorsReader::readHeader(
     QFile &file, std::vector<SafetensorsEntry> *entries, qint64 *dataStart, Problem *problem)
 {

@@ -56,6 +56,9 @@ public:
     static std::unique_ptr<TensorReader> open(const QString &path, const QString &name, Problem *problem);
     // The names of the tensors fp8scope reads, sorted; the others go to *skipped.
     static QStringList names(const QString &path, Problem *problem, std::vector<SkippedTensor> *skipped = nullptr);
+    // Every entry of the file's header (readable or not) and where its data section starts.
+    static bool entries(
+        const QString &path, std::vector<SafetensorsEntry> *entries, qint64 *dataStart, Problem *problem);
     bool read(int64_t first, int64_t count, void *dst, Problem *problem) override;
     bool storedDecodeScale(Fp8DecodeScale *scale, QString *why) const override;
 

@@ -204,6 +204,45 @@ std::optional<Fp8DecodeScale> chosenScale(
 
 } // namespace
 
+void widenToFloat(const char *src, DType type, size_t n, float *dst)
+{
+    switch (type) {
+    case DType::F32: std::memcpy(dst, src, n * 4); return;
+    case DType::BF16:
+        for (size_t i = 0; i < n; ++i) {
+            uint16_t h;
+            std::memcpy(&h, src + 2 * i, 2);
+            dst[i] = fp8math::bitsFloat(uint32_t(h) << 16);
+        }
+        return;
+    case DType::F16:
+        for (size_t i = 0; i < n; ++i) {
+            uint16_t h;
+            std::memcpy(&h, src + 2 * i, 2);
+            dst[i] = fp8math::halfToFloat(h);
+        }
+        return;
+    case DType::F64:
+        for (size_t i = 0; i < n; ++i) {
+            double d;
+            std::memcpy(&d, src + 8 * i, 8);
+            dst[i] = float(d);
+        }
+        return;
+    case DType::F8E4M3:
+    case DType::F8E5M2: {
+        const fp8math::Format f = type == DType::F8E4M3 ? fp8math::Format::E4M3 : fp8math::Format::E5M2;
+        for (size_t i = 0; i < n; ++i)
+            dst[i] = fp8math::decodeCode(uint8_t(src[i]), f);
+        return;
+    }
+    case DType::F4E2M1:
+        for (size_t i = 0; i < n; ++i)
+            dst[i] = fp8math::decodeCode(uint8_t(src[i]) & 0x0F, fp8math::Format::E2M1);
+        return;
+    }
+}
+
 bool readDecodeScales(TensorReader &reader, int64_t limit, std::vector<float> *values, Problem *problem)
 {
     const TensorInfo &info = reader.info();
@@ -217,31 +256,7 @@ bool readDecodeScales(TensorReader &reader, int64_t limit, std::vector<float> *v
     if (n > 0 && !reader.read(0, int64_t(n), raw.data(), problem))
         return false;
     values->resize(n);
-    for (size_t i = 0; i < n; ++i) {
-        const char *at = raw.data() + i * size_t(dtypeSize(info.dtype));
-        uint16_t h = 0;
-        if (dtypeSize(info.dtype) == 2)
-            std::memcpy(&h, at, 2);
-        switch (info.dtype) {
-        case DType::F32: std::memcpy(&(*values)[i], at, 4); break;
-        case DType::F64: {
-            double d = 0;
-            std::memcpy(&d, at, 8);
-            (*values)[i] = float(d);
-            break;
-        }
-        case DType::BF16: (*values)[i] = fp8math::bitsFloat(uint32_t(h) << 16); break;
-        case DType::F16: (*values)[i] = fp8math::halfToFloat(h); break;
-        case DType::F8E4M3:
-        case DType::F8E5M2:
-            (*values)[i] = fp8math::decodeCode(
-                uint8_t(*at), info.dtype == DType::F8E4M3 ? fp8math::Format::E4M3 : fp8math::Format::E5M2);
-            break;
-        case DType::F4E2M1: // never handed out (Fp4PackedReader gives float32); the low code, were it
-            (*values)[i] = fp8math::decodeCode(uint8_t(*at) & 0x0F, fp8math::Format::E2M1);
-            break;
-        }
-    }
+    widenToFloat(raw.data(), info.dtype, n, values->data());
     return true;
 }
 

@@ -80,6 +80,9 @@ bool finishTensorInfo(TensorInfo &info);
 // holding the scales; a number or a name is an error for a tensor that is not FP8.
 std::unique_ptr<TensorReader> openTensor(const QString &spec, Problem *problem, const QString &scaleInv = {});
 
+// n elements of `type` at src as float32 (float64 rounded to nearest even, FP8 and FP4 codes as their values).
+void widenToFloat(const char *src, DType type, size_t n, float *dst);
+
 // All elements of a small tensor of decode scales as float32 (any dtype); an error when it holds more than
 // `limit` values (the elements of the tensor it scales).
 bool readDecodeScales(TensorReader &reader, int64_t limit, std::vector<float> *values, Problem *problem);

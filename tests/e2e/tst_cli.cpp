@@ -20,6 +20,7 @@ private Q_SLOTS:
     void errors_data();
     void errors();
     void fp8CheckpointScales();
+    void auditCheckpoint();
     void ingestRecomputeAndQuery();
     void runsShowBaselineAndVersions();
     void usageListsEveryCommand();
@@ -154,6 +155,55 @@ void TestCli::errors()
     const QString err = QString::fromUtf8(r.err);
     QVERIFY2(err.contains(message), qPrintable(err));
     QVERIFY(r.out.isEmpty());
+}
+
+void TestCli::auditCheckpoint()
+{
+    // An export with two FP8 layers, one without its scale: audit finds it (exit 1, --json), and the export
+    // without that layer passes (exit 0).
+    const auto safetensors = [](const QByteArray &json, const QByteArray &data) -> QByteArray {
+        QByteArray file(8, '\0');
+        for (int i = 0; i < 8; ++i)
+            file[i] = char((quint64(json.size()) >> (8 * i)) & 0xFF);
+        return file + json + data;
+    };
+    QByteArray codes(64 * 64, '\0');
+    for (int i = 0; i < codes.size(); ++i)
+        codes[i] = char(i % 0x7F);
+    const float scale = 1e-3f;
+    const QByteArray scaleBytes(reinterpret_cast<const char *>(&scale), 4);
+    const QString faulty = m_dir.filePath(QStringLiteral("export_faulty"));
+    write(faulty + QStringLiteral("/model.safetensors"),
+        safetensors(
+            R"({"model.layers.0.mlp.down_proj.weight":{"dtype":"F8_E4M3","shape":[64,64],"data_offsets":[0,4096]},)"
+            R"("model.layers.0.mlp.down_proj.weight_scale":{"dtype":"F32","shape":[1],"data_offsets":[4096,4100]},)"
+            R"("model.layers.0.mlp.up_proj.weight":{"dtype":"F8_E4M3","shape":[64,64],"data_offsets":[4100,8196]}})",
+            codes + scaleBytes + codes));
+    Run r = cli({QStringLiteral("audit"), faulty, QStringLiteral("--json")});
+    QVERIFY2(r.code == 1, r.err.constData());
+    const QJsonObject doc = QJsonDocument::fromJson(r.out).object();
+    const QJsonArray findings = doc.value(QStringLiteral("findings")).toArray();
+    QCOMPARE(findings.size(), 1);
+    const QJsonObject f = findings.first().toObject();
+    QCOMPARE(f.value(QStringLiteral("kind")).toString(), QStringLiteral("missing-scale"));
+    QCOMPARE(f.value(QStringLiteral("severity")).toString(), QStringLiteral("critical"));
+    QCOMPARE(f.value(QStringLiteral("layer")).toString(), QStringLiteral("model.layers.0.mlp.up_proj"));
+    QCOMPARE(f.value(QStringLiteral("training_layer")).toString(), QStringLiteral("decoder.layers.0.mlp.linear_fc1"));
+    QCOMPARE(doc.value(QStringLiteral("layers")).toArray().size(), 2);
+
+    const QString clean = m_dir.filePath(QStringLiteral("export_clean"));
+    write(clean + QStringLiteral("/model.safetensors"),
+        safetensors(
+            R"({"model.layers.0.mlp.down_proj.weight":{"dtype":"F8_E4M3","shape":[64,64],"data_offsets":[0,4096]},)"
+            R"("model.layers.0.mlp.down_proj.weight_scale":{"dtype":"F32","shape":[1],"data_offsets":[4096,4100]}})",
+            codes + scaleBytes));
+    r = cli({QStringLiteral("audit"), clean});
+    QVERIFY2(r.code == 0, r.out.constData());
+    QVERIFY2(r.out.contains("1 layers, 1 quantized; 0 findings"), r.out.constData());
+
+    r = cli({QStringLiteral("audit"), m_dir.filePath(QStringLiteral("no_such_export"))});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("no safetensors file to audit"), r.err.constData());
 }
 
 void TestCli::fp8CheckpointScales()

@@ -1,0 +1,874 @@
+#include "checkpointaudit.h"
+
+#include "core/formats/fp8math.h"
+#include "core/tensors/fp8decode.h"
+#include "core/tensors/safetensorsreader.h"
+#include "core/tensors/tensorreader.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QRegularExpression>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+namespace fp8scope {
+
+namespace {
+
+using fp8math::Format;
+
+QJsonObject readJsonObject(const QString &path, Problem *problem)
+{
+    QFile f(path);
+    if (!f.exists())
+        return {};
+    if (!f.open(QIODevice::ReadOnly)) {
+        *problem = {path, -1, QStringLiteral("cannot read: %1").arg(f.errorString())};
+        return {};
+    }
+    QJsonParseError error;
+    const QJsonDocument doc = QJsonDocument::fromJson(f.readAll(), &error);
+    if (error.error != QJsonParseError::NoError || !doc.isObject()) {
+        *problem = {path, error.offset, QStringLiteral("not a JSON object: %1").arg(error.errorString())};
+        return {};
+    }
+    return doc.object();
+}
+
+QStringList stringsOf(const QJsonValue &v)
+{
+    QStringList out;
+    for (const QJsonValue &e : v.toArray())
+        out << e.toString();
+    return out;
+}
+
+// The block shape [rows, cols] of a JSON array, or 0x0.
+std::pair<int64_t, int64_t> blockOf(const QJsonValue &v)
+{
+    const QJsonArray a = v.toArray();
+    if (a.size() != 2 || a[0].toInteger() <= 0 || a[1].toInteger() <= 0)
+        return {0, 0};
+    return {a[0].toInteger(), a[1].toInteger()};
+}
+
+QuantConfig readQuantConfig(const QString &dir, std::vector<Problem> *problems)
+{
+    QuantConfig c;
+    Problem problem;
+    const QString configPath = QDir(dir).filePath(QStringLiteral("config.json"));
+    const QJsonObject config = readJsonObject(configPath, &problem);
+    if (!problem.message.isEmpty())
+        problems->push_back(problem);
+    const QJsonObject q = config.value(QStringLiteral("quantization_config")).toObject();
+    if (!q.isEmpty()) {
+        c.source = configPath;
+        c.method = q.value(QStringLiteral("quant_method")).toString();
+        c.ignore = stringsOf(q.value(QStringLiteral("ignore")));
+        c.ignore += stringsOf(q.value(QStringLiteral("ignored_layers")));
+        c.ignore += stringsOf(q.value(QStringLiteral("modules_to_not_convert")));
+        c.ignore += stringsOf(q.value(QStringLiteral("exclude_modules")));
+        // The fp8 method (DeepSeek-V3, Hugging Face's fine-grained FP8, vLLM's fp8).
+        if (const auto [r, k] = blockOf(q.value(QStringLiteral("weight_block_size"))); r > 0) {
+            c.weightStrategy = QStringLiteral("block");
+            c.blockRows = r;
+            c.blockCols = k;
+        }
+        const QString scheme = q.value(QStringLiteral("activation_scheme")).toString();
+        if (!scheme.isEmpty())
+            c.staticActivations = scheme == QLatin1String("static");
+        // compressed-tensors: the first group that quantizes weights to 8-bit floats.
+        const QJsonObject groups = q.value(QStringLiteral("config_groups")).toObject();
+        for (auto it = groups.begin(); it != groups.end(); ++it) {
+            const QJsonObject g = it.value().toObject();
+            const QJsonObject w = g.value(QStringLiteral("weights")).toObject();
+            if (w.value(QStringLiteral("type")).toString() != QLatin1String("float"))
+                continue;
+            c.weightStrategy = w.value(QStringLiteral("strategy")).toString();
+            if (const auto [r, k] = blockOf(w.value(QStringLiteral("block_structure"))); r > 0) {
+                c.blockRows = r;
+                c.blockCols = k;
+            }
+            const QJsonValue in = g.value(QStringLiteral("input_activations"));
+            if (in.isObject())
+                c.staticActivations = !in.toObject().value(QStringLiteral("dynamic")).toBool(true);
+            break;
+        }
+        if (q.value(QStringLiteral("kv_cache_scheme")).isObject())
+            c.kvCacheFp8 = true;
+        if (q.value(QStringLiteral("kv_cache_quant_algo")).toString().contains(QLatin1String("FP8")))
+            c.kvCacheFp8 = true;
+    }
+    // TensorRT Model Optimizer's own file.
+    const QString modelOptPath = QDir(dir).filePath(QStringLiteral("hf_quant_config.json"));
+    problem = {};
+    const QJsonObject modelOpt = readJsonObject(modelOptPath, &problem);
+    if (!problem.message.isEmpty())
+        problems->push_back(problem);
+    const QJsonObject mq = modelOpt.value(QStringLiteral("quantization")).toObject();
+    if (!mq.isEmpty()) {
+        c.source = modelOptPath;
+        if (c.method.isEmpty())
+            c.method = QStringLiteral("modelopt");
+        const QString algo = mq.value(QStringLiteral("quant_algo")).toString();
+        if (algo == QLatin1String("FP8"))
+            c.weightStrategy = QStringLiteral("tensor");
+        else if (algo == QLatin1String("FP8_PER_CHANNEL_PER_TOKEN"))
+            c.weightStrategy = QStringLiteral("channel");
+        if (algo.startsWith(QLatin1String("FP8")) && !c.staticActivations)
+            c.staticActivations = algo == QLatin1String("FP8");
+        c.ignore += stringsOf(mq.value(QStringLiteral("exclude_modules")));
+        if (mq.value(QStringLiteral("kv_cache_quant_algo")).toString().contains(QLatin1String("FP8")))
+            c.kvCacheFp8 = true;
+    }
+    c.ignore.removeDuplicates();
+    return c;
+}
+
+struct Located {
+    QString file;
+    SafetensorsEntry entry;
+};
+
+// The shards of an export: those model.safetensors.index.json names, else every .safetensors file.
+QStringList shardsOf(const QString &path, std::vector<Problem> *problems)
+{
+    const QFileInfo info(path);
+    if (info.isFile())
+        return {info.absoluteFilePath()};
+    const QDir dir(path);
+    QStringList shards;
+    const QStringList indexes = dir.entryList({QStringLiteral("*.safetensors.index.json")}, QDir::Files, QDir::Name);
+    for (const QString &indexName : indexes) {
+        Problem problem;
+        const QJsonObject index = readJsonObject(dir.filePath(indexName), &problem);
+        if (!problem.message.isEmpty()) {
+            problems->push_back(problem);
+            continue;
+        }
+        const QJsonObject map = index.value(QStringLiteral("weight_map")).toObject();
+        for (auto it = map.begin(); it != map.end(); ++it) {
+            const QString shard = dir.filePath(it.value().toString());
+            if (!shards.contains(shard))
+                shards << shard;
+        }
+        for (const QString &shard : std::as_const(shards)) {
+            if (!QFileInfo::exists(shard))
+                problems->push_back({dir.filePath(indexName), -1,
+                    QStringLiteral("names the shard %1, which is missing").arg(QFileInfo(shard).fileName())});
+        }
+    }
+    if (shards.isEmpty()) {
+        for (const QString &f : dir.entryList({QStringLiteral("*.safetensors")}, QDir::Files, QDir::Name))
+            shards << dir.filePath(f);
+    }
+    shards.sort();
+    shards.erase(std::remove_if(shards.begin(), shards.end(), [](const QString &s) { return !QFileInfo::exists(s); }),
+        shards.end());
+    return shards;
+}
+
+bool isFp8Dtype(const QString &d)
+{
+    return d == QLatin1String("F8_E4M3") || d == QLatin1String("F8_E5M2");
+}
+
+// A tensor of a reference: a safetensors name or a name in any file openTensor reads.
+struct RefIndex {
+    QHash<QString, QString> specs; // tensor name -> "FILE:NAME"
+    QHash<QString, std::vector<int64_t>> shapes;
+};
+
+void indexReference(const QString &path, RefIndex *index, QStringList *files, std::vector<Problem> *problems)
+{
+    const QFileInfo info(path);
+    QStringList candidates;
+    if (info.isDir()) {
+        candidates = shardsOf(path, problems);
+        const QDir dir(path);
+        for (const QString &f : dir.entryList(
+                 {QStringLiteral("*.pt"), QStringLiteral("*.pth"), QStringLiteral("*.h5"), QStringLiteral("*.hdf5")},
+                 QDir::Files, QDir::Name))
+            candidates << dir.filePath(f);
+    } else if (info.isFile()) {
+        candidates << info.absoluteFilePath();
+    } else {
+        problems->push_back({path, -1, QStringLiteral("the reference does not exist")});
+        return;
+    }
+    for (const QString &file : std::as_const(candidates)) {
+        Problem problem;
+        const QStringList names = listTensors(file, &problem);
+        if (!problem.message.isEmpty()) {
+            problems->push_back(problem);
+            continue;
+        }
+        *files << file;
+        for (const QString &name : names) {
+            if (!index->specs.contains(name))
+                index->specs.insert(name, file + QLatin1Char(':') + name);
+        }
+    }
+}
+
+// Rows [first, first + count) of the reference tensor that make one inference layer (a fused module's part
+// is one or several ranges).
+struct RowRange {
+    int64_t first = 0;
+    int64_t count = 0;
+};
+
+// The model's attention heads, for the rows of q, k and v in a fused linear_qkv (Megatron's layout: per
+// query group, its query heads, then its key head, then its value head).
+struct Heads {
+    int64_t heads = 0;
+    int64_t groups = 0;
+    int64_t dim = 0;
+};
+
+Heads headsOf(const QJsonObject &config)
+{
+    Heads h;
+    h.heads = config.value(QStringLiteral("num_attention_heads")).toInteger();
+    h.groups = config.value(QStringLiteral("num_key_value_heads")).toInteger(h.heads);
+    const int64_t hidden = config.value(QStringLiteral("hidden_size")).toInteger();
+    h.dim = config.value(QStringLiteral("head_dim")).toInteger(h.heads > 0 ? hidden / h.heads : 0);
+    return h;
+}
+
+std::vector<RowRange> partRows(const QString &part, int64_t fusedRows, int64_t rows, const Heads &heads, QString *why)
+{
+    if (part.isEmpty()) {
+        if (fusedRows != rows) {
+            *why = QStringLiteral("the reference has %1 rows, the layer %2").arg(fusedRows).arg(rows);
+            return {};
+        }
+        return {{0, rows}};
+    }
+    if (part == QLatin1String("gate") || part == QLatin1String("up")) {
+        if (fusedRows != 2 * rows) {
+            *why = QStringLiteral("the fused reference has %1 rows, not twice the layer's %2").arg(fusedRows).arg(rows);
+            return {};
+        }
+        return {{part == QLatin1String("gate") ? 0 : rows, rows}};
+    }
+    if (heads.heads <= 0 || heads.groups <= 0 || heads.dim <= 0 || heads.heads % heads.groups != 0) {
+        *why = QStringLiteral("config.json does not give the attention heads that split linear_qkv");
+        return {};
+    }
+    const int64_t perGroup = heads.heads / heads.groups;
+    const int64_t stride = (perGroup + 2) * heads.dim;
+    if (fusedRows != heads.groups * stride) {
+        *why = QStringLiteral("the fused reference has %1 rows, not the %2 the heads give")
+                   .arg(fusedRows)
+                   .arg(heads.groups * stride);
+        return {};
+    }
+    std::vector<RowRange> ranges;
+    for (int64_t g = 0; g < heads.groups; ++g) {
+        const int64_t base = g * stride;
+        if (part == QLatin1String("q"))
+            ranges.push_back({base, perGroup * heads.dim});
+        else if (part == QLatin1String("k"))
+            ranges.push_back({base + perGroup * heads.dim, heads.dim});
+        else
+            ranges.push_back({base + (perGroup + 1) * heads.dim, heads.dim});
+    }
+    int64_t total = 0;
+    for (const RowRange &r : ranges)
+        total += r.count;
+    if (total != rows) {
+        *why = QStringLiteral("the %1 part of the reference has %2 rows, the layer %3").arg(part).arg(total).arg(rows);
+        return {};
+    }
+    return ranges;
+}
+
+// Reads rows [row, row + count) of a reader's row-major 2-D view as float32.
+bool readRows(
+    TensorReader &reader, int64_t row, int64_t count, std::vector<char> &raw, std::vector<float> &out, Problem *problem)
+{
+    const TensorInfo &info = reader.info();
+    const size_t n = size_t(count * info.cols);
+    raw.resize(n * size_t(dtypeSize(info.dtype)));
+    out.resize(n);
+    if (n == 0)
+        return true;
+    if (!reader.read(row * info.cols, int64_t(n), raw.data(), problem))
+        return false;
+    widenToFloat(raw.data(), info.dtype, n, out.data());
+    return true;
+}
+
+struct Sums {
+    double errSq = 0, invErrSq = 0, freshErrSq = 0, refSq = 0, deqSq = 0, dot = 0;
+    double amax = 0, invAmax = 0, refAmax = 0;
+};
+
+// What the audit of one quantized layer needs, resolved before the streaming.
+struct LayerJob {
+    size_t layer = 0;
+    QString codesSpec;
+    Format format = Format::E4M3;
+    std::vector<float> scales; // decode scales, gridRows x gridCols
+    int64_t blockRows = 1, blockCols = 1, gridCols = 1;
+    QString refSpec; // empty: no reference
+    std::vector<RowRange> refRows;
+};
+
+bool streamLayer(const LayerJob &job, AuditLayer &layer, int64_t *bytes, Problem *problem)
+{
+    auto codes = openTensor(job.codesSpec, problem, QStringLiteral("none"));
+    if (!codes)
+        return false;
+    std::unique_ptr<TensorReader> ref;
+    if (!job.refSpec.isEmpty()) {
+        ref = openTensor(job.refSpec, problem);
+        if (!ref)
+            return false;
+    }
+    const int64_t cols = codes->info().cols;
+    float lut[256];
+    for (int c = 0; c < 256; ++c)
+        lut[c] = fp8math::decodeCode(uint32_t(c), job.format);
+    const int64_t band = std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(cols, 1));
+    std::vector<char> raw, refRaw;
+    std::vector<float> refValues, unusedValues;
+    std::vector<uint8_t> codeBytes;
+    Sums s;
+    std::vector<RowRange> ranges = job.refRows;
+    if (ranges.empty())
+        ranges.push_back({0, codes->info().rows});
+    int64_t row = 0;
+    for (const RowRange &range : ranges) {
+        for (int64_t off = 0; off < range.count; off += band) {
+            const int64_t n = std::min(band, range.count - off);
+            codeBytes.resize(size_t(n * cols));
+            if (!codes->read(row * cols, n * cols, codeBytes.data(), problem))
+                return false;
+            *bytes += n * cols;
+            if (ref) {
+                if (!readRows(*ref, range.first + off, n, refRaw, refValues, problem))
+                    return false;
+                *bytes += int64_t(refRaw.size());
+            }
+            for (int64_t r = 0; r < n; ++r) {
+                const int64_t gr = (row + r) / job.blockRows;
+                const float *scaleRow = job.scales.data() + gr * job.gridCols;
+                const uint8_t *c = codeBytes.data() + r * cols;
+                const float *x = ref ? refValues.data() + r * cols : nullptr;
+                for (int64_t k = 0; k < cols; ++k) {
+                    const float scale = scaleRow[k / job.blockCols];
+                    const float v = lut[c[k]];
+                    const double d = double(v) * scale;
+                    const double a = double(v) / scale;
+                    if (!std::isfinite(d) || !std::isfinite(a))
+                        continue;
+                    s.amax = std::max(s.amax, std::abs(d));
+                    s.invAmax = std::max(s.invAmax, std::abs(a));
+                    if (!x)
+                        continue;
+                    const double xr = x[k];
+                    if (!std::isfinite(xr))
+                        continue;
+                    const float encoded = x[k] * (1.0f / scale);
+                    const double fresh
+                        = double(fp8math::decodeCode(fp8math::castToCode(encoded, job.format), job.format)) * scale;
+                    s.errSq += (d - xr) * (d - xr);
+                    s.invErrSq += (a - xr) * (a - xr);
+                    s.freshErrSq += (fresh - xr) * (fresh - xr);
+                    s.refSq += xr * xr;
+                    s.deqSq += d * d;
+                    s.dot += d * xr;
+                    s.refAmax = std::max(s.refAmax, std::abs(xr));
+                }
+            }
+            row += n;
+        }
+    }
+    layer.amax = s.amax;
+    layer.invertedAmax = s.invAmax;
+    if (ref && s.refSq > 0) {
+        layer.reference = job.refSpec;
+        layer.relError = std::sqrt(s.errSq / s.refSq);
+        layer.invertedRelError = std::sqrt(s.invErrSq / s.refSq);
+        layer.freshRelError = std::sqrt(s.freshErrSq / s.refSq);
+        layer.cosine = s.deqSq > 0 ? s.dot / std::sqrt(s.deqSq * s.refSq) : 0.0;
+        layer.referenceAmax = s.refAmax;
+    }
+    return true;
+}
+
+QString number(double v)
+{
+    return QString::number(v, 'g', 3);
+}
+
+QString percent(double v)
+{
+    return QString::number(100.0 * v, 'g', 3) + QLatin1String(" %");
+}
+
+// The rules over a streamed layer (docs/TRIAGE.md).
+void judgeStreamed(AuditLayer &l, std::vector<AuditFinding> &findings)
+{
+    using namespace auditrules;
+    const QString training = l.training ? l.training->text() : QString();
+    const QString scale = l.scaleName.isEmpty() ? QStringLiteral("the scale") : l.scaleName;
+    if (!l.reference.isEmpty() && !std::isnan(l.relError)) {
+        if (l.relError > kGrossError && l.invertedRelError * kInvertedGain < l.relError) {
+            l.findings << QStringLiteral("inverted-scale");
+            findings.push_back({QStringLiteral("inverted-scale"), QStringLiteral("critical"), l.name, training,
+                QStringLiteral("dequantized as codes x %1, the weight's amax is %2 against the reference's %3, a "
+                               "factor of %4 (the scale squared is %5); codes / %1 is %6 off the reference, what "
+                               "quantization explains: %1 holds the encode scale (Transformer Engine's scale) where "
+                               "the decode scale (scale_inv) belongs")
+                    .arg(scale, number(l.amax), number(l.referenceAmax), number(l.amax / l.referenceAmax),
+                        number(l.scaleMax * l.scaleMax), percent(l.invertedRelError))});
+            return;
+        }
+        const double explained = std::max(l.freshRelError, 1e-6);
+        if (l.relError > kMismatchFactor * explained) {
+            l.findings << QStringLiteral("weight-mismatch");
+            findings.push_back({QStringLiteral("weight-mismatch"),
+                l.relError > 0.2 ? QStringLiteral("critical") : QStringLiteral("warning"), l.name, training,
+                QStringLiteral("the dequantized weight is %1 off the reference %2 (cosine %3), %4 times the %5 a "
+                               "fresh quantization of the reference under the same scales gives: not the weights "
+                               "the reference holds (a stale or another checkpoint)")
+                    .arg(percent(l.relError), l.reference, QString::number(l.cosine, 'f', 4),
+                        number(l.relError / explained), percent(l.freshRelError))});
+        }
+        return;
+    }
+    // No reference: the magnitudes alone.
+    const double lo = std::exp2(kPlausibleLog2Min);
+    const double hi = std::exp2(kPlausibleLog2Max);
+    const auto plausible = [&](double a) { return a >= lo && a <= hi; };
+    if (l.amax > 0 && l.invertedAmax > 0 && !plausible(l.amax) && plausible(l.invertedAmax)
+        && std::abs(std::log2(l.amax) - std::log2(l.invertedAmax)) >= kInvertedLog2Gap) {
+        l.findings << QStringLiteral("inverted-scale");
+        findings.push_back({QStringLiteral("inverted-scale"), QStringLiteral("warning"), l.name, training,
+            QStringLiteral("the weight dequantized as codes x %1 reaches %2, outside what weights hold (%3 to %4); "
+                           "codes / %1 reaches %5: %1 looks like the encode scale (no reference to confirm it)")
+                .arg(scale, number(l.amax), number(lo), number(hi), number(l.invertedAmax))});
+    }
+}
+
+bool badValue(float v)
+{
+    return !std::isfinite(v) || !(v > 0.0f);
+}
+
+} // namespace
+
+bool QuantConfig::ignores(const QString &module) const
+{
+    for (const QString &pattern : ignore) {
+        if (pattern.startsWith(QLatin1String("re:"))) {
+            const QRegularExpression re(QRegularExpression::anchoredPattern(pattern.mid(3)));
+            if (re.isValid() && re.match(module).hasMatch())
+                return true;
+        } else if (pattern.contains(QLatin1Char('*')) || pattern.contains(QLatin1Char('?'))) {
+            const QRegularExpression re(QRegularExpression::wildcardToRegularExpression(
+                pattern, QRegularExpression::UnanchoredWildcardConversion));
+            if (QRegularExpression(QRegularExpression::anchoredPattern(re.pattern())).match(module).hasMatch())
+                return true;
+        } else if (module == pattern || module.endsWith(QLatin1Char('.') + pattern)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+std::optional<AuditResult> auditCheckpoint(
+    const QString &path, const AuditOptions &options, Problem *problem, const std::function<void(int, int)> &progress)
+{
+    AuditResult result;
+    result.checkpoint = path;
+    const QString dir = QFileInfo(path).isDir() ? path : QFileInfo(path).absolutePath();
+    result.files = shardsOf(path, &result.problems);
+    if (result.files.isEmpty()) {
+        *problem = {path, -1, QStringLiteral("no safetensors file to audit")};
+        return std::nullopt;
+    }
+    result.config = readQuantConfig(dir, &result.problems);
+    Problem configProblem;
+    const QJsonObject modelConfig = readJsonObject(QDir(dir).filePath(QStringLiteral("config.json")), &configProblem);
+    const Heads heads = headsOf(modelConfig);
+
+    // Every tensor of every shard.
+    QHash<QString, Located> tensors;
+    for (const QString &file : std::as_const(result.files)) {
+        std::vector<SafetensorsEntry> entries;
+        qint64 dataStart = 0;
+        Problem p;
+        if (!SafetensorsReader::entries(file, &entries, &dataStart, &p)) {
+            if (result.files.size() == 1) {
+                *problem = p;
+                return std::nullopt;
+            }
+            result.problems.push_back(p);
+            continue;
+        }
+        for (SafetensorsEntry &e : entries) {
+            const QString name = e.name;
+            tensors.insert(name, {file, std::move(e)});
+        }
+    }
+
+    QHash<QString, TrainingName> mapping;
+    if (!options.mappingFile.isEmpty()) {
+        Problem p;
+        if (!readNameMapping(options.mappingFile, &mapping, &p)) {
+            *problem = p;
+            return std::nullopt;
+        }
+    }
+
+    RefIndex refs;
+    for (const QString &r : options.references)
+        indexReference(r, &refs, &result.references, &result.problems);
+
+    // The layers: 2-D weights, in name order.
+    QStringList weightNames;
+    for (auto it = tensors.cbegin(); it != tensors.cend(); ++it) {
+        if (it.key().endsWith(QLatin1String(".weight")) && it->entry.shape.size() >= 2)
+            weightNames << it.key();
+    }
+    weightNames.sort();
+    bool gated = false;
+    for (const QString &w : std::as_const(weightNames))
+        gated = gated || w.contains(QLatin1String("gate_proj")) || w.contains(QLatin1String(".w1."));
+
+    std::vector<LayerJob> jobs;
+    const auto entryOf = [&](const QString &name) -> const Located * {
+        const auto it = tensors.constFind(name);
+        return it == tensors.cend() ? nullptr : &*it;
+    };
+    const auto readSmall = [&](const Located &t, int64_t limit, std::vector<float> *values, Problem *p) {
+        auto reader = openTensor(t.file + QLatin1Char(':') + t.entry.name, p, QStringLiteral("none"));
+        return reader && readDecodeScales(*reader, limit, values, p);
+    };
+    for (const QString &weightName : std::as_const(weightNames)) {
+        const Located &w = *entryOf(weightName);
+        AuditLayer l;
+        l.name = weightName.chopped(int(qstrlen(".weight")));
+        l.file = w.file;
+        l.dtype = w.entry.dtypeName;
+        l.shape = w.entry.shape;
+        l.quantized = isFp8Dtype(w.entry.dtypeName);
+        if (const auto it = mapping.constFind(l.name); it != mapping.cend())
+            l.training = *it;
+        else
+            l.training = trainingNameOf(l.name, gated);
+        const QString training = l.training ? l.training->text() : QString();
+        const auto add = [&](const char *kind, const char *severity, const QString &evidence) {
+            l.findings << QLatin1String(kind);
+            result.findings.push_back({QLatin1String(kind), QLatin1String(severity), l.name, training, evidence});
+        };
+        int64_t rows = 1;
+        for (size_t i = 0; i + 1 < l.shape.size(); ++i)
+            rows *= l.shape[i];
+        const int64_t cols = l.shape.back();
+
+        // Inference precision against the config.
+        const bool excluded = result.config.ignores(l.name);
+        if (l.quantized && excluded)
+            add("precision-mismatch", "warning",
+                QStringLiteral("stored as %1 though %2 excludes the module from quantization: the layer that trained "
+                               "(and was meant to run) in higher precision is quantized anyway")
+                    .arg(l.dtype, QFileInfo(result.config.source).fileName()));
+
+        // The input (activation) scale and the KV cache's.
+        if (const Located *in = entryOf(l.name + QStringLiteral(".input_scale"))) {
+            std::vector<float> v;
+            Problem p;
+            if (!readSmall(*in, 1, &v, &p)) {
+                add("invalid-scale", "critical", QStringLiteral("input_scale: %1").arg(p.message));
+            } else if (v.size() == 1 && badValue(v[0])) {
+                add("invalid-scale", "critical", QStringLiteral("input_scale is %1").arg(double(v[0])));
+            } else if (v.size() == 1) {
+                l.inputScale = v[0];
+            }
+        } else if (l.quantized && result.config.staticActivations.value_or(false) && !excluded) {
+            add("missing-scale", "critical",
+                QStringLiteral("%1 says activations are quantized with static scales, and the layer has no "
+                               "input_scale: inference would run with 1.0")
+                    .arg(QFileInfo(result.config.source).fileName()));
+        }
+        for (const char *kv : {"k_scale", "v_scale"}) {
+            const QString name = l.name + QLatin1Char('.') + QLatin1String(kv);
+            if (const Located *t = entryOf(name)) {
+                std::vector<float> v;
+                Problem p;
+                if (!readSmall(*t, 1, &v, &p) || (v.size() == 1 && badValue(v[0])))
+                    add("invalid-scale", "critical",
+                        QStringLiteral("%1 is %2")
+                            .arg(QLatin1String(kv),
+                                p.message.isEmpty() ? QString::number(double(v.empty() ? NAN : v[0])) : p.message));
+            }
+        }
+
+        if (!l.quantized) {
+            result.layers.push_back(std::move(l));
+            continue;
+        }
+        const Located *scale = nullptr;
+        for (const char *suffix : {".weight_scale_inv", ".weight_scale"}) {
+            if ((scale = entryOf(l.name + QLatin1String(suffix)))) {
+                l.scaleName = QLatin1String(suffix + 1);
+                break;
+            }
+        }
+        if (!scale) {
+            add("missing-scale", "critical",
+                QStringLiteral("a %1 weight %2 without weight_scale or weight_scale_inv beside it: read with a scale "
+                               "of 1.0, its values are the raw codes (up to %3)")
+                    .arg(l.dtype, QStringLiteral("[%1, %2]").arg(rows).arg(cols),
+                        l.dtype == QLatin1String("F8_E4M3") ? QStringLiteral("448") : QStringLiteral("57344")));
+            result.layers.push_back(std::move(l));
+            continue;
+        }
+        std::vector<float> values;
+        Problem p;
+        if (!readSmall(*scale, rows * cols, &values, &p)) {
+            add("invalid-scale", "critical", QStringLiteral("%1: %2").arg(l.scaleName, p.message));
+            result.layers.push_back(std::move(l));
+            continue;
+        }
+        // The grid: one value, one per row ([rows] or [rows, 1]), or a 2-D grid of blocks.
+        int64_t gridRows = 1, gridCols = 1;
+        const std::vector<int64_t> &dims = scale->entry.shape;
+        if (values.size() == 1) {
+        } else if ((dims.size() == 1 && dims[0] == rows) || (dims.size() == 2 && dims[0] == rows && dims[1] == 1)) {
+            gridRows = rows;
+        } else if (dims.size() == 2) {
+            gridRows = dims[0];
+            gridCols = dims[1];
+        } else {
+            gridRows = -1;
+        }
+        const auto block = gridRows > 0 ? scaleBlockShape(rows, cols, gridRows, gridCols) : std::nullopt;
+        if (!block) {
+            add("invalid-scale", "critical",
+                QStringLiteral("%1 has shape [%2], which fits no layout on the [%3, %4] weight (one value, one per "
+                               "row, or a grid of blocks)")
+                    .arg(l.scaleName,
+                        [&] {
+                            QStringList s;
+                            for (int64_t d : dims)
+                                s << QString::number(d);
+                            return s.join(QStringLiteral(", "));
+                        }())
+                    .arg(rows)
+                    .arg(cols));
+            result.layers.push_back(std::move(l));
+            continue;
+        }
+        Fp8DecodeScale shape;
+        shape.blockRows = block->first;
+        shape.blockCols = block->second;
+        shape.gridRows = gridRows;
+        shape.gridCols = gridCols;
+        l.scaleLayout = shape.shapeText(rows, cols);
+        // The layout the config states.
+        const QString &strategy = result.config.weightStrategy;
+        const bool perTensor = values.size() == 1;
+        const bool perRow = !perTensor && gridCols == 1 && block->first == 1;
+        QString stated;
+        if (strategy == QLatin1String("tensor") && !perTensor)
+            stated = QStringLiteral("one scale per tensor");
+        else if (strategy == QLatin1String("channel") && !perRow)
+            stated = QStringLiteral("one scale per output channel");
+        else if (strategy == QLatin1String("block") && result.config.blockRows > 0
+            && (block->first != result.config.blockRows || block->second != result.config.blockCols))
+            stated = QStringLiteral("%1x%2 blocks").arg(result.config.blockRows).arg(result.config.blockCols);
+        if (!stated.isEmpty())
+            add("invalid-scale", "critical",
+                QStringLiteral("%1 is laid out as %2, but %3 states %4: a loader would read the scales on the wrong "
+                               "grid")
+                    .arg(l.scaleName, l.scaleLayout, QFileInfo(result.config.source).fileName(), stated));
+        int bad = 0;
+        double lo = INFINITY, hi = 0;
+        for (float v : values) {
+            if (badValue(v)) {
+                ++bad;
+                continue;
+            }
+            lo = std::min(lo, double(v));
+            hi = std::max(hi, double(v));
+        }
+        if (hi > 0) {
+            l.scaleMin = lo;
+            l.scaleMax = hi;
+        }
+        if (bad > 0) {
+            add("invalid-scale", "critical",
+                QStringLiteral("%1 of the %2 values of %3 are not finite and positive (the first: %4)")
+                    .arg(bad)
+                    .arg(values.size())
+                    .arg(l.scaleName)
+                    .arg(double(*std::find_if(values.begin(), values.end(), badValue))));
+            result.layers.push_back(std::move(l));
+            continue;
+        }
+        LayerJob job;
+        job.layer = result.layers.size();
+        job.codesSpec = w.file + QLatin1Char(':') + weightName;
+        job.format = l.dtype == QLatin1String("F8_E5M2") ? Format::E5M2 : Format::E4M3;
+        job.scales = std::move(values);
+        job.blockRows = block->first;
+        job.blockCols = block->second;
+        job.gridCols = gridCols;
+        // The reference: the same name, else the training module (its part of a fused one).
+        if (!refs.specs.isEmpty()) {
+            QString refName = weightName;
+            QString part;
+            if (!refs.specs.contains(refName) && l.training) {
+                for (const QString &prefix : {QString(), QStringLiteral("module."), QStringLiteral("model.")}) {
+                    if (refs.specs.contains(prefix + l.training->module + QStringLiteral(".weight"))) {
+                        refName = prefix + l.training->module + QStringLiteral(".weight");
+                        part = l.training->part;
+                        break;
+                    }
+                }
+            }
+            if (const auto it = refs.specs.constFind(refName); it != refs.specs.cend()) {
+                Problem rp;
+                auto reader = openTensor(*it, &rp);
+                QString why;
+                if (!reader) {
+                    result.problems.push_back(rp);
+                } else if (reader->info().cols != cols) {
+                    add("weight-mismatch", "critical",
+                        QStringLiteral("the reference %1 has %2 columns, the layer %3")
+                            .arg(*it)
+                            .arg(reader->info().cols)
+                            .arg(cols));
+                } else if (auto ranges = partRows(part, reader->info().rows, rows, heads, &why); !ranges.empty()) {
+                    job.refSpec = *it;
+                    job.refRows = std::move(ranges);
+                } else {
+                    add("weight-mismatch", "critical", QStringLiteral("against %1: %2").arg(*it, why));
+                }
+            } else {
+                result.unmatched << l.name;
+            }
+        }
+        if (!l.training)
+            result.unmapped << l.name;
+        jobs.push_back(std::move(job));
+        result.layers.push_back(std::move(l));
+    }
+
+    // Stream the weights, a layer to a thread.
+    std::atomic<size_t> next {0};
+    std::atomic<int> done {0};
+    std::atomic<int64_t> bytes {0};
+    std::mutex mutex;
+    std::vector<std::pair<size_t, Problem>> failures;
+    const int threads = std::max(1,
+        std::min<int>(
+            int(jobs.size()), options.threads > 0 ? options.threads : int(std::thread::hardware_concurrency())));
+    const auto work = [&] {
+        for (size_t i = next++; i < jobs.size(); i = next++) {
+            Problem p;
+            int64_t read = 0;
+            AuditLayer &layer = result.layers[jobs[i].layer];
+            if (!streamLayer(jobs[i], layer, &read, &p)) {
+                const std::lock_guard lock(mutex);
+                failures.push_back({jobs[i].layer, p});
+            }
+            bytes += read;
+            const int n = ++done;
+            if (progress) {
+                const std::lock_guard lock(mutex);
+                progress(n, int(jobs.size()));
+            }
+        }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t)
+        pool.emplace_back(work);
+    work();
+    for (std::thread &t : pool)
+        t.join();
+    result.bytesRead = bytes;
+    std::sort(failures.begin(), failures.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+    for (const auto &[layer, p] : failures)
+        result.problems.push_back(p);
+    for (const LayerJob &job : jobs) {
+        judgeStreamed(result.layers[job.layer], result.findings);
+    }
+    // Most severe first, then in layer order (stable).
+    std::stable_sort(result.findings.begin(), result.findings.end(), [](const AuditFinding &a, const AuditFinding &b) {
+        return (a.severity == QLatin1String("critical")) > (b.severity == QLatin1String("critical"));
+    });
+    return result;
+}
+
+QJsonObject auditToJson(const AuditResult &r)
+{
+    const auto num = [](double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(QJsonValue::Null); };
+    QJsonArray findings;
+    for (const AuditFinding &f : r.findings) {
+        QJsonObject o {{QStringLiteral("kind"), f.kind}, {QStringLiteral("severity"), f.severity},
+            {QStringLiteral("layer"), f.layer}, {QStringLiteral("evidence"), f.evidence}};
+        o.insert(
+            QStringLiteral("training_layer"), f.trainingLayer.isEmpty() ? QJsonValue() : QJsonValue(f.trainingLayer));
+        findings.append(o);
+    }
+    QJsonArray layers;
+    for (const AuditLayer &l : r.layers) {
+        QJsonArray shape;
+        for (int64_t d : l.shape)
+            shape.append(qint64(d));
+        QJsonObject o {{QStringLiteral("layer"), l.name}, {QStringLiteral("dtype"), l.dtype},
+            {QStringLiteral("shape"), shape}, {QStringLiteral("quantized"), l.quantized},
+            {QStringLiteral("status"), l.status()}, {QStringLiteral("file"), QFileInfo(l.file).fileName()}};
+        o.insert(QStringLiteral("training_layer"), l.training ? QJsonValue(l.training->text()) : QJsonValue());
+        if (l.quantized) {
+            o.insert(QStringLiteral("scale_name"), l.scaleName);
+            o.insert(QStringLiteral("scale_layout"), l.scaleLayout);
+            o.insert(QStringLiteral("scale_min"), num(l.scaleMin));
+            o.insert(QStringLiteral("scale_max"), num(l.scaleMax));
+            o.insert(QStringLiteral("amax"), num(l.amax));
+            o.insert(QStringLiteral("amax_if_divided"), num(l.invertedAmax));
+        }
+        if (l.inputScale)
+            o.insert(QStringLiteral("input_scale"), *l.inputScale);
+        if (!l.reference.isEmpty()) {
+            o.insert(QStringLiteral("reference"), l.reference);
+            o.insert(QStringLiteral("relative_error"), num(l.relError));
+            o.insert(QStringLiteral("relative_error_if_divided"), num(l.invertedRelError));
+            o.insert(QStringLiteral("fresh_relative_error"), num(l.freshRelError));
+            o.insert(QStringLiteral("cosine"), num(l.cosine));
+            o.insert(QStringLiteral("reference_amax"), num(l.referenceAmax));
+        }
+        layers.append(o);
+    }
+    QJsonArray problems;
+    for (const Problem &p : r.problems)
+        problems.append(p.toString());
+    QJsonObject config {{QStringLiteral("method"), r.config.method},
+        {QStringLiteral("weights"), r.config.weightStrategy},
+        {QStringLiteral("ignore"), QJsonArray::fromStringList(r.config.ignore)},
+        {QStringLiteral("source"), r.config.source}};
+    if (r.config.staticActivations)
+        config.insert(QStringLiteral("static_activations"), *r.config.staticActivations);
+    return {{QStringLiteral("checkpoint"), r.checkpoint}, {QStringLiteral("config"), config},
+        {QStringLiteral("files"), QJsonArray::fromStringList(r.files)},
+        {QStringLiteral("references"), QJsonArray::fromStringList(r.references)},
+        {QStringLiteral("findings"), findings}, {QStringLiteral("layers"), layers},
+        {QStringLiteral("unmapped"), QJsonArray::fromStringList(r.unmapped)},
+        {QStringLiteral("unmatched"), QJsonArray::fromStringList(r.unmatched)}, {QStringLiteral("problems"), problems}};
+}
+
+} // namespace fp8scope

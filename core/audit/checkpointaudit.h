@@ -1,0 +1,118 @@
+// The audit of an inference checkpoint's FP8 weights and scales, the first thing to check for a downstream
+// gap ("does inference use the intended scaling factors and weights?"): every quantized layer of a Hugging
+// Face style safetensors export (one file or shards with model.safetensors.index.json), its scales read in
+// the layout the quantization config states (per tensor, per channel, 128x128 blocks), checked on their own
+// and, given a reference (the BF16/FP32 weights it was made from, or a training checkpoint), against it.
+// Every tensor is streamed a band of rows at a time; no model is loaded whole. docs/TRIAGE.md states the
+// rules and their thresholds, docs/NUMERICS.md the scale conventions.
+#pragma once
+
+#include "core/tensors/problem.h"
+#include "layernames.h"
+
+#include <QJsonObject>
+#include <QStringList>
+
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <vector>
+
+namespace fp8scope {
+
+// What the checkpoint's quantization config says (config.json's quantization_config, hf_quant_config.json).
+struct QuantConfig {
+    QString method; // "compressed-tensors", "fp8", "modelopt", ...; empty when there is no config
+    QString weightStrategy; // "tensor", "channel", "block" or empty (not stated)
+    int64_t blockRows = 0; // weight_block_size / block_structure, 0 when not stated
+    int64_t blockCols = 0;
+    std::optional<bool> staticActivations; // input scales calibrated offline (static) or computed (dynamic)
+    bool kvCacheFp8 = false;
+    QStringList ignore; // modules left unquantized: names, "re:" regular expressions or globs
+    QString source; // the file it came from
+
+    bool ignores(const QString &module) const;
+};
+
+// A layer of the checkpoint: a 2-D (or larger) NAME.weight and the scales beside it.
+struct AuditLayer {
+    QString name; // inference module, without ".weight"
+    std::optional<TrainingName> training;
+    QString file; // the shard holding the weight
+    QString dtype; // as the file spells it
+    std::vector<int64_t> shape;
+    bool quantized = false; // FP8 codes
+    QString scaleName; // "weight_scale" or "weight_scale_inv"; empty when there is none
+    QString scaleLayout; // "per tensor", "per row", "128x128 blocks", ... ; empty when unread
+    double scaleMin = NAN; // over the finite, positive decode scales
+    double scaleMax = NAN;
+    std::optional<double> inputScale;
+    // Against the reference (NaN without one): relative errors (rms of the difference over the rms of the
+    // reference) of the weight as dequantized, as dequantized dividing by the scale instead (the other
+    // convention), and of a fresh quantization of the reference under the same scales.
+    QString reference; // the reference tensor compared with, "FILE:NAME"
+    double relError = NAN;
+    double invertedRelError = NAN;
+    double freshRelError = NAN;
+    double cosine = NAN;
+    double amax = NAN; // of the dequantized weight
+    double invertedAmax = NAN; // of the codes divided by the scales
+    double referenceAmax = NAN;
+    QStringList findings; // the kinds found on this layer; empty: ok
+
+    QString status() const { return findings.isEmpty() ? QStringLiteral("ok") : findings.join(QLatin1Char(',')); }
+};
+
+struct AuditFinding {
+    QString kind; // missing-scale, invalid-scale, inverted-scale, weight-mismatch, calibration-mismatch,
+                  // precision-mismatch
+    QString severity; // critical, warning
+    QString layer; // inference name
+    QString trainingLayer; // empty when unmapped
+    QString evidence;
+};
+
+struct AuditResult {
+    QString checkpoint;
+    QuantConfig config;
+    QStringList files; // the shards read
+    QStringList references; // the reference files read
+    std::vector<AuditLayer> layers;
+    std::vector<AuditFinding> findings;
+    QStringList unmapped; // quantized layers with no training name
+    QStringList unmatched; // quantized layers the references did not hold (given references)
+    std::vector<Problem> problems; // what could not be read; the audit goes on without it
+
+    int64_t bytesRead = 0; // of weights and references (the benchmark's reference)
+};
+
+struct AuditOptions {
+    QStringList references; // safetensors files or folders, torch.save checkpoints, HDF5 dumps
+    QString mappingFile; // inference name -> training name (layernames.h)
+    int threads = 0; // 0: one per hardware thread
+};
+
+// The audit of the export in `dir` (a folder, or one .safetensors file). Nothing when the checkpoint itself
+// cannot be read (no safetensors, a header that lies): *problem says where.
+std::optional<AuditResult> auditCheckpoint(const QString &dir, const AuditOptions &options, Problem *problem,
+    const std::function<void(int, int)> &progress = {});
+
+// The audit as the CLI's --json writes it: findings, layers, unmapped, problems.
+QJsonObject auditToJson(const AuditResult &result);
+
+// Thresholds of the rules (docs/TRIAGE.md).
+namespace auditrules {
+// A dequantized weight more than this far from the reference (relative rms) ...
+constexpr double kGrossError = 0.5;
+// ... while dividing by the scale instead comes this many times closer: the scale is inverted.
+constexpr double kInvertedGain = 4.0;
+// A weight whose error against the reference is this many times a fresh quantization's: another weight.
+constexpr double kMismatchFactor = 3.0;
+// Without a reference: the range of a plausible weight amax, and how far apart (in binades) the two
+// conventions must put it before the other one is believed.
+constexpr double kPlausibleLog2Min = -8.0;
+constexpr double kPlausibleLog2Max = 8.0;
+constexpr double kInvertedLog2Gap = 4.0;
+} // namespace auditrules
+
+} // namespace fp8scope

@@ -1,0 +1,241 @@
+"""Writes FP8 inference checkpoints with torch and safetensors, as the serving stacks' exporters lay them out,
+clean and with planted faults, and the references they are audited against (test-only oracle).
+
+usage: write_checkpoints.py OUTDIR
+
+A small Llama-style model (2 layers, hidden 256, 4 heads in 2 key/value groups of head_dim 64, gated MLP of
+512, vocabulary 320) in bfloat16 is the reference; every export quantizes it to float8_e4m3fn:
+
+  OUTDIR/reference/model.safetensors      the bfloat16 weights, Hugging Face names
+  OUTDIR/megatron/model.pt                the same weights as a Megatron training checkpoint (torch.save):
+                                          decoder.layers.N.self_attention.linear_qkv (q, k, v interleaved per
+                                          key/value group), linear_proj, mlp.linear_fc1 ([gate; up]),
+                                          linear_fc2, output_layer
+  OUTDIR/ct_tensor/                       compressed-tensors, per-tensor weight_scale [1] and static
+                                          input_scale [1]; lm_head ignored (kept bfloat16)
+  OUTDIR/ct_channel/                      compressed-tensors, per-channel weight_scale [out, 1], dynamic
+                                          activations, in two shards with model.safetensors.index.json
+  OUTDIR/block/                           the fp8 method (DeepSeek-V3): 128x128 block weight_scale_inv
+  OUTDIR/modelopt/                        TensorRT Model Optimizer: hf_quant_config.json, scalar weight_scale,
+                                          input_scale, k_proj.k_scale and v_proj.v_scale
+  OUTDIR/fault_missing/                   ct_tensor without model.layers.0.mlp.down_proj.weight_scale
+  OUTDIR/fault_missing_input/             ct_tensor without model.layers.1.self_attn.o_proj.input_scale
+  OUTDIR/fault_invalid/                   ct_tensor with model.layers.1.mlp.up_proj.weight_scale = 0
+  OUTDIR/fault_grid/                      block with model.layers.0.self_attn.o_proj.weight_scale_inv on a
+                                          [2, 3] grid (no block shape gives it on 256 x 256)
+  OUTDIR/fault_inverted/                  ct_tensor with model.layers.0.self_attn.q_proj.weight_scale holding
+                                          the encode scale (448 / amax) instead of the decode scale
+  OUTDIR/fault_stale/                     ct_tensor whose model.layers.1.mlp.down_proj comes from other weights
+                                          (the reference plus 30 % noise), quantized correctly
+  OUTDIR/fault_precision/                 ct_tensor whose lm_head, which the config ignores, is quantized
+"""
+import json
+import os
+import shutil
+import sys
+
+import torch
+from safetensors.torch import save_file
+
+OUT = sys.argv[1]
+HIDDEN, HEADS, GROUPS, HEAD_DIM, FFN, VOCAB, LAYERS = 256, 4, 2, 64, 512, 320, 2
+FP8 = torch.float8_e4m3fn
+FMAX = 448.0
+
+gen = torch.Generator().manual_seed(7)
+
+
+def weight(rows, cols):
+    # Rows of different magnitudes, as trained weights have: per-channel scales matter.
+    row_scale = torch.logspace(-2.3, -1.0, rows)[torch.randperm(rows, generator=gen)]
+    return (torch.randn(rows, cols, generator=gen) * row_scale[:, None]).to(torch.bfloat16)
+
+
+ref = {}
+for i in range(LAYERS):
+    p = f"model.layers.{i}."
+    ref[p + "self_attn.q_proj.weight"] = weight(HEADS * HEAD_DIM, HIDDEN)
+    ref[p + "self_attn.k_proj.weight"] = weight(GROUPS * HEAD_DIM, HIDDEN)
+    ref[p + "self_attn.v_proj.weight"] = weight(GROUPS * HEAD_DIM, HIDDEN)
+    ref[p + "self_attn.o_proj.weight"] = weight(HIDDEN, HEADS * HEAD_DIM)
+    ref[p + "mlp.gate_proj.weight"] = weight(FFN, HIDDEN)
+    ref[p + "mlp.up_proj.weight"] = weight(FFN, HIDDEN)
+    ref[p + "mlp.down_proj.weight"] = weight(HIDDEN, FFN)
+    ref[p + "input_layernorm.weight"] = torch.ones(HIDDEN, dtype=torch.bfloat16)
+ref["model.embed_tokens.weight"] = weight(VOCAB, HIDDEN)
+ref["lm_head.weight"] = weight(VOCAB, HIDDEN)
+LINEARS = [n[: -len(".weight")] for n in ref if "_proj" in n]
+
+CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "hidden_size": HIDDEN,
+    "num_attention_heads": HEADS,
+    "num_key_value_heads": GROUPS,
+    "head_dim": HEAD_DIM,
+    "intermediate_size": FFN,
+    "num_hidden_layers": LAYERS,
+    "vocab_size": VOCAB,
+}
+
+
+def write(folder, tensors, quantization_config=None, extra_files=None, shards=1):
+    path = os.path.join(OUT, folder)
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    config = dict(CONFIG)
+    if quantization_config is not None:
+        config["quantization_config"] = quantization_config
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(config, f, indent=1)
+    for name, content in (extra_files or {}).items():
+        with open(os.path.join(path, name), "w") as f:
+            json.dump(content, f, indent=1)
+    tensors = {k: v.contiguous() for k, v in tensors.items()}
+    if shards == 1:
+        save_file(tensors, os.path.join(path, "model.safetensors"))
+        return
+    names = sorted(tensors)
+    weight_map = {}
+    for s in range(shards):
+        file = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
+        part = names[s::shards]
+        save_file({n: tensors[n] for n in part}, os.path.join(path, file))
+        weight_map.update({n: file for n in part})
+    with open(os.path.join(path, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {}, "weight_map": weight_map}, f, indent=1)
+
+
+def per_tensor(w):
+    w = w.float()
+    scale = w.abs().max() / FMAX
+    return (w / scale).to(FP8), scale.reshape(1)
+
+
+def per_channel(w):
+    w = w.float()
+    scale = w.abs().amax(dim=1, keepdim=True) / FMAX
+    return (w / scale).to(FP8), scale
+
+
+def per_block(w, b=128):
+    w = w.float()
+    rows, cols = w.shape
+    gr, gc = -(-rows // b), -(-cols // b)
+    scale = torch.empty(gr, gc)
+    codes = torch.empty(rows, cols, dtype=FP8)
+    for i in range(gr):
+        for j in range(gc):
+            block = w[i * b : (i + 1) * b, j * b : (j + 1) * b]
+            scale[i, j] = block.abs().max() / FMAX
+            codes[i * b : (i + 1) * b, j * b : (j + 1) * b] = (block / scale[i, j]).to(FP8)
+    return codes, scale
+
+
+def activation_scale(name):
+    # A calibrated static input scale: plausible activations of amax about 4.
+    return torch.tensor([4.0 / FMAX + 1e-4 * (hash(name) % 7)])
+
+
+def others(quantized_names):
+    return {k: v for k, v in ref.items() if k[: -len(".weight")] not in quantized_names}
+
+
+def compressed_tensors(strategy, static):
+    group = {
+        "targets": ["Linear"],
+        "weights": {"num_bits": 8, "type": "float", "strategy": strategy, "dynamic": False, "symmetric": True},
+        "input_activations": {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": not static},
+    }
+    return {
+        "quant_method": "compressed-tensors",
+        "format": "float-quantized",
+        "config_groups": {"group_0": group},
+        "ignore": ["lm_head"],
+    }
+
+
+def ct_tensor_tensors():
+    t = others(LINEARS)
+    for n in LINEARS:
+        t[n + ".weight"], t[n + ".weight_scale"] = per_tensor(ref[n + ".weight"])
+        t[n + ".input_scale"] = activation_scale(n)
+    return t
+
+
+write("reference", ref)
+
+megatron = {}
+for i in range(LAYERS):
+    p, d = f"model.layers.{i}.", f"decoder.layers.{i}."
+    q = ref[p + "self_attn.q_proj.weight"].reshape(GROUPS, HEADS // GROUPS * HEAD_DIM, HIDDEN)
+    k = ref[p + "self_attn.k_proj.weight"].reshape(GROUPS, HEAD_DIM, HIDDEN)
+    v = ref[p + "self_attn.v_proj.weight"].reshape(GROUPS, HEAD_DIM, HIDDEN)
+    megatron[d + "self_attention.linear_qkv.weight"] = torch.cat([q, k, v], dim=1).reshape(-1, HIDDEN).clone()
+    megatron[d + "self_attention.linear_proj.weight"] = ref[p + "self_attn.o_proj.weight"]
+    megatron[d + "mlp.linear_fc1.weight"] = torch.cat(
+        [ref[p + "mlp.gate_proj.weight"], ref[p + "mlp.up_proj.weight"]], dim=0
+    )
+    megatron[d + "mlp.linear_fc2.weight"] = ref[p + "mlp.down_proj.weight"]
+megatron["output_layer.weight"] = ref["lm_head.weight"]
+megatron["embedding.word_embeddings.weight"] = ref["model.embed_tokens.weight"]
+os.makedirs(os.path.join(OUT, "megatron"), exist_ok=True)
+torch.save(megatron, os.path.join(OUT, "megatron", "model.pt"))
+
+write("ct_tensor", ct_tensor_tensors(), compressed_tensors("tensor", True))
+
+t = others(LINEARS)
+for n in LINEARS:
+    t[n + ".weight"], t[n + ".weight_scale"] = per_channel(ref[n + ".weight"])
+write("ct_channel", t, compressed_tensors("channel", False), shards=2)
+
+t = others(LINEARS)
+for n in LINEARS:
+    t[n + ".weight"], t[n + ".weight_scale_inv"] = per_block(ref[n + ".weight"])
+block_config = {"quant_method": "fp8", "activation_scheme": "dynamic", "fmt": "e4m3", "weight_block_size": [128, 128]}
+write("block", t, block_config)
+block = t
+
+t = others(LINEARS)
+for n in LINEARS:
+    codes, scale = per_tensor(ref[n + ".weight"])
+    t[n + ".weight"], t[n + ".weight_scale"] = codes, scale.reshape(())
+    t[n + ".input_scale"] = activation_scale(n).reshape(())
+    if n.endswith("k_proj"):
+        t[n + ".k_scale"] = torch.tensor(0.02)
+    if n.endswith("v_proj"):
+        t[n + ".v_scale"] = torch.tensor(0.03)
+modelopt = {
+    "producer": {"name": "modelopt", "version": "0.19.0"},
+    "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8", "exclude_modules": ["lm_head"]},
+}
+write("modelopt", t, {"quant_method": "modelopt", "quant_algo": "FP8"}, {"hf_quant_config.json": modelopt})
+
+t = ct_tensor_tensors()
+del t["model.layers.0.mlp.down_proj.weight_scale"]
+write("fault_missing", t, compressed_tensors("tensor", True))
+
+t = ct_tensor_tensors()
+del t["model.layers.1.self_attn.o_proj.input_scale"]
+write("fault_missing_input", t, compressed_tensors("tensor", True))
+
+t = ct_tensor_tensors()
+t["model.layers.1.mlp.up_proj.weight_scale"] = torch.zeros(1)
+write("fault_invalid", t, compressed_tensors("tensor", True))
+
+t = dict(block)
+t["model.layers.0.self_attn.o_proj.weight_scale_inv"] = torch.full((2, 3), 1e-4)
+write("fault_grid", t, block_config)
+
+t = ct_tensor_tensors()
+t["model.layers.0.self_attn.q_proj.weight_scale"] = 1.0 / t["model.layers.0.self_attn.q_proj.weight_scale"]
+write("fault_inverted", t, compressed_tensors("tensor", True))
+
+t = ct_tensor_tensors()
+w = ref["model.layers.1.mlp.down_proj.weight"].float()
+stale = w + 0.3 * w.std() * torch.randn(w.shape, generator=gen)
+t["model.layers.1.mlp.down_proj.weight"], t["model.layers.1.mlp.down_proj.weight_scale"] = per_tensor(stale)
+write("fault_stale", t, compressed_tensors("tensor", True))
+
+t = ct_tensor_tensors()
+t["lm_head.weight"], t["lm_head.weight_scale"] = per_tensor(ref["lm_head.weight"])
+write("fault_precision", t, compressed_tensors("tensor", True))

@@ -1,0 +1,310 @@
+// The audit of inference checkpoints (core/audit) on exports written by torch and safetensors in every layout
+// the readers know (tests/core/oracles/write_checkpoints.py): clean controls give no finding against any
+// reference, each planted fault gives its finding on its layer and nothing else; the name mapping, a user's
+// mapping file and a header that lies about its sizes.
+#include "core/audit/checkpointaudit.h"
+#include "core/audit/layernames.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace fp8scope;
+
+class TestAudit : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void trainingNames();
+    void mappingFile();
+    void lyingHeaderRefused();
+    void cleanExportsHaveNoFindings_data();
+    void cleanExportsHaveNoFindings();
+    void eachFaultIsFound_data();
+    void eachFaultIsFound();
+    void shardsAndConfigRead();
+    void jsonCarriesFindingsAndLayers();
+
+private:
+    std::optional<AuditResult> audit(const QString &folder, const QStringList &references);
+    bool m_written = false;
+    QTemporaryDir m_dir;
+};
+
+void TestAudit::initTestCase()
+{
+    const QString python = QString::fromLocal8Bit(qgetenv("FP8SCOPE_TEST_PYTHON"));
+    if (python.isEmpty() || !QFileInfo::exists(python))
+        return; // the tests that need the checkpoints skip
+    QProcess p;
+    p.start(python,
+        {QString::fromLocal8Bit(qgetenv("FP8SCOPE_SOURCE_DIR"))
+                + QStringLiteral("/tests/core/oracles/write_checkpoints.py"),
+            m_dir.path()});
+    QVERIFY(p.waitForFinished(300000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    m_written = true;
+}
+
+std::optional<AuditResult> TestAudit::audit(const QString &folder, const QStringList &references)
+{
+    AuditOptions options;
+    for (const QString &r : references)
+        options.references << m_dir.filePath(r);
+    options.threads = 2;
+    Problem problem;
+    auto result = auditCheckpoint(m_dir.filePath(folder), options, &problem);
+    if (!result)
+        qWarning("%s", qPrintable(problem.toString()));
+    return result;
+}
+
+void TestAudit::trainingNames()
+{
+    const auto name = [](const char *hf, bool gated = true) {
+        const auto t = trainingNameOf(QLatin1String(hf), gated);
+        return t ? t->text() : QStringLiteral("-");
+    };
+    QCOMPARE(name("model.layers.3.self_attn.k_proj"), QStringLiteral("decoder.layers.3.self_attention.linear_qkv (k)"));
+    QCOMPARE(name("model.layers.0.self_attn.o_proj"), QStringLiteral("decoder.layers.0.self_attention.linear_proj"));
+    QCOMPARE(name("model.layers.12.mlp.gate_proj"), QStringLiteral("decoder.layers.12.mlp.linear_fc1 (gate)"));
+    QCOMPARE(name("model.layers.12.mlp.up_proj"), QStringLiteral("decoder.layers.12.mlp.linear_fc1 (up)"));
+    // Nemotron's MLP has no gate: up_proj is linear_fc1 whole.
+    QCOMPARE(name("model.layers.12.mlp.up_proj", false), QStringLiteral("decoder.layers.12.mlp.linear_fc1"));
+    QCOMPARE(name("model.layers.1.mlp.down_proj"), QStringLiteral("decoder.layers.1.mlp.linear_fc2"));
+    QCOMPARE(name("lm_head"), QStringLiteral("output_layer"));
+    QCOMPARE(name("model.layers.2.block_sparse_moe.experts.5.w3"),
+        QStringLiteral("decoder.layers.2.mlp.experts.local_experts.5.linear_fc1 (up)"));
+    QCOMPARE(name("model.vision_tower.proj"), QStringLiteral("-"));
+}
+
+void TestAudit::mappingFile()
+{
+    QTemporaryDir dir;
+    const QString json = dir.filePath(QStringLiteral("map.json"));
+    QFile f(json);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"x({"transformer.h.0.attn.c_attn": "decoder.layers.0.self_attention.linear_qkv (q)"})x");
+    f.close();
+    QHash<QString, TrainingName> mapping;
+    Problem problem;
+    QVERIFY2(readNameMapping(json, &mapping, &problem), qPrintable(problem.toString()));
+    QCOMPARE(mapping.value(QStringLiteral("transformer.h.0.attn.c_attn")).module,
+        QStringLiteral("decoder.layers.0.self_attention.linear_qkv"));
+    QCOMPARE(mapping.value(QStringLiteral("transformer.h.0.attn.c_attn")).part, QStringLiteral("q"));
+
+    const QString text = dir.filePath(QStringLiteral("map.txt"));
+    QFile t(text);
+    QVERIFY(t.open(QIODevice::WriteOnly));
+    t.write("# inference training\nmodel.x.proj  decoder.layers.0.mlp.linear_fc2\nlonely\n");
+    t.close();
+    mapping.clear();
+    QVERIFY(!readNameMapping(text, &mapping, &problem));
+    QCOMPARE(problem.file, text);
+    QVERIFY2(problem.message.startsWith(QLatin1String("line 3:")), qPrintable(problem.message));
+    QCOMPARE(problem.offset, qint64(qstrlen("# inference training\nmodel.x.proj  decoder.layers.0.mlp.linear_fc2\n")));
+}
+
+void TestAudit::lyingHeaderRefused()
+{
+    // A header whose tensor claims more bytes than the file holds: refused with the file and the offset.
+    QTemporaryDir dir;
+    const QByteArray header = R"({"w.weight":{"dtype":"F8_E4M3","shape":[64,64],"data_offsets":[0,4096]}})";
+    QByteArray bytes(8, '\0');
+    const quint64 len = quint64(header.size());
+    for (int i = 0; i < 8; ++i)
+        bytes[i] = char((len >> (8 * i)) & 0xFF);
+    bytes += header;
+    bytes += QByteArray(100, '\0');
+    QFile f(dir.filePath(QStringLiteral("model.safetensors")));
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(bytes);
+    f.close();
+    Problem problem;
+    QVERIFY(!auditCheckpoint(dir.path(), {}, &problem));
+    QCOMPARE(problem.file, f.fileName());
+    QCOMPARE(problem.offset, qint64(8));
+    QVERIFY2(!problem.message.isEmpty(), "no message");
+    // And a folder with nothing to audit says so.
+    QTemporaryDir empty;
+    QVERIFY(!auditCheckpoint(empty.path(), {}, &problem));
+    QVERIFY(problem.message.contains(QLatin1String("no safetensors")));
+}
+
+void TestAudit::cleanExportsHaveNoFindings_data()
+{
+    QTest::addColumn<QString>("folder");
+    QTest::addColumn<QStringList>("references");
+    for (const char *folder : {"ct_tensor", "ct_channel", "block", "modelopt"}) {
+        QTest::addRow("%s, no reference", folder) << QString::fromLatin1(folder) << QStringList();
+        QTest::addRow("%s, BF16 weights", folder)
+            << QString::fromLatin1(folder) << QStringList {QStringLiteral("reference")};
+        QTest::addRow("%s, Megatron checkpoint", folder)
+            << QString::fromLatin1(folder) << QStringList {QStringLiteral("megatron/model.pt")};
+    }
+}
+
+void TestAudit::cleanExportsHaveNoFindings()
+{
+    if (!m_written)
+        QSKIP("no test Python (FP8SCOPE_TEST_PYTHON) with torch and safetensors");
+    QFETCH(QString, folder);
+    QFETCH(QStringList, references);
+    const auto r = audit(folder, references);
+    QVERIFY(r);
+    for (const AuditFinding &f : r->findings)
+        qWarning("%s %s: %s", qPrintable(f.kind), qPrintable(f.layer), qPrintable(f.evidence));
+    QVERIFY(r->findings.empty());
+    QVERIFY(r->problems.empty());
+    QVERIFY(r->unmapped.isEmpty());
+    QVERIFY(r->unmatched.isEmpty());
+    int quantized = 0;
+    for (const AuditLayer &l : r->layers) {
+        if (!l.quantized)
+            continue;
+        ++quantized;
+        QVERIFY(l.training);
+        if (!references.isEmpty()) {
+            // Every quantized layer was compared, through the fused modules' parts for Megatron's names, and its
+            // error is what quantization gives (E4M3: a few per cent).
+            QVERIFY2(!l.reference.isEmpty(), qPrintable(l.name));
+            QVERIFY2(l.relError > 0.005 && l.relError < 0.05, qPrintable(QString::number(l.relError)));
+            QVERIFY(l.relError <= 1.5 * l.freshRelError);
+            QVERIFY(l.cosine > 0.999);
+        }
+    }
+    QCOMPARE(quantized, 14);
+}
+
+void TestAudit::eachFaultIsFound_data()
+{
+    QTest::addColumn<QString>("folder");
+    QTest::addColumn<QStringList>("references");
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<QString>("severity");
+    QTest::addColumn<QString>("layer");
+    QTest::addColumn<QString>("trainingLayer");
+    const QStringList none;
+    const QStringList bf16 {QStringLiteral("reference")};
+    const QStringList megatron {QStringLiteral("megatron/model.pt")};
+    const auto s = [](const char *t) { return QString::fromLatin1(t); };
+    QTest::newRow("missing weight scale") << s("fault_missing") << none << s("missing-scale") << s("critical")
+                                          << s("model.layers.0.mlp.down_proj") << s("decoder.layers.0.mlp.linear_fc2");
+    QTest::newRow("missing static input scale")
+        << s("fault_missing_input") << bf16 << s("missing-scale") << s("critical")
+        << s("model.layers.1.self_attn.o_proj") << s("decoder.layers.1.self_attention.linear_proj");
+    QTest::newRow("zero scale") << s("fault_invalid") << bf16 << s("invalid-scale") << s("critical")
+                                << s("model.layers.1.mlp.up_proj") << s("decoder.layers.1.mlp.linear_fc1 (up)");
+    QTest::newRow("grid fits no layout") << s("fault_grid") << none << s("invalid-scale") << s("critical")
+                                         << s("model.layers.0.self_attn.o_proj")
+                                         << s("decoder.layers.0.self_attention.linear_proj");
+    QTest::newRow("inverted, BF16 reference")
+        << s("fault_inverted") << bf16 << s("inverted-scale") << s("critical") << s("model.layers.0.self_attn.q_proj")
+        << s("decoder.layers.0.self_attention.linear_qkv (q)");
+    QTest::newRow("inverted, Megatron reference")
+        << s("fault_inverted") << megatron << s("inverted-scale") << s("critical")
+        << s("model.layers.0.self_attn.q_proj") << s("decoder.layers.0.self_attention.linear_qkv (q)");
+    QTest::newRow("inverted, no reference")
+        << s("fault_inverted") << none << s("inverted-scale") << s("warning") << s("model.layers.0.self_attn.q_proj")
+        << s("decoder.layers.0.self_attention.linear_qkv (q)");
+    QTest::newRow("stale weights") << s("fault_stale") << bf16 << s("weight-mismatch") << s("critical")
+                                   << s("model.layers.1.mlp.down_proj") << s("decoder.layers.1.mlp.linear_fc2");
+    QTest::newRow("stale weights, Megatron reference")
+        << s("fault_stale") << megatron << s("weight-mismatch") << s("critical") << s("model.layers.1.mlp.down_proj")
+        << s("decoder.layers.1.mlp.linear_fc2");
+    QTest::newRow("ignored layer quantized")
+        << s("fault_precision") << bf16 << s("precision-mismatch") << s("warning") << s("lm_head") << s("output_layer");
+}
+
+void TestAudit::eachFaultIsFound()
+{
+    if (!m_written)
+        QSKIP("no test Python (FP8SCOPE_TEST_PYTHON) with torch and safetensors");
+    QFETCH(QString, folder);
+    QFETCH(QStringList, references);
+    QFETCH(QString, kind);
+    QFETCH(QString, severity);
+    QFETCH(QString, layer);
+    QFETCH(QString, trainingLayer);
+    const auto r = audit(folder, references);
+    QVERIFY(r);
+    // The planted fault, and nothing else.
+    QCOMPARE(int(r->findings.size()), 1);
+    const AuditFinding &f = r->findings.front();
+    QCOMPARE(f.kind, kind);
+    QCOMPARE(f.severity, severity);
+    QCOMPARE(f.layer, layer);
+    QCOMPARE(f.trainingLayer, trainingLayer);
+    QVERIFY(!f.evidence.isEmpty());
+    for (const AuditLayer &l : r->layers)
+        QCOMPARE(l.status(), l.name == layer ? kind : QStringLiteral("ok"));
+}
+
+void TestAudit::shardsAndConfigRead()
+{
+    if (!m_written)
+        QSKIP("no test Python (FP8SCOPE_TEST_PYTHON) with torch and safetensors");
+    const auto channel = audit(QStringLiteral("ct_channel"), {});
+    QVERIFY(channel);
+    QCOMPARE(channel->files.size(), qsizetype(2));
+    QCOMPARE(channel->config.method, QStringLiteral("compressed-tensors"));
+    QCOMPARE(channel->config.weightStrategy, QStringLiteral("channel"));
+    QCOMPARE(channel->config.staticActivations, std::optional<bool>(false));
+    QVERIFY(channel->config.ignores(QStringLiteral("lm_head")));
+    QVERIFY(!channel->config.ignores(QStringLiteral("model.layers.0.mlp.down_proj")));
+    for (const AuditLayer &l : channel->layers) {
+        if (l.quantized)
+            QCOMPARE(l.scaleLayout, QStringLiteral("per row"));
+    }
+    const auto block = audit(QStringLiteral("block"), {});
+    QVERIFY(block);
+    QCOMPARE(block->config.blockRows, int64_t(128));
+    for (const AuditLayer &l : block->layers)
+        QCOMPARE(l.scaleName, l.quantized ? QStringLiteral("weight_scale_inv") : QString());
+    const auto modelopt = audit(QStringLiteral("modelopt"), {});
+    QVERIFY(modelopt);
+    QCOMPARE(modelopt->config.method, QStringLiteral("modelopt"));
+    QVERIFY(modelopt->config.kvCacheFp8);
+    QVERIFY(modelopt->config.ignores(QStringLiteral("lm_head")));
+    int inputScales = 0;
+    for (const AuditLayer &l : modelopt->layers)
+        inputScales += l.inputScale.has_value();
+    QCOMPARE(inputScales, 14);
+}
+
+void TestAudit::jsonCarriesFindingsAndLayers()
+{
+    if (!m_written)
+        QSKIP("no test Python (FP8SCOPE_TEST_PYTHON) with torch and safetensors");
+    const auto r = audit(QStringLiteral("fault_stale"), {QStringLiteral("reference")});
+    QVERIFY(r);
+    const QJsonObject o = auditToJson(*r);
+    const QJsonArray findings = o.value(QStringLiteral("findings")).toArray();
+    QCOMPARE(findings.size(), 1);
+    const QJsonObject f = findings.first().toObject();
+    for (const char *key : {"kind", "severity", "layer", "training_layer", "evidence"})
+        QVERIFY2(f.contains(QLatin1String(key)), key);
+    QCOMPARE(f.value(QStringLiteral("kind")).toString(), QStringLiteral("weight-mismatch"));
+    const QJsonArray layers = o.value(QStringLiteral("layers")).toArray();
+    QCOMPARE(layers.size(), qsizetype(r->layers.size()));
+    bool seen = false;
+    for (const QJsonValue &v : layers) {
+        const QJsonObject l = v.toObject();
+        if (l.value(QStringLiteral("layer")).toString() != QLatin1String("model.layers.1.mlp.down_proj"))
+            continue;
+        seen = true;
+        QCOMPARE(l.value(QStringLiteral("status")).toString(), QStringLiteral("weight-mismatch"));
+        QVERIFY(l.value(QStringLiteral("relative_error")).toDouble() > 0.2);
+        QVERIFY(l.value(QStringLiteral("fresh_relative_error")).toDouble() < 0.05);
+        QCOMPARE(l.value(QStringLiteral("scale_layout")).toString(), QStringLiteral("per tensor"));
+    }
+    QVERIFY(seen);
+}
+
+QTEST_GUILESS_MAIN(TestAudit)
+#include "tst_audit.moc"
