@@ -1,5 +1,6 @@
 #include "checkpointaudit.h"
 
+#include "auditkernels.h"
 #include "core/formats/fp8math.h"
 #include "core/tensors/fp8decode.h"
 #include "core/tensors/safetensorsreader.h"
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cfloat>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -23,6 +25,10 @@ namespace fp8scope {
 namespace {
 
 using fp8math::Format;
+
+// The rows of a reference tensor the fresh quantization is computed on: about kFreshRows spread evenly (every
+// rows / kFreshRows-th), every row of a smaller tensor.
+constexpr int64_t kFreshRows = 64;
 
 QJsonObject readJsonObject(const QString &path, Problem *problem)
 {
@@ -291,27 +297,6 @@ std::vector<RowRange> partRows(const QString &part, int64_t fusedRows, int64_t r
     return ranges;
 }
 
-// Reads rows [row, row + count) of a reader's row-major 2-D view as float32.
-bool readRows(
-    TensorReader &reader, int64_t row, int64_t count, std::vector<char> &raw, std::vector<float> &out, Problem *problem)
-{
-    const TensorInfo &info = reader.info();
-    const size_t n = size_t(count * info.cols);
-    raw.resize(n * size_t(dtypeSize(info.dtype)));
-    out.resize(n);
-    if (n == 0)
-        return true;
-    if (!reader.read(row * info.cols, int64_t(n), raw.data(), problem))
-        return false;
-    widenToFloat(raw.data(), info.dtype, n, out.data());
-    return true;
-}
-
-struct Sums {
-    double errSq = 0, invErrSq = 0, freshErrSq = 0, refSq = 0, deqSq = 0, dot = 0;
-    double amax = 0, invAmax = 0, refAmax = 0;
-};
-
 // What the audit of one quantized layer needs, resolved before the streaming.
 struct LayerJob {
     size_t layer = 0;
@@ -323,6 +308,10 @@ struct LayerJob {
     std::vector<RowRange> refRows;
 };
 
+// Streams one quantized layer (and its reference) a band of rows at a time: the amaxes of the weight as
+// dequantized both ways, and against the reference the error sums; the error of a fresh quantization of the
+// reference under the same scales on about kFreshRows rows spread evenly over it: an estimate of the
+// denominator of the mismatch rule that spares the cast of every element.
 bool streamLayer(const LayerJob &job, AuditLayer &layer, int64_t *bytes, Problem *problem)
 {
     auto codes = openTensor(job.codesSpec, problem, QStringLiteral("none"));
@@ -334,18 +323,25 @@ bool streamLayer(const LayerJob &job, AuditLayer &layer, int64_t *bytes, Problem
         if (!ref)
             return false;
     }
+    const int64_t rows = codes->info().rows;
     const int64_t cols = codes->info().cols;
-    float lut[256];
+    float table[256];
     for (int c = 0; c < 256; ++c)
-        lut[c] = fp8math::decodeCode(uint32_t(c), job.format);
-    const int64_t band = std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(cols, 1));
-    std::vector<char> raw, refRaw;
-    std::vector<float> refValues, unusedValues;
+        table[c] = fp8math::decodeCode(uint32_t(c), job.format);
+    const uint8_t limit = job.format == Format::E5M2 ? 0x7C : 0x7F;
+    const int64_t freshStride = std::max<int64_t>(1, rows / kFreshRows);
+    const bool e5m2 = job.format == Format::E5M2;
+    const DType refType = ref ? ref->info().dtype : DType::F32;
+    const int64_t band = std::max<int64_t>(1, (int64_t(4) << 20) / std::max<int64_t>(cols, 1));
+    std::vector<char> refRaw;
+    std::vector<float> refValues, rowValues;
     std::vector<uint8_t> codeBytes;
-    Sums s;
+    auditkernels::SegmentSums sums;
+    double freshErrSq = 0, freshRefSq = 0;
+    double amax = 0, invAmax = 0;
     std::vector<RowRange> ranges = job.refRows;
     if (ranges.empty())
-        ranges.push_back({0, codes->info().rows});
+        ranges.push_back({0, rows});
     int64_t row = 0;
     for (const RowRange &range : ranges) {
         for (int64_t off = 0; off < range.count; off += band) {
@@ -355,53 +351,77 @@ bool streamLayer(const LayerJob &job, AuditLayer &layer, int64_t *bytes, Problem
                 return false;
             *bytes += n * cols;
             if (ref) {
-                if (!readRows(*ref, range.first + off, n, refRaw, refValues, problem))
+                refRaw.resize(size_t(n * cols) * size_t(dtypeSize(refType)));
+                if (!ref->read((range.first + off) * cols, n * cols, refRaw.data(), problem))
                     return false;
                 *bytes += int64_t(refRaw.size());
+                if (refType != DType::F32 && refType != DType::BF16) {
+                    refValues.resize(size_t(n * cols));
+                    widenToFloat(refRaw.data(), refType, size_t(n * cols), refValues.data());
+                }
             }
             for (int64_t r = 0; r < n; ++r) {
-                const int64_t gr = (row + r) / job.blockRows;
-                const float *scaleRow = job.scales.data() + gr * job.gridCols;
+                const int64_t at = row + r;
+                const float *scaleRow = job.scales.data() + (at / job.blockRows) * job.gridCols;
                 const uint8_t *c = codeBytes.data() + r * cols;
-                const float *x = ref ? refValues.data() + r * cols : nullptr;
-                for (int64_t k = 0; k < cols; ++k) {
-                    const float scale = scaleRow[k / job.blockCols];
-                    const float v = lut[c[k]];
-                    const double d = double(v) * scale;
-                    const double a = double(v) / scale;
-                    if (!std::isfinite(d) || !std::isfinite(a))
+                if (!ref) {
+                    for (int64_t k0 = 0; k0 < cols; k0 += job.blockCols) {
+                        const int64_t len = std::min(job.blockCols, cols - k0);
+                        const double v = table[auditkernels::maxMagnitudeCode(c + k0, len, limit)];
+                        const double scale = scaleRow[k0 / job.blockCols];
+                        amax = std::max(amax, v * scale);
+                        invAmax = std::max(invAmax, v / scale);
+                    }
+                    continue;
+                }
+                // The reference as stored (float32, bfloat16) or widened to float32 (the other dtypes).
+                const char *refRow = refRaw.data() + size_t(r * cols) * size_t(dtypeSize(refType));
+                const float *x
+                    = refValues.empty() ? reinterpret_cast<const float *>(refRow) : refValues.data() + r * cols;
+                const bool fresh = at % freshStride == 0;
+                if (fresh && refType == DType::BF16) {
+                    rowValues.resize(size_t(cols));
+                    widenToFloat(refRow, DType::BF16, size_t(cols), rowValues.data());
+                    x = rowValues.data();
+                }
+                for (int64_t k0 = 0; k0 < cols; k0 += job.blockCols) {
+                    const int64_t len = std::min(job.blockCols, cols - k0);
+                    const float scale = scaleRow[k0 / job.blockCols];
+                    if (refType == DType::BF16)
+                        auditkernels::addSegment(c + k0, e5m2, reinterpret_cast<const uint16_t *>(refRow) + k0, len,
+                            scale, 1.0f / scale, sums);
+                    else
+                        auditkernels::addSegment(c + k0, e5m2, x + k0, len, scale, 1.0f / scale, sums);
+                    if (!fresh)
                         continue;
-                    s.amax = std::max(s.amax, std::abs(d));
-                    s.invAmax = std::max(s.invAmax, std::abs(a));
-                    if (!x)
-                        continue;
-                    const double xr = x[k];
-                    if (!std::isfinite(xr))
-                        continue;
-                    const float encoded = x[k] * (1.0f / scale);
-                    const double fresh
-                        = double(fp8math::decodeCode(fp8math::castToCode(encoded, job.format), job.format)) * scale;
-                    s.errSq += (d - xr) * (d - xr);
-                    s.invErrSq += (a - xr) * (a - xr);
-                    s.freshErrSq += (fresh - xr) * (fresh - xr);
-                    s.refSq += xr * xr;
-                    s.deqSq += d * d;
-                    s.dot += d * xr;
-                    s.refAmax = std::max(s.refAmax, std::abs(xr));
+                    const float encode = 1.0f / scale;
+                    for (int64_t k = k0; k < k0 + len; ++k) {
+                        if (!(std::abs(x[k]) <= FLT_MAX))
+                            continue;
+                        const uint32_t code = fp8math::castToCode(x[k] * encode, job.format);
+                        const double f = double(fp8math::decodeCode(code, job.format)) * scale;
+                        freshErrSq += (f - x[k]) * (f - x[k]);
+                        freshRefSq += double(x[k]) * x[k];
+                    }
                 }
             }
             row += n;
         }
     }
-    layer.amax = s.amax;
-    layer.invertedAmax = s.invAmax;
-    if (ref && s.refSq > 0) {
+    if (!ref) {
+        layer.amax = amax;
+        layer.invertedAmax = invAmax;
+        return true;
+    }
+    layer.amax = sums.deqAmax;
+    layer.invertedAmax = sums.invAmax;
+    if (sums.refSq > 0) {
         layer.reference = job.refSpec;
-        layer.relError = std::sqrt(s.errSq / s.refSq);
-        layer.invertedRelError = std::sqrt(s.invErrSq / s.refSq);
-        layer.freshRelError = std::sqrt(s.freshErrSq / s.refSq);
-        layer.cosine = s.deqSq > 0 ? s.dot / std::sqrt(s.deqSq * s.refSq) : 0.0;
-        layer.referenceAmax = s.refAmax;
+        layer.relError = std::sqrt(sums.errSq / sums.refSq);
+        layer.invertedRelError = std::sqrt(sums.invErrSq / sums.refSq);
+        layer.freshRelError = freshRefSq > 0 ? std::sqrt(freshErrSq / freshRefSq) : 0.0;
+        layer.cosine = sums.deqSq > 0 ? sums.dot / std::sqrt(sums.deqSq * sums.refSq) : 0.0;
+        layer.referenceAmax = sums.refAmax;
     }
     return true;
 }
