@@ -41,21 +41,17 @@ AboutDialog::AboutDialog(const QList<ComponentVersion> &components, const QStrin
              "dumps.</p><p>GPL-3.0-or-later. <a href=\"%1\">%1</a></p>")
               .arg(QStringLiteral(FP8SCOPE_HOMEPAGE)));
 
-    QList<ComponentVersion> rows = components;
-    rows.append({tr("Compute backend"), backendStatus});
-    auto *table = new QTableWidget(int(rows.size()), 2, this);
+    m_rows = components;
+    m_rows.append({tr("Compute backend"), backendStatus});
+    auto *table = new QTableWidget(int(m_rows.size()), 2, this);
+    m_table = table;
     table->setObjectName(QStringLiteral("aboutVersions"));
     table->setHorizontalHeaderLabels({tr("Component"), tr("Version")});
     table->verticalHeader()->hide();
     table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     table->setSelectionMode(QAbstractItemView::NoSelection);
     table->horizontalHeader()->setStretchLastSection(true);
-    m_text = versionLine(QStringLiteral("fp8scope")) + QLatin1Char('\n');
-    for (int i = 0; i < rows.size(); ++i) {
-        table->setItem(i, 0, new QTableWidgetItem(rows[i].component));
-        table->setItem(i, 1, new QTableWidgetItem(rows[i].version));
-        m_text += rows[i].component + QStringLiteral(": ") + rows[i].version + QLatin1Char('\n');
-    }
+    fillTable();
     table->resizeColumnToContents(0);
     table->setMinimumHeight(table->verticalHeader()->length() + table->horizontalHeader()->height() + 4);
 
@@ -74,6 +70,22 @@ AboutDialog::AboutDialog(const QList<ComponentVersion> &components, const QStrin
     layout->addWidget(table, 1);
     layout->addWidget(buttons);
     resize(560, 520);
+}
+
+void AboutDialog::fillTable()
+{
+    m_text = versionLine(QStringLiteral("fp8scope")) + QLatin1Char('\n');
+    for (int i = 0; i < m_rows.size(); ++i) {
+        m_table->setItem(i, 0, new QTableWidgetItem(m_rows[i].component));
+        m_table->setItem(i, 1, new QTableWidgetItem(m_rows[i].version));
+        m_text += m_rows[i].component + QStringLiteral(": ") + m_rows[i].version + QLatin1Char('\n');
+    }
+}
+
+void AboutDialog::setBackendStatus(const QString &status)
+{
+    m_rows.back().version = status;
+    fillTable();
 }
 
 } // namespace fp8scope

@@ -20,7 +20,14 @@ public:
     // What Copy puts on the clipboard: the version line, then "component: version" a line.
     QString versionsText() const { return m_text; }
 
+    // The compute backend's status as it changes (the first CUDA probe may finish while the box is open).
+    void setBackendStatus(const QString &status);
+
 private:
+    void fillTable();
+
+    QList<ComponentVersion> m_rows;
+    QTableWidget *m_table = nullptr;
     QString m_text;
 };
 

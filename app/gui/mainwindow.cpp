@@ -430,6 +430,9 @@ void MainWindow::createMenus()
 void MainWindow::showAbout()
 {
     auto *dialog = new AboutDialog(componentVersions(m_cudaVersions), m_backendLabel->text(), this);
+    // The status label is set first (connected first), then the box follows it.
+    connect(m_workspace, &Workspace::backendStatusChanged, dialog,
+        [this, dialog] { dialog->setBackendStatus(m_backendLabel->text()); });
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     dialog->setWindowIcon(applicationIcon());
     dialog->open();

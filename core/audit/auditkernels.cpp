@@ -10,7 +10,17 @@ namespace fp8scope::auditkernels {
 
 uint8_t maxMagnitudeCode(const uint8_t *codes, int64_t n, uint8_t limit)
 {
+    // The plain maximum first (two instructions a vector); only a run holding a special code is scanned again
+    // leaving those out.
     uint8_t m = 0;
+#pragma omp simd reduction(max : m)
+    for (int64_t i = 0; i < n; ++i) {
+        const uint8_t v = uint8_t(codes[i] & 0x7F);
+        m = v > m ? v : m;
+    }
+    if (m < limit)
+        return m;
+    m = 0;
 #pragma omp simd reduction(max : m)
     for (int64_t i = 0; i < n; ++i) {
         uint8_t v = uint8_t(codes[i] & 0x7F);
@@ -50,7 +60,8 @@ inline float widen(uint16_t bf16)
 // The sums without a test for non-finite values (none in a sound checkpoint), so that the loop is a few
 // vector operations an element; a segment whose sums come out not finite is summed again by the careful loop.
 template <bool e5m2, class Ref>
-void addSegmentT(const uint8_t *codes, const Ref *x, int64_t n, float s, float invS, SegmentSums &out)
+[[gnu::always_inline]] inline void addSegmentT(
+    const uint8_t *codes, const Ref *x, int64_t n, float s, float invS, SegmentSums &out)
 {
     // The codes' values through a table, a block at a time (a table lookup does not vectorize; the sums do).
     static const auto table = [] {
@@ -61,7 +72,10 @@ void addSegmentT(const uint8_t *codes, const Ref *x, int64_t n, float s, float i
     }();
     // Partial sums in float over one segment (at most a row: a few thousand elements, 4 to 16 lanes each),
     // added to the double totals once a segment.
-    float err = 0, inv = 0, ref = 0, deq = 0, dot = 0, refMax = 0, codeMax = 0;
+    // Four sums an element: the error as dequantized (the one that must not cancel: it is compared with a
+    // fresh quantization's, which can be zero), and x^2, v x and v^2, from which the products with the scale
+    // and the other convention's error follow (that error is only ever compared with a far larger one).
+    float err = 0, ref = 0, vx = 0, vv = 0, refMax = 0, codeMax = 0;
     constexpr int64_t kBlock = 256;
     float values[kBlock];
     for (int64_t b0 = 0; b0 < n; b0 += kBlock) {
@@ -69,21 +83,24 @@ void addSegmentT(const uint8_t *codes, const Ref *x, int64_t n, float s, float i
         for (int64_t i = 0; i < m; ++i)
             values[i] = table[codes[b0 + i]];
         const Ref *xb = x + b0;
-#pragma omp simd reduction(+ : err, inv, ref, deq, dot) reduction(max : refMax, codeMax)
+#pragma omp simd reduction(+ : err, ref, vx, vv) reduction(max : refMax, codeMax)
         for (int64_t i = 0; i < m; ++i) {
             const float v = values[i];
-            const float d = v * s;
             const float xi = widen(xb[i]);
-            err += (d - xi) * (d - xi);
-            inv += (v * invS - xi) * (v * invS - xi);
+            const float e = v * s - xi;
+            err += e * e;
             ref += xi * xi;
-            deq += d * d;
-            dot += d * xi;
+            vx += v * xi;
+            vv += v * v;
             const float ax = std::fabs(xi), av = std::fabs(v);
             refMax = refMax > ax ? refMax : ax;
             codeMax = codeMax > av ? codeMax : av;
         }
     }
+    float inv = float(double(vv) * invS * invS - 2.0 * double(vx) * invS + double(ref));
+    float deq = float(double(vv) * s * s);
+    float dot = float(double(vx) * s);
+    inv = inv > 0 ? inv : 0.0f;
     if (!std::isfinite(err + inv + ref + deq + dot + codeMax * s + codeMax * invS + refMax)) {
         err = inv = ref = deq = dot = refMax = codeMax = 0;
         float deqMax = 0, invMax = 0;
@@ -117,11 +134,20 @@ void addSegmentT(const uint8_t *codes, const Ref *x, int64_t n, float s, float i
 
 } // namespace
 
+// Compiled twice, for AVX2 and for the baseline, the loader picking one (GCC and Clang target_clones).
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define FP8SCOPE_AUDIT_CLONES [[gnu::target_clones("avx2", "default")]]
+#else
+#define FP8SCOPE_AUDIT_CLONES
+#endif
+
+FP8SCOPE_AUDIT_CLONES
 void addSegment(const uint8_t *codes, bool e5m2, const float *x, int64_t n, float s, float invS, SegmentSums &out)
 {
     e5m2 ? addSegmentT<true>(codes, x, n, s, invS, out) : addSegmentT<false>(codes, x, n, s, invS, out);
 }
 
+FP8SCOPE_AUDIT_CLONES
 void addSegment(const uint8_t *codes, bool e5m2, const uint16_t *bf16, int64_t n, float s, float invS, SegmentSums &out)
 {
     e5m2 ? addSegmentT<true>(codes, bf16, n, s, invS, out) : addSegmentT<false>(codes, bf16, n, s, invS, out);

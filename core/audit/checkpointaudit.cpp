@@ -332,7 +332,8 @@ bool streamLayer(const LayerJob &job, AuditLayer &layer, int64_t *bytes, Problem
     const int64_t freshStride = std::max<int64_t>(1, rows / kFreshRows);
     const bool e5m2 = job.format == Format::E5M2;
     const DType refType = ref ? ref->info().dtype : DType::F32;
-    const int64_t band = std::max<int64_t>(1, (int64_t(4) << 20) / std::max<int64_t>(cols, 1));
+    // Bands of about 64 KiB of codes: read into a buffer that stays in the L2 cache for the pass over it.
+    const int64_t band = std::max<int64_t>(1, (int64_t(64) << 10) / std::max<int64_t>(cols, 1));
     std::vector<char> refRaw;
     std::vector<float> refValues, rowValues;
     std::vector<uint8_t> codeBytes;

@@ -925,6 +925,17 @@ void TestWindow::aboutListsVersionsAndCopiesThem()
     QVERIFY(text.contains(QStringLiteral("\nSQLite: ") + rows.value(QStringLiteral("SQLite")) + QLatin1Char('\n')));
     QVERIFY(text.contains(QStringLiteral("\nCUDA runtime: 13.0 (test)\n")));
     QCOMPARE(dialog->versionsText(), text);
+    // The backend chosen while the box is open: the box follows (the status is "selecting..." until then).
+    QTRY_VERIFY_WITH_TIMEOUT(!w->backendStatus().contains(QStringLiteral("selecting")), 30000);
+    const auto backendRow = [table] {
+        for (int r = 0; r < table->rowCount(); ++r) {
+            if (table->item(r, 0)->text() == QLatin1String("Compute backend"))
+                return table->item(r, 1)->text();
+        }
+        return QString();
+    };
+    QCOMPARE(backendRow(), w->backendStatus());
+    QVERIFY(dialog->versionsText().contains(QStringLiteral("Compute backend: ") + w->backendStatus()));
     dialog->close();
 }
 
