@@ -2,6 +2,10 @@
 
 #include "app/common/commandline.h"
 #include "core/audit/checkpointaudit.h"
+#include "core/query/catalog.h"
+#include "core/query/lateamax.h"
+#include "core/session/foldersession.h"
+#include "folderargs.h"
 
 #include <QCommandLineParser>
 #include <QFileInfo>
@@ -96,6 +100,33 @@ int runAudit(const QStringList &args)
     if (!ok || options.threads < 0) {
         err << "fp8scope-cli audit: --threads takes a number of threads\n";
         return 2;
+    }
+    // The training run: its activations' amax near the end, for the static input scales.
+    if (parser.isSet(QStringLiteral("run"))) {
+        FolderSession session;
+        if (!openAndIngest(parser.value(QStringLiteral("run")), &session, err))
+            return 1;
+        const Catalog &catalog = session.catalog();
+        std::optional<Run> chosen;
+        for (const Run &r : catalog.runs(false)) {
+            if (!chosen || (chosen->precision == QLatin1String("bf16") && r.precision != QLatin1String("bf16")))
+                chosen = r;
+        }
+        if (!chosen) {
+            err << "fp8scope-cli audit: no run in " << parser.value(QStringLiteral("run")) << '\n';
+            return 1;
+        }
+        const LateAmax late = lateAmax(catalog, chosen->ref, QStringLiteral("activation"));
+        if (late.statistic.isEmpty()) {
+            err << "fp8scope-cli audit: run " << chosen->label()
+                << " logs no amax of its activations: the input scales are not checked against it\n";
+        } else {
+            options.activationAmax = late.byLayer;
+            options.activationSource = QStringLiteral("run %1, %2 of activation, steps %3-%4")
+                                           .arg(chosen->label(), late.statistic)
+                                           .arg(late.firstStep)
+                                           .arg(late.lastStep);
+        }
     }
     Problem problem;
     const auto result = auditCheckpoint(parser.positionalArguments().front(), options, &problem);

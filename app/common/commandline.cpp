@@ -277,6 +277,10 @@ QList<CommandSpec> makeCliCommands()
                        "inference name to training name, a JSON object or two names a line (default: the known "
                        "families)"),
                 ValueKind::File),
+            ofKind(valued("run", "folder",
+                       "the training run (folder or workspace): its activations' amax near the end checks the static "
+                       "input scales"),
+                ValueKind::Folder),
             valued("threads", "n", "threads (default: all)", "0"), jsonOption()}};
     return commands;
 }

@@ -624,6 +624,33 @@ std::optional<AuditResult> auditCheckpoint(
                                "input_scale: inference would run with 1.0")
                     .arg(QFileInfo(result.config.source).fileName()));
         }
+        // The static input scale against what the training run's activations reached.
+        if (l.inputScale && l.training && !options.activationAmax.isEmpty()) {
+            const auto it = options.activationAmax.constFind(l.training->module);
+            if (it != options.activationAmax.cend() && *it > 0) {
+                using namespace auditrules;
+                l.trainingActivationAmax = *it;
+                const double fmax = double(fp8math::formatSpec(Format::E4M3).maxFinite);
+                const double range = *l.inputScale * fmax;
+                const double ratio = *it / range;
+                if (ratio > 1.0) {
+                    add("calibration-mismatch", ratio > kCalibrationCritical ? "critical" : "warning",
+                        QStringLiteral("input_scale %1 represents activations up to %2 (x %3); the training run's "
+                                       "activations reached %4 near its end (%5): the largest saturate, at %6 times "
+                                       "the range (calibrated on other data, or on another checkpoint)")
+                            .arg(number(*l.inputScale), number(range), number(fmax), number(*it),
+                                options.activationSource, number(ratio)));
+                } else if (ratio * kCalibrationUnused < 1.0) {
+                    add("calibration-mismatch", "warning",
+                        QStringLiteral("input_scale %1 represents activations up to %2 (x %3), %4 times what the "
+                                       "training run's activations reached near its end (%5, %6): the range is "
+                                       "spent above them, and activations below %7 flush to zero")
+                            .arg(number(*l.inputScale), number(range), number(fmax), number(1.0 / ratio), number(*it),
+                                options.activationSource,
+                                number(*l.inputScale * double(fp8math::formatSpec(Format::E4M3).minSubnormal) / 2)));
+                }
+            }
+        }
         for (const char *kv : {"k_scale", "v_scale"}) {
             const QString name = l.name + QLatin1Char('.') + QLatin1String(kv);
             if (const Located *t = entryOf(name)) {
@@ -865,6 +892,8 @@ QJsonObject auditToJson(const AuditResult &r)
         }
         if (l.inputScale)
             o.insert(QStringLiteral("input_scale"), *l.inputScale);
+        if (std::isfinite(l.trainingActivationAmax))
+            o.insert(QStringLiteral("training_activation_amax"), l.trainingActivationAmax);
         if (!l.reference.isEmpty()) {
             o.insert(QStringLiteral("reference"), l.reference);
             o.insert(QStringLiteral("relative_error"), num(l.relError));

@@ -10,6 +10,7 @@
 #include "core/tensors/problem.h"
 #include "layernames.h"
 
+#include <QHash>
 #include <QJsonObject>
 #include <QStringList>
 
@@ -47,6 +48,7 @@ struct AuditLayer {
     double scaleMin = NAN; // over the finite, positive decode scales
     double scaleMax = NAN;
     std::optional<double> inputScale;
+    double trainingActivationAmax = NAN; // what the training run's activations reached near its end
     // Against the reference (NaN without one): relative errors (rms of the difference over the rms of the
     // reference) of the weight as dequantized, as dequantized dividing by the scale instead (the other
     // convention), and of a fresh quantization of the reference under the same scales.
@@ -89,6 +91,10 @@ struct AuditResult {
 struct AuditOptions {
     QStringList references; // safetensors files or folders, torch.save checkpoints, HDF5 dumps
     QString mappingFile; // inference name -> training name (layernames.h)
+    // The training run's activation amax near its end, per training module (core/query/lateamax.h), for the
+    // calibration rule; empty: the rule is not checked. `activationSource` says where it came from.
+    QHash<QString, double> activationAmax;
+    QString activationSource;
     int threads = 0; // 0: one per hardware thread
 };
 
@@ -108,6 +114,11 @@ constexpr double kGrossError = 0.5;
 constexpr double kInvertedGain = 4.0;
 // A weight whose error against the reference is this many times a fresh quantization's: another weight.
 constexpr double kMismatchFactor = 3.0;
+// A static input scale s represents activations up to s x 448 (E4M3). Training activations near the end above
+// that range saturate (critical above kCalibrationCritical times it); a range kCalibrationUnused times larger
+// than they reach leaves the small ones to flush.
+constexpr double kCalibrationCritical = 2.0;
+constexpr double kCalibrationUnused = 16.0;
 // Without a reference: the range of a plausible weight amax, and how far apart (in binades) the two
 // conventions must put it before the other one is believed.
 constexpr double kPlausibleLog2Min = -8.0;

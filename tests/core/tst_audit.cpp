@@ -29,6 +29,7 @@ private Q_SLOTS:
     void eachFaultIsFound();
     void shardsAndConfigRead();
     void jsonCarriesFindingsAndLayers();
+    void calibrationAgainstTraining();
 
 private:
     std::optional<AuditResult> audit(const QString &folder, const QStringList &references);
@@ -304,6 +305,45 @@ void TestAudit::jsonCarriesFindingsAndLayers()
         QCOMPARE(l.value(QStringLiteral("scale_layout")).toString(), QStringLiteral("per tensor"));
     }
     QVERIFY(seen);
+}
+
+void TestAudit::calibrationAgainstTraining()
+{
+    if (!m_written)
+        QSKIP("no test Python (FP8SCOPE_TEST_PYTHON) with torch and safetensors");
+    // The static input scales of ct_tensor represent activations up to about 4 (x 448). A training run whose
+    // activations reached 9 in one layer (saturated, critical) and 0.1 in another (the range spent above them,
+    // warning), 3 elsewhere (fine).
+    AuditOptions options;
+    options.threads = 2;
+    for (int i = 0; i < 2; ++i) {
+        for (const char *m :
+            {"self_attention.linear_qkv", "self_attention.linear_proj", "mlp.linear_fc1", "mlp.linear_fc2"})
+            options.activationAmax.insert(QStringLiteral("decoder.layers.%1.%2").arg(i).arg(QLatin1String(m)), 3.0);
+    }
+    options.activationAmax.insert(QStringLiteral("decoder.layers.1.self_attention.linear_proj"), 9.0);
+    options.activationAmax.insert(QStringLiteral("decoder.layers.0.mlp.linear_fc2"), 0.1);
+    options.activationSource = QStringLiteral("test");
+    Problem problem;
+    const auto r = auditCheckpoint(m_dir.filePath(QStringLiteral("ct_tensor")), options, &problem);
+    QVERIFY(r);
+    QCOMPARE(int(r->findings.size()), 2);
+    QCOMPARE(r->findings[0].kind, QStringLiteral("calibration-mismatch"));
+    QCOMPARE(r->findings[0].severity, QStringLiteral("critical"));
+    QCOMPARE(r->findings[0].layer, QStringLiteral("model.layers.1.self_attn.o_proj"));
+    QCOMPARE(r->findings[1].kind, QStringLiteral("calibration-mismatch"));
+    QCOMPARE(r->findings[1].severity, QStringLiteral("warning"));
+    QCOMPARE(r->findings[1].layer, QStringLiteral("model.layers.0.mlp.down_proj"));
+    for (const AuditLayer &l : r->layers) {
+        if (l.quantized)
+            QVERIFY2(std::isfinite(l.trainingActivationAmax), qPrintable(l.name));
+    }
+    // The modelopt export's scalar input scales are read the same way.
+    options.activationAmax.insert(QStringLiteral("decoder.layers.0.mlp.linear_fc2"), 3.0);
+    const auto m = auditCheckpoint(m_dir.filePath(QStringLiteral("modelopt")), options, &problem);
+    QVERIFY(m);
+    QCOMPARE(int(m->findings.size()), 1);
+    QCOMPARE(m->findings[0].layer, QStringLiteral("model.layers.1.self_attn.o_proj"));
 }
 
 QTEST_GUILESS_MAIN(TestAudit)

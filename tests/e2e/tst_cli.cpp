@@ -201,6 +201,34 @@ void TestCli::auditCheckpoint()
     QVERIFY2(r.code == 0, r.out.constData());
     QVERIFY2(r.out.contains("1 layers, 1 quantized; 0 findings"), r.out.constData());
 
+    // A static input scale against the training run's activations (Transformer Engine's debug statistics): they
+    // reached 2.0 near the end, the scale represents 0.448.
+    const float inputScale = 1e-3f;
+    const QString calibrated = m_dir.filePath(QStringLiteral("export_calibrated"));
+    write(calibrated + QStringLiteral("/model.safetensors"),
+        safetensors(
+            R"({"model.layers.0.mlp.down_proj.weight":{"dtype":"F8_E4M3","shape":[64,64],"data_offsets":[0,4096]},)"
+            R"("model.layers.0.mlp.down_proj.weight_scale":{"dtype":"F32","shape":[1],"data_offsets":[4096,4100]},)"
+            R"("model.layers.0.mlp.down_proj.input_scale":{"dtype":"F32","shape":[1],"data_offsets":[4100,4104]}})",
+            codes + scaleBytes + QByteArray(reinterpret_cast<const char *>(&inputScale), 4)));
+    QByteArray log;
+    for (int step = 0; step <= 100; step += 10)
+        log += QByteArrayLiteral("2026-11-30 12:00:00,000 - INFO - decoder.layers.0.mlp.linear_fc2_activation_cur_amax"
+                                 " \t\t\t\t iteration=")
+            + QByteArray::number(step).rightJustified(6, '0')
+            + " \t\t\t\t value=" + QByteArray::number(0.3 + step * 0.017) + '\n';
+    const QString training = m_dir.filePath(QStringLiteral("training_run"));
+    write(training + QStringLiteral("/rank_0/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log"), log);
+    r = cli({QStringLiteral("audit"), calibrated, QStringLiteral("--run"), training, QStringLiteral("--json")});
+    QVERIFY2(r.code == 1, r.err.constData());
+    const QJsonArray calibration = QJsonDocument::fromJson(r.out).object().value(QStringLiteral("findings")).toArray();
+    QCOMPARE(calibration.size(), 1);
+    QCOMPARE(calibration.first().toObject().value(QStringLiteral("kind")).toString(),
+        QStringLiteral("calibration-mismatch"));
+    QCOMPARE(calibration.first().toObject().value(QStringLiteral("severity")).toString(), QStringLiteral("critical"));
+    QVERIFY2(calibration.first().toObject().value(QStringLiteral("evidence")).toString().contains(QLatin1String("2")),
+        r.out.constData());
+
     r = cli({QStringLiteral("audit"), m_dir.filePath(QStringLiteral("no_such_export"))});
     QCOMPARE(r.code, 1);
     QVERIFY2(r.err.contains("no safetensors file to audit"), r.err.constData());
