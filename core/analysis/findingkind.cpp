@@ -8,7 +8,7 @@ namespace {
 
 // One row per kind, in the enum's order. The ranks keep the order the findings had before the table: the
 // loss, then the suspects, then what only describes.
-constexpr std::array<FindingKindInfo, 15> kKinds {{
+constexpr std::array<FindingKindInfo, 16> kKinds {{
     {FindingKind::LossDeparture, "loss-departure", 0, FindingStep::Loss, true, false},
     {FindingKind::RunBlowUp, "run-blow-up", 1, FindingStep::Loss, true, false},
     {FindingKind::ConfigDifference, "config-difference", 2, FindingStep::Runs, false, true},
@@ -24,6 +24,8 @@ constexpr std::array<FindingKindInfo, 15> kKinds {{
     {FindingKind::RecipeWhatIf, "recipe-what-if", 11, FindingStep::Next, false, false},
     {FindingKind::Restart, "restart", 11, FindingStep::Loss, false, false},
     {FindingKind::NoCommonLoss, "no-common-loss", 0, FindingStep::Runs, false, false},
+    // Before the evaluations it explains.
+    {FindingKind::CheckpointAudit, "checkpoint-audit", 6, FindingStep::Class, false, true},
 }};
 
 constexpr bool inOrder()

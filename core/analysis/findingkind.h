@@ -25,6 +25,7 @@ enum class FindingKind {
     RecipeWhatIf,
     Restart,
     NoCommonLoss,
+    CheckpointAudit, // a fault in the inference checkpoint the run folder holds (core/audit)
 };
 
 // The wizard step (views/triage) whose evidence shows a finding.

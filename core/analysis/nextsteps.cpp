@@ -459,6 +459,11 @@ void finish(const FinishInputs &in, Comparison *cp)
         break;
     }
     case Verdict::DownstreamGap: {
+        // What the audit of the inference checkpoint found comes first: it names the layer and what to re-export.
+        for (const Finding &f : c.findings) {
+            if (f.kind == FindingKind::CheckpointAudit && open(f) && !f.suggestion.isEmpty())
+                steps.push_back(stepOf(f, f.suggestion));
+        }
         for (const Finding &f : c.findings) {
             if ((f.kind == FindingKind::InferencePrecision || f.kind == FindingKind::EvalGap) && open(f)
                 && !f.suggestion.isEmpty() && std::none_of(steps.begin(), steps.end(), [&](const NextStep &s) {

@@ -39,6 +39,7 @@ void evalGaps(const PairInputs &in, const TriageOptions &o, Comparison &c);
 void inferencePrecision(const PairInputs &in, const TriageOptions &o, Comparison &c);
 void skippedIterations(const PairInputs &in, const TriageOptions &o, Comparison &c);
 void restarts(const PairInputs &in, const TriageOptions &o, Comparison &c);
+void checkpointAudit(const PairInputs &in, const TriageOptions &o, Comparison &c);
 
 // Rules of a run on its own.
 void runBlowUp(const RunInputs &in, const TriageOptions &o, RunCheck &r);

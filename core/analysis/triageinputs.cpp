@@ -1,7 +1,10 @@
 #include "triageinputs.h"
 
+#include "core/query/lateamax.h"
 #include "departureclass.h"
 
+#include <QDir>
+#include <QFileInfo>
 #include <QRegularExpression>
 
 #include <algorithm>
@@ -188,6 +191,38 @@ std::optional<SeriesPoints> suspectSeries(const Catalog &catalog, RunRef run, co
     return SeriesPoints {*s, catalog.stepSeries(*s)};
 }
 
+std::optional<AuditResult> auditOfRun(const Catalog &catalog, RunRef run)
+{
+    const std::optional<Run> r = catalog.run(run);
+    if (!r)
+        return std::nullopt;
+    // The run's folder: its path under the opened folder, or the opened folder itself.
+    QString dir = QDir(r->folder).filePath(r->name);
+    if (!QFileInfo(dir).isDir())
+        dir = r->folder;
+    const QString checkpoint = findInferenceCheckpoint(dir);
+    if (checkpoint.isEmpty())
+        return std::nullopt;
+    AuditOptions options;
+    const LateAmax late = lateAmax(catalog, run, QStringLiteral("activation"));
+    if (!late.statistic.isEmpty()) {
+        options.activationAmax = late.byLayer;
+        options.activationSource = QStringLiteral("%1 of activation, steps %2-%3")
+                                       .arg(late.statistic)
+                                       .arg(late.firstStep)
+                                       .arg(late.lastStep);
+    }
+    Problem problem;
+    std::optional<AuditResult> result = auditCheckpoint(checkpoint, options, &problem);
+    if (!result) {
+        // Unreadable: said as the audit's own problem, so that the triage says why it has no audit.
+        result = AuditResult {};
+        result->checkpoint = checkpoint;
+        result->problems.push_back(problem);
+    }
+    return result;
+}
+
 PairInputs gatherPair(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options)
 {
     PairInputs in;
@@ -199,6 +234,7 @@ PairInputs gatherPair(const Catalog &catalog, RunRef baseline, RunRef run, const
     in.evals = evalTable(catalog, baseline, run, options);
     gatherFinishCommon(catalog, baseline, run, &in.finish);
     gatherSeries(catalog, run, &in.finish);
+    in.audit = auditOfRun(catalog, run);
     return in;
 }
 

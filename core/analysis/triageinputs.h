@@ -4,6 +4,7 @@
 #pragma once
 
 #include "comparetables.h"
+#include "core/audit/checkpointaudit.h"
 #include "triage.h"
 
 #include <optional>
@@ -57,9 +58,14 @@ struct PairInputs {
     StatComparison loss, grad;
     std::vector<EvalRow> evals;
     FinishInputs finish;
+    // The audit of the inference checkpoint the run's folder holds (core/audit: findInferenceCheckpoint), with
+    // the run's own activation amax near its end for the static input scales; none when it holds none.
+    std::optional<AuditResult> audit;
 };
 
 PairInputs gatherPair(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options);
+// The audit of the inference checkpoint in the run's folder; none when it holds none.
+std::optional<AuditResult> auditOfRun(const Catalog &catalog, RunRef run);
 RunInputs gatherRun(const Catalog &catalog, RunRef run);
 // A suspect layer signal's own series (of the source its evidence names, else the one the views show).
 std::optional<SeriesPoints> suspectSeries(const Catalog &catalog, RunRef run, const Finding &suspect);

@@ -862,6 +862,34 @@ std::optional<AuditResult> auditCheckpoint(
     return result;
 }
 
+QString findInferenceCheckpoint(const QString &runFolder)
+{
+    const QDir run(runFolder);
+    QFile manifest(run.filePath(QStringLiteral("fp8scope.json")));
+    if (manifest.open(QIODevice::ReadOnly)) {
+        const QString named = QJsonDocument::fromJson(manifest.readAll())
+                                  .object()
+                                  .value(QStringLiteral("inference_checkpoint"))
+                                  .toString();
+        if (!named.isEmpty())
+            return QDir::cleanPath(run.absoluteFilePath(named));
+    }
+    const auto isExport = [](const QDir &d) { return isInferenceExport(d.absolutePath()); };
+    QStringList found;
+    for (const QString &sub : run.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name)) {
+        const QDir d(run.filePath(sub));
+        if (isExport(d)) {
+            found << d.absolutePath();
+            continue;
+        }
+        for (const QString &subsub : d.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name)) {
+            if (isExport(QDir(d.filePath(subsub))))
+                found << QDir(d.filePath(subsub)).absolutePath();
+        }
+    }
+    return found.size() == 1 ? found.front() : QString();
+}
+
 QJsonObject auditToJson(const AuditResult &r)
 {
     const auto num = [](double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(QJsonValue::Null); };

@@ -103,6 +103,12 @@ struct AuditOptions {
 std::optional<AuditResult> auditCheckpoint(const QString &dir, const AuditOptions &options, Problem *problem,
     const std::function<void(int, int)> &progress = {});
 
+// The inference checkpoint a run folder holds: the path its fp8scope.json names under "inference_checkpoint"
+// (relative to the folder), else the one subfolder (at most two levels down) with *.safetensors beside a
+// config.json that has a quantization_config, or an hf_quant_config.json. Empty when there is none (or more
+// than one subfolder qualifies: the manifest must say which).
+QString findInferenceCheckpoint(const QString &runFolder);
+
 // The audit as the CLI's --json writes it: findings, layers, unmapped, problems.
 QJsonObject auditToJson(const AuditResult &result);
 

@@ -5,6 +5,8 @@
 #include "linereader.h"
 #include "rankcopies.h"
 
+#include "core/tensors/safetensorsreader.h"
+
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -219,7 +221,11 @@ void walk(const QString &dir, const QString &relDir, FolderIds *visited, std::ve
                 link ? QStringLiteral("a link to %1, which does not exist").arg(target())
                      : QStringLiteral("cannot read: %1").arg(QString::fromLocal8Bit(std::strerror(errno))));
         } else if (S_ISDIR(st.st_mode)) {
-            if (visited->insert({st.st_dev, st.st_ino}).second)
+            if (isInferenceExport(p))
+                // An inference checkpoint (core/audit: the triage audits it): listed as skipped, not read as
+                // the run's configs and dumps.
+                scan->unrecognised << rel + QLatin1Char('/');
+            else if (visited->insert({st.st_dev, st.st_ino}).second)
                 walk(p, rel, visited, found, scan);
             else
                 scan->unreadable.emplace_back(rel,

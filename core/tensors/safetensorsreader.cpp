@@ -5,6 +5,8 @@
 
 #include "core/formats/fp8math.h"
 
+#include <QDir>
+#include <QFileInfo>
 #include <QHash>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -168,6 +170,19 @@ bool parseSafetensorsHeader(
         entries->push_back(std::move(e));
     }
     return true;
+}
+
+bool isInferenceExport(const QString &dir)
+{
+    const QDir d(dir);
+    if (d.entryList({QStringLiteral("*.safetensors")}, QDir::Files).isEmpty())
+        return false;
+    if (QFileInfo::exists(d.filePath(QStringLiteral("hf_quant_config.json"))))
+        return true;
+    QFile config(d.filePath(QStringLiteral("config.json")));
+    // A model's config is small; a file of megabytes named so is something else.
+    return config.size() < (qint64(1) << 20) && config.open(QIODevice::ReadOnly)
+        && QJsonDocument::fromJson(config.readAll()).object().contains(QStringLiteral("quantization_config"));
 }
 
 bool SafetensorsReader::entries(

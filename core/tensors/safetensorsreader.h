@@ -48,6 +48,11 @@ struct Fp4Layout {
 };
 std::optional<Fp4Layout> fp4LayoutOf(const SafetensorsEntry &codes, const std::vector<SafetensorsEntry> &entries);
 
+// A folder holding an inference checkpoint as serving stacks load it (core/audit reads it): *.safetensors beside
+// an hf_quant_config.json, or beside a config.json with a quantization_config. The folder scanner leaves it out
+// of the run's data (its config is the model's, not the training's; its weights are no dumps).
+bool isInferenceExport(const QString &dir);
+
 class SafetensorsReader : public TensorReader
 {
 public:

@@ -30,6 +30,7 @@ private Q_SLOTS:
     void shardsAndConfigRead();
     void jsonCarriesFindingsAndLayers();
     void calibrationAgainstTraining();
+    void checkpointFoundInRunFolder();
 
 private:
     std::optional<AuditResult> audit(const QString &folder, const QStringList &references);
@@ -344,6 +345,37 @@ void TestAudit::calibrationAgainstTraining()
     QVERIFY(m);
     QCOMPARE(int(m->findings.size()), 1);
     QCOMPARE(m->findings[0].layer, QStringLiteral("model.layers.1.self_attn.o_proj"));
+}
+
+void TestAudit::checkpointFoundInRunFolder()
+{
+    // The one export below a run folder (a config.json with a quantization_config beside safetensors), or the one
+    // its fp8scope.json names; none where two qualify and nothing says which.
+    QTemporaryDir run;
+    const auto makeExport = [&](const QString &sub) {
+        QDir().mkpath(run.filePath(sub));
+        QFile c(run.filePath(sub + QStringLiteral("/config.json")));
+        QVERIFY(c.open(QIODevice::WriteOnly));
+        c.write(R"({"quantization_config":{"quant_method":"fp8"}})");
+        QFile w(run.filePath(sub + QStringLiteral("/model.safetensors")));
+        QVERIFY(w.open(QIODevice::WriteOnly));
+    };
+    QCOMPARE(findInferenceCheckpoint(run.path()), QString());
+    makeExport(QStringLiteral("hf/fp8"));
+    QCOMPARE(findInferenceCheckpoint(run.path()), QDir(run.filePath(QStringLiteral("hf/fp8"))).absolutePath());
+    // A folder of training dumps (safetensors without a quantization config) is not an export.
+    QDir().mkpath(run.filePath(QStringLiteral("dumps")));
+    QFile dump(run.filePath(QStringLiteral("dumps/iter_100.safetensors")));
+    QVERIFY(dump.open(QIODevice::WriteOnly));
+    dump.close();
+    QCOMPARE(findInferenceCheckpoint(run.path()), QDir(run.filePath(QStringLiteral("hf/fp8"))).absolutePath());
+    makeExport(QStringLiteral("other"));
+    QCOMPARE(findInferenceCheckpoint(run.path()), QString());
+    QFile manifest(run.filePath(QStringLiteral("fp8scope.json")));
+    QVERIFY(manifest.open(QIODevice::WriteOnly));
+    manifest.write(R"({"inference_checkpoint": "other"})");
+    manifest.close();
+    QCOMPARE(findInferenceCheckpoint(run.path()), QDir(run.filePath(QStringLiteral("other"))).absolutePath());
 }
 
 QTEST_GUILESS_MAIN(TestAudit)

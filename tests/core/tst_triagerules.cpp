@@ -103,7 +103,7 @@ private Q_SLOTS:
     void findingKindsRoundTrip()
     {
         std::set<QString> names;
-        for (int k = 0; k <= int(FindingKind::Restart); ++k) {
+        for (int k = 0; k <= int(FindingKind::CheckpointAudit); ++k) {
             const auto kind = FindingKind(k);
             const QString name = findingKindName(kind);
             QVERIFY(!name.isEmpty());
@@ -262,6 +262,54 @@ private Q_SLOTS:
         QVERIFY2(!text.contains(notProposed), qPrintable(text));
         // A mid-run verdict does not ask to undo config keys.
         QVERIFY2(!text.contains(QLatin1String("set ")), qPrintable(text));
+    }
+
+    // A downstream gap in a run folder whose inference checkpoint has an inverted scale: the audit's finding comes
+    // first, on the training layer, and the first next step says what to re-export.
+    void checkpointAuditLeadsTheDownstreamGap()
+    {
+        PairInputs in = pair(QStringLiteral("current"), false);
+        analysis::EvalRow e;
+        e.task = QStringLiteral("arc");
+        e.metric = QStringLiteral("acc");
+        e.inference = QStringLiteral("fp8");
+        e.baseline = 0.60;
+        e.run = 0.50;
+        e.difference = -0.10;
+        e.standardError = 0.01;
+        e.z = -10;
+        e.significant = true;
+        in.evals = {e};
+        Comparison c = comparePair(in);
+        QCOMPARE(c.verdict, Verdict::DownstreamGap);
+        QVERIFY(std::none_of(c.findings.begin(), c.findings.end(),
+            [](const Finding &f) { return f.kind == FindingKind::CheckpointAudit; }));
+
+        AuditResult audit;
+        audit.checkpoint = QStringLiteral("/runs/fp8/export");
+        audit.findings.push_back({QStringLiteral("inverted-scale"), QStringLiteral("critical"),
+            QStringLiteral("model.layers.0.self_attn.q_proj"),
+            QStringLiteral("decoder.layers.0.self_attention.linear_qkv (q)"),
+            QStringLiteral("dequantized as codes x weight_scale ...")});
+        audit.findings.push_back({QStringLiteral("calibration-mismatch"), QStringLiteral("warning"),
+            QStringLiteral("model.layers.1.mlp.down_proj"), QStringLiteral("decoder.layers.1.mlp.linear_fc2"),
+            QStringLiteral("input_scale ...")});
+        in.audit = audit;
+        c = comparePair(in);
+        QCOMPARE(c.verdict, Verdict::DownstreamGap);
+        QCOMPARE(c.findings.front().kind, FindingKind::CheckpointAudit);
+        QCOMPARE(c.findings.front().severity, Severity::Critical);
+        QCOMPARE(c.findings.front().layer, QStringLiteral("decoder.layers.0.self_attention.linear_qkv (q)"));
+        QCOMPARE(c.findings.front().key, QStringLiteral("inverted-scale"));
+        QVERIFY(c.findings.front().summary.contains(QLatin1String("model.layers.0.self_attn.q_proj")));
+        QVERIFY(c.nextSteps.size() >= 3);
+        QCOMPARE(c.nextSteps[0].kind, FindingKind::CheckpointAudit);
+        QVERIFY2(c.nextSteps[0].action.startsWith(QLatin1String("re-export model.layers.0.self_attn.q_proj's weight "
+                                                                "scale as the decode scale")),
+            qPrintable(c.nextSteps[0].action));
+        QCOMPARE(c.nextSteps[1].kind, FindingKind::CheckpointAudit);
+        QVERIFY(c.nextSteps[1].action.startsWith(QLatin1String("calibrate model.layers.1.mlp.down_proj's static")));
+        QCOMPARE(c.nextSteps[2].kind, FindingKind::EvalGap);
     }
 
     // Eval rows made by hand: a drop of 4 standard errors is a gap (the verdict), one of 2.5 a notable drop.

@@ -17,6 +17,7 @@ const std::vector<PairRule> &pairRules()
         {"truncated-statistics", "statistics the TE log prints too small to read", rules::truncatedStatistics},
         {"eval-gaps", "evaluation drops beyond the corrected threshold, notable drops below it", rules::evalGaps},
         {"inference-precision", "a gap that narrows under another inference precision", rules::inferencePrecision},
+        {"checkpoint-audit", "the inference checkpoint's scales and weights (core/audit)", rules::checkpointAudit},
         {"skipped-iterations", "skipped and NaN iterations against the baseline's", rules::skippedIterations},
         {"restarts", "a log that goes back: a crash and a resume", rules::restarts},
     };
