@@ -112,6 +112,16 @@ Screenshotter::Screenshotter(MainWindow *window, const QString &outDir, std::fun
                 name, wizard);
         });
     }
+    m_steps.push_back([this] {
+        // Back in the window: the evaluations, and beneath them the audit of the FP8 run's inference export.
+        if (m_window->triage())
+            m_window->triage()->close();
+        m_window->showComparison();
+        CompareView *compare = m_window->compare();
+        compare->tabs()->setCurrentIndex(CompareView::kEvalsTab);
+        saveWhen([compare] { return !compare->isComputing() && compare->comparison(); },
+            QStringLiteral("13-comparison-audit.png"));
+    });
     connect(window, &MainWindow::ready, this, [this] { QTimer::singleShot(300, this, &Screenshotter::next); });
 }
 

@@ -285,6 +285,7 @@ Comparison comparePair(const PairInputs &in, const TriageOptions &options)
     }
     rank(&c.findings);
     finish(in.finish, &c);
+    c.audit = in.audit;
     return c;
 }
 

@@ -8,6 +8,7 @@
 #include "findingkind.h"
 #include "seriesmath.h"
 
+#include "core/audit/checkpointaudit.h"
 #include "core/numerics/whatif.h"
 #include "core/query/catalog.h"
 
@@ -117,6 +118,9 @@ struct Comparison {
     // FP8 recipe of it by whatif.h's criterion.
     std::vector<WhatIfScore> whatIf;
     std::optional<size_t> whatIfBest;
+    // The audit of the inference checkpoint the run's folder holds (core/audit), when it holds one; not kept
+    // with a result stored (a comparison read back from the store has none).
+    std::optional<AuditResult> audit;
 };
 
 struct RunCheck {

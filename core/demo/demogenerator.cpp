@@ -2,6 +2,7 @@
 
 #include "demoutil.h"
 
+#include "core/formats/fp8math.h"
 #include "core/numerics/cpubackend.h"
 #include "core/numerics/metricsengine.h"
 #include "core/numerics/tensormetrics.h"
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numbers>
 #include <random>
 #include <vector>
@@ -32,6 +34,83 @@ const char *const kTasks[] = {"arc_easy", "arc_challenge", "hellaswag", "winogra
 QString layerName(int layer, const char *gemm)
 {
     return QStringLiteral("decoder.layers.%1.%2").arg(layer).arg(QLatin1String(gemm));
+}
+
+// A safetensors file of the given tensors (name, dtype as the format spells it, shape, bytes), in name order.
+struct StTensor {
+    QString name;
+    const char *dtype;
+    std::vector<int64_t> shape;
+    QByteArray bytes;
+};
+
+QByteArray safetensorsFile(std::vector<StTensor> tensors)
+{
+    std::sort(tensors.begin(), tensors.end(), [](const StTensor &a, const StTensor &b) { return a.name < b.name; });
+    QJsonObject header;
+    QByteArray data;
+    for (const StTensor &t : tensors) {
+        QJsonArray shape;
+        for (int64_t d : t.shape)
+            shape.append(qint64(d));
+        header.insert(t.name,
+            QJsonObject {{QStringLiteral("dtype"), QLatin1String(t.dtype)}, {QStringLiteral("shape"), shape},
+                {QStringLiteral("data_offsets"),
+                    QJsonArray {qint64(data.size()), qint64(data.size() + t.bytes.size())}}});
+        data += t.bytes;
+    }
+    QByteArray json = QJsonDocument(header).toJson(QJsonDocument::Compact);
+    while (json.size() % 8)
+        json += ' ';
+    QByteArray file(8, '\0');
+    for (int i = 0; i < 8; ++i)
+        file[i] = char((quint64(json.size()) >> (8 * i)) & 0xFF);
+    return file + json + data;
+}
+
+// The FP8 run's inference export as compressed-tensors writes one (E4M3 weights, one decode scale per output
+// channel, activations quantized dynamically, lm_head left in BF16), Nemotron-style names (no gate), with the
+// planted fault: `faultLayer`'s o_proj carries its encode scales (448 / amax) where the decode scales belong.
+QByteArray inferenceExport(int layers, int faultLayer, Rng &rng)
+{
+    constexpr int hidden = 64;
+    std::vector<StTensor> tensors;
+    const auto quantized = [&](const QString &module, int rows, int cols, bool inverted) {
+        QByteArray codes(rows * cols, '\0');
+        QByteArray scales(rows * 4, '\0');
+        std::vector<float> w(size_t(rows * cols));
+        for (int r = 0; r < rows; ++r) {
+            const double std = 0.02 * (0.5 + rng.uniform());
+            float amax = 0;
+            for (int c = 0; c < cols; ++c) {
+                w[size_t(r * cols + c)] = float(std * rng.normal());
+                amax = std::max(amax, std::abs(w[size_t(r * cols + c)]));
+            }
+            const float s = amax / 448.0f;
+            for (int c = 0; c < cols; ++c)
+                codes[r * cols + c] = char(fp8math::castToCode(w[size_t(r * cols + c)] / s, fp8math::Format::E4M3));
+            const float stored = inverted ? 1.0f / s : s;
+            std::memcpy(scales.data() + 4 * r, &stored, 4);
+        }
+        tensors.push_back({module + QStringLiteral(".weight"), "F8_E4M3", {rows, cols}, codes});
+        tensors.push_back({module + QStringLiteral(".weight_scale"), "F32", {rows, 1}, scales});
+    };
+    for (int l = 0; l < layers; ++l) {
+        const QString p = QStringLiteral("model.layers.%1.").arg(l);
+        quantized(p + QStringLiteral("self_attn.q_proj"), hidden, hidden, false);
+        quantized(p + QStringLiteral("self_attn.k_proj"), hidden / 2, hidden, false);
+        quantized(p + QStringLiteral("self_attn.v_proj"), hidden / 2, hidden, false);
+        quantized(p + QStringLiteral("self_attn.o_proj"), hidden, hidden, l == faultLayer);
+        quantized(p + QStringLiteral("mlp.up_proj"), 2 * hidden, hidden, false);
+        quantized(p + QStringLiteral("mlp.down_proj"), hidden, 2 * hidden, false);
+    }
+    QByteArray head(128 * hidden * 2, '\0');
+    for (int i = 0; i < 128 * hidden; ++i) {
+        const uint16_t h = uint16_t(fp8math::floatBits(float(0.02 * rng.normal())) >> 16);
+        std::memcpy(head.data() + 2 * i, &h, 2);
+    }
+    tensors.push_back({QStringLiteral("lm_head.weight"), "BF16", {128, hidden}, head});
+    return safetensorsFile(std::move(tensors));
 }
 
 QByteArray num(double v, int decimals)
@@ -221,6 +300,20 @@ DemoPlan planDemo(const DemoOptions &o)
     return p;
 }
 
+bool writeInferenceExport(const QString &dir, int layers, int faultLayer, uint64_t seed, QString *error)
+{
+    Rng rng(seed * 7919 + 17);
+    const QByteArray config = R"({"architectures": ["NemotronForCausalLM"], "hidden_size": 64, "num_hidden_layers": )"
+        + QByteArray::number(layers)
+        + R"(, "num_attention_heads": 4, "num_key_value_heads": 2, "quantization_config": {"quant_method": )"
+          R"("compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"], "config_groups": {"group_0": )"
+          R"({"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "dynamic": )"
+          R"(false}, "input_activations": {"num_bits": 8, "type": "float", "strategy": "token", "dynamic": true}}}}})"
+          "\n";
+    return writeDemoFile(dir + QStringLiteral("/config.json"), config, error)
+        && writeDemoFile(dir + QStringLiteral("/model.safetensors"), inferenceExport(layers, faultLayer, rng), error);
+}
+
 bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *planOut, QString *error)
 {
     const DemoPlan plan = planDemo(o);
@@ -355,6 +448,11 @@ bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *planOut
             evalJson(tasks, fp8Fp8, QStringLiteral("fp8")), error))
         return false;
 
+    // The FP8 run's inference export, with a planted scale fault in the last layer (the usual suspect).
+    const int exportFault = o.layers - 1;
+    if (!writeInferenceExport(outDir + QStringLiteral("/fp8/inference"), o.layers, exportFault, o.seed, error))
+        return false;
+
     // Configs (the FP8 settings and one recently enabled option differ) and manifests.
     const QByteArray common = "MODEL_ARGS:\n  --num-layers: " + QByteArray::number(o.layers)
         + "\n  --hidden-size: 2048\n  --global-batch-size: " + QByteArray::number(kGlobalBatch) + "\n  --train-iters: "
@@ -382,6 +480,7 @@ bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *planOut
         {QStringLiteral("underflow_start_step"), double(plan.underflowStart)},
         {QStringLiteral("layer"), plan.plantedLayerName}, {QStringLiteral("tensor"), plan.plantedTensor},
         {QStringLiteral("weak_tasks"), QJsonArray::fromStringList(plan.weakTasks)},
+        {QStringLiteral("inverted_scale"), QStringLiteral("model.layers.%1.self_attn.o_proj").arg(exportFault)},
         {QStringLiteral("dump_steps"), QJsonArray::fromStringList(plan.dumpSteps)}};
     const QByteArray readme = "# fp8scope demo (synthetic data)\n\n"
                               "Everything here was generated by `fp8scope-cli demo` (seed "
@@ -391,7 +490,9 @@ bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *planOut
           "(`rank_0/nvdlfw_inspect_statistics_logs/`, computed by fp8scope's numerics from tensors drawn at those "
           "steps: LogTensorStats' `cur_amax`, `dynamic_range`, `std`, `l1_norm` and `l2_norm` for both runs, "
           "LogFp8TensorStats' for the FP8 run; `mse` is printed x 1e4), HDF5 tensor dumps of both runs at the same "
-          "steps (`dumps/`), lm-evaluation-harness results (`eval/`), configs and manifests.\n\n"
+          "steps (`dumps/`), lm-evaluation-harness results (`eval/`), the FP8 run's inference export "
+          "(`fp8/inference/`: compressed-tensors safetensors, E4M3 weights with per-channel scales), configs and "
+          "manifests.\n\n"
           "## Planted\n\n"
           "- The FP8 loss departs from the BF16 loss at step "
         + QByteArray::number(plan.departureStep)
@@ -403,7 +504,11 @@ bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *planOut
           "- The FP8 run has a few more loss spikes, one of which recurs three times (skipped iterations).\n"
           "- Downstream, the FP8 run scores lower on "
         + plan.weakTasks.join(QStringLiteral(" and ")).toUtf8()
-        + " with BF16 inference, and closer to BF16 with FP8 inference.\n\n"
+        + " with BF16 inference, and closer to BF16 with FP8 inference.\n"
+          "- The inference export's `model.layers."
+        + QByteArray::number(exportFault)
+        + ".self_attn.o_proj.weight_scale` holds the encode scales (448 / amax) where the decode scales belong "
+          "(`fp8scope-cli audit fp8/inference`).\n\n"
           "`planted.json` holds the same facts for programs.\n";
     return writeDemoFile(outDir + QStringLiteral("/README.md"), readme, error)
         && writeDemoFile(

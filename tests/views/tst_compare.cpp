@@ -4,6 +4,7 @@
 // suspects first, and other pickers redrawing every part.
 #include "app/gui/mainwindow.h"
 #include "core/analysis/triage.h"
+#include "core/demo/demogenerator.h"
 #include "core/demo/scenarios.h"
 #include "core/numerics/recipe.h"
 #include "guitest.h"
@@ -48,6 +49,7 @@ private Q_SLOTS:
     void pyramidBucketsEqualAScan();
     void combinedHeatmapMatchesLayersAndSteps();
     void layerViewComparesAStatisticBothRunsHave();
+    void auditOfTheInferenceExport();
 
 private:
     // A new window with both scenarios open.
@@ -68,6 +70,10 @@ void TestCompare::initTestCase()
     QVERIFY2(generateScenario(m_tmp.filePath(QStringLiteral("mid")), Scenario::MidRunInstability, 11, &m_mid, &error),
         qPrintable(error));
     QVERIFY2(generateScenario(m_tmp.filePath(QStringLiteral("gap")), Scenario::DownstreamGap, 12, &m_gap, &error),
+        qPrintable(error));
+    // The downstream gap's run folder holds its inference export, with an inverted scale in layer 1's o_proj.
+    QVERIFY2(writeInferenceExport(
+                 m_tmp.filePath(QStringLiteral("gap/") + m_gap.run + QStringLiteral("/inference")), 4, 1, 5, &error),
         qPrintable(error));
     QVERIFY(openWindow());
     QCOMPARE(m_window->workspace()->runCount(), 4);
@@ -707,5 +713,39 @@ void TestCompare::layerViewComparesAStatisticBothRunsHave()
     }
 }
 
+void TestCompare::auditOfTheInferenceExport()
+{
+    // The gap's run folder holds an inference export: the comparison audits it, the downstream gap's next steps
+    // start with what to re-export, the Evals tab lists its layers, and a click on one selects it.
+    const ComparisonData *d = compare(m_gap.baseline, m_gap.run);
+    QVERIFY(d);
+    QCOMPARE(analysis::verdictName(d->comparison.verdict), QStringLiteral("downstream-gap"));
+    QVERIFY(d->comparison.audit);
+    QVERIFY(!d->comparison.nextSteps.empty());
+    QCOMPARE(d->comparison.nextSteps.front().kind, analysis::FindingKind::CheckpointAudit);
+    QVERIFY2(d->comparison.nextSteps.front().action.contains(QLatin1String("model.layers.1.self_attn.o_proj")),
+        qPrintable(d->comparison.nextSteps.front().action));
+    CompareView *view = m_window->compare();
+    view->tabs()->setCurrentIndex(CompareView::kEvalsTab);
+    QTableView *table = view->auditTable();
+    QAbstractItemModel *model = table->model();
+    QCOMPARE(model->rowCount(), 4 * 6); // q, k, v, o, up, down a layer; lm_head stays BF16
+    int faulty = -1;
+    for (int r = 0; r < model->rowCount(); ++r) {
+        if (model->index(r, model->columnCount() - 1).data().toString() != QLatin1String("ok")) {
+            QCOMPARE(faulty, -1);
+            faulty = r;
+        }
+    }
+    QVERIFY(faulty >= 0);
+    QCOMPARE(model->index(faulty, 0).data().toString(), QStringLiteral("model.layers.1.self_attn.o_proj"));
+    QCOMPARE(model->index(faulty, model->columnCount() - 1).data().toString(), QStringLiteral("inverted-scale"));
+    QTRY_VERIFY(table->isVisible());
+    table->scrollTo(model->index(faulty, 0));
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(model->index(faulty, 0)).center());
+    QCOMPARE(m_window->selection()->layer(), QStringLiteral("decoder.layers.1.self_attention.linear_proj"));
+}
+
 QTEST_MAIN(TestCompare)
+
 #include "tst_compare.moc"

@@ -16,6 +16,8 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDataStream>
+#include <QDir>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -75,6 +77,8 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
     , m_tabs(new QTabWidget(this))
     , m_findingsModel(new QStandardItemModel(this))
     , m_evalModel(new QStandardItemModel(this))
+    , m_auditModel(new QStandardItemModel(this))
+    , m_auditTitle(new QLabel(this))
     , m_configModel(new QStandardItemModel(this))
     , m_configFilter(new QSortFilterProxyModel(this))
     , m_identical(new QCheckBox(tr("Show identical keys"), this))
@@ -204,6 +208,27 @@ void CompareView::setUpTables()
     evalPane->setObjectName(QStringLiteral("compareEvalPane"));
     evalPane->addWidget(m_evals);
     evalPane->addWidget(m_evalChart);
+    // Beneath them, the audit of the inference checkpoint the run's folder holds (docs/TRIAGE.md): a layer a row,
+    // its scale, its error against a reference and what was found; a click selects the layer.
+    m_auditTable = makeTable(QStringLiteral("compareAudit"), m_auditModel, this);
+    addTableActions(m_auditTable, tr("checkpoint-audit.csv"));
+    m_auditTitle->setObjectName(QStringLiteral("compareAuditTitle"));
+    m_auditTitle->setWordWrap(true);
+    auto *auditPane = new QWidget(this);
+    auto *auditLayout = new QVBoxLayout(auditPane);
+    auditLayout->setContentsMargins(0, 0, 0, 0);
+    auditLayout->addWidget(m_auditTitle);
+    auditLayout->addWidget(m_auditTable, 1);
+    evalPane->addWidget(auditPane);
+    // The audit's table gets the room: a checkpoint has a row a linear layer.
+    evalPane->setStretchFactor(0, 2);
+    evalPane->setStretchFactor(1, 2);
+    evalPane->setStretchFactor(2, 3);
+    connect(m_auditTable, &QTableView::clicked, this, [this](const QModelIndex &index) {
+        const QString layer = m_auditModel->index(index.row(), 0).data(LayerRole).toString();
+        if (!layer.isEmpty() && m_data)
+            m_selection->set(m_data->run, layer, m_selection->tensor(), m_selection->step());
+    });
     m_tabs->addTab(evalPane, tr("Evals"));
     m_tabs->addTab(configPane, tr("Config"));
     m_tabs->setTabToolTip(1, tr("Evaluation scores of both runs, the gap against its standard error"));
@@ -423,6 +448,7 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
         tr("Difference"), tr("Std. error"), tr("z"), tr("Significant")});
     m_configModel->clear();
     m_configModel->setHorizontalHeaderLabels({tr("Key"), tr("Baseline"), tr("Run"), tr("Class")});
+    fillAudit();
     if (!m_data) {
         m_evalChart->setRows({}, QString(), QString(), QColor());
         updateMarkers();
@@ -593,6 +619,41 @@ void CompareView::setLayerMode(LayerMode mode)
 CompareView::LayerMode CompareView::layerMode() const
 {
     return LayerMode(std::max(0, m_layerMode->currentIndex()));
+}
+
+void CompareView::fillAudit()
+{
+    m_auditModel->clear();
+    m_auditModel->setHorizontalHeaderLabels({tr("Layer"), tr("Training layer"), tr("Dtype"), tr("Scale"),
+        tr("Scale min"), tr("Scale max"), tr("Amax"), tr("Error vs reference"), tr("Status")});
+    const std::optional<AuditResult> &audit = m_data ? m_data->comparison.audit : std::nullopt;
+    if (!audit) {
+        m_auditTitle->setText(m_data && m_data->comparison.fromStore
+                ? tr("Inference checkpoint: the comparison was read from the store; compare again to audit it.")
+                : tr("Inference checkpoint: none in the run's folder (a folder with a quantized config.json and "
+                     "safetensors, or the one fp8scope.json names as inference_checkpoint)."));
+        return;
+    }
+    int findings = 0;
+    for (const AuditLayer &l : audit->layers)
+        findings += l.findings.isEmpty() ? 0 : 1;
+    m_auditTitle->setToolTip(QDir::toNativeSeparators(audit->checkpoint));
+    m_auditTitle->setText(tr("Inference checkpoint %1: %n layer(s) with a finding", nullptr, findings)
+                              .arg(QFileInfo(audit->checkpoint).fileName())
+        + (audit->problems.empty() ? QString() : tr("; %1").arg(audit->problems.front().toString())));
+    for (const AuditLayer &l : audit->layers) {
+        if (!l.quantized && l.findings.isEmpty())
+            continue;
+        QList<QStandardItem *> row {item(l.name), item(l.training ? l.training->text() : QString()), item(l.dtype),
+            item(l.scaleLayout), number(l.scaleMin), number(l.scaleMax), number(l.amax), number(l.relError),
+            item(l.status())};
+        row.front()->setData(l.training ? l.training->module : QString(), LayerRole);
+        if (!l.findings.isEmpty()) {
+            for (QStandardItem *i : row)
+                i->setForeground(QColor(200, 30, 0));
+        }
+        m_auditModel->appendRow(row);
+    }
 }
 
 void CompareView::selectFinding(const QModelIndex &index)

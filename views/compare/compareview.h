@@ -67,10 +67,12 @@ public:
     QTableView *findingsTable() const { return m_findings; }
     QTableView *evalTable() const { return m_evals; }
     EvalChart *evalChart() const { return m_evalChart; }
+    QTableView *auditTable() const { return m_auditTable; }
     QTableView *configTable() const { return m_config; }
     QSplitter *splitter() const { return m_splitter; }
     // The tabs beside the plots: Findings, Evals, Config, Layers.
     QTabWidget *tabs() const { return m_tabs; }
+    static constexpr int kEvalsTab = 1;
     static constexpr int kLayersTab = 3;
     // The layer view: the baseline's and the run's per-layer statistic on one colour scale, the suspect layers
     // flagged on the run's.
@@ -100,6 +102,7 @@ private:
     void display(std::shared_ptr<const ComparisonData> data);
     void updateMarkers();
     void selectFinding(const QModelIndex &index);
+    void fillAudit();
     void shareColourScale();
     // The names of a run's run-level statistics, sorted; read once (the catalog counts their points).
     const std::vector<QString> &runStatistics(RunRef run);
@@ -123,11 +126,14 @@ private:
     QTabWidget *m_tabs;
     QStandardItemModel *m_findingsModel;
     QStandardItemModel *m_evalModel;
+    QStandardItemModel *m_auditModel;
+    QLabel *m_auditTitle;
     QStandardItemModel *m_configModel;
     QSortFilterProxyModel *m_configFilter;
     QCheckBox *m_identical;
     QTableView *m_findings;
     QTableView *m_evals;
+    QTableView *m_auditTable = nullptr;
     QTableView *m_config;
     EvalChart *m_evalChart;
     SingleRunHeatmapSource *m_baseSource;
