@@ -477,6 +477,61 @@ bool addLayerSection(Document &doc, const Catalog &catalog, const analysis::Comp
     return true;
 }
 
+// The audit of the inference checkpoint the run's folder holds (docs/TRIAGE.md): what was read, every finding, and
+// a row a quantized layer, those with a finding first (a large model's ok layers are summed up in a line).
+void addAuditSection(Document &doc, const AuditResult &a)
+{
+    Section s {QStringLiteral("Inference checkpoint"), {}};
+    int quantized = 0;
+    for (const AuditLayer &l : a.layers)
+        quantized += l.quantized;
+    s.blocks.push_back(
+        body(QStringLiteral("The checkpoint %1 (%2 file(s); quantization config: %3): %4 layers, %5 of them "
+                            "quantized, audited for missing, invalid and inverted scales, static input "
+                            "scales against the run's activations, and modules quantized that the "
+                            "config excludes; %6.")
+                 .arg(a.checkpoint)
+                 .arg(a.files.size())
+                 .arg(a.config.method.isEmpty() ? QStringLiteral("none found") : a.config.method)
+                 .arg(a.layers.size())
+                 .arg(quantized)
+                 .arg(a.findings.empty() ? QStringLiteral("nothing was found")
+                                         : QStringLiteral("%1 finding(s)").arg(a.findings.size()))));
+    for (const AuditFinding &f : a.findings)
+        s.blocks.push_back(body(
+            QStringLiteral("%1 (%2), %3%4: %5")
+                .arg(f.kind, f.severity, f.layer,
+                    f.trainingLayer.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(f.trainingLayer), f.evidence)));
+    for (const Problem &p : a.problems)
+        s.blocks.push_back(body(QStringLiteral("Not read: %1").arg(p.toString())));
+    Table t;
+    t.headers = {QStringLiteral("Layer"), QStringLiteral("Training layer"), QStringLiteral("Scale"),
+        QStringLiteral("Scale min"), QStringLiteral("Scale max"), QStringLiteral("Amax"), QStringLiteral("Error"),
+        QStringLiteral("Status")};
+    t.numeric = {false, false, false, true, true, true, true, false};
+    t.widths = {3.1, 3.1, 1.0, 1.15, 1.15, 1.15, 0.7, 1.35};
+    std::vector<const AuditLayer *> rows;
+    for (const AuditLayer &l : a.layers) {
+        if (l.quantized || !l.findings.isEmpty())
+            rows.push_back(&l);
+    }
+    std::stable_partition(rows.begin(), rows.end(), [](const AuditLayer *l) { return !l->findings.isEmpty(); });
+    constexpr size_t kMaxRows = 60;
+    for (size_t i = 0; i < rows.size() && i < kMaxRows; ++i) {
+        const AuditLayer &l = *rows[i];
+        if (!l.findings.isEmpty())
+            t.highlighted.push_back(t.rows.size());
+        t.rows.push_back({l.name, l.training ? l.training->text() : QStringLiteral("-"),
+            l.scaleLayout.isEmpty() ? QStringLiteral("-") : l.scaleLayout, num(l.scaleMin, 3), num(l.scaleMax, 3),
+            num(l.amax, 3), std::isnan(l.relError) ? QStringLiteral("-") : num(l.relError, 3), l.status()});
+    }
+    s.blocks.push_back(t);
+    if (rows.size() > kMaxRows)
+        s.blocks.push_back(body(QStringLiteral("%1 more quantized layers, all ok (fp8scope-cli audit lists them).")
+                                    .arg(rows.size() - kMaxRows)));
+    doc.sections.push_back(std::move(s));
+}
+
 void addMethod(Document &doc, const analysis::Comparison &c, const analysis::TriageOptions &o)
 {
     Section s {QStringLiteral("Method"), {}};
@@ -780,6 +835,9 @@ std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baselin
         }
         doc.sections.push_back(std::move(s));
     }
+
+    if (c.audit)
+        addAuditSection(doc, *c.audit);
 
     // All findings, what to try next (verbatim), the reviews.
     Section all {QStringLiteral("Findings"), {}};

@@ -7,6 +7,7 @@
 // a reason and leave no file.
 #include "blowuprun.h"
 #include "core/analysis/triage.h"
+#include "core/demo/demogenerator.h"
 #include "core/demo/scenarios.h"
 #include "core/query/catalog.h"
 #include "core/report/triagereport.h"
@@ -117,6 +118,11 @@ void TestReport::eachScenarioClass()
     ScenarioPlan plan;
     QString error;
     QVERIFY2(generateScenario(dir, s, 2, &plan, &error), qPrintable(error));
+    // The downstream gap's run folder holds its inference export, one scale inverted: the report says so.
+    if (s == Scenario::DownstreamGap)
+        QVERIFY2(
+            writeInferenceExport(dir + QLatin1Char('/') + plan.run + QStringLiteral("/inference"), 3, 2, 9, &error),
+            qPrintable(error));
     const QString pdf = m_tmp.filePath(scenarioName(s) + QStringLiteral(".pdf"));
     const Output made = cli({QStringLiteral("report"), dir, QStringLiteral("-o"), pdf});
     QVERIFY2(made.code == 0, qPrintable(made.err));
@@ -152,6 +158,11 @@ void TestReport::eachScenarioClass()
         for (const QString &task : plan.tasks)
             QVERIFY2(t.contains(task), qPrintable(task));
         QVERIFY(t.contains(QStringLiteral("Evaluation")));
+        // The audit's section, its finding, and the first next step says what to re-export.
+        QVERIFY(t.contains(QStringLiteral("Inference checkpoint")));
+        QVERIFY2(t.contains(QStringLiteral("model.layers.2.self_attn.o_proj")), qPrintable(t));
+        QVERIFY(t.contains(QStringLiteral("inverted-scale")));
+        QVERIFY2(t.contains(QStringLiteral("re-export model.layers.2.self_attn.o_proj")), qPrintable(t));
         break;
     case Scenario::LossSpikes: QVERIFY(t.contains(QStringLiteral("per 1000 steps"))); break;
     case Scenario::None: break;
