@@ -203,18 +203,17 @@ std::optional<AuditResult> auditOfRun(const Catalog &catalog, RunRef run)
     const QString checkpoint = findInferenceCheckpoint(dir);
     if (checkpoint.isEmpty())
         return std::nullopt;
-    AuditOptions options;
-    const LateAmax late = lateAmax(catalog, run, QStringLiteral("activation"));
-    if (!late.statistic.isEmpty()) {
-        options.activationAmax = late.byLayer;
-        options.activationSource = QStringLiteral("%1 of activation, steps %2-%3")
-                                       .arg(late.statistic)
-                                       .arg(late.firstStep)
-                                       .arg(late.lastStep);
-    }
     Problem problem;
-    std::optional<AuditResult> result = auditCheckpoint(checkpoint, options, &problem);
-    if (!result) {
+    std::optional<AuditResult> result = cachedAudit(checkpoint, &problem);
+    if (result) {
+        const LateAmax late = lateAmax(catalog, run, QStringLiteral("activation"));
+        if (!late.statistic.isEmpty())
+            checkCalibration(*result, late.byLayer,
+                QStringLiteral("%1 of activation, steps %2-%3")
+                    .arg(late.statistic)
+                    .arg(late.firstStep)
+                    .arg(late.lastStep));
+    } else {
         // Unreadable: said as the audit's own problem, so that the triage says why it has no audit.
         result = AuditResult {};
         result->checkpoint = checkpoint;

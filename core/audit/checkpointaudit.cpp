@@ -6,6 +6,7 @@
 #include "core/tensors/safetensorsreader.h"
 #include "core/tensors/tensorreader.h"
 
+#include <QDateTime>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -487,6 +488,14 @@ bool badValue(float v)
     return !std::isfinite(v) || !(v > 0.0f);
 }
 
+// Most severe first, then in the order found (stable).
+void sortFindings(AuditResult &result)
+{
+    std::stable_sort(result.findings.begin(), result.findings.end(), [](const AuditFinding &a, const AuditFinding &b) {
+        return (a.severity == QLatin1String("critical")) > (b.severity == QLatin1String("critical"));
+    });
+}
+
 } // namespace
 
 bool QuantConfig::ignores(const QString &module) const
@@ -623,33 +632,6 @@ std::optional<AuditResult> auditCheckpoint(
                 QStringLiteral("%1 says activations are quantized with static scales, and the layer has no "
                                "input_scale: inference would run with 1.0")
                     .arg(QFileInfo(result.config.source).fileName()));
-        }
-        // The static input scale against what the training run's activations reached.
-        if (l.inputScale && l.training && !options.activationAmax.isEmpty()) {
-            const auto it = options.activationAmax.constFind(l.training->module);
-            if (it != options.activationAmax.cend() && *it > 0) {
-                using namespace auditrules;
-                l.trainingActivationAmax = *it;
-                const double fmax = double(fp8math::formatSpec(Format::E4M3).maxFinite);
-                const double range = *l.inputScale * fmax;
-                const double ratio = *it / range;
-                if (ratio > 1.0) {
-                    add("calibration-mismatch", ratio > kCalibrationCritical ? "critical" : "warning",
-                        QStringLiteral("input_scale %1 represents activations up to %2 (x %3); the training run's "
-                                       "activations reached %4 near its end (%5): the largest saturate, at %6 times "
-                                       "the range (calibrated on other data, or on another checkpoint)")
-                            .arg(number(*l.inputScale), number(range), number(fmax), number(*it),
-                                options.activationSource, number(ratio)));
-                } else if (ratio * kCalibrationUnused < 1.0) {
-                    add("calibration-mismatch", "warning",
-                        QStringLiteral("input_scale %1 represents activations up to %2 (x %3), %4 times what the "
-                                       "training run's activations reached near its end (%5, %6): the range is "
-                                       "spent above them, and activations below %7 flush to zero")
-                            .arg(number(*l.inputScale), number(range), number(fmax), number(1.0 / ratio), number(*it),
-                                options.activationSource,
-                                number(*l.inputScale * double(fp8math::formatSpec(Format::E4M3).minSubnormal) / 2)));
-                }
-            }
         }
         for (const char *kv : {"k_scale", "v_scale"}) {
             const QString name = l.name + QLatin1Char('.') + QLatin1String(kv);
@@ -855,10 +837,73 @@ std::optional<AuditResult> auditCheckpoint(
     for (const LayerJob &job : jobs) {
         judgeStreamed(result.layers[job.layer], result.findings);
     }
-    // Most severe first, then in layer order (stable).
-    std::stable_sort(result.findings.begin(), result.findings.end(), [](const AuditFinding &a, const AuditFinding &b) {
-        return (a.severity == QLatin1String("critical")) > (b.severity == QLatin1String("critical"));
-    });
+    if (!options.activationAmax.isEmpty())
+        checkCalibration(result, options.activationAmax, options.activationSource);
+    else
+        sortFindings(result);
+    return result;
+}
+
+void checkCalibration(AuditResult &result, const QHash<QString, double> &activationAmax, const QString &source)
+{
+    using namespace auditrules;
+    const double fmax = double(fp8math::formatSpec(Format::E4M3).maxFinite);
+    for (AuditLayer &l : result.layers) {
+        if (!l.inputScale || !l.training)
+            continue;
+        const auto it = activationAmax.constFind(l.training->module);
+        if (it == activationAmax.cend() || !(*it > 0))
+            continue;
+        l.trainingActivationAmax = *it;
+        const double range = *l.inputScale * fmax;
+        const double ratio = *it / range;
+        QString severity, evidence;
+        if (ratio > 1.0) {
+            severity = ratio > kCalibrationCritical ? QStringLiteral("critical") : QStringLiteral("warning");
+            evidence = QStringLiteral("input_scale %1 represents activations up to %2 (x %3); the training run's "
+                                      "activations reached %4 near its end (%5): the largest saturate, at %6 times "
+                                      "the range (calibrated on other data, or on another checkpoint)")
+                           .arg(number(*l.inputScale), number(range), number(fmax), number(*it), source, number(ratio));
+        } else if (ratio * kCalibrationUnused < 1.0) {
+            severity = QStringLiteral("warning");
+            evidence
+                = QStringLiteral("input_scale %1 represents activations up to %2 (x %3), %4 times what the "
+                                 "training run's activations reached near its end (%5, %6): the range is spent "
+                                 "above them, and activations below %7 flush to zero")
+                      .arg(number(*l.inputScale), number(range), number(fmax), number(1.0 / ratio), number(*it), source,
+                          number(*l.inputScale * double(fp8math::formatSpec(Format::E4M3).minSubnormal) / 2));
+        } else {
+            continue;
+        }
+        l.findings << QStringLiteral("calibration-mismatch");
+        result.findings.push_back(
+            {QStringLiteral("calibration-mismatch"), severity, l.name, l.training->text(), evidence});
+    }
+    sortFindings(result);
+}
+
+std::optional<AuditResult> cachedAudit(const QString &checkpoint, Problem *problem)
+{
+    // The stamp: every file of the checkpoint's folder with its size and time.
+    const QFileInfo info(checkpoint);
+    const QDir dir(info.isDir() ? checkpoint : info.absolutePath());
+    QString stamp;
+    for (const QFileInfo &f : dir.entryInfoList(QDir::Files, QDir::Name))
+        stamp += QStringLiteral("%1:%2:%3;").arg(f.fileName()).arg(f.size()).arg(f.lastModified().toMSecsSinceEpoch());
+    static std::mutex mutex;
+    static QHash<QString, std::pair<QString, AuditResult>> cache;
+    {
+        const std::lock_guard lock(mutex);
+        if (const auto it = cache.constFind(checkpoint); it != cache.cend() && it->first == stamp)
+            return it->second;
+    }
+    std::optional<AuditResult> result = auditCheckpoint(checkpoint, {}, problem);
+    if (result) {
+        const std::lock_guard lock(mutex);
+        if (cache.size() >= 8)
+            cache.clear();
+        cache.insert(checkpoint, {stamp, *result});
+    }
     return result;
 }
 

@@ -103,6 +103,15 @@ struct AuditOptions {
 std::optional<AuditResult> auditCheckpoint(const QString &dir, const AuditOptions &options, Problem *problem,
     const std::function<void(int, int)> &progress = {});
 
+// The calibration rule over an audit already made: each layer's static input_scale against the amax its training
+// module's activations reached (`activationAmax`, core/query/lateamax.h; `source` says where from in the
+// evidence). auditCheckpoint applies it when its options carry amaxes; the triage applies it to a cached audit.
+void checkCalibration(AuditResult &result, const QHash<QString, double> &activationAmax, const QString &source);
+
+// auditCheckpoint without a reference, read once while the checkpoint's files keep their sizes and times (the
+// live triage gathers a pair again at every follow; a checkpoint of gigabytes is streamed once).
+std::optional<AuditResult> cachedAudit(const QString &checkpoint, Problem *problem);
+
 // The inference checkpoint a run folder holds: the path its fp8scope.json names under "inference_checkpoint"
 // (relative to the folder), else the one subfolder (at most two levels down) with *.safetensors beside a
 // config.json that has a quantization_config, or an hf_quant_config.json. Empty when there is none (or more

@@ -5,6 +5,7 @@
 #include "core/audit/checkpointaudit.h"
 #include "core/audit/layernames.h"
 
+#include <QDateTime>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -31,6 +32,7 @@ private Q_SLOTS:
     void jsonCarriesFindingsAndLayers();
     void calibrationAgainstTraining();
     void checkpointFoundInRunFolder();
+    void cachedWhileFilesHold();
 
 private:
     std::optional<AuditResult> audit(const QString &folder, const QStringList &references);
@@ -376,6 +378,50 @@ void TestAudit::checkpointFoundInRunFolder()
     manifest.write(R"({"inference_checkpoint": "other"})");
     manifest.close();
     QCOMPARE(findInferenceCheckpoint(run.path()), QDir(run.filePath(QStringLiteral("other"))).absolutePath());
+}
+
+void TestAudit::cachedWhileFilesHold()
+{
+    if (!m_written)
+        QSKIP("no test Python (FP8SCOPE_TEST_PYTHON) with torch and safetensors");
+    // The triage's audit is read once while the files keep their sizes and times: a file changed under the same
+    // size and time is not seen (the cache answered), a new time is.
+    QTemporaryDir dir;
+    const QString file = dir.filePath(QStringLiteral("model.safetensors"));
+    QVERIFY(QFile::copy(
+        m_dir.filePath(QStringLiteral("ct_tensor/config.json")), dir.filePath(QStringLiteral("config.json"))));
+    QVERIFY(QFile::copy(m_dir.filePath(QStringLiteral("ct_tensor/model.safetensors")), file));
+    Problem problem;
+    auto r = cachedAudit(dir.path(), &problem);
+    QVERIFY(r);
+    QVERIFY(r->findings.empty());
+    const QDateTime time = QFileInfo(file).lastModified();
+    // The same layout with one scale zero: the same size.
+    QFile::remove(file);
+    QVERIFY(QFile::copy(m_dir.filePath(QStringLiteral("fault_invalid/model.safetensors")), file));
+    QCOMPARE(QFileInfo(file).size(), QFileInfo(m_dir.filePath(QStringLiteral("ct_tensor/model.safetensors"))).size());
+    {
+        QFile f(file);
+        QVERIFY(f.open(QIODevice::ReadWrite));
+        QVERIFY(f.setFileTime(time, QFileDevice::FileModificationTime));
+    }
+    r = cachedAudit(dir.path(), &problem);
+    QVERIFY(r && r->findings.empty());
+    {
+        QFile f(file);
+        QVERIFY(f.open(QIODevice::ReadWrite));
+        QVERIFY(f.setFileTime(time.addSecs(5), QFileDevice::FileModificationTime));
+    }
+    r = cachedAudit(dir.path(), &problem);
+    QVERIFY(r);
+    QCOMPARE(int(r->findings.size()), 1);
+    QCOMPARE(r->findings.front().kind, QStringLiteral("invalid-scale"));
+    // The calibration is applied to the cached audit, on a copy.
+    AuditResult calibrated = *r;
+    checkCalibration(calibrated, {{QStringLiteral("decoder.layers.0.mlp.linear_fc2"), 50.0}}, QStringLiteral("test"));
+    QCOMPARE(int(calibrated.findings.size()), 2);
+    QCOMPARE(calibrated.findings.front().severity, QStringLiteral("critical"));
+    QCOMPARE(int(cachedAudit(dir.path(), &problem)->findings.size()), 1);
 }
 
 QTEST_GUILESS_MAIN(TestAudit)
