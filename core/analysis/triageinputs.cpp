@@ -206,6 +206,10 @@ std::optional<AuditResult> auditOfRun(const Catalog &catalog, RunRef run)
     Problem problem;
     std::optional<AuditResult> result = cachedAudit(checkpoint, &problem);
     if (result) {
+        std::vector<std::pair<QString, QString>> config;
+        for (const ConfigEntry &e : catalog.configs(run))
+            config.emplace_back(e.key, e.value);
+        checkTrainingPrecision(*result, bf16TrainedLayers(config));
         const LateAmax late = lateAmax(catalog, run, QStringLiteral("activation"));
         if (!late.statistic.isEmpty())
             checkCalibration(*result, late.byLayer,

@@ -882,6 +882,63 @@ void checkCalibration(AuditResult &result, const QHash<QString, double> &activat
     sortFindings(result);
 }
 
+Bf16Layers bf16TrainedLayers(const std::vector<std::pair<QString, QString>> &config)
+{
+    // The last component of a key, without its dashes, '-' as '_': "MODEL_ARGS.--num-layers" -> "num_layers".
+    QHash<QString, QString> values;
+    for (const auto &[key, value] : config) {
+        QString k = key.section(QLatin1Char('.'), -1);
+        while (k.startsWith(QLatin1Char('-')))
+            k.remove(0, 1);
+        values.insert(k.replace(QLatin1Char('-'), QLatin1Char('_')).toLower(), value.trimmed());
+    }
+    const QString on = values.value(QStringLiteral("first_last_layers_bf16")).toLower();
+    if (on != QLatin1String("true") && on != QLatin1String("1"))
+        return {};
+    bool ok = false;
+    const int layers = values.value(QStringLiteral("num_layers")).toInt(&ok);
+    if (!ok || layers <= 0)
+        return {};
+    const auto count = [&](const char *key) {
+        bool given = false;
+        const int n = values.value(QLatin1String(key)).toInt(&given);
+        return given ? std::clamp(n, 0, layers) : 1;
+    };
+    const int start = count("num_layers_at_start_in_bf16");
+    const int end = count("num_layers_at_end_in_bf16");
+    Bf16Layers b;
+    for (int i = 0; i < layers; ++i) {
+        if (i < start || i >= layers - end)
+            b.layers.push_back(i);
+    }
+    b.source = QStringLiteral("--first-last-layers-bf16: the first %1 and the last %2 of %3 layers")
+                   .arg(start)
+                   .arg(end)
+                   .arg(layers);
+    return b;
+}
+
+void checkTrainingPrecision(AuditResult &result, const Bf16Layers &bf16)
+{
+    if (bf16.layers.empty())
+        return;
+    static const QRegularExpression index(QStringLiteral(R"(^decoder\.layers\.(\d+)\.)"));
+    for (AuditLayer &l : result.layers) {
+        if (!l.quantized || !l.training)
+            continue;
+        const QRegularExpressionMatch m = index.match(l.training->module);
+        if (!m.hasMatch() || !std::binary_search(bf16.layers.begin(), bf16.layers.end(), m.captured(1).toInt()))
+            continue;
+        l.findings << QStringLiteral("precision-mismatch");
+        result.findings.push_back({QStringLiteral("precision-mismatch"), QStringLiteral("warning"), l.name,
+            l.training->text(),
+            QStringLiteral("stored as %1 for inference, but its layer trained in BF16 (%2): FP8 inference of a layer "
+                           "that never saw FP8 in training")
+                .arg(l.dtype, bf16.source)});
+    }
+    sortFindings(result);
+}
+
 std::optional<AuditResult> cachedAudit(const QString &checkpoint, Problem *problem)
 {
     // The stamp: every file of the checkpoint's folder with its size and time.

@@ -108,6 +108,20 @@ std::optional<AuditResult> auditCheckpoint(const QString &dir, const AuditOption
 // evidence). auditCheckpoint applies it when its options carry amaxes; the triage applies it to a cached audit.
 void checkCalibration(AuditResult &result, const QHash<QString, double> &activationAmax, const QString &source);
 
+// The layers a Megatron run kept in BF16 while the rest trained in FP8 (--first-last-layers-bf16 with
+// --num-layers-at-start-in-bf16 and --num-layers-at-end-in-bf16, each 1 unless given; the layer count from
+// --num-layers), from a run's config entries (key, value) as any of its files name them ("MODEL_ARGS.--num-layers",
+// "num_layers", ...): the transformer layer indices, and the flags in words. Empty when the run does not say.
+struct Bf16Layers {
+    std::vector<int> layers;
+    QString source; // "--first-last-layers-bf16: the first 1 and the last 1 of 12 layers"
+};
+Bf16Layers bf16TrainedLayers(const std::vector<std::pair<QString, QString>> &config);
+
+// The precision rule from the training side: a layer quantized in the export whose training module is one of
+// the layers the run trained in BF16 (precision-mismatch, warning).
+void checkTrainingPrecision(AuditResult &result, const Bf16Layers &bf16);
+
 // auditCheckpoint without a reference, read once while the checkpoint's files keep their sizes and times (the
 // live triage gathers a pair again at every follow; a checkpoint of gigabytes is streamed once).
 std::optional<AuditResult> cachedAudit(const QString &checkpoint, Problem *problem);

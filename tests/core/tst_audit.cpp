@@ -33,6 +33,7 @@ private Q_SLOTS:
     void calibrationAgainstTraining();
     void checkpointFoundInRunFolder();
     void cachedWhileFilesHold();
+    void layersTrainedInBf16();
 
 private:
     std::optional<AuditResult> audit(const QString &folder, const QStringList &references);
@@ -422,6 +423,44 @@ void TestAudit::cachedWhileFilesHold()
     QCOMPARE(int(calibrated.findings.size()), 2);
     QCOMPARE(calibrated.findings.front().severity, QStringLiteral("critical"));
     QCOMPARE(int(cachedAudit(dir.path(), &problem)->findings.size()), 1);
+}
+
+void TestAudit::layersTrainedInBf16()
+{
+    // Megatron's flags as a YAML config names them, and as its log's arguments block does.
+    const auto layers
+        = [](const std::vector<std::pair<QString, QString>> &config) { return bf16TrainedLayers(config).layers; };
+    QCOMPARE(layers({{QStringLiteral("MODEL_ARGS.--num-layers"), QStringLiteral("12")},
+                 {QStringLiteral("MODEL_ARGS.--first-last-layers-bf16"), QStringLiteral("true")}}),
+        (std::vector<int> {0, 11}));
+    QCOMPARE(layers({{QStringLiteral("num_layers"), QStringLiteral("8")},
+                 {QStringLiteral("first_last_layers_bf16"), QStringLiteral("True")},
+                 {QStringLiteral("num_layers_at_start_in_bf16"), QStringLiteral("2")},
+                 {QStringLiteral("num_layers_at_end_in_bf16"), QStringLiteral("0")}}),
+        (std::vector<int> {0, 1}));
+    // Without the flag (or the layer count) nothing is said.
+    QVERIFY(layers({{QStringLiteral("num_layers"), QStringLiteral("8")}}).empty());
+    QVERIFY(layers({{QStringLiteral("first_last_layers_bf16"), QStringLiteral("true")}}).empty());
+    QVERIFY(layers({{QStringLiteral("num_layers"), QStringLiteral("8")},
+                       {QStringLiteral("first_last_layers_bf16"), QStringLiteral("false")}})
+                .empty());
+    if (!m_written)
+        QSKIP("no test Python (FP8SCOPE_TEST_PYTHON) with torch and safetensors");
+    // ct_tensor quantizes both of its layers: with a run that kept layer 1 in BF16, layer 1's seven modules are a
+    // precision mismatch, layer 0's are not.
+    Problem problem;
+    auto r = auditCheckpoint(m_dir.filePath(QStringLiteral("ct_tensor")), {}, &problem);
+    QVERIFY(r);
+    checkTrainingPrecision(*r,
+        bf16TrainedLayers({{QStringLiteral("num_layers"), QStringLiteral("2")},
+            {QStringLiteral("first_last_layers_bf16"), QStringLiteral("true")},
+            {QStringLiteral("num_layers_at_start_in_bf16"), QStringLiteral("0")}}));
+    QCOMPARE(int(r->findings.size()), 7);
+    for (const AuditFinding &f : r->findings) {
+        QCOMPARE(f.kind, QStringLiteral("precision-mismatch"));
+        QVERIFY2(f.layer.startsWith(QLatin1String("model.layers.1.")), qPrintable(f.layer));
+        QVERIFY(f.evidence.contains(QLatin1String("the first 0 and the last 1 of 2 layers")));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestAudit)
