@@ -201,6 +201,18 @@ void walk(const QString &dir, const QString &relDir, FolderIds *visited, std::ve
         }
         entries.push_back({raw, QString::fromUtf8(raw), e->d_type});
     }
+    // An inference checkpoint below the opened folder (core/audit: the triage audits it) is listed as skipped,
+    // not read as the run's configs and dumps; its listing decides it (no second one).
+    if (!relDir.isEmpty()) {
+        QStringList names;
+        for (const auto &e : entries)
+            names << e.name;
+        if (isInferenceExport(dir, names)) {
+            closedir(d);
+            scan->unrecognised << relDir + QLatin1Char('/');
+            return;
+        }
+    }
     // What is not a regular file is looked at relative to the folder (open while its entries are: no walk of
     // the whole path per entry).
     const int folder = dirfd(d);
@@ -221,11 +233,7 @@ void walk(const QString &dir, const QString &relDir, FolderIds *visited, std::ve
                 link ? QStringLiteral("a link to %1, which does not exist").arg(target())
                      : QStringLiteral("cannot read: %1").arg(QString::fromLocal8Bit(std::strerror(errno))));
         } else if (S_ISDIR(st.st_mode)) {
-            if (isInferenceExport(p))
-                // An inference checkpoint (core/audit: the triage audits it): listed as skipped, not read as
-                // the run's configs and dumps.
-                scan->unrecognised << rel + QLatin1Char('/');
-            else if (visited->insert({st.st_dev, st.st_ino}).second)
+            if (visited->insert({st.st_dev, st.st_ino}).second)
                 walk(p, rel, visited, found, scan);
             else
                 scan->unreadable.emplace_back(rel,

@@ -172,17 +172,25 @@ bool parseSafetensorsHeader(
     return true;
 }
 
-bool isInferenceExport(const QString &dir)
+bool isInferenceExport(const QString &dir, const QStringList &names)
 {
     const QDir d(dir);
-    if (d.entryList({QStringLiteral("*.safetensors")}, QDir::Files).isEmpty())
+    if (!std::any_of(
+            names.begin(), names.end(), [](const QString &n) { return n.endsWith(QLatin1String(".safetensors")); }))
         return false;
-    if (QFileInfo::exists(d.filePath(QStringLiteral("hf_quant_config.json"))))
+    if (names.contains(QLatin1String("hf_quant_config.json")))
         return true;
+    if (!names.contains(QLatin1String("config.json")))
+        return false;
     QFile config(d.filePath(QStringLiteral("config.json")));
     // A model's config is small; a file of megabytes named so is something else.
     return config.size() < (qint64(1) << 20) && config.open(QIODevice::ReadOnly)
         && QJsonDocument::fromJson(config.readAll()).object().contains(QStringLiteral("quantization_config"));
+}
+
+bool isInferenceExport(const QString &dir)
+{
+    return isInferenceExport(dir, QDir(dir).entryList(QDir::Files));
 }
 
 bool SafetensorsReader::entries(

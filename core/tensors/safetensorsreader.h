@@ -52,6 +52,8 @@ std::optional<Fp4Layout> fp4LayoutOf(const SafetensorsEntry &codes, const std::v
 // an hf_quant_config.json, or beside a config.json with a quantization_config. The folder scanner leaves it out
 // of the run's data (its config is the model's, not the training's; its weights are no dumps).
 bool isInferenceExport(const QString &dir);
+// The same from the names of the files the folder holds (a listing already made: no second one).
+bool isInferenceExport(const QString &dir, const QStringList &names);
 
 class SafetensorsReader : public TensorReader
 {
