@@ -66,14 +66,12 @@ std::pair<int64_t, int64_t> blockOf(const QJsonValue &v)
     return {a[0].toInteger(), a[1].toInteger()};
 }
 
-QuantConfig readQuantConfig(const QString &dir, std::vector<Problem> *problems)
+// `config` is config.json's object (read once by the caller, who also takes the heads from it).
+QuantConfig readQuantConfig(const QString &dir, const QJsonObject &config, std::vector<Problem> *problems)
 {
     QuantConfig c;
     Problem problem;
     const QString configPath = QDir(dir).filePath(QStringLiteral("config.json"));
-    const QJsonObject config = readJsonObject(configPath, &problem);
-    if (!problem.message.isEmpty())
-        problems->push_back(problem);
     const QJsonObject q = config.value(QStringLiteral("quantization_config")).toObject();
     if (!q.isEmpty()) {
         c.source = configPath;
@@ -190,7 +188,6 @@ bool isFp8Dtype(const QString &d)
 // A tensor of a reference: a safetensors name or a name in any file openTensor reads.
 struct RefIndex {
     QHash<QString, QString> specs; // tensor name -> "FILE:NAME"
-    QHash<QString, std::vector<int64_t>> shapes;
 };
 
 void indexReference(const QString &path, RefIndex *index, QStringList *files, std::vector<Problem> *problems)
@@ -528,9 +525,11 @@ std::optional<AuditResult> auditCheckpoint(
         *problem = {path, -1, QStringLiteral("no safetensors file to audit")};
         return std::nullopt;
     }
-    result.config = readQuantConfig(dir, &result.problems);
     Problem configProblem;
     const QJsonObject modelConfig = readJsonObject(QDir(dir).filePath(QStringLiteral("config.json")), &configProblem);
+    if (!configProblem.message.isEmpty())
+        result.problems.push_back(configProblem);
+    result.config = readQuantConfig(dir, modelConfig, &result.problems);
     const Heads heads = headsOf(modelConfig);
 
     // Every tensor of every shard.
@@ -937,6 +936,17 @@ void checkTrainingPrecision(AuditResult &result, const Bf16Layers &bf16)
                 .arg(l.dtype, bf16.source)});
     }
     sortFindings(result);
+}
+
+std::vector<const AuditLayer *> auditRows(const AuditResult &result)
+{
+    std::vector<const AuditLayer *> rows;
+    for (const AuditLayer &l : result.layers) {
+        if (l.quantized || !l.findings.isEmpty())
+            rows.push_back(&l);
+    }
+    std::stable_partition(rows.begin(), rows.end(), [](const AuditLayer *l) { return !l->findings.isEmpty(); });
+    return rows;
 }
 
 std::optional<AuditResult> cachedAudit(const QString &checkpoint, Problem *problem)

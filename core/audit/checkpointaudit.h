@@ -132,6 +132,10 @@ std::optional<AuditResult> cachedAudit(const QString &checkpoint, Problem *probl
 // than one subfolder qualifies: the manifest must say which).
 QString findInferenceCheckpoint(const QString &runFolder);
 
+// The layers a front end lists: the quantized ones and any with a finding, those with a finding first (each
+// group in layer order).
+std::vector<const AuditLayer *> auditRows(const AuditResult &result);
+
 // The audit as the CLI's --json writes it: findings, layers, unmapped, problems.
 QJsonObject auditToJson(const AuditResult &result);
 

@@ -510,12 +510,7 @@ void addAuditSection(Document &doc, const AuditResult &a)
         QStringLiteral("Status")};
     t.numeric = {false, false, false, true, true, true, true, false};
     t.widths = {3.1, 3.1, 1.0, 1.15, 1.15, 1.15, 0.7, 1.35};
-    std::vector<const AuditLayer *> rows;
-    for (const AuditLayer &l : a.layers) {
-        if (l.quantized || !l.findings.isEmpty())
-            rows.push_back(&l);
-    }
-    std::stable_partition(rows.begin(), rows.end(), [](const AuditLayer *l) { return !l->findings.isEmpty(); });
+    const std::vector<const AuditLayer *> rows = auditRows(a);
     constexpr size_t kMaxRows = 60;
     for (size_t i = 0; i < rows.size() && i < kMaxRows; ++i) {
         const AuditLayer &l = *rows[i];

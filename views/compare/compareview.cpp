@@ -641,14 +641,7 @@ void CompareView::fillAudit()
     m_auditTitle->setText(tr("Inference checkpoint %1: %n layer(s) with a finding", nullptr, findings)
                               .arg(QFileInfo(audit->checkpoint).fileName())
         + (audit->problems.empty() ? QString() : tr("; %1").arg(audit->problems.front().toString())));
-    // The layers with a finding first (in layer order), then the rest.
-    std::vector<const AuditLayer *> shown;
-    for (const AuditLayer &l : audit->layers) {
-        if (l.quantized || !l.findings.isEmpty())
-            shown.push_back(&l);
-    }
-    std::stable_partition(shown.begin(), shown.end(), [](const AuditLayer *l) { return !l->findings.isEmpty(); });
-    for (const AuditLayer *layer : shown) {
+    for (const AuditLayer *layer : auditRows(*audit)) {
         const AuditLayer &l = *layer;
         QList<QStandardItem *> row {item(l.name), item(l.training ? l.training->text() : QString()), item(l.dtype),
             item(l.scaleLayout), number(l.scaleMin), number(l.scaleMax), number(l.amax), number(l.relError),
