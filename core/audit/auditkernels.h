@@ -22,10 +22,19 @@ struct SegmentSums {
     float deqAmax = 0; // max |d|
     float invAmax = 0; // max |a|
 };
+// Which code adds a segment: the best this processor runs (AVX2 with F16C and FMA where there is one: the codes
+// decoded by the half-precision conversion, eight at a time), or the portable loop (a table lookup an element,
+// the sums vectorized by the compiler). Both give the same sums up to the order of float additions
+// (tst_audit vectorKernelsAgree).
+enum class Kernel { Best, Portable };
+// Whether Kernel::Best is the vector code on this processor.
+bool vectorKernels();
+
 // Adds one run of n elements sharing decode scale s (invS = 1 / s): the FP8 codes (E4M3, or E5M2 when `e5m2`)
 // decoded, and the reference's values as float32 or bfloat16 (the bits' upper half).
-void addSegment(const uint8_t *codes, bool e5m2, const float *x, int64_t n, float s, float invS, SegmentSums &out);
-void addSegment(
-    const uint8_t *codes, bool e5m2, const uint16_t *bf16, int64_t n, float s, float invS, SegmentSums &out);
+void addSegment(const uint8_t *codes, bool e5m2, const float *x, int64_t n, float s, float invS, SegmentSums &out,
+    Kernel kernel = Kernel::Best);
+void addSegment(const uint8_t *codes, bool e5m2, const uint16_t *bf16, int64_t n, float s, float invS, SegmentSums &out,
+    Kernel kernel = Kernel::Best);
 
 } // namespace fp8scope::auditkernels

@@ -27,9 +27,9 @@ namespace {
 
 using fp8math::Format;
 
-// The rows of a reference tensor the fresh quantization is computed on: about kFreshRows spread evenly (every
-// rows / kFreshRows-th), every row of a smaller tensor.
-constexpr int64_t kFreshRows = 64;
+// The elements of a reference tensor the fresh quantization is computed on: whole rows spread evenly, about
+// kFreshElements in all (every row of a smaller tensor; at least one row).
+constexpr int64_t kFreshElements = int64_t(1) << 17;
 
 QJsonObject readJsonObject(const QString &path, Problem *problem)
 {
@@ -308,7 +308,7 @@ struct LayerJob {
 
 // Streams one quantized layer (and its reference) a band of rows at a time: the amaxes of the weight as
 // dequantized both ways, and against the reference the error sums; the error of a fresh quantization of the
-// reference under the same scales on about kFreshRows rows spread evenly over it: an estimate of the
+// reference under the same scales on rows spread evenly over it (about kFreshElements): an estimate of the
 // denominator of the mismatch rule that spares the cast of every element.
 bool streamLayer(const LayerJob &job, AuditLayer &layer, int64_t *bytes, Problem *problem)
 {
@@ -327,7 +327,8 @@ bool streamLayer(const LayerJob &job, AuditLayer &layer, int64_t *bytes, Problem
     for (int c = 0; c < 256; ++c)
         table[c] = fp8math::decodeCode(uint32_t(c), job.format);
     const uint8_t limit = job.format == Format::E5M2 ? 0x7C : 0x7F;
-    const int64_t freshStride = std::max<int64_t>(1, rows / kFreshRows);
+    const int64_t freshRows = std::max<int64_t>(1, kFreshElements / std::max<int64_t>(cols, 1));
+    const int64_t freshStride = std::max<int64_t>(1, rows / freshRows);
     const bool e5m2 = job.format == Format::E5M2;
     const DType refType = ref ? ref->info().dtype : DType::F32;
     // Bands of about 64 KiB of codes: read into a buffer that stays in the L2 cache for the pass over it.

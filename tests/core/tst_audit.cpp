@@ -2,8 +2,10 @@
 // the readers know (tests/core/oracles/write_checkpoints.py): clean controls give no finding against any
 // reference, each planted fault gives its finding on its layer and nothing else; the name mapping, a user's
 // mapping file and a header that lies about its sizes.
+#include "core/audit/auditkernels.h"
 #include "core/audit/checkpointaudit.h"
 #include "core/audit/layernames.h"
+#include "core/formats/fp8math.h"
 
 #include <QDateTime>
 #include <QDir>
@@ -13,6 +15,11 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
 
 using namespace fp8scope;
 
@@ -34,6 +41,8 @@ private Q_SLOTS:
     void checkpointFoundInRunFolder();
     void cachedWhileFilesHold();
     void layersTrainedInBf16();
+    void vectorKernelsAgree_data();
+    void vectorKernelsAgree();
 
 private:
     std::optional<AuditResult> audit(const QString &folder, const QStringList &references);
@@ -465,3 +474,94 @@ void TestAudit::layersTrainedInBf16()
 
 QTEST_GUILESS_MAIN(TestAudit)
 #include "tst_audit.moc"
+
+void TestAudit::vectorKernelsAgree_data()
+{
+    QTest::addColumn<bool>("e5m2");
+    QTest::addColumn<bool>("bf16");
+    QTest::addColumn<int>("n");
+    QTest::addColumn<int>("special"); // where a NaN/inf code is planted, -1 none
+    QTest::addColumn<int>("badReference"); // where the reference holds inf, -1 none
+    QTest::addColumn<int>("top"); // codes' low seven bits below this
+    QTest::newRow("e4m3 bf16 long") << false << true << 4099 << -1 << -1 << 0x80;
+    QTest::newRow("e4m3 f32 short") << false << false << 13 << -1 << -1 << 0x80;
+    QTest::newRow("e5m2 bf16") << true << true << 1000 << -1 << -1 << 0x80;
+    QTest::newRow("e5m2 f32") << true << false << 517 << -1 << -1 << 0x80;
+    QTest::newRow("e4m3 NaN code") << false << true << 300 << 77 << -1 << 0x80;
+    QTest::newRow("e5m2 inf code") << true << false << 300 << 290 << -1 << 0x80;
+    // Small codes only (no value that a wrong decode would make infinite, for the careful loop to mend).
+    QTest::newRow("e4m3 small codes") << false << true << 2053 << -1 << -1 << 0x50;
+    QTest::newRow("e5m2 small codes") << true << true << 2053 << -1 << -1 << 0x50;
+    QTest::newRow("reference inf") << false << false << 300 << -1 << 5 << 0x80;
+}
+
+// The vector sums (AVX2 and F16C where this processor has them) and the portable loop both equal the sums
+// computed in double from each code's value, every code value included (subnormals, zeros, both signs), odd
+// lengths, and the elements left out where a code or the reference is not finite.
+void TestAudit::vectorKernelsAgree()
+{
+    QFETCH(bool, e5m2);
+    QFETCH(bool, bf16);
+    QFETCH(int, n);
+    QFETCH(int, special);
+    QFETCH(int, badReference);
+    QFETCH(int, top);
+    const auto format = e5m2 ? fp8math::Format::E5M2 : fp8math::Format::E4M3;
+    std::mt19937 rng(uint32_t(n * 7 + special));
+    std::vector<uint8_t> codes(static_cast<size_t>(n));
+    std::vector<float> x(static_cast<size_t>(n));
+    std::vector<uint16_t> xb(static_cast<size_t>(n));
+    const float s = 0.0123f;
+    const uint8_t limit = e5m2 ? 0x7C : 0x7F;
+    for (int i = 0; i < n; ++i) {
+        uint8_t c = uint8_t(rng());
+        while ((c & 0x7F) >= std::min<int>(limit, top))
+            c = uint8_t(rng());
+        codes[size_t(i)] = c;
+        // A reference near the dequantized value, off by up to a few per cent.
+        float v = fp8math::decodeCode(c, format) * s * (1.0f + 0.04f * (float(rng() % 1000) / 1000.0f - 0.5f));
+        if (i == badReference)
+            v = std::numeric_limits<float>::infinity();
+        uint32_t bits;
+        std::memcpy(&bits, &v, 4);
+        xb[size_t(i)] = uint16_t(bits >> 16);
+        bits &= 0xFFFF0000u;
+        x[size_t(i)] = bf16 ? std::bit_cast<float>(bits) : v;
+    }
+    if (special >= 0)
+        codes[size_t(special)] = e5m2 ? 0xFD : 0x7F;
+    // The sums in double over the finite elements.
+    double err = 0, inv = 0, ref = 0, deq = 0, dot = 0, refMax = 0, deqMax = 0;
+    for (int i = 0; i < n; ++i) {
+        const double v = fp8math::decodeCode(codes[size_t(i)], format);
+        const double d = v * s, a = v / s, xi = x[size_t(i)];
+        if (!std::isfinite(d) || !std::isfinite(xi))
+            continue;
+        err += (d - xi) * (d - xi);
+        inv += (a - xi) * (a - xi);
+        ref += xi * xi;
+        deq += d * d;
+        dot += d * xi;
+        refMax = std::max(refMax, std::abs(xi));
+        deqMax = std::max(deqMax, std::abs(d));
+    }
+    for (auto kernel : {auditkernels::Kernel::Best, auditkernels::Kernel::Portable}) {
+        auditkernels::SegmentSums sums;
+        if (bf16)
+            auditkernels::addSegment(codes.data(), e5m2, xb.data(), n, s, 1.0f / s, sums, kernel);
+        else
+            auditkernels::addSegment(codes.data(), e5m2, x.data(), n, s, 1.0f / s, sums, kernel);
+        const auto close = [](double a, double b, double tol) { return std::abs(a - b) <= tol * std::abs(b); };
+        const QByteArray which = kernel == auditkernels::Kernel::Best ? "best" : "portable";
+        QVERIFY2(close(sums.errSq, err, 1e-3),
+            QByteArray(which + ": " + QByteArray::number(sums.errSq) + " vs " + QByteArray::number(err)).constData());
+        QVERIFY2(close(sums.invErrSq, inv, 1e-3), which.constData());
+        QVERIFY2(close(sums.refSq, ref, 1e-4), which.constData());
+        QVERIFY2(close(sums.deqSq, deq, 1e-4), which.constData());
+        QVERIFY2(close(sums.dot, dot, 1e-4), which.constData());
+        QVERIFY2(close(sums.refAmax, refMax, 1e-6), which.constData());
+        QVERIFY2(close(sums.deqAmax, deqMax, 1e-6), which.constData());
+    }
+    if (!auditkernels::vectorKernels())
+        qInfo("this processor has no AVX2 with F16C: both passes were the portable loop");
+}
