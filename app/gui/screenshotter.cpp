@@ -9,7 +9,10 @@
 #include "views/workspace/selection.h"
 
 #include <QDir>
+#include <QDockWidget>
 #include <QPixmap>
+#include <QSplitter>
+#include <QTableView>
 #include <QTextStream>
 #include <QTimer>
 
@@ -119,8 +122,29 @@ Screenshotter::Screenshotter(MainWindow *window, const QString &outDir, std::fun
         m_window->showComparison();
         CompareView *compare = m_window->compare();
         compare->tabs()->setCurrentIndex(CompareView::kEvalsTab);
+        // The comparison alone, the docks out of its way for the shot, the audit given the room (the docks come
+        // back after it).
+        for (QDockWidget *dock : m_window->findChildren<QDockWidget *>()) {
+            if (dock->isVisible()) {
+                m_hiddenDocks.push_back(dock);
+                dock->hide();
+            }
+        }
+        if (auto *split = compare->findChild<QSplitter *>(QStringLiteral("compareSplitter")))
+            split->setSizes({m_window->width() * 2 / 5, m_window->width() * 3 / 5});
+        if (auto *pane = compare->findChild<QSplitter *>(QStringLiteral("compareEvalPane")))
+            pane->setSizes({pane->height() / 5, pane->height() / 5, pane->height() * 3 / 5});
+        // The layer with the planted fault marked (the table lists those with a finding first).
+        if (QAbstractItemModel *audit = compare->auditTable()->model(); audit->rowCount() > 0)
+            compare->selectAuditLayer(audit->index(0, 0).data().toString());
         saveWhen([compare] { return !compare->isComputing() && compare->comparison(); },
-            QStringLiteral("13-comparison-audit.png"));
+            QStringLiteral("13-comparison-audit.png"), compare);
+    });
+    m_steps.push_back([this] {
+        for (QDockWidget *dock : m_hiddenDocks)
+            dock->show();
+        m_hiddenDocks.clear();
+        next();
     });
     connect(window, &MainWindow::ready, this, [this] { QTimer::singleShot(300, this, &Screenshotter::next); });
 }

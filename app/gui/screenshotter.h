@@ -7,6 +7,7 @@
 #include <QObject>
 #include <QString>
 
+class QDockWidget;
 class QWidget;
 
 #include <functional>
@@ -38,6 +39,7 @@ private:
     MainWindow *m_window;
     QString m_outDir;
     std::vector<std::function<void()>> m_steps;
+    std::vector<QDockWidget *> m_hiddenDocks; // hidden for the comparison's shot
     size_t m_at = 0;
     bool m_ok = true;
 };

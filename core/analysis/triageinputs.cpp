@@ -204,7 +204,7 @@ std::optional<AuditResult> auditOfRun(const Catalog &catalog, RunRef run)
     if (checkpoint.isEmpty())
         return std::nullopt;
     Problem problem;
-    std::optional<AuditResult> result = cachedAudit(checkpoint, &problem);
+    std::optional<AuditResult> result = cachedAudit(checkpoint, findInferenceReferences(dir), &problem);
     if (result) {
         std::vector<std::pair<QString, QString>> config;
         for (const ConfigEntry &e : catalog.configs(run))

@@ -58,8 +58,9 @@ struct PairInputs {
     StatComparison loss, grad;
     std::vector<EvalRow> evals;
     FinishInputs finish;
-    // The audit of the inference checkpoint the run's folder holds (core/audit: findInferenceCheckpoint), with
-    // the run's own activation amax near its end for the static input scales; none when it holds none.
+    // The audit of the inference checkpoint the run's folder holds (core/audit: findInferenceCheckpoint), against
+    // the BF16 weights it holds or names (findInferenceReferences), with the run's own activation amax near its
+    // end for the static input scales; none when it holds none.
     std::optional<AuditResult> audit;
 };
 

@@ -2,6 +2,7 @@
 
 #include "auditkernels.h"
 #include "core/formats/fp8math.h"
+#include "core/formats/layerorder.h"
 #include "core/tensors/fp8decode.h"
 #include "core/tensors/safetensorsreader.h"
 #include "core/tensors/tensorreader.h"
@@ -572,7 +573,8 @@ std::optional<AuditResult> auditCheckpoint(
         if (it.key().endsWith(QLatin1String(".weight")) && it->entry.shape.size() >= 2)
             weightNames << it.key();
     }
-    weightNames.sort();
+    // The model's order: layer numbers as numbers (the table, the JSON and the plot list the layers so).
+    std::sort(weightNames.begin(), weightNames.end(), layerLess);
     bool gated = false;
     for (const QString &w : std::as_const(weightNames))
         gated = gated || w.contains(QLatin1String("gate_proj")) || w.contains(QLatin1String(".w1."));
@@ -844,6 +846,13 @@ std::optional<AuditResult> auditCheckpoint(
     return result;
 }
 
+double AuditLayer::activationOverRange() const
+{
+    if (!inputScale || !(*inputScale > 0) || !(trainingActivationAmax > 0))
+        return NAN;
+    return trainingActivationAmax / (*inputScale * double(fp8math::formatSpec(Format::E4M3).maxFinite));
+}
+
 void checkCalibration(AuditResult &result, const QHash<QString, double> &activationAmax, const QString &source)
 {
     using namespace auditrules;
@@ -856,7 +865,7 @@ void checkCalibration(AuditResult &result, const QHash<QString, double> &activat
             continue;
         l.trainingActivationAmax = *it;
         const double range = *l.inputScale * fmax;
-        const double ratio = *it / range;
+        const double ratio = l.activationOverRange();
         QString severity, evidence;
         if (ratio > 1.0) {
             severity = ratio > kCalibrationCritical ? QStringLiteral("critical") : QStringLiteral("warning");
@@ -950,14 +959,21 @@ std::vector<const AuditLayer *> auditRows(const AuditResult &result)
     return rows;
 }
 
-std::optional<AuditResult> cachedAudit(const QString &checkpoint, Problem *problem)
+std::optional<AuditResult> cachedAudit(const QString &checkpoint, const QStringList &references, Problem *problem)
 {
-    // The stamp: every file of the checkpoint's folder with its size and time.
-    const QFileInfo info(checkpoint);
-    const QDir dir(info.isDir() ? checkpoint : info.absolutePath());
+    // The stamp: every file of the checkpoint's folder and of each reference with its size and time.
     QString stamp;
-    for (const QFileInfo &f : dir.entryInfoList(QDir::Files, QDir::Name))
-        stamp += QStringLiteral("%1:%2:%3;").arg(f.fileName()).arg(f.size()).arg(f.lastModified().toMSecsSinceEpoch());
+    for (const QString &path : QStringList {checkpoint} + references) {
+        const QFileInfo info(path);
+        const QFileInfoList files
+            = info.isDir() ? QDir(path).entryInfoList(QDir::Files, QDir::Name) : QFileInfoList {info};
+        stamp += path + QLatin1Char('|');
+        for (const QFileInfo &f : files)
+            stamp += QStringLiteral("%1:%2:%3;")
+                         .arg(f.fileName())
+                         .arg(f.size())
+                         .arg(f.lastModified().toMSecsSinceEpoch());
+    }
     static std::mutex mutex;
     static QHash<QString, std::pair<QString, AuditResult>> cache;
     {
@@ -965,7 +981,9 @@ std::optional<AuditResult> cachedAudit(const QString &checkpoint, Problem *probl
         if (const auto it = cache.constFind(checkpoint); it != cache.cend() && it->first == stamp)
             return it->second;
     }
-    std::optional<AuditResult> result = auditCheckpoint(checkpoint, {}, problem);
+    AuditOptions options;
+    options.references = references;
+    std::optional<AuditResult> result = auditCheckpoint(checkpoint, options, problem);
     if (result) {
         const std::lock_guard lock(mutex);
         if (cache.size() >= 8)
@@ -975,32 +993,66 @@ std::optional<AuditResult> cachedAudit(const QString &checkpoint, Problem *probl
     return result;
 }
 
-QString findInferenceCheckpoint(const QString &runFolder)
+namespace {
+
+// The run folder's fp8scope.json, or an empty object.
+QJsonObject runManifest(const QDir &run)
 {
-    const QDir run(runFolder);
     QFile manifest(run.filePath(QStringLiteral("fp8scope.json")));
-    if (manifest.open(QIODevice::ReadOnly)) {
-        const QString named = QJsonDocument::fromJson(manifest.readAll())
-                                  .object()
-                                  .value(QStringLiteral("inference_checkpoint"))
-                                  .toString();
-        if (!named.isEmpty())
-            return QDir::cleanPath(run.absoluteFilePath(named));
-    }
-    const auto isExport = [](const QDir &d) { return isInferenceExport(d.absolutePath()); };
+    if (!manifest.open(QIODevice::ReadOnly))
+        return {};
+    return QJsonDocument::fromJson(manifest.readAll()).object();
+}
+
+// The model folders of one kind at most two levels below the run folder.
+QStringList modelFoldersBelow(const QDir &run, ModelFolder kind)
+{
+    const auto isKind
+        = [kind](const QDir &d) { return modelFolderKind(d.absolutePath(), d.entryList(QDir::Files)) == kind; };
     QStringList found;
     for (const QString &sub : run.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name)) {
         const QDir d(run.filePath(sub));
-        if (isExport(d)) {
+        if (isKind(d)) {
             found << d.absolutePath();
             continue;
         }
         for (const QString &subsub : d.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name)) {
-            if (isExport(QDir(d.filePath(subsub))))
+            if (isKind(QDir(d.filePath(subsub))))
                 found << QDir(d.filePath(subsub)).absolutePath();
         }
     }
+    return found;
+}
+
+} // namespace
+
+QString findInferenceCheckpoint(const QString &runFolder)
+{
+    const QDir run(runFolder);
+    const QString named = runManifest(run).value(QStringLiteral("inference_checkpoint")).toString();
+    if (!named.isEmpty())
+        return QDir::cleanPath(run.absoluteFilePath(named));
+    const QStringList found = modelFoldersBelow(run, ModelFolder::Quantized);
     return found.size() == 1 ? found.front() : QString();
+}
+
+QStringList findInferenceReferences(const QString &runFolder)
+{
+    const QDir run(runFolder);
+    const QJsonValue named = runManifest(run).value(QStringLiteral("inference_reference"));
+    QStringList paths;
+    if (named.isString())
+        paths << named.toString();
+    for (const QJsonValue &v : named.toArray())
+        paths << v.toString();
+    paths.removeAll(QString());
+    if (!paths.isEmpty()) {
+        for (QString &p : paths)
+            p = QDir::cleanPath(run.absoluteFilePath(p));
+        return paths;
+    }
+    const QStringList found = modelFoldersBelow(run, ModelFolder::Unquantized);
+    return found.size() == 1 ? found : QStringList();
 }
 
 QJsonObject auditToJson(const AuditResult &r)

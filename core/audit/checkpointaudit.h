@@ -63,6 +63,13 @@ struct AuditLayer {
     QStringList findings; // the kinds found on this layer; empty: ok
 
     QString status() const { return findings.isEmpty() ? QStringLiteral("ok") : findings.join(QLatin1Char(',')); }
+    // The dequantized weight's amax over the reference's: 1 for a sound scale, about the scale squared (or
+    // its inverse) for one stored in the other convention. NaN without a reference.
+    double weightAmaxRatio() const { return referenceAmax > 0 ? amax / referenceAmax : NAN; }
+    // The activation amax the training run reached near its end over the range the static input scale gives
+    // (input_scale x 448, E4M3's largest): above 1 the largest activations saturate, far below 1 the small
+    // ones flush. NaN without an input scale or the training's amax.
+    double activationOverRange() const;
 };
 
 struct AuditFinding {
@@ -122,15 +129,22 @@ Bf16Layers bf16TrainedLayers(const std::vector<std::pair<QString, QString>> &con
 // the layers the run trained in BF16 (precision-mismatch, warning).
 void checkTrainingPrecision(AuditResult &result, const Bf16Layers &bf16);
 
-// auditCheckpoint without a reference, read once while the checkpoint's files keep their sizes and times (the
-// live triage gathers a pair again at every follow; a checkpoint of gigabytes is streamed once).
-std::optional<AuditResult> cachedAudit(const QString &checkpoint, Problem *problem);
+// auditCheckpoint against the references given (files or folders), read once while the checkpoint's and the
+// references' files keep their sizes and times (the live triage gathers a pair again at every follow; a
+// checkpoint of gigabytes is streamed once).
+std::optional<AuditResult> cachedAudit(const QString &checkpoint, const QStringList &references, Problem *problem);
 
 // The inference checkpoint a run folder holds: the path its fp8scope.json names under "inference_checkpoint"
 // (relative to the folder), else the one subfolder (at most two levels down) with *.safetensors beside a
 // config.json that has a quantization_config, or an hf_quant_config.json. Empty when there is none (or more
 // than one subfolder qualifies: the manifest must say which).
 QString findInferenceCheckpoint(const QString &runFolder);
+
+// The references the run folder's checkpoint is audited against: the paths its fp8scope.json names under
+// "inference_reference" (a path or a list, relative to the folder), else the one unquantized model folder (at
+// most two levels down: a config.json naming its architectures beside *.safetensors, the BF16 weights the export
+// was made from). Empty when there is none (or more than one qualifies and nothing says which).
+QStringList findInferenceReferences(const QString &runFolder);
 
 // The layers a front end lists: the quantized ones and any with a finding, those with a finding first (each
 // group in layer order).

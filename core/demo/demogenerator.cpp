@@ -15,6 +15,7 @@
 #include <QJsonObject>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <numbers>
@@ -71,10 +72,25 @@ QByteArray safetensorsFile(std::vector<StTensor> tensors)
 // The FP8 run's inference export as compressed-tensors writes one (E4M3 weights, one decode scale per output
 // channel, activations quantized dynamically, lm_head left in BF16), Nemotron-style names (no gate), with the
 // planted fault: `faultLayer`'s o_proj carries its encode scales (448 / amax) where the decode scales belong.
-QByteArray inferenceExport(int layers, int faultLayer, Rng &rng)
+// The export's safetensors and the BF16 weights it was made from (Hugging Face names both).
+struct InferenceFiles {
+    QByteArray quantized, reference;
+};
+
+QByteArray bf16Bytes(const std::vector<float> &w)
+{
+    QByteArray out(qsizetype(w.size() * 2), '\0');
+    for (size_t i = 0; i < w.size(); ++i) {
+        const uint16_t h = uint16_t(fp8math::floatBits(w[i]) >> 16);
+        std::memcpy(out.data() + 2 * i, &h, 2);
+    }
+    return out;
+}
+
+InferenceFiles inferenceExport(int layers, int faultLayer, Rng &rng)
 {
     constexpr int hidden = 64;
-    std::vector<StTensor> tensors;
+    std::vector<StTensor> tensors, reference;
     const auto quantized = [&](const QString &module, int rows, int cols, bool inverted) {
         QByteArray codes(rows * cols, '\0');
         QByteArray scales(rows * 4, '\0');
@@ -83,7 +99,9 @@ QByteArray inferenceExport(int layers, int faultLayer, Rng &rng)
             const double std = 0.02 * (0.5 + rng.uniform());
             float amax = 0;
             for (int c = 0; c < cols; ++c) {
-                w[size_t(r * cols + c)] = float(std * rng.normal());
+                // The weights as trained: BF16.
+                const float v = float(std * rng.normal());
+                w[size_t(r * cols + c)] = std::bit_cast<float>(fp8math::floatBits(v) & 0xFFFF0000u);
                 amax = std::max(amax, std::abs(w[size_t(r * cols + c)]));
             }
             const float s = amax / 448.0f;
@@ -94,6 +112,7 @@ QByteArray inferenceExport(int layers, int faultLayer, Rng &rng)
         }
         tensors.push_back({module + QStringLiteral(".weight"), "F8_E4M3", {rows, cols}, codes});
         tensors.push_back({module + QStringLiteral(".weight_scale"), "F32", {rows, 1}, scales});
+        reference.push_back({module + QStringLiteral(".weight"), "BF16", {rows, cols}, bf16Bytes(w)});
     };
     for (int l = 0; l < layers; ++l) {
         const QString p = QStringLiteral("model.layers.%1.").arg(l);
@@ -104,13 +123,12 @@ QByteArray inferenceExport(int layers, int faultLayer, Rng &rng)
         quantized(p + QStringLiteral("mlp.up_proj"), 2 * hidden, hidden, false);
         quantized(p + QStringLiteral("mlp.down_proj"), hidden, 2 * hidden, false);
     }
-    QByteArray head(128 * hidden * 2, '\0');
-    for (int i = 0; i < 128 * hidden; ++i) {
-        const uint16_t h = uint16_t(fp8math::floatBits(float(0.02 * rng.normal())) >> 16);
-        std::memcpy(head.data() + 2 * i, &h, 2);
-    }
-    tensors.push_back({QStringLiteral("lm_head.weight"), "BF16", {128, hidden}, head});
-    return safetensorsFile(std::move(tensors));
+    std::vector<float> head(size_t(128 * hidden));
+    for (float &v : head)
+        v = float(0.02 * rng.normal());
+    tensors.push_back({QStringLiteral("lm_head.weight"), "BF16", {128, hidden}, bf16Bytes(head)});
+    reference.push_back({QStringLiteral("lm_head.weight"), "BF16", {128, hidden}, bf16Bytes(head)});
+    return {safetensorsFile(std::move(tensors)), safetensorsFile(std::move(reference))};
 }
 
 QByteArray num(double v, int decimals)
@@ -300,18 +318,25 @@ DemoPlan planDemo(const DemoOptions &o)
     return p;
 }
 
-bool writeInferenceExport(const QString &dir, int layers, int faultLayer, uint64_t seed, QString *error)
+bool writeInferenceExport(
+    const QString &dir, int layers, int faultLayer, uint64_t seed, QString *error, const QString &referenceDir)
 {
     Rng rng(seed * 7919 + 17);
-    const QByteArray config = R"({"architectures": ["NemotronForCausalLM"], "hidden_size": 64, "num_hidden_layers": )"
-        + QByteArray::number(layers)
-        + R"(, "num_attention_heads": 4, "num_key_value_heads": 2, "quantization_config": {"quant_method": )"
+    const QByteArray model = R"({"architectures": ["NemotronForCausalLM"], "model_type": "nemotron", "hidden_size": )"
+                             R"(64, "num_hidden_layers": )"
+        + QByteArray::number(layers) + R"(, "num_attention_heads": 4, "num_key_value_heads": 2)";
+    const QByteArray config = model
+        + R"(, "quantization_config": {"quant_method": )"
           R"("compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"], "config_groups": {"group_0": )"
           R"({"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "dynamic": )"
           R"(false}, "input_activations": {"num_bits": 8, "type": "float", "strategy": "token", "dynamic": true}}}}})"
           "\n";
+    const InferenceFiles files = inferenceExport(layers, faultLayer, rng);
     return writeDemoFile(dir + QStringLiteral("/config.json"), config, error)
-        && writeDemoFile(dir + QStringLiteral("/model.safetensors"), inferenceExport(layers, faultLayer, rng), error);
+        && writeDemoFile(dir + QStringLiteral("/model.safetensors"), files.quantized, error)
+        && (referenceDir.isEmpty()
+            || (writeDemoFile(referenceDir + QStringLiteral("/config.json"), model + "}\n", error)
+                && writeDemoFile(referenceDir + QStringLiteral("/model.safetensors"), files.reference, error)));
 }
 
 bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *planOut, QString *error)
@@ -450,7 +475,9 @@ bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *planOut
 
     // The FP8 run's inference export, with a planted scale fault in the last layer (the usual suspect).
     const int exportFault = o.layers - 1;
-    if (!writeInferenceExport(outDir + QStringLiteral("/fp8/inference"), o.layers, exportFault, o.seed, error))
+    // Beside it, the BF16 weights it was made from, which the audit checks it against.
+    if (!writeInferenceExport(outDir + QStringLiteral("/fp8/inference"), o.layers, exportFault, o.seed, error,
+            outDir + QStringLiteral("/fp8/inference-bf16")))
         return false;
 
     // Configs (the FP8 settings and one recently enabled option differ) and manifests.

@@ -33,7 +33,7 @@ DemoPlan planDemo(const DemoOptions &o);
 // Moved whenever what the demo writes changes (2: both runs log LogTensorStats, the baseline is dumped too; 3:
 // the FP8 run's inference export),
 // so that a demo cached by an older build is generated again rather than shown without what is new.
-constexpr int kDemoVersion = 3;
+constexpr int kDemoVersion = 4;
 
 // Writes the pair under outDir (created); false with *error on an I/O failure.
 bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *plan, QString *error);
@@ -41,7 +41,9 @@ bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *plan, Q
 // An FP8 inference export of `layers` layers into `dir`, as compressed-tensors writes one (config.json with its
 // quantization_config, one model.safetensors: E4M3 weights with per-channel decode scales, Nemotron-style
 // names), `faultLayer`'s o_proj carrying its encode scales where the decode scales belong (-1: none). The demo's
-// FP8 run holds one (fp8/inference/); tests plant it in other run folders.
-bool writeInferenceExport(const QString &dir, int layers, int faultLayer, uint64_t seed, QString *error);
+// FP8 run holds one (fp8/inference/); tests plant it in other run folders. With a referenceDir, the BF16 weights
+// it was made from go there as an unquantized model (the audit's reference: fp8/inference-bf16/ in the demo).
+bool writeInferenceExport(
+    const QString &dir, int layers, int faultLayer, uint64_t seed, QString *error, const QString &referenceDir = {});
 
 } // namespace fp8scope

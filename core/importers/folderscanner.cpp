@@ -201,13 +201,14 @@ void walk(const QString &dir, const QString &relDir, FolderIds *visited, std::ve
         }
         entries.push_back({raw, QString::fromUtf8(raw), e->d_type});
     }
-    // An inference checkpoint below the opened folder (core/audit: the triage audits it) is listed as skipped,
-    // not read as the run's configs and dumps; its listing decides it (no second one).
+    // A model below the opened folder (an inference checkpoint the triage audits, or the BF16 weights it is
+    // checked against; core/audit) is listed as skipped, not read as the run's configs and dumps; its listing
+    // decides it (no second one).
     if (!relDir.isEmpty()) {
         QStringList names;
         for (const auto &e : entries)
             names << e.name;
-        if (isInferenceExport(dir, names)) {
+        if (modelFolderKind(dir, names) != ModelFolder::None) {
             closedir(d);
             scan->unrecognised << relDir + QLatin1Char('/');
             return;

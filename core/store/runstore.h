@@ -20,6 +20,7 @@
 #include "ingest.h"
 #include "runinference.h"
 
+#include "core/formats/layerorder.h"
 #include "core/records/records.h"
 
 #include "core/importers/importer.h"
@@ -208,9 +209,5 @@ private:
     mutable QStringList m_errors;
     std::function<void(const QString &)> m_errorHandler;
 };
-
-// Natural order of layer names: digit runs compare as numbers ("layers.2" before "layers.10"), and names
-// equal as numbers ("a01", "a1") by their text, so the order is total.
-bool layerLess(const QString &a, const QString &b);
 
 } // namespace fp8scope

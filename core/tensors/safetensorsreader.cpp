@@ -172,20 +172,31 @@ bool parseSafetensorsHeader(
     return true;
 }
 
-bool isInferenceExport(const QString &dir, const QStringList &names)
+ModelFolder modelFolderKind(const QString &dir, const QStringList &names)
 {
     const QDir d(dir);
     if (!std::any_of(
             names.begin(), names.end(), [](const QString &n) { return n.endsWith(QLatin1String(".safetensors")); }))
-        return false;
+        return ModelFolder::None;
     if (names.contains(QLatin1String("hf_quant_config.json")))
-        return true;
+        return ModelFolder::Quantized;
     if (!names.contains(QLatin1String("config.json")))
-        return false;
+        return ModelFolder::None;
     QFile config(d.filePath(QStringLiteral("config.json")));
     // A model's config is small; a file of megabytes named so is something else.
-    return config.size() < (qint64(1) << 20) && config.open(QIODevice::ReadOnly)
-        && QJsonDocument::fromJson(config.readAll()).object().contains(QStringLiteral("quantization_config"));
+    if (config.size() >= (qint64(1) << 20) || !config.open(QIODevice::ReadOnly))
+        return ModelFolder::None;
+    const QJsonObject o = QJsonDocument::fromJson(config.readAll()).object();
+    if (o.contains(QStringLiteral("quantization_config")))
+        return ModelFolder::Quantized;
+    if (o.contains(QStringLiteral("architectures")) || o.contains(QStringLiteral("model_type")))
+        return ModelFolder::Unquantized;
+    return ModelFolder::None;
+}
+
+bool isInferenceExport(const QString &dir, const QStringList &names)
+{
+    return modelFolderKind(dir, names) == ModelFolder::Quantized;
 }
 
 bool isInferenceExport(const QString &dir)

@@ -48,11 +48,16 @@ struct Fp4Layout {
 };
 std::optional<Fp4Layout> fp4LayoutOf(const SafetensorsEntry &codes, const std::vector<SafetensorsEntry> &entries);
 
-// A folder holding an inference checkpoint as serving stacks load it (core/audit reads it): *.safetensors beside
-// an hf_quant_config.json, or beside a config.json with a quantization_config. The folder scanner leaves it out
-// of the run's data (its config is the model's, not the training's; its weights are no dumps).
+// What a folder of *.safetensors is as a model: a quantized inference checkpoint as serving stacks load it
+// (core/audit reads it: beside an hf_quant_config.json, or a config.json with a quantization_config), an
+// unquantized model in the Hugging Face layout (a config.json naming its architectures or model_type: the BF16
+// weights a quantized one is made from, the audit's reference), or neither (dumps, say). The folder scanner
+// leaves both kinds of model out of the run's data (their config is the model's, not the training's; their
+// weights are no dumps).
+enum class ModelFolder { None, Quantized, Unquantized };
+// From the names of the files the folder holds (a listing already made: no second one).
+ModelFolder modelFolderKind(const QString &dir, const QStringList &names);
 bool isInferenceExport(const QString &dir);
-// The same from the names of the files the folder holds (a listing already made: no second one).
 bool isInferenceExport(const QString &dir, const QStringList &names);
 
 class SafetensorsReader : public TensorReader

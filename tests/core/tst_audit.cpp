@@ -6,6 +6,7 @@
 #include "core/audit/checkpointaudit.h"
 #include "core/audit/layernames.h"
 #include "core/formats/fp8math.h"
+#include "core/tensors/safetensorsreader.h"
 
 #include <QDateTime>
 #include <QDir>
@@ -388,6 +389,30 @@ void TestAudit::checkpointFoundInRunFolder()
     manifest.write(R"({"inference_checkpoint": "other"})");
     manifest.close();
     QCOMPARE(findInferenceCheckpoint(run.path()), QDir(run.filePath(QStringLiteral("other"))).absolutePath());
+
+    // The reference: the one unquantized model folder (a config.json naming its architectures), which neither
+    // the dumps nor the exports are; or what the manifest names, a path or a list.
+    QCOMPARE(findInferenceReferences(run.path()), QStringList());
+    QDir().mkpath(run.filePath(QStringLiteral("hf/bf16")));
+    QFile c(run.filePath(QStringLiteral("hf/bf16/config.json")));
+    QVERIFY(c.open(QIODevice::WriteOnly));
+    c.write(R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama"})");
+    c.close();
+    QFile w(run.filePath(QStringLiteral("hf/bf16/model.safetensors")));
+    QVERIFY(w.open(QIODevice::WriteOnly));
+    w.close();
+    QCOMPARE(findInferenceReferences(run.path()),
+        QStringList {QDir(run.filePath(QStringLiteral("hf/bf16"))).absolutePath()});
+    QCOMPARE(modelFolderKind(run.filePath(QStringLiteral("hf/bf16")),
+                 {QStringLiteral("config.json"), QStringLiteral("model.safetensors")}),
+        ModelFolder::Unquantized);
+    QCOMPARE(modelFolderKind(run.filePath(QStringLiteral("dumps")), {QStringLiteral("iter_100.safetensors")}),
+        ModelFolder::None);
+    QVERIFY(manifest.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    manifest.write(R"({"inference_checkpoint": "other", "inference_reference": ["w/a.safetensors", "w/b.pt"]})");
+    manifest.close();
+    QCOMPARE(findInferenceReferences(run.path()),
+        (QStringList {run.filePath(QStringLiteral("w/a.safetensors")), run.filePath(QStringLiteral("w/b.pt"))}));
 }
 
 void TestAudit::cachedWhileFilesHold()
@@ -402,7 +427,7 @@ void TestAudit::cachedWhileFilesHold()
         m_dir.filePath(QStringLiteral("ct_tensor/config.json")), dir.filePath(QStringLiteral("config.json"))));
     QVERIFY(QFile::copy(m_dir.filePath(QStringLiteral("ct_tensor/model.safetensors")), file));
     Problem problem;
-    auto r = cachedAudit(dir.path(), &problem);
+    auto r = cachedAudit(dir.path(), {}, &problem);
     QVERIFY(r);
     QVERIFY(r->findings.empty());
     const QDateTime time = QFileInfo(file).lastModified();
@@ -415,14 +440,14 @@ void TestAudit::cachedWhileFilesHold()
         QVERIFY(f.open(QIODevice::ReadWrite));
         QVERIFY(f.setFileTime(time, QFileDevice::FileModificationTime));
     }
-    r = cachedAudit(dir.path(), &problem);
+    r = cachedAudit(dir.path(), {}, &problem);
     QVERIFY(r && r->findings.empty());
     {
         QFile f(file);
         QVERIFY(f.open(QIODevice::ReadWrite));
         QVERIFY(f.setFileTime(time.addSecs(5), QFileDevice::FileModificationTime));
     }
-    r = cachedAudit(dir.path(), &problem);
+    r = cachedAudit(dir.path(), {}, &problem);
     QVERIFY(r);
     QCOMPARE(int(r->findings.size()), 1);
     QCOMPARE(r->findings.front().kind, QStringLiteral("invalid-scale"));
@@ -431,7 +456,7 @@ void TestAudit::cachedWhileFilesHold()
     checkCalibration(calibrated, {{QStringLiteral("decoder.layers.0.mlp.linear_fc2"), 50.0}}, QStringLiteral("test"));
     QCOMPARE(int(calibrated.findings.size()), 2);
     QCOMPARE(calibrated.findings.front().severity, QStringLiteral("critical"));
-    QCOMPARE(int(cachedAudit(dir.path(), &problem)->findings.size()), 1);
+    QCOMPARE(int(cachedAudit(dir.path(), {}, &problem)->findings.size()), 1);
 }
 
 void TestAudit::layersTrainedInBf16()

@@ -58,6 +58,7 @@ private Q_SLOTS:
     void heatmapKeepsRecipesApart();
     void quantizedCheckpointIndex();
     void formatsWrittenByRealLibraries();
+    void modelFoldersSkipped();
 };
 
 void TestImporters::initTestCase()
@@ -835,6 +836,31 @@ void TestImporters::formatsWrittenByRealLibraries()
     QVERIFY(fp8->read(0, fp8->info().numel, got.data(), &problem));
     QVERIFY(want->read(0, want->info().numel, expected.data(), &problem));
     QVERIFY(std::memcmp(got.data(), expected.data(), got.size() * 4) == 0);
+}
+
+void TestImporters::modelFoldersSkipped()
+{
+    // Below a run: an inference export and the unquantized model it was made from are the audit's, listed as
+    // skipped (their config.json is the model's, their weights no dumps); safetensors beside no model config are
+    // dumps.
+    QTemporaryDir dir;
+    const QString run = dir.path() + QStringLiteral("/run");
+    write(run + QStringLiteral("/metrics.csv"), "step,loss\n1,5.0\n");
+    write(run + QStringLiteral("/hf/fp8/config.json"), R"({"quantization_config": {"quant_method": "fp8"}})");
+    write(run + QStringLiteral("/hf/fp8/model.safetensors"), "");
+    write(run + QStringLiteral("/hf/bf16/config.json"), R"({"architectures": ["LlamaForCausalLM"]})");
+    write(run + QStringLiteral("/hf/bf16/model.safetensors"), "");
+    write(run + QStringLiteral("/dumps/config.json"), R"({"note": "not a model"})");
+    write(run + QStringLiteral("/dumps/iter_1.safetensors"), "");
+    const FolderScan scan = scanFolder(run);
+    QStringList files;
+    for (const ScannedFile &f : scan.files)
+        files << f.relativePath;
+    QVERIFY2(scan.unrecognised.contains(QStringLiteral("hf/fp8/")), qPrintable(scan.unrecognised.join(u' ')));
+    QVERIFY2(scan.unrecognised.contains(QStringLiteral("hf/bf16/")), qPrintable(scan.unrecognised.join(u' ')));
+    QVERIFY(!files.contains(QStringLiteral("hf/bf16/model.safetensors")));
+    QVERIFY(!files.contains(QStringLiteral("hf/fp8/model.safetensors")));
+    QVERIFY2(files.contains(QStringLiteral("dumps/iter_1.safetensors")), qPrintable(files.join(u' ')));
 }
 
 FP8SCOPE_TEST_GUILESS_MAIN(TestImporters)

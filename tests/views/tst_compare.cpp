@@ -8,6 +8,7 @@
 #include "core/demo/scenarios.h"
 #include "core/numerics/recipe.h"
 #include "guitest.h"
+#include "views/compare/auditchart.h"
 #include "views/compare/compareview.h"
 #include "views/compare/evalchart.h"
 #include "views/compare/layerdifference.h"
@@ -72,8 +73,9 @@ void TestCompare::initTestCase()
     QVERIFY2(generateScenario(m_tmp.filePath(QStringLiteral("gap")), Scenario::DownstreamGap, 12, &m_gap, &error),
         qPrintable(error));
     // The downstream gap's run folder holds its inference export, with an inverted scale in layer 1's o_proj.
-    QVERIFY2(writeInferenceExport(
-                 m_tmp.filePath(QStringLiteral("gap/") + m_gap.run + QStringLiteral("/inference")), 4, 1, 5, &error),
+    // Beside it the BF16 weights it was made from, which the audit finds as its reference.
+    QVERIFY2(writeInferenceExport(m_tmp.filePath(QStringLiteral("gap/") + m_gap.run + QStringLiteral("/inference")), 4,
+                 1, 5, &error, m_tmp.filePath(QStringLiteral("gap/") + m_gap.run + QStringLiteral("/inference-bf16"))),
         qPrintable(error));
     QVERIFY(openWindow());
     QCOMPARE(m_window->workspace()->runCount(), 4);
@@ -744,6 +746,51 @@ void TestCompare::auditOfTheInferenceExport()
     table->scrollTo(model->index(faulty, 0));
     QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(model->index(faulty, 0)).center());
     QCOMPARE(m_window->selection()->layer(), QStringLiteral("decoder.layers.1.self_attention.linear_proj"));
+
+    // The plot beside the table: every quantized layer a point, against the reference found beside the export.
+    AuditChart *chart = view->auditChart();
+    QCOMPARE(int(chart->layers().size()), 4 * 6);
+    QVERIFY(!d->comparison.audit->references.isEmpty());
+    chart->setMeasure(AuditChart::Measure::WeightError);
+    std::vector<AuditChart::Series> series = chart->series();
+    QCOMPARE(int(series.size()), 3);
+    int faultyAt = -1;
+    for (size_t i = 0; i < chart->layers().size(); ++i) {
+        const double error = series[0].values[i], fresh = series[1].values[i];
+        QVERIFY2(std::isfinite(error) && std::isfinite(fresh), qPrintable(chart->layers()[i].name));
+        if (chart->layers()[i].name == QLatin1String("model.layers.1.self_attn.o_proj")) {
+            faultyAt = int(i);
+            QVERIFY2(error > 10 * series[2].values[i], qPrintable(QString::number(error)));
+        } else {
+            QVERIFY2(error < series[2].values[i], qPrintable(chart->layers()[i].name));
+        }
+    }
+    QVERIFY(faultyAt >= 0);
+    // The scale ratio: 1 for the sound scales, about the scale squared for the inverted one.
+    chart->setMeasure(AuditChart::Measure::ScaleRatio);
+    series = chart->series();
+    for (size_t i = 0; i < chart->layers().size(); ++i) {
+        const double ratio = series[0].values[i];
+        if (int(i) == faultyAt)
+            QVERIFY2(ratio > 1e4, qPrintable(QString::number(ratio)));
+        else
+            QVERIFY2(ratio > 0.9 && ratio < 1.1, qPrintable(QString::number(ratio)));
+    }
+    const QStringList csv = chart->csv().trimmed().split(QLatin1Char('\n'));
+    QCOMPARE(csv.size(), 1 + 4 * 6);
+    QVERIFY(csv[1 + faultyAt].startsWith(
+        QLatin1String("model.layers.1.self_attn.o_proj,decoder.layers.1.self_attention.linear_proj,")));
+    QVERIFY(csv[1 + faultyAt].endsWith(QLatin1String(",\"inverted-scale\"")));
+    // A click on another layer's column selects it: the table's row and the shared selection follow.
+    QTRY_VERIFY(chart->isVisible());
+    int other = faultyAt == 0 ? 1 : 0;
+    QCustomPlot *plot = chart->plot();
+    plot->replot();
+    const QPoint at(int(plot->xAxis->coordToPixel(other)), plot->axisRect()->rect().center().y());
+    QTest::mouseClick(plot, Qt::LeftButton, {}, at);
+    const QString otherName = chart->layers()[size_t(other)].name;
+    QCOMPARE(model->index(table->currentIndex().row(), 0).data().toString(), otherName);
+    QCOMPARE(m_window->selection()->layer(), chart->layers()[size_t(other)].training->module);
 }
 
 QTEST_MAIN(TestCompare)

@@ -1,5 +1,6 @@
 #include "compareview.h"
 
+#include "auditchart.h"
 #include "comparesources.h"
 #include "departuremark.h"
 #include "evalchart.h"
@@ -79,6 +80,7 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
     , m_evalModel(new QStandardItemModel(this))
     , m_auditModel(new QStandardItemModel(this))
     , m_auditTitle(new QLabel(this))
+    , m_auditChart(new AuditChart(this))
     , m_configModel(new QStandardItemModel(this))
     , m_configFilter(new QSortFilterProxyModel(this))
     , m_identical(new QCheckBox(tr("Show identical keys"), this))
@@ -214,21 +216,26 @@ void CompareView::setUpTables()
     addTableActions(m_auditTable, tr("checkpoint-audit.csv"));
     m_auditTitle->setObjectName(QStringLiteral("compareAuditTitle"));
     m_auditTitle->setWordWrap(true);
+    // Beside the table, its layers as a plot (weight error, scale ratio, weight amax).
+    auto *auditSplit = new QSplitter(Qt::Horizontal, this);
+    auditSplit->setObjectName(QStringLiteral("compareAuditSplit"));
+    auditSplit->addWidget(m_auditTable);
+    auditSplit->addWidget(m_auditChart);
+    auditSplit->setStretchFactor(0, 1);
+    auditSplit->setStretchFactor(1, 1);
     auto *auditPane = new QWidget(this);
     auto *auditLayout = new QVBoxLayout(auditPane);
     auditLayout->setContentsMargins(0, 0, 0, 0);
     auditLayout->addWidget(m_auditTitle);
-    auditLayout->addWidget(m_auditTable, 1);
+    auditLayout->addWidget(auditSplit, 1);
     evalPane->addWidget(auditPane);
     // The audit's table gets the room: a checkpoint has a row a linear layer.
     evalPane->setStretchFactor(0, 2);
     evalPane->setStretchFactor(1, 2);
     evalPane->setStretchFactor(2, 3);
-    connect(m_auditTable, &QTableView::clicked, this, [this](const QModelIndex &index) {
-        const QString layer = m_auditModel->index(index.row(), 0).data(LayerRole).toString();
-        if (!layer.isEmpty() && m_data)
-            m_selection->set(m_data->run, layer, m_selection->tensor(), m_selection->step());
-    });
+    connect(m_auditTable, &QTableView::clicked, this,
+        [this](const QModelIndex &index) { selectAuditLayer(m_auditModel->index(index.row(), 0).data().toString()); });
+    connect(m_auditChart, &AuditChart::layerClicked, this, &CompareView::selectAuditLayer);
     m_tabs->addTab(evalPane, tr("Evals"));
     m_tabs->addTab(configPane, tr("Config"));
     m_tabs->setTabToolTip(1, tr("Evaluation scores of both runs, the gap against its standard error"));
@@ -627,6 +634,7 @@ void CompareView::fillAudit()
     m_auditModel->setHorizontalHeaderLabels({tr("Layer"), tr("Training layer"), tr("Dtype"), tr("Scale"),
         tr("Scale min"), tr("Scale max"), tr("Amax"), tr("Error vs reference"), tr("Status")});
     const std::optional<AuditResult> &audit = m_data ? m_data->comparison.audit : std::nullopt;
+    m_auditChart->setAudit(audit);
     if (!audit) {
         m_auditTitle->setText(m_data && m_data->comparison.fromStore
                 ? tr("Inference checkpoint: the comparison was read from the store; compare again to audit it.")
@@ -652,6 +660,23 @@ void CompareView::fillAudit()
                 i->setForeground(QColor(200, 30, 0));
         }
         m_auditModel->appendRow(row);
+    }
+}
+
+void CompareView::selectAuditLayer(const QString &name)
+{
+    // The table's row and the plot's mark follow; the shared selection takes the layer's training module.
+    for (int r = 0; r < m_auditModel->rowCount(); ++r) {
+        const QModelIndex first = m_auditModel->index(r, 0);
+        if (first.data().toString() != name)
+            continue;
+        if (m_auditTable->currentIndex().row() != r)
+            m_auditTable->setCurrentIndex(first);
+        m_auditChart->setCurrentLayer(name);
+        const QString module = first.data(LayerRole).toString();
+        if (!module.isEmpty() && m_data)
+            m_selection->set(m_data->run, module, m_selection->tensor(), m_selection->step());
+        return;
     }
 }
 

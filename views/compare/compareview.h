@@ -26,6 +26,7 @@ class QTableView;
 
 namespace fp8scope {
 
+class AuditChart;
 class CurveView;
 class DepartureMark;
 class EvalChart;
@@ -68,6 +69,9 @@ public:
     QTableView *evalTable() const { return m_evals; }
     EvalChart *evalChart() const { return m_evalChart; }
     QTableView *auditTable() const { return m_auditTable; }
+    AuditChart *auditChart() const { return m_auditChart; }
+    // Selects an audited layer (inference name) in the table and the plot, and its training module.
+    void selectAuditLayer(const QString &name);
     QTableView *configTable() const { return m_config; }
     QSplitter *splitter() const { return m_splitter; }
     // The tabs beside the plots: Findings, Evals, Config, Layers.
@@ -128,6 +132,7 @@ private:
     QStandardItemModel *m_evalModel;
     QStandardItemModel *m_auditModel;
     QLabel *m_auditTitle;
+    AuditChart *m_auditChart;
     QStandardItemModel *m_configModel;
     QSortFilterProxyModel *m_configFilter;
     QCheckBox *m_identical;
