@@ -1,9 +1,9 @@
 #include "auditcommand.h"
 
 #include "app/common/commandline.h"
+#include "core/analysis/auditcalibration.h"
 #include "core/audit/checkpointaudit.h"
 #include "core/query/catalog.h"
-#include "core/query/lateamax.h"
 #include "core/session/foldersession.h"
 #include "folderargs.h"
 
@@ -101,7 +101,14 @@ int runAudit(const QStringList &args)
         err << "fp8scope-cli audit: --threads takes a number of threads\n";
         return 2;
     }
-    // The training run: its activations' amax near the end, for the static input scales.
+    Problem problem;
+    auto result = auditCheckpoint(parser.positionalArguments().front(), options, &problem);
+    if (!result) {
+        err << "fp8scope-cli audit: " << problem.toString() << '\n';
+        return 1;
+    }
+    // The training run: its activations' amax near the end, and its activation dumps, for the static input
+    // scales.
     if (parser.isSet(QStringLiteral("run"))) {
         FolderSession session;
         if (!openAndIngest(parser.value(QStringLiteral("run")), &session, err))
@@ -116,23 +123,11 @@ int runAudit(const QStringList &args)
             err << "fp8scope-cli audit: no run in " << parser.value(QStringLiteral("run")) << '\n';
             return 1;
         }
-        const LateAmax late = lateAmax(catalog, chosen->ref, QStringLiteral("activation"));
-        if (late.statistic.isEmpty()) {
+        const RunCalibration c = calibrateAgainstRun(catalog, chosen->ref, chosen->label(), *result);
+        if (c.late.statistic.isEmpty() && c.dumpsCast == 0)
             err << "fp8scope-cli audit: run " << chosen->label()
-                << " logs no amax of its activations: the input scales are not checked against it\n";
-        } else {
-            options.activationAmax = late.byLayer;
-            options.activationSource = QStringLiteral("run %1, %2 of activation, steps %3-%4")
-                                           .arg(chosen->label(), late.statistic)
-                                           .arg(late.firstStep)
-                                           .arg(late.lastStep);
-        }
-    }
-    Problem problem;
-    const auto result = auditCheckpoint(parser.positionalArguments().front(), options, &problem);
-    if (!result) {
-        err << "fp8scope-cli audit: " << problem.toString() << '\n';
-        return 1;
+                << " logs no amax of its activations and dumped none of the layers with a static input scale: the "
+                   "input scales are not checked against it\n";
     }
     if (parser.isSet(QStringLiteral("json")))
         out << QJsonDocument(auditToJson(*result)).toJson(QJsonDocument::Indented);

@@ -1,6 +1,7 @@
 #include "triageinputs.h"
 
-#include "core/query/lateamax.h"
+#include "auditcalibration.h"
+
 #include "departureclass.h"
 
 #include <QDir>
@@ -210,13 +211,7 @@ std::optional<AuditResult> auditOfRun(const Catalog &catalog, RunRef run)
         for (const ConfigEntry &e : catalog.configs(run))
             config.emplace_back(e.key, e.value);
         checkTrainingPrecision(*result, bf16TrainedLayers(config));
-        const LateAmax late = lateAmax(catalog, run, QStringLiteral("activation"));
-        if (!late.statistic.isEmpty())
-            checkCalibration(*result, late.byLayer,
-                QStringLiteral("%1 of activation, steps %2-%3")
-                    .arg(late.statistic)
-                    .arg(late.firstStep)
-                    .arg(late.lastStep));
+        calibrateAgainstRun(catalog, run, r->label(), *result);
     } else {
         // Unreadable: said as the audit's own problem, so that the triage says why it has no audit.
         result = AuditResult {};

@@ -5,6 +5,7 @@
 #include "core/formats/layerorder.h"
 #include "core/tensors/fp8decode.h"
 #include "core/tensors/safetensorsreader.h"
+#include "core/tensors/teextrastate.h"
 #include "core/tensors/tensorreader.h"
 
 #include <QDateTime>
@@ -189,6 +190,9 @@ bool isFp8Dtype(const QString &d)
 // A tensor of a reference: a safetensors name or a name in any file openTensor reads.
 struct RefIndex {
     QHash<QString, QString> specs; // tensor name -> "FILE:NAME"
+    // Transformer Engine's FP8 state of the training checkpoint's modules, and the file it is from.
+    QHash<QString, TeExtraState> te;
+    QString teFile;
 };
 
 void indexReference(const QString &path, RefIndex *index, QStringList *files, std::vector<Problem> *problems)
@@ -219,6 +223,58 @@ void indexReference(const QString &path, RefIndex *index, QStringList *files, st
         for (const QString &name : names) {
             if (!index->specs.contains(name))
                 index->specs.insert(name, file + QLatin1Char(':') + name);
+        }
+        // A training checkpoint: its modules' FP8 state (the first file that has any).
+        if (index->te.isEmpty() && (file.endsWith(QLatin1String(".pt")) || file.endsWith(QLatin1String(".pth")))) {
+            QHash<QString, TeExtraState> states;
+            if (!readTeExtraStates(file, &states, problems, &problem)) {
+                problems->push_back(problem);
+            } else if (!states.isEmpty()) {
+                index->te = states;
+                index->teFile = file;
+            }
+        }
+    }
+}
+
+// The precision each audited layer's training module had, from the training checkpoint's FP8 state: a module
+// with delayed-scaling state trained in FP8; an empty one in BF16 only where others kept state (a stateless
+// recipe, current scaling or blocks, keeps none anywhere). Its input's amax history is kept for the
+// calibration rule.
+void applyTrainingState(AuditResult &result, const RefIndex &refs)
+{
+    bool anyState = false;
+    for (const TeExtraState &s : refs.te)
+        anyState = anyState || !s.empty;
+    if (!anyState)
+        return;
+    const QString file = QFileInfo(refs.teFile).fileName();
+    for (AuditLayer &l : result.layers) {
+        if (!l.training)
+            continue;
+        const auto it = refs.te.constFind(l.training->module);
+        if (it == refs.te.cend())
+            continue;
+        l.trainingPrecision = it->empty ? QStringLiteral("bf16")
+                                        : QStringLiteral("fp8 (%1)").arg(it->recipe.section(QLatin1Char('.'), -1));
+        l.checkpointActivationAmax = it->historyAmax(0);
+        const QString training = l.training->text();
+        const bool weight2d = l.shape.size() == 2;
+        if (l.quantized && it->empty) {
+            l.findings << QStringLiteral("precision-mismatch");
+            result.findings.push_back({QStringLiteral("precision-mismatch"), QStringLiteral("warning"), l.name,
+                training,
+                QStringLiteral("stored as %1 for inference, but %2 kept no FP8 state for %3 where other modules kept "
+                               "delayed-scaling state: it trained in BF16, and FP8 inference quantizes a layer that "
+                               "never saw FP8")
+                    .arg(l.dtype, file, l.training->module)});
+        } else if (!l.quantized && !it->empty && weight2d) {
+            l.findings << QStringLiteral("precision-mismatch");
+            result.findings.push_back({QStringLiteral("precision-mismatch"), QStringLiteral("warning"), l.name,
+                training,
+                QStringLiteral("stored as %1 for inference, but %2 holds FP8 state for %3 (%4): it trained in FP8 and "
+                               "is served in higher precision, so inference differs from training")
+                    .arg(l.dtype, file, l.training->module, it->recipe.section(QLatin1Char('.'), -1))});
         }
     }
 }
@@ -839,7 +895,10 @@ std::optional<AuditResult> auditCheckpoint(
     for (const LayerJob &job : jobs) {
         judgeStreamed(result.layers[job.layer], result.findings);
     }
-    if (!options.activationAmax.isEmpty())
+    applyTrainingState(result, refs);
+    const bool historyAmax = std::any_of(
+        result.layers.begin(), result.layers.end(), [](const AuditLayer &l) { return l.checkpointActivationAmax > 0; });
+    if (!options.activationAmax.isEmpty() || historyAmax)
         checkCalibration(result, options.activationAmax, options.activationSource);
     else
         sortFindings(result);
@@ -857,30 +916,57 @@ void checkCalibration(AuditResult &result, const QHash<QString, double> &activat
 {
     using namespace auditrules;
     const double fmax = double(fp8math::formatSpec(Format::E4M3).maxFinite);
+    // Applied again (the triage applies it to an audit that may have applied it with a checkpoint's history): what
+    // an earlier pass found is taken back first.
+    std::erase_if(
+        result.findings, [](const AuditFinding &f) { return f.kind == QLatin1String("calibration-mismatch"); });
     for (AuditLayer &l : result.layers) {
+        l.findings.removeAll(QStringLiteral("calibration-mismatch"));
         if (!l.inputScale || !l.training)
             continue;
+        // The amax: the statistics' over the run's last tenth, else the dump's, else the training checkpoint's
+        // amax history of the module's input.
+        QString from = source;
         const auto it = activationAmax.constFind(l.training->module);
-        if (it == activationAmax.cend() || !(*it > 0))
+        if (it != activationAmax.cend() && *it > 0) {
+            l.trainingActivationAmax = *it;
+        } else if (l.dumpAmax > 0) {
+            l.trainingActivationAmax = l.dumpAmax;
+            from = QStringLiteral("the activation dump of step %1").arg(l.calibrationStep);
+        } else if (l.checkpointActivationAmax > 0) {
+            l.trainingActivationAmax = l.checkpointActivationAmax;
+            from = QStringLiteral("the largest input amax of the training checkpoint's delayed-scaling history");
+        } else {
             continue;
-        l.trainingActivationAmax = *it;
+        }
         const double range = *l.inputScale * fmax;
         const double ratio = l.activationOverRange();
+        const bool measured = !std::isnan(l.dumpFlushedPct);
+        // What the scale does to the run's own activations, where a dump has them.
+        const QString onDump = measured
+            ? QStringLiteral("; cast with it, the activation dump of step %1 (%2) saturates %3 and flushes %4 of its "
+                             "elements to zero, where the run's own scaling (%5) flushed %6")
+                  .arg(QString::number(l.calibrationStep), l.calibrationDump, percent(l.dumpSaturatedPct / 100),
+                      percent(l.dumpFlushedPct / 100), l.calibrationRecipe, percent(l.dumpRecipeFlushedPct / 100))
+            : QString();
         QString severity, evidence;
         if (ratio > 1.0) {
             severity = ratio > kCalibrationCritical ? QStringLiteral("critical") : QStringLiteral("warning");
             evidence = QStringLiteral("input_scale %1 represents activations up to %2 (x %3); the training run's "
                                       "activations reached %4 near its end (%5): the largest saturate, at %6 times "
-                                      "the range (calibrated on other data, or on another checkpoint)")
-                           .arg(number(*l.inputScale), number(range), number(fmax), number(*it), source, number(ratio));
-        } else if (ratio * kCalibrationUnused < 1.0) {
+                                      "the range (calibrated on other data, or on another checkpoint)%7")
+                           .arg(number(*l.inputScale), number(range), number(fmax), number(l.trainingActivationAmax),
+                               from, number(ratio), onDump);
+        } else if (measured ? l.dumpFlushedPct - l.dumpRecipeFlushedPct > kCalibrationFlushExcess
+                            : ratio * kCalibrationUnused < 1.0) {
             severity = QStringLiteral("warning");
             evidence
                 = QStringLiteral("input_scale %1 represents activations up to %2 (x %3), %4 times what the "
                                  "training run's activations reached near its end (%5, %6): the range is spent "
-                                 "above them, and activations below %7 flush to zero")
-                      .arg(number(*l.inputScale), number(range), number(fmax), number(1.0 / ratio), number(*it), source,
-                          number(*l.inputScale * double(fp8math::formatSpec(Format::E4M3).minSubnormal) / 2));
+                                 "above them, and activations below %7 flush to zero%8")
+                      .arg(number(*l.inputScale), number(range), number(fmax), number(1.0 / ratio),
+                          number(l.trainingActivationAmax), from,
+                          number(*l.inputScale * double(fp8math::formatSpec(Format::E4M3).minSubnormal) / 2), onDump);
         } else {
             continue;
         }
@@ -1087,6 +1173,16 @@ QJsonObject auditToJson(const AuditResult &r)
             o.insert(QStringLiteral("input_scale"), *l.inputScale);
         if (std::isfinite(l.trainingActivationAmax))
             o.insert(QStringLiteral("training_activation_amax"), l.trainingActivationAmax);
+        if (!l.trainingPrecision.isEmpty())
+            o.insert(QStringLiteral("training_precision"), l.trainingPrecision);
+        if (!std::isnan(l.dumpFlushedPct))
+            o.insert(QStringLiteral("calibration_dump"),
+                QJsonObject {{QStringLiteral("file"), l.calibrationDump},
+                    {QStringLiteral("step"), qint64(l.calibrationStep)}, {QStringLiteral("amax"), num(l.dumpAmax)},
+                    {QStringLiteral("saturated_pct"), num(l.dumpSaturatedPct)},
+                    {QStringLiteral("flushed_pct"), num(l.dumpFlushedPct)},
+                    {QStringLiteral("recipe"), l.calibrationRecipe},
+                    {QStringLiteral("recipe_flushed_pct"), num(l.dumpRecipeFlushedPct)}});
         if (!l.reference.isEmpty()) {
             o.insert(QStringLiteral("reference"), l.reference);
             o.insert(QStringLiteral("relative_error"), num(l.relError));

@@ -49,6 +49,21 @@ struct AuditLayer {
     double scaleMax = NAN;
     std::optional<double> inputScale;
     double trainingActivationAmax = NAN; // what the training run's activations reached near its end
+    // What a training checkpoint's Transformer Engine state says of the training module (core/tensors/
+    // teextrastate.h): "fp8" with its recipe's class, "bf16" (no FP8 state where other modules kept some),
+    // empty when it says nothing; and the largest input amax of its forward history (NaN without one).
+    QString trainingPrecision;
+    double checkpointActivationAmax = NAN;
+    // The training run's activation dump nearest its end cast with the static input scale (NaN without one):
+    // the per cent of its elements that saturate and that flush to zero, the per cent the run's own scaling
+    // flushed of it, and its amax (core/analysis/auditcalibration).
+    QString calibrationDump; // the dump's file, relative to the run's store folder
+    int64_t calibrationStep = -1;
+    QString calibrationRecipe; // the run's own scaling it is compared with
+    double dumpSaturatedPct = NAN;
+    double dumpFlushedPct = NAN;
+    double dumpRecipeFlushedPct = NAN;
+    double dumpAmax = NAN;
     // Against the reference (NaN without one): relative errors (rms of the difference over the rms of the
     // reference) of the weight as dequantized, as dequantized dividing by the scale instead (the other
     // convention), and of a fresh quantization of the reference under the same scales.
@@ -96,7 +111,9 @@ struct AuditResult {
 };
 
 struct AuditOptions {
-    QStringList references; // safetensors files or folders, torch.save checkpoints, HDF5 dumps
+    // safetensors files or folders, torch.save checkpoints (their Transformer Engine modules' FP8 state read too),
+    // HDF5 dumps
+    QStringList references;
     QString mappingFile; // inference name -> training name (layernames.h)
     // The training run's activation amax near its end, per training module (core/query/lateamax.h), for the
     // calibration rule; empty: the rule is not checked. `activationSource` says where it came from.
@@ -112,7 +129,9 @@ std::optional<AuditResult> auditCheckpoint(const QString &dir, const AuditOption
 
 // The calibration rule over an audit already made: each layer's static input_scale against the amax its training
 // module's activations reached (`activationAmax`, core/query/lateamax.h; `source` says where from in the
-// evidence). auditCheckpoint applies it when its options carry amaxes; the triage applies it to a cached audit.
+// evidence; a layer without one takes its dump's amax), and where the layer's dump figures are filled in
+// (core/analysis/auditcalibration) against what that scale saturates and flushes of the run's own activations.
+// auditCheckpoint applies it when its options carry amaxes; the triage and the CLI apply it to an audit made.
 void checkCalibration(AuditResult &result, const QHash<QString, double> &activationAmax, const QString &source);
 
 // The layers a Megatron run kept in BF16 while the rest trained in FP8 (--first-last-layers-bf16 with
@@ -166,6 +185,9 @@ constexpr double kMismatchFactor = 3.0;
 // than they reach leaves the small ones to flush.
 constexpr double kCalibrationCritical = 2.0;
 constexpr double kCalibrationUnused = 16.0;
+// Measured on the run's activation dump: the static scale flushes this many percentage points more of the
+// activations to zero than the run's own scaling did (the amax proxy above gives way to the measurement).
+constexpr double kCalibrationFlushExcess = 1.0;
 // Without a reference: the range of a plausible weight amax, and how far apart (in binades) the two
 // conventions must put it before the other one is believed.
 constexpr double kPlausibleLog2Min = -8.0;

@@ -3,6 +3,7 @@
 #include <QHash>
 #include <QSet>
 
+#include <algorithm>
 #include <cstring>
 
 namespace fp8scope::torchpickle {
@@ -126,6 +127,8 @@ QString allowedGlobal(const QString &module, const QString &name)
     if ((module == QLatin1String("builtins") || module == QLatin1String("__builtin__"))
         && name == QLatin1String("getattr"))
         return QStringLiteral("attribute of an allowed class");
+    if (module == QLatin1String("torch.storage") && name == QLatin1String("_load_from_bytes"))
+        return QStringLiteral("storage by value");
     if (isTeTensorClass(module, name))
         return QStringLiteral("Transformer Engine tensor class");
     if (isTeDType(module, name))
@@ -217,6 +220,13 @@ int32_t Program::call(int32_t callable, int32_t args)
         }
         return add(std::move(v));
     }
+    if (name == QLatin1String("_load_from_bytes")) {
+        if (m_nested)
+            return refuse(QStringLiteral("a storage by value inside one"));
+        if (arg(0).kind != Kind::String)
+            return refuse(QStringLiteral("torch.storage._load_from_bytes without its bytes"));
+        return storageFromBytes(arg(0).bytes);
+    }
     if (name == QLatin1String("_rebuild_parameter")) {
         if (argv.empty())
             return refuse(QStringLiteral("torch._utils._rebuild_parameter without its tensor"));
@@ -272,7 +282,59 @@ int32_t Program::call(int32_t callable, int32_t args)
     return refuse(QStringLiteral("call of %1.%2 (not a function torch's files call)").arg(f.module, name));
 }
 
+int32_t Program::storageFromBytes(const QByteArray &b)
+{
+    // torch's legacy format (torch.save(storage, f, _use_new_zipfile_serialization=False)): pickles of its magic
+    // number, its protocol version, the system's sizes, the storage (a persistent id), the storage keys; then each
+    // storage as an 8-byte little-endian element count and its elements.
+    static const QByteArray magic = QByteArray::fromHex("80028a0a6cfc9c46f9206aa850192e");
+    if (!b.startsWith(magic))
+        return refuse(QStringLiteral("a storage by value not in torch's legacy format"));
+    int64_t at = magic.size();
+    Program inner;
+    inner.m_nested = true;
+    QString error;
+    int64_t offset = 0;
+    Limits limits;
+    limits.maxValues = 4096;
+    limits.maxStack = 4096;
+    // Protocol version, system info, then the storage.
+    for (int i = 0; i < 3; ++i) {
+        int64_t end = 0;
+        if (!inner.run(b, at, &end, &error, &offset, limits))
+            return refuse(
+                QStringLiteral("a storage by value that does not read: %1 at byte %2").arg(error).arg(offset));
+        at = end;
+    }
+    Value storage = inner.at(inner.root());
+    if (storage.kind != Kind::Storage)
+        return refuse(QStringLiteral("a storage by value that holds no storage"));
+    int64_t end = 0;
+    if (!inner.run(b, at, &end, &error, &offset, limits))
+        return refuse(
+            QStringLiteral("a storage by value whose keys do not read: %1 at byte %2").arg(error).arg(offset));
+    at = end;
+    if (b.size() - at < 8)
+        return refuse(QStringLiteral("a storage by value without its element count"));
+    uint64_t numel = 0;
+    for (int i = 0; i < 8; ++i)
+        numel |= uint64_t(uint8_t(b[qsizetype(at + i)])) << (8 * i);
+    at += 8;
+    if (numel != uint64_t(storage.integer))
+        return refuse(
+            QStringLiteral("a storage by value of %1 elements that says it has %2").arg(numel).arg(storage.integer));
+    // Its elements, as many as follow (the reader checks them against the element size of its type).
+    storage.bytes = b.mid(qsizetype(at));
+    return add(std::move(storage));
+}
+
 bool Program::run(const QByteArray &bytes, QString *error, int64_t *offset, const Limits &limits)
+{
+    return run(bytes, 0, nullptr, error, offset, limits);
+}
+
+bool Program::run(
+    const QByteArray &bytes, int64_t from, int64_t *end, QString *error, int64_t *offset, const Limits &limits)
 {
     m_pool.clear();
     m_root = -1;
@@ -282,8 +344,8 @@ bool Program::run(const QByteArray &bytes, QString *error, int64_t *offset, cons
     QHash<int64_t, int32_t> memo;
     const auto *p = reinterpret_cast<const uint8_t *>(bytes.constData());
     const int64_t n = bytes.size();
-    int64_t at = 0;
-    int64_t opAt = 0;
+    int64_t at = std::clamp<int64_t>(from, 0, n);
+    int64_t opAt = at;
     auto fail = [&](const QString &why) {
         *error = why;
         *offset = opAt;
@@ -333,6 +395,8 @@ bool Program::run(const QByteArray &bytes, QString *error, int64_t *offset, cons
         Value v;
         v.kind = kind;
         v.text = QString::fromUtf8(reinterpret_cast<const char *>(p + at), qsizetype(len));
+        if (const uint8_t code = p[opAt]; code == kShortBinBytes || code == kBinBytes || code == kBinBytes8)
+            v.bytes = QByteArray(reinterpret_cast<const char *>(p + at), qsizetype(len));
         at += len;
         if (!push(add(std::move(v))))
             return fail(QStringLiteral("more values than the limit"));
@@ -645,6 +709,8 @@ bool Program::run(const QByteArray &bytes, QString *error, int64_t *offset, cons
             if (!pop(&top))
                 return fail(QStringLiteral("STOP with an empty stack"));
             m_root = top;
+            if (end)
+                *end = at;
             return true;
         }
         default:

@@ -25,7 +25,9 @@ enum class Kind : uint8_t {
     List,
     Dict, // items: key, value, key, value, ...
     Global, // an allowlisted global not yet called: module, name
-    Storage, // a persistent storage reference: text = key, name = storage type ("BFloat16Storage"), integer = numel
+    Storage, // a persistent storage reference: text = key, name = storage type ("BFloat16Storage"), integer = numel;
+             // a storage pickled by value (torch.storage._load_from_bytes: plain pickle.dumps of a CPU tensor, as
+             // Transformer Engine's _extra_state holds) has its elements' bytes in `bytes`
     Tensor, // items[0] = its Storage; integer = storage offset; shape, stride; module = the dtype a v3 rebuild names
     TeDType, // Transformer Engine's DType enum; integer = its value (-1 until its state is set)
     TeMaker, // Transformer Engine's CLASS._make_in_reduce_ex; name = CLASS
@@ -38,6 +40,7 @@ struct Value {
     int64_t integer = 0;
     double real = 0;
     QString text;
+    QByteArray bytes; // a bytes object's contents (BINBYTES; text has them as UTF-8 too), a by-value storage's
     QString module;
     QString name;
     std::vector<int32_t> items;
@@ -58,6 +61,10 @@ public:
     // cannot read: an unknown or unsupported opcode (named), a truncated argument, a stack underflow, a
     // limit exceeded. A call of a global that is not allowed is not an error (a Refused value).
     bool run(const QByteArray &bytes, QString *error, int64_t *offset, const Limits &limits = {});
+    // The same from byte `from` on, *end set to the byte after its STOP (a file of pickles one after another, as
+    // torch's legacy format writes).
+    bool run(const QByteArray &bytes, int64_t from, int64_t *end, QString *error, int64_t *offset,
+        const Limits &limits = {});
 
     int32_t root() const { return m_root; }
     const Value &at(int32_t index) const { return m_pool[size_t(index)]; }
@@ -69,9 +76,13 @@ private:
     int32_t refuse(const QString &why);
     int32_t global(const QString &module, const QString &name);
 
+    // torch.storage._load_from_bytes(b): the storage torch's legacy format holds in b, read as data.
+    int32_t storageFromBytes(const QByteArray &b);
+
     std::vector<Value> m_pool;
     int32_t m_root = -1;
     int64_t m_maxValues = 0;
+    bool m_nested = false; // a legacy storage's own pickles: no storage by value inside them
 };
 
 // Whether module.name is on the allowlist, and what it is ("tensor rebuild", ...); empty when not allowed.

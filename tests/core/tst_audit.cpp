@@ -7,6 +7,7 @@
 #include "core/audit/layernames.h"
 #include "core/formats/fp8math.h"
 #include "core/tensors/safetensorsreader.h"
+#include "core/tensors/teextrastate.h"
 
 #include <QDateTime>
 #include <QDir>
@@ -42,6 +43,9 @@ private Q_SLOTS:
     void checkpointFoundInRunFolder();
     void cachedWhileFilesHold();
     void layersTrainedInBf16();
+    void calibrationOnDumps();
+    void trainingCheckpointState();
+    void hostileExtraState();
     void vectorKernelsAgree_data();
     void vectorKernelsAgree();
 
@@ -589,4 +593,160 @@ void TestAudit::vectorKernelsAgree()
     }
     if (!auditkernels::vectorKernels())
         qInfo("this processor has no AVX2 with F16C: both passes were the portable loop");
+}
+
+// Where the run dumped a layer's activations, what the static scale flushes of them decides the flush side (the
+// amax proxy gives way to the measurement); a layer without statistics takes its dump's amax.
+void TestAudit::calibrationOnDumps()
+{
+    AuditResult r;
+    const auto layer = [&](const char *name, double inputScale) {
+        AuditLayer l;
+        l.name = QLatin1String(name);
+        l.training = trainingNameOf(l.name, true);
+        l.quantized = true;
+        l.inputScale = inputScale;
+        r.layers.push_back(l);
+        return r.layers.size() - 1;
+    };
+    const auto dumped = [&](size_t i, double saturated, double flushed, double recipeFlushed, double amax) {
+        AuditLayer &l = r.layers[i];
+        l.calibrationDump = QStringLiteral("dumps/iter_000900.h5");
+        l.calibrationStep = 900;
+        l.calibrationRecipe = QStringLiteral("current");
+        l.dumpSaturatedPct = saturated;
+        l.dumpFlushedPct = flushed;
+        l.dumpRecipeFlushedPct = recipeFlushed;
+        l.dumpAmax = amax;
+    };
+    // The range is 448 x 0.01 = 4.48 for each.
+    const size_t spentButFine = layer("model.layers.0.self_attn.o_proj", 0.01); // amax 0.2: proxy warns
+    const size_t flushes = layer("model.layers.0.mlp.down_proj", 0.01); // amax 3: proxy fine
+    const size_t dumpOnly = layer("model.layers.1.mlp.down_proj", 0.01); // no statistics: its dump's amax, 9
+    const size_t proxyOnly = layer("model.layers.1.self_attn.o_proj", 0.01); // no dump: amax 0.2, the proxy warns
+    dumped(spentButFine, 0, 0.4, 0.1, 0.2);
+    dumped(flushes, 0, 6.5, 0.5, 3);
+    dumped(dumpOnly, 12, 0, 0, 9);
+    QHash<QString, double> amax {{QStringLiteral("decoder.layers.0.self_attention.linear_proj"), 0.2},
+        {QStringLiteral("decoder.layers.0.mlp.linear_fc2"), 3.0},
+        {QStringLiteral("decoder.layers.1.self_attention.linear_proj"), 0.2}};
+    checkCalibration(r, amax, QStringLiteral("test statistics"));
+    QMap<QString, AuditFinding> byLayer;
+    for (const AuditFinding &f : r.findings)
+        byLayer.insert(f.layer, f);
+    QCOMPARE(byLayer.size(), 3);
+    QVERIFY(!byLayer.contains(r.layers[spentButFine].name));
+    const AuditFinding flush = byLayer.value(r.layers[flushes].name);
+    QCOMPARE(flush.severity, QStringLiteral("warning"));
+    QVERIFY2(flush.evidence.contains(QLatin1String("flushes 6.5 %")) && flush.evidence.contains(QLatin1String("0.5 %")),
+        qPrintable(flush.evidence));
+    const AuditFinding saturate = byLayer.value(r.layers[dumpOnly].name);
+    QCOMPARE(saturate.severity, QStringLiteral("critical")); // 9 / 4.48 > 2
+    QVERIFY2(saturate.evidence.contains(QLatin1String("the activation dump of step 900"))
+            && saturate.evidence.contains(QLatin1String("saturates 12 %")),
+        qPrintable(saturate.evidence));
+    QCOMPARE(r.layers[dumpOnly].trainingActivationAmax, 9.0);
+    QCOMPARE(byLayer.value(r.layers[proxyOnly].name).severity, QStringLiteral("warning"));
+    QVERIFY(!byLayer.value(r.layers[proxyOnly].name).evidence.contains(QLatin1String("dump")));
+}
+
+// A Megatron checkpoint whose Transformer Engine modules keep their FP8 state in _extra_state (written as TE's
+// get_extra_state does): layer 0 kept none while layer 1 kept delayed-scaling state, so layer 0 trained in BF16
+// and its quantized modules are a precision mismatch; output_layer trained in FP8 and lm_head is served in BF16
+// (the other way round); linear_proj's input amax history reached 9, above the range its input scale gives.
+void TestAudit::trainingCheckpointState()
+{
+    if (!m_written)
+        QSKIP("no test Python (FP8SCOPE_TEST_PYTHON) with torch and safetensors");
+    QHash<QString, TeExtraState> states;
+    std::vector<Problem> skipped;
+    Problem problem;
+    QVERIFY(readTeExtraStates(m_dir.filePath(QStringLiteral("megatron_fp8/model.pt")), &states, &skipped, &problem));
+    QVERIFY(skipped.empty());
+    QCOMPARE(states.size(), 9);
+    QVERIFY(states.value(QStringLiteral("decoder.layers.0.mlp.linear_fc2")).empty);
+    const TeExtraState proj = states.value(QStringLiteral("decoder.layers.1.self_attention.linear_proj"));
+    QVERIFY(!proj.empty);
+    QCOMPARE(proj.recipe, QStringLiteral("transformer_engine.common.recipe.DelayedScaling"));
+    QCOMPARE(proj.historyLength, 16);
+    QCOMPARE(proj.fwdTensors, 3);
+    QCOMPARE(proj.historyAmax(0), 9.0);
+    QCOMPARE(proj.historyAmax(1), double(0.05f));
+    QCOMPARE(int(proj.scaleFwd.size()), 3);
+    QCOMPARE(proj.scaleFwd[0], 448.0f / 9.0f);
+
+    const auto r = audit(QStringLiteral("ct_tensor"), {QStringLiteral("megatron_fp8/model.pt")});
+    QVERIFY(r);
+    QMap<QString, AuditFinding> byLayer;
+    for (const AuditFinding &f : r->findings) {
+        QVERIFY2(!byLayer.contains(f.layer), qPrintable(f.layer));
+        byLayer.insert(f.layer, f);
+    }
+    QStringList bf16Layer0;
+    for (const char *m : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+             "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
+        bf16Layer0 << QStringLiteral("model.layers.0.") + QLatin1String(m);
+    for (const QString &l : bf16Layer0) {
+        QCOMPARE(byLayer.value(l).kind, QStringLiteral("precision-mismatch"));
+        QVERIFY2(byLayer.value(l).evidence.contains(QLatin1String("trained in BF16")),
+            qPrintable(byLayer.value(l).evidence));
+    }
+    QCOMPARE(byLayer.value(QStringLiteral("lm_head")).kind, QStringLiteral("precision-mismatch"));
+    QVERIFY(byLayer.value(QStringLiteral("lm_head")).evidence.contains(QLatin1String("trained in FP8")));
+    const AuditFinding calibration = byLayer.value(QStringLiteral("model.layers.1.self_attn.o_proj"));
+    QCOMPARE(calibration.kind, QStringLiteral("calibration-mismatch"));
+    QCOMPARE(calibration.severity, QStringLiteral("critical"));
+    QVERIFY2(calibration.evidence.contains(QLatin1String("delayed-scaling history")), qPrintable(calibration.evidence));
+    QCOMPARE(byLayer.size(), 9);
+    for (const AuditLayer &l : r->layers) {
+        if (l.name.startsWith(QLatin1String("model.layers.1.")))
+            QCOMPARE(l.trainingPrecision, QStringLiteral("fp8 (DelayedScaling)"));
+    }
+    // The same export against the checkpoint without FP8 state: clean (cleanExportsHaveNoFindings).
+    QVERIFY(audit(QStringLiteral("ct_tensor"), {QStringLiteral("megatron/model.pt")})->findings.empty());
+}
+
+// An _extra_state is read by the interpreter, never run: a pickle that calls anything off the allowlist is
+// refused with where; storages by value that lie about their size are refused; empty and None are no state.
+void TestAudit::hostileExtraState()
+{
+    TeExtraState state;
+    Problem problem;
+    QVERIFY(parseTeExtraState({}, &state, &problem));
+    QVERIFY(state.empty);
+    QVERIFY(parseTeExtraState(QByteArray::fromHex("80024e2e"), &state, &problem)); // None
+    QVERIFY(state.empty);
+    // os.system("true"): GLOBAL, a tuple, REDUCE.
+    QVERIFY(!parseTeExtraState(QByteArrayLiteral("cos\nsystem\n(X\x04\x00\x00\x00truetR."), &state, &problem));
+    QVERIFY2(problem.message.contains(QLatin1String("not a dict")), qPrintable(problem.message));
+    // {"scale_fwd": _rebuild_tensor_v2(_load_from_bytes(legacy bytes saying 3 floats but holding 1), 0, (3,), (1,))}
+    const QByteArray magic = QByteArray::fromHex("80028a0a6cfc9c46f9206aa850192e");
+    const QByteArray legacy = magic + QByteArrayLiteral("\x80\x02M\xe9\x03.") + QByteArrayLiteral("\x80\x02}q\x00.")
+        + QByteArrayLiteral("\x80\x02(X\x07\x00\x00\x00"
+                            "storagectorch\nFloatStorage\nX\x01\x00\x00\x00"
+                            "0X\x03\x00\x00\x00"
+                            "cpuK\x03NtQ.")
+        + QByteArrayLiteral("\x80\x02]X\x01\x00\x00\x00"
+                            "0a.")
+        + QByteArray::fromHex("0300000000000000") + QByteArray(4, '\0');
+    QByteArray pickle
+        = QByteArrayLiteral("\x80\x04}X\x09\x00\x00\x00"
+                            "scale_fwdctorch._utils\n_rebuild_tensor_v2\n(ctorch.storage\n_load_from_bytes\n");
+    QByteArray len(4, '\0');
+    for (int i = 0; i < 4; ++i)
+        len[i] = char((legacy.size() >> (8 * i)) & 0xFF);
+    pickle += QByteArrayLiteral("(B") + len + legacy + QByteArrayLiteral("tRK\x00K\x03\x85K\x01\x85\x89tRs.");
+    QVERIFY(!parseTeExtraState(pickle, &state, &problem));
+    QVERIFY2(problem.message.contains(QLatin1String("scale_fwd")) && problem.message.contains(QLatin1String("bytes")),
+        qPrintable(problem.message));
+    // The same holding its three floats reads.
+    for (int i = 0; i < 4; ++i)
+        len[i] = char(((legacy.size() + 8) >> (8 * i)) & 0xFF);
+    pickle = QByteArrayLiteral("\x80\x04}X\x09\x00\x00\x00"
+                               "scale_fwdctorch._utils\n_rebuild_tensor_v2\n(ctorch.storage\n_load_from_bytes\n")
+        + QByteArrayLiteral("(B") + len + legacy + QByteArray(8, '\0')
+        + QByteArrayLiteral("tRK\x00K\x03\x85K\x01\x85\x89tRs.");
+    QVERIFY2(parseTeExtraState(pickle, &state, &problem), qPrintable(problem.message));
+    QVERIFY(!state.empty);
+    QCOMPARE(int(state.scaleFwd.size()), 3);
 }

@@ -229,6 +229,66 @@ void TestCli::auditCheckpoint()
     QVERIFY2(calibration.first().toObject().value(QStringLiteral("evidence")).toString().contains(QLatin1String("2")),
         r.out.constData());
 
+    // The run's activation dumps: cast with the input scales. linear_fc2's (amax 2, as its statistics say) saturates
+    // under the scale; linear_fc1's (no statistics: its dump's amax, 0.01; magnitudes spread over seven decades)
+    // loses far more to zero under a scale 0.448 represents than under the run's own current scaling.
+    const auto dumpTensor = [](const std::vector<float> &v) {
+        return QByteArray(reinterpret_cast<const char *>(v.data()), qsizetype(v.size() * 4));
+    };
+    std::vector<float> fc2(64 * 64), fc1(64 * 64);
+    for (size_t i = 0; i < fc2.size(); ++i) {
+        fc2[i] = (i % 2 ? -2.0f : 2.0f) * float(i % 97) / 96.0f; // uniform up to 2
+        fc1[i] = (i % 2 ? -1.0f : 1.0f) * 0.01f * std::pow(10.0f, -7.0f * float(i % 89) / 88.0f);
+    }
+    write(training + QStringLiteral("/dumps/iter_000100.safetensors"),
+        safetensors(R"({"iter_000100/decoder.layers.0.mlp.linear_fc2/activation":{"dtype":"F32","shape":[64,64],)"
+                    R"("data_offsets":[0,16384]},"iter_000100/decoder.layers.0.mlp.linear_fc1/activation":)"
+                    R"({"dtype":"F32","shape":[64,64],"data_offsets":[16384,32768]}})",
+            dumpTensor(fc2) + dumpTensor(fc1)));
+    const QString both = m_dir.filePath(QStringLiteral("export_two_inputs"));
+    write(both + QStringLiteral("/model.safetensors"),
+        safetensors(
+            R"({"model.layers.0.mlp.down_proj.weight":{"dtype":"F8_E4M3","shape":[64,64],"data_offsets":[0,4096]},)"
+            R"("model.layers.0.mlp.down_proj.weight_scale":{"dtype":"F32","shape":[1],"data_offsets":[4096,4100]},)"
+            R"("model.layers.0.mlp.down_proj.input_scale":{"dtype":"F32","shape":[1],"data_offsets":[4100,4104]},)"
+            R"("model.layers.0.mlp.up_proj.weight":{"dtype":"F8_E4M3","shape":[64,64],"data_offsets":[4104,8200]},)"
+            R"("model.layers.0.mlp.up_proj.weight_scale":{"dtype":"F32","shape":[1],"data_offsets":[8200,8204]},)"
+            R"("model.layers.0.mlp.up_proj.input_scale":{"dtype":"F32","shape":[1],"data_offsets":[8204,8208]}})",
+            codes + scaleBytes + QByteArray(reinterpret_cast<const char *>(&inputScale), 4) + codes + scaleBytes
+                + QByteArray(reinterpret_cast<const char *>(&inputScale), 4)));
+    r = cli({QStringLiteral("audit"), both, QStringLiteral("--run"), training, QStringLiteral("--json")});
+    QVERIFY2(r.code == 1, r.err.constData());
+    const QJsonObject dumped = QJsonDocument::fromJson(r.out).object();
+    QMap<QString, QJsonObject> byLayer, layerRows;
+    for (const QJsonValue &f : dumped.value(QStringLiteral("findings")).toArray())
+        byLayer.insert(f.toObject().value(QStringLiteral("layer")).toString(), f.toObject());
+    for (const QJsonValue &l : dumped.value(QStringLiteral("layers")).toArray())
+        layerRows.insert(l.toObject().value(QStringLiteral("layer")).toString(), l.toObject());
+    QCOMPARE(byLayer.size(), 2);
+    const QJsonObject down = byLayer.value(QStringLiteral("model.layers.0.mlp.down_proj"));
+    QCOMPARE(down.value(QStringLiteral("severity")).toString(), QStringLiteral("critical"));
+    QVERIFY2(down.value(QStringLiteral("evidence")).toString().contains(QLatin1String("activation dump of step 100")),
+        r.out.constData());
+    const QJsonObject downDump = layerRows.value(QStringLiteral("model.layers.0.mlp.down_proj"))
+                                     .value(QStringLiteral("calibration_dump"))
+                                     .toObject();
+    QCOMPARE(downDump.value(QStringLiteral("step")).toInteger(), 100);
+    // Uniform up to 2 against a range of 0.448: about 78 % saturate.
+    QVERIFY2(downDump.value(QStringLiteral("saturated_pct")).toDouble() > 70
+            && downDump.value(QStringLiteral("saturated_pct")).toDouble() < 85,
+        r.out.constData());
+    QCOMPARE(downDump.value(QStringLiteral("recipe_flushed_pct")).toDouble(), 0.0);
+    const QJsonObject up = byLayer.value(QStringLiteral("model.layers.0.mlp.up_proj"));
+    QCOMPARE(up.value(QStringLiteral("severity")).toString(), QStringLiteral("warning"));
+    QCOMPARE(up.value(QStringLiteral("training_layer")).toString(), QStringLiteral("decoder.layers.0.mlp.linear_fc1"));
+    const QJsonObject upDump = layerRows.value(QStringLiteral("model.layers.0.mlp.up_proj"))
+                                   .value(QStringLiteral("calibration_dump"))
+                                   .toObject();
+    QVERIFY2(upDump.value(QStringLiteral("flushed_pct")).toDouble()
+            > upDump.value(QStringLiteral("recipe_flushed_pct")).toDouble() + 10,
+        r.out.constData());
+    QCOMPARE(upDump.value(QStringLiteral("saturated_pct")).toDouble(), 0.0);
+
     r = cli({QStringLiteral("audit"), m_dir.filePath(QStringLiteral("no_such_export"))});
     QCOMPARE(r.code, 1);
     QVERIFY2(r.err.contains("no safetensors file to audit"), r.err.constData());

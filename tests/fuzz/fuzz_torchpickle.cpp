@@ -1,10 +1,23 @@
 // libFuzzer target: the torch.save pickle interpreter and the tensor list built from it, on arbitrary bytes.
-// Every tensor listed must lie inside its storage's declared size.
+// Every tensor listed must lie inside its storage's declared size. The same bytes as a Transformer Engine
+// _extra_state (pickle.dumps of a dict, its tensors by value in torch's legacy format): read or refused with
+// a reason, its amax history the size it says.
+#include "core/tensors/teextrastate.h"
 #include "core/tensors/torchfile.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const QByteArray pickle(reinterpret_cast<const char *>(data), qsizetype(size));
+    fp8scope::TeExtraState state;
+    fp8scope::Problem problem;
+    if (!fp8scope::parseTeExtraState(pickle, &state, &problem)) {
+        if (problem.message.isEmpty())
+            __builtin_trap();
+    } else if (state.amaxHistoryFwd.size() != size_t(state.historyLength * state.fwdTensors)) {
+        __builtin_trap();
+    } else {
+        (void)state.historyAmax(0);
+    }
     fp8scope::TorchContents contents;
     QString error;
     int64_t offset = -1;

@@ -11,6 +11,12 @@ A small Llama-style model (2 layers, hidden 256, 4 heads in 2 key/value groups o
                                           decoder.layers.N.self_attention.linear_qkv (q, k, v interleaved per
                                           key/value group), linear_proj, mlp.linear_fc1 ([gate; up]),
                                           linear_fc2, output_layer
+  OUTDIR/megatron_fp8/model.pt            the Megatron checkpoint with Transformer Engine's FP8 state in each
+                                          module's _extra_state, written as TE's get_extra_state writes it (a
+                                          uint8 tensor of pickle.dumps of a dict: the recipe object, scale_fwd,
+                                          amax_history_fwd, ...): layer 0 trained in BF16 (empty state), layer 1
+                                          with delayed scaling whose input amax history reached 3 (9 for
+                                          linear_proj), and output_layer in FP8
   OUTDIR/ct_tensor/                       compressed-tensors, per-tensor weight_scale [1] and static
                                           input_scale [1]; lm_head ignored (kept bfloat16)
   OUTDIR/ct_channel/                      compressed-tensors, per-channel weight_scale [out, 1], dynamic
@@ -180,6 +186,65 @@ megatron["output_layer.weight"] = ref["lm_head.weight"]
 megatron["embedding.word_embeddings.weight"] = ref["model.embed_tokens.weight"]
 os.makedirs(os.path.join(OUT, "megatron"), exist_ok=True)
 torch.save(megatron, os.path.join(OUT, "megatron", "model.pt"))
+
+
+# Transformer Engine's recipe as its checkpoints pickle it: a dataclass of transformer_engine.common.recipe
+# (stood in for here under that module name, so that pickle names it as TE's own does).
+import dataclasses
+import enum
+import pickle
+import types
+
+
+class Format(enum.Enum):
+    E4M3 = "E4M3"
+    HYBRID = "HYBRID"
+
+
+@dataclasses.dataclass
+class DelayedScaling:
+    margin: int = 0
+    fp8_format: Format = Format.HYBRID
+    amax_history_len: int = 1024
+    amax_compute_algo: str = "max"
+
+
+te_recipe = types.ModuleType("transformer_engine.common.recipe")
+for cls in (Format, DelayedScaling):
+    cls.__module__ = te_recipe.__name__
+    setattr(te_recipe, cls.__name__, cls)
+for name in ("transformer_engine", "transformer_engine.common"):
+    sys.modules.setdefault(name, types.ModuleType(name))
+sys.modules[te_recipe.__name__] = te_recipe
+
+
+def extra_state(input_amax):
+    """What TE's get_extra_state returns: empty without FP8, else the pickled state as uint8."""
+    if input_amax is None:
+        return torch.empty(0, dtype=torch.uint8)
+    history = torch.zeros(16, 3)
+    history[:, 0] = torch.linspace(input_amax / 2, input_amax, 16)  # the input's amax, newest last here
+    history[:, 1] = 0.05  # the weight's
+    history[:, 2] = 1.0  # the output's
+    state = {
+        "recipe": DelayedScaling(amax_history_len=16),
+        "scale_fwd": FMAX / history.max(dim=0).values,
+        "amax_history_fwd": history,
+        "scale_bwd": torch.ones(2),
+        "amax_history_bwd": torch.zeros(16, 2),
+        "extra_fp8_variables": {"num_gemms": 1, "fp8_checkpoint": True, "fp8_max_fwd": FMAX, "fp8_max_bwd": 57344.0},
+    }
+    return torch.frombuffer(bytearray(pickle.dumps(state)), dtype=torch.uint8)
+
+
+megatron_fp8 = dict(megatron)
+for i in range(LAYERS):
+    for m in ("self_attention.linear_qkv", "self_attention.linear_proj", "mlp.linear_fc1", "mlp.linear_fc2"):
+        amax = None if i == 0 else (9.0 if m == "self_attention.linear_proj" else 3.0)
+        megatron_fp8[f"decoder.layers.{i}.{m}._extra_state"] = extra_state(amax)
+megatron_fp8["output_layer._extra_state"] = extra_state(3.0)
+os.makedirs(os.path.join(OUT, "megatron_fp8"), exist_ok=True)
+torch.save(megatron_fp8, os.path.join(OUT, "megatron_fp8", "model.pt"))
 
 write("ct_tensor", ct_tensor_tensors(), compressed_tensors("tensor", True))
 
