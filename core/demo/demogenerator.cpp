@@ -20,6 +20,7 @@
 #include <cstring>
 #include <numbers>
 #include <random>
+#include <tuple>
 #include <vector>
 
 namespace fp8scope {
@@ -87,47 +88,59 @@ QByteArray bf16Bytes(const std::vector<float> &w)
     return out;
 }
 
-InferenceFiles inferenceExport(int layers, int faultLayer, Rng &rng)
+InferenceFiles inferenceExport(const InferenceExport &o, Rng &rng)
 {
     constexpr int hidden = 64;
     std::vector<StTensor> tensors, reference;
-    const auto quantized = [&](const QString &module, int rows, int cols, bool inverted) {
+    const auto quantized = [&](const QString &module, int rows, int cols, ExportFault fault) {
         QByteArray codes(rows * cols, '\0');
         QByteArray scales(rows * 4, '\0');
-        std::vector<float> w(size_t(rows * cols));
+        std::vector<float> w(size_t(rows * cols)), q(size_t(rows * cols));
         for (int r = 0; r < rows; ++r) {
             const double std = 0.02 * (0.5 + rng.uniform());
             float amax = 0;
             for (int c = 0; c < cols; ++c) {
-                // The weights as trained: BF16.
+                // The weights as trained: BF16; what is quantized, the same or (stale) other weights.
                 const float v = float(std * rng.normal());
-                w[size_t(r * cols + c)] = std::bit_cast<float>(fp8math::floatBits(v) & 0xFFFF0000u);
-                amax = std::max(amax, std::abs(w[size_t(r * cols + c)]));
+                const size_t i = size_t(r * cols + c);
+                w[i] = std::bit_cast<float>(fp8math::floatBits(v) & 0xFFFF0000u);
+                q[i] = fault == ExportFault::StaleWeights ? w[i] + float(0.3 * std * rng.normal()) : w[i];
+                amax = std::max(amax, std::abs(q[i]));
             }
             const float s = amax / 448.0f;
             for (int c = 0; c < cols; ++c)
-                codes[r * cols + c] = char(fp8math::castToCode(w[size_t(r * cols + c)] / s, fp8math::Format::E4M3));
-            const float stored = inverted ? 1.0f / s : s;
+                codes[r * cols + c] = char(fp8math::castToCode(q[size_t(r * cols + c)] / s, fp8math::Format::E4M3));
+            const float stored = fault == ExportFault::InvertedScale ? 1.0f / s : s;
             std::memcpy(scales.data() + 4 * r, &stored, 4);
         }
         tensors.push_back({module + QStringLiteral(".weight"), "F8_E4M3", {rows, cols}, codes});
-        tensors.push_back({module + QStringLiteral(".weight_scale"), "F32", {rows, 1}, scales});
+        if (fault != ExportFault::MissingScale)
+            tensors.push_back({module + QStringLiteral(".weight_scale"), "F32", {rows, 1}, scales});
         reference.push_back({module + QStringLiteral(".weight"), "BF16", {rows, cols}, bf16Bytes(w)});
     };
-    for (int l = 0; l < layers; ++l) {
+    for (int l = 0; l < o.layers; ++l) {
         const QString p = QStringLiteral("model.layers.%1.").arg(l);
-        quantized(p + QStringLiteral("self_attn.q_proj"), hidden, hidden, false);
-        quantized(p + QStringLiteral("self_attn.k_proj"), hidden / 2, hidden, false);
-        quantized(p + QStringLiteral("self_attn.v_proj"), hidden / 2, hidden, false);
-        quantized(p + QStringLiteral("self_attn.o_proj"), hidden, hidden, l == faultLayer);
-        quantized(p + QStringLiteral("mlp.up_proj"), 2 * hidden, hidden, false);
-        quantized(p + QStringLiteral("mlp.down_proj"), hidden, 2 * hidden, false);
+        const auto at = [&](const QString &module) {
+            return exportFaultModule(o.fault, o.faultLayer) == p + module ? o.fault : ExportFault::None;
+        };
+        for (const auto &[module, rows, cols] :
+            std::vector<std::tuple<QString, int, int>> {{QStringLiteral("self_attn.q_proj"), hidden, hidden},
+                {QStringLiteral("self_attn.k_proj"), hidden / 2, hidden},
+                {QStringLiteral("self_attn.v_proj"), hidden / 2, hidden},
+                {QStringLiteral("self_attn.o_proj"), hidden, hidden},
+                {QStringLiteral("mlp.up_proj"), 2 * hidden, hidden},
+                {QStringLiteral("mlp.down_proj"), hidden, 2 * hidden}})
+            quantized(p + module, rows, cols, at(module));
     }
-    std::vector<float> head(size_t(128 * hidden));
-    for (float &v : head)
-        v = float(0.02 * rng.normal());
-    tensors.push_back({QStringLiteral("lm_head.weight"), "BF16", {128, hidden}, bf16Bytes(head)});
-    reference.push_back({QStringLiteral("lm_head.weight"), "BF16", {128, hidden}, bf16Bytes(head)});
+    if (o.fault == ExportFault::QuantizedIgnored) {
+        quantized(QStringLiteral("lm_head"), 128, hidden, ExportFault::None);
+    } else {
+        std::vector<float> head(size_t(128 * hidden));
+        for (float &v : head)
+            v = float(0.02 * rng.normal());
+        tensors.push_back({QStringLiteral("lm_head.weight"), "BF16", {128, hidden}, bf16Bytes(head)});
+        reference.push_back({QStringLiteral("lm_head.weight"), "BF16", {128, hidden}, bf16Bytes(head)});
+    }
     return {safetensorsFile(std::move(tensors)), safetensorsFile(std::move(reference))};
 }
 
@@ -318,25 +331,48 @@ DemoPlan planDemo(const DemoOptions &o)
     return p;
 }
 
-bool writeInferenceExport(
-    const QString &dir, int layers, int faultLayer, uint64_t seed, QString *error, const QString &referenceDir)
+QString exportFaultKind(ExportFault fault)
 {
-    Rng rng(seed * 7919 + 17);
+    switch (fault) {
+    case ExportFault::None: return {};
+    case ExportFault::InvertedScale: return QStringLiteral("inverted-scale");
+    case ExportFault::MissingScale: return QStringLiteral("missing-scale");
+    case ExportFault::StaleWeights: return QStringLiteral("weight-mismatch");
+    case ExportFault::QuantizedIgnored: return QStringLiteral("precision-mismatch");
+    }
+    return {};
+}
+
+QString exportFaultModule(ExportFault fault, int faultLayer)
+{
+    switch (fault) {
+    case ExportFault::None: return {};
+    case ExportFault::InvertedScale:
+    case ExportFault::MissingScale: return QStringLiteral("model.layers.%1.self_attn.o_proj").arg(faultLayer);
+    case ExportFault::StaleWeights: return QStringLiteral("model.layers.%1.mlp.down_proj").arg(faultLayer);
+    case ExportFault::QuantizedIgnored: return QStringLiteral("lm_head");
+    }
+    return {};
+}
+
+bool writeInferenceExport(const QString &dir, const InferenceExport &o, QString *error)
+{
+    Rng rng(o.seed * 7919 + 17);
     const QByteArray model = R"({"architectures": ["NemotronForCausalLM"], "model_type": "nemotron", "hidden_size": )"
                              R"(64, "num_hidden_layers": )"
-        + QByteArray::number(layers) + R"(, "num_attention_heads": 4, "num_key_value_heads": 2)";
+        + QByteArray::number(o.layers) + R"(, "num_attention_heads": 4, "num_key_value_heads": 2)";
     const QByteArray config = model
         + R"(, "quantization_config": {"quant_method": )"
           R"("compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"], "config_groups": {"group_0": )"
           R"({"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "dynamic": )"
           R"(false}, "input_activations": {"num_bits": 8, "type": "float", "strategy": "token", "dynamic": true}}}}})"
           "\n";
-    const InferenceFiles files = inferenceExport(layers, faultLayer, rng);
+    const InferenceFiles files = inferenceExport(o, rng);
     return writeDemoFile(dir + QStringLiteral("/config.json"), config, error)
         && writeDemoFile(dir + QStringLiteral("/model.safetensors"), files.quantized, error)
-        && (referenceDir.isEmpty()
-            || (writeDemoFile(referenceDir + QStringLiteral("/config.json"), model + "}\n", error)
-                && writeDemoFile(referenceDir + QStringLiteral("/model.safetensors"), files.reference, error)));
+        && (o.referenceDir.isEmpty()
+            || (writeDemoFile(o.referenceDir + QStringLiteral("/config.json"), model + "}\n", error)
+                && writeDemoFile(o.referenceDir + QStringLiteral("/model.safetensors"), files.reference, error)));
 }
 
 bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *planOut, QString *error)
@@ -476,8 +512,13 @@ bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *planOut
     // The FP8 run's inference export, with a planted scale fault in the last layer (the usual suspect).
     const int exportFault = o.layers - 1;
     // Beside it, the BF16 weights it was made from, which the audit checks it against.
-    if (!writeInferenceExport(outDir + QStringLiteral("/fp8/inference"), o.layers, exportFault, o.seed, error,
-            outDir + QStringLiteral("/fp8/inference-bf16")))
+    if (!writeInferenceExport(outDir + QStringLiteral("/fp8/inference"),
+            {.layers = o.layers,
+                .faultLayer = exportFault,
+                .fault = ExportFault::InvertedScale,
+                .seed = o.seed,
+                .referenceDir = outDir + QStringLiteral("/fp8/inference-bf16")},
+            error))
         return false;
 
     // Configs (the FP8 settings and one recently enabled option differ) and manifests.

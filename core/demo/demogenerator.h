@@ -38,12 +38,32 @@ constexpr int kDemoVersion = 4;
 // Writes the pair under outDir (created); false with *error on an I/O failure.
 bool generateDemo(const QString &outDir, const DemoOptions &o, DemoPlan *plan, QString *error);
 
-// An FP8 inference export of `layers` layers into `dir`, as compressed-tensors writes one (config.json with its
-// quantization_config, one model.safetensors: E4M3 weights with per-channel decode scales, Nemotron-style
-// names), `faultLayer`'s o_proj carrying its encode scales where the decode scales belong (-1: none). The demo's
-// FP8 run holds one (fp8/inference/); tests plant it in other run folders. With a referenceDir, the BF16 weights
-// it was made from go there as an unquantized model (the audit's reference: fp8/inference-bf16/ in the demo).
-bool writeInferenceExport(
-    const QString &dir, int layers, int faultLayer, uint64_t seed, QString *error, const QString &referenceDir = {});
+// The fault an inference export is written with (writeInferenceExport), and the audit finding it gives.
+enum class ExportFault {
+    None,
+    InvertedScale, // faultLayer's o_proj holds its encode scales where the decode scales belong: inverted-scale
+    MissingScale, // faultLayer's o_proj without its weight_scale: missing-scale
+    StaleWeights, // faultLayer's down_proj quantized from other weights (the reference's plus 30 % noise):
+                  // weight-mismatch against the reference
+    QuantizedIgnored, // lm_head, which the config ignores, stored in FP8: precision-mismatch
+};
+// The finding kind a fault gives ("inverted-scale", ...), and the inference module it is on.
+QString exportFaultKind(ExportFault fault);
+QString exportFaultModule(ExportFault fault, int faultLayer);
+
+struct InferenceExport {
+    int layers = 4;
+    int faultLayer = -1;
+    ExportFault fault = ExportFault::InvertedScale; // on faultLayer (QuantizedIgnored: lm_head)
+    uint64_t seed = 1;
+    QString referenceDir; // where the BF16 weights it was made from go (an unquantized model); empty: nowhere
+};
+
+// An FP8 inference export into `dir`, as compressed-tensors writes one (config.json with its
+// quantization_config, one model.safetensors: E4M3 weights with per-channel decode scales, Nemotron-style names,
+// lm_head ignored), with one planted fault, and the BF16 weights it was made from beside it where asked (the
+// audit's reference: fp8/inference-bf16/ in the demo). The demo's FP8 run holds one (fp8/inference/); the
+// downstream-gap and healthy triage scenarios hold one at some seeds; tests plant one in other run folders.
+bool writeInferenceExport(const QString &dir, const InferenceExport &options, QString *error);
 
 } // namespace fp8scope

@@ -1,5 +1,6 @@
 #include "scenarios.h"
 
+#include "demogenerator.h"
 #include "demoutil.h"
 
 #include <QJsonArray>
@@ -716,6 +717,32 @@ bool generateScenario(const QString &outDir, Scenario scenario, uint64_t seed, S
             return false;
     }
 
+    // An inference export in the run's folder with the BF16 weights it was made from beside it: in the downstream
+    // gap (three seeds in four) with one planted fault of a kind the audit knows, at a layer drawn; in a healthy
+    // pair (one seed in two) clean. A generator of its own: the rest of a scenario is the same with or without it.
+    Rng exportRng(seed * 0xD1B54A32D192ED03ull + uint64_t(scenario) * 0x9E3779B97F4A7C15ull + 5);
+    std::optional<ExportFault> exportFault;
+    if (scenario == Scenario::DownstreamGap && exportRng.uniform() < 0.75)
+        exportFault = pick(exportRng,
+            std::vector<ExportFault> {ExportFault::InvertedScale, ExportFault::MissingScale, ExportFault::StaleWeights,
+                ExportFault::QuantizedIgnored});
+    else if (scenario == Scenario::None && exportRng.uniform() < 0.5)
+        exportFault = ExportFault::None;
+    if (exportFault) {
+        const int faultLayer = int(exportRng.below(s.layers));
+        if (!writeInferenceExport(runDir + QStringLiteral("/inference"),
+                {.layers = s.layers,
+                    .faultLayer = faultLayer,
+                    .fault = *exportFault,
+                    .seed = seed,
+                    .referenceDir = runDir + QStringLiteral("/inference-bf16")},
+                error))
+            return false;
+        plan.exportWritten = true;
+        plan.exportFault = exportFaultKind(*exportFault);
+        plan.exportLayer = exportFaultModule(*exportFault, faultLayer);
+    }
+
     // The truth, for programs and for people.
     const auto stepArray = [](const std::vector<int64_t> &v) {
         QJsonArray a;
@@ -742,6 +769,12 @@ bool generateScenario(const QString &outDir, Scenario scenario, uint64_t seed, S
         planted.insert(QStringLiteral("stat"), plan.stat);
         planted.insert(QStringLiteral("onset_step"), double(*plan.onsetStep));
     }
+    if (plan.exportWritten)
+        planted.insert(QStringLiteral("inference_export"),
+            QJsonObject {{QStringLiteral("folder"), QString(s.runName + QStringLiteral("/inference"))},
+                {QStringLiteral("reference"), QString(s.runName + QStringLiteral("/inference-bf16"))},
+                {QStringLiteral("fault"), plan.exportFault.isEmpty() ? QJsonValue() : QJsonValue(plan.exportFault)},
+                {QStringLiteral("layer"), plan.exportLayer.isEmpty() ? QJsonValue() : QJsonValue(plan.exportLayer)}});
     if (restart)
         planted.insert(QStringLiteral("restart"),
             QJsonObject {{QStringLiteral("crash_step"), double(restart->crash)},

@@ -10,8 +10,11 @@
 //   loss-spikes          the FP8 run spikes several times as often as the baseline and skips iterations; the
 //                        losses otherwise agree.
 //   downstream-gap       the losses agree; BF16 inference of the FP8 run scores lower on one to three tasks,
-//                        FP8 inference closer.
-//   none                 a healthy pair: a small offset, the same spikes, evals within their noise.
+//                        FP8 inference closer; at most seeds the run's folder holds an inference export with
+//                        one planted fault (an inverted or missing scale, stale weights, a quantized module the
+//                        config ignores) and the BF16 weights it was made from.
+//   none                 a healthy pair: a small offset, the same spikes, evals within their noise; at some
+//                        seeds a clean inference export.
 // Distractors in every scenario: first and last layers constantly noisier, a harmless version difference,
 // the FP8 run's log restarted from a checkpoint (a second log that rewinds some steps), and a config key that
 // differs harmlessly (an experiment name, a path).
@@ -42,6 +45,11 @@ struct ScenarioPlan {
     std::optional<int64_t> onsetStep;
     QStringList keys; // early divergence: the suspect config keys set in the FP8 run only
     QStringList tasks; // downstream gap: the weaker tasks
+    // An inference export in the run's folder (<run>/inference, its BF16 weights in <run>/inference-bf16): most
+    // downstream gaps with one planted fault, some healthy pairs clean.
+    bool exportWritten = false;
+    QString exportFault; // the audit finding kind it gives ("inverted-scale", ...); empty: clean
+    QString exportLayer; // the inference module it is on
 };
 
 // Writes the pair under outDir/<baseline> and outDir/<run>, planted.json and README.md; false with *error on an I/O

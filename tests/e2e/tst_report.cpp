@@ -120,8 +120,8 @@ void TestReport::eachScenarioClass()
     QVERIFY2(generateScenario(dir, s, 2, &plan, &error), qPrintable(error));
     // The downstream gap's run folder holds its inference export, one scale inverted: the report says so.
     if (s == Scenario::DownstreamGap)
-        QVERIFY2(
-            writeInferenceExport(dir + QLatin1Char('/') + plan.run + QStringLiteral("/inference"), 3, 2, 9, &error),
+        QVERIFY2(writeInferenceExport(dir + QLatin1Char('/') + plan.run + QStringLiteral("/inference"),
+                     {.layers = 3, .faultLayer = 2, .fault = ExportFault::InvertedScale, .seed = 9}, &error),
             qPrintable(error));
     const QString pdf = m_tmp.filePath(scenarioName(s) + QStringLiteral(".pdf"));
     const Output made = cli({QStringLiteral("report"), dir, QStringLiteral("-o"), pdf});

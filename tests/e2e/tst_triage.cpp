@@ -155,6 +155,32 @@ QString judge(const QJsonObject &planted, const Comparison &c)
             wrong << QStringLiteral("gap tasks %1 (planted %2)")
                          .arg(found.join(QLatin1Char(',')), want.join(QLatin1Char(',')));
     }
+    // An inference export in the run's folder: its planted fault found on its layer, and in a downstream gap the
+    // first thing to try is its re-export; a clean one gives no audit finding.
+    const QJsonObject exported = planted.value(QStringLiteral("inference_export")).toObject();
+    if (!exported.isEmpty()) {
+        const QString fault = exported.value(QStringLiteral("fault")).toString();
+        const QString layer = exported.value(QStringLiteral("layer")).toString();
+        QStringList audited;
+        bool found = false;
+        for (const Finding &f : c.findings) {
+            if (f.kind != analysis::FindingKind::CheckpointAudit)
+                continue;
+            const QString at = f.evidence.value(QStringLiteral("inference_layer")).toString();
+            audited << f.key + QLatin1Char(' ') + at;
+            found = found || (f.key == fault && at == layer);
+        }
+        if (fault.isEmpty() && !audited.isEmpty())
+            wrong << QStringLiteral("audit findings on a clean export: %1").arg(audited.join(QLatin1Char(',')));
+        if (!fault.isEmpty() && (!found || audited.size() != 1))
+            wrong << QStringLiteral("export fault %1 on %2 planted, found %3")
+                         .arg(
+                             fault, layer, audited.isEmpty() ? QStringLiteral("none") : audited.join(QLatin1Char(',')));
+        if (!fault.isEmpty() && scenario == QLatin1String("downstream-gap")
+            && (c.nextSteps.empty() || c.nextSteps.front().kind != analysis::FindingKind::CheckpointAudit
+                || !c.nextSteps.front().action.contains(layer)))
+            wrong << QStringLiteral("the first next step is not the re-export of %1").arg(layer);
+    }
     // A crash and resume in the run's log: said, with where it went back from and to (the restart is not part
     // of the acceptance rules, but it must be right when there).
     const QJsonObject restart = planted.value(QStringLiteral("restart")).toObject();

@@ -74,8 +74,14 @@ void TestCompare::initTestCase()
         qPrintable(error));
     // The downstream gap's run folder holds its inference export, with an inverted scale in layer 1's o_proj.
     // Beside it the BF16 weights it was made from, which the audit finds as its reference.
-    QVERIFY2(writeInferenceExport(m_tmp.filePath(QStringLiteral("gap/") + m_gap.run + QStringLiteral("/inference")), 4,
-                 1, 5, &error, m_tmp.filePath(QStringLiteral("gap/") + m_gap.run + QStringLiteral("/inference-bf16"))),
+    const QString gapRun = m_tmp.filePath(QStringLiteral("gap/") + m_gap.run);
+    QVERIFY2(writeInferenceExport(gapRun + QStringLiteral("/inference"),
+                 {.layers = 4,
+                     .faultLayer = 1,
+                     .fault = ExportFault::InvertedScale,
+                     .seed = 5,
+                     .referenceDir = gapRun + QStringLiteral("/inference-bf16")},
+                 &error),
         qPrintable(error));
     QVERIFY(openWindow());
     QCOMPARE(m_window->workspace()->runCount(), 4);
