@@ -3,6 +3,7 @@
 #include "app/common/commandline.h"
 #include "app/common/version.h"
 #include "app/cudafactory.h"
+#include "attemptscommand.h"
 #include "auditcommand.h"
 #include "democommand.h"
 #include "generatecommand.h"
@@ -79,6 +80,8 @@ int main(int argc, char **argv)
         return fp8scope::cli::runReport(args);
     if (command == QLatin1String("audit"))
         return fp8scope::cli::runAudit(args);
+    if (command == QLatin1String("attempts"))
+        return fp8scope::cli::runAttempts(args);
     err << "fp8scope-cli: unknown command '" << command << "'\n" << usage;
     return 2;
 }

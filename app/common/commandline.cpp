@@ -217,6 +217,16 @@ QList<CommandSpec> makeCliCommands()
         .arguments = {folderArgument()},
         .options = {valued("baseline", "run", "the baseline run (with --run)"),
             valued("run", "run", "the run to compare (with --baseline)"), jsonOption()}};
+    commands << CommandSpec {.name = s("attempts"),
+        .summary = s("a baseline's attempts: what each changed, its outcome, the candidate (--json)"),
+        .description = s("The evaluation path of a baseline: every FP8 run compared with it, what each changed "
+                         "against the baseline and against the attempt it derives from (its fp8scope.json's "
+                         "\"parent\", else the closest earlier attempt), grouped as one change each, a warning where "
+                         "several changed at once; its verdict, departure, loss gap at the end, evaluation gaps and "
+                         "inference checkpoint findings; whether it fixed its parent's problem; and the final "
+                         "candidate by a stated rule (docs/TRIAGE.md)."),
+        .arguments = {folderArgument()},
+        .options = {valued("baseline", "run", "the baseline (default: every baseline with attempts)"), jsonOption()}};
     commands << CommandSpec {.name = s("watch"),
         .summary = s("follow a run that is still training and print each new finding once (--fail-on)"),
         .description = s("Follow a folder while its runs are written: read what was appended or added as soon "

@@ -2,6 +2,7 @@
 // --scenario), read into a store, triaged, and judged against their planted.json by the acceptance rules of
 // issue 21 (docs/TRIAGE.md quotes the counts this test prints); and the real public fixtures of
 // ../shared/fixtures/real, whose verdicts docs/TRIAGE.md explains.
+#include "core/analysis/attempts.h"
 #include "core/analysis/comparetables.h"
 #include "core/analysis/triage.h"
 #include "core/demo/demogenerator.h"
@@ -229,6 +230,8 @@ private Q_SLOTS:
     void notableEvalDropsAndOneSign();
     void aRunOnItsOwnAsAComparison();
     void severalRunsOfOneBaseline();
+    void attemptsOfOneBaseline();
+    void changeGroups();
     void realFixtures();
 };
 
@@ -1108,6 +1111,125 @@ void TestTriage::severalRunsOfOneBaseline()
     QVERIFY(!byRun.at(plan.run + QStringLiteral("-healthy"))->departure);
     QCOMPARE(int(result.runs.size()), 1);
     QCOMPARE(runNameOf(catalog, result.runs.front().run), plan.baseline);
+}
+
+// One baseline, three attempts derived from each other: the planted mid-run instability (fp8, MXFP8); a recipe
+// change that fixes it (fp8-b-current: current scaling, the loss the baseline's); an attempt whose fp8scope.json
+// names fp8 as its parent and that changes the recipe and deterministic mode at once, still unstable.
+void TestTriage::attemptsOfOneBaseline()
+{
+    QTemporaryDir dir;
+    ScenarioPlan plan;
+    QString error;
+    QVERIFY2(generateScenario(dir.path(), Scenario::MidRunInstability, 3, &plan, &error), qPrintable(error));
+    QCOMPARE(plan.run, QStringLiteral("fp8"));
+    const auto derive
+        = [&](const QString &name, const QString &log, const QByteArray &extraConfig, const QByteArray &manifest) {
+              QVERIFY(copyTree(dir.filePath(plan.run), dir.filePath(name)));
+              QFile config(dir.filePath(name + QStringLiteral("/config.yaml")));
+              QVERIFY(config.open(QIODevice::ReadOnly));
+              QByteArray yaml = config.readAll();
+              config.close();
+              yaml.replace("--fp8-recipe: mxfp8", "--fp8-recipe: tensorwise");
+              QVERIFY(config.open(QIODevice::WriteOnly | QIODevice::Truncate));
+              config.write(yaml + extraConfig);
+              config.close();
+              if (!log.isEmpty()) {
+                  QVERIFY(QFile::remove(dir.filePath(name + QStringLiteral("/stdout.log"))));
+                  QVERIFY(QFile::copy(dir.filePath(log + QStringLiteral("/stdout.log")),
+                      dir.filePath(name + QStringLiteral("/stdout.log"))));
+              }
+              if (!manifest.isEmpty()) {
+                  QFile m(dir.filePath(name + QStringLiteral("/fp8scope.json")));
+                  QVERIFY(m.open(QIODevice::WriteOnly));
+                  m.write(manifest);
+              }
+          };
+    derive(QStringLiteral("fp8-b-current"), plan.baseline, {}, {});
+    derive(QStringLiteral("fp8-c-two"), {}, "  --deterministic-mode: true\n", R"({"parent": "fp8"})");
+    Catalog catalog;
+    TriageResult result;
+    QVERIFY2(openAndTriage(dir.path(), &catalog, &result, &error), qPrintable(error));
+    QCOMPARE(int(result.comparisons.size()), 3);
+    const AttemptsResult a = attemptsOf(catalog, result.comparisons.front().baseline, result.comparisons);
+    QCOMPARE(a.baselineName, plan.baseline);
+    QCOMPARE(int(a.attempts.size()), 3);
+    const Attempt &first = a.attempts[0], &fixed = a.attempts[1], &two = a.attempts[2];
+    QCOMPARE(first.name, QStringLiteral("fp8"));
+    QCOMPARE(first.verdict, Verdict::MidRunInstability);
+    QVERIFY(!first.parent.isValid());
+    QVERIFY(first.fixesParent.isEmpty());
+    // Against the baseline: the FP8 settings (the recipe), paths and names left out.
+    QVERIFY(std::any_of(first.changes.begin(), first.changes.end(), [](const AttemptChange &c) {
+        return c.group == QLatin1String("FP8 recipe") && c.to == QLatin1String("mxfp8");
+    }));
+    QVERIFY(std::none_of(first.changes.begin(), first.changes.end(),
+        [](const AttemptChange &c) { return c.key.contains(QLatin1String("save")); }));
+    QVERIFY(std::isfinite(first.endGap) && first.endGap > first.endEdge);
+
+    QCOMPARE(fixed.name, QStringLiteral("fp8-b-current"));
+    QCOMPARE(fixed.parentName, QStringLiteral("fp8"));
+    QCOMPARE(fixed.parentSource, QStringLiteral("closest earlier attempt"));
+    QCOMPARE(fixed.groupsFromParent, QStringList {QStringLiteral("FP8 recipe")});
+    QVERIFY(!fixed.severalAtOnce);
+    QCOMPARE(fixed.verdict, Verdict::None);
+    QCOMPARE(fixed.fixesParent, QStringLiteral("fixed"));
+    QVERIFY(std::abs(fixed.endGap) < fixed.endEdge);
+
+    QCOMPARE(two.name, QStringLiteral("fp8-c-two"));
+    QCOMPARE(two.parentName, QStringLiteral("fp8"));
+    QCOMPARE(two.parentSource, QStringLiteral("fp8scope.json"));
+    QCOMPARE(two.groupsFromParent.size(), 2);
+    QVERIFY(two.groupsFromParent.contains(QStringLiteral("deterministic mode")));
+    QVERIFY(two.severalAtOnce);
+    QCOMPARE(two.fixesParent, QStringLiteral("no"));
+
+    QCOMPARE(a.candidate, std::optional<size_t>(1));
+    const QJsonObject json = attemptsJson(a);
+    QCOMPARE(json.value(QStringLiteral("candidate")).toString(), QStringLiteral("fp8-b-current"));
+    const QJsonObject j2 = json.value(QStringLiteral("attempts")).toArray().at(2).toObject();
+    for (const char *key : {"run", "parent", "changes", "verdict", "departure_step", "end_gap", "candidate"})
+        QVERIFY2(j2.contains(QLatin1String(key)), key);
+    QCOMPARE(j2.value(QStringLiteral("several_at_once")).toBool(), true);
+    const QJsonObject change = j2.value(QStringLiteral("changes")).toArray().first().toObject();
+    for (const char *key : {"key", "baseline", "attempt", "group"})
+        QVERIFY2(change.contains(QLatin1String(key)), key);
+
+    // The command line: the same, as JSON.
+    QProcess cli;
+    const QString cliProgram = qEnvironmentVariable("FP8SCOPE_CLI");
+    if (cliProgram.isEmpty())
+        return; // the rest needs the CLI (FP8SCOPE_CLI)
+    cli.start(cliProgram, {QStringLiteral("attempts"), dir.path(), QStringLiteral("--json")});
+    QVERIFY(cli.waitForFinished(120000));
+    QCOMPARE(cli.exitCode(), 0);
+    const QJsonArray baselines
+        = QJsonDocument::fromJson(cli.readAllStandardOutput()).object().value(QStringLiteral("baselines")).toArray();
+    QCOMPARE(baselines.size(), 1);
+    QCOMPARE(
+        baselines.first().toObject().value(QStringLiteral("candidate")).toString(), QStringLiteral("fp8-b-current"));
+}
+
+void TestTriage::changeGroups()
+{
+    // Keys that make one change together share a group; any other key is its own.
+    QCOMPARE(
+        changeGroup(QStringLiteral("MODEL_ARGS.--deterministic-mode"), false), QStringLiteral("deterministic mode"));
+    QCOMPARE(changeGroup(QStringLiteral("env.NCCL_ALGO"), false), QStringLiteral("deterministic mode"));
+    QCOMPARE(changeGroup(QStringLiteral("env.NVTE_ALLOW_NONDETERMINISTIC_ALGO"), false),
+        QStringLiteral("deterministic mode"));
+    QCOMPARE(changeGroup(QStringLiteral("MODEL_ARGS.--tensor-model-parallel-size"), false),
+        QStringLiteral("parallel layout"));
+    QCOMPARE(changeGroup(QStringLiteral("MODEL_ARGS.--sequence-parallel"), false), QStringLiteral("parallel layout"));
+    QCOMPARE(changeGroup(QStringLiteral("MODEL_ARGS.--fp8-recipe"), false), QStringLiteral("FP8 recipe"));
+    QCOMPARE(changeGroup(QStringLiteral("MODEL_ARGS.--fp8-margin"), false), QStringLiteral("FP8 recipe"));
+    QCOMPARE(changeGroup(QStringLiteral("MODEL_ARGS.--num-layers-at-start-in-bf16"), false),
+        QStringLiteral("BF16 fallback layers"));
+    QCOMPARE(changeGroup(QStringLiteral("MODEL_ARGS.--first-last-layers-bf16"), false),
+        QStringLiteral("BF16 fallback layers"));
+    QCOMPARE(changeGroup(QStringLiteral("MODEL_ARGS.--fp8-param-gather"), false), QStringLiteral("FP8 parameters"));
+    QCOMPARE(changeGroup(QStringLiteral("MODEL_ARGS.--lr"), false), QStringLiteral("lr"));
+    QCOMPARE(changeGroup(QStringLiteral("transformer-engine"), true), QStringLiteral("version of transformer-engine"));
 }
 
 void TestTriage::realFixtures()

@@ -1,0 +1,252 @@
+#include "attempts.h"
+
+#include "comparetables.h"
+
+#include "core/audit/checkpointaudit.h"
+#include "core/formats/layerorder.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QRegularExpression>
+#include <QSet>
+
+#include <algorithm>
+#include <cmath>
+
+namespace fp8scope::analysis {
+
+namespace {
+
+// The key's last component, lower case, words joined by '_' ("MODEL_ARGS.--fp8-recipe" -> "fp8_recipe").
+QString joined(const QString &key)
+{
+    static const QRegularExpression sep(QStringLiteral("[^a-z0-9]+"));
+    return key.section(QLatin1Char('.'), -1).toLower().split(sep, Qt::SkipEmptyParts).join(QLatin1Char('_'));
+}
+
+std::vector<AttemptChange> changesBetween(const Catalog &catalog, RunRef from, RunRef to)
+{
+    std::vector<AttemptChange> out;
+    for (const ConfigRow &r : configTable(catalog, from, to).rows) {
+        // Incidental keys (paths, names) and versions of packages other than the key ones are no change.
+        if (!r.differs || r.keyClass == KeyClass::Incidental)
+            continue;
+        const QString key = r.version ? QStringLiteral("version of %1").arg(r.key) : r.key;
+        out.push_back({key, r.baseline, r.run, changeGroup(r.key, r.version)});
+    }
+    return out;
+}
+
+QStringList groupsOf(const std::vector<AttemptChange> &changes)
+{
+    QStringList groups;
+    for (const AttemptChange &c : changes) {
+        if (!groups.contains(c.group))
+            groups << c.group;
+    }
+    return groups;
+}
+
+// The parent a run's own fp8scope.json names ("parent": a run's name); empty when none.
+QString manifestParent(const Run &run)
+{
+    QString dir = QDir(run.folder).filePath(run.name);
+    if (!QFileInfo(dir).isDir())
+        dir = run.folder;
+    QFile f(QDir(dir).filePath(QStringLiteral("fp8scope.json")));
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    return QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("parent")).toString();
+}
+
+// How much worse a verdict is than healthy, for "fixed" and "partly".
+bool problem(Verdict v)
+{
+    return v != Verdict::None && v != Verdict::NotComparable;
+}
+
+} // namespace
+
+QString changeGroup(const QString &key, bool version)
+{
+    if (version)
+        return QStringLiteral("version of %1").arg(key);
+    const QString j = joined(key);
+    static const QSet<QString> deterministicEnv {QStringLiteral("nccl_algo"), QStringLiteral("cublas_workspace_config"),
+        QStringLiteral("nvte_allow_nondeterministic_algo"), QStringLiteral("torch_deterministic"),
+        QStringLiteral("cudnn_deterministic"), QStringLiteral("nvte_fused_attn"), QStringLiteral("nvte_flash_attn")};
+    if (j.contains(QLatin1String("deterministic")) || deterministicEnv.contains(j))
+        return QStringLiteral("deterministic mode");
+    if (contextReason(key) == QLatin1String("the parallel layout"))
+        return QStringLiteral("parallel layout");
+    if (j.contains(QLatin1String("in_bf16")) || j.contains(QLatin1String("layers_bf16")))
+        return QStringLiteral("BF16 fallback layers");
+    if (j.contains(QLatin1String("fp8_param")) || j.contains(QLatin1String("primary_weights_in_fp8")))
+        return QStringLiteral("FP8 parameters");
+    static const QRegularExpression recipe(
+        QStringLiteral("^(fp8|fp4|mxfp8|nvfp4)(_(recipe|format|margin|interval|amax_history_len|amax_compute_algo|"
+                       "wgrad|dot_product_attention|multi_head_attention))?$|^(fp8_)?recipe$|^first_last_layers_fp8$"));
+    if (recipe.match(j).hasMatch())
+        return QStringLiteral("FP8 recipe");
+    return j.isEmpty() ? key : j;
+}
+
+bool Attempt::healthy() const
+{
+    return verdict == Verdict::None;
+}
+
+QString candidateRule()
+{
+    return QStringLiteral(
+        "a healthy verdict, no significant evaluation gap and no inference checkpoint finding; of those, the "
+        "smallest loss gap at the end against what the band allows there; then the fewest layers kept in BF16");
+}
+
+AttemptsResult attemptsOf(const Catalog &catalog, RunRef baseline, const std::vector<Comparison> &comparisons)
+{
+    AttemptsResult result;
+    result.baseline = baseline;
+    if (const auto b = catalog.run(baseline))
+        result.baselineName = b->name;
+    std::vector<const Comparison *> of;
+    for (const Comparison &c : comparisons) {
+        if (c.baseline == baseline && c.run.isValid())
+            of.push_back(&c);
+    }
+    for (const Comparison *c : of) {
+        const std::optional<Run> r = catalog.run(c->run);
+        if (!r)
+            continue;
+        Attempt a;
+        a.run = c->run;
+        a.name = r->name;
+        a.verdict = c->verdict;
+        a.departure = c->departure;
+        a.changes = changesBetween(catalog, baseline, c->run);
+        const StatComparison loss = compareStatistic(catalog, baseline, c->run, QStringLiteral("lm loss"));
+        if (loss.found && !loss.departure.trace.steps.empty()) {
+            a.endGap = loss.departure.gapAtEnd;
+            a.endEdge = loss.departure.trace.edge.empty() ? loss.departure.band : loss.departure.trace.edge.back();
+        }
+        for (const Finding &f : c->findings) {
+            if (f.kind == FindingKind::LossSpikes && f.severity != Severity::Info)
+                a.spikes = true;
+            if (f.kind == FindingKind::EvalGap)
+                ++a.evalGaps[f.evidence.value(QStringLiteral("inference")).toString()];
+        }
+        if (c->audit)
+            a.auditFindings = int(c->audit->findings.size());
+        std::vector<std::pair<QString, QString>> config;
+        for (const ConfigEntry &e : catalog.configs(c->run))
+            config.emplace_back(e.key, e.value);
+        a.bf16Layers = int(bf16TrainedLayers(config).layers.size());
+        a.parentName = manifestParent(*r);
+        result.attempts.push_back(std::move(a));
+    }
+    std::sort(result.attempts.begin(), result.attempts.end(),
+        [](const Attempt &x, const Attempt &y) { return layerLess(x.name, y.name); });
+    // Parents: the one fp8scope.json names, else the earlier attempt (name order) from which the fewest groups
+    // changed, the latest of equals; none where no earlier attempt is closer than the baseline itself.
+    for (size_t i = 0; i < result.attempts.size(); ++i) {
+        Attempt &a = result.attempts[i];
+        std::optional<size_t> parent;
+        if (!a.parentName.isEmpty()) {
+            for (size_t j = 0; j < result.attempts.size(); ++j) {
+                if (j != i && result.attempts[j].name == a.parentName)
+                    parent = j;
+            }
+            a.parentSource = parent ? QStringLiteral("fp8scope.json") : QString();
+        }
+        if (!parent) {
+            int best = int(groupsOf(a.changes).size());
+            for (size_t j = 0; j < i; ++j) {
+                const int n = int(groupsOf(changesBetween(catalog, result.attempts[j].run, a.run)).size());
+                if (n <= best) {
+                    best = n;
+                    parent = j;
+                }
+            }
+            if (parent)
+                a.parentSource = QStringLiteral("closest earlier attempt");
+        }
+        if (parent) {
+            const Attempt &p = result.attempts[*parent];
+            a.parent = p.run;
+            a.parentName = p.name;
+            a.fromParent = changesBetween(catalog, p.run, a.run);
+            if (problem(p.verdict)) {
+                if (a.healthy())
+                    a.fixesParent = QStringLiteral("fixed");
+                else if (a.verdict == p.verdict && p.departure && (!a.departure || *a.departure > *p.departure))
+                    a.fixesParent = QStringLiteral("partly");
+                else
+                    a.fixesParent = QStringLiteral("no");
+            }
+        } else {
+            a.parentName.clear();
+            a.fromParent = a.changes;
+        }
+        a.groupsFromParent = groupsOf(a.fromParent);
+        a.severalAtOnce = a.parent.isValid() && a.groupsFromParent.size() > 1;
+    }
+    // The candidate: healthy, no eval gap, no audit finding; the smallest end gap against its edge; the fewest
+    // BF16 layers.
+    const auto score = [](const Attempt &a) {
+        return std::isfinite(a.endGap) && a.endEdge > 0 ? std::abs(a.endGap) / a.endEdge : 1e300;
+    };
+    for (size_t i = 0; i < result.attempts.size(); ++i) {
+        const Attempt &a = result.attempts[i];
+        int gaps = 0;
+        for (int n : a.evalGaps)
+            gaps += n;
+        if (!a.healthy() || gaps > 0 || a.auditFindings > 0)
+            continue;
+        if (!result.candidate)
+            result.candidate = i;
+        const Attempt &c = result.attempts[*result.candidate];
+        if (score(a) < score(c) || (score(a) == score(c) && a.bf16Layers < c.bf16Layers))
+            result.candidate = i;
+    }
+    return result;
+}
+
+QJsonObject attemptsJson(const AttemptsResult &result)
+{
+    const auto changesJson = [](const std::vector<AttemptChange> &changes) {
+        QJsonArray out;
+        for (const AttemptChange &c : changes)
+            out.append(QJsonObject {{QStringLiteral("key"), c.key}, {QStringLiteral("baseline"), c.from},
+                {QStringLiteral("attempt"), c.to}, {QStringLiteral("group"), c.group}});
+        return out;
+    };
+    const auto num = [](double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(QJsonValue::Null); };
+    QJsonArray attempts;
+    for (size_t i = 0; i < result.attempts.size(); ++i) {
+        const Attempt &a = result.attempts[i];
+        QJsonObject gaps;
+        for (auto it = a.evalGaps.cbegin(); it != a.evalGaps.cend(); ++it)
+            gaps.insert(it.key().isEmpty() ? QStringLiteral("unknown") : it.key(), it.value());
+        attempts.append(QJsonObject {{QStringLiteral("run"), a.name},
+            {QStringLiteral("parent"), a.parentName.isEmpty() ? QJsonValue() : QJsonValue(a.parentName)},
+            {QStringLiteral("parent_source"), a.parentSource}, {QStringLiteral("changes"), changesJson(a.changes)},
+            {QStringLiteral("changes_from_parent"), changesJson(a.fromParent)},
+            {QStringLiteral("groups_from_parent"), QJsonArray::fromStringList(a.groupsFromParent)},
+            {QStringLiteral("several_at_once"), a.severalAtOnce}, {QStringLiteral("verdict"), verdictName(a.verdict)},
+            {QStringLiteral("departure_step"), a.departure ? QJsonValue(double(*a.departure)) : QJsonValue()},
+            {QStringLiteral("end_gap"), num(a.endGap)}, {QStringLiteral("end_edge"), num(a.endEdge)},
+            {QStringLiteral("spikes"), a.spikes}, {QStringLiteral("eval_gaps"), gaps},
+            {QStringLiteral("audit_findings"), a.auditFindings < 0 ? QJsonValue() : QJsonValue(a.auditFindings)},
+            {QStringLiteral("bf16_layers"), a.bf16Layers},
+            {QStringLiteral("fixes_parent"), a.fixesParent.isEmpty() ? QJsonValue() : QJsonValue(a.fixesParent)},
+            {QStringLiteral("candidate"), result.candidate == i}});
+    }
+    return QJsonObject {{QStringLiteral("baseline"), result.baselineName}, {QStringLiteral("attempts"), attempts},
+        {QStringLiteral("candidate"),
+            result.candidate ? QJsonValue(result.attempts[*result.candidate].name) : QJsonValue()},
+        {QStringLiteral("candidate_rule"), candidateRule()}};
+}
+
+} // namespace fp8scope::analysis

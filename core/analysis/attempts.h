@@ -1,0 +1,70 @@
+// The evaluation path of one baseline: every FP8 (MXFP8, NVFP4) attempt compared with it, what each changed
+// (against the baseline, and against the attempt it derives from) in the groups users think in, its outcome,
+// whether it fixed what its parent had, and the final candidate by a stated rule. The CLI's `attempts`
+// command prints it; docs/TRIAGE.md ("The attempts of one baseline") has the rules.
+#pragma once
+
+#include "triage.h"
+
+#include "core/query/catalog.h"
+
+#include <QJsonObject>
+#include <QMap>
+
+#include <optional>
+#include <vector>
+
+namespace fp8scope::analysis {
+
+struct AttemptChange {
+    QString key; // the config key, or "version of PACKAGE"
+    QString from; // the baseline's (or parent's) value; "(unset)" where it has none
+    QString to; // the attempt's
+    QString group; // "FP8 recipe", "parallel layout", "deterministic mode", "BF16 fallback layers", ..., or the key
+};
+
+// The group a differing key belongs to: keys that make one change together share it (deterministic mode's flag
+// and its environment variables; the parallel layout's sizes; the recipe's settings); any other key is its own.
+QString changeGroup(const QString &key, bool version);
+
+struct Attempt {
+    RunRef run;
+    QString name;
+    RunRef parent; // invalid: derives from the baseline alone
+    QString parentName;
+    QString parentSource; // "fp8scope.json" (the user said), "closest earlier attempt", or empty
+    std::vector<AttemptChange> changes; // against the baseline, incidental keys (paths, names) left out
+    std::vector<AttemptChange> fromParent; // against the parent (against the baseline where there is none)
+    QStringList groupsFromParent; // the distinct groups of fromParent
+    bool severalAtOnce = false; // more than one group changed from its parent: not one change at a time
+    // The outcome, from its comparison with the baseline.
+    Verdict verdict = Verdict::None;
+    std::optional<int64_t> departure;
+    double endGap = NAN; // the smoothed loss difference at the last aligned step (run - baseline)
+    double endEdge = NAN; // what the band allows there (tolerance + band)
+    bool spikes = false; // a loss-spikes warning
+    QMap<QString, int> evalGaps; // inference precision ("" unknown) -> significant gaps
+    int auditFindings = -1; // of its inference checkpoint; -1: it has none
+    int bf16Layers = 0; // layers kept in BF16 (Megatron's first/last-layer flags)
+    // Against its parent: "fixed" (the parent had a problem, this one is healthy), "partly" (the same class,
+    // departing later), "no" (still there, or worse), "" (the parent was healthy, or there is none).
+    QString fixesParent;
+    bool healthy() const;
+};
+
+struct AttemptsResult {
+    RunRef baseline;
+    QString baselineName;
+    std::vector<Attempt> attempts; // in name order (natural)
+    std::optional<size_t> candidate; // by candidateRule()
+};
+
+// The rule the final candidate is chosen by, in words.
+QString candidateRule();
+
+// The attempts of `baseline` among the triage's comparisons.
+AttemptsResult attemptsOf(const Catalog &catalog, RunRef baseline, const std::vector<Comparison> &comparisons);
+
+QJsonObject attemptsJson(const AttemptsResult &result);
+
+} // namespace fp8scope::analysis
