@@ -8,6 +8,7 @@
 #include "startpage.h"
 
 #include "core/report/triagereport.h"
+#include "views/attempts/attemptsview.h"
 #include "views/compare/compareview.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
@@ -154,6 +155,10 @@ void MainWindow::createViews()
     m_viewTabs->setDocumentMode(true);
     m_viewTabs->addTab(m_curves, tr("Curves"));
     m_viewTabs->addTab(m_compare, tr("Comparison"));
+    // The baseline's attempts, one change at a time; a double-click opens an attempt's comparison.
+    m_attempts = new AttemptsView(m_workspace, this);
+    m_viewTabs->addTab(m_attempts, tr("Attempts"));
+    connect(m_attempts, &AttemptsView::comparisonRequested, this, [this](RunRef b, RunRef r) { showComparison(b, r); });
     m_startPage = new StartPage(this);
     m_central = new QStackedWidget(this);
     m_central->addWidget(m_viewTabs);

@@ -27,6 +27,7 @@ class QTreeView;
 
 namespace fp8scope {
 
+class AttemptsView;
 class CompareView;
 class FindingNotice;
 class LiveTriage;
@@ -69,6 +70,7 @@ public:
     Selection *selection() const { return m_selection; }
     CurveView *curves() const { return m_curves; }
     CompareView *compare() const { return m_compare; }
+    AttemptsView *attempts() const { return m_attempts; }
     // Shows the comparison tab on `run` against `baseline` (invalid: its pairing's).
     void showComparison(RunRef baseline = {}, RunRef run = {});
     // Opens the triage wizard (Tools > Triage...) on `run` against `baseline` (invalid: the pairing's first).
@@ -138,6 +140,7 @@ private:
     Selection *m_selection;
     CurveView *m_curves = nullptr;
     CompareView *m_compare = nullptr;
+    AttemptsView *m_attempts = nullptr;
     TriageWizard *m_triage = nullptr; // made when first opened
     QToolButton *m_triageOffer = nullptr;
     QTabWidget *m_viewTabs = nullptr; // the curves and the comparison, in the middle

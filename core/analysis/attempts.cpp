@@ -128,8 +128,16 @@ AttemptsResult attemptsOf(const Catalog &catalog, RunRef baseline, const std::ve
         a.changes = changesBetween(catalog, baseline, c->run);
         const StatComparison loss = compareStatistic(catalog, baseline, c->run, QStringLiteral("lm loss"));
         if (loss.found && !loss.departure.trace.steps.empty()) {
+            const Departure::Trace &t = loss.departure.trace;
             a.endGap = loss.departure.gapAtEnd;
-            a.endEdge = loss.departure.trace.edge.empty() ? loss.departure.band : loss.departure.trace.edge.back();
+            a.endEdge = t.edge.empty() ? loss.departure.band : t.edge.back();
+            const std::vector<double> &gap = t.smoothed.empty() ? t.difference : t.smoothed;
+            const size_t n = t.steps.size(), stride = std::max<size_t>(1, (n + kTracePoints - 1) / kTracePoints);
+            for (size_t i = 0; i < n; i += stride) {
+                a.traceSteps.push_back(t.steps[i]);
+                a.traceGap.push_back(gap[i]);
+                a.traceEdge.push_back(t.edge.empty() ? a.endEdge : t.edge[i]);
+            }
         }
         for (const Finding &f : c->findings) {
             if (f.kind == FindingKind::LossSpikes && f.severity != Severity::Info)
@@ -211,6 +219,27 @@ AttemptsResult attemptsOf(const Catalog &catalog, RunRef baseline, const std::ve
             result.candidate = i;
     }
     return result;
+}
+
+std::vector<RunRef> baselinesWithAttempts(const Catalog &catalog)
+{
+    std::vector<RunRef> out;
+    for (const Run &r : catalog.runs()) {
+        const Pairing p = catalog.pairing(r.ref);
+        if (p.baseline.isValid() && std::find(out.begin(), out.end(), p.baseline) == out.end())
+            out.push_back(p.baseline);
+    }
+    return out;
+}
+
+AttemptsResult computeAttempts(const Catalog &catalog, RunRef baseline, const TriageOptions &options)
+{
+    std::vector<Comparison> comparisons;
+    for (const Run &r : catalog.runs()) {
+        if (r.ref != baseline && catalog.pairing(r.ref).baseline == baseline)
+            comparisons.push_back(compareRuns(catalog, baseline, r.ref, options));
+    }
+    return attemptsOf(catalog, baseline, comparisons);
 }
 
 QJsonObject attemptsJson(const AttemptsResult &result)

@@ -49,8 +49,13 @@ struct Attempt {
     // Against its parent: "fixed" (the parent had a problem, this one is healthy), "partly" (the same class,
     // departing later), "no" (still there, or worse), "" (the parent was healthy, or there is none).
     QString fixesParent;
+    // The loss difference to the baseline as judged (smoothed, run - baseline) and the edge it must stay under,
+    // at most kTracePoints of them spread evenly, for a plot.
+    std::vector<int64_t> traceSteps;
+    std::vector<double> traceGap, traceEdge;
     bool healthy() const;
 };
+constexpr size_t kTracePoints = 4000;
 
 struct AttemptsResult {
     RunRef baseline;
@@ -64,6 +69,10 @@ QString candidateRule();
 
 // The attempts of `baseline` among the triage's comparisons.
 AttemptsResult attemptsOf(const Catalog &catalog, RunRef baseline, const std::vector<Comparison> &comparisons);
+// The same, comparing every run the catalog pairs with `baseline` (the window's Attempts tab).
+AttemptsResult computeAttempts(const Catalog &catalog, RunRef baseline, const TriageOptions &options = {});
+// The runs some other run is paired with as its baseline, in the catalog's order.
+std::vector<RunRef> baselinesWithAttempts(const Catalog &catalog);
 
 QJsonObject attemptsJson(const AttemptsResult &result);
 

@@ -1,0 +1,202 @@
+#include "attemptsview.h"
+
+#include "attemptschart.h"
+
+#include "views/models/tableexport.h"
+#include "views/workspace/workspace.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSplitter>
+#include <QStandardItemModel>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+Q_DECLARE_METATYPE(fp8scope::analysis::AttemptsResult)
+
+namespace fp8scope {
+
+using namespace analysis;
+
+namespace {
+
+constexpr int kRunRole = Qt::UserRole + 1;
+
+QString gapText(const Attempt &a)
+{
+    if (!std::isfinite(a.endGap))
+        return {};
+    return QObject::tr("%1 (band %2)").arg(QString::number(a.endGap, 'g', 3), QString::number(a.endEdge, 'g', 3));
+}
+
+QString evalText(const Attempt &a)
+{
+    QStringList parts;
+    for (auto it = a.evalGaps.cbegin(); it != a.evalGaps.cend(); ++it)
+        parts << (it.key().isEmpty() ? QString::number(it.value())
+                                     : QStringLiteral("%1 (%2)").arg(it.value()).arg(it.key()));
+    return parts.join(QStringLiteral(", "));
+}
+
+} // namespace
+
+AttemptsView::AttemptsView(Workspace *workspace, QWidget *parent)
+    : QWidget(parent)
+    , m_workspace(workspace)
+    , m_baselineBox(new QComboBox(this))
+    , m_status(new QLabel(this))
+    , m_model(new QStandardItemModel(this))
+    , m_table(newTableView(QStringLiteral("attemptsTable"), this))
+    , m_chart(new AttemptsChart(this))
+    , m_slot(Workspace::newSlot(QStringLiteral("attempts")))
+{
+    setObjectName(QStringLiteral("attemptsView"));
+    m_baselineBox->setObjectName(QStringLiteral("attemptsBaseline"));
+    m_status->setObjectName(QStringLiteral("attemptsStatus"));
+    m_status->setWordWrap(true);
+    m_table->setModel(m_model);
+    addTableActions(m_table, tr("attempts.csv"));
+    auto *top = new QHBoxLayout;
+    top->addWidget(new QLabel(tr("Baseline"), this));
+    top->addWidget(m_baselineBox, 1);
+    auto *split = new QSplitter(Qt::Vertical, this);
+    split->setObjectName(QStringLiteral("attemptsSplit"));
+    split->addWidget(m_table);
+    split->addWidget(m_chart);
+    split->setStretchFactor(0, 1);
+    split->setStretchFactor(1, 1);
+    auto *layout = new QVBoxLayout(this);
+    layout->setContentsMargins(2, 2, 2, 2);
+    layout->addLayout(top);
+    layout->addWidget(m_status);
+    layout->addWidget(split, 1);
+    connect(m_baselineBox, &QComboBox::currentIndexChanged, this, [this] {
+        m_stale = true;
+        recompute();
+    });
+    connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+        [this](const QModelIndex &current) { m_chart->setHighlighted(current.isValid() ? current.row() : -1); });
+    connect(m_table, &QTableView::doubleClicked, this, [this](const QModelIndex &index) {
+        const QVariant run = m_model->index(index.row(), 0).data(kRunRole);
+        if (run.isValid())
+            Q_EMIT comparisonRequested(m_result.baseline, run.value<RunRef>());
+    });
+    connect(m_workspace, &Workspace::changed, this, [this](Workspace::Parts parts) {
+        if (parts & (Workspace::Loaded | Workspace::Closed | Workspace::Statistics | Workspace::Appended)) {
+            reloadBaselines();
+            m_stale = true;
+            recompute();
+        }
+    });
+    reloadBaselines();
+}
+
+void AttemptsView::reloadBaselines()
+{
+    const RunRef current = baseline();
+    const QSignalBlocker block(m_baselineBox);
+    m_baselineBox->clear();
+    for (const RunRef &b : baselinesWithAttempts(m_workspace->catalog())) {
+        const WorkspaceRun *w = m_workspace->run(b);
+        m_baselineBox->addItem(w ? w->run.label() : QString(), QVariant::fromValue(b));
+    }
+    const int i = m_baselineBox->findData(QVariant::fromValue(current));
+    m_baselineBox->setCurrentIndex(i >= 0 ? i : 0);
+}
+
+void AttemptsView::setBaseline(RunRef b)
+{
+    const int i = m_baselineBox->findData(QVariant::fromValue(b));
+    if (i >= 0)
+        m_baselineBox->setCurrentIndex(i);
+}
+
+RunRef AttemptsView::baseline() const
+{
+    return m_baselineBox->currentData().value<RunRef>();
+}
+
+void AttemptsView::showEvent(QShowEvent *event)
+{
+    QWidget::showEvent(event);
+    if (m_stale)
+        recompute();
+}
+
+void AttemptsView::recompute()
+{
+    if (m_ticket)
+        m_workspace->queries().cancel(m_ticket);
+    m_ticket = 0;
+    const RunRef b = baseline();
+    if (!b.isValid()) {
+        display({});
+        m_status->setText(tr("No FP8 run is paired with a baseline: open a baseline and its attempts."));
+        return;
+    }
+    // Computed when seen: every attempt is compared with the baseline.
+    if (!isVisible())
+        return;
+    m_stale = false;
+    m_status->setText(tr("Comparing every attempt with the baseline..."));
+    m_ticket = m_workspace->query(
+        m_slot, [b](const Catalog &catalog) { return QVariant::fromValue(computeAttempts(catalog, b)); }, this,
+        [this](const QVariant &value) {
+            m_ticket = 0;
+            display(value.value<AttemptsResult>());
+        });
+}
+
+void AttemptsView::display(const AttemptsResult &result)
+{
+    m_result = result;
+    m_model->clear();
+    m_model->setHorizontalHeaderLabels({tr("Attempt"), tr("Parent"), tr("Changed from parent"), tr("Verdict"),
+        tr("Departure"), tr("End gap"), tr("Eval gaps"), tr("Checkpoint"), tr("Fixes parent"), tr("Candidate")});
+    for (size_t i = 0; i < result.attempts.size(); ++i) {
+        const Attempt &a = result.attempts[i];
+        QStringList changed;
+        for (const AttemptChange &c : a.fromParent)
+            changed << QStringLiteral("%1: %2 → %3").arg(c.group == c.key ? c.key : c.group, c.from, c.to);
+        QList<QStandardItem *> row {textItem(a.name),
+            textItem(a.parentName.isEmpty() ? tr("(the baseline)") : a.parentName),
+            textItem(a.groupsFromParent.join(QStringLiteral(", "))), textItem(verdictName(a.verdict)),
+            a.departure ? numberItem(double(*a.departure), 0) : textItem(QString()), textItem(gapText(a)),
+            textItem(evalText(a)),
+            textItem(a.auditFindings < 0 ? QString() : tr("%n finding(s)", nullptr, a.auditFindings)),
+            textItem(a.fixesParent), textItem(result.candidate == i ? tr("candidate") : QString())};
+        row.front()->setData(QVariant::fromValue(a.run), kRunRole);
+        row[2]->setToolTip(changed.join(QLatin1Char('\n')));
+        if (a.severalAtOnce) {
+            row[2]->setText(tr("⚠ %1").arg(row[2]->text()));
+            row[2]->setToolTip(tr("%n changes at once: which of them did what cannot be told apart\n", nullptr,
+                                   int(a.groupsFromParent.size()))
+                + changed.join(QLatin1Char('\n')));
+        }
+        if (!a.healthy())
+            row[3]->setForeground(QColor(200, 30, 0));
+        if (result.candidate == i) {
+            QFont bold = row.front()->font();
+            bold.setBold(true);
+            for (QStandardItem *it : row)
+                it->setFont(bold);
+        }
+        m_model->appendRow(row);
+    }
+    m_table->resizeColumnsToContents();
+    m_chart->setAttempts(result);
+    m_chart->setHighlighted(result.candidate ? int(*result.candidate) : (result.attempts.empty() ? -1 : 0));
+    if (!result.baseline.isValid())
+        return;
+    m_status->setText(result.candidate
+            ? tr("%n attempt(s) against %1; the candidate: %2 (%3).", nullptr, int(result.attempts.size()))
+                  .arg(result.baselineName, result.attempts[*result.candidate].name, candidateRule())
+            : tr("%n attempt(s) against %1; no candidate yet (%2).", nullptr, int(result.attempts.size()))
+                  .arg(result.baselineName, candidateRule()));
+}
+
+} // namespace fp8scope
