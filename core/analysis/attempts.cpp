@@ -12,6 +12,8 @@
 #include <QRegularExpression>
 #include <QSet>
 
+#include <mutex>
+
 #include <algorithm>
 #include <cmath>
 
@@ -105,7 +107,26 @@ QString candidateRule()
         "smallest loss gap at the end against what the band allows there; then the fewest layers kept in BF16");
 }
 
-AttemptsResult attemptsOf(const Catalog &catalog, RunRef baseline, const std::vector<Comparison> &comparisons)
+LossGap lossGapOf(const StatComparison &loss)
+{
+    LossGap g;
+    if (!loss.found || loss.departure.trace.steps.empty())
+        return g;
+    const Departure::Trace &t = loss.departure.trace;
+    g.endGap = loss.departure.gapAtEnd;
+    g.endEdge = t.edge.empty() ? loss.departure.band : t.edge.back();
+    const std::vector<double> &gap = t.smoothed.empty() ? t.difference : t.smoothed;
+    const size_t n = t.steps.size(), stride = std::max<size_t>(1, (n + kTracePoints - 1) / kTracePoints);
+    for (size_t i = 0; i < n; i += stride) {
+        g.steps.push_back(t.steps[i]);
+        g.gap.push_back(gap[i]);
+        g.edge.push_back(t.edge.empty() ? g.endEdge : t.edge[i]);
+    }
+    return g;
+}
+
+AttemptsResult attemptsOf(const Catalog &catalog, RunRef baseline, const std::vector<Comparison> &comparisons,
+    const std::vector<LossGap> *gaps)
 {
     AttemptsResult result;
     result.baseline = baseline;
@@ -126,19 +147,15 @@ AttemptsResult attemptsOf(const Catalog &catalog, RunRef baseline, const std::ve
         a.verdict = c->verdict;
         a.departure = c->departure;
         a.changes = changesBetween(catalog, baseline, c->run);
-        const StatComparison loss = compareStatistic(catalog, baseline, c->run, QStringLiteral("lm loss"));
-        if (loss.found && !loss.departure.trace.steps.empty()) {
-            const Departure::Trace &t = loss.departure.trace;
-            a.endGap = loss.departure.gapAtEnd;
-            a.endEdge = t.edge.empty() ? loss.departure.band : t.edge.back();
-            const std::vector<double> &gap = t.smoothed.empty() ? t.difference : t.smoothed;
-            const size_t n = t.steps.size(), stride = std::max<size_t>(1, (n + kTracePoints - 1) / kTracePoints);
-            for (size_t i = 0; i < n; i += stride) {
-                a.traceSteps.push_back(t.steps[i]);
-                a.traceGap.push_back(gap[i]);
-                a.traceEdge.push_back(t.edge.empty() ? a.endEdge : t.edge[i]);
-            }
-        }
+        LossGap computed;
+        if (!gaps)
+            computed = lossGapOf(compareStatistic(catalog, baseline, c->run, QStringLiteral("lm loss")));
+        const LossGap &g = gaps ? (*gaps)[size_t(c - comparisons.data())] : computed;
+        a.endGap = g.endGap;
+        a.endEdge = g.endEdge;
+        a.traceSteps = g.steps;
+        a.traceGap = g.gap;
+        a.traceEdge = g.edge;
         for (const Finding &f : c->findings) {
             if (f.kind == FindingKind::LossSpikes && f.severity != Severity::Info)
                 a.spikes = true;
@@ -234,12 +251,44 @@ std::vector<RunRef> baselinesWithAttempts(const Catalog &catalog)
 
 AttemptsResult computeAttempts(const Catalog &catalog, RunRef baseline, const TriageOptions &options)
 {
+    // Pairs compared before, while their stamp holds (the tab is refreshed at every change of the folders).
+    struct Cached {
+        Comparison comparison;
+        LossGap gap;
+    };
+    static std::mutex mutex;
+    static QHash<QString, Cached> cache;
     std::vector<Comparison> comparisons;
+    std::vector<LossGap> gaps;
     for (const Run &r : catalog.runs()) {
-        if (r.ref != baseline && catalog.pairing(r.ref).baseline == baseline)
-            comparisons.push_back(compareRuns(catalog, baseline, r.ref, options));
+        if (r.ref == baseline || catalog.pairing(r.ref).baseline != baseline)
+            continue;
+        const QString key = QStringLiteral("%1|%2|%3|%4|%5")
+                                .arg(catalog.run(baseline) ? catalog.run(baseline)->folder : QString())
+                                .arg(baseline.id)
+                                .arg(r.folder)
+                                .arg(r.ref.id)
+                                .arg(triageStamp(catalog, baseline, r.ref, options));
+        {
+            const std::lock_guard lock(mutex);
+            if (const auto it = cache.constFind(key); it != cache.cend()) {
+                // Another catalog over the same folders numbers its stores its own way: this one's refs.
+                comparisons.push_back(it->comparison);
+                comparisons.back().baseline = baseline;
+                comparisons.back().run = r.ref;
+                gaps.push_back(it->gap);
+                continue;
+            }
+        }
+        StatComparison loss;
+        comparisons.push_back(compareRuns(catalog, baseline, r.ref, options, &loss));
+        gaps.push_back(lossGapOf(loss));
+        const std::lock_guard lock(mutex);
+        if (cache.size() >= 256)
+            cache.clear();
+        cache.insert(key, {comparisons.back(), gaps.back()});
     }
-    return attemptsOf(catalog, baseline, comparisons);
+    return attemptsOf(catalog, baseline, comparisons, &gaps);
 }
 
 QJsonObject attemptsJson(const AttemptsResult &result)

@@ -67,9 +67,21 @@ struct AttemptsResult {
 // The rule the final candidate is chosen by, in words.
 QString candidateRule();
 
-// The attempts of `baseline` among the triage's comparisons.
-AttemptsResult attemptsOf(const Catalog &catalog, RunRef baseline, const std::vector<Comparison> &comparisons);
-// The same, comparing every run the catalog pairs with `baseline` (the window's Attempts tab).
+// The loss gap of an attempt as a plot and the table show it (Attempt's endGap, endEdge and trace).
+struct LossGap {
+    double endGap = NAN, endEdge = NAN;
+    std::vector<int64_t> steps;
+    std::vector<double> gap, edge;
+};
+LossGap lossGapOf(const StatComparison &loss);
+
+// The attempts of `baseline` among the triage's comparisons; `gaps` (when given, one per comparison, in their
+// order) spares comparing the loss again.
+AttemptsResult attemptsOf(const Catalog &catalog, RunRef baseline, const std::vector<Comparison> &comparisons,
+    const std::vector<LossGap> *gaps = nullptr);
+// The same, comparing every run the catalog pairs with `baseline` (the window's Attempts tab); a pair whose
+// triage stamp (triageStamp: the engine, the options, both stores' data generation) is unchanged since it was
+// last compared here is not compared again.
 AttemptsResult computeAttempts(const Catalog &catalog, RunRef baseline, const TriageOptions &options = {});
 // The runs some other run is paired with as its baseline, in the catalog's order.
 std::vector<RunRef> baselinesWithAttempts(const Catalog &catalog);

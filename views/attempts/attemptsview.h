@@ -33,6 +33,8 @@ public:
     const analysis::AttemptsResult &attempts() const { return m_result; }
     QTableView *table() const { return m_table; }
     AttemptsChart *chart() const { return m_chart; }
+    // Compares every attempt with the baseline again (when the tab is seen).
+    void recompute();
 
 Q_SIGNALS:
     void comparisonRequested(fp8scope::RunRef baseline, fp8scope::RunRef run);
@@ -42,7 +44,6 @@ protected:
 
 private:
     void reloadBaselines();
-    void recompute();
     void display(const analysis::AttemptsResult &result);
 
     Workspace *m_workspace;
