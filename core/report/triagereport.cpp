@@ -1,5 +1,7 @@
 #include "triagereport.h"
 
+#include "core/analysis/attempts.h"
+
 #include "core/analysis/comparisondata.h"
 #include "core/numerics/blockcensus.h"
 #include "core/numerics/metricsengine.h"
@@ -527,6 +529,73 @@ void addAuditSection(Document &doc, const AuditResult &a)
     doc.sections.push_back(std::move(s));
 }
 
+// The baseline's attempts (core/analysis/attempts), when it has more than the one reported on: a table of each
+// attempt's parent, what changed from it, its outcome and the candidate; every attempt's loss gap in one figure,
+// the reported run and the candidate in colour over the others in grey.
+void addAttemptsSection(Document &doc, const analysis::AttemptsResult &a, RunRef reported)
+{
+    using namespace analysis;
+    Section s {QStringLiteral("Attempts"), {}};
+    QStringList several;
+    for (const Attempt &t : a.attempts) {
+        if (t.severalAtOnce)
+            several << QStringLiteral("%1 (%2)").arg(t.name, t.groupsFromParent.join(QStringLiteral(", ")));
+    }
+    s.blocks.push_back(body(
+        QStringLiteral("Every FP8 run compared with %1, each against the attempt it derives from (its fp8scope.json's "
+                       "parent, else the closest earlier attempt): what changed, grouped as one change each, and its "
+                       "outcome. The final candidate: %2 (%3).%4")
+            .arg(a.baselineName, a.candidate ? a.attempts[*a.candidate].name : QStringLiteral("none yet"),
+                candidateRule(),
+                several.isEmpty() ? QString()
+                                  : QStringLiteral(" Several changes at once, which cannot be told apart: %1.")
+                                        .arg(several.join(QStringLiteral("; "))))));
+    Table t;
+    t.headers = {QStringLiteral("Attempt"), QStringLiteral("Parent"), QStringLiteral("Changed"),
+        QStringLiteral("Verdict"), QStringLiteral("Departure"), QStringLiteral("End gap"), QStringLiteral("Band"),
+        QStringLiteral("Fixes parent"), QStringLiteral("Candidate")};
+    t.numeric = {false, false, false, false, true, true, true, false, false};
+    t.widths = {2.2, 1.8, 2.6, 1.9, 1.1, 1.0, 1.0, 1.1, 1.0};
+    for (size_t i = 0; i < a.attempts.size(); ++i) {
+        const Attempt &x = a.attempts[i];
+        if (x.run == reported)
+            t.highlighted.push_back(t.rows.size());
+        t.rows.push_back({x.name, x.parentName.isEmpty() ? QStringLiteral("(baseline)") : x.parentName,
+            (x.severalAtOnce ? QStringLiteral("several: ") : QString()) + x.groupsFromParent.join(QStringLiteral(", ")),
+            verdictName(x.verdict), x.departure ? QString::number(*x.departure) : QStringLiteral("-"), num(x.endGap, 3),
+            num(x.endEdge, 3), x.fixesParent.isEmpty() ? QStringLiteral("-") : x.fixesParent,
+            a.candidate == i ? QStringLiteral("yes") : QString()});
+    }
+    s.blocks.push_back(t);
+    CurveFigure f;
+    f.xLabel = QStringLiteral("step");
+    f.yLabel = QStringLiteral("lm loss - baseline (smoothed)");
+    bool greyNamed = false;
+    for (size_t pass = 0; pass < 2; ++pass) {
+        for (size_t i = 0; i < a.attempts.size(); ++i) {
+            const Attempt &x = a.attempts[i];
+            const bool inColour = x.run == reported || a.candidate == i;
+            if (x.traceSteps.empty() || inColour != (pass == 1))
+                continue;
+            CurveFigure::Line l;
+            l.name = inColour ? x.name : QStringLiteral("other attempts");
+            l.colour = !inColour ? 0xaaaaaa : x.healthy() ? 0x1f77b4 : 0xc81e00;
+            l.faint = !inColour;
+            l.legend = inColour || !greyNamed;
+            greyNamed = greyNamed || !inColour;
+            l.x.assign(x.traceSteps.begin(), x.traceSteps.end());
+            l.y = x.traceGap;
+            f.lines.push_back(std::move(l));
+        }
+    }
+    if (!f.lines.empty())
+        s.blocks.push_back(Figure {QStringLiteral("Every attempt's loss difference to %1; the reported run and the "
+                                                  "candidate in colour (red: not healthy).")
+                                       .arg(a.baselineName),
+            f, 70});
+    doc.sections.push_back(std::move(s));
+}
+
 void addMethod(Document &doc, const analysis::Comparison &c, const analysis::TriageOptions &o)
 {
     Section s {QStringLiteral("Method"), {}};
@@ -833,6 +902,12 @@ std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baselin
 
     if (c.audit)
         addAuditSection(doc, *c.audit);
+    // The path this run is one step of, when the baseline has other attempts.
+    if (baseline.isValid()) {
+        const analysis::AttemptsResult attempts = analysis::computeAttempts(catalog, baseline);
+        if (attempts.attempts.size() > 1)
+            addAttemptsSection(doc, attempts, run);
+    }
 
     // All findings, what to try next (verbatim), the reviews.
     Section all {QStringLiteral("Findings"), {}};

@@ -15,6 +15,7 @@
 #include "core/storeaccess.h"
 
 #include <QCryptographicHash>
+#include <QDir>
 #include <QFile>
 #include <QProcess>
 #include <QRegularExpression>
@@ -86,6 +87,7 @@ private Q_SLOTS:
     void documentModel();
     void badArguments();
     void aRunOnItsOwn();
+    void attemptsSection();
 
 private:
     QTemporaryDir m_tmp;
@@ -405,6 +407,74 @@ void TestReport::badArguments()
     QCOMPARE(unwritable.code, 1);
     QVERIFY2(unwritable.err.contains(QStringLiteral("r.pdf")), qPrintable(unwritable.err));
     QVERIFY(!QFileInfo::exists(nowhere));
+}
+
+// A baseline with three attempts: the report on one of them has an Attempts section with every attempt, its
+// parent, its outcome and the candidate, and their loss gaps in one figure; a pair alone has none.
+void TestReport::attemptsSection()
+{
+    const QString dir = m_tmp.filePath(QStringLiteral("attempts"));
+    ScenarioPlan plan;
+    QString error;
+    QVERIFY2(generateScenario(dir, Scenario::MidRunInstability, 3, &plan, &error), qPrintable(error));
+    QCOMPARE(plan.run, QStringLiteral("fp8"));
+    for (const QString &name : {QStringLiteral("fp8-b-current"), QStringLiteral("fp8-c-two")}) {
+        const QString to = dir + QLatin1Char('/') + name;
+        QVERIFY(QDir().mkpath(to));
+        for (const QString &f : QDir(dir + QStringLiteral("/fp8")).entryList(QDir::Files))
+            QVERIFY(QFile::copy(dir + QStringLiteral("/fp8/") + f, to + QLatin1Char('/') + f));
+        QFile config(to + QStringLiteral("/config.yaml"));
+        QVERIFY(config.open(QIODevice::ReadOnly));
+        QByteArray yaml = config.readAll().replace("--fp8-recipe: mxfp8", "--fp8-recipe: tensorwise");
+        config.close();
+        QVERIFY(config.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        config.write(name.endsWith(QLatin1String("two")) ? yaml + "  --deterministic-mode: true\n" : yaml);
+    }
+    QVERIFY(QFile::remove(dir + QStringLiteral("/fp8-b-current/stdout.log")));
+    QVERIFY(QFile::copy(dir + QStringLiteral("/bf16/stdout.log"), dir + QStringLiteral("/fp8-b-current/stdout.log")));
+    // fp8-c-two derives from fp8 (its manifest says so): two changes at once.
+    QFile manifest(dir + QStringLiteral("/fp8-c-two/fp8scope.json"));
+    QVERIFY(manifest.open(QIODevice::WriteOnly));
+    manifest.write(R"({"parent": "fp8"})");
+    manifest.close();
+    Catalog catalog;
+    QVERIFY2(catalog.open(dir, &error), qPrintable(error));
+    QVERIFY(CatalogTestAccess::storeOf(catalog, catalog.stores().front().serial)->ingest().errors.isEmpty());
+    catalog.refresh();
+    RunRef baseline, run;
+    for (const Run &r : catalog.runs()) {
+        if (r.name == plan.baseline)
+            baseline = r.ref;
+        if (r.name == plan.run)
+            run = r.ref;
+    }
+    report::TriageReportOptions options;
+    options.hashFiles = false;
+    const auto doc = report::buildTriageReport(catalog, baseline, run, nullptr, options, &error);
+    QVERIFY2(doc, qPrintable(error));
+    const auto section = std::find_if(doc->sections.begin(), doc->sections.end(),
+        [](const report::Section &s) { return s.title == QLatin1String("Attempts"); });
+    QVERIFY(section != doc->sections.end());
+    const report::Table *table = nullptr;
+    const report::Figure *figure = nullptr;
+    for (const report::Block &b : section->blocks) {
+        if (const auto *t = std::get_if<report::Table>(&b))
+            table = t;
+        if (const auto *f = std::get_if<report::Figure>(&b))
+            figure = f;
+    }
+    QVERIFY(table && figure);
+    QCOMPARE(int(table->rows.size()), 3);
+    QCOMPARE(table->rows[0][0], QStringLiteral("fp8"));
+    QCOMPARE(table->highlighted, std::vector<size_t> {0}); // the run reported on
+    QCOMPARE(table->rows[1][0], QStringLiteral("fp8-b-current"));
+    QCOMPARE(table->rows[1].back(), QStringLiteral("yes")); // the candidate
+    QCOMPARE(table->rows[1][7], QStringLiteral("fixed"));
+    QVERIFY(table->rows[2][2].startsWith(QLatin1String("several: ")));
+    const auto &curves = std::get<report::CurveFigure>(figure->content);
+    QCOMPARE(int(curves.lines.size()), 3);
+    const QString text = report::documentText(*doc).join(QLatin1Char('\n'));
+    QVERIFY(text.contains(QLatin1String("Several changes at once")));
 }
 
 QTEST_GUILESS_MAIN(TestReport)
