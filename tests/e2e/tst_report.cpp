@@ -5,6 +5,7 @@
 // contents give; pdftoppm a page that is not blank. In process: the document model's provenance (every input
 // file with its SHA-256), the reviews, and a report made without a metrics backend. Bad arguments fail with
 // a reason and leave no file.
+#include "attemptsfolder.h"
 #include "blowuprun.h"
 #include "core/analysis/triage.h"
 #include "core/demo/demogenerator.h"
@@ -15,7 +16,6 @@
 #include "core/storeaccess.h"
 
 #include <QCryptographicHash>
-#include <QDir>
 #include <QFile>
 #include <QProcess>
 #include <QRegularExpression>
@@ -416,27 +416,7 @@ void TestReport::attemptsSection()
     const QString dir = m_tmp.filePath(QStringLiteral("attempts"));
     ScenarioPlan plan;
     QString error;
-    QVERIFY2(generateScenario(dir, Scenario::MidRunInstability, 3, &plan, &error), qPrintable(error));
-    QCOMPARE(plan.run, QStringLiteral("fp8"));
-    for (const QString &name : {QStringLiteral("fp8-b-current"), QStringLiteral("fp8-c-two")}) {
-        const QString to = dir + QLatin1Char('/') + name;
-        QVERIFY(QDir().mkpath(to));
-        for (const QString &f : QDir(dir + QStringLiteral("/fp8")).entryList(QDir::Files))
-            QVERIFY(QFile::copy(dir + QStringLiteral("/fp8/") + f, to + QLatin1Char('/') + f));
-        QFile config(to + QStringLiteral("/config.yaml"));
-        QVERIFY(config.open(QIODevice::ReadOnly));
-        QByteArray yaml = config.readAll().replace("--fp8-recipe: mxfp8", "--fp8-recipe: tensorwise");
-        config.close();
-        QVERIFY(config.open(QIODevice::WriteOnly | QIODevice::Truncate));
-        config.write(name.endsWith(QLatin1String("two")) ? yaml + "  --deterministic-mode: true\n" : yaml);
-    }
-    QVERIFY(QFile::remove(dir + QStringLiteral("/fp8-b-current/stdout.log")));
-    QVERIFY(QFile::copy(dir + QStringLiteral("/bf16/stdout.log"), dir + QStringLiteral("/fp8-b-current/stdout.log")));
-    // fp8-c-two derives from fp8 (its manifest says so): two changes at once.
-    QFile manifest(dir + QStringLiteral("/fp8-c-two/fp8scope.json"));
-    QVERIFY(manifest.open(QIODevice::WriteOnly));
-    manifest.write(R"({"parent": "fp8"})");
-    manifest.close();
+    QVERIFY2(testing::writeAttemptsFolder(dir, &plan, &error), qPrintable(error));
     Catalog catalog;
     QVERIFY2(catalog.open(dir, &error), qPrintable(error));
     QVERIFY(CatalogTestAccess::storeOf(catalog, catalog.stores().front().serial)->ingest().errors.isEmpty());

@@ -13,6 +13,7 @@
 #include "core/store/runstore.h"
 #include "core/storeaccess.h"
 
+#include "attemptsfolder.h"
 #include "blowuprun.h"
 #include "testmain.h"
 
@@ -1121,32 +1122,7 @@ void TestTriage::attemptsOfOneBaseline()
     QTemporaryDir dir;
     ScenarioPlan plan;
     QString error;
-    QVERIFY2(generateScenario(dir.path(), Scenario::MidRunInstability, 3, &plan, &error), qPrintable(error));
-    QCOMPARE(plan.run, QStringLiteral("fp8"));
-    const auto derive
-        = [&](const QString &name, const QString &log, const QByteArray &extraConfig, const QByteArray &manifest) {
-              QVERIFY(copyTree(dir.filePath(plan.run), dir.filePath(name)));
-              QFile config(dir.filePath(name + QStringLiteral("/config.yaml")));
-              QVERIFY(config.open(QIODevice::ReadOnly));
-              QByteArray yaml = config.readAll();
-              config.close();
-              yaml.replace("--fp8-recipe: mxfp8", "--fp8-recipe: tensorwise");
-              QVERIFY(config.open(QIODevice::WriteOnly | QIODevice::Truncate));
-              config.write(yaml + extraConfig);
-              config.close();
-              if (!log.isEmpty()) {
-                  QVERIFY(QFile::remove(dir.filePath(name + QStringLiteral("/stdout.log"))));
-                  QVERIFY(QFile::copy(dir.filePath(log + QStringLiteral("/stdout.log")),
-                      dir.filePath(name + QStringLiteral("/stdout.log"))));
-              }
-              if (!manifest.isEmpty()) {
-                  QFile m(dir.filePath(name + QStringLiteral("/fp8scope.json")));
-                  QVERIFY(m.open(QIODevice::WriteOnly));
-                  m.write(manifest);
-              }
-          };
-    derive(QStringLiteral("fp8-b-current"), plan.baseline, {}, {});
-    derive(QStringLiteral("fp8-c-two"), {}, "  --deterministic-mode: true\n", R"({"parent": "fp8"})");
+    QVERIFY2(testing::writeAttemptsFolder(dir.path(), &plan, &error), qPrintable(error));
     Catalog catalog;
     TriageResult result;
     QVERIFY2(openAndTriage(dir.path(), &catalog, &result, &error), qPrintable(error));

@@ -2,6 +2,7 @@
 // instability, a recipe change that fixes it, an attempt that changes two things at once); the table, the
 // candidate, the warning, the plot, and a double-click that opens an attempt's comparison.
 #include "app/gui/mainwindow.h"
+#include "attemptsfolder.h"
 #include "core/demo/scenarios.h"
 #include "guitest.h"
 #include "views/attempts/attemptschart.h"
@@ -32,31 +33,6 @@ private:
     std::unique_ptr<MainWindow> m_window;
 };
 
-namespace {
-
-bool copyFolder(const QString &from, const QString &to)
-{
-    QDir().mkpath(to);
-    for (const QFileInfo &f : QDir(from).entryInfoList(QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot)) {
-        const QString target = to + QLatin1Char('/') + f.fileName();
-        if (f.isDir() ? !copyFolder(f.filePath(), target) : !QFile::copy(f.filePath(), target))
-            return false;
-    }
-    return true;
-}
-
-bool rewrite(const QString &path, const QByteArray &from, const QByteArray &to, const QByteArray &append = {})
-{
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly))
-        return false;
-    QByteArray text = f.readAll();
-    f.close();
-    text.replace(from, to);
-    return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(text + append) >= 0;
-}
-
-} // namespace
 
 void TestAttempts::initTestCase()
 {
@@ -64,21 +40,7 @@ void TestAttempts::initTestCase()
     guitest::keepSettingsIn(m_tmp);
     const QString dir = m_tmp.filePath(QStringLiteral("path"));
     QString error;
-    QVERIFY2(generateScenario(dir, Scenario::MidRunInstability, 3, &m_plan, &error), qPrintable(error));
-    QCOMPARE(m_plan.run, QStringLiteral("fp8"));
-    const QString run = dir + QStringLiteral("/fp8");
-    for (const QString &name : {QStringLiteral("fp8-b-current"), QStringLiteral("fp8-c-two")}) {
-        QVERIFY(copyFolder(run, dir + QLatin1Char('/') + name));
-        QVERIFY(rewrite(dir + QLatin1Char('/') + name + QStringLiteral("/config.yaml"), "--fp8-recipe: mxfp8",
-            "--fp8-recipe: tensorwise", name.endsWith(QLatin1String("two")) ? "  --deterministic-mode: true\n" : ""));
-    }
-    // The recipe change's loss is the baseline's; the two-change attempt names fp8 its parent.
-    QVERIFY(QFile::remove(dir + QStringLiteral("/fp8-b-current/stdout.log")));
-    QVERIFY(QFile::copy(dir + QStringLiteral("/bf16/stdout.log"), dir + QStringLiteral("/fp8-b-current/stdout.log")));
-    QFile manifest(dir + QStringLiteral("/fp8-c-two/fp8scope.json"));
-    QVERIFY(manifest.open(QIODevice::WriteOnly));
-    manifest.write(R"({"parent": "fp8"})");
-    manifest.close();
+    QVERIFY2(testing::writeAttemptsFolder(dir, &m_plan, &error), qPrintable(error));
     m_window = std::make_unique<MainWindow>(BackendChoice::Cpu, nullptr);
     m_window->resize(1600, 1000);
     m_window->show();

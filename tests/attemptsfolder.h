@@ -1,0 +1,52 @@
+// What the attempts tests share (tst_triage, tst_report, tst_attempts): one BF16 baseline and three FP8 attempts
+// derived from each other, written from the mid-run instability scenario of seed 3:
+//   fp8            the planted mid-run instability (the MXFP8 recipe);
+//   fp8-b-current  current scaling instead (one change), with the baseline's loss: it fixes fp8's problem;
+//   fp8-c-two      current scaling and deterministic mode at once, its fp8scope.json naming fp8 its parent; still
+//                  unstable (fp8's loss).
+#pragma once
+
+#include "core/demo/scenarios.h"
+
+#include <QDir>
+#include <QFile>
+
+namespace fp8scope::testing {
+
+inline bool writeAttemptsFolder(const QString &dir, ScenarioPlan *plan, QString *error)
+{
+    if (!generateScenario(dir, Scenario::MidRunInstability, 3, plan, error))
+        return false;
+    const auto fail = [error](const QString &why) {
+        *error = why;
+        return false;
+    };
+    if (plan->run != QLatin1String("fp8") || plan->baseline != QLatin1String("bf16"))
+        return fail(QStringLiteral("the scenario of seed 3 names its runs %1 and %2").arg(plan->baseline, plan->run));
+    for (const QString &name : {QStringLiteral("fp8-b-current"), QStringLiteral("fp8-c-two")}) {
+        const QString to = dir + QLatin1Char('/') + name;
+        QDir().mkpath(to);
+        for (const QString &f : QDir(dir + QStringLiteral("/fp8")).entryList(QDir::Files)) {
+            if (!QFile::copy(dir + QStringLiteral("/fp8/") + f, to + QLatin1Char('/') + f))
+                return fail(QStringLiteral("cannot copy %1").arg(f));
+        }
+        QFile config(to + QStringLiteral("/config.yaml"));
+        if (!config.open(QIODevice::ReadOnly))
+            return fail(QStringLiteral("no config.yaml in %1").arg(to));
+        QByteArray yaml = config.readAll().replace("--fp8-recipe: mxfp8", "--fp8-recipe: tensorwise");
+        config.close();
+        if (name.endsWith(QLatin1String("two")))
+            yaml += "  --deterministic-mode: true\n";
+        if (!config.open(QIODevice::WriteOnly | QIODevice::Truncate) || config.write(yaml) != yaml.size())
+            return fail(QStringLiteral("cannot write %1").arg(config.fileName()));
+    }
+    const QString log = dir + QStringLiteral("/fp8-b-current/stdout.log");
+    if (!QFile::remove(log) || !QFile::copy(dir + QStringLiteral("/bf16/stdout.log"), log))
+        return fail(QStringLiteral("cannot replace %1").arg(log));
+    QFile manifest(dir + QStringLiteral("/fp8-c-two/fp8scope.json"));
+    if (!manifest.open(QIODevice::WriteOnly) || manifest.write(R"({"parent": "fp8"})") < 0)
+        return fail(QStringLiteral("cannot write %1").arg(manifest.fileName()));
+    return true;
+}
+
+} // namespace fp8scope::testing
