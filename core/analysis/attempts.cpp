@@ -291,6 +291,75 @@ AttemptsResult computeAttempts(const Catalog &catalog, RunRef baseline, const Tr
     return attemptsOf(catalog, baseline, comparisons, &gaps);
 }
 
+QString TriedBy::text() const
+{
+    return QStringLiteral("tried in %1 (%2): %3").arg(name, change, outcome);
+}
+
+std::vector<TriedBy> triedBy(const Catalog &catalog, const NextStep &step, const AttemptsResult &attempts, RunRef run)
+{
+    std::vector<TriedBy> out;
+    const auto self = std::find_if(
+        attempts.attempts.begin(), attempts.attempts.end(), [run](const Attempt &a) { return a.run == run; });
+    if (self == attempts.attempts.end())
+        return out;
+    const QString action = step.action.toLower();
+    const auto word = [&action](const QString &w) {
+        return QRegularExpression(QStringLiteral("(^|[^a-z0-9_])%1($|[^a-z0-9_])").arg(QRegularExpression::escape(w)))
+            .match(action)
+            .hasMatch();
+    };
+    // Whether a change from the run is what the step proposes.
+    const auto proposes = [&](const AttemptChange &c) {
+        const QString to = c.to.toLower();
+        if (c.group == QLatin1String("FP8 recipe")) {
+            if (!action.contains(QLatin1String("recipe")) && !action.contains(QLatin1String("scaling")))
+                return false;
+            if (to == QLatin1String("tensorwise") || to == QLatin1String("current"))
+                return word(QStringLiteral("tensorwise")) || word(QStringLiteral("current"));
+            return !to.isEmpty() && word(to);
+        }
+        if (c.group == QLatin1String("BF16 fallback layers"))
+            return action.contains(QLatin1String("first-last-layers-bf16"))
+                || action.contains(QLatin1String("layers-at-start-in-bf16"))
+                || action.contains(QLatin1String("layers-at-end-in-bf16"));
+        const QString key = joined(c.key);
+        return key.size() > 3
+            && (action.contains(key) || action.contains(QString(key).replace(QLatin1Char('_'), QLatin1Char('-'))));
+    };
+    for (const Attempt &o : attempts.attempts) {
+        if (o.run == run)
+            continue;
+        const std::vector<AttemptChange> changes = changesBetween(catalog, run, o.run);
+        const auto hit = std::find_if(changes.begin(), changes.end(), proposes);
+        if (hit == changes.end())
+            continue;
+        TriedBy t;
+        t.run = o.run;
+        t.name = o.name;
+        const int others = int(groupsOf(changes).size()) - 1;
+        t.change = QStringLiteral("%1: %2 -> %3").arg(hit->key.section(QLatin1Char('.'), -1), hit->from, hit->to)
+            + (others > 0 ? QStringLiteral(", with %1 other change(s) at once").arg(others) : QString());
+        t.fixed = o.healthy() && !self->healthy();
+        if (o.healthy())
+            t.outcome
+                = self->healthy() ? QStringLiteral("healthy, as this run") : QStringLiteral("healthy: it fixed it");
+        else if (o.verdict != self->verdict)
+            t.outcome = QStringLiteral("%1 (this run: %2): did not fix it")
+                            .arg(verdictName(o.verdict), verdictName(self->verdict));
+        else if (o.departure && self->departure && *o.departure > *self->departure)
+            t.outcome = QStringLiteral("departs later (step %1, not %2): did not fix it")
+                            .arg(*o.departure)
+                            .arg(*self->departure);
+        else if (o.departure && self->departure && *o.departure == *self->departure)
+            t.outcome = QStringLiteral("%1 at the same step: did not fix it").arg(verdictName(o.verdict));
+        else
+            t.outcome = QStringLiteral("%1: did not fix it").arg(verdictName(o.verdict));
+        out.push_back(std::move(t));
+    }
+    return out;
+}
+
 QJsonObject attemptsJson(const AttemptsResult &result)
 {
     const auto changesJson = [](const std::vector<AttemptChange> &changes) {

@@ -86,6 +86,19 @@ AttemptsResult computeAttempts(const Catalog &catalog, RunRef baseline, const Tr
 // The runs some other run is paired with as its baseline, in the catalog's order.
 std::vector<RunRef> baselinesWithAttempts(const Catalog &catalog);
 
+// The attempts of the same baseline that already tried what a next step of `run` suggests: a change from `run` to
+// the attempt that the step's action names (the recipe it proposes, the BF16 fallback flags, a config key), with
+// how that attempt came out against the baseline compared with `run`.
+struct TriedBy {
+    RunRef run;
+    QString name;
+    QString change; // "--fp8-recipe: mxfp8 -> blockwise", and " with N other change(s)" where there were more
+    QString outcome; // "healthy", "departs later (step 2400, not 1600)", "departs at the same step", ...
+    bool fixed = false; // healthy where `run` was not
+    QString text() const; // "tried in NAME (CHANGE): OUTCOME"
+};
+std::vector<TriedBy> triedBy(const Catalog &catalog, const NextStep &step, const AttemptsResult &attempts, RunRef run);
+
 QJsonObject attemptsJson(const AttemptsResult &result);
 
 } // namespace fp8scope::analysis

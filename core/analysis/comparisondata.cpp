@@ -1,5 +1,7 @@
 #include "comparisondata.h"
 
+#include "attempts.h"
+
 #include "core/query/statnames.h"
 
 #include <algorithm>
@@ -129,7 +131,26 @@ ComparisonData computeComparison(const Catalog &catalog, RunRef baseline, RunRef
     d.config = analysis::configTable(catalog, baseline, run);
     d.evals = analysis::evalTable(catalog, baseline, run);
     fillStatistic(d);
+    // The baseline's other attempts, for what each next step was already tried in.
+    const std::vector<Run> runs = catalog.runs();
+    const auto others = std::count_if(runs.begin(), runs.end(),
+        [&](const Run &r) { return r.ref != run && r.ref != baseline && catalog.pairing(r.ref).baseline == baseline; });
+    if (others > 0 && !d.comparison.nextSteps.empty()) {
+        const analysis::AttemptsResult attempts = analysis::computeAttempts(catalog, baseline);
+        for (const analysis::NextStep &ns : d.comparison.nextSteps) {
+            QStringList lines;
+            for (const analysis::TriedBy &t : analysis::triedBy(catalog, ns, attempts, run))
+                lines << t.text();
+            if (!lines.isEmpty())
+                d.triedBy.insert(triedByKey(ns), lines);
+        }
+    }
     return d;
+}
+
+QString triedByKey(const analysis::NextStep &step)
+{
+    return step.finding + QLatin1Char('\n') + step.action;
 }
 
 ComparisonData computeStatistic(const Catalog &catalog, RunRef baseline, RunRef run, const QString &stat)

@@ -7,6 +7,7 @@
 #include "core/analysis/comparetables.h"
 #include "core/analysis/triage.h"
 
+#include <QHash>
 #include <QMetaType>
 
 namespace fp8scope {
@@ -47,7 +48,12 @@ struct ComparisonData {
     // Of the statistic's series: the baseline's and the run's points, the difference, the band's edge and the
     // band.
     MinMaxPyramid baselinePyramid, runPyramid, differencePyramid, edgePyramid, bandLowPyramid, bandHighPyramid;
+    // Where the baseline has other attempts: for a next step (triedByKey), the attempts that already tried what it
+    // suggests and how they came out ("tried in fp8_current (--fp8-recipe: mxfp8 -> tensorwise): healthy: it
+    // fixed it"; core/analysis/attempts).
+    QHash<QString, QStringList> triedBy;
 };
+QString triedByKey(const analysis::NextStep &step);
 
 // Everything above for the pair; `stat` empty: the loss. An invalid baseline: the run checked on its own
 // (comparisonOf(checkRun)), its statistic without a baseline, no config or eval tables.

@@ -1161,6 +1161,29 @@ void TestTriage::attemptsOfOneBaseline()
     QCOMPARE(two.fixesParent, QStringLiteral("no"));
 
     QCOMPARE(a.candidate, std::optional<size_t>(1));
+
+    // fp8's first next step suggests blockwise scaling: both other attempts tried it, one fixed it.
+    const auto fp8 = std::find_if(result.comparisons.begin(), result.comparisons.end(),
+        [&](const Comparison &c) { return runNameOf(catalog, c.run) == QLatin1String("fp8"); });
+    QVERIFY(fp8 != result.comparisons.end() && !fp8->nextSteps.empty());
+    QVERIFY2(
+        fp8->nextSteps.front().action.contains(QLatin1String("blockwise")), qPrintable(fp8->nextSteps.front().action));
+    const std::vector<TriedBy> tried = triedBy(catalog, fp8->nextSteps.front(), a, fp8->run);
+    QCOMPARE(int(tried.size()), 2);
+    QCOMPARE(tried[0].name, QStringLiteral("fp8-b-current"));
+    QVERIFY(tried[0].fixed);
+    QVERIFY2(tried[0].text().contains(QLatin1String("mxfp8 -> blockwise"))
+            && tried[0].text().contains(QLatin1String("fixed it")),
+        qPrintable(tried[0].text()));
+    QCOMPARE(tried[1].name, QStringLiteral("fp8-c-two"));
+    QVERIFY(!tried[1].fixed);
+    QVERIFY2(tried[1].text().contains(QLatin1String("1 other change(s) at once"))
+            && tried[1].text().contains(QLatin1String("did not fix it")),
+        qPrintable(tried[1].text()));
+    // A step that proposes nothing an attempt changed is tried by none.
+    NextStep other = fp8->nextSteps.front();
+    other.action = QStringLiteral("lower the learning rate");
+    QVERIFY(triedBy(catalog, other, a, fp8->run).empty());
     const QJsonObject json = attemptsJson(a);
     QCOMPARE(json.value(QStringLiteral("candidate")).toString(), QStringLiteral("fp8-b-current"));
     const QJsonObject j2 = json.value(QStringLiteral("attempts")).toArray().at(2).toObject();

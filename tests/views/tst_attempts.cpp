@@ -8,6 +8,7 @@
 #include "views/attempts/attemptschart.h"
 #include "views/attempts/attemptsview.h"
 #include "views/compare/compareview.h"
+#include "views/triage/triagewizard.h"
 
 #include <QDir>
 #include <QFile>
@@ -26,13 +27,13 @@ private Q_SLOTS:
     void initTestCase();
     void tableAndPlot();
     void doubleClickOpensTheComparison();
+    void wizardSaysWhatWasTried();
 
 private:
     QTemporaryDir m_tmp;
     ScenarioPlan m_plan;
     std::unique_ptr<MainWindow> m_window;
 };
-
 
 void TestAttempts::initTestCase()
 {
@@ -101,6 +102,24 @@ void TestAttempts::doubleClickOpensTheComparison()
     QTRY_VERIFY(compare->isVisible());
     QCOMPARE(compare->run(), view->attempts().attempts[1].run);
     QCOMPARE(compare->baseline(), view->attempts().baseline);
+}
+
+// The triage wizard's "what to try next" for fp8: its first suggestion (blockwise scaling) was tried by both other
+// attempts; each is said with its outcome.
+void TestAttempts::wizardSaysWhatWasTried()
+{
+    const analysis::AttemptsResult &a = m_window->attempts()->attempts();
+    QCOMPARE(a.attempts.front().name, QStringLiteral("fp8"));
+    m_window->showTriage(a.baseline, a.attempts.front().run);
+    TriageWizard *w = m_window->triage();
+    QVERIFY(w);
+    QTRY_VERIFY_WITH_TIMEOUT(!w->isComputing() && w->comparison(), 60000);
+    w->setStep(TriageWizard::NextStep);
+    const QString text = w->nextText();
+    QVERIFY2(text.contains(QLatin1String("-> tried in fp8-b-current (")) && text.contains(QLatin1String("fixed it")),
+        qPrintable(text));
+    QVERIFY2(text.contains(QLatin1String("-> tried in fp8-c-two (")), qPrintable(text));
+    w->close();
 }
 
 QTEST_MAIN(TestAttempts)

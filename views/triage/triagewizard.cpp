@@ -758,8 +758,13 @@ void TriageWizard::fillNextText()
     // The engine's next steps (one change at a time, the reviews applied), displayed.
     QStringList text;
     int n = 0;
-    for (const analysis::NextStep &ns : m_data->comparison.nextSteps)
-        text << QStringLiteral("%1. %2\n   %3").arg(++n).arg(ns.what, ns.action);
+    for (const analysis::NextStep &ns : m_data->comparison.nextSteps) {
+        QString step = QStringLiteral("%1. %2\n   %3").arg(++n).arg(ns.what, ns.action);
+        // What the baseline's other attempts already tried of it, and how it came out.
+        for (const QString &tried : m_data->triedBy.value(triedByKey(ns)))
+            step += QStringLiteral("\n   -> %1").arg(tried);
+        text << step;
+    }
     if (text.isEmpty())
         text << (m_data->comparison.verdict == analysis::Verdict::None
                 ? tr("Nothing to change: the verdict is healthy.")
