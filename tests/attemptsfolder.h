@@ -11,6 +11,9 @@
 
 #include <QDir>
 #include <QFile>
+#include <QRegularExpression>
+
+#include <map>
 
 namespace fp8scope::testing {
 
@@ -24,7 +27,8 @@ inline bool writeAttemptsFolder(const QString &dir, ScenarioPlan *plan, QString 
     };
     if (plan->run != QLatin1String("fp8") || plan->baseline != QLatin1String("bf16"))
         return fail(QStringLiteral("the scenario of seed 3 names its runs %1 and %2").arg(plan->baseline, plan->run));
-    for (const QString &name : {QStringLiteral("fp8-b-current"), QStringLiteral("fp8-c-two")}) {
+    for (const QString &name :
+        {QStringLiteral("fp8-b-current"), QStringLiteral("fp8-c-two"), QStringLiteral("fp8-d-fallback")}) {
         const QString to = dir + QLatin1Char('/') + name;
         QDir().mkpath(to);
         for (const QString &f : QDir(dir + QStringLiteral("/fp8")).entryList(QDir::Files)) {
@@ -34,8 +38,12 @@ inline bool writeAttemptsFolder(const QString &dir, ScenarioPlan *plan, QString 
         QFile config(to + QStringLiteral("/config.yaml"));
         if (!config.open(QIODevice::ReadOnly))
             return fail(QStringLiteral("no config.yaml in %1").arg(to));
-        QByteArray yaml = config.readAll().replace("--fp8-recipe: mxfp8", "--fp8-recipe: blockwise");
+        QByteArray yaml = config.readAll();
         config.close();
+        if (name.endsWith(QLatin1String("fallback")))
+            yaml += "  --first-last-layers-bf16: true\n";
+        else
+            yaml.replace("--fp8-recipe: mxfp8", "--fp8-recipe: blockwise");
         if (name.endsWith(QLatin1String("two")))
             yaml += "  --deterministic-mode: true\n";
         if (!config.open(QIODevice::WriteOnly | QIODevice::Truncate) || config.write(yaml) != yaml.size())
@@ -44,6 +52,32 @@ inline bool writeAttemptsFolder(const QString &dir, ScenarioPlan *plan, QString 
     const QString log = dir + QStringLiteral("/fp8-b-current/stdout.log");
     if (!QFile::remove(log) || !QFile::copy(dir + QStringLiteral("/bf16/stdout.log"), log))
         return fail(QStringLiteral("cannot replace %1").arg(log));
+    // The fallback's loss: the baseline's (at its nearest logged iteration) until 2200, fp8's from there.
+    QFile baseLog(dir + QStringLiteral("/bf16/stdout.log")),
+        fallbackLog(dir + QStringLiteral("/fp8-d-fallback/stdout.log"));
+    if (!baseLog.open(QIODevice::ReadOnly) || !fallbackLog.open(QIODevice::ReadOnly))
+        return fail(QStringLiteral("cannot read the logs"));
+    static const QRegularExpression line(QStringLiteral(R"(iteration\s+(\d+)/.*lm loss: ([0-9.E+-]+))"));
+    std::map<int64_t, QByteArray> baseLoss;
+    for (const QByteArray &l : baseLog.readAll().split('\n')) {
+        const QRegularExpressionMatch m = line.match(QString::fromUtf8(l));
+        if (m.hasMatch())
+            baseLoss[m.captured(1).toLongLong()] = m.captured(2).toUtf8();
+    }
+    QByteArray mixed;
+    for (QByteArray l : fallbackLog.readAll().split('\n')) {
+        const QRegularExpressionMatch m = line.match(QString::fromUtf8(l));
+        if (m.hasMatch() && m.captured(1).toLongLong() < 2200 && !baseLoss.empty()) {
+            auto at = baseLoss.upper_bound(m.captured(1).toLongLong());
+            if (at != baseLoss.begin())
+                --at;
+            l.replace(QByteArray("lm loss: " + m.captured(2).toUtf8()), QByteArray("lm loss: " + at->second));
+        }
+        mixed += l + '\n';
+    }
+    fallbackLog.close();
+    if (!fallbackLog.open(QIODevice::WriteOnly | QIODevice::Truncate) || fallbackLog.write(mixed.chopped(1)) < 0)
+        return fail(QStringLiteral("cannot write %1").arg(fallbackLog.fileName()));
     QFile manifest(dir + QStringLiteral("/fp8-c-two/fp8scope.json"));
     if (!manifest.open(QIODevice::WriteOnly) || manifest.write(R"({"parent": "fp8"})") < 0)
         return fail(QStringLiteral("cannot write %1").arg(manifest.fileName()));

@@ -90,8 +90,13 @@ QString changeGroup(const QString &key, bool version)
     static const QRegularExpression recipe(
         QStringLiteral("^(fp8|fp4|mxfp8|nvfp4)(_(recipe|format|margin|interval|amax_history_len|amax_compute_algo|"
                        "wgrad|dot_product_attention|multi_head_attention))?$|^(fp8_)?recipe$|^first_last_layers_fp8$"));
-    if (recipe.match(j).hasMatch())
-        return QStringLiteral("FP8 recipe");
+    // Going to FP8 (or another recipe) is one change: the precision flags, the recipe's settings and what FP8
+    // needs (Transformer Engine's implementation).
+    static const QSet<QString> precision {QStringLiteral("bf16"), QStringLiteral("fp16"), QStringLiteral("fp32"),
+        QStringLiteral("params_dtype"), QStringLiteral("precision")};
+    if (recipe.match(j).hasMatch() || precision.contains(j)
+        || contextReason(key) == QLatin1String("a prerequisite of FP8 training"))
+        return QStringLiteral("precision and recipe");
     return j.isEmpty() ? key : j;
 }
 
@@ -215,7 +220,7 @@ AttemptsResult attemptsOf(const Catalog &catalog, RunRef baseline, const std::ve
             a.fromParent = a.changes;
         }
         a.groupsFromParent = groupsOf(a.fromParent);
-        a.severalAtOnce = a.parent.isValid() && a.groupsFromParent.size() > 1;
+        a.severalAtOnce = a.groupsFromParent.size() > 1;
     }
     // The candidate: healthy, no eval gap, no audit finding; the smallest end gap against its edge; the fewest
     // BF16 layers.
@@ -312,7 +317,7 @@ std::vector<TriedBy> triedBy(const Catalog &catalog, const NextStep &step, const
     // Whether a change from the run is what the step proposes.
     const auto proposes = [&](const AttemptChange &c) {
         const QString to = c.to.toLower();
-        if (c.group == QLatin1String("FP8 recipe")) {
+        if (c.group == QLatin1String("precision and recipe")) {
             if (!action.contains(QLatin1String("recipe")) && !action.contains(QLatin1String("scaling")))
                 return false;
             if (to == QLatin1String("tensorwise") || to == QLatin1String("current"))

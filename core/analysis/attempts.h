@@ -20,7 +20,8 @@ struct AttemptChange {
     QString key; // the config key, or "version of PACKAGE"
     QString from; // the baseline's (or parent's) value; "(unset)" where it has none
     QString to; // the attempt's
-    QString group; // "FP8 recipe", "parallel layout", "deterministic mode", "BF16 fallback layers", ..., or the key
+    QString group; // "precision and recipe", "parallel layout", "deterministic mode", "BF16 fallback layers", ..., or
+                   // the key
 };
 
 // The group a differing key belongs to: keys that make one change together share it (deterministic mode's flag
@@ -36,7 +37,9 @@ struct Attempt {
     std::vector<AttemptChange> changes; // against the baseline, incidental keys (paths, names) left out
     std::vector<AttemptChange> fromParent; // against the parent (against the baseline where there is none)
     QStringList groupsFromParent; // the distinct groups of fromParent
-    bool severalAtOnce = false; // more than one group changed from its parent: not one change at a time
+    // More than one group changed from its parent (from the baseline, going to FP8 is one: precision and recipe):
+    // not one change at a time.
+    bool severalAtOnce = false;
     // The outcome, from its comparison with the baseline.
     Verdict verdict = Verdict::None;
     std::optional<int64_t> departure;

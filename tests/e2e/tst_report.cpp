@@ -444,7 +444,7 @@ void TestReport::attemptsSection()
             figure = f;
     }
     QVERIFY(table && figure);
-    QCOMPARE(int(table->rows.size()), 3);
+    QCOMPARE(int(table->rows.size()), 4);
     QCOMPARE(table->rows[0][0], QStringLiteral("fp8"));
     QCOMPARE(table->highlighted, std::vector<size_t> {0}); // the run reported on
     QCOMPARE(table->rows[1][0], QStringLiteral("fp8-b-current"));
@@ -452,7 +452,7 @@ void TestReport::attemptsSection()
     QCOMPARE(table->rows[1][7], QStringLiteral("fixed"));
     QVERIFY(table->rows[2][2].startsWith(QLatin1String("several: ")));
     const auto &curves = std::get<report::CurveFigure>(figure->content);
-    QCOMPARE(int(curves.lines.size()), 3);
+    QCOMPARE(int(curves.lines.size()), 4);
     const QString text = report::documentText(*doc).join(QLatin1Char('\n'));
     QVERIFY(text.contains(QLatin1String("Several changes at once")));
 }

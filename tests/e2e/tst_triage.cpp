@@ -1126,18 +1126,18 @@ void TestTriage::attemptsOfOneBaseline()
     Catalog catalog;
     TriageResult result;
     QVERIFY2(openAndTriage(dir.path(), &catalog, &result, &error), qPrintable(error));
-    QCOMPARE(int(result.comparisons.size()), 3);
+    QCOMPARE(int(result.comparisons.size()), 4);
     const AttemptsResult a = attemptsOf(catalog, result.comparisons.front().baseline, result.comparisons);
     QCOMPARE(a.baselineName, plan.baseline);
-    QCOMPARE(int(a.attempts.size()), 3);
-    const Attempt &first = a.attempts[0], &fixed = a.attempts[1], &two = a.attempts[2];
+    QCOMPARE(int(a.attempts.size()), 4);
+    const Attempt &first = a.attempts[0], &fixed = a.attempts[1], &two = a.attempts[2], &fallback = a.attempts[3];
     QCOMPARE(first.name, QStringLiteral("fp8"));
     QCOMPARE(first.verdict, Verdict::MidRunInstability);
     QVERIFY(!first.parent.isValid());
     QVERIFY(first.fixesParent.isEmpty());
     // Against the baseline: the FP8 settings (the recipe), paths and names left out.
     QVERIFY(std::any_of(first.changes.begin(), first.changes.end(), [](const AttemptChange &c) {
-        return c.group == QLatin1String("FP8 recipe") && c.to == QLatin1String("mxfp8");
+        return c.group == QLatin1String("precision and recipe") && c.to == QLatin1String("mxfp8");
     }));
     QVERIFY(std::none_of(first.changes.begin(), first.changes.end(),
         [](const AttemptChange &c) { return c.key.contains(QLatin1String("save")); }));
@@ -1146,7 +1146,7 @@ void TestTriage::attemptsOfOneBaseline()
     QCOMPARE(fixed.name, QStringLiteral("fp8-b-current"));
     QCOMPARE(fixed.parentName, QStringLiteral("fp8"));
     QCOMPARE(fixed.parentSource, QStringLiteral("closest earlier attempt"));
-    QCOMPARE(fixed.groupsFromParent, QStringList {QStringLiteral("FP8 recipe")});
+    QCOMPARE(fixed.groupsFromParent, QStringList {QStringLiteral("precision and recipe")});
     QVERIFY(!fixed.severalAtOnce);
     QCOMPARE(fixed.verdict, Verdict::None);
     QCOMPARE(fixed.fixesParent, QStringLiteral("fixed"));
@@ -1159,6 +1159,18 @@ void TestTriage::attemptsOfOneBaseline()
     QVERIFY(two.groupsFromParent.contains(QStringLiteral("deterministic mode")));
     QVERIFY(two.severalAtOnce);
     QCOMPARE(two.fixesParent, QStringLiteral("no"));
+
+    // The BF16 fallback: one change from fp8, the same class departing later: a partial fix.
+    QCOMPARE(fallback.name, QStringLiteral("fp8-d-fallback"));
+    QCOMPARE(fallback.parentName, QStringLiteral("fp8"));
+    QCOMPARE(fallback.groupsFromParent, QStringList {QStringLiteral("BF16 fallback layers")});
+    QCOMPARE(fallback.verdict, Verdict::MidRunInstability);
+    QVERIFY2(fallback.departure && *fallback.departure > *first.departure + 300,
+        qPrintable(QString::number(fallback.departure.value_or(-1))));
+    QCOMPARE(fallback.fixesParent, QStringLiteral("partly"));
+    QCOMPARE(fallback.bf16Layers, 2);
+    // From the baseline, going to FP8 is one change: fp8 is not several at once.
+    QVERIFY(!first.severalAtOnce);
 
     QCOMPARE(a.candidate, std::optional<size_t>(1));
 
@@ -1220,8 +1232,8 @@ void TestTriage::changeGroups()
     QCOMPARE(changeGroup(QStringLiteral("MODEL_ARGS.--tensor-model-parallel-size"), false),
         QStringLiteral("parallel layout"));
     QCOMPARE(changeGroup(QStringLiteral("MODEL_ARGS.--sequence-parallel"), false), QStringLiteral("parallel layout"));
-    QCOMPARE(changeGroup(QStringLiteral("MODEL_ARGS.--fp8-recipe"), false), QStringLiteral("FP8 recipe"));
-    QCOMPARE(changeGroup(QStringLiteral("MODEL_ARGS.--fp8-margin"), false), QStringLiteral("FP8 recipe"));
+    QCOMPARE(changeGroup(QStringLiteral("MODEL_ARGS.--fp8-recipe"), false), QStringLiteral("precision and recipe"));
+    QCOMPARE(changeGroup(QStringLiteral("MODEL_ARGS.--fp8-margin"), false), QStringLiteral("precision and recipe"));
     QCOMPARE(changeGroup(QStringLiteral("MODEL_ARGS.--num-layers-at-start-in-bf16"), false),
         QStringLiteral("BF16 fallback layers"));
     QCOMPARE(changeGroup(QStringLiteral("MODEL_ARGS.--first-last-layers-bf16"), false),
@@ -1261,6 +1273,23 @@ void TestTriage::realFixtures()
         // A healthy pair gets no fix list; Transformer Engine's implementation is a prerequisite of FP8 (context,
         // never to be undone), and the FP16 baseline on the local implementation makes it a comparison with care.
         QVERIFY(c.nextSteps.empty());
+        // As attempts: the one FP8 attempt is the candidate, and it changed more than the precision at once (the
+        // FP16 baseline also differs in deterministic mode's fused-attention switch, query-key layer scaling and
+        // the softmax in FP32): the warning says so.
+        const AttemptsResult attempts = attemptsOf(catalog, c.baseline, result.comparisons);
+        QCOMPARE(int(attempts.attempts.size()), 1);
+        const Attempt &a = attempts.attempts.front();
+        QCOMPARE(attempts.candidate, std::optional<size_t>(0));
+        QCOMPARE(a.verdict, Verdict::None);
+        QVERIFY(std::abs(a.endGap) < a.endEdge);
+        QVERIFY(a.severalAtOnce);
+        for (const char *group : {"precision and recipe", "deterministic mode", "apply_query_key_layer_scaling",
+                 "attention_softmax_in_fp32"})
+            QVERIFY2(a.groupsFromParent.contains(QLatin1String(group)), qPrintable(a.groupsFromParent.join(u',')));
+        for (const AttemptChange &change : a.changes) {
+            if (change.key.endsWith(QLatin1String("--transformer-impl")))
+                QCOMPARE(change.group, QStringLiteral("precision and recipe"));
+        }
         for (const Finding &f : c.findings) {
             // No difference of this healthy pair is proposed to be undone.
             if (f.kind == FindingKind::ConfigDifference)

@@ -57,9 +57,9 @@ void TestAttempts::tableAndPlot()
     auto *tabs = m_window->findChild<QTabWidget *>(QStringLiteral("viewTabs"));
     QVERIFY(tabs);
     tabs->setCurrentWidget(view);
-    QTRY_VERIFY_WITH_TIMEOUT(!view->isComputing() && view->attempts().attempts.size() == 3, 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(!view->isComputing() && view->attempts().attempts.size() == 4, 60000);
     QAbstractItemModel *model = view->table()->model();
-    QCOMPARE(model->rowCount(), 3);
+    QCOMPARE(model->rowCount(), 4);
     const auto cell = [&](int row, const char *header) {
         for (int c = 0; c < model->columnCount(); ++c) {
             if (model->headerData(c, Qt::Horizontal).toString() == QLatin1String(header))
@@ -71,16 +71,17 @@ void TestAttempts::tableAndPlot()
     QCOMPARE(cell(0, "Verdict"), QStringLiteral("mid-run-instability"));
     QCOMPARE(cell(1, "Attempt"), QStringLiteral("fp8-b-current"));
     QCOMPARE(cell(1, "Parent"), QStringLiteral("fp8"));
-    QCOMPARE(cell(1, "Changed from parent"), QStringLiteral("FP8 recipe"));
+    QCOMPARE(cell(1, "Changed from parent"), QStringLiteral("precision and recipe"));
     QCOMPARE(cell(1, "Fixes parent"), QStringLiteral("fixed"));
     QCOMPARE(cell(1, "Candidate"), QStringLiteral("candidate"));
     QVERIFY2(
         cell(2, "Changed from parent").startsWith(QStringLiteral("⚠")), qPrintable(cell(2, "Changed from parent")));
     QCOMPARE(cell(2, "Fixes parent"), QStringLiteral("no"));
+    QCOMPARE(cell(3, "Fixes parent"), QStringLiteral("partly"));
     // The plot: every attempt's gap, the candidate highlighted; selecting another highlights it.
     AttemptsChart *chart = view->chart();
     QCOMPARE(chart->highlighted(), 1);
-    QCOMPARE(chart->attemptGraphs(), 3);
+    QCOMPARE(chart->attemptGraphs(), 4);
     view->table()->setCurrentIndex(model->index(0, 0));
     QCOMPARE(chart->highlighted(), 0);
     QVERIFY(chart->csv().count(QLatin1Char('\n')) > 3);
