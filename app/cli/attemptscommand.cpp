@@ -49,8 +49,14 @@ void printAttempts(QTextStream &out, const AttemptsResult &r)
             out << "    warning: " << a.groupsFromParent.size()
                 << " changes at once: which of them did what cannot be told apart\n";
     }
-    out << "candidate: " << (r.candidate ? r.attempts[*r.candidate].name : QStringLiteral("none")) << " ("
-        << candidateRule() << ")\n";
+    out << "candidate: " << (r.candidate ? r.attempts[*r.candidate].name : QStringLiteral("none"));
+    if (r.candidateSource == QLatin1String("chosen"))
+        out << " (chosen by the user; the rule's: "
+            << (r.ruleCandidate ? r.attempts[*r.ruleCandidate].name : QStringLiteral("none")) << ")\n";
+    else
+        out << " ("
+            << (r.candidateSource == QLatin1String("confirmed") ? QStringLiteral("confirmed by the user: ") : QString())
+            << candidateRule() << ")\n";
 }
 
 } // namespace

@@ -240,6 +240,20 @@ AttemptsResult attemptsOf(const Catalog &catalog, RunRef baseline, const std::ve
         if (score(a) < score(c) || (score(a) == score(c) && a.bf16Layers < c.bf16Layers))
             result.candidate = i;
     }
+    result.ruleCandidate = result.candidate;
+    result.candidateSource = result.candidate ? QStringLiteral("rule") : QString();
+    // The user's word (kept in the baseline's store) where it names one of the attempts.
+    if (const std::optional<CandidateChoice> choice = catalog.candidateChoice(baseline)) {
+        for (size_t i = 0; i < result.attempts.size(); ++i) {
+            if (result.attempts[i].name != choice->candidate)
+                continue;
+            result.candidate = i;
+            result.candidateSource = choice->state == QLatin1String("confirmed") && result.ruleCandidate == i
+                ? QStringLiteral("confirmed")
+                : QStringLiteral("chosen");
+            result.candidateNote = choice->note;
+        }
+    }
     return result;
 }
 
@@ -398,7 +412,10 @@ QJsonObject attemptsJson(const AttemptsResult &result)
     return QJsonObject {{QStringLiteral("baseline"), result.baselineName}, {QStringLiteral("attempts"), attempts},
         {QStringLiteral("candidate"),
             result.candidate ? QJsonValue(result.attempts[*result.candidate].name) : QJsonValue()},
-        {QStringLiteral("candidate_rule"), candidateRule()}};
+        {QStringLiteral("candidate_rule"), candidateRule()},
+        {QStringLiteral("candidate_source"), result.candidateSource},
+        {QStringLiteral("rule_candidate"),
+            result.ruleCandidate ? QJsonValue(result.attempts[*result.ruleCandidate].name) : QJsonValue()}};
 }
 
 } // namespace fp8scope::analysis

@@ -64,7 +64,10 @@ struct AttemptsResult {
     RunRef baseline;
     QString baselineName;
     std::vector<Attempt> attempts; // in name order (natural)
-    std::optional<size_t> candidate; // by candidateRule()
+    std::optional<size_t> candidate; // the user's choice where there is one, else by candidateRule()
+    std::optional<size_t> ruleCandidate; // by candidateRule()
+    QString candidateSource; // "rule", "confirmed" (the rule's, confirmed by the user), "chosen" (the user's)
+    QString candidateNote; // the user's note
 };
 
 // The rule the final candidate is chosen by, in words.

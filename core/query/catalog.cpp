@@ -795,6 +795,15 @@ std::vector<FindingReview> Catalog::findingReviews(RunRef run, RunRef baseline) 
     return e->store.findingReviews(run.id, folder, name);
 }
 
+std::optional<CandidateChoice> Catalog::candidateChoice(RunRef baseline) const
+{
+    const Entry *e = entry(baseline.store);
+    const std::optional<Run> r = run(baseline);
+    if (!e || !r)
+        return std::nullopt;
+    return e->store.candidateChoice(r->name);
+}
+
 std::vector<ConfigEntry> Catalog::configs(RunRef ref) const
 {
     std::vector<ConfigEntry> out;

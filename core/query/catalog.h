@@ -130,6 +130,8 @@ public:
     std::pair<QString, QString> baselineKey(RunRef run, RunRef baseline) const;
     // The user's reviews of the findings of `run` against `baseline` (invalid: the run checked alone).
     std::vector<FindingReview> findingReviews(RunRef run, RunRef baseline) const;
+    // The user's word on the final candidate among `baseline`'s attempts, kept in its store; nothing when none.
+    std::optional<CandidateChoice> candidateChoice(RunRef baseline) const;
 
 private:
     // The writes (ingest, rebuild, recompute, reviews) go through a FolderSession (core/session), which holds

@@ -39,6 +39,15 @@ struct StoredFinding {
 
 // A user's review of a finding: its identity (analysis::findingIdentity), "open", "confirmed" or "dismissed",
 // and a note.
+// The user's word on a baseline's final candidate (core/analysis/attempts): the rule's candidate confirmed, or
+// another attempt chosen over it; kept in the baseline's store by the baseline's name.
+struct CandidateChoice {
+    QString candidate; // the attempt's run name
+    QString state; // "confirmed" or "chosen"
+    QString note;
+    QString chosenAt; // ISO 8601, UTC; set when stored
+};
+
 struct FindingReview {
     QString finding;
     QString state;

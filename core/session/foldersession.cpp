@@ -100,4 +100,15 @@ bool FolderSession::storeReview(
     return store->storeFindingReview(run.id, baselineKey.first, baselineKey.second, review, error);
 }
 
+bool FolderSession::storeCandidateChoice(RunRef baseline, const CandidateChoice &choice, QString *error)
+{
+    RunStore *store = m_catalog.storeOf(baseline.store);
+    const std::optional<Run> r = m_catalog.run(baseline);
+    if (!store || !r) {
+        *error = QStringLiteral("the baseline's folder is not open");
+        return false;
+    }
+    return store->storeCandidateChoice(r->name, choice, error);
+}
+
 } // namespace fp8scope

@@ -72,6 +72,10 @@ public:
     [[nodiscard]] bool storeReview(
         RunRef run, const std::pair<QString, QString> &baselineKey, const FindingReview &review, QString *error);
 
+    // Keeps the user's word on the final candidate among `baseline`'s attempts in the baseline's store (an empty
+    // candidate takes it back).
+    [[nodiscard]] bool storeCandidateChoice(RunRef baseline, const CandidateChoice &choice, QString *error);
+
 private:
     Catalog m_catalog;
 };

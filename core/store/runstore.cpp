@@ -110,10 +110,14 @@ bool RunStore::rebuild(const QString &folder, QString *error, int *carried)
         QString run, baselineFolder, baselineName, finding, state, note, reviewedAt;
     };
     std::vector<Carried> reviews;
+    std::vector<std::pair<QString, CandidateChoice>> choices; // and the words on candidates, by baseline name
     if (QFileInfo::exists(path)) {
         RunStore old;
         QString ignored;
         if (old.open(folder, &ignored)) {
+            Statement c = old.prepare("SELECT baseline_name, candidate, state, note, chosen_at FROM candidate_choices");
+            while (c.next())
+                choices.push_back({c.text(0), {c.text(1), c.text(2), c.text(3), c.text(4)}});
             for (const char *sql : {"SELECT r.name, f.baseline_folder, f.baseline_name, f.finding, f.state, f.note, "
                                     "f.reviewed_at FROM finding_reviews f JOIN runs r ON r.id=f.run_id",
                      "SELECT run_name, baseline_folder, baseline_name, finding, state, note, reviewed_at FROM "
@@ -145,6 +149,18 @@ bool RunStore::rebuild(const QString &folder, QString *error, int *carried)
             return false;
         }
         put.reset();
+    }
+    Statement choice = m_db.prepare(
+        "INSERT OR REPLACE INTO candidate_choices(baseline_name, candidate, state, note, chosen_at) VALUES(?,?,?,?,?)",
+        error);
+    for (const auto &[baseline, c] : choices) {
+        choice.bind(1, baseline).bind(2, c.candidate).bind(3, c.state).bind(4, c.note).bind(5, c.chosenAt);
+        if (!choice.exec()) {
+            *error
+                = QStringLiteral("%1: the chosen candidates could not be carried over: %2").arg(m_path, choice.error());
+            return false;
+        }
+        choice.reset();
     }
     if (!t.commit(error))
         return false;

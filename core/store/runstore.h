@@ -186,6 +186,11 @@ public:
     [[nodiscard]] bool storeFindingReview(int64_t runId, const QString &baselineFolder, const QString &baselineName,
         const FindingReview &review, QString *error);
 
+    // The user's word on the final candidate of the baseline of that name (schema version 12); nothing when none.
+    std::optional<CandidateChoice> candidateChoice(const QString &baselineName) const;
+    // Keeps it (replacing an earlier one); an empty candidate takes the word back.
+    [[nodiscard]] bool storeCandidateChoice(const QString &baselineName, const CandidateChoice &choice, QString *error);
+
     // Store errors met by reads since the store was opened (each once), newest last.
     QStringList errors() const { return m_errors; }
     // Called with each store error when it is first met (errors() keeps them too), on the thread that met it.

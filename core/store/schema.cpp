@@ -182,6 +182,15 @@ UPDATE files SET size=-1, mtime=-1, consumed=0, lines=0, head_hash='', tail_hash
     WHERE importer IN ('te-debug', 'megatron-log');
 )";
 
+// Version 12 (issue 44): the user's word on a baseline's final candidate among its attempts (confirmed, or another
+// attempt chosen), by the baseline's name, so that a rebuild carries it over as it is. Not data the results are
+// computed from: it moves no data generation.
+const char *const kSchemaV12 = R"(
+CREATE TABLE candidate_choices(
+    baseline_name TEXT NOT NULL PRIMARY KEY, candidate TEXT NOT NULL, state TEXT NOT NULL, note TEXT NOT NULL,
+    chosen_at TEXT NOT NULL) WITHOUT ROWID;
+)";
+
 // Version 3's conversion: every series' points into chunks, then the view in place of the table.
 bool pointsToChunks(Database &db, QString *error)
 {
@@ -265,7 +274,7 @@ bool migrate(Database &db, const QString &path, QString *error)
         && (version >= 5 || db.exec(kSchemaV5, error)) && (version >= 6 || db.exec(kSchemaV6, error))
         && (version >= 7 || db.exec(kSchemaV7, error)) && (version >= 8 || db.exec(kSchemaV8, error))
         && (version >= 9 || db.exec(kSchemaV9, error)) && (version >= 10 || db.exec(kSchemaV10, error))
-        && (version >= 11 || db.exec(kSchemaV11, error));
+        && (version >= 11 || db.exec(kSchemaV11, error)) && (version >= 12 || db.exec(kSchemaV12, error));
     if (!ok)
         return false;
     Statement set = db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", error);

@@ -144,6 +144,42 @@ std::vector<FindingReview> RunStore::findingReviews(
     return out;
 }
 
+std::optional<CandidateChoice> RunStore::candidateChoice(const QString &baselineName) const
+{
+    Statement s = prepare("SELECT candidate, state, note, chosen_at FROM candidate_choices WHERE baseline_name=?");
+    s.bind(1, baselineName);
+    if (s.next())
+        return CandidateChoice {s.text(0), s.text(1), s.text(2), s.text(3)};
+    ok(s);
+    return std::nullopt;
+}
+
+bool RunStore::storeCandidateChoice(const QString &baselineName, const CandidateChoice &choice, QString *error)
+{
+    if (choice.candidate.isEmpty()) {
+        Statement s = prepare("DELETE FROM candidate_choices WHERE baseline_name=?");
+        s.bind(1, baselineName);
+        if (!s.exec()) {
+            *error = s.error();
+            return false;
+        }
+        return true;
+    }
+    if (choice.state != QLatin1String("confirmed") && choice.state != QLatin1String("chosen")) {
+        *error = QStringLiteral("a candidate is confirmed or chosen, not '%1'").arg(choice.state);
+        return false;
+    }
+    Statement s = prepare("INSERT OR REPLACE INTO candidate_choices(baseline_name, candidate, state, note, chosen_at) "
+                          "VALUES(?,?,?,?,?)");
+    s.bind(1, baselineName).bind(2, choice.candidate).bind(3, choice.state).bind(4, choice.note);
+    s.bind(5, QDateTime::currentDateTimeUtc().toString(Qt::ISODate));
+    if (!s.exec()) {
+        *error = s.error();
+        return false;
+    }
+    return true;
+}
+
 bool RunStore::storeFindingReview(int64_t runId, const QString &baselineFolder, const QString &baselineName,
     const FindingReview &review, QString *error)
 {

@@ -9,6 +9,7 @@
 #include "views/attempts/attemptsview.h"
 #include "views/compare/compareview.h"
 #include "views/triage/triagewizard.h"
+#include "views/workspace/workspace.h"
 
 #include <QDir>
 #include <QFile>
@@ -28,6 +29,7 @@ private Q_SLOTS:
     void tableAndPlot();
     void doubleClickOpensTheComparison();
     void wizardSaysWhatWasTried();
+    void candidateChosenAndKept();
 
 private:
     QTemporaryDir m_tmp;
@@ -121,6 +123,44 @@ void TestAttempts::wizardSaysWhatWasTried()
         qPrintable(text));
     QVERIFY2(text.contains(QLatin1String("-> tried in fp8-c-two (")), qPrintable(text));
     w->close();
+}
+
+// The user chooses another candidate than the rule's: kept in the baseline's store, it outlives a rebuild of the
+// store; taken back, the rule's candidate returns.
+void TestAttempts::candidateChosenAndKept()
+{
+    AttemptsView *view = m_window->attempts();
+    m_window->findChild<QTabWidget *>(QStringLiteral("viewTabs"))->setCurrentWidget(view);
+    QTRY_VERIFY_WITH_TIMEOUT(!view->isComputing() && view->attempts().attempts.size() == 4, 60000);
+    QCOMPARE(view->attempts().candidateSource, QStringLiteral("rule"));
+    const auto candidate = [view] {
+        const analysis::AttemptsResult &r = view->attempts();
+        return r.candidate ? r.attempts[*r.candidate].name : QString();
+    };
+    QCOMPARE(candidate(), QStringLiteral("fp8-b-current"));
+    view->chooseCandidate(3);
+    QTRY_COMPARE_WITH_TIMEOUT(candidate(), QStringLiteral("fp8-d-fallback"), 60000);
+    QCOMPARE(view->attempts().candidateSource, QStringLiteral("chosen"));
+    QAbstractItemModel *model = view->table()->model();
+    const int column = model->columnCount() - 1;
+    QCOMPARE(model->index(3, column).data().toString(), QStringLiteral("your choice"));
+    QCOMPARE(model->index(1, column).data().toString(), QStringLiteral("the rule's"));
+    // The store thrown away and read again: the choice stays.
+    QString error;
+    QSignalSpy ready(m_window.get(), &MainWindow::ready);
+    QVERIFY2(m_window->workspace()->rebuild(&error), qPrintable(error));
+    QVERIFY(ready.wait(120000));
+    QTRY_VERIFY_WITH_TIMEOUT(!view->isComputing() && view->attempts().attempts.size() == 4, 60000);
+    QCOMPARE(candidate(), QStringLiteral("fp8-d-fallback"));
+    const Catalog &catalog = m_window->workspace()->catalog();
+    const std::optional<CandidateChoice> kept = catalog.candidateChoice(view->attempts().baseline);
+    QVERIFY(kept);
+    QCOMPARE(kept->candidate, QStringLiteral("fp8-d-fallback"));
+    QCOMPARE(kept->state, QStringLiteral("chosen"));
+    // Taken back: the rule's.
+    view->chooseCandidate(-1);
+    QTRY_COMPARE_WITH_TIMEOUT(view->attempts().candidateSource, QStringLiteral("rule"), 60000);
+    QCOMPARE(candidate(), QStringLiteral("fp8-b-current"));
 }
 
 QTEST_MAIN(TestAttempts)

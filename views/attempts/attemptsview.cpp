@@ -42,6 +42,16 @@ QString evalText(const Attempt &a)
     return parts.join(QStringLiteral(", "));
 }
 
+// "candidate" (by the rule), "confirmed", "your choice", or "the rule's" where the user chose another.
+QString candidateText(const AttemptsResult &r, size_t i)
+{
+    if (r.candidate == i)
+        return r.candidateSource == QLatin1String("chosen")   ? QObject::tr("your choice")
+            : r.candidateSource == QLatin1String("confirmed") ? QObject::tr("confirmed")
+                                                              : QObject::tr("candidate");
+    return r.ruleCandidate == i ? QObject::tr("the rule's") : QString();
+}
+
 } // namespace
 
 AttemptsView::AttemptsView(Workspace *workspace, QWidget *parent)
@@ -52,6 +62,8 @@ AttemptsView::AttemptsView(Workspace *workspace, QWidget *parent)
     , m_model(new QStandardItemModel(this))
     , m_table(newTableView(QStringLiteral("attemptsTable"), this))
     , m_chart(new AttemptsChart(this))
+    , m_choose(new QAction(tr("Choose as the &Candidate"), this))
+    , m_clear(new QAction(tr("Back to the &Rule's Candidate"), this))
     , m_slot(Workspace::newSlot(QStringLiteral("attempts")))
 {
     setObjectName(QStringLiteral("attemptsView"));
@@ -60,6 +72,17 @@ AttemptsView::AttemptsView(Workspace *workspace, QWidget *parent)
     m_status->setWordWrap(true);
     m_table->setModel(m_model);
     addTableActions(m_table, tr("attempts.csv"));
+    // The user's word on the candidate, kept in the baseline's store: this attempt (the rule's: confirmed), or
+    // back to the rule.
+    m_choose->setObjectName(QStringLiteral("attemptsChoose"));
+    m_clear->setObjectName(QStringLiteral("attemptsClear"));
+    auto *separator = new QAction(this);
+    separator->setSeparator(true);
+    m_table->addAction(separator);
+    m_table->addAction(m_choose);
+    m_table->addAction(m_clear);
+    connect(m_choose, &QAction::triggered, this, [this] { chooseCandidate(m_table->currentIndex().row()); });
+    connect(m_clear, &QAction::triggered, this, [this] { chooseCandidate(-1); });
     auto *top = new QHBoxLayout;
     top->addWidget(new QLabel(tr("Baseline"), this));
     top->addWidget(m_baselineBox, 1);
@@ -86,7 +109,9 @@ AttemptsView::AttemptsView(Workspace *workspace, QWidget *parent)
             Q_EMIT comparisonRequested(m_result.baseline, run.value<RunRef>());
     });
     connect(m_workspace, &Workspace::changed, this, [this](Workspace::Parts parts) {
-        if (parts & (Workspace::Loaded | Workspace::Closed | Workspace::Statistics | Workspace::Appended)) {
+        if (parts
+            & (Workspace::Loaded | Workspace::Closed | Workspace::Statistics | Workspace::Appended
+                | Workspace::Reviews)) {
             reloadBaselines();
             m_stale = true;
             recompute();
@@ -118,6 +143,21 @@ void AttemptsView::setBaseline(RunRef b)
 RunRef AttemptsView::baseline() const
 {
     return m_baselineBox->currentData().value<RunRef>();
+}
+
+void AttemptsView::chooseCandidate(int row)
+{
+    if (!m_result.baseline.isValid() || row >= int(m_result.attempts.size()))
+        return;
+    CandidateChoice choice;
+    if (row >= 0) {
+        choice.candidate = m_result.attempts[size_t(row)].name;
+        choice.state = m_result.ruleCandidate == size_t(row) ? QStringLiteral("confirmed") : QStringLiteral("chosen");
+    }
+    m_workspace->storeCandidateChoice(m_result.baseline, choice, this, [this](const QString &error) {
+        if (!error.isEmpty())
+            m_status->setText(tr("The candidate was not kept: %1").arg(error));
+    });
 }
 
 void AttemptsView::showEvent(QShowEvent *event)
@@ -168,7 +208,7 @@ void AttemptsView::display(const AttemptsResult &result)
             a.departure ? numberItem(double(*a.departure), 0) : textItem(QString()), textItem(gapText(a)),
             textItem(evalText(a)),
             textItem(a.auditFindings < 0 ? QString() : tr("%n finding(s)", nullptr, a.auditFindings)),
-            textItem(a.fixesParent), textItem(result.candidate == i ? tr("candidate") : QString())};
+            textItem(a.fixesParent), textItem(candidateText(result, i))};
         row.front()->setData(QVariant::fromValue(a.run), kRunRole);
         row[2]->setToolTip(changed.join(QLatin1Char('\n')));
         if (a.severalAtOnce) {
@@ -192,9 +232,18 @@ void AttemptsView::display(const AttemptsResult &result)
     m_chart->setHighlighted(result.candidate ? int(*result.candidate) : (result.attempts.empty() ? -1 : 0));
     if (!result.baseline.isValid())
         return;
-    m_status->setText(result.candidate
+    m_choose->setEnabled(!result.attempts.empty());
+    m_clear->setEnabled(
+        result.candidateSource == QLatin1String("chosen") || result.candidateSource == QLatin1String("confirmed"));
+    m_status->setText(result.candidateSource == QLatin1String("chosen")
+            ? tr("%n attempt(s) against %1; the candidate, your choice: %2 (the rule's: %3).", nullptr,
+                int(result.attempts.size()))
+                  .arg(result.baselineName, result.attempts[*result.candidate].name,
+                      result.ruleCandidate ? result.attempts[*result.ruleCandidate].name : tr("none"))
+            : result.candidate
             ? tr("%n attempt(s) against %1; the candidate: %2 (%3).", nullptr, int(result.attempts.size()))
-                  .arg(result.baselineName, result.attempts[*result.candidate].name, candidateRule())
+                  .arg(result.baselineName, result.attempts[*result.candidate].name,
+                      result.candidateSource == QLatin1String("confirmed") ? tr("confirmed") : candidateRule())
             : tr("%n attempt(s) against %1; no candidate yet (%2).", nullptr, int(result.attempts.size()))
                   .arg(result.baselineName, candidateRule()));
 }

@@ -11,6 +11,7 @@
 
 #include <QWidget>
 
+class QAction;
 class QComboBox;
 class QLabel;
 class QStandardItemModel;
@@ -35,6 +36,9 @@ public:
     AttemptsChart *chart() const { return m_chart; }
     // Compares every attempt with the baseline again (when the tab is seen).
     void recompute();
+    // Keeps the user's word on the candidate: the attempt of that row chosen (the rule's own: confirmed), or
+    // (row -1) the word taken back; the table follows once it is kept.
+    void chooseCandidate(int row);
 
 Q_SIGNALS:
     void comparisonRequested(fp8scope::RunRef baseline, fp8scope::RunRef run);
@@ -53,6 +57,8 @@ private:
     QTableView *m_table;
     AttemptsChart *m_chart;
     analysis::AttemptsResult m_result;
+    QAction *m_choose;
+    QAction *m_clear;
     QString m_slot;
     quint64 m_ticket = 0;
     bool m_stale = true;

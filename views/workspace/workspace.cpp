@@ -579,14 +579,19 @@ RunRef Workspace::baselineOf(RunRef ref) const
     return r ? r->pairing.baseline : RunRef();
 }
 
+QString Workspace::folderOfStore(quint64 serial) const
+{
+    for (int i = 0; i < m_folders.size() && i < int(m_serials.size()); ++i) {
+        if (m_serials[size_t(i)] == serial)
+            return m_folders[i];
+    }
+    return {};
+}
+
 quint64 Workspace::recompute(
     const Dump &dump, const Recipe &recipe, const QString &slot, QObject *receiver, RecomputeDone done)
 {
-    QString folder;
-    for (int i = 0; i < m_folders.size() && i < int(m_serials.size()); ++i) {
-        if (m_serials[size_t(i)] == dump.run.store)
-            folder = m_folders[i];
-    }
+    const QString folder = folderOfStore(dump.run.store);
     if (folder.isEmpty()) {
         done(std::nullopt, tr("the dump's folder is no longer open"));
         return 0;
@@ -707,36 +712,65 @@ quint64 Workspace::whatIf(
 void Workspace::storeReview(RunRef run, RunRef baseline, const FindingReview &review, QObject *receiver,
     std::function<void(const QString &error)> done)
 {
-    QString folder;
-    for (int i = 0; i < m_folders.size() && i < int(m_serials.size()); ++i) {
-        if (m_serials[size_t(i)] == run.store)
-            folder = m_folders[i];
-    }
+    const QString folder = folderOfStore(run.store);
     const auto [baselineFolder, baselineName] = catalog().baselineKey(run, baseline);
     if (folder.isEmpty() || !this->run(run) || (baseline.isValid() && baselineName.isEmpty())) {
         done(tr("the run or its baseline is no longer open"));
         return;
     }
-    m_jobs->submit({QString(), QStringLiteral("review|%1|%2|%3").arg(folder).arg(run.id).arg(review.finding),
-                       [folder, run, baselineFolder, baselineName, review](JobContext &ctx) -> QVariant {
+    storeWrite(
+        folder, run.store, QStringLiteral("review|%1|%2|%3").arg(folder).arg(run.id).arg(review.finding),
+        [run, baselineFolder, baselineName, review](FolderSession &session, QString *error) {
+            return session.storeReview(run, {baselineFolder, baselineName}, review, error);
+        },
+        receiver, std::move(done),
+        [this, run] {
+            if (this->run(run)) {
+                Q_EMIT changed(Reviews, run);
+                Q_EMIT reviewsChanged(run);
+            }
+        });
+}
+
+void Workspace::storeCandidateChoice(
+    RunRef baseline, const CandidateChoice &choice, QObject *receiver, std::function<void(const QString &error)> done)
+{
+    const QString folder = folderOfStore(baseline.store);
+    if (folder.isEmpty() || !this->run(baseline)) {
+        done(tr("the baseline is no longer open"));
+        return;
+    }
+    storeWrite(
+        folder, baseline.store, QStringLiteral("candidate|%1|%2").arg(folder).arg(baseline.id),
+        [baseline, choice](
+            FolderSession &session, QString *error) { return session.storeCandidateChoice(baseline, choice, error); },
+        receiver, std::move(done),
+        [this, baseline] {
+            if (this->run(baseline))
+                Q_EMIT changed(Reviews, baseline);
+        });
+}
+
+void Workspace::storeWrite(const QString &folder, quint64 store, const QString &key,
+    std::function<bool(FolderSession &session, QString *error)> write, QObject *receiver,
+    std::function<void(const QString &error)> done, std::function<void()> kept)
+{
+    m_jobs->submit({QString(), key,
+                       [folder, store, write](JobContext &ctx) -> QVariant {
                            FolderSession session; // this thread's own connection
                            QString error;
-                           if (!session.open(folder, run.store, &error)
-                               || !session.storeReview(run, {baselineFolder, baselineName}, review, &error)) {
+                           if (!session.open(folder, store, &error) || !write(session, &error)) {
                                ctx.setError(error);
                                return {};
                            }
                            return true;
                        }},
-        receiver, [this, run, done](const JobResult &r) {
+        receiver, [done, kept](const JobResult &r) {
             if (!r.error.isEmpty() || !r.value.isValid()) {
                 done(r.error.isEmpty() ? tr("cancelled") : r.error);
                 return;
             }
-            if (this->run(run)) {
-                Q_EMIT changed(Reviews, run);
-                Q_EMIT reviewsChanged(run);
-            }
+            kept();
             done(QString());
         });
 }

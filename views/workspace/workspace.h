@@ -32,6 +32,7 @@ Q_DECLARE_METATYPE(fp8scope::BlockCensus)
 
 namespace fp8scope {
 
+class FolderSession;
 class FolderWatcher;
 
 struct WorkspaceRun {
@@ -171,6 +172,10 @@ public:
     // still queued. done gets "" or what failed; reviewsChanged(run) follows a kept one.
     void storeReview(RunRef run, RunRef baseline, const FindingReview &review, QObject *receiver,
         std::function<void(const QString &error)> done);
+    // Keeps the user's word on the final candidate among `baseline`'s attempts (an empty candidate takes it back)
+    // in the baseline's store, on the job queue; changed(Reviews, baseline) follows a kept one.
+    void storeCandidateChoice(RunRef baseline, const CandidateChoice &choice, QObject *receiver,
+        std::function<void(const QString &error)> done);
 
 Q_SIGNALS:
     // Every change as one signal, before its own signal below (the views follow this one; the window and the
@@ -190,6 +195,13 @@ Q_SIGNALS:
     void followingChanged(bool on); // setFollowing: whether runs can stop (stallThresholdMs) changed with it
 
 private:
+    // The opened folder whose store has that serial; empty when it is not open.
+    QString folderOfStore(quint64 serial) const;
+    // A user's word written into a store on the job queue (the stores' one writer), through a FolderSession of
+    // the job's own; `kept` runs on this thread once it is, then done("") (or done(what failed)).
+    void storeWrite(const QString &folder, quint64 store, const QString &key,
+        std::function<bool(FolderSession &session, QString *error)> write, QObject *receiver,
+        std::function<void(const QString &error)> done, std::function<void()> kept);
     // A load's or follow's problems are said in the status bar and kept for the panel.
     void finishLoad(std::vector<ProblemEntry> problems);
     void finishFollow(bool storesChanged, std::vector<ProblemEntry> problems);
