@@ -159,6 +159,11 @@ void MainWindow::createViews()
     m_attempts = new AttemptsView(m_workspace, this);
     m_viewTabs->addTab(m_attempts, tr("Attempts"));
     connect(m_attempts, &AttemptsView::comparisonRequested, this, [this](RunRef b, RunRef r) { showComparison(b, r); });
+    connect(m_attempts, &AttemptsView::parentRequested, this, [this](RunRef run, const QString &parent) {
+        QString error;
+        if (!setRunParent(run, parent, &error))
+            QMessageBox::warning(this, tr("Set the Parent"), error);
+    });
     m_startPage = new StartPage(this);
     m_central = new QStackedWidget(this);
     m_central->addWidget(m_viewTabs);
@@ -827,6 +832,23 @@ bool MainWindow::setRunSettings(RunRef ref, const RunManifest &settings, QString
         return false;
     }
     if (!writeRunManifest(*dir, settings, error))
+        return false;
+    reopenKeepingSelection(m_workspace->folders());
+    return true;
+}
+
+bool MainWindow::setRunParent(RunRef ref, const QString &parent, QString *error)
+{
+    const WorkspaceRun *run = m_workspace->run(ref);
+    const std::optional<QString> dir = run ? runFolderOf(run->run.folder, run->run.name) : std::nullopt;
+    if (!dir) {
+        *error = run ? tr("%1: no folder of %2 holds only this run, so there is no fp8scope.json to name its parent "
+                          "in.")
+                           .arg(run->run.folder, run->run.name)
+                     : tr("That run is no longer open.");
+        return false;
+    }
+    if (!writeRunParent(*dir, parent, error))
         return false;
     reopenKeepingSelection(m_workspace->folders());
     return true;

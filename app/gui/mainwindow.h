@@ -61,6 +61,9 @@ public:
     // Saves a run's settings into its folder's manifest and reads the folders again, keeping the selection;
     // false with *error when the manifest could not be written.
     bool setRunSettings(RunRef run, const RunManifest &settings, QString *error);
+    // Sets (an empty name: clears) the attempt `run` derives from in its fp8scope.json (the Attempts tab), and
+    // reads the folders again; false with *error when there is no such file to write.
+    bool setRunParent(RunRef run, const QString &parent, QString *error);
     // Asks for a run's settings in a dialog (the Runs panel's double click and context menu).
     void editRunSettings(RunRef run);
     // Generates the demo pair once into the user cache directory and opens it.

@@ -8,6 +8,8 @@
 #include <QJsonObject>
 #include <QSaveFile>
 
+#include <functional>
+
 namespace fp8scope {
 
 std::optional<QString> runFolderOf(const QString &openedFolder, const QString &runName)
@@ -21,7 +23,10 @@ std::optional<QString> runFolderOf(const QString &openedFolder, const QString &r
     return std::nullopt;
 }
 
-bool writeRunManifest(const QString &runFolder, const RunManifest &manifest, QString *error)
+namespace {
+
+// Reads runFolder/fp8scope.json (or nothing), applies `change`, writes it whole (QSaveFile) or not at all.
+bool editManifest(const QString &runFolder, const std::function<void(QJsonObject &)> &change, QString *error)
 {
     const QString path = QDir(runFolder).filePath(QStringLiteral("fp8scope.json"));
     QJsonObject o;
@@ -44,12 +49,7 @@ bool writeRunManifest(const QString &runFolder, const RunManifest &manifest, QSt
         }
         o = doc.object();
     }
-    const std::pair<const char *, const QString *> fields[] = {{"name", &manifest.name},
-        {"precision", &manifest.precision}, {"recipe", &manifest.recipe}, {"baseline", &manifest.baseline},
-        {"inference_precision", &manifest.inferencePrecision}, {"notes", &manifest.notes}};
-    // Every field, an empty one as "": reading "" unsets what an earlier manifest had set.
-    for (const auto &[key, value] : fields)
-        o.insert(QLatin1String(key), value->trimmed());
+    change(o);
     QSaveFile out(path);
     if (!out.open(QIODevice::WriteOnly) || out.write(QJsonDocument(o).toJson(QJsonDocument::Indented)) < 0
         || !out.commit()) {
@@ -57,6 +57,36 @@ bool writeRunManifest(const QString &runFolder, const RunManifest &manifest, QSt
         return false;
     }
     return true;
+}
+
+} // namespace
+
+bool writeRunManifest(const QString &runFolder, const RunManifest &manifest, QString *error)
+{
+    return editManifest(
+        runFolder,
+        [&manifest](QJsonObject &o) {
+            const std::pair<const char *, const QString *> fields[] = {{"name", &manifest.name},
+                {"precision", &manifest.precision}, {"recipe", &manifest.recipe}, {"baseline", &manifest.baseline},
+                {"inference_precision", &manifest.inferencePrecision}, {"notes", &manifest.notes}};
+            // Every field, an empty one as "": reading "" unsets what an earlier manifest had set.
+            for (const auto &[key, value] : fields)
+                o.insert(QLatin1String(key), value->trimmed());
+        },
+        error);
+}
+
+bool writeRunParent(const QString &runFolder, const QString &parent, QString *error)
+{
+    return editManifest(
+        runFolder,
+        [&parent](QJsonObject &o) {
+            if (parent.trimmed().isEmpty())
+                o.remove(QStringLiteral("parent"));
+            else
+                o.insert(QStringLiteral("parent"), parent.trimmed());
+        },
+        error);
 }
 
 } // namespace fp8scope

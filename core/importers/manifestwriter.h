@@ -26,5 +26,8 @@ std::optional<QString> runFolderOf(const QString &openedFolder, const QString &r
 // one as "" (which unsets it when read); written whole or not at all. False with *error (the file and why) otherwise,
 // the file unchanged.
 bool writeRunManifest(const QString &runFolder, const RunManifest &manifest, QString *error);
+// Sets the attempt this run derives from ("parent": a run's name, core/analysis/attempts) in its fp8scope.json,
+// keeping the rest; an empty parent removes the key (the closest earlier attempt is taken again).
+bool writeRunParent(const QString &runFolder, const QString &parent, QString *error);
 
 } // namespace fp8scope

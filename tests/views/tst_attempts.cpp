@@ -30,6 +30,7 @@ private Q_SLOTS:
     void doubleClickOpensTheComparison();
     void wizardSaysWhatWasTried();
     void candidateChosenAndKept();
+    void parentSetInTheWindow();
 
 private:
     QTemporaryDir m_tmp;
@@ -161,6 +162,43 @@ void TestAttempts::candidateChosenAndKept()
     view->chooseCandidate(-1);
     QTRY_COMPARE_WITH_TIMEOUT(view->attempts().candidateSource, QStringLiteral("rule"), 60000);
     QCOMPARE(candidate(), QStringLiteral("fp8-b-current"));
+}
+
+// The user names fp8-d-fallback's parent (fp8-b-current): it is written into its fp8scope.json, and from that
+// parent two things changed at once (the recipe back to MXFP8 and the BF16 fallback); cleared, the closest
+// earlier attempt (fp8) is its parent again.
+void TestAttempts::parentSetInTheWindow()
+{
+    AttemptsView *view = m_window->attempts();
+    m_window->findChild<QTabWidget *>(QStringLiteral("viewTabs"))->setCurrentWidget(view);
+    QTRY_VERIFY_WITH_TIMEOUT(!view->isComputing() && view->attempts().attempts.size() == 4, 60000);
+    const RunRef fallback = view->attempts().attempts[3].run;
+    QCOMPARE(view->attempts().attempts[3].parentName, QStringLiteral("fp8"));
+    QSignalSpy ready(m_window.get(), &MainWindow::ready);
+    QString error;
+    QVERIFY2(m_window->setRunParent(fallback, QStringLiteral("fp8-b-current"), &error), qPrintable(error));
+    QVERIFY(ready.wait(120000));
+    QFile manifest(m_tmp.filePath(QStringLiteral("path/fp8-d-fallback/fp8scope.json")));
+    QVERIFY(manifest.open(QIODevice::ReadOnly));
+    QVERIFY(manifest.readAll().contains("\"parent\": \"fp8-b-current\""));
+    manifest.close();
+    const auto fallbackAttempt = [view]() -> const analysis::Attempt * {
+        for (const analysis::Attempt &a : view->attempts().attempts) {
+            if (a.name == QLatin1String("fp8-d-fallback"))
+                return &a;
+        }
+        return nullptr;
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(
+        !view->isComputing() && fallbackAttempt() && fallbackAttempt()->parentName == QLatin1String("fp8-b-current"),
+        60000);
+    QCOMPARE(fallbackAttempt()->parentSource, QStringLiteral("fp8scope.json"));
+    QVERIFY(fallbackAttempt()->severalAtOnce);
+    QVERIFY(m_window->setRunParent(fallbackAttempt()->run, QString(), &error));
+    QVERIFY(ready.wait(120000));
+    QTRY_VERIFY_WITH_TIMEOUT(
+        !view->isComputing() && fallbackAttempt() && fallbackAttempt()->parentName == QLatin1String("fp8"), 60000);
+    QCOMPARE(fallbackAttempt()->parentSource, QStringLiteral("closest earlier attempt"));
 }
 
 QTEST_MAIN(TestAttempts)

@@ -8,6 +8,7 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QInputDialog>
 #include <QLabel>
 #include <QSplitter>
 #include <QStandardItemModel>
@@ -64,6 +65,7 @@ AttemptsView::AttemptsView(Workspace *workspace, QWidget *parent)
     , m_chart(new AttemptsChart(this))
     , m_choose(new QAction(tr("Choose as the &Candidate"), this))
     , m_clear(new QAction(tr("Back to the &Rule's Candidate"), this))
+    , m_parent(new QAction(tr("Set the &Parent..."), this))
     , m_slot(Workspace::newSlot(QStringLiteral("attempts")))
 {
     setObjectName(QStringLiteral("attemptsView"));
@@ -81,6 +83,27 @@ AttemptsView::AttemptsView(Workspace *workspace, QWidget *parent)
     m_table->addAction(separator);
     m_table->addAction(m_choose);
     m_table->addAction(m_clear);
+    m_parent->setObjectName(QStringLiteral("attemptsParent"));
+    m_table->addAction(m_parent);
+    connect(m_parent, &QAction::triggered, this, [this] {
+        const int row = m_table->currentIndex().row();
+        if (row < 0 || row >= int(m_result.attempts.size()))
+            return;
+        const Attempt &a = m_result.attempts[size_t(row)];
+        const QString none = tr("(none: the closest earlier attempt)");
+        QStringList names {none};
+        for (const Attempt &o : m_result.attempts) {
+            if (o.run != a.run)
+                names << o.name;
+        }
+        const QString current = a.parentSource == QLatin1String("fp8scope.json") ? a.parentName : none;
+        bool ok = false;
+        const QString chosen = QInputDialog::getItem(this, tr("Set the Parent"),
+            tr("The attempt %1 derives from (kept in its fp8scope.json):").arg(a.name), names,
+            std::max(0, int(names.indexOf(current))), false, &ok);
+        if (ok)
+            Q_EMIT parentRequested(a.run, chosen == none ? QString() : chosen);
+    });
     connect(m_choose, &QAction::triggered, this, [this] { chooseCandidate(m_table->currentIndex().row()); });
     connect(m_clear, &QAction::triggered, this, [this] { chooseCandidate(-1); });
     auto *top = new QHBoxLayout;

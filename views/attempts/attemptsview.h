@@ -42,6 +42,9 @@ public:
 
 Q_SIGNALS:
     void comparisonRequested(fp8scope::RunRef baseline, fp8scope::RunRef run);
+    // The user named the attempt `run` derives from (empty: none, the closest earlier attempt is taken); the
+    // window writes it into the run's fp8scope.json.
+    void parentRequested(fp8scope::RunRef run, const QString &parent);
 
 protected:
     void showEvent(QShowEvent *event) override;
@@ -59,6 +62,7 @@ private:
     analysis::AttemptsResult m_result;
     QAction *m_choose;
     QAction *m_clear;
+    QAction *m_parent;
     QString m_slot;
     quint64 m_ticket = 0;
     bool m_stale = true;
