@@ -26,3 +26,9 @@ for size in 1280x720 1920x1080; do
         xvfb-run -a -s "-screen 0 ${size}x24" "$app" --demo --screenshots "$out/$size" -qwindowgeometry "$size+0+0"
     rm -rf "$config"
 done
+# The Attempts tab on a baseline with four attempts (tests/attemptsfolder.h), as its GUI test shows it (a window
+# of 1600x1000, offscreen).
+if [ -x "$build/tests/tst_attempts" ]; then
+    QT_QPA_PLATFORM=offscreen FP8SCOPE_SHOT="$out/1920x1080/14-attempts.png" \
+        "$build/tests/tst_attempts" tableAndPlot >/dev/null
+fi
