@@ -63,7 +63,8 @@ QString manifestParent(const Run &run)
     return QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("parent")).toString();
 }
 
-// How much worse a verdict is than healthy, for "fixed" and "partly".
+// Whether a verdict is a problem an attempt can fix (not healthy, and the runs comparable), for "fixed" and
+// "partly".
 bool problem(Verdict v)
 {
     return v != Verdict::None && v != Verdict::NotComparable;
@@ -206,7 +207,7 @@ AttemptsResult attemptsOf(const Catalog &catalog, RunRef baseline, const std::ve
             const Attempt &p = result.attempts[*parent];
             a.parent = p.run;
             a.parentName = p.name;
-            a.fromParent = changesBetween(catalog, p.run, a.run);
+            a.fromParent = changesBetween(catalog, p.run, a.run); // once more for the one chosen: 2n reads at most
             if (problem(p.verdict)) {
                 if (a.healthy())
                     a.fixesParent = QStringLiteral("fixed");
