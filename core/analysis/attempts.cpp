@@ -207,7 +207,7 @@ AttemptsResult attemptsOf(const Catalog &catalog, RunRef baseline, const std::ve
             const Attempt &p = result.attempts[*parent];
             a.parent = p.run;
             a.parentName = p.name;
-            a.fromParent = changesBetween(catalog, p.run, a.run); // once more for the one chosen: 2n reads at most
+            a.fromParent = changesBetween(catalog, p.run, a.run);
             if (problem(p.verdict)) {
                 if (a.healthy())
                     a.fixesParent = QStringLiteral("fixed");
