@@ -21,13 +21,6 @@ namespace fp8scope::analysis {
 
 namespace {
 
-// The key's last component, lower case, words joined by '_' ("MODEL_ARGS.--fp8-recipe" -> "fp8_recipe").
-QString joined(const QString &key)
-{
-    static const QRegularExpression sep(QStringLiteral("[^a-z0-9]+"));
-    return key.section(QLatin1Char('.'), -1).toLower().split(sep, Qt::SkipEmptyParts).join(QLatin1Char('_'));
-}
-
 std::vector<AttemptChange> changesBetween(const Catalog &catalog, RunRef from, RunRef to)
 {
     std::vector<AttemptChange> out;
@@ -76,7 +69,7 @@ QString changeGroup(const QString &key, bool version)
 {
     if (version)
         return QStringLiteral("version of %1").arg(key);
-    const QString j = joined(key);
+    const QString j = joinedKey(key);
     static const QSet<QString> deterministicEnv {QStringLiteral("nccl_algo"), QStringLiteral("cublas_workspace_config"),
         QStringLiteral("nvte_allow_nondeterministic_algo"), QStringLiteral("torch_deterministic"),
         QStringLiteral("cudnn_deterministic"), QStringLiteral("nvte_fused_attn"), QStringLiteral("nvte_flash_attn")};
@@ -343,7 +336,7 @@ std::vector<TriedBy> triedBy(const Catalog &catalog, const NextStep &step, const
             return action.contains(QLatin1String("first-last-layers-bf16"))
                 || action.contains(QLatin1String("layers-at-start-in-bf16"))
                 || action.contains(QLatin1String("layers-at-end-in-bf16"));
-        const QString key = joined(c.key);
+        const QString key = joinedKey(c.key);
         return key.size() > 3
             && (action.contains(key) || action.contains(QString(key).replace(QLatin1Char('_'), QLatin1Char('-'))));
     };

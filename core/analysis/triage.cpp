@@ -157,13 +157,13 @@ QString contextOf(const QString &joined)
     return {};
 }
 
+} // namespace
+
 QString joinedKey(const QString &key)
 {
     static const QRegularExpression sep(QStringLiteral("[^a-z0-9]+"));
     return key.section(QLatin1Char('.'), -1).toLower().split(sep, Qt::SkipEmptyParts).join(QLatin1Char('_'));
 }
-
-} // namespace
 
 QString contextReason(const QString &key)
 {

@@ -212,6 +212,8 @@ QJsonObject findingJson(const Finding &f);
 // layout: said, never a suspect, never to be undone.
 enum class KeyClass { Expected, Incidental, Suspect, Other, Context };
 KeyClass classifyConfigKey(const QString &key);
+// A config key's last part in snake case, as the rules read keys: "MODEL_ARGS.--fp8-recipe" -> "fp8_recipe".
+QString joinedKey(const QString &key);
 // Why a Context key is context ("a prerequisite of FP8 training", "the parallel layout"); "" for others.
 QString contextReason(const QString &key);
 
