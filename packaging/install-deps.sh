@@ -52,7 +52,7 @@ if [ -n "$venv" ]; then
     fi
     stamp="$venv/.fp8scope-requirements"
     if ! cmp -s "$here/requirements-test.txt" "$stamp"; then
-        "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$here/requirements-test.txt"
+        "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-cache-dir -r "$here/requirements-test.txt"
         cp "$here/requirements-test.txt" "$stamp"
     fi
 fi
