@@ -54,3 +54,16 @@ template <class T> int runTests(int argc, char **argv)
         QTEST_SET_MAIN_SOURCE_PATH                                                                                     \
         return fp8scope::testing::runTests<TestObject>(argc, argv);                                                    \
     }
+
+#ifdef QT_WIDGETS_LIB
+#include <QApplication>
+
+#define FP8SCOPE_TEST_GUI_MAIN(TestObject)                                                                             \
+    int main(int argc, char **argv)                                                                                    \
+    {                                                                                                                  \
+        QApplication app(argc, argv);                                                                                  \
+        app.setAttribute(Qt::AA_Use96Dpi, true);                                                                       \
+        QTEST_SET_MAIN_SOURCE_PATH                                                                                     \
+        return fp8scope::testing::runTests<TestObject>(argc, argv);                                                    \
+    }
+#endif

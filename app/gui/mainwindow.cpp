@@ -10,6 +10,7 @@
 #include "core/report/triagereport.h"
 #include "views/attempts/attemptsview.h"
 #include "views/compare/compareview.h"
+#include "views/curves/curvesource.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/histogram/histogramview.h"
@@ -123,6 +124,9 @@ MainWindow::MainWindow(BackendChoice backend, CudaFactory cudaFactory, QWidget *
     connect(m_workspace, &Workspace::changed, this, [this](Workspace::Parts parts) {
         if (parts & Workspace::Loaded)
             onLoaded();
+        // A recompute stored, a followed run grown: a dock that stepped aside may have something to show now.
+        else if ((parts & Workspace::Statistics) && !m_collapsedDocks.isEmpty())
+            collapseEmptyDocks();
     });
     connect(
         m_workspace, &Workspace::message, this, [this](const QString &text) { statusBar()->showMessage(text, 10000); });
@@ -288,7 +292,13 @@ void MainWindow::createViews()
                 : tr("No problems: every file fp8scope recognised in %1 was read whole.")
                       .arg(m_workspace->folders().join(QStringLiteral(", "))));
         problemsPane->setCurrentWidget(n > 0 ? static_cast<QWidget *>(m_problemsTable) : noProblems);
-        problems->setWindowTitle(n > 0 ? tr("Problems (%1)").arg(n) : tr("Problems"));
+        // Files left out are listed (no gap is silent) but counted apart from the failures.
+        const int skipped = m_problemsModel->skippedCount();
+        collapseEmptyDocks();
+        problems->setWindowTitle(n == 0 ? tr("Problems")
+                : skipped == 0          ? tr("Problems (%1)").arg(n)
+                : skipped == n          ? tr("Problems (%1 skipped)").arg(skipped)
+                                        : tr("Problems (%1, %2 skipped)").arg(n - skipped).arg(skipped));
     };
     // The count follows the model; the text the folders (a folder read whole changes no row). The model follows
     // the workspace first: it was connected first.
@@ -322,6 +332,54 @@ void MainWindow::layoutDocks()
     // The run list as wide as the curves' controls (about 660 px) leave, up to a sixth of the window.
     resizeDocks({findChild<QDockWidget *>(QStringLiteral("runsDock"))},
         {std::clamp(size.width() - histogramWidth - 660, 185, std::max(185, size.width() * 17 / 100))}, Qt::Horizontal);
+}
+
+void MainWindow::collapseEmptyDocks()
+{
+    if (isStartPageShown())
+        return;
+    // What the open runs hold: per-layer statistics (the heatmap), tensor dumps (the histogram), either (the
+    // layer tree).
+    bool layerStats = false, dumps = false;
+    for (const WorkspaceRun &r : m_workspace->runs()) {
+        layerStats = layerStats || !m_workspace->catalog().layerStatistics(r.run.ref).empty();
+        dumps = dumps || !m_workspace->catalog().dumps(r.run.ref).empty();
+    }
+    // The problems share the heatmap's place as a tab: with no heatmap and nothing to list, that place goes too.
+    const std::pair<const char *, bool> docks[] = {{"layersDock", layerStats || dumps}, {"heatmapDock", layerStats},
+        {"histogramDock", dumps}, {"problemsDock", layerStats || m_problemsModel->rowCount() > 0}};
+    for (const auto &[name, filled] : docks) {
+        auto *dock = findChild<QDockWidget *>(QLatin1String(name));
+        if (!dock)
+            continue;
+        if (!filled && !m_collapsedDocks.contains(dock) && !dock->isHidden() && !dock->isFloating()) {
+            dock->hide();
+            m_collapsedDocks << dock; // a user who shows it again keeps it: it is not hidden twice
+        } else if (filled && m_collapsedDocks.removeOne(dock)) {
+            dock->show();
+            if (dock->objectName() == QLatin1String("heatmapDock"))
+                dock->raise();
+        }
+    }
+}
+
+QByteArray MainWindow::dockLayout()
+{
+    QList<QDockWidget *> hidden;
+    for (QDockWidget *dock : std::as_const(m_collapsedDocks)) {
+        if (dock->isHidden())
+            hidden << dock;
+    }
+    if (hidden.isEmpty())
+        return saveState(AppSettings::kWindowStateVersion);
+    setUpdatesEnabled(false);
+    for (QDockWidget *dock : std::as_const(hidden))
+        dock->show();
+    const QByteArray state = saveState(AppSettings::kWindowStateVersion);
+    for (QDockWidget *dock : std::as_const(hidden))
+        dock->hide();
+    setUpdatesEnabled(true);
+    return state;
 }
 
 void MainWindow::showEvent(QShowEvent *event)
@@ -524,7 +582,7 @@ void MainWindow::restoreSettings()
 void MainWindow::saveSettings()
 {
     AppSettings s;
-    s.setWindow(saveGeometry(), isStartPageShown() ? m_dockState : saveState(AppSettings::kWindowStateVersion));
+    s.setWindow(saveGeometry(), isStartPageShown() ? m_dockState : dockLayout());
     s.setSmoothing(int(m_curves->smoothingKind()), m_curves->smoothingStrength());
     s.setCurvesLogY(m_curves->logY());
     s.setHeatmapLogColour(m_heatmap->logColour());
@@ -689,9 +747,10 @@ void MainWindow::showStartPage(bool on)
         // The docks step aside, and come back as they were when a folder opens (the first time: as the last
         // session left them, or the default layout).
         if (m_shownViews)
-            m_dockState = saveState(AppSettings::kWindowStateVersion);
+            m_dockState = dockLayout();
         for (QDockWidget *dock : findChildren<QDockWidget *>())
             dock->hide();
+        m_collapsedDocks.clear();
         m_central->setCurrentWidget(m_startPage);
     } else {
         m_central->setCurrentWidget(m_viewTabs);
@@ -918,6 +977,7 @@ void MainWindow::onLoaded()
     for (const LayerTensors &l : m_workspace->layerTensors())
         layers.emplace_back(l.layer, l.tensors);
     m_layerModel->setLayers(layers);
+    collapseEmptyDocks();
     // Open the tree down to the first layer, so its siblings (the model's depth) are in view.
     QModelIndex first = m_layerProxy->index(0, 0);
     while (first.isValid()
@@ -934,11 +994,25 @@ void MainWindow::onLoaded()
         90, m_runTable->viewport()->width() - m_runTable->columnWidth(RunListModel::PrecisionColumn) - scrollBar);
     if (m_runTable->columnWidth(RunListModel::NameColumn) > nameCap)
         m_runTable->setColumnWidth(RunListModel::NameColumn, nameCap);
-    if (!m_workspace->problems().empty())
-        statusBar()->showMessage(
-            tr("%n import problem(s): see the Problems panel", nullptr, int(m_workspace->problems().size())), 15000);
+    const auto failures = std::count_if(m_workspace->problems().begin(), m_workspace->problems().end(),
+        [](const ProblemEntry &p) { return !p.skipped; });
+    if (failures > 0)
+        statusBar()->showMessage(tr("%n import problem(s): see the Problems panel", nullptr, int(failures)), 15000);
     if (!m_selection->run().isValid() && m_workspace->runCount() > 0)
         m_selection->setRun(m_heatmap->run().isValid() ? m_heatmap->run() : m_workspace->runAt(0));
+    // Runs with per-layer statistics only (TE's debug statistics, no loss logged): the curves open on the first
+    // layer's tensor rather than on a request to choose one.
+    const auto statistics = m_curves->source()->statistics();
+    const bool runLevel = std::any_of(
+        statistics.begin(), statistics.end(), [](const CurveSource::Statistic &st) { return !st.tensorLevel; });
+    if (!runLevel && m_selection->layer().isEmpty() && !m_workspace->layerTensors().empty()) {
+        const LayerTensors &first = m_workspace->layerTensors().front();
+        if (!first.tensors.isEmpty()) {
+            m_selection->setLayer(first.layer);
+            m_selection->setTensor(first.tensors.contains(QStringLiteral("activation")) ? QStringLiteral("activation")
+                                                                                        : first.tensors.front());
+        }
+    }
     updateTitle();
     // Ready once the heatmap's matrix has arrived from the query thread too.
     auto emitReady = [this] { QTimer::singleShot(0, this, [this] { Q_EMIT ready(); }); };

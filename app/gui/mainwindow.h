@@ -12,6 +12,7 @@
 
 #include <QMainWindow>
 
+class QDockWidget;
 class QLabel;
 class QLineEdit;
 class QMenu;
@@ -135,6 +136,11 @@ private:
     void showStartPage(bool on);
     // The default shares of the window for the docks.
     void layoutDocks();
+    // The docks of per-layer data (layers, heatmap, histogram) step aside while no open run has any, and come
+    // back when one does; the problems too, while they have nothing to list and no heatmap to sit beside.
+    void collapseEmptyDocks();
+    // The window's dock layout as the user left it: docks stepped aside for want of data count as shown.
+    QByteArray dockLayout();
     // Opens `folders` again (or anew) and selects the same run, layer, tensor and step once loaded.
     void reopenKeepingSelection(const QStringList &folders);
     void askOpenFolder();
@@ -173,6 +179,7 @@ private:
     StartPage *m_startPage = nullptr;
     QByteArray m_dockState; // the docks as they were when the start page hid them (or as saved)
     bool m_shownViews = false; // the views have been shown (their dock state is worth keeping)
+    QList<QDockWidget *> m_collapsedDocks; // hidden by collapseEmptyDocks, to be shown again
     bool m_layoutPending = false; // the default dock layout waits for the window to be shown
 };
 

@@ -96,6 +96,7 @@ struct ProblemEntry {
     int64_t offset = -1;
     QString message;
     bool storeError = false; // a failed read or write of the store itself, not of an input file
+    bool skipped = false; // a file in no format fp8scope reads, left out (said, so that no gap is silent)
 };
 
 // What an operation that can half-succeed gives back: what it did, and the problems it met on the way (a folder

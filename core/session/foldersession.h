@@ -52,8 +52,9 @@ public:
     std::vector<FolderIngest> ingest(const IngestProgress &progress = {});
     // Whether any folder's store took something.
     static bool changed(const std::vector<FolderIngest> &ingested);
-    // What an ingest could not read (a file's name or permission) and the files it failed on (a store error
-    // with the file it stopped at), as problems of those files.
+    // What an ingest could not read (a file's name or permission), the files it failed on (a store error
+    // with the file it stopped at) and the files in no format it reads (skipped; not a model folder, which the
+    // checkpoint audit reads), as problems of those files.
     static std::vector<ProblemEntry> problemsOf(const FolderIngest &ingested);
 
     // Where the store of an opened folder lives ("" when not open here).

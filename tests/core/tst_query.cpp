@@ -572,14 +572,19 @@ void TestQuery::ingestProblemsAreProblemsOfTheirFiles()
     FolderSession::FolderIngest ingested {.serial = 7, .folder = QStringLiteral("/runs/a")};
     ingested.report.errors << QStringLiteral("logs/train.log: database or disk is full");
     ingested.report.unreadable.emplace_back(QStringLiteral("bad\uFFFDname.log"), QStringLiteral("not a UTF-8 name"));
+    ingested.report.unrecognised << QStringLiteral("notes/job.sh") << QStringLiteral("inference/");
     const std::vector<ProblemEntry> problems = FolderSession::problemsOf(ingested);
-    QCOMPARE(problems.size(), size_t(2));
+    QCOMPARE(problems.size(), size_t(3));
     QCOMPARE(problems[0].path, QStringLiteral("/runs/a/logs/train.log"));
     QCOMPARE(problems[0].message, QStringLiteral("database or disk is full"));
     QVERIFY(problems[0].storeError);
     QCOMPARE(problems[1].path, QStringLiteral("/runs/a/bad\uFFFDname.log"));
     QCOMPARE(problems[1].message, QStringLiteral("not a UTF-8 name"));
-    QVERIFY(!problems[1].storeError);
+    QVERIFY(!problems[1].storeError && !problems[1].skipped);
+    // A file in no format read is said too (issue 45: the panel said "No problems" while `ingest` listed it).
+    QCOMPARE(problems[2].path, QStringLiteral("/runs/a/notes/job.sh"));
+    QVERIFY(problems[2].skipped && !problems[2].storeError);
+    // A model folder is not: the checkpoint audit reads it.
     // Nothing read, nothing gone: no change.
     QVERIFY(!FolderSession::changed({ingested}));
     ingested.report.filesResumed = 1;

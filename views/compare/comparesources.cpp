@@ -1,5 +1,6 @@
 #include "comparesources.h"
 
+#include "core/formats/shortnames.h"
 #include "views/workspace/workspace.h"
 
 #include <algorithm>
@@ -19,6 +20,15 @@ void ComparisonCurveSource::setComparison(std::shared_ptr<const ComparisonData> 
 {
     m_data = std::move(data);
     Q_EMIT statisticsChanged();
+}
+
+QString ComparisonCurveSource::pairName(RunRef run) const
+{
+    if (!m_data)
+        return {};
+    const QStringList names = distinctShortNames(
+        {m_runs->runName(m_data->baseline), m_runs->runName(m_data->run)}, Workspace::kShortLabelChars);
+    return run == m_data->baseline ? names[0] : run == m_data->run ? names[1] : m_runs->runName(run);
 }
 
 QColor ComparisonCurveSource::runColour(RunRef run) const
@@ -106,6 +116,13 @@ QString PairCurveSource::runName(RunRef run) const
     return m_data && run == m_data->baseline ? tr("%1 (baseline)").arg(name) : name;
 }
 
+QString PairCurveSource::legendName(RunRef run) const
+{
+    if (run == bandRef())
+        return runName(run);
+    return m_data && run == m_data->baseline ? tr("%1 (baseline)").arg(pairName(run)) : pairName(run);
+}
+
 std::optional<CurveSource::Curve> PairCurveSource::curve(RunRef run, const Request &request) const
 {
     if (!m_data || request.stat != m_data->stat || request.tensorLevel)
@@ -139,7 +156,7 @@ std::optional<CurveSource::Curve> PairCurveSource::curve(RunRef run, const Reque
     if (!points)
         return std::nullopt;
     Curve c;
-    c.name = runName(run);
+    c.name = legendName(run);
     c.points = serve(
         points->steps, points->values, run == m_data->baseline ? m_data->baselinePyramid : m_data->runPyramid, request);
     return c;
@@ -176,6 +193,13 @@ QString DifferenceCurveSource::runName(RunRef run) const
     return tr("%1 − %2").arg(m_runs->runName(m_data->run), m_runs->runName(m_data->baseline));
 }
 
+QString DifferenceCurveSource::legendName(RunRef run) const
+{
+    if (!m_data || run == edgeRef())
+        return runName(run);
+    return tr("%1 − %2").arg(pairName(m_data->run), pairName(m_data->baseline));
+}
+
 QColor DifferenceCurveSource::runColour(RunRef run) const
 {
     return run == edgeRef() ? QColor(Qt::gray) : ComparisonCurveSource::runColour(run);
@@ -195,7 +219,7 @@ std::optional<CurveSource::Curve> DifferenceCurveSource::curve(RunRef run, const
     if ((!edge && run != m_data->run) || (edge && trace.edge.size() != trace.steps.size()))
         return std::nullopt;
     Curve c;
-    c.name = runName(run);
+    c.name = legendName(run);
     c.points = edge ? serve(trace.steps, trace.edge, m_data->edgePyramid, request)
                     : serve(trace.steps, trace.difference, m_data->differencePyramid, request);
     // Aligned on consumed samples (the runs' batch sizes differ): the trace's x is samples.

@@ -33,6 +33,9 @@ protected:
     // The workspace run whose counts place a run or pseudo-run of this source.
     virtual RunRef countsOf(RunRef run) const { return run; }
 
+    // The run's or the baseline's name shortened by what the two share (the legends' names).
+    QString pairName(RunRef run) const;
+
     // A series the comparison holds on the alignment axis, at run steps, bucketed for the request.
     static std::vector<SeriesPoint> serve(const std::vector<int64_t> &steps, const std::vector<double> &values,
         const MinMaxPyramid &pyramid, const Request &request);
@@ -56,6 +59,7 @@ public:
     std::vector<Statistic> statistics() const override;
     std::vector<RunRef> runs() const override;
     QString runName(RunRef run) const override;
+    QString legendName(RunRef run) const override;
     QColor runColour(RunRef run) const override;
     Qt::PenStyle runLineStyle(RunRef run) const override;
     std::vector<Event> events(RunRef run) const override;
@@ -78,6 +82,7 @@ public:
     std::vector<Statistic> statistics() const override;
     std::vector<RunRef> runs() const override;
     QString runName(RunRef run) const override;
+    QString legendName(RunRef run) const override;
     QColor runColour(RunRef run) const override;
     std::vector<Event> events(RunRef) const override { return {}; }
     std::optional<Curve> curve(RunRef run, const Request &request) const override;

@@ -22,6 +22,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QScrollArea>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStandardItemModel>
@@ -209,7 +210,14 @@ void CompareView::setUpTables()
     auto *evalPane = new QSplitter(Qt::Vertical, this);
     evalPane->setObjectName(QStringLiteral("compareEvalPane"));
     evalPane->addWidget(m_evals);
-    evalPane->addWidget(m_evalChart);
+    // The chart as tall as its tasks need, scrolled where the pane is shorter.
+    auto *evalScroll = new QScrollArea(this);
+    evalScroll->setObjectName(QStringLiteral("compareEvalScroll"));
+    evalScroll->setWidgetResizable(true);
+    evalScroll->setFrameShape(QFrame::NoFrame);
+    evalScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    evalScroll->setWidget(m_evalChart);
+    evalPane->addWidget(evalScroll);
     // Beneath them, the audit of the inference checkpoint the run's folder holds (docs/TRIAGE.md): a layer a row,
     // its scale, its error against a reference and what was found; a click selects the layer.
     m_auditTable = makeTable(QStringLiteral("compareAudit"), m_auditModel, this);

@@ -1,6 +1,7 @@
 #include "departuremark.h"
 
 #include "views/curves/curveview.h"
+#include "views/plotting/legendplacement.h"
 #include "views/plotting/qcp.h"
 
 #include <cmath>
@@ -22,6 +23,9 @@ DepartureMark::DepartureMark(CurveView *view)
     m_line->setSelectable(false);
     m_interval->setVisible(false);
     m_line->setVisible(false);
+    // The legend stays off the departure.
+    m_interval->setProperty(kKeepClearProperty, true);
+    m_line->setProperty(kKeepClearProperty, true);
     connect(view, &CurveView::rebuilt, this, &DepartureMark::update);
 }
 
@@ -49,7 +53,7 @@ void DepartureMark::update()
         m_interval->topLeft->setCoords(m_view->plotX(r, double(m_data->statistic.departure.low)), 0);
         m_interval->bottomRight->setCoords(m_view->plotX(r, double(m_data->statistic.departure.high)), 1);
     }
-    m_view->plot()->replot(QCustomPlot::rpQueuedReplot);
+    m_view->updateLegend();
 }
 
 } // namespace fp8scope

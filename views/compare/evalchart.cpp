@@ -1,5 +1,6 @@
 #include "evalchart.h"
 
+#include "views/plotting/legendplacement.h"
 #include "views/plotting/qcp.h"
 
 #include <cmath>
@@ -9,9 +10,21 @@ namespace fp8scope {
 EvalChart::EvalChart(QWidget *parent)
     : PlotView(QStringLiteral("evalChart"), parent)
 {
-    plot()->yAxis->setLabel(tr("score"));
+    // Scores along x, tasks down y (the first on top).
+    plot()->xAxis->setLabel(tr("score"));
+    plot()->yAxis->setRangeReversed(true);
+    plot()->yAxis->setSubTicks(false);
+    plot()->yAxis->setTickLength(0);
+    plot()->yAxis->grid()->setVisible(false);
     plot()->legend->setVisible(true);
-    plot()->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+}
+
+int EvalChart::rowHeight() const
+{
+    bool twoLines = false;
+    for (const analysis::EvalRow &r : m_rows)
+        twoLines = twoLines || !r.inference.isEmpty();
+    return QFontMetrics(plot()->yAxis->tickLabelFont()).height() * (twoLines ? 2 : 1) + 8;
 }
 
 void EvalChart::setRows(const std::vector<analysis::EvalRow> &rows, const QString &baselineName, const QString &runName,
@@ -22,7 +35,7 @@ void EvalChart::setRows(const std::vector<analysis::EvalRow> &rows, const QStrin
     m_runName = runName;
     plot()->clearPlottables();
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();
-    // Per row the baseline's bar left of the tick, the run's right of it (among the drops when significant).
+    // Per row the baseline's bar above the task's tick, the run's below it (among the drops when significant).
     QVector<double> bk, bv, be, rk, rv, re, dk, dv, de;
     double top = 0;
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -41,7 +54,7 @@ void EvalChart::setRows(const std::vector<analysis::EvalRow> &rows, const QStrin
     }
     // Three series: the baseline's bars, the run's, and the run's significant drops.
     const auto addBars = [this](const QString &name, const QColor &colour) {
-        auto *bars = new QCPBars(plot()->xAxis, plot()->yAxis);
+        auto *bars = new QCPBars(plot()->yAxis, plot()->xAxis);
         bars->setName(name);
         bars->setWidth(0.34);
         QColor fill = colour;
@@ -57,7 +70,7 @@ void EvalChart::setRows(const std::vector<analysis::EvalRow> &rows, const QStrin
     runBars->setData(rk, rv);
     dropBars->setData(dk, dv);
     const auto addErrors = [this](QCPBars *bars, const QVector<double> &errors) {
-        auto *e = new QCPErrorBars(plot()->xAxis, plot()->yAxis);
+        auto *e = new QCPErrorBars(plot()->yAxis, plot()->xAxis);
         e->removeFromLegend();
         e->setDataPlottable(bars);
         e->setData(errors);
@@ -68,13 +81,26 @@ void EvalChart::setRows(const std::vector<analysis::EvalRow> &rows, const QStrin
     addErrors(dropBars, de);
     if (dk.isEmpty())
         dropBars->removeFromLegend();
-    plot()->xAxis->setTicker(ticker);
-    // Many tasks: their names slanted, so that they do not run into each other.
-    plot()->xAxis->setTickLabelRotation(rows.size() > 4 ? 45 : 0);
-    plot()->xAxis->setRange(-0.6, std::max<double>(double(rows.size()) - 0.4, 0.6));
-    plot()->yAxis->setRange(0, top > 0 ? top * 1.15 : 1);
+    plot()->yAxis->setTicker(ticker);
+    plot()->yAxis->setRange(-0.6, std::max<double>(double(rows.size()) - 0.4, 0.6));
+    plot()->xAxis->setRange(0, top > 0 ? top * 1.08 : 1);
+    // Every row its label's height (the comparison scrolls the chart where the pane is shorter), with room
+    // for the score axis and the legend above.
+    setMinimumHeight(rows.empty() ? 0 : int(rows.size()) * rowHeight() + 110);
     plot()->legend->setVisible(!rows.empty());
+    placeLegend(plot(), {}, true);
+    setAxesShown(!rows.empty());
     plot()->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void EvalChart::resizeEvent(QResizeEvent *event)
+{
+    PlotView::resizeEvent(event);
+    // The legend's entries a row as the new width takes.
+    if (!m_rows.empty()) {
+        placeLegend(plot(), {}, true);
+        plot()->replot(QCustomPlot::rpQueuedReplot);
+    }
 }
 
 QString EvalChart::title() const

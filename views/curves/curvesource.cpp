@@ -107,6 +107,12 @@ QString WorkspaceCurveSource::runName(RunRef run) const
     return r ? r->run.label() : QString();
 }
 
+QString WorkspaceCurveSource::legendName(RunRef run) const
+{
+    const WorkspaceRun *r = m_workspace->run(run);
+    return r ? r->shortLabel : QString();
+}
+
 QColor WorkspaceCurveSource::runColour(RunRef run) const
 {
     const WorkspaceRun *r = m_workspace->run(run);
@@ -162,7 +168,7 @@ std::optional<CurveSource::Curve> WorkspaceCurveSource::curve(RunRef run, const 
     if (!pick)
         return std::nullopt;
     Curve c;
-    c.name = runName(run) + (pick->recipe.isEmpty() ? QString() : tr(" (%1)").arg(pick->recipe));
+    c.name = legendName(run) + (pick->recipe.isEmpty() ? QString() : tr(" (%1)").arg(pick->recipe));
     c.series = *pick;
     c.points = catalog.points(*pick, request.range);
     c.xIsSamples = xIsSamples;

@@ -63,6 +63,8 @@ public:
     // The runs drawn, in order.
     virtual std::vector<RunRef> runs() const = 0;
     virtual QString runName(RunRef run) const = 0;
+    // The name a legend shows: runName, or one shortened by what the runs' names share.
+    virtual QString legendName(RunRef run) const { return runName(run); }
     virtual QColor runColour(RunRef run) const = 0;
     virtual Qt::PenStyle runLineStyle(RunRef) const { return Qt::SolidLine; }
     virtual std::optional<Curve> curve(RunRef run, const Request &request) const = 0;
@@ -93,6 +95,7 @@ public:
     std::vector<Statistic> statistics() const override;
     std::vector<RunRef> runs() const override;
     QString runName(RunRef run) const override;
+    QString legendName(RunRef run) const override;
     QColor runColour(RunRef run) const override;
     Qt::PenStyle runLineStyle(RunRef run) const override;
     std::optional<Curve> curve(RunRef run, const Request &request) const override;

@@ -1,5 +1,6 @@
 #include "curveview.h"
 
+#include "views/plotting/legendplacement.h"
 #include "views/plotting/qcp.h"
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
@@ -351,6 +352,14 @@ void CurveView::reloadStatistics()
         int i = m_statBox->findData(current);
         if (i < 0)
             i = m_statBox->findData(QStringLiteral("lm loss"));
+        // Runs with no statistic of their own (TE's debug statistics only): a tensor statistic that says
+        // something at once, not the first by name (an `mse` that is 0 wherever no cast happened).
+        for (const char *stat : kInformativeTensorStatistics) {
+            if (i < 0 && !std::any_of(m_statistics.begin(), m_statistics.end(), [](const CurveSource::Statistic &st) {
+                    return !st.tensorLevel;
+                }))
+                i = m_statBox->findData(QString(kTensorPrefix + QLatin1String(stat)));
+        }
         if (i < 0 && m_statBox->count() > 1)
             i = 1; // the first statistic under the first header
         m_statBox->setCurrentIndex(i);
@@ -376,10 +385,10 @@ void CurveView::reloadStatistics()
 
 void CurveView::updateLegend()
 {
-    // A plot too short for its legend would hide its curves under it: the run list and the tooltip name them.
-    // Nor may a legend of many entries (a comparison's runs, band and marks) cover more than half the plot.
-    const bool fits = plot()->legend->minimumOuterSizeHint().height() <= plot()->axisRect()->height() / 2;
-    plot()->legend->setVisible(!m_curves.empty() && plot()->height() >= kMinLegendHeight && fits);
+    // Kept at every size: inside where no curve or mark is, else above the axes.
+    plot()->legend->setVisible(!m_curves.empty());
+    placeLegend(plot());
+    plot()->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void CurveView::resizeEvent(QResizeEvent *event)
@@ -522,8 +531,8 @@ void CurveView::rebuild()
         m_haveRange = true;
     }
     addMarks();
-    updateLegend();
     plot()->yAxis->setTickLabels(!m_curves.empty());
+    setAxesShown(!m_curves.empty());
     if (m_curves.empty()) {
         // Nothing drawn: no axes of what was drawn before (another folder's steps and values).
         plot()->xAxis->setTickLabels(false);
@@ -598,6 +607,8 @@ void CurveView::applySmoothing()
         }
     }
     m_inRebuild = false;
+    // Placed on what is drawn now: the lines as smoothed, on their y range.
+    updateLegend();
     updateCursor();
 }
 

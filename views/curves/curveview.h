@@ -37,10 +37,13 @@ class CurveView : public PlotView
     Q_OBJECT
 public:
     // Shorter series are drawn as logged, not smoothed: a few points smoothed end far from their last value
-    // and flatten their spikes.
-    static constexpr int kMinSmoothedPoints = 20;
-    // Plots shorter than this draw no legend (nor those the legend would cover more than half of).
-    static constexpr int kMinLegendHeight = 150;
+    // and flatten their spikes. An EMA of weight 0.9 reaches back about 10 points, so a series of fewer than
+    // ten such spans is mostly its own smoothing's start (real runs logged every 50 steps have 25 to 60).
+    static constexpr int kMinSmoothedPoints = 100;
+    // The tensor statistics a view of runs without statistics of their own opens on, the first they have:
+    // what fraction flushes and saturates, then the scale and range (TE's debug statistics).
+    static constexpr const char *kInformativeTensorStatistics[] = {"underflows%", "overflows%", "saturation%",
+        "cur_amax", "amax", "dynamic_range", "scale_inv_min", "scale_inv_max"};
 
     // Draws the workspace's visible runs.
     CurveView(Workspace *workspace, Selection *selection, QWidget *parent = nullptr);
@@ -112,6 +115,9 @@ public:
     // shown, or zoomed in on the end). A run that grows then extends it (or moves it along, keeping its width);
     // a view zoomed elsewhere stays where it is.
     bool isFollowingEnd() const;
+    // Places the legend where the curves and the marked regions are not (views/plotting/legendplacement.h);
+    // a view that marks the plot calls it once its marks moved.
+    void updateLegend();
     // Replots now (benchmarks, tests); normal updates are coalesced.
     void refetchNow();
     // Off: while hidden (another page of a wizard, a closed window) the view reads nothing; it reads what it
@@ -134,7 +140,6 @@ private:
     void scheduleRefetch();
     void rebuild();
     void applySmoothing();
-    void updateLegend();
     void addMarks();
     // The smoothing a curve is drawn with: the chosen kind, or none for a series too short to smooth.
     Smoothing smoothingOf(const RunCurve &curve) const;

@@ -433,6 +433,7 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
         m_scale->axis()->setLabel(QString());
     }
     m_scale->axis()->setTickLabels(!empty);
+    setAxesShown(!empty);
     m_message->setText(message);
     m_message->setColor(palette().color(QPalette::Text));
     m_message->setVisible(!message.isEmpty());

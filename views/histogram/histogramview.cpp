@@ -261,6 +261,7 @@ void HistogramView::redraw()
     const bool drawn = m_dump && m_metrics;
     plot()->xAxis->setTickLabels(drawn);
     plot()->yAxis->setTickLabels(drawn);
+    setAxesShown(drawn);
     if (!m_dump) {
         const auto dumps = m_dumps.find(m_selection->run());
         const bool runHasDumps = dumps == m_dumps.end() || !dumps->second.empty();

@@ -3,6 +3,7 @@
 #include "views/workspace/workspace.h"
 
 #include <QFileInfo>
+#include <QPalette>
 
 #include <algorithm>
 
@@ -17,7 +18,7 @@ void ProblemsModel::setProblems(std::vector<ProblemEntry> problems)
 {
     const auto same = [](const ProblemEntry &a, const ProblemEntry &b) {
         return a.path == b.path && a.line == b.line && a.offset == b.offset && a.message == b.message
-            && a.storeError == b.storeError;
+            && a.storeError == b.storeError && a.skipped == b.skipped;
     };
     const size_t shown = m_problems.size();
     if (problems.size() > shown && std::equal(m_problems.begin(), m_problems.end(), problems.begin(), same)) {
@@ -48,6 +49,11 @@ int ProblemsModel::rowCount(const QModelIndex &parent) const
     return parent.isValid() ? 0 : int(m_problems.size());
 }
 
+int ProblemsModel::skippedCount() const
+{
+    return int(std::count_if(m_problems.begin(), m_problems.end(), [](const ProblemEntry &p) { return p.skipped; }));
+}
+
 int ProblemsModel::columnCount(const QModelIndex &parent) const
 {
     return parent.isValid() ? 0 : ColumnCount;
@@ -63,6 +69,8 @@ QVariant ProblemsModel::data(const QModelIndex &index, int role) const
     case LineRole: return qint64(p.line);
     case OffsetRole: return qint64(p.offset);
     case Qt::ToolTipRole: return p.path;
+    case Qt::ForegroundRole: // a file left out is said, but is no failure
+        return p.skipped ? QVariant(QPalette().brush(QPalette::Disabled, QPalette::Text)) : QVariant();
     case Qt::DisplayRole:
         switch (index.column()) {
         case FileColumn: return QFileInfo(p.path).fileName();

@@ -27,6 +27,8 @@ public:
     void follow(Workspace *workspace);
 
     int rowCount(const QModelIndex &parent = {}) const override;
+    // The rows that are files left out (in no format read), not failures.
+    int skippedCount() const;
     int columnCount(const QModelIndex &parent = {}) const override;
     QVariant data(const QModelIndex &index, int role) const override;
     QVariant headerData(int section, Qt::Orientation orientation, int role) const override;

@@ -107,13 +107,14 @@ QVariant RunListModel::data(const QModelIndex &index, int role) const
         return QVariant::fromValue(run.run.ref);
     switch (index.column()) {
     case NameColumn:
+        // Shortened by what the runs' names share: eliding names that share their ends cuts out what differs.
         if (role == Qt::DisplayRole)
-            return run.run.label();
+            return run.shortLabel.isEmpty() ? run.run.label() : run.shortLabel;
         if (role == Qt::DecorationRole)
             return run.colour;
         if (role == Qt::CheckStateRole)
             return run.visible ? Qt::Checked : Qt::Unchecked;
-        if (role == Qt::ToolTipRole) // the whole name (the view elides long ones), where it came from, versions
+        if (role == Qt::ToolTipRole) // the whole name, where it came from, versions
             return QString(run.run.label()
                 + (run.run.displayName.isEmpty() ? QString() : tr(" (run %1)").arg(run.run.name)) + QLatin1Char('\n')
                 + run.run.folder + (run.versions.isEmpty() ? QString() : QString(QLatin1Char('\n') + run.versions)));

@@ -78,6 +78,37 @@ QString PlotView::defaultFileName() const
     return name.left(80).isEmpty() ? objectName() : name.left(80);
 }
 
+void PlotView::setAxesShown(bool shown)
+{
+    // Each element hidden keeps whether it was shown, so that showing again brings back only what was.
+    static constexpr char kWas[] = "fp8scopeShownBeforeHidden";
+    const auto apply = [shown](QCPLayerable *l) {
+        if (!shown) {
+            if (!l->property(kWas).isValid())
+                l->setProperty(kWas, l->visible());
+            l->setVisible(false);
+        } else if (const QVariant was = l->property(kWas); was.isValid()) {
+            l->setVisible(was.toBool());
+            l->setProperty(kWas, QVariant());
+        }
+    };
+    for (QCPAxisRect *rect : m_plot->axisRects()) {
+        for (QCPAxis *axis : rect->axes()) {
+            apply(axis);
+            apply(axis->grid());
+        }
+    }
+    for (QCPLayoutElement *e : m_plot->plotLayout()->elements(true)) {
+        if (auto *scale = qobject_cast<QCPColorScale *>(e))
+            apply(scale);
+    }
+}
+
+bool PlotView::axesShown() const
+{
+    return m_plot->xAxis && m_plot->xAxis->visible();
+}
+
 void PlotView::changeEvent(QEvent *event)
 {
     QWidget::changeEvent(event);

@@ -30,6 +30,10 @@ public:
     // The default export file name (without suffix) made from title(): lower case, words joined by '-'.
     QString defaultFileName() const;
     QToolBar *controlBar() const { return m_controls; }
+    // Whether the axes, their grids and any colour scale are drawn: a view with nothing to draw says why in
+    // words, on a blank plot (docs/GUI.md, "When a view has nothing to draw").
+    void setAxesShown(bool shown);
+    bool axesShown() const;
 
 protected:
     // Adds a control before the Export button; hide or show it with the returned action (a tool bar's

@@ -1,6 +1,7 @@
 #include "reportrenderer.h"
 
 #include "views/plotting/heatgradient.h"
+#include "views/plotting/legendplacement.h"
 
 #include <QDir>
 #include <QFile>
@@ -120,6 +121,7 @@ void curvePlot(QCustomPlot &plot, const CurveFigure &f)
         line->point1->setCoords(*f.marked, 0);
         line->point2->setCoords(*f.marked, 1);
         line->setPen(QPen(QColor(200, 30, 0), 1.2));
+        line->setProperty(kKeepClearProperty, true);
     }
     if (f.markedSpan) {
         auto *span = new QCPItemRect(&plot);
@@ -129,6 +131,7 @@ void curvePlot(QCustomPlot &plot, const CurveFigure &f)
         span->bottomRight->setCoords(f.markedSpan->second, 1);
         span->setPen(Qt::NoPen);
         span->setBrush(QColor(200, 30, 0, 40));
+        span->setProperty(kKeepClearProperty, true);
     }
     if (!f.markerLegend.isEmpty()) {
         auto *note = new QCPItemText(&plot);
@@ -137,6 +140,7 @@ void curvePlot(QCustomPlot &plot, const CurveFigure &f)
         note->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
         note->setFont(plotFont(9));
         note->setText(f.markerLegend.join(QLatin1Char('\n')));
+        note->setProperty(kKeepClearProperty, true);
     }
 }
 
@@ -570,9 +574,12 @@ private:
         pixelFonts(plot);
         QCPRange range;
         QImage image;
-        if (const auto *c = std::get_if<CurveFigure>(&f.content))
+        if (const auto *c = std::get_if<CurveFigure>(&f.content)) {
             curvePlot(plot, *c);
-        else if (const auto *hgm = std::get_if<HistogramFigure>(&f.content))
+            // The legend where the curves and the departure are not, at the size it is drawn.
+            plot.setViewport(QRect(0, 0, pxW, pxH));
+            placeLegend(&plot);
+        } else if (const auto *hgm = std::get_if<HistogramFigure>(&f.content))
             histogramPlot(plot, *hgm);
         else if (heat) {
             heatmapAxes(plot, *heat);

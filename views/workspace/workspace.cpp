@@ -1,5 +1,6 @@
 #include "workspace.h"
 
+#include "core/formats/shortnames.h"
 #include "core/jobs/folderwatcher.h"
 #include "core/session/foldersession.h"
 
@@ -44,6 +45,17 @@ Outcome<bool> ingestFolders(const QStringList &folders, JobContext &ctx, bool pr
             out.problems.push_back(std::move(p));
     }
     return out;
+}
+
+// Each run's label shortened by what it shares with the others' (legends, the run list).
+void assignShortLabels(std::vector<WorkspaceRun> &runs)
+{
+    QStringList labels;
+    for (const WorkspaceRun &r : runs)
+        labels << r.run.label();
+    const QStringList shortLabels = distinctShortNames(labels, Workspace::kShortLabelChars);
+    for (size_t i = 0; i < runs.size(); ++i)
+        runs[i].shortLabel = shortLabels[qsizetype(i)];
 }
 
 // What a load or follow job gave back, its own failure (an exception, a store that would not open) a problem.
@@ -341,8 +353,9 @@ void Workspace::finishLoad(std::vector<ProblemEntry> problems)
         }
     }
     for (const Run &r : m_catalog.runs())
-        m_runs.push_back({r, runColour(int(m_runs.size())), runLineStyle(int(m_runs.size())), true,
+        m_runs.push_back({r, runColour(int(m_runs.size())), runLineStyle(int(m_runs.size())), true, QString(),
             m_catalog.pairing(r.ref), keyVersionsText(m_catalog.versions(r.ref))});
+    assignShortLabels(m_runs);
     readLatestSteps(m_runs);
     m_layers = m_catalog.layerTensors();
     for (ProblemEntry &p : m_catalog.problems())
@@ -439,7 +452,8 @@ void Workspace::finishFollow(bool storesChanged, std::vector<ProblemEntry> probl
         std::vector<WorkspaceRun> runs;
         std::vector<int> used;
         for (const Run &r : m_catalog.runs()) {
-            WorkspaceRun w {r, {}, {}, true, m_catalog.pairing(r.ref), keyVersionsText(m_catalog.versions(r.ref))};
+            WorkspaceRun w {
+                r, {}, {}, true, QString(), m_catalog.pairing(r.ref), keyVersionsText(m_catalog.versions(r.ref))};
             if (const WorkspaceRun *old = run(r.ref)) {
                 w.colour = old->colour;
                 w.lineStyle = old->lineStyle;
@@ -460,6 +474,7 @@ void Workspace::finishFollow(bool storesChanged, std::vector<ProblemEntry> probl
             w.lineStyle = runLineStyle(next);
             used.push_back(next);
         }
+        assignShortLabels(runs);
         const std::vector<WorkspaceRun> before = runs;
         readLatestSteps(runs);
         for (size_t i = 0; i < runs.size(); ++i)

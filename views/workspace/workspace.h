@@ -40,6 +40,9 @@ struct WorkspaceRun {
     QColor colour;
     Qt::PenStyle lineStyle = Qt::SolidLine; // past the twelfth run, colours repeat with another line style
     bool visible = true;
+    // The label shortened by what it shares with the other runs' (core/formats/shortnames.h): legends and the
+    // run list show it, their tooltips the whole label.
+    QString shortLabel;
     Pairing pairing;
     QString versions; // the key frameworks' versions it recorded ("transformer-engine 1.7.0, torch 2.3.0")
     // How far it is: its newest step of any series (-1: none), and when that last moved while the folder was
@@ -93,6 +96,8 @@ public:
 
     // The runs, in the order of the folders and, within one, by name (the order of their colours).
     const std::vector<WorkspaceRun> &runs() const { return m_runs; }
+    // The longest a run's short label is before its middle gives way to an ellipsis (where the names stay apart).
+    static constexpr int kShortLabelChars = 24;
     int runCount() const { return int(m_runs.size()); }
     // nullptr for a run that is not open (a closed folder's run, an invalid ref).
     const WorkspaceRun *run(RunRef ref) const;

@@ -1,0 +1,416 @@
+// The window on real folders (issue 45): names that stay apart when shortened, legends where the data is not
+// (and kept at every size), docks of per-layer data that step aside while a folder has none, a folder of TE
+// statistics opening on a statistic that says something, short series drawn raw, empty views without axes,
+// files left out listed in the problems panel. Geometry is checked where the item is about geometry.
+#include "app/gui/mainwindow.h"
+#include "core/demo/scenarios.h"
+#include "core/formats/shortnames.h"
+#include "guitest.h"
+#include "testmain.h"
+#include "views/compare/compareview.h"
+#include "views/curves/curveview.h"
+#include "views/histogram/histogramview.h"
+#include "views/models/problemsmodel.h"
+#include "views/models/runlistmodel.h"
+#include "views/plotting/legendplacement.h"
+#include "views/plotting/qcp.h"
+#include "views/workspace/selection.h"
+#include "views/workspace/workspace.h"
+
+#include <QDockWidget>
+#include <QSignalSpy>
+#include <QTableView>
+#include <QTest>
+
+#include <cmath>
+#include <set>
+
+using namespace fp8scope;
+
+namespace {
+
+bool writeFile(const QString &path, const QByteArray &bytes)
+{
+    QDir().mkpath(QFileInfo(path).absolutePath());
+    QFile f(path);
+    return f.open(QIODevice::WriteOnly) && f.write(bytes) == bytes.size();
+}
+
+// Eight of Megatron-LM's functional-test variants of one model, as their folders are named.
+const QStringList kMegatronVariants {
+    QStringLiteral("gpt3_345m_weekly_dgx_h100_1N8G_mcore_tp1_pp1_bf16_baseline"),
+    QStringLiteral("gpt3_345m_weekly_dgx_h100_1N8G_mcore_tp1_pp1_fp8_no_model_parallel"),
+    QStringLiteral("gpt3_345m_weekly_dgx_h100_1N8G_mcore_tp1_pp2_fp8_pp"),
+    QStringLiteral("gpt3_345m_weekly_dgx_h100_1N8G_mcore_tp2_pp2_fp8_tp_pp"),
+    QStringLiteral("gpt3_345m_weekly_dgx_h100_1N8G_mcore_tp2_pp2_fp8_tp_pp_sp"),
+    QStringLiteral("gpt3_345m_weekly_dgx_h100_1N8G_mcore_tp2_pp2_native_fp8_tp_pp_sp"),
+    QStringLiteral("gpt3_345m_weekly_dgx_h100_1N8G_mcore_tp4_pp1_fp8_tp"),
+    QStringLiteral("gpt3_345m_weekly_dgx_h100_1N8G_mcore_tp1_pp4_fp8_pp"),
+};
+
+// A loss curve of `points` points: falling from 10 towards 2.6, a little noise, each run a little apart.
+QByteArray lossCsv(int points, int stride, double offset)
+{
+    QByteArray csv = "step,lm loss\n";
+    for (int i = 1; i <= points; ++i) {
+        const int step = i * stride;
+        const double loss = 2.6 + offset + 7.4 * std::exp(-step / 400.0) + 0.03 * std::sin(step * 0.37);
+        csv += QByteArray::number(step) + ',' + QByteArray::number(loss, 'g', 8) + '\n';
+    }
+    return csv;
+}
+
+// A plot names its curves: a legend over none of their points, inside the plot, or labels at the lines' ends,
+// one a curve, none over another. Returns the rectangles of what names them.
+QList<QRectF> checkLegendKept(QCustomPlot *plot, int curves)
+{
+    QList<QRectF> rects;
+    std::set<QString> names;
+    if (plot->legend->visible()) {
+        for (int i = 0; i < plot->legend->itemCount(); ++i) {
+            if (auto *item = qobject_cast<QCPPlottableLegendItem *>(plot->legend->item(i)))
+                names.insert(item->plottable()->name());
+        }
+        const QRectF legend = legendRect(plot);
+        rects << legend;
+        [&] {
+            QVERIFY(QRectF(plot->rect()).contains(legend));
+            QCOMPARE(pointsInside(plot, legend), 0);
+            QVERIFY(directLabels(plot).isEmpty());
+        }();
+    } else {
+        const QStringList labels = directLabels(plot, &rects);
+        names.insert(labels.begin(), labels.end());
+        [&] {
+            QVERIFY2(!labels.isEmpty(), "neither a legend nor labels");
+            for (qsizetype i = 1; i < rects.size(); ++i)
+                QVERIFY2(!rects[i].intersects(rects[i - 1].adjusted(0, 0, 0, -0.5)), qPrintable(labels[i]));
+            for (const QRectF &r : rects)
+                QVERIFY(QRectF(plot->axisRect()->rect()).adjusted(-1, -1, 1, 1).contains(r));
+        }();
+    }
+    [&] { QVERIFY2(names.size() >= size_t(curves), qPrintable(QString::number(names.size()))); }();
+    return rects;
+}
+
+// The rectangle a comparison's departure interval covers on a curve view, in the plot's pixels.
+QRectF departureRect(CurveView *view, const ComparisonData &d)
+{
+    const auto &dep = d.statistic.departure;
+    const double x1 = view->plot()->xAxis->coordToPixel(view->plotX(d.run, double(dep.low)));
+    const double x2 = view->plot()->xAxis->coordToPixel(view->plotX(d.run, double(dep.high)));
+    const QRect area = view->plot()->axisRect()->rect();
+    return QRectF(QPointF(std::min(x1, x2) - 2, area.top()), QPointF(std::max(x1, x2) + 2, area.bottom()));
+}
+
+} // namespace
+
+class TestLayout : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void shortNamesTellRunsApart();
+    void legendGoesWhereTheDataIsNot();
+    void eightRunsStayApartAndKeepALegend_data();
+    void eightRunsStayApartAndKeepALegend();
+    void legendKeepsOffTheDeparture_data();
+    void legendKeepsOffTheDeparture();
+    void docksOfLayerDataStepAside();
+    void teStatisticsOpenOnWhatSaysSomething();
+    void shortAndSparseSeriesAreDrawnRaw();
+    void skippedFilesAreListed();
+
+private:
+    std::unique_ptr<MainWindow> openWindow(const QStringList &folders, QSize size);
+
+    QTemporaryDir m_tmp;
+    QString m_eight;
+    ScenarioPlan m_mid;
+};
+
+void TestLayout::initTestCase()
+{
+    QVERIFY(m_tmp.isValid());
+    guitest::keepSettingsIn(m_tmp);
+    m_eight = m_tmp.filePath(QStringLiteral("eight"));
+    for (int i = 0; i < kMegatronVariants.size(); ++i) {
+        QVERIFY(writeFile(m_eight + QLatin1Char('/') + kMegatronVariants[i] + QStringLiteral("/wandb_export.csv"),
+            lossCsv(300, 10, 0.04 * i)));
+    }
+    QString error;
+    QVERIFY2(generateScenario(m_tmp.filePath(QStringLiteral("mid")), Scenario::MidRunInstability, 11, &m_mid, &error),
+        qPrintable(error));
+}
+
+std::unique_ptr<MainWindow> TestLayout::openWindow(const QStringList &folders, QSize size)
+{
+    auto w = std::make_unique<MainWindow>(BackendChoice::Cpu, nullptr);
+    w->resize(size);
+    w->show();
+    if (!QTest::qWaitForWindowExposed(w.get()))
+        return nullptr;
+    QSignalSpy ready(w.get(), &MainWindow::ready);
+    w->openFolders(folders);
+    if (!ready.wait(120000))
+        return nullptr;
+    QTest::qWait(50);
+    return w;
+}
+
+void TestLayout::shortNamesTellRunsApart()
+{
+    const QStringList shortNames = distinctShortNames(kMegatronVariants);
+    QCOMPARE(shortNames.size(), kMegatronVariants.size());
+    QCOMPARE(std::set<QString>(shortNames.begin(), shortNames.end()).size(), size_t(kMegatronVariants.size()));
+    // What all share is gone; what one has alone stays whole.
+    QCOMPARE(shortNames[0], QStringLiteral("tp1_pp1_bf16_baseline"));
+    QCOMPARE(shortNames[4], QStringLiteral("tp2_pp2_fp8_tp_pp_sp"));
+    QCOMPARE(shortNames[5], QStringLiteral("tp2_pp2_native_fp8_tp_pp_sp"));
+    // Eliding each in its middle, as a narrow column does, made two of them one.
+    const auto middle = [](const QString &s) -> QString { return s.left(6) + QChar(0x2026) + s.right(5); };
+    QCOMPARE(middle(kMegatronVariants[4]), middle(kMegatronVariants[5]));
+    // A limit: shortened where they stay apart, whole where they would not.
+    const QStringList limited = distinctShortNames(kMegatronVariants, 16);
+    QCOMPARE(std::set<QString>(limited.begin(), limited.end()).size(), size_t(kMegatronVariants.size()));
+    for (const QString &s : limited)
+        QVERIFY2(s.size() <= 16 || shortNames.contains(s), qPrintable(s));
+    QVERIFY(std::any_of(limited.begin(), limited.end(), [](const QString &s) { return s.contains(QChar(0x2026)); }));
+    // Shared ends that are words, not characters: "fp8-a" and "fp8-b" keep their last words.
+    QCOMPARE(distinctShortNames({QStringLiteral("run-fp8-a"), QStringLiteral("run-fp8-b")}),
+        (QStringList {QStringLiteral("a"), QStringLiteral("b")}));
+    // A name that is all shared keeps its last word; one name stays whole; equal names stay equal.
+    QCOMPARE(distinctShortNames({QStringLiteral("llama_fp8"), QStringLiteral("llama_fp8_retry")}),
+        (QStringList {QStringLiteral("fp8"), QStringLiteral("retry")}));
+    QCOMPARE(distinctShortNames({QStringLiteral("only_one")}), QStringList {QStringLiteral("only_one")});
+    QCOMPARE(distinctShortNames({QStringLiteral("x_a"), QStringLiteral("x_a"), QStringLiteral("x_b")}),
+        (QStringList {QStringLiteral("a"), QStringLiteral("a"), QStringLiteral("b")}));
+}
+
+void TestLayout::legendGoesWhereTheDataIsNot()
+{
+    QCustomPlot plot;
+    plot.setViewport(QRect(0, 0, 500, 320));
+    plot.legend->setVisible(true);
+    QCPGraph *g = plot.addGraph();
+    g->setName(QStringLiteral("a rising curve"));
+    // Rising from the bottom left to the top right: the top right corner is taken, the top left free.
+    for (int i = 0; i <= 100; ++i)
+        g->addData(i, i);
+    plot.xAxis->setRange(0, 100);
+    plot.yAxis->setRange(0, 100);
+    LegendPlacement p = placeLegend(&plot);
+    QVERIFY(!p.outside);
+    QCOMPARE(p.corner, Qt::AlignTop | Qt::AlignLeft);
+    QCOMPARE(pointsInside(&plot, legendRect(&plot)), 0);
+    QVERIFY(plot.axisRect()->rect().contains(legendRect(&plot).toRect()));
+    // A marked region over the top left (a departure): the bottom right, which the curve leaves free too.
+    auto *mark = new QCPItemRect(&plot);
+    mark->topLeft->setCoords(0, 100);
+    mark->bottomRight->setCoords(30, 0);
+    mark->setProperty(kKeepClearProperty, true);
+    plot.replot();
+    p = placeLegend(&plot);
+    QVERIFY(!p.outside);
+    QCOMPARE(p.corner, Qt::AlignBottom | Qt::AlignRight);
+    // Data in every corner: above the axes, covering none of it.
+    QCPGraph *h = plot.addGraph();
+    h->setName(QStringLiteral("a falling curve"));
+    for (int i = 0; i <= 100; ++i)
+        h->addData(i, 100 - i);
+    QCPGraph *flat = plot.addGraph();
+    flat->setName(QStringLiteral("two flat lines"));
+    for (int i = 0; i <= 100; ++i) {
+        flat->addData(i, 1);
+        flat->addData(i, 99);
+    }
+    p = placeLegend(&plot);
+    QVERIFY(p.outside);
+    QVERIFY(legendRect(&plot).bottom() <= plot.axisRect()->rect().top());
+    // Room again: back inside.
+    plot.removeGraph(flat);
+    plot.removeGraph(h);
+    mark->setVisible(false);
+    p = placeLegend(&plot);
+    QVERIFY(!p.outside);
+    QVERIFY(plot.axisRect()->rect().contains(legendRect(&plot).toRect()));
+}
+
+void TestLayout::eightRunsStayApartAndKeepALegend_data()
+{
+    QTest::addColumn<QSize>("size");
+    QTest::newRow("1366x768") << QSize(1366, 768);
+    QTest::newRow("1920x1080") << QSize(1920, 1080);
+}
+
+void TestLayout::eightRunsStayApartAndKeepALegend()
+{
+    QFETCH(QSize, size);
+    auto w = openWindow({m_eight}, size);
+    QVERIFY(w);
+    QCOMPARE(w->workspace()->runCount(), 8);
+    // The run list: names apart, the whole name on hover.
+    QAbstractItemModel *runs = w->runTable()->model();
+    std::set<QString> listed;
+    for (int r = 0; r < runs->rowCount(); ++r) {
+        const QString shown = runs->index(r, RunListModel::NameColumn).data().toString();
+        listed.insert(shown);
+        QVERIFY2(!shown.startsWith(QLatin1String("gpt3_345m")), qPrintable(shown));
+        QVERIFY(runs->index(r, RunListModel::NameColumn)
+                    .data(Qt::ToolTipRole)
+                    .toString()
+                    .startsWith(QLatin1String("gpt3_345m_weekly_dgx_h100_1N8G_mcore_")));
+    }
+    QCOMPARE(listed.size(), size_t(8));
+    // The curves' legend: there, eight entries apart, over no point of any curve.
+    CurveView *curves = w->curves();
+    curves->setStatistic(QStringLiteral("lm loss"));
+    QTRY_COMPARE(curves->curves().size(), size_t(8));
+    curves->refetchNow();
+    QCustomPlot *plot = curves->plot();
+    plot->replot();
+    checkLegendKept(plot, 8);
+    // The Curves tab given less height (a laptop with the heatmap open): still named, now at the lines' ends.
+    curves->setFixedHeight(200);
+    QTRY_VERIFY(curves->height() == 200);
+    curves->refetchNow();
+    plot->replot();
+    checkLegendKept(plot, 8);
+}
+
+void TestLayout::legendKeepsOffTheDeparture_data()
+{
+    QTest::addColumn<QSize>("size");
+    QTest::newRow("1366x768") << QSize(1366, 768);
+    QTest::newRow("1920x1080") << QSize(1920, 1080);
+}
+
+void TestLayout::legendKeepsOffTheDeparture()
+{
+    QFETCH(QSize, size);
+    auto w = openWindow({m_tmp.filePath(QStringLiteral("mid"))}, size);
+    QVERIFY(w);
+    w->showComparison();
+    CompareView *view = w->compare();
+    QTRY_VERIFY_WITH_TIMEOUT(!view->isComputing() && view->comparison(), 120000);
+    QTest::qWait(100);
+    const ComparisonData *d = view->comparison();
+    QVERIFY(d->statistic.departure.step.has_value());
+    for (CurveView *c : {view->overlay(), view->difference()}) {
+        c->refetchNow();
+        c->updateLegend();
+        c->plot()->replot();
+        const QRectF departure = departureRect(c, *d);
+        for (const QRectF &legend : checkLegendKept(c->plot(), 1)) {
+            QVERIFY2(!legend.intersects(departure),
+                qPrintable(QStringLiteral("%1: legend %2,%3 %4x%5 over the departure %6..%7")
+                               .arg(c->objectName())
+                               .arg(legend.x())
+                               .arg(legend.y())
+                               .arg(legend.width())
+                               .arg(legend.height())
+                               .arg(departure.left())
+                               .arg(departure.right())));
+        }
+    }
+}
+
+void TestLayout::docksOfLayerDataStepAside()
+{
+    // Logs only: no per-layer statistic, no dump. The layer tree, heatmap and histogram step aside.
+    const QString logs = m_tmp.filePath(QStringLiteral("logsonly"));
+    QVERIFY(writeFile(logs + QStringLiteral("/run_fp8/wandb_export.csv"), lossCsv(200, 10, 0)));
+    auto w = openWindow({logs}, QSize(1366, 768));
+    QVERIFY(w);
+    const auto dock = [&](const char *name) { return w->findChild<QDockWidget *>(QLatin1String(name)); };
+    // Nothing to list either: the problems, the heatmap's neighbour, go with it.
+    for (const char *name : {"layersDock", "heatmapDock", "histogramDock", "problemsDock"})
+        QVERIFY2(dock(name)->isHidden(), name);
+    QVERIFY(!dock("runsDock")->isHidden());
+    // The curves have the room the heatmap had (the statistics panel, which lists the runs' values, stays).
+    QTRY_VERIFY2(w->curves()->height() > w->height() * 70 / 100, qPrintable(QString::number(w->curves()->height())));
+    QVERIFY(w->curves()->width() > w->width() * 45 / 100);
+    // A folder with per-layer statistics and dumps added (the demo pair): they come back.
+    QString error;
+    const QString pair = m_tmp.filePath(QStringLiteral("pair"));
+    QVERIFY2(guitest::generatePair(pair, 3, 4, 400, nullptr, &error), qPrintable(error));
+    QSignalSpy ready(w.get(), &MainWindow::ready);
+    w->addFolders({pair});
+    QVERIFY(ready.wait(120000));
+    for (const char *name : {"layersDock", "heatmapDock", "histogramDock", "problemsDock"})
+        QVERIFY2(!dock(name)->isHidden(), name);
+}
+
+void TestLayout::teStatisticsOpenOnWhatSaysSomething()
+{
+    const QString fixture = QDir(QString::fromLocal8Bit(qgetenv("FP8SCOPE_SOURCE_DIR")))
+                                .absoluteFilePath(QStringLiteral("../shared/fixtures/real/nvdlfw_inspect_esm2"));
+    if (!QFileInfo(fixture).isDir())
+        QSKIP("../shared/fixtures/real is absent");
+    // A copy: opening writes the store beside the logs.
+    const QString folder = m_tmp.filePath(QStringLiteral("esm2"));
+    QDir().mkpath(folder + QStringLiteral("/rank_0/nvdlfw_inspect_statistics_logs"));
+    for (const QString &f :
+        QDir(fixture + QStringLiteral("/rank_0/nvdlfw_inspect_statistics_logs")).entryList(QDir::Files))
+        QVERIFY(QFile::copy(fixture + QStringLiteral("/rank_0/nvdlfw_inspect_statistics_logs/") + f,
+            folder + QStringLiteral("/rank_0/nvdlfw_inspect_statistics_logs/") + f));
+    auto w = openWindow({folder}, QSize(1366, 768));
+    QVERIFY(w);
+    // Not `mse` (0.0000 wherever nothing was cast): the underflows, of the first layer's activation, drawn.
+    QCOMPARE(w->curves()->statistic(), QStringLiteral("tensor:underflows%"));
+    QVERIFY(!w->selection()->layer().isEmpty());
+    QTRY_VERIFY(!w->curves()->curves().empty());
+    QVERIFY(w->curves()->message().isEmpty());
+    QVERIFY(w->curves()->axesShown());
+    // No dumps: the histogram steps aside; had it been shown, it would draw no axes.
+    QVERIFY(w->findChild<QDockWidget *>(QStringLiteral("histogramDock"))->isHidden());
+    QVERIFY(!w->findChild<QDockWidget *>(QStringLiteral("heatmapDock"))->isHidden());
+    QVERIFY(!w->histogram()->axesShown());
+    // A tensor statistic with no tensor chosen: words on a blank plot, no axes.
+    w->selection()->setLayer(QString());
+    QTRY_VERIFY(!w->curves()->message().isEmpty());
+    QVERIFY(!w->curves()->axesShown());
+    QVERIFY(!w->curves()->plot()->xAxis->grid()->visible());
+}
+
+void TestLayout::shortAndSparseSeriesAreDrawnRaw()
+{
+    // Logged every 50 steps for 3100 steps: 62 points. Smoothed, its end would lag its last value.
+    const QString sparse = m_tmp.filePath(QStringLiteral("sparse"));
+    QVERIFY(writeFile(sparse + QStringLiteral("/a/wandb_export.csv"), lossCsv(62, 50, 0)));
+    QVERIFY(writeFile(sparse + QStringLiteral("/b/wandb_export.csv"), lossCsv(400, 10, 0.1)));
+    auto w = openWindow({sparse}, QSize(1366, 768));
+    QVERIFY(w);
+    CurveView *curves = w->curves();
+    curves->setSmoothing(Smoothing::Ema, 0.9);
+    curves->setStatistic(QStringLiteral("lm loss"));
+    QTRY_COMPARE(curves->curves().size(), size_t(2));
+    for (const CurveView::RunCurve &c : curves->curves()) {
+        const bool dense = c.values.size() >= size_t(CurveView::kMinSmoothedPoints);
+        QCOMPARE(c.smoothed->visible(), dense);
+        QCOMPARE(c.raw->pen().color().alpha() == 255, !dense);
+    }
+    QVERIFY(std::any_of(curves->curves().begin(), curves->curves().end(),
+        [](const CurveView::RunCurve &c) { return c.values.size() == 62 && !c.smoothed->visible(); }));
+}
+
+void TestLayout::skippedFilesAreListed()
+{
+    // `ingest` lists a file in no format it reads: the panel says so too, not "No problems".
+    const QString folder = m_tmp.filePath(QStringLiteral("withnotes"));
+    QVERIFY(writeFile(folder + QStringLiteral("/wandb_export.csv"), lossCsv(50, 10, 0)));
+    QVERIFY(writeFile(folder + QStringLiteral("/launch_notes.txt"), "nodes: 4\n"));
+    auto w = openWindow({folder}, QSize(1366, 768));
+    QVERIFY(w);
+    QAbstractItemModel *problems = w->problemsTable()->model();
+    QCOMPARE(problems->rowCount(), 1);
+    QCOMPARE(problems->index(0, ProblemsModel::FileColumn).data().toString(), QStringLiteral("launch_notes.txt"));
+    QVERIFY(problems->index(0, ProblemsModel::MessageColumn).data().toString().contains(QLatin1String("not read")));
+    QCOMPARE(w->findChild<QDockWidget *>(QStringLiteral("problemsDock"))->windowTitle(),
+        QStringLiteral("Problems (1 skipped)"));
+    // Said, but no failure: the status bar does not count it as an import problem.
+    QVERIFY(!w->statusBar()->currentMessage().contains(QLatin1String("import problem")));
+}
+
+FP8SCOPE_TEST_GUI_MAIN(TestLayout)
+#include "tst_layout.moc"
