@@ -159,6 +159,7 @@ void MainWindow::createViews()
     m_viewTabs->setDocumentMode(true);
     m_viewTabs->addTab(m_curves, tr("Curves"));
     m_viewTabs->addTab(m_compare, tr("Comparison"));
+    connect(m_compare, &CompareView::focusRequested, this, &MainWindow::setFocusMode);
     // The baseline's attempts, one change at a time; a double-click opens an attempt's comparison.
     m_attempts = new AttemptsView(m_workspace, this);
     m_viewTabs->addTab(m_attempts, tr("Attempts"));
@@ -356,6 +357,10 @@ void MainWindow::collapseEmptyDocks()
             dock->hide();
             m_collapsedDocks << dock; // a user who shows it again keeps it: it is not hidden twice
         } else if (filled && m_collapsedDocks.removeOne(dock)) {
+            if (m_focusMode) { // back when the focus ends
+                m_focusedDocks << dock;
+                continue;
+            }
             dock->show();
             if (dock->objectName() == QLatin1String("heatmapDock"))
                 dock->raise();
@@ -363,11 +368,39 @@ void MainWindow::collapseEmptyDocks()
     }
 }
 
+void MainWindow::setFocusMode(bool on)
+{
+    if (isStartPageShown())
+        on = false;
+    if (on && !m_focusMode) {
+        for (QDockWidget *dock : findChildren<QDockWidget *>()) {
+            if (!dock->isHidden() && !dock->isFloating()) {
+                m_focusedDocks << dock;
+                dock->hide();
+            }
+        }
+    } else if (!on && m_focusMode) {
+        for (QDockWidget *dock : std::as_const(m_focusedDocks))
+            dock->show();
+        m_focusedDocks.clear();
+    }
+    m_focusMode = on;
+    // The comparison's tables follow when their Focus button asked: they have the plots' room too.
+    m_compare->setTablesFocused(on && m_viewTabs->currentWidget() == m_compare && m_compare->tablesFocusWanted());
+    const QSignalBlocker block(m_focusAction);
+    m_focusAction->setChecked(on);
+}
+
+bool MainWindow::isFocusMode() const
+{
+    return m_focusMode;
+}
+
 QByteArray MainWindow::dockLayout()
 {
     QList<QDockWidget *> hidden;
-    for (QDockWidget *dock : std::as_const(m_collapsedDocks)) {
-        if (dock->isHidden())
+    for (QDockWidget *dock : m_collapsedDocks + m_focusedDocks) {
+        if (dock->isHidden() && !hidden.contains(dock))
             hidden << dock;
     }
     if (hidden.isEmpty())
@@ -459,6 +492,13 @@ void MainWindow::createMenus()
         m_live->setEnabled(on);
         statusBar()->showMessage(on ? tr("Following the open folders") : tr("Not following the open folders"), 4000);
     });
+    // The tab in view given the whole window: the docks step aside until it is switched off.
+    m_focusAction = view->addAction(tr("F&ocus on the Tab"));
+    m_focusAction->setObjectName(QStringLiteral("focusTab"));
+    m_focusAction->setCheckable(true);
+    m_focusAction->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_F));
+    m_focusAction->setToolTip(tr("Give the tab in view the whole window (the panels step aside)"));
+    connect(m_focusAction, &QAction::toggled, this, &MainWindow::setFocusMode);
     view->addSeparator();
     for (QDockWidget *dock : findChildren<QDockWidget *>())
         view->addAction(dock->toggleViewAction());
@@ -751,6 +791,13 @@ void MainWindow::showStartPage(bool on)
         for (QDockWidget *dock : findChildren<QDockWidget *>())
             dock->hide();
         m_collapsedDocks.clear();
+        m_focusedDocks.clear();
+        m_focusMode = false;
+        if (m_focusAction) {
+            const QSignalBlocker block(m_focusAction);
+            m_focusAction->setChecked(false);
+        }
+        m_compare->setTablesFocused(false);
         m_central->setCurrentWidget(m_startPage);
     } else {
         m_central->setCurrentWidget(m_viewTabs);

@@ -12,6 +12,7 @@
 
 #include <QMainWindow>
 
+class QAction;
 class QDockWidget;
 class QLabel;
 class QLineEdit;
@@ -77,6 +78,11 @@ public:
     AttemptsView *attempts() const { return m_attempts; }
     // Shows the comparison tab on `run` against `baseline` (invalid: its pairing's).
     void showComparison(RunRef baseline = {}, RunRef run = {});
+    // The focus mode (View > Focus on the Tab, Ctrl+Shift+F): the tab in view has the whole window, the docks
+    // stepped aside until it is switched off (they come back as they were). In the comparison, its tables'
+    // Focus button also gives the table tab the plots' room.
+    void setFocusMode(bool on);
+    bool isFocusMode() const;
     // Opens the triage wizard (Tools > Triage...) on `run` against `baseline` (invalid: the pairing's first).
     void showTriage(RunRef baseline = {}, RunRef run = {});
     TriageWizard *triage() const { return m_triage; }
@@ -180,6 +186,9 @@ private:
     QByteArray m_dockState; // the docks as they were when the start page hid them (or as saved)
     bool m_shownViews = false; // the views have been shown (their dock state is worth keeping)
     QList<QDockWidget *> m_collapsedDocks; // hidden by collapseEmptyDocks, to be shown again
+    QList<QDockWidget *> m_focusedDocks; // hidden by the focus mode, to be shown again
+    QAction *m_focusAction = nullptr;
+    bool m_focusMode = false;
     bool m_layoutPending = false; // the default dock layout waits for the window to be shown
 };
 

@@ -8,7 +8,9 @@
 #include "guitest.h"
 #include "testmain.h"
 #include "views/compare/compareview.h"
+#include "views/compare/evalchart.h"
 #include "views/curves/curveview.h"
+#include "views/heatmap/heatmapview.h"
 #include "views/histogram/histogramview.h"
 #include "views/models/problemsmodel.h"
 #include "views/models/runlistmodel.h"
@@ -18,9 +20,13 @@
 #include "views/workspace/workspace.h"
 
 #include <QDockWidget>
+#include <QScrollArea>
 #include <QSignalSpy>
+#include <QSplitter>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTest>
+#include <QToolButton>
 
 #include <cmath>
 #include <set>
@@ -116,6 +122,8 @@ private Q_SLOTS:
     void eightRunsStayApartAndKeepALegend();
     void legendKeepsOffTheDeparture_data();
     void legendKeepsOffTheDeparture();
+    void evalChartReadsTwentyTasks();
+    void focusGivesATabTheWindow();
     void docksOfLayerDataStepAside();
     void teStatisticsOpenOnWhatSaysSomething();
     void shortAndSparseSeriesAreDrawnRaw();
@@ -313,6 +321,125 @@ void TestLayout::legendKeepsOffTheDeparture()
                                .arg(departure.right())));
         }
     }
+}
+
+void TestLayout::evalChartReadsTwentyTasks()
+{
+    // Twenty tasks, each scored on two inference precisions: forty rows of two-line labels.
+    std::vector<analysis::EvalRow> rows;
+    for (int t = 0; t < 20; ++t) {
+        for (const char *inference : {"bf16", "fp8"}) {
+            analysis::EvalRow r;
+            r.task = QStringLiteral("mmlu_high_school_subject_%1").arg(t);
+            r.metric = QStringLiteral("acc");
+            r.inference = QLatin1String(inference);
+            r.baseline = 0.3 + 0.02 * t;
+            r.run = r.baseline - (t % 5 == 0 ? 0.08 : 0.01);
+            r.difference = r.run - r.baseline;
+            r.standardError = 0.02;
+            r.z = r.difference / r.standardError;
+            r.significant = r.z <= -2;
+            rows.push_back(r);
+        }
+    }
+    // In a pane shorter than the chart, as the comparison's Evals tab has it: scrolled, never squeezed.
+    QScrollArea scroll;
+    scroll.setWidgetResizable(true);
+    auto *chart = new EvalChart;
+    scroll.setWidget(chart);
+    scroll.resize(520, 300);
+    scroll.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&scroll));
+    chart->setRows(rows, QStringLiteral("bf16_baseline"), QStringLiteral("fp8_tp_pp_sp"), QColor(Qt::darkRed));
+    QTRY_VERIFY(chart->height() >= chart->minimumHeight());
+    QCustomPlot *plot = chart->plot();
+    plot->replot();
+    // The task names level, one under another, each row as tall as its two-line label.
+    QCOMPARE(plot->yAxis->tickLabelRotation(), 0.0);
+    const double label = 2 * QFontMetricsF(plot->yAxis->tickLabelFont()).height();
+    for (int k = 1; k < int(rows.size()); ++k) {
+        const double gap = std::abs(plot->yAxis->coordToPixel(k) - plot->yAxis->coordToPixel(k - 1));
+        QVERIFY2(
+            gap >= label, qPrintable(QStringLiteral("row %1: %2 px for a %3 px label").arg(k).arg(gap).arg(label)));
+    }
+    QVERIFY(plot->yAxis->coordToPixel(0) < plot->yAxis->coordToPixel(1)); // the first task on top
+    // The legend above the axes, off the bars.
+    QVERIFY(plot->legend->visible());
+    QVERIFY(legendRect(plot).bottom() <= plot->axisRect()->rect().top());
+    // The scores along x: their tick labels apart.
+    const QVector<double> ticks = plot->xAxis->tickVector();
+    QVERIFY(ticks.size() >= 2);
+    const QFontMetricsF fm(plot->xAxis->tickLabelFont());
+    const QVector<QString> texts = plot->xAxis->tickVectorLabels();
+    for (int i = 1; i < ticks.size(); ++i) {
+        const double gap = plot->xAxis->coordToPixel(ticks[i]) - plot->xAxis->coordToPixel(ticks[i - 1]);
+        QVERIFY(gap > (fm.horizontalAdvance(texts[i]) + fm.horizontalAdvance(texts[i - 1])) / 2);
+    }
+}
+
+void TestLayout::focusGivesATabTheWindow()
+{
+    // The demo pair: both runs log TE's statistics, so the Layers tab draws both.
+    const QString pair = m_tmp.filePath(QStringLiteral("focuspair"));
+    QString error;
+    QVERIFY2(guitest::generatePair(pair, 5, 6, 1000, nullptr, &error), qPrintable(error));
+    auto w = openWindow({pair}, QSize(1920, 1080));
+    QVERIFY(w);
+    w->showComparison();
+    CompareView *view = w->compare();
+    QTRY_VERIFY_WITH_TIMEOUT(!view->isComputing() && view->comparison(), 120000);
+    view->tabs()->setCurrentIndex(CompareView::kLayersTab);
+    auto *base = view->findChild<HeatmapView *>(QStringLiteral("compareBaselineHeatmap"));
+    auto *run = view->findChild<HeatmapView *>(QStringLiteral("compareRunHeatmap"));
+    QVERIFY(base && run);
+    QTRY_VERIFY_WITH_TIMEOUT(!base->isLoading() && !run->isLoading() && !base->heatmap().layers.isEmpty()
+            && !run->heatmap().layers.isEmpty(),
+        60000);
+    QTest::qWait(50);
+    const QSize before = base->plot()->axisRect()->rect().size();
+    QList<QDockWidget *> shown;
+    for (QDockWidget *d : w->findChildren<QDockWidget *>()) {
+        if (!d->isHidden())
+            shown << d;
+    }
+    QVERIFY(!shown.isEmpty());
+    // The tabs' Focus button: the docks and the plots step aside, the Layers tab has the window.
+    auto *focus = view->findChild<QToolButton *>(QStringLiteral("compareFocus"));
+    QVERIFY(focus && focus->isVisible());
+    focus->click();
+    QVERIFY(w->isFocusMode());
+    for (QDockWidget *d : std::as_const(shown))
+        QVERIFY2(d->isHidden(), qPrintable(d->objectName()));
+    QVERIFY(view->tablesFocused());
+    QTRY_VERIFY(view->tabs()->width() >= w->width() * 95 / 100);
+    for (HeatmapView *h : {base, run}) {
+        h->plot()->replot();
+        const QSize size = h->plot()->axisRect()->rect().size();
+        QVERIFY2(size.width() >= w->width() / 2 && size.height() >= 250,
+            qPrintable(QStringLiteral("%1: %2x%3 (before %4x%5)")
+                           .arg(h->objectName())
+                           .arg(size.width())
+                           .arg(size.height())
+                           .arg(before.width())
+                           .arg(before.height())));
+        QVERIFY(size.width() > before.width() && size.height() >= before.height());
+    }
+    // View > Focus on the Tab, again: everything comes back as it was.
+    auto *action = w->findChild<QAction *>(QStringLiteral("focusTab"));
+    QVERIFY(action && action->isChecked());
+    action->trigger();
+    QVERIFY(!w->isFocusMode());
+    QVERIFY(!view->tablesFocused());
+    QVERIFY(!focus->isChecked());
+    for (QDockWidget *d : std::as_const(shown))
+        QVERIFY2(!d->isHidden(), qPrintable(d->objectName()));
+    // From the menu alone: the docks step aside, the comparison keeps its plots.
+    action->trigger();
+    QVERIFY(w->isFocusMode() && !view->tablesFocused());
+    QVERIFY(w->findChild<QDockWidget *>(QStringLiteral("heatmapDock"))->isHidden());
+    QTRY_VERIFY(view->width() >= w->width() * 95 / 100);
+    action->trigger();
+    QVERIFY(!w->findChild<QDockWidget *>(QStringLiteral("heatmapDock"))->isHidden());
 }
 
 void TestLayout::docksOfLayerDataStepAside()

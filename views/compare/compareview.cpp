@@ -29,6 +29,7 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QTimer>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -112,6 +113,7 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
     pickers->addWidget(m_statBox);
     pickers->addStretch(1);
     setUpTables();
+    pickers->addWidget(m_focusButton);
     setUpLayers();
 
     // A narrow screen gives the plots the width; the tables can be dragged wider.
@@ -244,6 +246,18 @@ void CompareView::setUpTables()
     connect(m_auditTable, &QTableView::clicked, this,
         [this](const QModelIndex &index) { selectAuditLayer(m_auditModel->index(index.row(), 0).data().toString()); });
     connect(m_auditChart, &AuditChart::layerClicked, this, &CompareView::selectAuditLayer);
+    // At the end of the pickers' row: the table tab in view given the whole window (the focus mode), and back.
+    m_focusButton = new QToolButton(this);
+    m_focusButton->setObjectName(QStringLiteral("compareFocus"));
+    m_focusButton->setText(tr("Focus"));
+    m_focusButton->setCheckable(true);
+    m_focusButton->setAutoRaise(true);
+    m_focusButton->setToolTip(
+        tr("Give the table tab in view (Findings, Evals, Config, Layers) the whole window; again to give it back"));
+    connect(m_focusButton, &QToolButton::toggled, this, [this](bool on) {
+        m_tablesFocusWanted = on;
+        Q_EMIT focusRequested(on);
+    });
     m_tabs->addTab(evalPane, tr("Evals"));
     m_tabs->addTab(configPane, tr("Config"));
     m_tabs->setTabToolTip(1, tr("Evaluation scores of both runs, the gap against its standard error"));
@@ -564,6 +578,20 @@ void CompareView::showEvent(QShowEvent *event)
     }
     if (m_stale)
         recompute();
+}
+
+void CompareView::setTablesFocused(bool on)
+{
+    m_plots->setVisible(!on);
+    const QSignalBlocker block(m_focusButton);
+    m_focusButton->setChecked(on);
+    if (!on)
+        m_tablesFocusWanted = false;
+}
+
+bool CompareView::tablesFocused() const
+{
+    return m_plots->isHidden();
 }
 
 double CompareView::departureMarkerX() const

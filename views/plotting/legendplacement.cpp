@@ -56,14 +56,20 @@ void moveOutside(QCustomPlot *plot)
     legend->setSizeConstraintRect(QCPLayoutElement::scrOuterRect);
     // As many entries a row as the plot's width takes, each column as wide as its widest entry.
     const int available = plot->viewport().width() - 12;
-    const int count = legend->itemCount();
+    // The entries in order (a wrapped grid's cells may be empty: itemCount counts cells).
+    std::vector<int> widths;
+    for (int i = 0; i < legend->itemCount(); ++i) {
+        if (QCPAbstractLegendItem *item = legend->item(i))
+            widths.push_back(item->minimumOuterSizeHint().width());
+    }
+    const int count = int(widths.size());
     int perRow = 1;
     for (int k = std::max(1, count); k > 1; --k) {
         int width = 0;
         for (int c = 0; c < k; ++c) {
             int widest = 0;
             for (int i = c; i < count; i += k)
-                widest = std::max(widest, legend->item(i)->minimumOuterSizeHint().width());
+                widest = std::max(widest, widths[size_t(i)]);
             width += widest + legend->columnSpacing();
         }
         if (width <= available) {
