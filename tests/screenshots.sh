@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Saves PNG screenshots of the main window in a few states, at 1280x720 (a laptop) and 1920x1080, into
-# OUTDIR/1280x720 and OUTDIR/1920x1080: under Xvfb (a real X server), fp8scope shows its start page, then
+# Saves PNG screenshots of the main window in a few states, at 1366x768 (a laptop) and 1920x1080, into
+# OUTDIR/1366x768 and OUTDIR/1920x1080: under Xvfb (a real X server), fp8scope shows its start page, then
 # opens the demo run pair (generated once into the user cache) and walks through the states
 # app/gui/screenshotter.cpp lists. Settings come from a fresh folder so the default layout is shown.
 # Usage: tests/screenshots.sh OUTDIR [BUILD_DIR]   (BUILD_DIR defaults to build/default)
@@ -18,7 +18,7 @@ if [ ! -x "$app" ]; then
     exit 1
 fi
 command -v xvfb-run >/dev/null || { echo "screenshots.sh: xvfb-run missing (packaging/install-deps.sh)" >&2; exit 1; }
-for size in 1280x720 1920x1080; do
+for size in 1366x768 1920x1080; do
     mkdir -p "$out/$size"
     config="$(mktemp -d)"
     # The screen is the size named; the window fills it (-qwindowgeometry), as a maximised window would.
@@ -31,4 +31,10 @@ done
 if [ -x "$build/tests/tst_attempts" ]; then
     QT_QPA_PLATFORM=offscreen FP8SCOPE_SHOT="$out/1920x1080/14-attempts.png" \
         "$build/tests/tst_attempts" tableAndPlot >/dev/null
+fi
+# Eight runs of one model (Megatron's functional-test variants' names) and plots stacked on one x axis, as the
+# window's layout test shows them (tst_layout, offscreen) at both sizes.
+if [ -x "$build/tests/tst_layout" ]; then
+    QT_QPA_PLATFORM=offscreen FP8SCOPE_SHOT_DIR="$out" \
+        "$build/tests/tst_layout" eightRunsStayApartAndKeepALegend plotsStackOnOneXAxis >/dev/null
 fi

@@ -101,4 +101,14 @@ void AppSettings::setCompareState(const QByteArray &state)
     m_settings.setValue(QStringLiteral("compare/state"), state);
 }
 
+QStringList AppSettings::stackedStatistics() const
+{
+    return m_settings.value(QStringLiteral("curves/stacked")).toStringList();
+}
+
+void AppSettings::setStackedStatistics(const QStringList &statistics)
+{
+    m_settings.setValue(QStringLiteral("curves/stacked"), statistics);
+}
+
 } // namespace fp8scope

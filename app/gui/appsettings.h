@@ -34,6 +34,9 @@ public:
     // The comparison view's splitters and statistic (CompareView::saveState).
     QByteArray compareState() const;
     void setCompareState(const QByteArray &state);
+    // The statistics of the plots stacked beneath the Curves tab's first, top to bottom.
+    QStringList stackedStatistics() const;
+    void setStackedStatistics(const QStringList &statistics);
 
 private:
     QSettings m_settings;

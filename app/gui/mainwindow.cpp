@@ -11,6 +11,7 @@
 #include "views/attempts/attemptsview.h"
 #include "views/compare/compareview.h"
 #include "views/curves/curvesource.h"
+#include "views/curves/curvestack.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/histogram/histogramview.h"
@@ -157,7 +158,13 @@ void MainWindow::createViews()
     m_viewTabs = new QTabWidget(this);
     m_viewTabs->setObjectName(QStringLiteral("viewTabs"));
     m_viewTabs->setDocumentMode(true);
-    m_viewTabs->addTab(m_curves, tr("Curves"));
+    // The curves, and the plots stacked beneath them on the same x axis.
+    m_curveStack = new CurveStack(m_curves, m_workspace, m_selection, this);
+    m_viewTabs->addTab(m_curveStack, tr("Curves"));
+    // Beside the tabs, while the curves are in view: another plot beneath them.
+    m_viewTabs->setCornerWidget(m_curveStack->stackButton(), Qt::TopRightCorner);
+    connect(m_viewTabs, &QTabWidget::currentChanged, this,
+        [this] { m_curveStack->stackButton()->setVisible(m_viewTabs->currentWidget() == m_curveStack); });
     m_viewTabs->addTab(m_compare, tr("Comparison"));
     connect(m_compare, &CompareView::focusRequested, this, &MainWindow::setFocusMode);
     // The baseline's attempts, one change at a time; a double-click opens an attempt's comparison.
@@ -480,7 +487,7 @@ void MainWindow::createMenus()
     QAction *compare = view->addAction(tr("&Comparison with the Baseline"), this, [this] { showComparison(); });
     compare->setObjectName(QStringLiteral("showComparison"));
     compare->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_K));
-    view->addAction(tr("C&urves"), this, [this] { m_viewTabs->setCurrentWidget(m_curves); });
+    view->addAction(tr("C&urves"), this, [this] { m_viewTabs->setCurrentWidget(m_curveStack); });
     // On at every start: a folder still being written moves in the views and the live triage tells of it.
     QAction *follow = view->addAction(tr("&Follow Folders as They Are Written"));
     follow->setObjectName(QStringLiteral("followFolders"));
@@ -615,6 +622,7 @@ void MainWindow::restoreSettings()
     m_dockState = s.windowState();
     m_curves->setSmoothing(Smoothing(std::clamp(s.smoothingKind(), 0, 3)), s.smoothingStrength());
     m_curves->setLogY(s.curvesLogY());
+    m_pendingStack = s.stackedStatistics(); // stacked once a folder has them
     m_heatmap->setLogColour(s.heatmapLogColour());
     m_compare->restoreState(s.compareState());
 }
@@ -625,6 +633,7 @@ void MainWindow::saveSettings()
     s.setWindow(saveGeometry(), isStartPageShown() ? m_dockState : dockLayout());
     s.setSmoothing(int(m_curves->smoothingKind()), m_curves->smoothingStrength());
     s.setCurvesLogY(m_curves->logY());
+    s.setStackedStatistics(m_pendingStack.isEmpty() ? m_curveStack->stackedStatistics() : m_pendingStack);
     s.setHeatmapLogColour(m_heatmap->logColour());
     s.setCompareState(m_compare->saveState());
 }
@@ -1025,6 +1034,11 @@ void MainWindow::onLoaded()
         layers.emplace_back(l.layer, l.tensors);
     m_layerModel->setLayers(layers);
     collapseEmptyDocks();
+    // The plots stacked when the window last closed, once there are runs to draw them.
+    if (!m_pendingStack.isEmpty() && m_workspace->runCount() > 0) {
+        m_curveStack->setStackedStatistics(m_pendingStack);
+        m_pendingStack.clear();
+    }
     // Open the tree down to the first layer, so its siblings (the model's depth) are in view.
     QModelIndex first = m_layerProxy->index(0, 0);
     while (first.isValid()

@@ -31,6 +31,7 @@ namespace fp8scope {
 
 class AttemptsView;
 class CompareView;
+class CurveStack;
 class FindingNotice;
 class LiveTriage;
 class CurveView;
@@ -74,6 +75,7 @@ public:
     Workspace *workspace() const { return m_workspace; }
     Selection *selection() const { return m_selection; }
     CurveView *curves() const { return m_curves; }
+    CurveStack *curveStack() const { return m_curveStack; }
     CompareView *compare() const { return m_compare; }
     AttemptsView *attempts() const { return m_attempts; }
     // Shows the comparison tab on `run` against `baseline` (invalid: its pairing's).
@@ -189,6 +191,8 @@ private:
     QList<QDockWidget *> m_focusedDocks; // hidden by the focus mode, to be shown again
     QAction *m_focusAction = nullptr;
     bool m_focusMode = false;
+    CurveStack *m_curveStack = nullptr;
+    QStringList m_pendingStack; // the stacked plots to restore once a folder is open
     bool m_layoutPending = false; // the default dock layout waits for the window to be shown
 };
 

@@ -201,6 +201,21 @@ QString reviewStateOf(const std::map<QString, FindingReview> &reviews, const Fin
     return it == reviews.end() ? QStringLiteral("open") : it->second.state;
 }
 
+// A reviewed finding as a reader knows it: its summary while the comparison still finds it, else its kind and
+// what it was about (the store keys a review by the finding's identity, kind|layer|tensor|stat|key|task).
+QString reviewedFinding(const QString &identity, const std::vector<Finding> &findings)
+{
+    for (const Finding &f : findings) {
+        if (analysis::findingIdentity(f) == identity)
+            return QStringLiteral("%1: %2").arg(analysis::findingKindName(f.kind), f.summary);
+    }
+    QStringList parts = identity.split(QLatin1Char('|'));
+    const QString kind = parts.isEmpty() ? QString() : parts.takeFirst();
+    parts.removeAll(QString());
+    return parts.isEmpty() ? QStringLiteral("%1 (no longer found)").arg(kind)
+                           : QStringLiteral("%1: %2 (no longer found)").arg(kind, parts.join(QStringLiteral(", ")));
+}
+
 Table findingsTable(const std::vector<Finding> &findings, size_t limit, const std::map<QString, FindingReview> &reviews)
 {
     Table t;
@@ -935,7 +950,7 @@ std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baselin
             = {QStringLiteral("Finding"), QStringLiteral("Review"), QStringLiteral("Note"), QStringLiteral("Reviewed")};
         t.widths = {4, 1.3, 4, 2.2};
         for (const auto &[identity, review] : reviews)
-            t.rows.push_back({identity, review.state, review.note, review.reviewedAt});
+            t.rows.push_back({reviewedFinding(identity, c.findings), review.state, review.note, review.reviewedAt});
         r.blocks.push_back(t);
         doc.sections.push_back(std::move(r));
     }

@@ -2,6 +2,7 @@
 // (and kept at every size), docks of per-layer data that step aside while a folder has none, a folder of TE
 // statistics opening on a statistic that says something, short series drawn raw, empty views without axes,
 // files left out listed in the problems panel. Geometry is checked where the item is about geometry.
+#include "app/gui/appsettings.h"
 #include "app/gui/mainwindow.h"
 #include "core/demo/scenarios.h"
 #include "core/formats/shortnames.h"
@@ -9,6 +10,7 @@
 #include "testmain.h"
 #include "views/compare/compareview.h"
 #include "views/compare/evalchart.h"
+#include "views/curves/curvestack.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/histogram/histogramview.h"
@@ -16,10 +18,13 @@
 #include "views/models/runlistmodel.h"
 #include "views/plotting/legendplacement.h"
 #include "views/plotting/qcp.h"
+#include "views/report/reportrenderer.h"
+#include "views/triage/triagewizard.h"
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
 
 #include <QDockWidget>
+#include <QRegularExpression>
 #include <QScrollArea>
 #include <QSignalSpy>
 #include <QSplitter>
@@ -64,6 +69,21 @@ QByteArray lossCsv(int points, int stride, double offset)
         csv += QByteArray::number(step) + ',' + QByteArray::number(loss, 'g', 8) + '\n';
     }
     return csv;
+}
+
+// FP8SCOPE_SHOT_DIR=DIR saves the window as it stands into DIR/WxH/name (tests/screenshots.sh: docs/GUI.md's
+// pictures of eight runs and of stacked plots).
+void shoot(QWidget *window, const QString &name)
+{
+    const QString dir = qEnvironmentVariable("FP8SCOPE_SHOT_DIR");
+    if (dir.isEmpty())
+        return;
+    QTest::qWait(300);
+    for (QCustomPlot *p : window->findChildren<QCustomPlot *>())
+        p->replot(QCustomPlot::rpImmediateRefresh);
+    const QString sized = QStringLiteral("%1/%2x%3").arg(dir).arg(window->width()).arg(window->height());
+    QDir().mkpath(sized);
+    QVERIFY(window->grab().save(sized + QLatin1Char('/') + name));
 }
 
 // A plot names its curves: a legend over none of their points, inside the plot, or labels at the lines' ends,
@@ -124,6 +144,9 @@ private Q_SLOTS:
     void legendKeepsOffTheDeparture();
     void evalChartReadsTwentyTasks();
     void focusGivesATabTheWindow();
+    void plotsStackOnOneXAxis();
+    void wizardOnAFreshProfile();
+    void exportsKeepTheirWholeTitle();
     void docksOfLayerDataStepAside();
     void teStatisticsOpenOnWhatSaysSomething();
     void shortAndSparseSeriesAreDrawnRaw();
@@ -278,6 +301,7 @@ void TestLayout::eightRunsStayApartAndKeepALegend()
     QCustomPlot *plot = curves->plot();
     plot->replot();
     checkLegendKept(plot, 8);
+    shoot(w.get(), QStringLiteral("15-eight-runs.png"));
     // The Curves tab given less height (a laptop with the heatmap open): still named, now at the lines' ends.
     curves->setFixedHeight(200);
     QTRY_VERIFY(curves->height() == 200);
@@ -440,6 +464,180 @@ void TestLayout::focusGivesATabTheWindow()
     QTRY_VERIFY(view->width() >= w->width() * 95 / 100);
     action->trigger();
     QVERIFY(!w->findChild<QDockWidget *>(QStringLiteral("heatmapDock"))->isHidden());
+}
+
+void TestLayout::plotsStackOnOneXAxis()
+{
+    const QString pair = m_tmp.filePath(QStringLiteral("stackpair"));
+    QString error;
+    QVERIFY2(guitest::generatePair(pair, 7, 4, 2000, nullptr, &error), qPrintable(error));
+    auto w = openWindow({pair}, QSize(1366, 768));
+    QVERIFY(w);
+    CurveStack *stack = w->curveStack();
+    w->curves()->setStatistic(QStringLiteral("lm loss"));
+    QCOMPARE(stack->plots().size(), 1);
+    // Stack Plot, twice: grad norm, then learning rate (what the runs have, not yet shown), one under another.
+    auto *add = w->findChild<QToolButton *>(QStringLiteral("stackPlot"));
+    QVERIFY(add && add->isVisible());
+    add->click();
+    add->click();
+    QCOMPARE(stack->plots().size(), 3);
+    QCOMPARE(stack->stackedStatistics(), (QStringList {QStringLiteral("grad norm"), QStringLiteral("learning rate")}));
+    for (CurveView *p : stack->plots())
+        QTRY_VERIFY2(!p->curves().empty(), qPrintable(p->statistic()));
+    QTest::qWait(50);
+    for (int i = 1; i < 3; ++i) {
+        QVERIFY(stack->plots()[i]->y() > stack->plots()[i - 1]->y());
+        QVERIFY(stack->plots()[i]->height() >= 100);
+    }
+    if (!qEnvironmentVariableIsEmpty("FP8SCOPE_SHOT_DIR")) {
+        for (const QSize size : {QSize(1366, 768), QSize(1920, 1080)}) {
+            w->resize(size);
+            QTest::qWait(200);
+            shoot(w.get(), QStringLiteral("16-stacked-plots.png"));
+        }
+        w->resize(1366, 768);
+        QTest::qWait(100);
+    }
+    // One zoom for all: the first plot's x range is every plot's.
+    CurveView *top = stack->plots()[0], *middle = stack->plots()[1], *bottom = stack->plots()[2];
+    top->plot()->xAxis->setRange(400, 900);
+    for (CurveView *p : {middle, bottom}) {
+        QCOMPARE(p->plot()->xAxis->range().lower, 400.0);
+        QCOMPARE(p->plot()->xAxis->range().upper, 900.0);
+    }
+    // A pan of the bottom one moves the others back.
+    bottom->plot()->xAxis->setRange(500, 1000);
+    QCOMPARE(top->plot()->xAxis->range().lower, 500.0);
+    QCOMPARE(middle->plot()->xAxis->range().upper, 1000.0);
+    // One cursor: the mouse over the middle plot is a line in the others, gone when it leaves.
+    top->plot()->replot();
+    middle->plot()->replot();
+    const QRect area = middle->plot()->axisRect()->rect();
+    const QPoint at(area.left() + area.width() / 3, area.center().y());
+    QTest::mouseMove(middle->plot(), at);
+    const double x = middle->plot()->xAxis->pixelToCoord(at.x());
+    QTRY_VERIFY(std::abs(top->hoverLine() - x) < 1e-9);
+    QVERIFY(std::abs(bottom->hoverLine() - x) < 1e-9);
+    QVERIFY(std::isnan(middle->hoverLine()));
+    QEvent leave(QEvent::Leave);
+    QCoreApplication::sendEvent(middle->plot(), &leave);
+    QVERIFY(std::isnan(top->hoverLine()));
+    // Remove: the middle one goes; the first has no Remove.
+    QVERIFY(!top->findChild<QToolButton *>(QStringLiteral("removeStackedPlot")));
+    auto *remove = middle->findChild<QToolButton *>(QStringLiteral("removeStackedPlot"));
+    QVERIFY(remove);
+    remove->click();
+    QCOMPARE(stack->plots().size(), 2);
+    QCOMPARE(stack->stackedStatistics(), QStringList {QStringLiteral("learning rate")});
+    // The stack is kept with the window's settings, and comes back with the next window's first folder.
+    w->close();
+    QCOMPARE(AppSettings().stackedStatistics(), QStringList {QStringLiteral("learning rate")});
+    auto again = openWindow({pair}, QSize(1366, 768));
+    QVERIFY(again);
+    QCOMPARE(again->curveStack()->stackedStatistics(), QStringList {QStringLiteral("learning rate")});
+    again->curveStack()->setStackedStatistics({});
+    again->close();
+    QVERIFY(AppSettings().stackedStatistics().isEmpty());
+}
+
+void TestLayout::wizardOnAFreshProfile()
+{
+    // A profile never used (no window state, no splitter sizes kept), a laptop's screen.
+    QTemporaryDir profile;
+    QVERIFY(profile.isValid());
+    guitest::keepSettingsIn(profile);
+    auto w = openWindow({m_tmp.filePath(QStringLiteral("mid"))}, QSize(1366, 768));
+    QVERIFY(w);
+    w->showTriage();
+    TriageWizard *wizard = w->triage();
+    QVERIFY(wizard);
+    QTRY_VERIFY_WITH_TIMEOUT(!wizard->isComputing() && wizard->comparison(), 120000);
+    // The loss step names the departure as the departure, and the end as the end.
+    wizard->setStep(TriageWizard::LossStep);
+    QString verdict = wizard->verdictText();
+    verdict.remove(QRegularExpression(QStringLiteral("<[^>]*>")));
+    const int64_t departure = *wizard->comparison()->statistic.departure.step;
+    const int64_t end = wizard->comparison()->statistic.departure.trace.steps.back();
+    QVERIFY(end > departure);
+    QVERIFY2(verdict.contains(QStringLiteral("It departs at step %1 of the").arg(departure)), qPrintable(verdict));
+    QVERIFY2(
+        verdict.contains(QStringLiteral("the end is step %1, the last both logged").arg(end)), qPrintable(verdict));
+    QVERIFY2(!verdict.contains(QStringLiteral("at the end (step %1").arg(departure)), qPrintable(verdict));
+    // The class step's heatmap: every layer's row named that fits, its cells built at the plot's width, at once.
+    wizard->setStep(TriageWizard::ClassStep);
+    HeatmapView *heat = wizard->heatmap();
+    QTRY_VERIFY_WITH_TIMEOUT(heat->isVisible() && !heat->isLoading() && !heat->heatmap().layers.isEmpty(), 60000);
+    QTest::qWait(100);
+    heat->plot()->replot();
+    const QCPRange rows = heat->plot()->yAxis->range();
+    const double layers = double(heat->heatmap().layers.size());
+    QVERIFY2(rows.size() >= std::min(3.0, layers) - 1e-9, qPrintable(QString::number(rows.size())));
+    QVERIFY(rows.lower < layers - 0.5 && rows.upper > -0.5);
+    QVERIFY(heat->plot()->axisRect()->height() > 100 && heat->plot()->axisRect()->width() > 50);
+    QVERIFY2(heat->plot()->yAxis->tickVectorLabels().size() > 1,
+        qPrintable(QString::number(heat->plot()->yAxis->tickVectorLabels().size())));
+    // A cell drawn where its layer's row is: the colour map's value there is the matrix's.
+    int row = -1, column = -1;
+    QVERIFY(heat->cellAt(heat->cellCentre(0, int(heat->heatmap().steps.size() / 2)), &row, &column));
+    QCOMPARE(row, 0);
+    // The class step's curves name the suspect layer, not the grey layers behind it.
+    CurveView *curves = wizard->layerCurves();
+    QTRY_VERIFY(curves->curves().size() > 2);
+    QStringList names = directLabels(curves->plot());
+    if (curves->plot()->legend->visible()) {
+        for (int i = 0; i < curves->plot()->legend->itemCount(); ++i) {
+            if (auto *item = qobject_cast<QCPPlottableLegendItem *>(curves->plot()->legend->item(i)))
+                names << item->plottable()->name();
+        }
+    }
+    QCOMPARE(names.size(), 1);
+    QVERIFY2(names.front().startsWith(w->selection()->layer()), qPrintable(names.front()));
+}
+
+void TestLayout::exportsKeepTheirWholeTitle()
+{
+    // A plot in a narrow dock, its title longer than the plot is wide.
+    const QString pair = m_tmp.filePath(QStringLiteral("exportpair"));
+    QString error;
+    QVERIFY2(guitest::generatePair(pair, 9, 4, 400, nullptr, &error), qPrintable(error));
+    auto w = openWindow({pair}, QSize(1366, 768));
+    QVERIFY(w);
+    CurveView *curves = w->curves();
+    curves->setStatistic(QStringLiteral("lm loss"));
+    QTRY_VERIFY(!curves->curves().empty());
+    const QString title = curves->title();
+    const int narrow
+        = QFontMetrics(QFont(curves->plot()->font().family(), 11, QFont::Bold)).horizontalAdvance(title) / 2;
+    const QStringList lines = curves->titleLines(narrow);
+    QVERIFY2(lines.size() >= 2, qPrintable(lines.join(QLatin1Char('/'))));
+    // Whole: the lines are the title, each within the width.
+    QCOMPARE(lines.join(QString()).remove(QLatin1Char(' ')), QString(title).remove(QLatin1Char(' ')));
+    for (const QString &l : lines)
+        QVERIFY2(QFontMetrics(QFont(curves->plot()->font().family(), 11, QFont::Bold)).horizontalAdvance(l) <= narrow,
+            qPrintable(l));
+    // At the size asked.
+    const QString png = m_tmp.filePath(QStringLiteral("asked.png"));
+    QVERIFY2(curves->exportPlot(png, &error, QSize(1200, 700)), qPrintable(error));
+    QCOMPARE(QImage(png).size(), QSize(1200, 700));
+    // Unasked: at least the plot's size on screen.
+    const QString onScreen = m_tmp.filePath(QStringLiteral("screen.png"));
+    QVERIFY2(w->histogram()->exportPlot(onScreen, &error), qPrintable(error));
+    const QSize plotSize = w->histogram()->plot()->size() * w->histogram()->devicePixelRatioF();
+    QVERIFY(QImage(onScreen).width() >= plotSize.width() && QImage(onScreen).height() >= plotSize.height());
+
+    // The report's tables break a run name after its separators, not inside its words.
+    QImage device(800, 600, QImage::Format_RGB32);
+    const QFont font(QStringLiteral("DejaVu Sans"), 10);
+    const QString name = kMegatronVariants[5];
+    const QStringList wrapped
+        = wrapReportText(name, font, QFontMetricsF(font, &device).horizontalAdvance(name) / 3, &device);
+    QVERIFY(wrapped.size() >= 3);
+    QCOMPARE(wrapped.join(QString()), name);
+    for (qsizetype i = 0; i + 1 < wrapped.size(); ++i)
+        QVERIFY2(wrapped[i].endsWith(QLatin1Char('_')), qPrintable(wrapped.join(QLatin1Char('/'))));
+    // Numbers keep together.
+    QCOMPARE(wrapReportText(QStringLiteral("-0.0123"), font, 1000, &device), QStringList {QStringLiteral("-0.0123")});
 }
 
 void TestLayout::docksOfLayerDataStepAside()

@@ -6,6 +6,7 @@
 #include "blowuprun.h"
 #include "core/analysis/triage.h"
 #include "core/demo/scenarios.h"
+#include "core/report/triagereport.h"
 #include "guitest.h"
 #include "views/compare/evalchart.h"
 #include "views/curves/curveview.h"
@@ -428,6 +429,23 @@ void TestTriageWizard::dismissedFindingSurvivesAReopen()
     QCOMPARE(reviews.size(), size_t(1));
     QCOMPARE(reviews.front().finding, identity);
     QVERIFY(!reviews.front().reviewedAt.isEmpty());
+    // The report's Review table names the finding as a reader knows it, not by the store's key.
+    QString error;
+    const auto doc
+        = report::buildTriageReport(m_window->workspace()->catalog(), w->baseline(), w->run(), nullptr, {}, &error);
+    QVERIFY2(doc, qPrintable(error));
+    const report::Table *reviewTable = nullptr;
+    for (const report::Section &section : doc->sections) {
+        for (const report::Block &b : section.blocks) {
+            if (section.title == QLatin1String("Review") && std::holds_alternative<report::Table>(b))
+                reviewTable = &std::get<report::Table>(b);
+        }
+    }
+    QVERIFY(reviewTable && reviewTable->rows.size() == 1);
+    const QString named = reviewTable->rows.front().value(0);
+    const analysis::Finding &reviewed = w->comparison()->comparison.findings[size_t(again)];
+    QVERIFY2(!named.contains(QLatin1Char('|')), qPrintable(named));
+    QCOMPARE(named, QStringLiteral("%1: %2").arg(analysis::findingKindName(reviewed.kind), reviewed.summary));
     // A state that is none of the three is refused with a reason.
     QSignalSpy refused(w, &TriageWizard::reviewStored);
     w->setReview(again, QStringLiteral("maybe"), QString());

@@ -65,6 +65,8 @@ public:
     virtual QString runName(RunRef run) const = 0;
     // The name a legend shows: runName, or one shortened by what the runs' names share.
     virtual QString legendName(RunRef run) const { return runName(run); }
+    // Whether the legend names the run's curve (not the grey context drawn behind the one that matters).
+    virtual bool inLegend(RunRef) const { return true; }
     virtual QColor runColour(RunRef run) const = 0;
     virtual Qt::PenStyle runLineStyle(RunRef) const { return Qt::SolidLine; }
     virtual std::optional<Curve> curve(RunRef run, const Request &request) const = 0;

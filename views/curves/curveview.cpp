@@ -191,6 +191,18 @@ void CurveView::setUpPlot()
     m_cursor->setPen(cursorPen);
     m_cursor->setVisible(false);
     m_cursor->setSelectable(false);
+    m_hoverLine = new QCPItemStraightLine(plot());
+    QColor hoverColour = palette().color(QPalette::Text);
+    hoverColour.setAlpha(110);
+    m_hoverLine->setPen(QPen(hoverColour, 1, Qt::DotLine));
+    m_hoverLine->setVisible(false);
+    m_hoverLine->setSelectable(false);
+    // Vertical lines at a plot x: their y from the axis rect, valid on a log axis too.
+    for (QCPItemStraightLine *line : {m_cursor, m_hoverLine}) {
+        line->point1->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        line->point2->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    }
+    plot()->installEventFilter(this); // the mouse leaving the plot
     for (QCPItemText *t : {m_message, m_note}) {
         t->setSelectable(false);
         t->setVisible(false);
@@ -440,7 +452,8 @@ CurveView::RunCurve CurveView::addCurve(const CurveModel::Curve &curve)
         .values = curve.values,
         .mins = curve.mins,
         .maxs = curve.maxs,
-        .bucketed = curve.bucketed};
+        .bucketed = curve.bucketed,
+        .inLegend = m_source->inLegend(curve.run)};
     const QColor colour = m_source->runColour(c.run);
     QColor faint = colour;
     faint.setAlpha(70);
@@ -466,6 +479,8 @@ CurveView::RunCurve CurveView::addCurve(const CurveModel::Curve &curve)
     }
     c.smoothed = plot()->addGraph();
     c.smoothed->setName(curve.name);
+    if (!c.inLegend)
+        c.smoothed->removeFromLegend();
     c.smoothed->setPen(QPen(QBrush(colour), 1.5, m_source->runLineStyle(c.run)));
     if (c.xs.size() == 1) {
         // One point (a checkpoint's value, or a run's first logged step) draws no line: mark it.
@@ -573,10 +588,12 @@ void CurveView::applySmoothing()
             if (own == Smoothing::None) {
                 c.smoothed->removeFromLegend();
                 c.raw->setName(c.smoothed->name());
-                c.raw->addToLegend();
+                if (c.inLegend)
+                    c.raw->addToLegend();
             } else {
                 c.raw->removeFromLegend();
-                c.smoothed->addToLegend();
+                if (c.inLegend)
+                    c.smoothed->addToLegend();
             }
         }
     }
@@ -763,8 +780,34 @@ QString CurveView::csv() const
     return out;
 }
 
+void CurveView::setHoverLine(double x)
+{
+    const bool show = std::isfinite(x);
+    if (show == m_hoverLine->visible() && (!show || m_hoverLine->point1->coords().x() == x))
+        return;
+    m_hoverLine->setVisible(show);
+    if (show) {
+        m_hoverLine->point1->setCoords(x, 0);
+        m_hoverLine->point2->setCoords(x, 1);
+    }
+    plot()->replot(QCustomPlot::rpQueuedReplot);
+}
+
+double CurveView::hoverLine() const
+{
+    return m_hoverLine->visible() ? m_hoverLine->point1->coords().x() : NAN;
+}
+
+bool CurveView::eventFilter(QObject *watched, QEvent *event)
+{
+    if (watched == plot() && event->type() == QEvent::Leave)
+        Q_EMIT hovered(NAN);
+    return PlotView::eventFilter(watched, event);
+}
+
 void CurveView::onMouseMove(QMouseEvent *event)
 {
+    Q_EMIT hovered(plot()->xAxis->pixelToCoord(event->position().x()));
     if (event->buttons() != Qt::NoButton || m_curves.empty())
         return;
     const QString tip = toolTipAt(plot()->xAxis->pixelToCoord(event->position().x()));

@@ -82,6 +82,7 @@ public:
         std::vector<double> mins;
         std::vector<double> maxs;
         bool bucketed = false;
+        bool inLegend = true; // CurveSource::inLegend
         QCPGraph *raw = nullptr;
         QCPGraph *smoothed = nullptr;
         QCPGraph *low = nullptr;
@@ -124,13 +125,20 @@ public:
     // missed when shown. On by default.
     void setFetchWhileHidden(bool on) { m_fetchWhileHidden = on; }
 
+    // A vertical line at plot x (NaN: none): where the mouse is in another plot of a stack.
+    void setHoverLine(double x);
+    double hoverLine() const;
+
 Q_SIGNALS:
     // The curves were fetched again (another statistic, axis, zoom or source data).
     void rebuilt();
+    // The mouse is at plot x over the plot (NaN: it left).
+    void hovered(double x);
 
 protected:
     void resizeEvent(QResizeEvent *event) override;
     void showEvent(QShowEvent *event) override;
+    bool eventFilter(QObject *watched, QEvent *event) override;
 
 private:
     void setUpControls();
@@ -163,6 +171,7 @@ private:
     QCheckBox *m_logY;
     QComboBox *m_xAxis;
     QTimer *m_refetch;
+    QCPItemStraightLine *m_hoverLine = nullptr;
     QCPItemStraightLine *m_cursor;
     QCPItemText *m_message;
     QCPItemText *m_note;

@@ -97,6 +97,11 @@ QColor LayerCurveSource::runColour(RunRef run) const
     return layerOf(run) == m_selection->layer() ? m_runs->runColour(m_run) : QColor(165, 165, 165);
 }
 
+bool LayerCurveSource::inLegend(RunRef run) const
+{
+    return layerOf(run) == m_selection->layer();
+}
+
 std::optional<CurveSource::Curve> LayerCurveSource::curve(RunRef run, const Request &request) const
 {
     const QString layer = layerOf(run);

@@ -31,6 +31,8 @@ public:
     std::vector<RunRef> runs() const override;
     QString runName(RunRef run) const override;
     QColor runColour(RunRef run) const override;
+    // The selected layer only: the grey layers behind it are context, not entries.
+    bool inLegend(RunRef run) const override;
     std::optional<Curve> curve(RunRef run, const Request &request) const override;
     std::vector<std::pair<double, double>> stepSamples(RunRef run) const override;
     std::vector<std::pair<double, double>> stepTokens(RunRef run) const override;

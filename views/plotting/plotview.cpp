@@ -146,14 +146,57 @@ void PlotView::applyPalette()
     m_plot->replot();
 }
 
-bool PlotView::exportPlot(const QString &path, QString *error) const
+QFont PlotView::titleFont() const
+{
+    return QFont(m_plot->font().family(), 11, QFont::Bold);
+}
+
+QStringList PlotView::titleLines(int width) const
+{
+    // Broken between words (a long run name between its '_' or '-' parts too), never cut.
+    const QFontMetrics fm(titleFont());
+    const int room = std::max(40, width - 16);
+    QStringList lines;
+    QString line;
+    const QStringList words = title().split(QLatin1Char(' '));
+    for (const QString &word : words) {
+        const QString trial = line.isEmpty() ? word : line + QLatin1Char(' ') + word;
+        if (fm.horizontalAdvance(trial) <= room || line.isEmpty()) {
+            line = trial;
+        } else {
+            lines << line;
+            line = word;
+        }
+        // A word wider than the room on its own: at its separators, else anywhere.
+        while (fm.horizontalAdvance(line) > room && line.size() > 1) {
+            int cut = int(line.size()) - 1;
+            while (cut > 1 && fm.horizontalAdvance(line.left(cut)) > room)
+                --cut;
+            int at = cut;
+            for (int i = cut; i > 0; --i) {
+                const QChar c = line[i - 1];
+                if (c == QLatin1Char('_') || c == QLatin1Char('-') || c == QLatin1Char('.') || c == QLatin1Char('/')) {
+                    at = i;
+                    break;
+                }
+            }
+            lines << line.left(at);
+            line = line.mid(at);
+        }
+    }
+    if (!line.isEmpty())
+        lines << line;
+    return lines;
+}
+
+bool PlotView::exportPlot(const QString &path, QString *error, QSize size) const
 {
     const QString suffix = QFileInfo(path).suffix().toLower();
-    const int w = std::max(m_plot->width(), 640);
-    const int h = std::max(m_plot->height(), 400);
+    const int w = size.isValid() ? size.width() : std::max(m_plot->width(), 640);
+    const int h = size.isValid() ? size.height() : std::max(m_plot->height(), 400);
     // A file read away from the window says what it shows: a title row above the plot while it is written.
     m_plot->plotLayout()->insertRow(0);
-    auto *heading = new QCPTextElement(m_plot, title(), QFont(m_plot->font().family(), 11, QFont::Bold));
+    auto *heading = new QCPTextElement(m_plot, titleLines(w).join(QLatin1Char('\n')), titleFont());
     heading->setTextColor(palette().color(QPalette::Text));
     m_plot->plotLayout()->addElement(0, 0, heading);
     const auto dropHeading = qScopeGuard([this, heading] {
@@ -163,7 +206,8 @@ bool PlotView::exportPlot(const QString &path, QString *error) const
     });
     bool ok = false;
     if (suffix == QLatin1String("png")) {
-        ok = m_plot->savePng(path, w, h);
+        // As sharp as on screen: at the screen's device pixel ratio unless a size was asked.
+        ok = m_plot->savePng(path, w, h, size.isValid() ? 1.0 : std::max(1.0, devicePixelRatioF()));
     } else if (suffix == QLatin1String("pdf")) {
         ok = m_plot->savePdf(path, w, h);
     } else if (suffix == QLatin1String("svg")) {

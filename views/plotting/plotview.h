@@ -19,8 +19,12 @@ public:
     explicit PlotView(const QString &name, QWidget *parent = nullptr);
 
     QCustomPlot *plot() const { return m_plot; }
-    // Writes the plot as PNG, SVG or PDF, chosen by the suffix of path.
-    bool exportPlot(const QString &path, QString *error) const;
+    // Writes the plot as PNG, SVG or PDF, chosen by the suffix of path, at `size` (empty: the plot's size on
+    // screen, at least 640x400; a PNG at the screen's device pixel ratio too), its title above it whole (wrapped
+    // to the width).
+    bool exportPlot(const QString &path, QString *error, QSize size = {}) const;
+    // The title's lines as an export of `width` pixels writes them.
+    QStringList titleLines(int width) const;
     // Writes what is plotted as CSV (a header line, then rows).
     bool exportCsv(const QString &path, QString *error) const;
     virtual QString csv() const = 0;
@@ -43,6 +47,7 @@ protected:
     void applyPalette();
 
 private:
+    QFont titleFont() const;
     void askExportPlot();
     void askExportCsv();
 

@@ -8,9 +8,13 @@
 
 #include "core/report/reportmodel.h"
 
+#include <QFont>
 #include <QPageSize>
+#include <QStringList>
 
 #include <functional>
+
+class QPaintDevice;
 
 namespace fp8scope {
 
@@ -29,6 +33,10 @@ std::optional<QPageSize::PageSizeId> reportPageSize(const QString &name);
 
 // Writes `path` (replaced only once complete); false with *error. progress(page, pages) may return false to
 // cancel.
+// Text as the report sets it in a column `width` device pixels wide: broken between words, a name without spaces
+// after its '_', '-', '/' (or a '.' between words), and anywhere only where a part is wider than the column.
+QStringList wrapReportText(const QString &text, const QFont &font, double width, QPaintDevice *device);
+
 bool renderReport(const report::Document &document, const QString &path, const ReportRenderOptions &options,
     RenderedReport *rendered, QString *error, const std::function<bool(int, int)> &progress = {});
 

@@ -502,11 +502,20 @@ void TriageWizard::fillLoss()
     }
     const analysis::Departure &d = m_data->statistic.departure;
     if (departure && d.step) {
-        // The engine's sentence: where, between which steps, by how much at the end.
+        // The engine's sentence: where, between which steps, by how much at the end; then, in a sentence of its own
+        // (the departure is not the end), the departure's place in the run and which step the end is.
         QString text = departure->summary;
         if (!text.isEmpty())
             text[0] = text[0].toUpper();
-        lines << tr("%1 (step %2 of %3 planned).").arg(text.toHtmlEscaped(), stepLink(*d.step)).arg(c.plannedSteps);
+        lines << tr("%1.").arg(text.toHtmlEscaped());
+        // (A trace aligned on consumed samples counts samples, not steps: its end is not named.)
+        const std::vector<int64_t> &traced = d.trace.steps;
+        const bool bySteps = m_data->statistic.axis == QLatin1String("step") && !traced.empty();
+        QString where = c.plannedSteps > 0
+            ? tr("It departs at step %1 of the %2 planned").arg(stepLink(*d.step)).arg(c.plannedSteps)
+            : tr("It departs at step %1").arg(stepLink(*d.step));
+        lines << (bySteps ? tr("%1; the end is step %2, the last both logged.").arg(where, stepLink(traced.back()))
+                          : where + QLatin1Char('.'));
     } else if (d.step) {
         lines << tr("The loss departs at step %1 (between %2 and %3) of %4 planned.")
                      .arg(stepLink(*d.step), stepLink(d.low), stepLink(d.high))
