@@ -1048,9 +1048,18 @@ void MainWindow::onLoaded()
     }
     m_runTable->resizeColumnsToContents();
     // A long name takes what the panel leaves beside the precision column, elided, so precision stays in view
-    // (a vertical scroll bar not shown yet may still take its share).
+    // (a vertical scroll bar not shown yet may still take its share). The panel first grows, up to a fifth of
+    // the window, to show the short labels whole: elided again, they might no longer tell the runs apart.
     const int scrollBar
         = m_runTable->verticalScrollBar()->isVisible() ? 0 : style()->pixelMetric(QStyle::PM_ScrollBarExtent);
+    auto *runsDock = findChild<QDockWidget *>(QStringLiteral("runsDock"));
+    const int wanted = m_runTable->columnWidth(RunListModel::NameColumn)
+        + m_runTable->columnWidth(RunListModel::PrecisionColumn) + scrollBar + 2 * m_runTable->frameWidth() + 8;
+    if (runsDock && !runsDock->isHidden() && !runsDock->isFloating() && wanted > m_runTable->viewport()->width()
+        && isVisible()) {
+        resizeDocks({runsDock}, {std::min(wanted, width() / 5)}, Qt::Horizontal);
+        QCoreApplication::sendPostedEvents(); // the table's new width, for the cap below
+    }
     const int nameCap = std::max(
         90, m_runTable->viewport()->width() - m_runTable->columnWidth(RunListModel::PrecisionColumn) - scrollBar);
     if (m_runTable->columnWidth(RunListModel::NameColumn) > nameCap)

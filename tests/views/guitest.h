@@ -4,7 +4,9 @@
 
 #include "core/demo/demogenerator.h"
 
+#include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QTemporaryDir>
 
 namespace fp8scope::guitest {
@@ -14,6 +16,14 @@ inline void keepSettingsIn(const QTemporaryDir &tmp)
 {
     qputenv("XDG_CONFIG_HOME", QFile::encodeName(tmp.filePath(QStringLiteral("config"))));
     qputenv("XDG_CACHE_HOME", QFile::encodeName(tmp.filePath(QStringLiteral("cache"))));
+}
+
+// Writes a file, making its folder.
+inline bool writeFile(const QString &path, const QByteArray &bytes)
+{
+    QDir().mkpath(QFileInfo(path).absolutePath());
+    QFile f(path);
+    return f.open(QIODevice::WriteOnly) && f.write(bytes) == bytes.size();
 }
 
 inline bool generatePair(const QString &dir, int seed, int layers, int steps, DemoPlan *plan, QString *error)

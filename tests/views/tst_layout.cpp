@@ -37,15 +37,9 @@
 #include <set>
 
 using namespace fp8scope;
+using guitest::writeFile;
 
 namespace {
-
-bool writeFile(const QString &path, const QByteArray &bytes)
-{
-    QDir().mkpath(QFileInfo(path).absolutePath());
-    QFile f(path);
-    return f.open(QIODevice::WriteOnly) && f.write(bytes) == bytes.size();
-}
 
 // Eight of Megatron-LM's functional-test variants of one model, as their folders are named.
 const QStringList kMegatronVariants {
@@ -293,6 +287,13 @@ void TestLayout::eightRunsStayApartAndKeepALegend()
                     .startsWith(QLatin1String("gpt3_345m_weekly_dgx_h100_1N8G_mcore_")));
     }
     QCOMPARE(listed.size(), size_t(8));
+    // As drawn: the column's width less the check box and colour square, elided in the middle by the view.
+    QTableView *table = w->runTable();
+    const int room = table->columnWidth(RunListModel::NameColumn) - 50;
+    std::set<QString> drawn;
+    for (const QString &name : listed)
+        drawn.insert(table->fontMetrics().elidedText(name, Qt::ElideMiddle, room));
+    QVERIFY2(drawn.size() == 8, qPrintable(QStringList(drawn.begin(), drawn.end()).join(QLatin1Char(','))));
     // The curves' legend: there, eight entries apart, over no point of any curve.
     CurveView *curves = w->curves();
     curves->setStatistic(QStringLiteral("lm loss"));
@@ -412,7 +413,19 @@ void TestLayout::focusGivesATabTheWindow()
     w->showComparison();
     CompareView *view = w->compare();
     QTRY_VERIFY_WITH_TIMEOUT(!view->isComputing() && view->comparison(), 120000);
+    QTest::qWait(50);
+    const int listsWidth = view->tabs()->width();
+    QVERIFY(listsWidth < view->splitter()->width() * 40 / 100); // the lists' share, as first shown
     view->tabs()->setCurrentIndex(CompareView::kLayersTab);
+    // The maps' tab takes 45 % of the comparison's width when chosen, or as much as the plots' least width leaves.
+    const int plotsLeast = view->splitter()->widget(0)->minimumSizeHint().width() + view->splitter()->handleWidth();
+    const int wanted = std::min(view->splitter()->width() * 44 / 100, view->splitter()->width() - plotsLeast);
+    QTRY_VERIFY2(view->tabs()->width() >= wanted && view->tabs()->width() > listsWidth + 30,
+        qPrintable(QStringLiteral("%1 of %2 (%3 wanted, %4 before)")
+                       .arg(view->tabs()->width())
+                       .arg(view->splitter()->width())
+                       .arg(wanted)
+                       .arg(listsWidth)));
     auto *base = view->findChild<HeatmapView *>(QStringLiteral("compareBaselineHeatmap"));
     auto *run = view->findChild<HeatmapView *>(QStringLiteral("compareRunHeatmap"));
     QVERIFY(base && run);

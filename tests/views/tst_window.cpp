@@ -51,15 +51,9 @@
 #include <memory>
 
 using namespace fp8scope;
+using guitest::writeFile;
 
 namespace {
-
-bool writeFile(const QString &path, const QByteArray &bytes)
-{
-    QDir().mkpath(QFileInfo(path).absolutePath());
-    QFile f(path);
-    return f.open(QIODevice::WriteOnly) && f.write(bytes) == bytes.size();
-}
 
 // Whether a control shows all of its text: a label or button as wide as its text needs, a combo box whose
 // edit field holds its current text.

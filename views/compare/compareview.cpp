@@ -260,6 +260,16 @@ void CompareView::setUpTables()
     });
     m_tabs->addTab(evalPane, tr("Evals"));
     m_tabs->addTab(configPane, tr("Config"));
+    // The maps and the charts need room the lists do not: their tabs take 45 % of the width when chosen (as far
+    // as the plots' least width allows; the Focus button gives them everything).
+    connect(m_tabs, &QTabWidget::currentChanged, this, [this](int index) {
+        if (index != kEvalsTab && index != kLayersTab)
+            return;
+        const QList<int> sizes = m_splitter->sizes();
+        const int total = sizes.value(0) + sizes.value(1);
+        if (sizes.size() == 2 && total > 0 && sizes[1] < total * 45 / 100)
+            m_splitter->setSizes({total - total * 45 / 100, total * 45 / 100});
+    });
     m_tabs->setTabToolTip(1, tr("Evaluation scores of both runs, the gap against its standard error"));
     m_tabs->setTabToolTip(2, tr("Config keys and package versions of both runs"));
 }
