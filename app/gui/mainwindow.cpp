@@ -125,8 +125,9 @@ MainWindow::MainWindow(BackendChoice backend, CudaFactory cudaFactory, QWidget *
     connect(m_workspace, &Workspace::changed, this, [this](Workspace::Parts parts) {
         if (parts & Workspace::Loaded)
             onLoaded();
-        // A recompute stored, a followed run grown: a dock that stepped aside may have something to show now.
-        else if ((parts & Workspace::Statistics) && !m_collapsedDocks.isEmpty())
+        // A recompute stored: the heatmap that stepped aside beside dumps may have something to show now (a new
+        // layer or run reloads: Loaded). Only then, not on every line a followed log grows by.
+        else if ((parts & Workspace::Statistics) && !m_collapsedDocks.isEmpty() && !m_workspace->layerTensors().empty())
             collapseEmptyDocks();
     });
     connect(
