@@ -6,6 +6,7 @@
 #include "app/gui/mainwindow.h"
 #include "core/demo/scenarios.h"
 #include "core/formats/shortnames.h"
+#include "core/report/triagereport.h"
 #include "guitest.h"
 #include "testmain.h"
 #include "views/compare/compareview.h"
@@ -141,6 +142,7 @@ private Q_SLOTS:
     void plotsStackOnOneXAxis();
     void wizardOnAFreshProfile();
     void exportsKeepTheirWholeTitle();
+    void reportFiguresKeepOffTheDeparture();
     void docksOfLayerDataStepAside();
     void teStatisticsOpenOnWhatSaysSomething();
     void shortAndSparseSeriesAreDrawnRaw();
@@ -651,6 +653,45 @@ void TestLayout::exportsKeepTheirWholeTitle()
         QVERIFY2(wrapped[i].endsWith(QLatin1Char('_')), qPrintable(wrapped.join(QLatin1Char('/'))));
     // Numbers keep together.
     QCOMPARE(wrapReportText(QStringLiteral("-0.0123"), font, 1000, &device), QStringList {QStringLiteral("-0.0123")});
+}
+
+void TestLayout::reportFiguresKeepOffTheDeparture()
+{
+    // The PDF's curves of the mid-run instability, laid out as the renderer draws them (A4's text width and a
+    // figure's height at 96 dpi): no legend, nor label, over the departure's interval or a drawn point.
+    auto w = openWindow({m_tmp.filePath(QStringLiteral("mid"))}, QSize(1366, 768));
+    QVERIFY(w);
+    const Catalog &catalog = w->workspace()->catalog();
+    RunRef baseline, run;
+    for (const WorkspaceRun &r : w->workspace()->runs()) {
+        if (r.run.name == m_mid.baseline)
+            baseline = r.run.ref;
+        if (r.run.name == m_mid.run)
+            run = r.run.ref;
+    }
+    QString error;
+    const auto doc = report::buildTriageReport(catalog, baseline, run, nullptr, {}, &error);
+    QVERIFY2(doc, qPrintable(error));
+    int checked = 0;
+    for (const report::Section &section : doc->sections) {
+        for (const report::Block &b : section.blocks) {
+            const auto *figure = std::get_if<report::Figure>(&b);
+            const auto *curve = figure ? std::get_if<report::CurveFigure>(&figure->content) : nullptr;
+            if (!curve || !curve->markedSpan)
+                continue;
+            QCustomPlot plot;
+            layOutCurveFigure(plot, *curve, QSize(643, int(figure->heightMm / 25.4 * 96)));
+            const double x1 = plot.xAxis->coordToPixel(curve->markedSpan->first);
+            const double x2 = plot.xAxis->coordToPixel(curve->markedSpan->second);
+            const QRectF span(QPointF(std::min(x1, x2), plot.axisRect()->top()),
+                QPointF(std::max(x1, x2), plot.axisRect()->bottom()));
+            QList<QRectF> named = checkLegendKept(&plot, 1);
+            for (const QRectF &r : named)
+                QVERIFY2(!r.intersects(span), qPrintable(figure->caption));
+            ++checked;
+        }
+    }
+    QVERIFY(checked >= 1);
 }
 
 void TestLayout::docksOfLayerDataStepAside()

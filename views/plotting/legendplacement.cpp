@@ -84,13 +84,6 @@ void moveOutside(QCustomPlot *plot)
     legend->setMaximumSize(legend->minimumOuterSizeHint());
 }
 
-QRectF cornerRect(const QRect &area, const QSize &size, Qt::Alignment corner)
-{
-    const double x = corner & Qt::AlignLeft ? area.left() : area.right() - size.width();
-    const double y = corner & Qt::AlignTop ? area.top() : area.bottom() - size.height();
-    return QRectF(x, y, size.width(), size.height());
-}
-
 // The marked items' regions in pixels: a rectangle as drawn, a line as a strip a few pixels wide.
 QList<QRectF> markedRegions(const QCustomPlot *plot)
 {
@@ -263,15 +256,16 @@ LegendPlacement placeLegend(QCustomPlot *plot, const QList<QRectF> &keepClear, b
         const QRect area = plot->axisRect()->rect();
         const QList<QRectF> clearOf = keepClear + markedRegions(plot);
         if (size.width() < area.width() && size.height() < area.height()) {
+            // Each corner measured where the inset layout actually puts the legend (its own margins included).
             for (Qt::Alignment corner : {Qt::AlignTop | Qt::AlignRight, Qt::AlignTop | Qt::AlignLeft,
                      Qt::AlignBottom | Qt::AlignRight, Qt::AlignBottom | Qt::AlignLeft}) {
-                const QRectF r = cornerRect(area, size, corner);
+                moveInside(plot, corner);
+                layOut(plot);
+                const QRectF r = legendRect(plot);
                 const bool clear
                     = std::none_of(clearOf.begin(), clearOf.end(), [&](const QRectF &k) { return k.intersects(r); });
-                if (clear && pointsInside(plot, r) == 0) {
-                    moveInside(plot, corner);
+                if (clear && area.contains(r.toAlignedRect()) && pointsInside(plot, r) == 0) {
                     out.corner = corner;
-                    layOut(plot);
                     return out;
                 }
             }

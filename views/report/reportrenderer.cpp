@@ -257,6 +257,15 @@ QImage heatmapImage(const HeatmapFigure &f, QCPRange *range)
 // Word-wrapped lines of `text` (its own line breaks kept) at `width` device units.
 } // namespace
 
+void layOutCurveFigure(QCustomPlot &plot, const CurveFigure &figure, QSize size)
+{
+    pixelFonts(plot);
+    curvePlot(plot, figure);
+    // The legend where the curves and the departure are not, at the size it is drawn.
+    plot.setViewport(QRect(QPoint(0, 0), size));
+    placeLegend(&plot);
+}
+
 QStringList wrapReportText(const QString &text, const QFont &font, double width, QPaintDevice *device)
 {
     QStringList out;
@@ -583,19 +592,18 @@ private:
         QCustomPlot plot;
         plot.setAttribute(Qt::WA_DontShowOnScreen);
         plot.resize(pxW, pxH);
-        pixelFonts(plot);
         QCPRange range;
         QImage image;
         if (const auto *c = std::get_if<CurveFigure>(&f.content)) {
-            curvePlot(plot, *c);
-            // The legend where the curves and the departure are not, at the size it is drawn.
-            plot.setViewport(QRect(0, 0, pxW, pxH));
-            placeLegend(&plot);
-        } else if (const auto *hgm = std::get_if<HistogramFigure>(&f.content))
-            histogramPlot(plot, *hgm);
-        else if (heat) {
-            heatmapAxes(plot, *heat);
-            image = heatmapImage(*heat, &range);
+            layOutCurveFigure(plot, *c, QSize(pxW, pxH));
+        } else {
+            pixelFonts(plot);
+            if (const auto *hgm = std::get_if<HistogramFigure>(&f.content)) {
+                histogramPlot(plot, *hgm);
+            } else if (heat) {
+                heatmapAxes(plot, *heat);
+                image = heatmapImage(*heat, &range);
+            }
         }
         m_p->save();
         m_p->translate(target.topLeft());

@@ -14,6 +14,7 @@
 
 #include <functional>
 
+class QCustomPlot;
 class QPaintDevice;
 
 namespace fp8scope {
@@ -33,6 +34,10 @@ std::optional<QPageSize::PageSizeId> reportPageSize(const QString &name);
 
 // Writes `path` (replaced only once complete); false with *error. progress(page, pages) may return false to
 // cancel.
+// A curve figure as the report draws it, `size` plot pixels (at 96 dpi) large: its lines, bands, marks and
+// departure, the legend placed off them (views/plotting/legendplacement.h).
+void layOutCurveFigure(QCustomPlot &plot, const report::CurveFigure &figure, QSize size);
+
 // Text as the report sets it in a column `width` device pixels wide: broken between words, a name without spaces
 // after its '_', '-', '/' (or a '.' between words), and anywhere only where a part is wider than the column.
 QStringList wrapReportText(const QString &text, const QFont &font, double width, QPaintDevice *device);
