@@ -95,7 +95,7 @@ QList<QRectF> checkLegendKept(QCustomPlot *plot, int curves)
         const QRectF legend = legendRect(plot);
         rects << legend;
         [&] {
-            QVERIFY(QRectF(plot->rect()).contains(legend));
+            QVERIFY(QRectF(plot->viewport()).contains(legend));
             QCOMPARE(pointsInside(plot, legend), 0);
             QVERIFY(directLabels(plot).isEmpty());
         }();

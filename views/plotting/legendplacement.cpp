@@ -34,7 +34,6 @@ void moveInside(QCustomPlot *plot, Qt::Alignment corner)
         legend->setFillOrder(QCPLayoutGrid::foRowsFirst, false);
         legend->setWrap(0);
         legend->setFillOrder(QCPLayoutGrid::foRowsFirst, true);
-        legend->setMaximumSize(QWIDGETSIZE_MAX, QWIDGETSIZE_MAX);
         inset->addElement(legend, corner);
     } else {
         for (int i = 0; i < inset->elementCount(); ++i) {
@@ -53,7 +52,6 @@ void moveOutside(QCustomPlot *plot)
         plot->plotLayout()->addElement(0, 0, legend);
         plot->plotLayout()->setRowStretchFactor(0, 0.001);
     }
-    legend->setSizeConstraintRect(QCPLayoutElement::scrOuterRect);
     // As many entries a row as the plot's width takes, each column as wide as its widest entry.
     const int available = plot->viewport().width() - 12;
     // The entries in order (a wrapped grid's cells may be empty: itemCount counts cells).
@@ -80,8 +78,7 @@ void moveOutside(QCustomPlot *plot)
     legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, false);
     legend->setWrap(perRow);
     legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
-    // As wide as its entries, at the row's left, not the whole row framed.
-    legend->setMaximumSize(legend->minimumOuterSizeHint());
+    // (The row's whole width: a maximum width on it would narrow the axes' column beneath to the legend's.)
 }
 
 // The marked items' regions in pixels: a rectangle as drawn, a line as a strip a few pixels wide.
