@@ -498,6 +498,10 @@ void TestLayout::plotsStackOnOneXAxis()
     add->click();
     QCOMPARE(stack->plots().size(), 3);
     QCOMPARE(stack->stackedStatistics(), (QStringList {QStringLiteral("grad norm"), QStringLiteral("learning rate")}));
+    // The window stays as it was: the stack does not raise its minimum height past a laptop's screen.
+    QTest::qWait(50);
+    QCOMPARE(w->size(), QSize(1366, 768));
+    QVERIFY(w->minimumSizeHint().height() <= 720);
     for (CurveView *p : stack->plots())
         QTRY_VERIFY2(!p->curves().empty(), qPrintable(p->statistic()));
     QTest::qWait(50);

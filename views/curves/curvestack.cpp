@@ -72,6 +72,8 @@ CurveView *CurveStack::addPlot(const QString &statistic)
     }
     auto *plot = new CurveView(m_workspace, m_selection, this);
     plot->setObjectName(QStringLiteral("stackedCurves%1").arg(m_plots.size()));
+    // Short plots rather than a window taller than a laptop's screen: the stack never raises its minimum height.
+    plot->setMinimumHeight(kStackedMinimumHeight);
     plot->setXAxis(first->xAxis());
     plot->setSmoothing(first->smoothingKind(), first->smoothingStrength());
     auto *remove = new QToolButton(plot);

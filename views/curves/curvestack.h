@@ -23,6 +23,9 @@ class CurveStack : public QWidget
 {
     Q_OBJECT
 public:
+    // An added plot's least height: the stack keeps the window's minimum (1280x720) whatever it holds.
+    static constexpr int kStackedMinimumHeight = 40;
+
     // `first` is the stack's first plot (the stack takes it into its layout).
     CurveStack(CurveView *first, Workspace *workspace, Selection *selection, QWidget *parent = nullptr);
 
