@@ -1059,7 +1059,9 @@ void MainWindow::onLoaded()
     if (runsDock && !runsDock->isHidden() && !runsDock->isFloating() && wanted > m_runTable->viewport()->width()
         && isVisible()) {
         resizeDocks({runsDock}, {std::min(wanted, width() / 5)}, Qt::Horizontal);
-        QCoreApplication::sendPostedEvents(); // the table's new width, for the cap below
+        // The table's new width, for the cap below: the window's layout request only (no other queued event,
+        // a job's result among them, is delivered in the middle of this).
+        QCoreApplication::sendPostedEvents(this, QEvent::LayoutRequest);
     }
     const int nameCap = std::max(
         90, m_runTable->viewport()->width() - m_runTable->columnWidth(RunListModel::PrecisionColumn) - scrollBar);

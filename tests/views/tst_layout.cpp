@@ -19,6 +19,7 @@
 #include "views/models/runlistmodel.h"
 #include "views/plotting/legendplacement.h"
 #include "views/plotting/qcp.h"
+#include "views/plotting/textwrap.h"
 #include "views/report/reportrenderer.h"
 #include "views/triage/triagewizard.h"
 #include "views/workspace/selection.h"
@@ -649,14 +650,13 @@ void TestLayout::exportsKeepTheirWholeTitle()
     QImage device(800, 600, QImage::Format_RGB32);
     const QFont font(QStringLiteral("DejaVu Sans"), 10);
     const QString name = kMegatronVariants[5];
-    const QStringList wrapped
-        = wrapReportText(name, font, QFontMetricsF(font, &device).horizontalAdvance(name) / 3, &device);
+    const QStringList wrapped = wrapText(name, font, QFontMetricsF(font, &device).horizontalAdvance(name) / 3, &device);
     QVERIFY(wrapped.size() >= 3);
     QCOMPARE(wrapped.join(QString()), name);
     for (qsizetype i = 0; i + 1 < wrapped.size(); ++i)
         QVERIFY2(wrapped[i].endsWith(QLatin1Char('_')), qPrintable(wrapped.join(QLatin1Char('/'))));
     // Numbers keep together.
-    QCOMPARE(wrapReportText(QStringLiteral("-0.0123"), font, 1000, &device), QStringList {QStringLiteral("-0.0123")});
+    QCOMPARE(wrapText(QStringLiteral("-0.0123"), font, 1000, &device), QStringList {QStringLiteral("-0.0123")});
 }
 
 void TestLayout::reportFiguresKeepOffTheDeparture()

@@ -1,6 +1,7 @@
 #include "plotview.h"
 
 #include "qcp.h"
+#include "textwrap.h"
 
 #include <QFileDialog>
 #include <QMenu>
@@ -154,38 +155,9 @@ QFont PlotView::titleFont() const
 QStringList PlotView::titleLines(int width) const
 {
     // Broken between words (a long run name between its '_' or '-' parts too), never cut.
-    const QFontMetrics fm(titleFont());
-    const int room = std::max(40, width - 16);
-    QStringList lines;
-    QString line;
-    const QStringList words = title().split(QLatin1Char(' '));
-    for (const QString &word : words) {
-        const QString trial = line.isEmpty() ? word : line + QLatin1Char(' ') + word;
-        if (fm.horizontalAdvance(trial) <= room || line.isEmpty()) {
-            line = trial;
-        } else {
-            lines << line;
-            line = word;
-        }
-        // A word wider than the room on its own: at its separators, else anywhere.
-        while (fm.horizontalAdvance(line) > room && line.size() > 1) {
-            int cut = int(line.size()) - 1;
-            while (cut > 1 && fm.horizontalAdvance(line.left(cut)) > room)
-                --cut;
-            int at = cut;
-            for (int i = cut; i > 0; --i) {
-                const QChar c = line[i - 1];
-                if (c == QLatin1Char('_') || c == QLatin1Char('-') || c == QLatin1Char('.') || c == QLatin1Char('/')) {
-                    at = i;
-                    break;
-                }
-            }
-            lines << line.left(at);
-            line = line.mid(at);
-        }
-    }
-    if (!line.isEmpty())
-        lines << line;
+    QStringList lines = wrapText(title(), titleFont(), std::max(40, width - 16), m_plot);
+    for (QString &line : lines)
+        line = line.trimmed();
     return lines;
 }
 

@@ -2,14 +2,13 @@
 
 #include "views/plotting/heatgradient.h"
 #include "views/plotting/legendplacement.h"
+#include "views/plotting/textwrap.h"
 
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QFontMetricsF>
 #include <QPdfWriter>
-#include <QRegularExpression>
-#include <QTextLayout>
 
 // qpdf 11: its headers ask which PointerHolder API a user wants (none: std::shared_ptr only).
 #define POINTERHOLDER_TRANSITION 4
@@ -254,7 +253,6 @@ QImage heatmapImage(const HeatmapFigure &f, QCPRange *range)
     return image;
 }
 
-// Word-wrapped lines of `text` (its own line breaks kept) at `width` device units.
 } // namespace
 
 void layOutCurveFigure(QCustomPlot &plot, const CurveFigure &figure, QSize size)
@@ -264,34 +262,6 @@ void layOutCurveFigure(QCustomPlot &plot, const CurveFigure &figure, QSize size)
     // The legend where the curves and the departure are not, at the size it is drawn.
     plot.setViewport(QRect(QPoint(0, 0), size));
     placeLegend(&plot);
-}
-
-QStringList wrapReportText(const QString &text, const QFont &font, double width, QPaintDevice *device)
-{
-    QStringList out;
-    // Run and layer names have no spaces: they may break after their '_', '-', '.' and '/' (a zero-width space
-    // offers the break), and only a part wider than the line breaks anywhere.
-    // (Not in numbers: "-0.5" and "0.0123" keep together.)
-    static const QRegularExpression separators(QStringLiteral("(?<=\\w[_/-])(?=\\w)|(?<=[A-Za-z]\\.)(?=[A-Za-z_])"));
-    constexpr QChar kBreak(0x200B);
-    for (QString para : text.split(QLatin1Char('\n'))) {
-        if (para.isEmpty()) {
-            out << QString();
-            continue;
-        }
-        para.replace(separators, QString(kBreak));
-        QTextLayout layout(para, font, device);
-        QTextOption option;
-        option.setWrapMode(QTextOption::WrapAtWordBoundaryOrAnywhere);
-        layout.setTextOption(option);
-        layout.beginLayout();
-        for (QTextLine l = layout.createLine(); l.isValid(); l = layout.createLine()) {
-            l.setLineWidth(width);
-            out << para.mid(l.textStart(), l.textLength()).remove(kBreak);
-        }
-        layout.endLayout();
-    }
-    return out;
 }
 
 namespace {
@@ -444,7 +414,7 @@ private:
     {
         const QFontMetricsF fm(font, &m_writer);
         const double pad = shaded ? mm(1.5) : 0;
-        for (const QString &line : wrapReportText(s, font, m_width - indent - 2 * pad, &m_writer)) {
+        for (const QString &line : wrapText(s, font, m_width - indent - 2 * pad, &m_writer)) {
             ensure(fm.lineSpacing());
             if (m_p) {
                 if (shaded)
@@ -528,8 +498,8 @@ private:
             const QFontMetricsF m(font, &m_writer);
             size_t lines = 1;
             for (int c = 0; c < cols; ++c)
-                lines = std::max<size_t>(
-                    lines, wrapReportText(cells.value(c), font, w[size_t(c)] - 2 * pad, &m_writer).size());
+                lines
+                    = std::max<size_t>(lines, wrapText(cells.value(c), font, w[size_t(c)] - 2 * pad, &m_writer).size());
             return double(lines) * m.lineSpacing() + 2 * pad;
         };
         const auto drawRow = [&](const QStringList &cells, const QFont &font, double h, const QColor &ink, bool head) {
@@ -544,7 +514,7 @@ private:
             for (int c = 0; c < cols; ++c) {
                 const bool right = size_t(c) < t.numeric.size() && t.numeric[size_t(c)] && !head;
                 double ly = m_y + pad;
-                for (const QString &line : wrapReportText(cells.value(c), font, w[size_t(c)] - 2 * pad, &m_writer)) {
+                for (const QString &line : wrapText(cells.value(c), font, w[size_t(c)] - 2 * pad, &m_writer)) {
                     const double lw = m.horizontalAdvance(line);
                     m_p->drawText(QPointF(right ? x + w[size_t(c)] - pad - lw : x + pad, ly + m.ascent()), line);
                     ly += m.lineSpacing();
@@ -575,7 +545,7 @@ private:
     {
         const QFontMetricsF fm(m_note, &m_writer);
         const double h = mm(f.heightMm);
-        const QStringList caption = wrapReportText(f.caption, m_note, m_width, &m_writer);
+        const QStringList caption = wrapText(f.caption, m_note, m_width, &m_writer);
         ensure(h + double(caption.size()) * fm.lineSpacing() + mm(2));
         if (m_p)
             paintFigure(f, QRectF(0, m_y, m_width, h));

@@ -38,10 +38,6 @@ std::optional<QPageSize::PageSizeId> reportPageSize(const QString &name);
 // departure, the legend placed off them (views/plotting/legendplacement.h).
 void layOutCurveFigure(QCustomPlot &plot, const report::CurveFigure &figure, QSize size);
 
-// Text as the report sets it in a column `width` device pixels wide: broken between words, a name without spaces
-// after its '_', '-', '/' (or a '.' between words), and anywhere only where a part is wider than the column.
-QStringList wrapReportText(const QString &text, const QFont &font, double width, QPaintDevice *device);
-
 bool renderReport(const report::Document &document, const QString &path, const ReportRenderOptions &options,
     RenderedReport *rendered, QString *error, const std::function<bool(int, int)> &progress = {});
 
