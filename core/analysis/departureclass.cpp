@@ -37,7 +37,7 @@ std::optional<int64_t> warmupEndOf(const StepSeries &learningRate, int64_t until
 }
 
 DepartureClass classifyDeparture(const StepSeries &loss, int64_t departure, int64_t plannedSteps,
-    std::optional<int64_t> warmupEnd, const DepartureClassOptions &o)
+    std::optional<int64_t> warmupEnd, const DepartureClassOptions &o, const Tracking *tracking)
 {
     DepartureClass c;
     const double fraction = double(departure) / double(std::max<int64_t>(plannedSteps, 1));
@@ -74,63 +74,96 @@ DepartureClass classifyDeparture(const StepSeries &loss, int64_t departure, int6
         c.early = true;
         return c;
     }
-    // 4. While the loss still falls fast: in the second half of the way to the departure it fell by more than
-    // a tenth of its fall from the start. The start is the highest of the first three points (the loss at
-    // initialisation); the levels at the departure and half way are medians of five points.
+    // 4. Tracking, judged once the loss's initial fall is over: the first step t from which, in the second half of
+    // the way to t, the loss fell by no more than a tenth of its fall from the start (the start is the highest of
+    // the first three points, levels at t and half way are medians of five points). Before that both runs fall
+    // steeply and a band says little; after it, a run that stayed within the band for as many points as a
+    // departure is judged on has shown that it tracks.
     double start = -INFINITY;
     for (size_t i = 0; i < std::min<size_t>(3, before); ++i) {
         if (std::isfinite(loss.values[i]))
             start = std::max(start, loss.values[i]);
     }
-    const size_t half
-        = size_t(std::lower_bound(loss.steps.begin(), loss.steps.begin() + qsizetype(before), departure / 2)
-            - loss.steps.begin());
+    const auto shareAt = [&](size_t at) -> double {
+        // The share of the fall from the start to the point `at` made in the second half of the way to it.
+        const int64_t step = loss.steps[at];
+        const size_t half = size_t(
+            std::lower_bound(loss.steps.begin(), loss.steps.begin() + qsizetype(at + 1), step / 2) - loss.steps.begin());
+        // Only where the two levels' points are apart (else they are one level and the share says nothing).
+        if (at < 4 || half + 3 > at - 4)
+            return INFINITY;
+        const double level = medianOf(loss, at - 4, at + 1);
+        const double halfWay = medianOf(loss, half >= 2 ? half - 2 : 0, half + 3);
+        const double fall = start - level;
+        return fall > 0 ? (halfWay - level) / fall : INFINITY;
+    };
+    std::optional<int64_t> fallEnd;
+    for (size_t i = std::min<size_t>(4, before); i < before; ++i) {
+        if (shareAt(i) <= o.stillFallingShare) {
+            fallEnd = loss.steps[i];
+            break;
+        }
+    }
     const double atDeparture = medianOf(loss, before >= 5 ? before - 5 : 0, before);
-    const double halfWay = medianOf(loss, half >= 2 ? half - 2 : 0, std::min(half + 3, before));
-    // Its lowest level over the whole log (the lowest median of five consecutive points).
     double lowest = INFINITY;
     for (size_t i = 0; i + 5 <= loss.size(); ++i)
         lowest = std::min(lowest, medianOf(loss, i, i + 5));
     if (!std::isfinite(lowest))
         lowest = atDeparture;
-    const double fall = start - atDeparture, recent = halfWay - atDeparture;
-    const double share = fall > 0 ? recent / fall : INFINITY;
-    const double made = start - lowest > 0 ? fall / (start - lowest) : 1.0;
     c.evidence.insert(QStringLiteral("loss_start"), start);
-    c.evidence.insert(QStringLiteral("loss_half_way"), halfWay);
     c.evidence.insert(QStringLiteral("loss_at_departure"), atDeparture);
     c.evidence.insert(QStringLiteral("loss_lowest"), lowest);
-    c.evidence.insert(QStringLiteral("fall_made"), made);
-    if (std::isfinite(share))
-        c.evidence.insert(QStringLiteral("recent_fall_share"), share);
-    if (!(fall > 0)) {
+    if (start - lowest > 0)
+        c.evidence.insert(QStringLiteral("fall_made"), (start - atDeparture) / (start - lowest));
+    if (before > 0 && std::isfinite(shareAt(before - 1)))
+        c.evidence.insert(QStringLiteral("recent_fall_share"), shareAt(before - 1));
+    if (!(start - atDeparture > 0)) {
         c.early = true;
         c.why = QStringLiteral("the loss had not fallen before it parts");
         return c;
     }
-    if (made < o.fallMade) {
+    if (!fallEnd) {
         c.early = true;
-        c.why = QStringLiteral("the loss was still in its initial fall: it had made %1 % of its fall from the start "
-                               "to its lowest level")
-                    .arg(100.0 * made, 0, 'f', 0);
+        c.why = QStringLiteral("it parts while the loss is still in its initial fall (in the second half of the way "
+                               "to the departure it fell by more than %1 % of its fall from the start)")
+                    .arg(100.0 * o.stillFallingShare, 0, 'f', 0);
         return c;
     }
-    if (share > o.stillFallingShare) {
+    c.evidence.insert(QStringLiteral("fall_end"), double(*fallEnd));
+    const int64_t from = std::max(*fallEnd, warmupEnd.value_or(*fallEnd));
+    size_t tracked = 0, counted = 0;
+    if (tracking) {
+        for (size_t i = 0; i < tracking->steps.size() && tracking->steps[i] < departure; ++i) {
+            if (tracking->steps[i] >= from) {
+                ++counted;
+                tracked += tracking->inBand[i] ? 1 : 0;
+            }
+        }
+    } else {
+        for (size_t i = 0; i < before; ++i)
+            tracked += loss.steps[i] >= from ? 1 : 0;
+        counted = tracked;
+    }
+    c.evidence.insert(QStringLiteral("tracked_from"), double(from));
+    c.evidence.insert(QStringLiteral("tracked_points"), double(tracked));
+    const QString after = warmupEnd && *warmupEnd > *fallEnd
+        ? QStringLiteral("the learning-rate warm-up (to step %1)").arg(*warmupEnd)
+        : QStringLiteral("the loss's initial fall (to step %1)").arg(*fallEnd);
+    if (int(tracked) < o.minTrackedPoints) {
         c.early = true;
-        c.why = QStringLiteral("the loss was still falling fast: from step %1 to the departure it fell by %2 % of "
-                               "its fall from the start")
-                    .arg(departure / 2)
-                    .arg(100.0 * share, 0, 'f', 0);
+        c.why = QStringLiteral("it never tracked its baseline: after %1 it stayed within the band for %2 point%3 "
+                               "(of %4) before it parts, fewer than %5")
+                    .arg(after)
+                    .arg(tracked)
+                    .arg(tracked == 1 ? QString() : QStringLiteral("s"))
+                    .arg(counted)
+                    .arg(o.minTrackedPoints);
         return c;
     }
-    c.why = QStringLiteral("it tracked its baseline through the loss's initial fall%1 (from step %2 to the "
-                           "departure the loss fell by only %3 % of its fall from the start, which was %4 % of its "
-                           "fall to its lowest level) and parts later, at %5 % of the planned steps")
-                .arg(warmupEnd ? QStringLiteral(" and past the learning-rate warm-up (to step %1)").arg(*warmupEnd)
-                               : QString())
-                .arg(departure / 2)
-                .arg(100.0 * share, 0, 'f', 1)
-                .arg(100.0 * made, 0, 'f', 0)
+    c.why = QStringLiteral("it tracked its baseline: after %1 it stayed within the band for %2 points before it "
+                           "parts at %3 % of the planned steps")
+                .arg(after)
+                .arg(tracked)
                 .arg(percent);
     return c;
 }

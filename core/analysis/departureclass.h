@@ -1,8 +1,8 @@
 // Early divergence or mid-run instability: what a departure of the loss is (docs/TRIAGE.md, "The verdict").
-// Judged by whether the run tracked its baseline before it parted, not only by how far into the plan: a run
-// that followed the baseline through the loss's initial fall (and past the learning-rate warm-up, where it is
-// known) and then parts is mid-run, whatever the share of the planned steps; a run that never tracked, parts
-// during the warm-up, or parts while the loss is still falling fast, is early.
+// Tracking decides, in one sentence: a departure is mid-run when, before it, the run stayed within its baseline's
+// band for at least 16 points after the loss's initial fall and the learning-rate warm-up were over (or it parts
+// after a tenth of the planned steps); otherwise it is early. The loss's fall only says when tracking can be
+// judged from; it never vetoes a run that tracked.
 #pragma once
 
 #include "core/query/stepseries.h"
@@ -12,18 +12,28 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace fp8scope::analysis {
 
 struct DepartureClassOptions {
     double earlyFraction = 0.10; // a departure from this share of the planned steps on is mid-run
     int minPointsBefore = 8; // fewer points before the departure: the run never tracked its baseline
-    // The loss's initial fall is over when, in the second half of the way to the departure, it fell by no
-    // more than this share of its whole fall from the start of the log to the departure.
+    // The loss's initial fall is over at the first step t where, in the second half of the way to t, it fell by
+    // no more than this share of its fall from the start of the log to t.
     double stillFallingShare = 0.10;
-    // ... and when, by the departure, the loss had made at least this share of its fall from the start of the
-    // log to its lowest level (over the whole log: the baseline goes on after the run parts).
-    double fallMade = 0.90;
+    // Tracked: at least this many points within the band after the initial fall and the warm-up: twice the fewest
+    // a departure is judged on (DepartureOptions::minPoints, 8), so that the band held over more evidence than it
+    // takes to say a run left it (a handful of points inside it is what noise gives a run that is already
+    // leaving).
+    int minTrackedPoints = 16;
+};
+
+// Which of the aligned points before a departure lay within the baseline's band (the departure's trace:
+// |smoothed difference| <= edge), at the steps the loss is judged on.
+struct Tracking {
+    std::vector<int64_t> steps;
+    std::vector<bool> inBand;
 };
 
 struct DepartureClass {
@@ -33,9 +43,11 @@ struct DepartureClass {
 };
 
 // `loss` is the loss the fall is judged on (the baseline's at the aligned steps, or a run's own), `departure`
-// the step the run parts at, `plannedSteps` its plan, `warmupEnd` the step its learning rate stops rising.
+// the step the run parts at, `plannedSteps` its plan, `warmupEnd` the step its learning rate stops rising,
+// `tracking` the band's verdict on each point before it (none: a run on its own, which tracked its own course at
+// every point before it left it).
 DepartureClass classifyDeparture(const StepSeries &loss, int64_t departure, int64_t plannedSteps,
-    std::optional<int64_t> warmupEnd, const DepartureClassOptions &options = {});
+    std::optional<int64_t> warmupEnd, const DepartureClassOptions &options = {}, const Tracking *tracking = nullptr);
 
 // Where a learning rate stops rising: the first step it reaches 98 % of its highest value up to `until`;
 // nullopt without two points.

@@ -8,7 +8,7 @@ namespace {
 
 // One row per kind, in the enum's order. The ranks keep the order the findings had before the table: the
 // loss, then the suspects, then what only describes.
-constexpr std::array<FindingKindInfo, 16> kKinds {{
+constexpr std::array<FindingKindInfo, 18> kKinds {{
     {FindingKind::LossDeparture, "loss-departure", 0, FindingStep::Loss, true, false},
     {FindingKind::RunBlowUp, "run-blow-up", 1, FindingStep::Loss, true, false},
     {FindingKind::ConfigDifference, "config-difference", 2, FindingStep::Runs, false, true},
@@ -26,6 +26,9 @@ constexpr std::array<FindingKindInfo, 16> kKinds {{
     {FindingKind::NoCommonLoss, "no-common-loss", 0, FindingStep::Runs, false, false},
     // Before the evaluations it explains.
     {FindingKind::CheckpointAudit, "checkpoint-audit", 6, FindingStep::Class, false, true},
+    // Right after the blow-up it explains, before the layers that only moved.
+    {FindingKind::FirstNonFinite, "first-non-finite", 1, FindingStep::Class, true, true},
+    {FindingKind::Recoveries, "recoveries", 5, FindingStep::Loss, true, false},
 }};
 
 constexpr bool inOrder()

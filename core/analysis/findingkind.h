@@ -26,6 +26,8 @@ enum class FindingKind {
     Restart,
     NoCommonLoss,
     CheckpointAudit, // a fault in the inference checkpoint the run folder holds (core/audit)
+    FirstNonFinite, // where a blow-up's first non-finite value came from (core/analysis/nonfinite.h)
+    Recoveries, // blow-ups the run came back from only by going back to a checkpoint
 };
 
 // The wizard step (views/triage) whose evidence shows a finding.

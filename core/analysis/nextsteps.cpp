@@ -315,7 +315,13 @@ void finish(const FinishInputs &in, Comparison *cp)
     const bool alone = !c.baseline.isValid();
     // The suspects: layer signals weighed as causes (before the departure, or live), in the layer-signal rule's
     // order (damage before range before scale, then by where half the change was made: docs/TRIAGE.md).
+    // The first non-finite value of a blow-up, where a layer logged it, comes first: it is where the blow-up
+    // began.
     c.suspects.clear();
+    for (const Finding &f : c.findings) {
+        if (f.kind == FindingKind::FirstNonFinite && f.severity != Severity::Info && !f.layer.isEmpty())
+            c.suspects.push_back(f);
+    }
     for (const Finding &f : c.findings) {
         if (f.kind == FindingKind::LayerSignal && f.severity != Severity::Info)
             c.suspects.push_back(f);

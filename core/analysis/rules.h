@@ -29,6 +29,7 @@ namespace rules {
 
 // Pair rules (rules/*.cpp).
 void lossDeparture(const PairInputs &in, const TriageOptions &o, Comparison &c);
+void blowUp(const PairInputs &in, const TriageOptions &o, Comparison &c);
 void gradNormDeparture(const PairInputs &in, const TriageOptions &o, Comparison &c);
 void lossSpikes(const PairInputs &in, const TriageOptions &o, Comparison &c);
 void configDifferences(const PairInputs &in, const TriageOptions &o, Comparison &c);
@@ -43,6 +44,7 @@ void checkpointAudit(const PairInputs &in, const TriageOptions &o, Comparison &c
 
 // Rules of a run on its own.
 void runBlowUp(const RunInputs &in, const TriageOptions &o, RunCheck &r);
+void runBlowUpNonFinite(const RunInputs &in, const TriageOptions &o, RunCheck &r);
 void runSpikes(const RunInputs &in, const TriageOptions &o, RunCheck &r);
 void runSkippedIterations(const RunInputs &in, const TriageOptions &o, RunCheck &r);
 void runRestarts(const RunInputs &in, const TriageOptions &o, RunCheck &r);
@@ -57,6 +59,9 @@ std::optional<Finding> skippedFinding(
 // A departure's numbers as a finding's evidence (step, interval, offset before, noise, band, gap at the end,
 // points).
 QJsonObject departureEvidence(const Departure &d);
+// A run's blow-up (its loss not a number to the end of its log), the first non-finite value it logged, and the
+// recoveries it needed (rules/blowup.cpp).
+std::vector<Finding> blowUpFindings(const RunInputs &run, const TriageOptions &options);
 // The restart finding of a run's rewinds.
 std::optional<Finding> restartFinding(const RunInputs &run);
 

@@ -19,7 +19,8 @@ QString number(double v)
 // 3: finding kinds from one table, notable eval drops, context config keys, the evidence dump by its damage.
 // 4: not comparable pairs. 5: restarts of the statistics logs, and the Megatron log's across its files.
 // 6: early or mid-run by whether the run tracked its baseline through the loss's fall (departureclass.h).
-constexpr int kRulesRevision = 7;
+// 8: blow-ups (the loss not a number to the end of the log) as departures, the first non-finite value, recoveries.
+constexpr int kRulesRevision = 8;
 
 // Every option that changes a result, as text, after the rules' revision.
 QString optionsText(const TriageOptions &o)

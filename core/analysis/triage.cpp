@@ -228,11 +228,18 @@ DepartureClassOptions departureClassOptions(const TriageOptions &options)
     return o;
 }
 
+// Two recoveries or more from a blow-up: "spikes requiring repeated recovery attempts".
+bool repeatedRecoveries(const std::vector<Finding> &findings)
+{
+    return std::any_of(findings.begin(), findings.end(),
+        [](const Finding &f) { return f.kind == FindingKind::Recoveries && f.severity == Severity::Warning; });
+}
+
 // The departure's finding says which it is and why (its summary, and the evidence under "class").
-void sayClass(const DepartureClass &dc, FindingKind kind, std::vector<Finding> *findings)
+void sayClass(const DepartureClass &dc, FindingKind kind, int64_t departure, std::vector<Finding> *findings)
 {
     for (Finding &f : *findings) {
-        if (f.kind != kind || !f.step)
+        if (f.kind != kind || f.step != departure)
             continue;
         f.summary
             += QStringLiteral("; %1: %2")
@@ -272,11 +279,24 @@ Comparison comparePair(const PairInputs &in, const TriageOptions &options)
         std::optional<int64_t> warmup = in.baseline.warmupEnd(at);
         if (!warmup)
             warmup = in.run.warmupEnd(*c.departure);
-        const DepartureClass dc
-            = classifyDeparture(baseLoss, at, c.plannedSteps, warmup, departureClassOptions(options));
+        // Tracking: which aligned points before the departure lay within the band (on the step axis; on consumed
+        // samples the points are the run's own, and every one before the departure counts).
+        std::optional<Tracking> tracking;
+        const Departure::Trace &trace = in.loss.departure.trace;
+        if (in.loss.axis == QLatin1String("step") && trace.edge.size() == trace.steps.size()
+            && trace.smoothed.size() == trace.steps.size()) {
+            tracking.emplace();
+            tracking->steps = trace.steps;
+            for (size_t i = 0; i < trace.steps.size(); ++i)
+                tracking->inBand.push_back(std::abs(trace.smoothed[i]) <= trace.edge[i]);
+        }
+        const DepartureClass dc = classifyDeparture(baseLoss, at, c.plannedSteps, warmup,
+            departureClassOptions(options), tracking ? &*tracking : nullptr);
         c.verdict = dc.early ? Verdict::EarlyDivergence : Verdict::MidRunInstability;
-        sayClass(dc, FindingKind::LossDeparture, &c.findings);
-    } else if (has(FindingKind::LossSpikes)) {
+        // Said by the finding the departure is: the blow-up where it came first.
+        const bool blewUpFirst = in.run.blowUp && in.run.blowUp->step == *c.departure;
+        sayClass(dc, blewUpFirst ? FindingKind::RunBlowUp : FindingKind::LossDeparture, *c.departure, &c.findings);
+    } else if (has(FindingKind::LossSpikes) || repeatedRecoveries(c.findings)) {
         c.verdict = Verdict::LossSpikes;
     } else if (has(FindingKind::EvalGap)) {
         c.verdict = Verdict::DownstreamGap;
@@ -303,10 +323,10 @@ RunCheck checkRunInputs(const RunInputs &in, const TriageOptions &options)
         const DepartureClass dc = classifyDeparture(finite, *r.departure, in.plannedSteps(finite.steps.back()),
             in.warmupEnd(*r.departure), departureClassOptions(options));
         r.verdict = dc.early ? Verdict::EarlyDivergence : Verdict::MidRunInstability;
-        sayClass(dc, FindingKind::RunBlowUp, &r.findings);
-    } else if (std::any_of(r.findings.begin(), r.findings.end(), [](const Finding &f) {
-                   return f.kind == FindingKind::LossSpikes && f.severity == Severity::Warning;
-               })) {
+        sayClass(dc, FindingKind::RunBlowUp, *r.departure, &r.findings);
+    } else if (std::any_of(r.findings.begin(), r.findings.end(),
+                   [](const Finding &f) { return f.kind == FindingKind::LossSpikes && f.severity == Severity::Warning; })
+        || repeatedRecoveries(r.findings)) {
         r.verdict = Verdict::LossSpikes;
     }
     rank(&r.findings);
@@ -325,7 +345,7 @@ Comparison compareRuns(
 
 RunCheck checkRun(const Catalog &catalog, RunRef run, const TriageOptions &options)
 {
-    return checkRunInputs(gatherRun(catalog, run), options);
+    return checkRunInputs(gatherRun(catalog, run, options.live), options);
 }
 
 StatComparison compareStatistic(

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 namespace fp8scope::analysis {
@@ -140,8 +141,54 @@ std::optional<double> valueAtStep(const StepSeries &s, int64_t step)
 
 namespace {
 
+// The non-finite values of a run (nonfinite.h), and what came before the first of them.
+void gatherNonFinite(const Catalog &catalog, RunRef run, bool live, RunInputs *in)
+{
+    if (!in->loss)
+        return;
+    in->blowUp = blowUpOf(&*in->loss, in->gradNorm ? &*in->gradNorm : nullptr);
+    if (in->blowUp) {
+        in->nonFiniteFrom = nonFiniteSearchFrom(*in->blowUp, *in->loss);
+    } else if (live) {
+        // Not (yet) in the loss: what turned since its last non-finite loss is what a watcher must see first.
+        int64_t from = std::numeric_limits<int64_t>::min();
+        for (size_t k = in->loss->size(); k-- > 0;) {
+            if (!std::isfinite(in->loss->values[k])) {
+                from = in->loss->steps[k] + 1;
+                break;
+            }
+        }
+        in->nonFiniteFrom = from;
+    } else {
+        return;
+    }
+    in->nonFinite = orderNonFinite(catalog.firstNonFinite(run, *in->nonFiniteFrom));
+    if (in->nonFinite.empty())
+        return;
+    const NonFinitePoint &first = in->nonFinite.front();
+    // What came before it: its own tensor's overflows% or amax rising over the twenty log intervals before, or
+    // the loss scale cut.
+    const int64_t interval = std::max<int64_t>(1, medianInterval(*in->loss));
+    const int64_t since = first.step - 20 * interval;
+    if (!first.series.layer.isEmpty()) {
+        for (const QString &stat : {QStringLiteral("overflows%"), QStringLiteral("cur_amax")}) {
+            const auto s = catalog.chooseSeries(run,
+                {.stat = stat, .layer = first.series.layer, .tensor = first.series.tensor, .source = first.series.source});
+            if (!s)
+                continue;
+            if (auto p = precursorIn(stat, catalog.stepSeries(*s), since, first.step)) {
+                in->precursor = p;
+                return;
+            }
+        }
+    }
+    if (in->lossScale)
+        in->precursor = precursorIn(QStringLiteral("loss scale"), *in->lossScale, since, first.step + 1);
+}
+
 // A run's inputs; its loss as read already (a pair's loss comparison reads both) or read here.
-RunInputs gatherRunWithLoss(const Catalog &catalog, RunRef run, const std::optional<std::optional<StepSeries>> &loss)
+RunInputs gatherRunWithLoss(
+    const Catalog &catalog, RunRef run, const std::optional<std::optional<StepSeries>> &loss, bool live)
 {
     RunInputs in;
     in.ref = run;
@@ -161,6 +208,10 @@ RunInputs gatherRunWithLoss(const Catalog &catalog, RunRef run, const std::optio
     in.configuredWarmup = configuredWhole(catalog, run,
         {QStringLiteral("lr_warmup_iters"), QStringLiteral("lr_warmup_steps"), QStringLiteral("warmup_steps"),
             QStringLiteral("num_warmup_steps"), QStringLiteral("warmup_iters")});
+    in.gradNorm = runSeries(catalog, run, QStringLiteral("grad norm"));
+    in.lossScale = runSeries(catalog, run, QStringLiteral("loss scale"));
+    in.rewoundBlowUps = runSeries(catalog, run, QStringLiteral("rewound blow-up"));
+    gatherNonFinite(catalog, run, live, &in);
     return in;
 }
 
@@ -175,9 +226,9 @@ std::optional<int64_t> RunInputs::warmupEnd(int64_t until) const
     return configuredWarmup;
 }
 
-RunInputs gatherRun(const Catalog &catalog, RunRef run)
+RunInputs gatherRun(const Catalog &catalog, RunRef run, bool live)
 {
-    return gatherRunWithLoss(catalog, run, std::nullopt);
+    return gatherRunWithLoss(catalog, run, std::nullopt, live);
 }
 
 std::optional<SeriesPoints> suspectSeries(const Catalog &catalog, RunRef run, const Finding &suspect)
@@ -226,8 +277,8 @@ PairInputs gatherPair(const Catalog &catalog, RunRef baseline, RunRef run, const
     PairInputs in;
     // The loss comparison reads both runs' losses: the runs' own inputs take them from it.
     in.loss = compareStatistic(catalog, baseline, run, QStringLiteral("lm loss"), options);
-    in.baseline = gatherRunWithLoss(catalog, baseline, in.loss.baselinePoints);
-    in.run = gatherRunWithLoss(catalog, run, in.loss.runPoints);
+    in.baseline = gatherRunWithLoss(catalog, baseline, in.loss.baselinePoints, false);
+    in.run = gatherRunWithLoss(catalog, run, in.loss.runPoints, options.live);
     in.grad = compareStatistic(catalog, baseline, run, QStringLiteral("grad norm"), options);
     in.evals = evalTable(catalog, baseline, run, options);
     gatherFinishCommon(catalog, baseline, run, &in.finish);
@@ -244,7 +295,8 @@ FinishInputs gatherFinish(const Catalog &catalog, const Comparison &c)
     // tensor, read only where it has a dump (a result read back stays a few reads).
     const Finding *first = nullptr; // the first suspect (finish() keeps the layer-signal rule's order)
     for (const Finding &f : c.findings) {
-        if (f.kind == FindingKind::LayerSignal && f.severity != Severity::Info && f.step) {
+        if ((f.kind == FindingKind::FirstNonFinite || f.kind == FindingKind::LayerSignal) && f.severity != Severity::Info
+            && f.step && !f.layer.isEmpty()) {
             first = &f;
             break;
         }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "comparetables.h"
+#include "nonfinite.h"
 #include "core/audit/checkpointaudit.h"
 #include "triage.h"
 
@@ -27,6 +28,15 @@ struct RunInputs {
     std::optional<int64_t> configuredSteps; // train_iters, max_steps, ... of its config
     std::optional<StepSeries> learningRate; // as logged
     std::optional<int64_t> configuredWarmup; // lr_warmup_iters, warmup_steps, ... of its config
+    std::optional<StepSeries> gradNorm, lossScale; // as logged (non-finite points kept)
+    std::optional<StepSeries> rewoundBlowUps; // the "rewound blow-up" points of its Megatron log (nonfinite.h)
+    // Where its loss stopped being a number for good (nonfinite.h), and the non-finite values of every series it
+    // logged from nonFiniteSearchFrom on, in the order they came (orderNonFinite); while it is followed live and
+    // has not blown up, those since its last non-finite loss.
+    std::optional<BlowUp> blowUp;
+    std::vector<NonFinitePoint> nonFinite;
+    std::optional<int64_t> nonFiniteFrom; // where they were looked for from
+    std::optional<Precursor> precursor; // what came before the first of them in its tensor, or a loss-scale cut
     // Where its learning rate stops rising, up to `until`: as logged, else as its config says.
     std::optional<int64_t> warmupEnd(int64_t until) const;
     QString name() const { return info ? info->name : QString(); }
@@ -67,7 +77,7 @@ struct PairInputs {
 PairInputs gatherPair(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options);
 // The audit of the inference checkpoint in the run's folder; none when it holds none.
 std::optional<AuditResult> auditOfRun(const Catalog &catalog, RunRef run);
-RunInputs gatherRun(const Catalog &catalog, RunRef run);
+RunInputs gatherRun(const Catalog &catalog, RunRef run, bool live = false);
 // A suspect layer signal's own series (of the source its evidence names, else the one the views show).
 std::optional<SeriesPoints> suspectSeries(const Catalog &catalog, RunRef run, const Finding &suspect);
 // For a comparison read back from the store (or a run checked alone): a few reads, the first suspect's series

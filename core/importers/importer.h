@@ -86,6 +86,8 @@ struct StepPlacement {
     // Set by the ingest for a log read from its start with the state of the log before it in its stream;
     // its first step then counts as a restart even when it equals the last step before.
     bool continuesEarlierLog = false;
+    // A Megatron log: the first step of the stretch of non-finite or all-skipped lines it ended in (-1: none).
+    int64_t badSince = -1;
 };
 
 // Where a read stopped: the byte offset and line count of the end of the last complete record (of the

@@ -8,8 +8,10 @@
 #include <QRegularExpression>
 
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <utility>
+#include <vector>
 
 namespace fp8scope {
 
@@ -17,11 +19,16 @@ namespace {
 
 const QString kSource = QStringLiteral("megatron-log");
 
-// "key: value" fields after the first "|"-separated part; false if a field's value is not a number. Fields
-// whose value is nan or inf (a step whose gradients overflowed) are stored as they are and named in
-// *nonFinite.
-bool readFields(
-    QStringView rest, int64_t step, const QString &prefix, IngestSink &sink, QString *bad, QStringList *nonFinite)
+// One "key: value" field of a line.
+struct Field {
+    QString name;
+    QStringView text;
+    double value = 0;
+};
+
+// "key: value" fields after the first "|"-separated part; false if a field's value is not a number (*bad names
+// it).
+bool parseFields(QStringView rest, const QString &prefix, std::vector<Field> *out, QString *bad)
 {
     for (QStringView field : rest.split(QLatin1Char('|'))) {
         field = field.trimmed();
@@ -33,17 +40,69 @@ bool readFields(
             return false;
         }
         bool ok = false;
-        const double v = field.mid(colon + 1).trimmed().toDouble(&ok);
+        const QStringView text = field.mid(colon + 1).trimmed();
+        const double v = text.toDouble(&ok);
         if (!ok) {
             *bad = field.toString();
             return false;
         }
-        const QString name = prefix + field.left(colon).trimmed().toString();
-        if (!std::isfinite(v))
-            nonFinite->append(QStringLiteral("%1 %2").arg(name, field.mid(colon + 1).trimmed().toString()));
-        sink.point({QString(), QString(), name, kSource, QString()}, step, v);
+        out->push_back({prefix + field.left(colon).trimmed().toString(), text, v});
     }
     return true;
+}
+
+// A field that holds an interval's mean of a loss Megatron sums only over the iterations it did not skip ("lm
+// loss", "mtp loss", "load_balancing_loss"; not "loss scale").
+bool isIntervalLoss(const QString &name)
+{
+    return name.contains(QLatin1String("loss")) && !name.contains(QLatin1String("loss scale"));
+}
+
+// What a training line says about the step's health (docs/STORE.md, "Skipped and non-finite steps").
+struct LineHealth {
+    bool allSkipped = false; // every iteration of the interval skipped: its losses printed as 0 are no losses
+    bool nonFinite = false; // a loss or the grad norm is nan or inf, or no loss was made
+};
+
+// Stores the fields of one line. Megatron's training_log divides each loss's sum over the interval by
+// max(1, iterations not skipped): an interval whose iterations were all skipped prints its losses as
+// 0.000000E+00, which is no loss; they are stored as NaN (a gap the views mark), as are nan and inf, which are
+// named in *nonFinite.
+LineHealth storeFields(
+    const std::vector<Field> &fields, int64_t step, IngestSink &sink, QStringList *nonFinite)
+{
+    LineHealth h;
+    double skipped = 0;
+    bool hasLoss = false;
+    for (const Field &f : fields) {
+        if (f.name == QLatin1String("number of skipped iterations"))
+            skipped = f.value;
+        hasLoss = hasLoss || isIntervalLoss(f.name);
+    }
+    for (const Field &f : fields) {
+        if (skipped > 0 && f.value == 0 && isIntervalLoss(f.name))
+            h.allSkipped = true;
+    }
+    // Versions before 2024 printed a loss only when its mean was above 0: no loss at all on a line that
+    // skipped iterations is the same interval. Its "lm loss" is no loss too, and stored as such.
+    if (skipped > 0 && !hasLoss) {
+        h.allSkipped = h.nonFinite = true;
+        sink.point({QString(), QString(), QStringLiteral("lm loss"), kSource, QString()}, step,
+            std::numeric_limits<double>::quiet_NaN());
+    }
+    for (const Field &f : fields) {
+        double v = f.value;
+        if (h.allSkipped && v == 0 && isIntervalLoss(f.name)) {
+            v = std::numeric_limits<double>::quiet_NaN();
+            h.nonFinite = true;
+        } else if (!std::isfinite(v)) {
+            nonFinite->append(QStringLiteral("%1 %2").arg(f.name, f.text.toString()));
+            if (isIntervalLoss(f.name) || f.name.endsWith(QLatin1String("grad norm")))
+                h.nonFinite = true;
+        }
+        sink.point({QString(), QString(), f.name, kSource, QString()}, step, v);
+    }
+    return h;
 }
 
 // A line whose values were not finite: said once per line, with the fields (the points are kept as NaN, and
@@ -171,6 +230,10 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
     bool continuing = from.steps.continuesEarlierLog;
     std::optional<int64_t> loadedAt;
     const SeriesKey rewind {QString(), QString(), QStringLiteral("rewind"), kSource, QString()};
+    // The first step of the current stretch of lines whose loss or grad norm was not finite or whose iterations
+    // were all skipped (-1: the last line was healthy); carried across reads like the last step.
+    int64_t badSince = from.steps.badSince;
+    const SeriesKey rewoundBlowUp {QString(), QString(), QStringLiteral("rewound blow-up"), kSource, QString()};
     ReadPosition end = readLines(path, from, sink, [&](const TextLine &l) {
         QStringView line = withoutLauncherPrefix(QStringView(l.text));
         QString bad;
@@ -223,14 +286,30 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
             // Back from the last step printed, or a checkpoint of an earlier step loaded since (a crash right
             // after a step was printed resumes by printing that step again).
             if (step < lastIteration || (continuing && step == lastIteration)
-                || (loadedAt && lastIteration >= 0 && *loadedAt <= lastIteration))
-                sink.point(rewind, loadedAt && *loadedAt <= step ? *loadedAt : step, double(lastIteration));
+                || (loadedAt && lastIteration >= 0 && *loadedAt <= lastIteration)) {
+                const int64_t resumed = loadedAt && *loadedAt <= step ? *loadedAt : step;
+                sink.point(rewind, resumed, double(lastIteration));
+                // The stretch it went back from had blown up: a recovery. Kept at the step the blow-up began,
+                // since the steps trained again replace the stretch's own points.
+                if (badSince >= 0)
+                    sink.point(rewoundBlowUp, badSince, double(resumed));
+                badSince = -1;
+            }
             continuing = false;
             lastIteration = step;
             loadedAt.reset();
             QStringList nonFinite;
-            if (!readFields(line.mid(bar + 1), step, QString(), sink, &bad, &nonFinite))
+            std::vector<Field> fields;
+            const bool readable = parseFields(line.mid(bar + 1), QString(), &fields, &bad);
+            const LineHealth health = storeFields(fields, step, sink, &nonFinite);
+            if (!readable)
                 sink.problem(l.number, l.offset, QStringLiteral("unreadable field '%1'").arg(bad));
+            if (health.nonFinite || health.allSkipped) {
+                if (badSince < 0)
+                    badSince = step;
+            } else if (readable) {
+                badSince = -1;
+            }
             reportNonFinite(sink, l, step, nonFinite);
             return true;
         }
@@ -252,7 +331,10 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
                 : m.capturedView(1).isEmpty()                                           ? QStringLiteral("validation ")
                                               : QStringLiteral("validation-%1 ").arg(m.captured(1));
             QStringList nonFinite;
-            if (!readFields(line.mid(m.capturedLength(0)), step, prefix, sink, &bad, &nonFinite))
+            std::vector<Field> fields;
+            const bool readable = parseFields(line.mid(m.capturedLength(0)), prefix, &fields, &bad);
+            storeFields(fields, step, sink, &nonFinite);
+            if (!readable)
                 sink.problem(l.number, l.offset, QStringLiteral("unreadable field '%1'").arg(bad));
             reportNonFinite(sink, l, step, nonFinite);
             return true;
@@ -268,6 +350,7 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
     });
     end.steps.lastPrinted = end.steps.lastPlaced = lastIteration;
     end.steps.continuesEarlierLog = continuing;
+    end.steps.badSince = badSince;
     return end;
 }
 

@@ -104,6 +104,24 @@ std::optional<double> numberOf(const QJsonValue &v)
     return std::nullopt;
 }
 
+// A CSV cell as a number: any the C locale reads, and the words for non-finite values writers use.
+std::optional<double> csvNumber(const QString &cell)
+{
+    bool ok = false;
+    const double v = cell.toDouble(&ok);
+    if (ok)
+        return v;
+    const QString w = cell.trimmed().toLower();
+    if (w == QLatin1String("nan") || w == QLatin1String("-nan"))
+        return std::numeric_limits<double>::quiet_NaN();
+    if (w == QLatin1String("inf") || w == QLatin1String("+inf") || w == QLatin1String("infinity")
+        || w == QLatin1String("+infinity"))
+        return std::numeric_limits<double>::infinity();
+    if (w == QLatin1String("-inf") || w == QLatin1String("-infinity"))
+        return -std::numeric_limits<double>::infinity();
+    return std::nullopt;
+}
+
 // Nested objects ({"train": {"tps": 1.0}}) are series named by their path ("train/tps").
 void pointsOf(const QJsonObject &o, const QString &prefix, const QString &skip, int64_t step, const QString &source,
     IngestSink &sink, int depth)
@@ -212,10 +230,12 @@ ReadPosition CsvImporter::read(const QString &path, const ReadPosition &from, In
         for (qsizetype c = 0; c < fields.size(); ++c) {
             if (c == stepCol || c == runCol || fields.at(c).isEmpty())
                 continue;
-            const double v = fields.at(c).toDouble(&ok);
-            if (ok)
-                sink.point({QString(), QString(), header.at(c), source, QString()}, step, v);
-            else if (fields.at(c) != QLatin1String("nan") && fields.at(c) != QLatin1String("NaN"))
+            // A non-finite value (pandas and W&B write nan, NaN, inf, -inf, Infinity) is kept as what it is: the
+            // views mark it and the triage reads it as a step that blew up (docs/STORE.md).
+            const std::optional<double> v = csvNumber(fields.at(c));
+            if (v)
+                sink.point({QString(), QString(), header.at(c), source, QString()}, step, *v);
+            else
                 sink.problem(l.number, l.offset,
                     QStringLiteral("'%1' in column '%2' is not a number").arg(fields.at(c), header.at(c)));
         }

@@ -441,6 +441,16 @@ std::optional<SeriesPoint> Catalog::valueAt(const Series &series, int64_t step) 
     return e ? e->store.valueAt(series.id, step) : std::nullopt;
 }
 
+std::vector<NonFinitePoint> Catalog::firstNonFinite(RunRef ref, int64_t from) const
+{
+    std::vector<NonFinitePoint> out;
+    if (const Entry *e = entry(ref.store)) {
+        for (const RunStore::NonFinite &n : e->store.firstNonFinite(ref.id, from))
+            out.push_back({toSeries(n.series, e->serial), n.step, n.value});
+    }
+    return out;
+}
+
 std::vector<LayerTensors> Catalog::layerTensors(const std::vector<RunRef> &which) const
 {
     QHash<QString, QStringList> tensors;

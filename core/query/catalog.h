@@ -69,6 +69,9 @@ public:
     std::optional<Series> chooseSeries(RunRef ref, const SeriesRequest &request) const;
     std::vector<SeriesPoint> points(const Series &series, const PointRange &range = {}) const;
     std::optional<SeriesPoint> valueAt(const Series &series, int64_t step) const;
+    // Every series of a run that holds a value that is not finite at or after `from`, with its first such step
+    // there and that value (found through the store's index of chunks that hold one; docs/STORE.md). Unordered.
+    std::vector<NonFinitePoint> firstNonFinite(RunRef ref, int64_t from = std::numeric_limits<int64_t>::min()) const;
     // Every point's step and value of a series, in step order: what the analysis reads.
     StepSeries stepSeries(const Series &series) const;
     // Keep what stepSeries() read (16 bytes a point): a later read of the same series asks the store only for

@@ -78,6 +78,13 @@ struct Series {
     bool isRecomputed() const { return source == QLatin1String("recomputed"); }
 };
 
+// The first value of a series that is not finite (NaN, +-inf): Catalog::firstNonFinite.
+struct NonFinitePoint {
+    Series series;
+    int64_t step = 0;
+    double value = 0;
+};
+
 // Which series of a run to show. Empty layer and tensor ask for a run-level statistic; source and recipe,
 // when given, must match exactly; otherwise the one policy of core/query/catalog.h chooses.
 struct SeriesRequest {

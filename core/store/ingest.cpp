@@ -547,23 +547,24 @@ QByteArray windowHash(const QString &path, qint64 from, qint64 len)
 
 constexpr qint64 kTailBytes = 4096;
 
-// A log's StepPlacement as the files row keeps it (files.steps): six numbers.
+// A log's StepPlacement as the files row keeps it (files.steps): seven numbers (six before version 13).
 QString stepsText(const StepPlacement &s)
 {
-    return QStringLiteral("%1 %2 %3 %4 %5 %6")
+    return QStringLiteral("%1 %2 %3 %4 %5 %6 %7")
         .arg(s.shift)
         .arg(s.lastPrinted)
         .arg(s.lastPlaced)
         .arg(s.stride)
         .arg(s.segmentStart)
-        .arg(s.continuesEarlierLog ? 1 : 0);
+        .arg(s.continuesEarlierLog ? 1 : 0)
+        .arg(s.badSince);
 }
 
 StepPlacement stepsFrom(const QString &text)
 {
     StepPlacement s;
     const QStringList n = text.split(QLatin1Char(' '), Qt::SkipEmptyParts);
-    if (n.size() != 6)
+    if (n.size() != 6 && n.size() != 7)
         return s; // a row written before version 11, or a file read whole
     s.shift = n[0].toLongLong();
     s.lastPrinted = n[1].toLongLong();
@@ -571,6 +572,7 @@ StepPlacement stepsFrom(const QString &text)
     s.stride = n[3].toLongLong();
     s.segmentStart = n[4].toLongLong();
     s.continuesEarlierLog = n[5] == QLatin1String("1");
+    s.badSince = n.size() == 7 ? n[6].toLongLong() : -1;
     return s;
 }
 

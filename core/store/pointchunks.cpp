@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace fp8scope::pointchunks {
 
@@ -149,7 +150,8 @@ Writer::Writer(Database &db)
     , m_suffix(db.prepare("SELECT data FROM point_chunks WHERE series_id=? AND first_step>=? ORDER BY first_step"))
     , m_delete(db.prepare("DELETE FROM point_chunks WHERE series_id=? AND first_step>=?"))
     , m_insert(db.prepare(
-          "INSERT INTO point_chunks(series_id, first_step, last_step, n, min, max, data) VALUES(?,?,?,?,?,?,?)"))
+          "INSERT INTO point_chunks(series_id, first_step, last_step, n, min, max, data, nonfinite_step) "
+          "VALUES(?,?,?,?,?,?,?,?)"))
 {
 }
 
@@ -213,12 +215,15 @@ bool Writer::merge(int64_t series, const std::vector<Point> &points)
         const size_t n = std::min<size_t>(kChunkPoints, merged->size() - at);
         const Point *chunk = merged->data() + at;
         double lo = NAN, hi = NAN;
+        std::optional<int64_t> nonFinite;
         for (size_t k = 0; k < n; ++k) {
             const double v = chunk[k].value;
             if (!std::isnan(v)) {
                 lo = std::isnan(lo) ? v : std::min(lo, v);
                 hi = std::isnan(hi) ? v : std::max(hi, v);
             }
+            if (!std::isfinite(v) && !nonFinite)
+                nonFinite = chunk[k].step;
         }
         encode(chunk, n, &m_text);
         m_insert.bind(1, series)
@@ -228,6 +233,10 @@ bool Writer::merge(int64_t series, const std::vector<Point> &points)
             .bind(5, lo)
             .bind(6, hi)
             .bindUtf8(7, m_text);
+        if (nonFinite)
+            m_insert.bind(8, *nonFinite);
+        else
+            m_insert.bindNull(8);
         if (!m_insert.exec())
             return false;
     }

@@ -335,6 +335,54 @@ std::vector<RunStore::LayerSource> RunStore::layerSources(
     return out;
 }
 
+std::vector<RunStore::NonFinite> RunStore::firstNonFinite(int64_t runId, int64_t from) const
+{
+    std::vector<NonFinite> out;
+    Statement s = prepare(
+        "SELECT s.id, s.layer, s.tensor, s.stat, s.source, s.recipe FROM series s WHERE s.run_id=?1 AND s.id IN "
+        "(SELECT series_id FROM point_chunks WHERE nonfinite_step IS NOT NULL AND last_step>=?2)");
+    s.bind(1, runId).bind(2, from);
+    while (s.next())
+        out.push_back({.series = {.id = s.int64(0),
+                           .runId = runId,
+                           .key = {.layer = s.text(1),
+                               .tensor = s.text(2),
+                               .stat = s.text(3),
+                               .source = s.text(4),
+                               .recipe = s.text(5)}}});
+    if (!ok(s))
+        return {};
+    // The chunks of each that hold a non-finite value, from `from` on: the first holds it, unless its only
+    // non-finite values lie before `from`.
+    Statement c = prepare("SELECT data FROM point_chunks WHERE series_id=? AND nonfinite_step IS NOT NULL AND "
+                          "last_step>=? ORDER BY last_step");
+    std::vector<pointchunks::Point> chunk;
+    std::vector<NonFinite> found;
+    for (NonFinite &n : out) {
+        c.bind(1, n.series.id).bind(2, from);
+        bool done = false;
+        while (!done && c.next()) {
+            chunk.clear();
+            if (!pointchunks::decode(c.utf8(0), &chunk)) {
+                recordError(QStringLiteral("series %1: a damaged point chunk").arg(n.series.id));
+                break;
+            }
+            for (const pointchunks::Point &p : chunk) {
+                if (p.step >= from && !std::isfinite(p.value)) {
+                    n.step = p.step;
+                    n.value = p.value;
+                    found.push_back(n);
+                    done = true;
+                    break;
+                }
+            }
+        }
+        ok(c);
+        c.reset();
+    }
+    return found;
+}
+
 std::optional<SeriesPoint> RunStore::valueAt(int64_t seriesId, int64_t step) const
 {
     Statement s

@@ -131,6 +131,15 @@ public:
     std::vector<SeriesPoint> points(int64_t seriesId, int64_t from, int64_t to, int maxPoints) const;
     // The last point at or before `step` (the first point when all lie after it); nullopt for an empty series.
     std::optional<SeriesPoint> valueAt(int64_t seriesId, int64_t step) const;
+    // Each series of a run that holds a value that is not finite (NaN, +-inf) at or after `from`, with the step
+    // of its first such value there and that value; found through the index of the chunks that hold one
+    // (point_chunks.nonfinite_step), decoding only those chunks.
+    struct NonFinite {
+        SeriesInfo series; // its points, firstStep and lastStep are not filled
+        int64_t step = 0;
+        double value = 0;
+    };
+    std::vector<NonFinite> firstNonFinite(int64_t runId, int64_t from) const;
     // Distinct (layer, tensor) pairs of a run's per-layer series and dumps.
     std::vector<std::pair<QString, QString>> layerTensors(int64_t runId) const;
     // Distinct (stat, tensor) pairs of a run's per-layer series.

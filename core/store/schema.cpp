@@ -191,10 +191,39 @@ CREATE TABLE candidate_choices(
     chosen_at TEXT NOT NULL) WITHOUT ROWID;
 )";
 
+// Version 13 (issue 54): each chunk says the step of its first point that is not finite (NaN or +-inf; null when
+// all are), with an index of the chunks that have one, so that the first non-finite value of a run is found
+// without reading its points. The chunks written before are filled from their data. The Megatron logs (a loss
+// printed as 0 over an interval whose iterations were all skipped is no loss) and the CSVs (non-finite cells
+// are kept) are read again.
+const char *const kSchemaV13Fill = R"(
+UPDATE point_chunks SET nonfinite_step = (
+    SELECT MIN(json_extract(e.value, '$[0]')) FROM json_each(point_chunks.data) e
+    WHERE json_type(e.value, '$[1]') = 'null' OR abs(json_extract(e.value, '$[1]')) > 1.7976931348623157e308)
+    WHERE instr(data, 'null') > 0 OR instr(data, 'e999') > 0;
+CREATE INDEX point_chunks_nonfinite ON point_chunks(series_id, last_step) WHERE nonfinite_step IS NOT NULL;
+UPDATE files SET size=-1, mtime=-1, consumed=0, lines=0, head_hash='', tail_hash=''
+    WHERE importer IN ('megatron-log', 'csv');
+)";
+
+// The column version 13 adds; version 3's conversion adds it first, since its writer fills it.
+bool addNonFiniteColumn(Database &db, QString *error)
+{
+    Statement has = db.prepare(
+        "SELECT COUNT(*) FROM pragma_table_info('point_chunks') WHERE name='nonfinite_step'", error);
+    const bool present = has.next() && has.int64(0) > 0;
+    if (has.failed()) {
+        *error = has.error();
+        return false;
+    }
+    has.reset();
+    return present || db.exec("ALTER TABLE point_chunks ADD COLUMN nonfinite_step INTEGER", error);
+}
+
 // Version 3's conversion: every series' points into chunks, then the view in place of the table.
 bool pointsToChunks(Database &db, QString *error)
 {
-    if (!db.exec(kSchemaV3Create, error))
+    if (!db.exec(kSchemaV3Create, error) || !addNonFiniteColumn(db, error))
         return false;
     Statement all = db.prepare("SELECT series_id, step, value, wall_time FROM points ORDER BY series_id, step", error);
     pointchunks::Writer writer(db);
@@ -274,7 +303,8 @@ bool migrate(Database &db, const QString &path, QString *error)
         && (version >= 5 || db.exec(kSchemaV5, error)) && (version >= 6 || db.exec(kSchemaV6, error))
         && (version >= 7 || db.exec(kSchemaV7, error)) && (version >= 8 || db.exec(kSchemaV8, error))
         && (version >= 9 || db.exec(kSchemaV9, error)) && (version >= 10 || db.exec(kSchemaV10, error))
-        && (version >= 11 || db.exec(kSchemaV11, error)) && (version >= 12 || db.exec(kSchemaV12, error));
+        && (version >= 11 || db.exec(kSchemaV11, error)) && (version >= 12 || db.exec(kSchemaV12, error))
+        && (version >= 13 || (addNonFiniteColumn(db, error) && db.exec(kSchemaV13Fill, error)));
     if (!ok)
         return false;
     Statement set = db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", error);

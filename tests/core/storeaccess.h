@@ -19,6 +19,20 @@ struct CatalogTestAccess {
 
 namespace testing {
 
+// Opens a folder in `catalog` and reads its files into the store; false with *error set when either failed.
+inline bool openAndIngest(const QString &folder, Catalog *catalog, QString *error)
+{
+    if (!catalog->open(folder, error))
+        return false;
+    const IngestReport report = CatalogTestAccess::storeOf(*catalog, catalog->stores().front().serial)->ingest();
+    if (!report.errors.isEmpty()) {
+        *error = report.errors.join(QLatin1Char('\n'));
+        return false;
+    }
+    catalog->refresh();
+    return true;
+}
+
 // The query layer's layer x step matrix of a store's run, through a Catalog over the store's folder.
 inline Heatmap matrixOf(
     const RunStore &store, int64_t runId, const QString &stat, const QString &tensor, const QString &recipe = QString())

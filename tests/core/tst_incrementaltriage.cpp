@@ -148,7 +148,7 @@ private Q_SLOTS:
         QVERIFY2(db.open(dir.filePath(QStringLiteral("s.sqlite")), &error), qPrintable(error));
         QVERIFY(db.exec("CREATE TABLE point_chunks(series_id INTEGER NOT NULL, first_step INTEGER NOT NULL, "
                         "last_step INTEGER NOT NULL, n INTEGER NOT NULL, min REAL, max REAL, data TEXT NOT NULL, "
-                        "PRIMARY KEY(series_id, first_step)) WITHOUT ROWID",
+                        "nonfinite_step INTEGER, PRIMARY KEY(series_id, first_step)) WITHOUT ROWID",
             &error));
         pointchunks::Writer w(db);
         std::vector<pointchunks::Point> p;

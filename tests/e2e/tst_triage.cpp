@@ -58,14 +58,8 @@ bool copyTree(const QString &from, const QString &to)
 
 bool openAndTriage(const QString &folder, Catalog *catalog, TriageResult *result, QString *error)
 {
-    if (!catalog->open(folder, error))
+    if (!testing::openAndIngest(folder, catalog, error))
         return false;
-    const IngestReport report = CatalogTestAccess::storeOf(*catalog, catalog->stores().front().serial)->ingest();
-    if (!report.errors.isEmpty()) {
-        *error = report.errors.join(QLatin1Char('\n'));
-        return false;
-    }
-    catalog->refresh();
     *result = triage(*catalog);
     return true;
 }

@@ -8,6 +8,7 @@ const std::vector<PairRule> &pairRules()
 {
     static const std::vector<PairRule> rules {
         {"loss-departure", "the loss leaves the baseline's band for good", rules::lossDeparture},
+        {"blow-up", "the loss stops being a number for good; the first non-finite value; recoveries", rules::blowUp},
         {"grad-norm-departure", "the grad norm does, with a tolerance of its own", rules::gradNormDeparture},
         {"loss-spikes", "the run's own spikes outnumber the baseline's before the departure", rules::lossSpikes},
         {"config-differences", "config keys and key-package versions that differ, by class", rules::configDifferences},
@@ -27,7 +28,9 @@ const std::vector<PairRule> &pairRules()
 const std::vector<RunRule> &runRules()
 {
     static const std::vector<RunRule> rules {
-        {"run-blow-up", "a loss that is not finite or rises for good", rules::runBlowUp},
+        {"run-blow-up", "a loss that rises for good", rules::runBlowUp},
+        {"blow-up", "the loss stops being a number for good; the first non-finite value; recoveries",
+            rules::runBlowUpNonFinite},
         {"loss-spikes", "spikes, and those that never recover", rules::runSpikes},
         {"skipped-iterations", "skipped and NaN iterations after the start-up", rules::runSkippedIterations},
         {"restarts", "a log that goes back: a crash and a resume", rules::runRestarts},

@@ -14,15 +14,19 @@ void runBlowUp(const RunInputs &in, const TriageOptions &, RunCheck &r)
 {
     if (!in.loss)
         return;
+    // Intervals without a finite loss that the run came back from (a loss-scale warm-up's skipped iterations):
+    // said; a blow-up, which it never came back from, is the blow-up rule's (rules/blowup.cpp).
     size_t nan = 0;
-    for (double v : in.loss->values)
-        nan += std::isfinite(v) ? 0 : 1;
+    for (size_t i = 0; i < in.loss->size(); ++i)
+        nan += std::isfinite(in.loss->values[i]) || (in.blowUp && in.loss->steps[i] >= in.blowUp->step) ? 0 : 1;
     if (nan > 0) {
         Finding n;
-        n.kind = FindingKind::RunBlowUp;
-        n.severity = Severity::Critical;
+        n.kind = FindingKind::SkippedIterations;
+        n.severity = Severity::Info;
         n.stat = QStringLiteral("lm loss");
-        n.summary = QStringLiteral("%1 loss values are NaN or infinite").arg(nan);
+        n.summary = QStringLiteral("%1 log intervals without a finite loss (not finite, or every iteration skipped); "
+                                   "the run came back from each")
+                        .arg(nan);
         n.evidence = {{QStringLiteral("nan_points"), double(nan)}};
         r.findings.push_back(n);
     }
