@@ -981,7 +981,8 @@ void MainWindow::editRunSettings(RunRef ref)
             baselines << r.run.name;
     }
     const RunManifest current {run->run.displayName, run->run.precision, run->run.recipe, run->run.manifestBaseline,
-        run->run.inferencePrecision, run->run.notes};
+        run->run.inferencePrecision, run->run.notes,
+        run->run.lossGapBar ? QString::number(*run->run.lossGapBar, 'g', 6) : QString()};
     RunSettingsDialog dialog(run->run.name, current, baselines, this);
     if (dialog.exec() != QDialog::Accepted)
         return;

@@ -2,6 +2,7 @@
 
 #include <QComboBox>
 #include <QDialogButtonBox>
+#include <QDoubleValidator>
 #include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
@@ -42,6 +43,7 @@ RunSettingsDialog::RunSettingsDialog(
               QStringLiteral("nvfp4")},
           current.inferencePrecision, this))
     , m_notes(new QPlainTextEdit(current.notes, this))
+    , m_lossGapBar(new QLineEdit(current.lossGapBar, this))
 {
     setObjectName(QStringLiteral("runSettingsDialog"));
     setWindowTitle(tr("Run Settings — %1").arg(runName));
@@ -55,6 +57,15 @@ RunSettingsDialog::RunSettingsDialog(
         m_baseline->addItem(current.baseline, current.baseline); // named by a manifest, not open now
     m_baseline->setCurrentIndex(std::max(0, m_baseline->findData(current.baseline)));
     m_notes->setObjectName(QStringLiteral("runNotes"));
+    m_lossGapBar->setObjectName(QStringLiteral("runLossGapBar"));
+    m_lossGapBar->setPlaceholderText(tr("0.01 (the default)"));
+    auto *validator = new QDoubleValidator(0.0, 1e6, 6, m_lossGapBar);
+    validator->setLocale(QLocale::c());
+    validator->setNotation(QDoubleValidator::StandardNotation);
+    m_lossGapBar->setValidator(validator);
+    m_lossGapBar->setToolTip(tr("When this run is a baseline: the gap of the loss at the end (in the loss's units) "
+                                "that you accept of an FP8 run compared with it. Every comparison says its gap "
+                                "against it; a gap over it is a warning."));
     m_notes->setMaximumHeight(90);
 
     auto *form = new QFormLayout(this);
@@ -68,6 +79,7 @@ RunSettingsDialog::RunSettingsDialog(
     form->addRow(tr("&Recipe"), m_recipe);
     form->addRow(tr("&Baseline"), m_baseline);
     form->addRow(tr("&Inference precision"), m_inference);
+    form->addRow(tr("Accepted loss &gap"), m_lossGapBar);
     form->addRow(tr("N&otes"), m_notes);
     auto *buttons = new QDialogButtonBox(QDialogButtonBox::Save | QDialogButtonBox::Cancel, this);
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
@@ -78,7 +90,7 @@ RunSettingsDialog::RunSettingsDialog(
 RunManifest RunSettingsDialog::manifest() const
 {
     return {m_name->text(), m_precision->currentText(), m_recipe->currentText(), m_baseline->currentData().toString(),
-        m_inference->currentText(), m_notes->toPlainText()};
+        m_inference->currentText(), m_notes->toPlainText(), m_lossGapBar->text()};
 }
 
 } // namespace fp8scope

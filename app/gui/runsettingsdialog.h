@@ -29,6 +29,7 @@ private:
     QComboBox *m_baseline;
     QComboBox *m_inference;
     QPlainTextEdit *m_notes;
+    QLineEdit *m_lossGapBar;
 };
 
 } // namespace fp8scope

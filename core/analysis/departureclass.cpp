@@ -19,6 +19,40 @@ double medianOf(const StepSeries &loss, size_t from, size_t to)
 
 } // namespace
 
+GapGrowth gapGrowth(const Departure &dep, int64_t from, int64_t departure)
+{
+    GapGrowth g;
+    const Departure::Trace &trace = dep.trace;
+    const std::vector<int64_t> &steps = trace.steps;
+    if (trace.difference.size() != steps.size() || trace.edge.size() != steps.size() || steps.size() < 10)
+        return g;
+    const size_t a = size_t(std::lower_bound(steps.begin(), steps.end(), from) - steps.begin());
+    const size_t d = size_t(std::lower_bound(steps.begin(), steps.end(), departure) - steps.begin());
+    const size_t n = steps.size();
+    // Levels: medians of the raw differences over k points (a quarter of the points from the start of tracking to
+    // the departure, at least five) at the start of tracking, just before the departure and at the end. Raw, not
+    // the running median: a centred window would carry the rise after the departure into the points before it.
+    if (d < a + 10 || n < d + 10)
+        return g;
+    const size_t k = std::min(std::max<size_t>(5, (d - a) / 4), (n - d) / 2);
+    const auto level = [&](size_t from, size_t to) {
+        return median(std::span<const double>(trace.difference.data() + from, to - from));
+    };
+    g.atFrom = level(a, a + k);
+    g.atDeparture = level(d - k, d);
+    g.atEnd = level(n - k, n);
+    g.before = g.atDeparture - g.atFrom;
+    const double spanBefore = double(steps[d - k / 2 - 1] - steps[a + k / 2]),
+                 spanAfter = double(steps[n - k / 2 - 1] - steps[d - k / 2 - 1]);
+    g.rateBefore = spanBefore > 0 ? g.before / spanBefore : 0;
+    g.rateAfter = spanAfter > 0 ? (g.atEnd - g.atDeparture) / spanAfter : 0;
+    // The rise before is told from noise as the departure tells a gap: beyond 4 sigmas of the difference of two
+    // medians of k points (1.25 sigma / sqrt(k) each).
+    g.noise = 4.0 * 1.25 * (std::isfinite(dep.noise) ? dep.noise : 0.0) * std::sqrt(2.0 / double(k));
+    g.gradual = g.before > g.noise && g.rateBefore > 0 && g.rateBefore >= 0.5 * g.rateAfter;
+    return g;
+}
+
 std::optional<int64_t> warmupEndOf(const StepSeries &learningRate, int64_t until)
 {
     double top = -INFINITY;

@@ -5,6 +5,8 @@
 // judged from; it never vetoes a run that tracked.
 #pragma once
 
+#include "seriesmath.h"
+
 #include "core/query/stepseries.h"
 
 #include <QJsonObject>
@@ -48,6 +50,19 @@ struct DepartureClass {
 // every point before it left it).
 DepartureClass classifyDeparture(const StepSeries &loss, int64_t departure, int64_t plannedSteps,
     std::optional<int64_t> warmupEnd, const DepartureClassOptions &options = {}, const Tracking *tracking = nullptr);
+
+// How a gap grew: gradually from the start (FP8's cost, growing smoothly) or in a break after tracking. Over the
+// aligned points from `from` (where tracking is judged from) to the departure, the difference (medians of a
+// quarter of those points, at least five, at each end) rose by `before`; `rateBefore` and `rateAfter` are its mean
+// rates before and after the departure (per step). Gradual: the rise before stands out of the noise (`noise`: 4
+// sigmas of the difference of two such medians, as the departure tells a gap) and its rate is no less than half
+// the rate after.
+struct GapGrowth {
+    double atFrom = 0, atDeparture = 0, atEnd = 0;
+    double before = 0, rateBefore = 0, rateAfter = 0, noise = 0;
+    bool gradual = false;
+};
+GapGrowth gapGrowth(const Departure &departure, int64_t from, int64_t step);
 
 // Where a learning rate stops rising: the first step it reaches 98 % of its highest value up to `until`;
 // nullopt without two points.

@@ -8,7 +8,7 @@ namespace {
 
 // One row per kind, in the enum's order. The ranks keep the order the findings had before the table: the
 // loss, then the suspects, then what only describes.
-constexpr std::array<FindingKindInfo, 18> kKinds {{
+constexpr std::array<FindingKindInfo, 19> kKinds {{
     {FindingKind::LossDeparture, "loss-departure", 0, FindingStep::Loss, true, false},
     {FindingKind::RunBlowUp, "run-blow-up", 1, FindingStep::Loss, true, false},
     {FindingKind::ConfigDifference, "config-difference", 2, FindingStep::Runs, false, true},
@@ -29,6 +29,8 @@ constexpr std::array<FindingKindInfo, 18> kKinds {{
     // Right after the blow-up it explains, before the layers that only moved.
     {FindingKind::FirstNonFinite, "first-non-finite", 1, FindingStep::Class, true, true},
     {FindingKind::Recoveries, "recoveries", 5, FindingStep::Loss, true, false},
+    // What FP8 costs at the end, against the bar: after the departure it would explain.
+    {FindingKind::LossGap, "loss-gap", 1, FindingStep::Loss, true, false},
 }};
 
 constexpr bool inOrder()

@@ -28,6 +28,7 @@ enum class FindingKind {
     CheckpointAudit, // a fault in the inference checkpoint the run folder holds (core/audit)
     FirstNonFinite, // where a blow-up's first non-finite value came from (core/analysis/nonfinite.h)
     Recoveries, // blow-ups the run came back from only by going back to a checkpoint
+    LossGap, // the loss's gap at the end against the gap the baseline accepts
 };
 
 // The wizard step (views/triage) whose evidence shows a finding.

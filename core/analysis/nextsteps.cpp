@@ -340,7 +340,8 @@ void finish(const FinishInputs &in, Comparison *cp)
                           QStringLiteral("Checked on its own: no baseline to compare it with.")}
                             : comparabilityOf(in.baseline, in.run, in.config);
 
-    // The next steps, one change at a time, the most important first; none for a healthy verdict. A finding a
+    // The next steps, one change at a time, the most important first; none for a healthy verdict but a loss gap over
+    // the bar the baseline accepts. A finding a
     // review dismissed gives none.
     const auto open = [&](const Finding &f) { return !isDismissed(in.reviews, f); };
     const QString runRecipe = in.run ? in.run->recipe : QString();
@@ -373,7 +374,28 @@ void finish(const FinishInputs &in, Comparison *cp)
             steps.push_back(stepOf(*departure, verdictAction));
     }
     switch (aloneDeparts ? Verdict::None : c.verdict) {
-    case Verdict::None: break;
+    case Verdict::None: {
+        // Healthy, but FP8 costs more at the end than the baseline accepts: what lowers FP8's cost, one change at a
+        // time, or a bar the user sets higher.
+        if (aloneDeparts)
+            break;
+        for (const Finding &f : c.findings) {
+            if (f.kind != FindingKind::LossGap || f.severity != Severity::Warning || !open(f))
+                continue;
+            QStringList parts;
+            if (precision != PrecisionClass::Baseline) {
+                if (const QString recipe = recipeAdvice(runRecipe); !recipe.isEmpty())
+                    parts << recipe;
+                parts << QStringLiteral("keep the first and last layers in BF16 (Megatron --first-last-layers-bf16 "
+                                        "--num-layers-at-start-in-bf16 2 --num-layers-at-end-in-bf16 2)");
+            }
+            parts << QStringLiteral("or accept the cost: set loss_gap_bar in the baseline's fp8scope.json (or its "
+                                    "run settings) to the gap you accept");
+            steps.push_back(stepOf(f, QStringLiteral("FP8 costs more than the accepted gap; one change at a time: ")
+                    + parts.join(QStringLiteral("; "))));
+        }
+        break;
+    }
     case Verdict::EarlyDivergence: {
         QStringList named;
         std::vector<const Finding *> keys;
@@ -479,6 +501,16 @@ void finish(const FinishInputs &in, Comparison *cp)
         }
         break;
     }
+    }
+    // Where a blow-up began: resume before it, with that layer in BF16 (right after the verdict's own step).
+    if (c.verdict != Verdict::None) {
+        for (const Finding &f : c.findings) {
+            if (f.kind == FindingKind::FirstNonFinite && f.severity != Severity::Info && open(f)
+                && !f.suggestion.isEmpty()) {
+                steps.insert(steps.begin() + qsizetype(std::min<size_t>(1, steps.size())), stepOf(f, f.suggestion));
+                break;
+            }
+        }
     }
     // Skipped iterations that are a warning, for any verdict but a healthy one.
     if (c.verdict != Verdict::None) {

@@ -3,8 +3,7 @@
 #include "seriesmath.h"
 
 #include "core/formats/layerorder.h"
-
-#include <QRegularExpression>
+#include "core/query/statnames.h"
 
 #include <algorithm>
 #include <cmath>
@@ -21,7 +20,21 @@ QString BlowUp::what() const
     return QStringLiteral("the loss is not a number (not finite, or every iteration skipped)");
 }
 
-std::optional<BlowUp> blowUpOf(const StepSeries *loss, const StepSeries *gradNorm)
+bool scalesLossDynamically(const StepSeries *lossScale)
+{
+    if (!lossScale)
+        return false;
+    double lo = INFINITY, hi = -INFINITY;
+    for (double v : lossScale->values) {
+        if (std::isfinite(v)) {
+            lo = std::min(lo, v);
+            hi = std::max(hi, v);
+        }
+    }
+    return hi > lo || hi > 1.0;
+}
+
+std::optional<BlowUp> blowUpOf(const StepSeries *loss, const StepSeries *gradNorm, size_t minIntervals)
 {
     if (!loss || loss->empty())
         return std::nullopt;
@@ -44,7 +57,7 @@ std::optional<BlowUp> blowUpOf(const StepSeries *loss, const StepSeries *gradNor
         b.gradNormNotFinite = b.gradNormNotFinite || gBad;
         --i;
     }
-    if (i == loss->size())
+    if (loss->size() - i < std::max<size_t>(1, minIntervals))
         return std::nullopt;
     b.step = loss->steps[i];
     b.intervals = loss->size() - i;
@@ -78,13 +91,6 @@ bool isGradientTensor(const QString &tensor)
 {
     return tensor == QLatin1String("gradient") || tensor == QLatin1String("dgrad") || tensor == QLatin1String("wgrad")
         || tensor.contains(QLatin1String("grad"));
-}
-
-int rankOfSource(const QString &source)
-{
-    static const QRegularExpression re(QStringLiteral("\\brank (\\d+)$"));
-    const QRegularExpressionMatch m = re.match(source);
-    return m.hasMatch() ? m.captured(1).toInt() : -1;
 }
 
 namespace {

@@ -30,8 +30,13 @@ struct BlowUp {
 
 // `loss` as stored (a NaN where Megatron printed no loss for an interval whose iterations were all skipped),
 // `gradNorm` as stored. The stretch is the longest run of intervals, to the log's last, in which every loss
-// is not finite or the grad norm at the same step is not; nullopt when the last interval is healthy.
-std::optional<BlowUp> blowUpOf(const StepSeries *loss, const StepSeries *gradNorm);
+// is not finite or the grad norm at the same step is not, of at least `minIntervals` (2: one last interval alone
+// may be a transient the next line recovers from); nullopt otherwise.
+std::optional<BlowUp> blowUpOf(const StepSeries *loss, const StepSeries *gradNorm, size_t minIntervals = 2);
+
+// Whether a run scales its loss dynamically (FP16): its logged loss scale moves or stands above 1 (BF16 and FP8
+// print 1.0). Such a run skips an overflowing step by design.
+bool scalesLossDynamically(const StepSeries *lossScale);
 
 // Where the first non-finite value of a blow-up is looked for: from the blow-up's step less five of the loss's
 // log intervals (a statistic may turn a log interval or two before the loss shows it), but not before the last
@@ -41,8 +46,6 @@ int64_t nonFiniteSearchFrom(const BlowUp &b, const StepSeries &loss);
 // The tensors a step computes before the loss (forward: in layer order) and after it (backward: gradients, in
 // reverse layer order).
 bool isGradientTensor(const QString &tensor);
-// The rank a statistics log's source names ("te-debug rank 3" -> 3), -1 for none.
-int rankOfSource(const QString &source);
 
 // The non-finite values in the order they came: by step; within a step, forward tensors in layer order, then
 // gradients in reverse layer order, then run-level statistics (the grad norm, then the loss: an interval's loss

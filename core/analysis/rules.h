@@ -30,6 +30,7 @@ namespace rules {
 // Pair rules (rules/*.cpp).
 void lossDeparture(const PairInputs &in, const TriageOptions &o, Comparison &c);
 void blowUp(const PairInputs &in, const TriageOptions &o, Comparison &c);
+void lossGap(const PairInputs &in, const TriageOptions &o, Comparison &c);
 void gradNormDeparture(const PairInputs &in, const TriageOptions &o, Comparison &c);
 void lossSpikes(const PairInputs &in, const TriageOptions &o, Comparison &c);
 void configDifferences(const PairInputs &in, const TriageOptions &o, Comparison &c);

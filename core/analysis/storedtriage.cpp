@@ -35,7 +35,7 @@ QString optionsText(const TriageOptions &o)
                number(g.minPoints), number(s.sigmas), number(s.relative), number(s.halfWidth), number(s.recoverSigmas),
                number(n.earlyFraction), number(n.sigmas), number(n.relative), number(n.absolute),
                number(n.stayFraction), number(n.minPoints), number(o.earlyFraction), number(o.evalSigmas),
-               number(o.evalNotableSigmas), number(o.spikeAlpha), number(double(o.minSpikes))}
+               number(o.evalNotableSigmas), number(o.spikeAlpha), number(double(o.minSpikes)), number(o.lossGapBar)}
                .join(QLatin1Char(','))
         + (o.live ? QStringLiteral(",live") : QString());
 }

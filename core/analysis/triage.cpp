@@ -228,6 +228,36 @@ DepartureClassOptions departureClassOptions(const TriageOptions &options)
     return o;
 }
 
+// A gradual cost: the departure finding says where the gap crossed the band, as information; the loss-gap
+// finding says it grew from the start; the layers that moved have no break to explain.
+void sayGradual(const GapGrowth &g, int64_t crossed, std::vector<Finding> *findings)
+{
+    const QString how = QStringLiteral("the gap grew gradually from the start (from %1 to %2 by step %3, at %4 per "
+                                       "1,000 steps, and %5 after it): FP8's cost, not a break after tracking")
+                            .arg(g.atFrom, 0, 'g', 3)
+                            .arg(g.atDeparture, 0, 'g', 3)
+                            .arg(crossed)
+                            .arg(1000.0 * g.rateBefore, 0, 'g', 3)
+                            .arg(1000.0 * g.rateAfter, 0, 'g', 3);
+    const QJsonObject evidence {{QStringLiteral("at_from"), g.atFrom}, {QStringLiteral("at_departure"), g.atDeparture},
+        {QStringLiteral("at_end"), g.atEnd}, {QStringLiteral("rate_before"), g.rateBefore},
+        {QStringLiteral("rate_after"), g.rateAfter}, {QStringLiteral("noise"), g.noise},
+        {QStringLiteral("crossed_band_at"), double(crossed)}};
+    for (Finding &f : *findings) {
+        if (f.kind == FindingKind::LossDeparture) {
+            f.severity = Severity::Info;
+            f.summary += QStringLiteral("; %1").arg(how);
+            f.evidence.insert(QStringLiteral("gradual"), evidence);
+        } else if (f.kind == FindingKind::LossGap) {
+            f.summary += QStringLiteral("; %1").arg(how);
+            f.evidence.insert(QStringLiteral("gradual"), evidence);
+        } else if (f.kind == FindingKind::LayerSignal && f.severity != Severity::Info) {
+            f.severity = Severity::Info;
+            f.summary += QStringLiteral(" (the loss's gap grew gradually: no break for it to explain)");
+        }
+    }
+}
+
 // Two recoveries or more from a blow-up: "spikes requiring repeated recovery attempts".
 bool repeatedRecoveries(const std::vector<Finding> &findings)
 {
@@ -295,13 +325,41 @@ Comparison comparePair(const PairInputs &in, const TriageOptions &options)
         c.verdict = dc.early ? Verdict::EarlyDivergence : Verdict::MidRunInstability;
         // Said by the finding the departure is: the blow-up where it came first.
         const bool blewUpFirst = in.run.blowUp && in.run.blowUp->step == *c.departure;
-        sayClass(dc, blewUpFirst ? FindingKind::RunBlowUp : FindingKind::LossDeparture, *c.departure, &c.findings);
+        // A gap that grew gradually from the start, rather than breaking away after tracking, is FP8's cost: the
+        // loss-gap finding weighs it against the bar; not an instability.
+        // (Never for a run that blew up: a blow-up is never a cost.) From where tracking counts, else (a departure
+        // late in the plan, clause 2) from the warm-up's end.
+        const int64_t growthFrom = int64_t(dc.evidence.value(QStringLiteral("tracked_from"))
+                                               .toDouble(dc.evidence.value(QStringLiteral("warmup_end")).toDouble(0)));
+        const GapGrowth growth = tracking && !dc.early && !blewUpFirst && !in.run.blowUp
+            ? gapGrowth(in.loss.departure, growthFrom, *c.departure)
+            : GapGrowth {};
+        if (growth.gradual) {
+            sayGradual(growth, *c.departure, &c.findings);
+            c.verdict = Verdict::None;
+            c.departure.reset();
+        } else {
+            sayClass(dc, blewUpFirst ? FindingKind::RunBlowUp : FindingKind::LossDeparture, *c.departure, &c.findings);
+        }
     } else if (has(FindingKind::LossSpikes) || repeatedRecoveries(c.findings)) {
         c.verdict = Verdict::LossSpikes;
     } else if (has(FindingKind::EvalGap)) {
         c.verdict = Verdict::DownstreamGap;
     } else if (has(FindingKind::NoCommonLoss)) {
         c.verdict = Verdict::NotComparable;
+    }
+    // A healthy pair: a feature the run uses that its baseline does not (FP8 parameters, their gather) is what the
+    // run is, not a suspect to set back; said as context.
+    if (c.verdict == Verdict::None) {
+        for (Finding &f : c.findings) {
+            if ((f.kind != FindingKind::ConfigDifference && f.kind != FindingKind::VersionDifference)
+                || f.severity != Severity::Warning)
+                continue;
+            f.severity = Severity::Info;
+            f.suggestion.clear();
+            f.summary += QStringLiteral(" (a healthy verdict: context, nothing to set back)");
+            f.evidence.insert(QStringLiteral("context"), QStringLiteral("healthy pair"));
+        }
     }
     rank(&c.findings);
     finish(in.finish, &c);
@@ -320,7 +378,8 @@ RunCheck checkRunInputs(const RunInputs &in, const TriageOptions &options)
     // The verdict: a blow-up early or later in the plan; else spikes that needed repeated recovery.
     if (r.departure) {
         const StepSeries finite = finitePoints(*in.loss);
-        const DepartureClass dc = classifyDeparture(finite, *r.departure, in.plannedSteps(finite.steps.back()),
+        const DepartureClass dc = classifyDeparture(finite, *r.departure,
+            in.plannedSteps(finite.empty() ? in.loss->steps.back() : finite.steps.back()),
             in.warmupEnd(*r.departure), departureClassOptions(options));
         r.verdict = dc.early ? Verdict::EarlyDivergence : Verdict::MidRunInstability;
         sayClass(dc, FindingKind::RunBlowUp, *r.departure, &r.findings);

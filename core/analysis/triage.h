@@ -47,6 +47,9 @@ struct TriageOptions {
     SpikeOptions spikes;
     OnsetOptions onset;
     double earlyFraction = 0.10; // a departure before this share of the planned steps is early divergence
+    // The loss gap at the end a comparison accepts where its baseline's manifest sets none (loss_gap_bar): what
+    // one team accepts over 24k steps (TE #1419); in the loss's units.
+    double lossGapBar = 0.01;
     // An eval gap counts beyond this many combined standard errors below the baseline: about a 5 % family-wise
     // level over 20 tasks (Bonferroni, one-sided), so a harness's usual task list does not gap by chance.
     double evalSigmas = 3.0;
@@ -111,7 +114,7 @@ struct Comparison {
     bool fromStore = false; // read back from the store, not computed now
     // What every front end displays and none derives again (finishComparison):
     std::vector<Finding> suspects; // layer signals with an onset before the departure (or live), most suspect first
-    std::vector<NextStep> nextSteps; // what to try next, the reviews applied; none for a healthy verdict
+    std::vector<NextStep> nextSteps; // what to try next, the reviews applied; for a healthy verdict only FP8's cost
     Comparability comparability;
     std::optional<EvidenceDump> evidence;
     // The recipe what-if from metrics already recomputed on the evidence dump (empty when none), and the best

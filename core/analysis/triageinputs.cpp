@@ -146,7 +146,10 @@ void gatherNonFinite(const Catalog &catalog, RunRef run, bool live, RunInputs *i
 {
     if (!in->loss)
         return;
-    in->blowUp = blowUpOf(&*in->loss, in->gradNorm ? &*in->gradNorm : nullptr);
+    // Followed live, a run that scales its loss dynamically skips steps by design while its scaler settles: its
+    // blow-up needs three intervals in a row, so that a watcher does not stop a healthy job on its warm-up.
+    const bool dynamic = scalesLossDynamically(in->lossScale ? &*in->lossScale : nullptr);
+    in->blowUp = blowUpOf(&*in->loss, in->gradNorm ? &*in->gradNorm : nullptr, live && dynamic ? 3 : 2);
     if (in->blowUp) {
         in->nonFiniteFrom = nonFiniteSearchFrom(*in->blowUp, *in->loss);
     } else if (live) {

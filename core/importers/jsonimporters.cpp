@@ -1,5 +1,6 @@
 #include "jsonimporters.h"
 
+#include <cmath>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -9,6 +10,7 @@
 #include <QRegularExpression>
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -325,7 +327,8 @@ namespace {
 const QStringList &manifestFields()
 {
     static const QStringList fields {QStringLiteral("name"), QStringLiteral("precision"), QStringLiteral("recipe"),
-        QStringLiteral("baseline"), QStringLiteral("inference_precision"), QStringLiteral("notes")};
+        QStringLiteral("baseline"), QStringLiteral("inference_precision"), QStringLiteral("notes"),
+        QStringLiteral("loss_gap_bar")};
     return fields;
 }
 
@@ -335,6 +338,24 @@ void readManifestFields(const QJsonObject &o, const QString &where, IngestSink &
     for (auto it = o.begin(); it != o.end(); ++it) {
         if (!manifestFields().contains(it.key())) {
             sink.problem(0, -1, QStringLiteral("%1: unknown field '%2'").arg(where, it.key()));
+            continue;
+        }
+        if (it.key() == QLatin1String("loss_gap_bar")) {
+            // The loss gap at the end a baseline accepts: a number (or a string holding one) at least 0; "" unsets.
+            bool ok = it.value().isDouble();
+            double v = it.value().toDouble();
+            if (it.value().isString()) {
+                if (it.value().toString().trimmed().isEmpty()) {
+                    sink.runInfo(it.key(), QString());
+                    continue;
+                }
+                v = it.value().toString().trimmed().toDouble(&ok);
+            }
+            if (!ok || !std::isfinite(v) || v < 0) {
+                sink.problem(0, -1, QStringLiteral("%1: 'loss_gap_bar' must be a number at least 0").arg(where));
+                continue;
+            }
+            sink.runInfo(it.key(), QString::number(v, 'g', 17));
             continue;
         }
         if (!it.value().isString()) {

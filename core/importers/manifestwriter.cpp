@@ -1,5 +1,7 @@
 #include "manifestwriter.h"
 
+#include <cmath>
+
 #include "folderscanner.h"
 
 #include <QDir>
@@ -72,6 +74,12 @@ bool writeRunManifest(const QString &runFolder, const RunManifest &manifest, QSt
             // Every field, an empty one as "": reading "" unsets what an earlier manifest had set.
             for (const auto &[key, value] : fields)
                 o.insert(QLatin1String(key), value->trimmed());
+            bool ok = false;
+            const double bar = manifest.lossGapBar.trimmed().toDouble(&ok);
+            if (ok && std::isfinite(bar) && bar >= 0)
+                o.insert(QStringLiteral("loss_gap_bar"), bar);
+            else
+                o.insert(QStringLiteral("loss_gap_bar"), QString()); // read as unset
         },
         error);
 }

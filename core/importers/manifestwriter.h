@@ -16,6 +16,9 @@ struct RunManifest {
     QString baseline; // the baseline run's name; "" lets pairing choose
     QString inferencePrecision;
     QString notes;
+    // As a baseline: the loss gap at the end its comparisons accept ("loss_gap_bar"), a number at least 0; "" for
+    // none (the triage's default). Written as a number.
+    QString lossGapBar = {};
 };
 
 // The folder of run `runName` inside the opened folder (the opened folder itself for a single run), found

@@ -179,6 +179,16 @@ std::optional<int64_t> iterationNumber(QStringView fromIteration)
     return ok ? std::optional(step) : std::nullopt;
 }
 
+// The M of a line from "iteration N/ M |" on (the planned iterations, train_iters); nullopt when there is none.
+std::optional<int64_t> plannedIterations(QStringView fromIteration)
+{
+    const QStringView head = fromIteration.mid(10, fromIteration.indexOf(QLatin1Char('|')) - 10).trimmed();
+    const qsizetype slash = head.indexOf(QLatin1Char('/'));
+    bool ok = false;
+    const int64_t planned = slash < 0 ? 0 : head.mid(slash + 1).trimmed().toLongLong(&ok);
+    return ok && planned > 0 ? std::optional(planned) : std::nullopt;
+}
+
 // Where a validation line ("validation loss at ...", "validation-<set> loss at ...") starts, or -1.
 qsizetype validationAt(QStringView line)
 {
@@ -216,6 +226,7 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
     bool inArguments = false;
     ConfigBudget budget; // an arguments block is a few hundred lines; a damaged log could make it endless
     bool saidTooMany = false;
+    bool saidPlan = false;
     // A log whose iterations go back (a crash, then a resume from the last checkpoint in the same file) is read
     // as the training saw it: the repeated steps' later values replace the earlier ones (the store keeps one
     // value per step), and the rewind itself is kept as a point of the run-level series "rewind" at the first
@@ -283,6 +294,13 @@ ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &
                 return true;
             }
             const int64_t step = *number;
+            // The plan every line prints ("iteration N/ M"): train_iters, for a log without its arguments block.
+            if (!saidPlan) {
+                if (const auto planned = plannedIterations(line); planned && l.complete) {
+                    sink.config(QStringLiteral("train_iters"), QString::number(*planned));
+                    saidPlan = true;
+                }
+            }
             // Back from the last step printed, or a checkpoint of an earlier step loaded since (a crash right
             // after a step was printed resumes by printing that step again).
             if (step < lastIteration || (continuing && step == lastIteration)

@@ -63,6 +63,14 @@ Series toSeries(const SeriesInfo &s, quint64 serial)
     return out;
 }
 
+// A manifest's loss_gap_bar: a number at least 0; none otherwise.
+std::optional<double> barOf(const QString &text)
+{
+    bool ok = false;
+    const double v = text.trimmed().toDouble(&ok);
+    return ok && std::isfinite(v) && v >= 0 ? std::optional(v) : std::nullopt;
+}
+
 Run toRun(const RunInfo &r, quint64 serial, const QString &folder)
 {
     return {.ref = {serial, r.id},
@@ -74,6 +82,7 @@ Run toRun(const RunInfo &r, quint64 serial, const QString &folder)
         .manifestBaseline = r.baseline,
         .inferencePrecision = r.inferencePrecision,
         .notes = r.notes,
+        .lossGapBar = barOf(r.lossGapBar),
         .seriesCount = r.seriesCount,
         .pointCount = r.pointCount};
 }
@@ -485,17 +494,6 @@ std::vector<std::pair<QString, QString>> Catalog::layerStatistics(RunRef ref) co
 
 namespace {
 
-// The rank a source names ("te-debug rank 3" -> 3), or -1.
-int rankOfSource(const QString &source)
-{
-    static const QLatin1StringView prefix("te-debug rank ");
-    if (!source.startsWith(prefix))
-        return -1;
-    bool ok = false;
-    const int r = source.mid(prefix.size()).toInt(&ok);
-    return ok ? r : -1;
-}
-
 // "0-3, 7": ranks as ranges.
 QString rankList(std::vector<int> ranks)
 {
@@ -606,6 +604,10 @@ Heatmap Catalog::matrixOf(RunRef ref, const MatrixRequest &request) const
         for (const auto &[step, value] : rows[i].points) {
             while (h.steps[col] < step)
                 ++col; // both sorted
+            if (!std::isfinite(value)) {
+                h.nonFinite.push_back({qsizetype(i), col, value, rankOfSource(h.source)});
+                continue;
+            }
             h.values[i * h.steps.size() + col] = value;
         }
     }
@@ -654,6 +656,22 @@ void Catalog::acrossRanks(const RunStore &store, int64_t runId, const MatrixRequ
                 ++col;
             double shown = NAN;
             int from = -1;
+            // A value that is not finite on any rank makes the cell a mark (the lowest rank that logged one).
+            const auto bad = std::find_if(
+                values.begin(), values.end(), [](const auto &vr) { return !std::isfinite(vr.first); });
+            if (bad != values.end()) {
+                int rank = bad->second;
+                double logged = bad->first;
+                for (const auto &[v, r] : values) {
+                    if (!std::isfinite(v) && r < rank) {
+                        rank = r;
+                        logged = v;
+                    }
+                }
+                h->nonFinite.push_back({qsizetype(y), col, logged, rank});
+                h->ranks[y * steps.size() + col] = rank;
+                continue;
+            }
             if (max) {
                 for (const auto &[v, r] : values) {
                     if (std::isnan(shown) || v > shown) {

@@ -43,6 +43,9 @@ struct Run {
     QString manifestBaseline; // the baseline the manifest names ("" when none)
     QString inferencePrecision;
     QString notes;
+    // As a baseline: the gap of the loss at the end that its comparisons accept (the manifest's loss_gap_bar);
+    // none when it sets none (the triage's default applies).
+    std::optional<double> lossGapBar;
     int64_t seriesCount = 0;
     int64_t pointCount = 0;
     QString label() const { return displayName.isEmpty() ? name : displayName; }
@@ -135,6 +138,15 @@ struct Heatmap {
     // is shown, said in words ("4 ranks hold 40 layers between them; ranks 1-3 are copies of rank 0, read once").
     std::vector<int> ranks;
     QString ranksNote;
+    // The cells whose logged value was not finite (NaN, +-inf; across ranks: on any rank): drawn as marks, never as
+    // colours. Their `values` are NaN (no colour); what was logged, and the rank that logged it, are here.
+    struct NonFiniteCell {
+        qsizetype layer = 0;
+        size_t step = 0; // the column
+        double value = 0;
+        int rank = -1;
+    };
+    std::vector<NonFiniteCell> nonFinite;
     // What the statistic meant under the run's Transformer Engine version, where that differs from now
     // (teStatisticCaveat); empty when nothing applies.
     QString caveat;

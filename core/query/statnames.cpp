@@ -115,4 +115,14 @@ QString tensorRecipe(const QString &runRecipe, const QString &tensor)
     return tensor.startsWith(QLatin1String("weight")) ? QStringLiteral("block128x128") : QStringLiteral("block1x128");
 }
 
+int rankOfSource(const QString &source)
+{
+    static const QLatin1StringView prefix("te-debug rank ");
+    if (!source.startsWith(prefix))
+        return -1;
+    bool ok = false;
+    const int r = source.mid(prefix.size()).toInt(&ok);
+    return ok ? r : -1;
+}
+
 } // namespace fp8scope

@@ -15,6 +15,9 @@ struct CanonicalStat {
     SeriesAxis axis = SeriesAxis::Step;
 };
 
+// The rank a statistics log's source names ("te-debug rank 3" -> 3), or -1.
+int rankOfSource(const QString &source);
+
 // The canonical name of a run-level statistic as a source wrote it. Names outside the vocabulary are kept
 // as they were written (a " vs samples" suffix still moves them to the samples axis).
 CanonicalStat canonicalStat(const QString &sourceName);

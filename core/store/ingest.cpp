@@ -258,7 +258,8 @@ public:
             {QStringLiteral("recipe"), "UPDATE runs SET recipe=? WHERE id=?"},
             {QStringLiteral("baseline"), "UPDATE runs SET baseline=? WHERE id=?"},
             {QStringLiteral("inference_precision"), "UPDATE runs SET inference_precision=? WHERE id=?"},
-            {QStringLiteral("notes"), "UPDATE runs SET notes=? WHERE id=?"}};
+            {QStringLiteral("notes"), "UPDATE runs SET notes=? WHERE id=?"},
+            {QStringLiteral("loss_gap_bar"), "UPDATE runs SET loss_gap_bar=? WHERE id=?"}};
         const auto it = columns.find(field);
         if (it == columns.end())
             return;

@@ -21,8 +21,8 @@ using pointchunks::kChunkPoints;
 
 namespace {
 
-// A run from the first eight columns of a row: id, name, display_name, precision, recipe, baseline,
-// inference_precision, notes.
+// A run from the first nine columns of a row: id, name, display_name, precision, recipe, baseline,
+// inference_precision, notes, loss_gap_bar.
 RunInfo runFromRow(const Statement &s)
 {
     return {.id = s.int64(0),
@@ -32,7 +32,8 @@ RunInfo runFromRow(const Statement &s)
         .recipe = s.text(4),
         .baseline = s.text(5),
         .inferencePrecision = s.text(6),
-        .notes = s.text(7)};
+        .notes = s.text(7),
+        .lossGapBar = s.text(8)};
 }
 
 } // namespace
@@ -233,16 +234,18 @@ std::vector<RunInfo> RunStore::runs(bool withCounts) const
     std::vector<RunInfo> out;
     Statement s = prepare(withCounts
             ? "SELECT r.id, r.name, r.display_name, r.precision, r.recipe, r.baseline, r.inference_precision, r.notes, "
+              "r.loss_gap_bar, "
               "(SELECT COUNT(*) FROM series WHERE run_id=r.id), "
               "(SELECT COALESCE(SUM(c.n), 0) FROM point_chunks c JOIN series s ON c.series_id=s.id WHERE "
               "s.run_id=r.id) "
               "FROM runs r ORDER BY r.name"
             : "SELECT r.id, r.name, r.display_name, r.precision, r.recipe, r.baseline, r.inference_precision, r.notes, "
+              "r.loss_gap_bar, "
               "0, 0 FROM runs r ORDER BY r.name");
     while (s.next()) {
         RunInfo r = runFromRow(s);
-        r.seriesCount = s.int64(8);
-        r.pointCount = s.int64(9);
+        r.seriesCount = s.int64(9);
+        r.pointCount = s.int64(10);
         out.push_back(std::move(r));
     }
     ok(s);
@@ -251,8 +254,8 @@ std::vector<RunInfo> RunStore::runs(bool withCounts) const
 
 std::optional<RunInfo> RunStore::runInfo(int64_t id) const
 {
-    Statement s = prepare("SELECT id, name, display_name, precision, recipe, baseline, inference_precision, notes "
-                          "FROM runs WHERE id=?");
+    Statement s = prepare("SELECT id, name, display_name, precision, recipe, baseline, inference_precision, notes, "
+                          "loss_gap_bar FROM runs WHERE id=?");
     s.bind(1, id);
     if (!s.next()) {
         ok(s);

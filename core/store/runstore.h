@@ -43,6 +43,7 @@ struct RunInfo {
     QString baseline; // as the manifest names it
     QString inferencePrecision;
     QString notes;
+    QString lossGapBar; // the loss gap this run accepts of the runs compared with it, as the manifest says it
     int64_t seriesCount = 0;
     int64_t pointCount = 0;
 };

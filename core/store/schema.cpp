@@ -206,18 +206,40 @@ UPDATE files SET size=-1, mtime=-1, consumed=0, lines=0, head_hash='', tail_hash
     WHERE importer IN ('megatron-log', 'csv');
 )";
 
+// Version 14 (issue 54): the loss gap a run accepts as a baseline (runs.loss_gap_bar, from its manifest); the
+// manifests are read again to fill it, and the Megatron logs, whose "iteration N/ M" now gives train_iters.
+const char *const kSchemaV14Reread = R"(
+UPDATE files SET size=-1, mtime=-1, consumed=0, lines=0, head_hash='', tail_hash=''
+    WHERE importer IN ('megatron-log', 'manifest', 'workspace-manifest');
+)";
+
+// Whether `table` has `column`; false with *error set when the question failed.
+bool hasColumn(Database &db, const char *table, const char *column, bool *has, QString *error)
+{
+    Statement s = db.prepare("SELECT COUNT(*) FROM pragma_table_info(?) WHERE name=?", error);
+    s.bind(1, QString::fromLatin1(table)).bind(2, QString::fromLatin1(column));
+    *has = s.next() && s.int64(0) > 0;
+    if (s.failed()) {
+        *error = s.error();
+        return false;
+    }
+    s.reset();
+    return true;
+}
+
+bool addLossGapBarColumn(Database &db, QString *error)
+{
+    bool has = false;
+    return hasColumn(db, "runs", "loss_gap_bar", &has, error)
+        && (has || db.exec("ALTER TABLE runs ADD COLUMN loss_gap_bar TEXT", error));
+}
+
 // The column version 13 adds; version 3's conversion adds it first, since its writer fills it.
 bool addNonFiniteColumn(Database &db, QString *error)
 {
-    Statement has = db.prepare(
-        "SELECT COUNT(*) FROM pragma_table_info('point_chunks') WHERE name='nonfinite_step'", error);
-    const bool present = has.next() && has.int64(0) > 0;
-    if (has.failed()) {
-        *error = has.error();
-        return false;
-    }
-    has.reset();
-    return present || db.exec("ALTER TABLE point_chunks ADD COLUMN nonfinite_step INTEGER", error);
+    bool has = false;
+    return hasColumn(db, "point_chunks", "nonfinite_step", &has, error)
+        && (has || db.exec("ALTER TABLE point_chunks ADD COLUMN nonfinite_step INTEGER", error));
 }
 
 // Version 3's conversion: every series' points into chunks, then the view in place of the table.
@@ -304,7 +326,8 @@ bool migrate(Database &db, const QString &path, QString *error)
         && (version >= 7 || db.exec(kSchemaV7, error)) && (version >= 8 || db.exec(kSchemaV8, error))
         && (version >= 9 || db.exec(kSchemaV9, error)) && (version >= 10 || db.exec(kSchemaV10, error))
         && (version >= 11 || db.exec(kSchemaV11, error)) && (version >= 12 || db.exec(kSchemaV12, error))
-        && (version >= 13 || (addNonFiniteColumn(db, error) && db.exec(kSchemaV13Fill, error)));
+        && (version >= 13 || (addNonFiniteColumn(db, error) && db.exec(kSchemaV13Fill, error)))
+        && (version >= 14 || (addLossGapBarColumn(db, error) && db.exec(kSchemaV14Reread, error)));
     if (!ok)
         return false;
     Statement set = db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", error);

@@ -442,6 +442,80 @@ private Q_SLOTS:
             qPrintable(cls.value(QStringLiteral("why")).toString()));
     }
 
+    // Issue 54: how big a gap is acceptable. A healthy FP8 run whose gap grows smoothly from the start, 0.002 to
+    // 0.017 over 1,500 steps (the emulator's held-out case), is FP8's cost, said against the bar (the default
+    // 0.01: over it; a baseline whose manifest accepts 0.02: within it), not an instability; the same end gap
+    // reached in a break after tracking at +0.002 is one.
+    void gradualCostIsNotABreak_data()
+    {
+        QTest::addColumn<bool>("gradual");
+        QTest::addColumn<QString>("bar"); // the baseline's loss_gap_bar ("" for none)
+        QTest::addColumn<QString>("verdict");
+        QTest::addColumn<bool>("over");
+        QTest::newRow("gradual, default bar") << true << QString() << QStringLiteral("none") << true;
+        QTest::newRow("gradual, the baseline accepts 0.02") << true << QStringLiteral("0.02") << QStringLiteral("none")
+                                                            << false;
+        QTest::newRow("a break after tracking") << false << QString() << QStringLiteral("mid-run-instability") << true;
+    }
+    void gradualCostIsNotABreak()
+    {
+        QFETCH(bool, gradual);
+        QFETCH(QString, bar);
+        QFETCH(QString, verdict);
+        QFETCH(bool, over);
+        QTemporaryDir dir;
+        const auto csv = [&](const std::function<double(int64_t)> &gap, uint32_t own) {
+            std::mt19937 data {7}, noise {own};
+            std::normal_distribution<double> shared(0.0, 0.004), mine(0.0, 0.002);
+            QByteArray out = "step,loss,lr\n";
+            for (int64_t step = 10; step <= 1500; step += 10) {
+                const double loss = 2.0 + 1.5 * std::pow(1.0 + double(step) / 50.0, -0.5) + shared(data) + mine(noise)
+                    + gap(step);
+                out += QByteArray::number(step) + ',' + QByteArray::number(loss, 'g', 8) + ','
+                    + QByteArray::number(step < 100 ? 3e-4 * double(step) / 100.0 : 3e-4, 'g', 6) + '\n';
+            }
+            return out;
+        };
+        write(dir.path() + QStringLiteral("/fp8scope-workspace.json"),
+            QStringLiteral(R"({"runs": {"bf16": {"precision": "bf16"%1}, "fp8": {"precision": "fp8", "recipe": "current", "baseline": "bf16"}}})")
+                .arg(bar.isEmpty() ? QString() : QStringLiteral(", \"loss_gap_bar\": %1").arg(bar))
+                .toUtf8());
+        write(dir.path() + QStringLiteral("/bf16/metrics.csv"), csv([](int64_t) { return 0.0; }, 1));
+        write(dir.path() + QStringLiteral("/fp8/metrics.csv"),
+            csv(gradual ? std::function<double(int64_t)>([](int64_t s) { return 0.002 + 0.015 * double(s) / 1500.0; })
+                        : std::function<double(int64_t)>([](int64_t s) { return s < 1000 ? 0.002 : 0.017; }),
+                2));
+        QString error;
+        {
+            RunStore store;
+            QVERIFY2(store.open(dir.path(), &error), qPrintable(error));
+            store.ingest();
+        }
+        Catalog catalog;
+        QVERIFY2(catalog.open(dir.path(), &error), qPrintable(error));
+        const auto b = catalog.findRun(QStringLiteral("bf16")), r = catalog.findRun(QStringLiteral("fp8"));
+        QVERIFY(b && r);
+        const Comparison c = compareRuns(catalog, b->ref, r->ref);
+        QStringList said;
+        const Finding *gap = nullptr;
+        for (const Finding &f : c.findings) {
+            said << findingKindName(f.kind) + QStringLiteral(": ") + f.summary;
+            gap = f.kind == FindingKind::LossGap ? &f : gap;
+        }
+        QVERIFY2(verdictName(c.verdict) == verdict, qPrintable(said.join(QLatin1Char('\n'))));
+        QVERIFY2(gap, qPrintable(said.join(QLatin1Char('\n'))));
+        QCOMPARE(gap->evidence.value(QStringLiteral("over")).toBool(), over);
+        QCOMPARE(gap->severity, over ? Severity::Warning : Severity::Info);
+        QCOMPARE(gap->evidence.value(QStringLiteral("bar")).toDouble(), bar.isEmpty() ? 0.01 : bar.toDouble());
+        QVERIFY2(std::abs(gap->evidence.value(QStringLiteral("gap_at_end")).toDouble() - 0.017) < 0.003, qPrintable(gap->summary));
+        QCOMPARE(gap->evidence.contains(QStringLiteral("gradual")), gradual);
+        if (gradual) {
+            QVERIFY(!c.departure);
+            // Over the bar: what lowers FP8's cost is the next step; within it, nothing to do.
+            QCOMPARE(c.nextSteps.empty(), !over);
+        }
+    }
+
     // A gap with no step at all, growing from 0 by 1 % every 4,000 steps from step 15,000, sampled every 40 to
     // 160 steps with 0.6 % noise: found, with an interval around the step it is said at, within the first 2.5 %
     // of growth.

@@ -121,8 +121,11 @@ void TestHardening::megatronLinesBehindLauncherPrefixes()
     QString error;
     QVERIFY(c.open(dir.path(), &error));
     const auto configs = c.configs(c.runs().front().ref);
-    QCOMPARE(configs.size(), size_t(1));
+    // The arguments block's key, and the plan every line prints ("iteration N/ M": train_iters, issue 54).
+    QCOMPARE(configs.size(), size_t(2));
     QCOMPARE(configs.front().key, QStringLiteral("num_layers"));
+    QCOMPARE(configs.back().key, QStringLiteral("train_iters"));
+    QCOMPARE(configs.back().value, QStringLiteral("1000"));
 }
 
 void TestHardening::megatronLogThatRewinds()

@@ -227,6 +227,13 @@ private Q_SLOTS:
         }
         QCOMPARE(context, 2);
         QCOMPARE(c.comparability.level, ComparabilityLevel::WithCare); // the implementation differs
+        // The FP8 feature the run uses (issue 54): context in a healthy pair, never "set it back and run again".
+        const auto gather = std::find_if(c.findings.begin(), c.findings.end(),
+            [](const Finding &f) { return f.key == QLatin1String("--fp8-param-gather"); });
+        QVERIFY(gather != c.findings.end());
+        QCOMPARE(gather->severity, Severity::Info);
+        QVERIFY2(gather->suggestion.isEmpty(), qPrintable(gather->suggestion));
+        QVERIFY2(gather->summary.contains(QLatin1String("context")), qPrintable(gather->summary));
     }
 
     // A mid-run instability: the advice starts from the run's own recipe and never proposes it.

@@ -590,7 +590,7 @@ void TestWindow::runSettingsSurviveAReopen()
     RunRef fp8 = ws->findRun(QStringLiteral("fp8"));
     w->selection()->set(fp8, QString(), QString(), 100);
     RunManifest m {QStringLiteral("FP8 tuned amax"), QStringLiteral("mxfp8"), QStringLiteral("mxfp8"),
-        QStringLiteral("bf16"), QStringLiteral("fp8"), QStringLiteral("second try")};
+        QStringLiteral("bf16"), QStringLiteral("fp8"), QStringLiteral("second try"), QStringLiteral("0.02")};
     QSignalSpy ready(w.get(), &MainWindow::ready);
     QVERIFY2(w->setRunSettings(fp8, m, &error), qPrintable(error));
     QVERIFY(ready.wait(60000));
@@ -598,6 +598,7 @@ void TestWindow::runSettingsSurviveAReopen()
     QCOMPARE(ws->run(fp8)->run.label(), m.name);
     QCOMPARE(ws->run(fp8)->run.precision, m.precision);
     QCOMPARE(ws->run(fp8)->run.inferencePrecision, m.inferencePrecision);
+    QCOMPARE(ws->run(fp8)->run.lossGapBar, std::optional<double>(0.02)); // the accepted loss gap, as a baseline
     QCOMPARE(w->selection()->run(), fp8); // the selection stays on it
     QCOMPARE(w->selection()->step(), 100);
     auto *runs = w->runTable()->model();
@@ -610,6 +611,7 @@ void TestWindow::runSettingsSurviveAReopen()
     const QJsonObject o2 = QJsonDocument::fromJson(f.readAll()).object();
     QCOMPARE(o2.value(QLatin1String("name")).toString(), m.name);
     QCOMPARE(o2.value(QLatin1String("notes")).toString(), m.notes);
+    QCOMPARE(o2.value(QLatin1String("loss_gap_bar")).toDouble(), 0.02);
     w.reset();
 
     auto again = newWindow();

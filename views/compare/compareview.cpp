@@ -552,7 +552,26 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
     m_baseHeat->setFlaggedLayers({});
     const analysis::Comparison &c = m_data->comparison;
     QString status = tr("Verdict: %1").arg(analysis::verdictName(c.verdict));
-    if (m_data->statistic.departure.step)
+    const analysis::Finding *blowUp = nullptr, *firstNonFinite = nullptr;
+    for (const analysis::Finding &f : c.findings) {
+        if (f.kind == analysis::FindingKind::RunBlowUp && f.step && !blowUp)
+            blowUp = &f;
+        if (f.kind == analysis::FindingKind::FirstNonFinite && f.step && !firstNonFinite)
+            firstNonFinite = &f;
+    }
+    const bool loss = m_data->stat == QLatin1String("lm loss");
+    if (loss && blowUp && (!m_data->statistic.departure.step || *blowUp->step < *m_data->statistic.departure.step)) {
+        // A blow-up is no band question: the loss stops being a number (its points are marks, not values).
+        status += tr("; the run blows up at step %1: its loss is not a number from there to the end of its log")
+                      .arg(*blowUp->step);
+        if (firstNonFinite)
+            status += tr("; the first non-finite value: %1 at step %2")
+                          .arg(firstNonFinite->layer.isEmpty()
+                                  ? firstNonFinite->stat
+                                  : QStringLiteral("%1 %2 %3").arg(
+                                      firstNonFinite->layer, firstNonFinite->tensor, firstNonFinite->stat))
+                          .arg(*firstNonFinite->step);
+    } else if (m_data->statistic.departure.step)
         status += tr("; %1 departs at step %2 (between %3 and %4)")
                       .arg(m_data->stat)
                       .arg(*m_data->statistic.departure.step)

@@ -42,10 +42,22 @@ double DepartureMark::x() const
 
 void DepartureMark::update()
 {
-    const std::optional<int64_t> step = m_data ? m_data->statistic.departure.step : std::nullopt;
+    std::optional<int64_t> step = m_data ? m_data->statistic.departure.step : std::nullopt;
+    // A loss that blows up without leaving the band first departs where it blows up (no interval: the step is
+    // where the loss stopped being a number).
+    bool blowUp = false;
+    if (m_data && m_data->stat == QLatin1String("lm loss") && m_data->comparison.departure
+        && (!step || *m_data->comparison.departure < *step)) {
+        step = m_data->comparison.departure;
+        blowUp = true;
+    }
     m_line->setVisible(step.has_value());
-    m_interval->setVisible(step.has_value());
-    if (step) {
+    m_interval->setVisible(step.has_value() && !blowUp);
+    if (step && blowUp) {
+        const double x = m_view->plotX(m_data->run, double(*step));
+        m_line->point1->setCoords(x, 0);
+        m_line->point2->setCoords(x, 1);
+    } else if (step) {
         const RunRef r = m_data->run;
         const double x = m_view->plotX(r, double(*step));
         m_line->point1->setCoords(x, 0);

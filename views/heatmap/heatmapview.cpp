@@ -15,6 +15,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <set>
 
@@ -66,6 +67,7 @@ HeatmapView::HeatmapView(HeatmapSource *source, Selection *selection, QWidget *p
     , m_scale(new QCPColorScale(plot()))
     , m_cursor(new QCPItemStraightLine(plot()))
     , m_message(new QCPItemText(plot()))
+    , m_nonFiniteMarks(plot()->addGraph(plot()->xAxis, plot()->yAxis))
     , m_caveat(new QLabel(this))
 {
     setUpControls();
@@ -179,6 +181,12 @@ void HeatmapView::setUpPlot()
     if (auto *box = qobject_cast<QVBoxLayout *>(layout()))
         box->insertWidget(1, m_caveat);
     m_map->setTightBoundary(false);
+    // Not-finite values are marks, never colours: a black-and-white cross stands out of every gradient.
+    m_nonFiniteMarks->setName(tr("NaN or Inf"));
+    m_nonFiniteMarks->setLineStyle(QCPGraph::lsNone);
+    m_nonFiniteMarks->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCrossSquare, QPen(Qt::black, 1.2), Qt::white, 7));
+    m_nonFiniteMarks->setSelectable(QCP::stNone);
+    m_nonFiniteMarks->removeFromLegend();
     plot()->yAxis->setRangeReversed(true);
     // Many layers in a short dock: the wheel zooms the layer axis and a drag pans it, so that every row can
     // be read and clicked; a double click shows all layers again. Steps stay whole (a column per pixel).
@@ -439,6 +447,14 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
     m_message->setVisible(!message.isEmpty());
     m_caveat->setText(empty ? QString() : m_data.caveat);
     m_caveat->setVisible(!m_caveat->text().isEmpty());
+    {
+        QVector<double> xs, ys;
+        for (const Heatmap::NonFiniteCell &c : m_data.nonFinite) {
+            xs << double(m_data.steps[c.step]);
+            ys << double(c.layer);
+        }
+        m_nonFiniteMarks->setData(xs, ys);
+    }
     updateLayerTicks();
     updateCursor();
     rebuildMap();
@@ -737,13 +753,21 @@ QString HeatmapView::toolTipAt(const QPointF &pixel) const
     if (!cellAt(pixel, &layer, &col))
         return {};
     const double v = m_data.at(layer, size_t(col));
+    const auto bad = std::find_if(m_data.nonFinite.begin(), m_data.nonFinite.end(),
+        [&](const Heatmap::NonFiniteCell &c) { return c.layer == layer && c.step == size_t(col); });
+    const QString value = bad != m_data.nonFinite.end()
+        ? tr("%1 (not finite)").arg(std::isnan(bad->value) ? QStringLiteral("nan") : bad->value > 0 ? QStringLiteral("inf") : QStringLiteral("-inf"))
+        : std::isnan(v) ? tr("no value")
+                        : QString::number(v, 'g', 6);
     QString tip = tr("%1\nstep %2\n%3 %4: %5")
                       .arg(m_data.layers[layer])
                       .arg(m_data.steps[size_t(col)])
-                      .arg(tensor(), statistic(), std::isnan(v) ? tr("no value") : QString::number(v, 'g', 6));
+                      .arg(tensor(), statistic(), value);
     const size_t cell = size_t(layer) * m_data.steps.size() + size_t(col);
-    if (cell < m_data.ranks.size() && m_data.ranks[cell] >= 0 && !std::isnan(v))
+    if (cell < m_data.ranks.size() && m_data.ranks[cell] >= 0 && (!std::isnan(v) || bad != m_data.nonFinite.end()))
         tip += tr("\nfrom rank %1").arg(m_data.ranks[cell]);
+    else if (bad != m_data.nonFinite.end() && bad->rank >= 0)
+        tip += tr("\nfrom rank %1").arg(bad->rank);
     return tip;
 }
 
@@ -753,12 +777,21 @@ QString HeatmapView::csv() const
     for (int64_t s : m_data.steps)
         out += QLatin1Char(',') + QString::number(s);
     out += QLatin1Char('\n');
+    // A value that was not finite is written as logged (nan, inf); an absent one is an empty cell.
+    std::map<std::pair<qsizetype, size_t>, double> bad;
+    for (const Heatmap::NonFiniteCell &c : m_data.nonFinite)
+        bad[{c.layer, c.step}] = c.value;
     for (qsizetype y = 0; y < m_data.layers.size(); ++y) {
         out += m_data.layers[y];
         for (size_t x = 0; x < m_data.steps.size(); ++x) {
             const double v = m_data.at(y, x);
+            const auto b = bad.find({y, x});
             out += QLatin1Char(',')
-                + (std::isnan(v) ? QString() : QString::number(v, 'g', QLocale::FloatingPointShortest));
+                + (b != bad.end()  ? (std::isnan(b->second) ? QStringLiteral("nan")
+                                         : b->second > 0    ? QStringLiteral("inf")
+                                                            : QStringLiteral("-inf"))
+                      : std::isnan(v) ? QString()
+                                      : QString::number(v, 'g', QLocale::FloatingPointShortest));
         }
         out += QLatin1Char('\n');
     }

@@ -20,6 +20,7 @@ class QDoubleSpinBox;
 class QLabel;
 class QCPColorMap;
 class QCPColorScale;
+class QCPGraph;
 class QCPItemStraightLine;
 class QCPItemText;
 
@@ -65,6 +66,8 @@ public:
     QString csv() const override;
     // The dashed line at the selected step (hidden without one), as in the curve view.
     const QCPItemStraightLine *stepCursor() const { return m_cursor; }
+    // The marks drawn on cells whose value was NaN or infinite (a blow-up), one point a cell.
+    const QCPGraph *nonFiniteMarks() const { return m_nonFiniteMarks; }
     // What the plot says instead of a map when there is none to draw ("" while it draws one).
     QString message() const;
     // What the statistic shown meant under the run's Transformer Engine version (Heatmap::caveat), shown over
@@ -127,6 +130,7 @@ private:
     QCPColorScale *m_scale;
     QCPItemStraightLine *m_cursor;
     QCPItemText *m_message;
+    QCPGraph *m_nonFiniteMarks; // a cross on each cell whose logged value was not finite (Heatmap::nonFinite)
     QLabel *m_caveat;
     Heatmap m_data;
     int m_hotRow = -1; // the row holding the largest value, when some value is smaller

@@ -555,6 +555,18 @@ void TriageWizard::fillLoss()
     m_verdict->setText(lines.join(QStringLiteral("<br>")));
 }
 
+void TriageWizard::showSuspectHeatmap(
+    const analysis::Finding &suspect, const std::vector<std::pair<QString, QString>> &flagged)
+{
+    m_layerSource->setRun(m_data->run);
+    m_layerCurves->setStatistic(QStringLiteral("tensor:") + suspect.stat);
+    m_heatSource->setRun(m_data->run);
+    m_heatmap->setTensor(suspect.tensor);
+    m_heatmap->setStatistic(suspect.stat);
+    m_heatmap->setFlaggedLayers(flagged);
+    m_evidence->setCurrentIndex(1);
+}
+
 void TriageWizard::fillClass()
 {
     m_classModel->clear();
@@ -599,6 +611,20 @@ void TriageWizard::fillClass()
                                  "points at software: the config keys and versions that differ, suspects first."));
         m_classModel->setHorizontalHeaderLabels(
             {tr("Severity"), tr("Key or package"), tr("Baseline"), tr("Run"), tr("Summary")});
+        // A blow-up in the first steps: where its first non-finite value came from comes first, its statistic's
+        // heatmap (every rank's, its non-finite cells marked) beside it.
+        if (!c.suspects.empty() && c.suspects.front().kind == analysis::FindingKind::FirstNonFinite) {
+            const analysis::Finding &f = c.suspects.front();
+            m_classTitle->setText(m_classTitle->text() + QStringLiteral("<br>")
+                + tr("The run blows up; its first non-finite value: %1 %2 %3 at step %4.")
+                      .arg(f.layer, f.tensor, f.stat)
+                      .arg(f.step.value_or(0))
+                      .toHtmlEscaped());
+            mark({item(analysis::severityName(f.severity)), item(tr("first non-finite value")), item(QString()),
+                     item(QStringLiteral("%1 %2 %3").arg(f.layer, f.tensor, f.stat)), item(f.summary)},
+                &f);
+            showSuspectHeatmap(f, {{f.layer, f.step ? tr("non-finite at %1").arg(*f.step) : QString()}});
+        }
         for (const analysis::Finding &f : c.findings) {
             if (f.kind != analysis::FindingKind::ConfigDifference && f.kind != analysis::FindingKind::VersionDifference)
                 continue;
@@ -617,6 +643,11 @@ void TriageWizard::fillClass()
         QString title = tr("<b>Mid-run instability</b>: the layers whose statistics moved before the loss "
                            "departed, most suspect first (damage before scale, then what made half its change first). "
                            "A click shows the layer in the curve, heatmap and histogram views.");
+        if (!c.suspects.empty() && c.suspects.front().kind == analysis::FindingKind::FirstNonFinite)
+            title += QStringLiteral("<br>")
+                + tr("The run blows up: the first row is where its first non-finite value came from; the heatmap "
+                     "marks every cell that was not finite, on every rank.")
+                      .toHtmlEscaped();
         if (c.evidence)
             title += QStringLiteral("<br>")
                 + tr("The histogram of %1 %2 shows its dump at step %3: %4.")
@@ -652,13 +683,7 @@ void TriageWizard::fillClass()
                 if (f.stat == first->stat && f.tensor == first->tensor)
                     flagged.emplace_back(f.layer, f.step ? tr("onset %1").arg(*f.step) : QString());
             }
-            m_layerSource->setRun(m_data->run);
-            m_layerCurves->setStatistic(QStringLiteral("tensor:") + first->stat);
-            m_heatSource->setRun(m_data->run);
-            m_heatmap->setTensor(first->tensor);
-            m_heatmap->setStatistic(first->stat);
-            m_heatmap->setFlaggedLayers(flagged);
-            m_evidence->setCurrentIndex(1);
+            showSuspectHeatmap(*first, flagged);
         }
         break;
     }

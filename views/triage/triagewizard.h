@@ -129,6 +129,8 @@ private:
     void fillRuns();
     void fillLoss();
     void fillClass();
+    // The evidence pane on a suspect: its statistic for every layer (curves and heatmap), `flagged` marked.
+    void showSuspectHeatmap(const analysis::Finding &suspect, const std::vector<std::pair<QString, QString>> &flagged);
     void fillNext();
     void fillNextText();
     void fillSummary();

@@ -1,8 +1,10 @@
 #include "core/analysis/rules.h"
+#include "core/query/statnames.h"
 
 #include <QJsonArray>
 
 #include <cmath>
+#include <limits>
 
 namespace fp8scope::analysis::rules {
 
@@ -25,20 +27,10 @@ QString pointName(const NonFinitePoint &p)
 }
 
 // Whether the run scales its loss dynamically (FP16): a gradient that overflows is then what the scaler expects,
-// and it skips the step and halves the scale. A run that logs a constant loss scale (BF16 and FP8 print 1.0) does
-// not.
+// and it skips the step and halves the scale.
 bool dynamicLossScale(const RunInputs &run)
 {
-    if (!run.lossScale)
-        return false;
-    double lo = INFINITY, hi = -INFINITY;
-    for (double v : run.lossScale->values) {
-        if (std::isfinite(v)) {
-            lo = std::min(lo, v);
-            hi = std::max(hi, v);
-        }
-    }
-    return hi > lo || hi > 1.0;
+    return scalesLossDynamically(run.lossScale ? &*run.lossScale : nullptr);
 }
 
 } // namespace
@@ -125,7 +117,10 @@ std::vector<Finding> blowUpFindings(const RunInputs &run, const TriageOptions &o
                                                             : QStringLiteral("forward")},
             {QStringLiteral("same_step"), same}, {QStringLiteral("same_step_count"), double(sameCount)},
             {QStringLiteral("series_non_finite"), double(run.nonFinite.size())},
-            {QStringLiteral("searched_from"), run.nonFiniteFrom ? QJsonValue(double(*run.nonFiniteFrom)) : QJsonValue()},
+            {QStringLiteral("searched_from"),
+                run.nonFiniteFrom && *run.nonFiniteFrom > std::numeric_limits<int64_t>::min()
+                    ? QJsonValue(double(*run.nonFiniteFrom))
+                    : QJsonValue()},
             {QStringLiteral("blow_up_step"), run.blowUp ? QJsonValue(double(run.blowUp->step)) : QJsonValue()}};
         if (run.precursor)
             f.evidence.insert(QStringLiteral("before"),

@@ -9,6 +9,7 @@ const std::vector<PairRule> &pairRules()
     static const std::vector<PairRule> rules {
         {"loss-departure", "the loss leaves the baseline's band for good", rules::lossDeparture},
         {"blow-up", "the loss stops being a number for good; the first non-finite value; recoveries", rules::blowUp},
+        {"loss-gap", "the loss's gap at the end against the gap the baseline accepts", rules::lossGap},
         {"grad-norm-departure", "the grad norm does, with a tolerance of its own", rules::gradNormDeparture},
         {"loss-spikes", "the run's own spikes outnumber the baseline's before the departure", rules::lossSpikes},
         {"config-differences", "config keys and key-package versions that differ, by class", rules::configDifferences},

@@ -7,18 +7,26 @@
 
 namespace fp8scope::analysis::rules {
 
-// A run's loss that is not finite, or that rises for good: the smoothed loss (running median of n/50 points)
+// A run's loss that rises for good (a loss that stops being a number is the blow-up rule's, rules/blowup.cpp): the smoothed loss (running median of n/50 points)
 // stays more than max(5 % of its running minimum, 6 sigmas) above that minimum for 90 % of the points to the
 // end. Its step is the run's departure.
 void runBlowUp(const RunInputs &in, const TriageOptions &, RunCheck &r)
 {
     if (!in.loss)
         return;
-    // Intervals without a finite loss that the run came back from (a loss-scale warm-up's skipped iterations):
-    // said; a blow-up, which it never came back from, is the blow-up rule's (rules/blowup.cpp).
+    // Intervals without a finite loss that the run came back from: said, where no skipped-iterations count says
+    // them already (a Megatron log's all-skipped intervals are the skipped-iterations finding's); a blow-up, which
+    // it never came back from, is the blow-up rule's (rules/blowup.cpp).
+    const auto skippedAt = [&](int64_t step) {
+        return in.skipped && valueAtStep(*in.skipped, step).value_or(0) > 0
+            && std::binary_search(in.skipped->steps.begin(), in.skipped->steps.end(), step);
+    };
     size_t nan = 0;
     for (size_t i = 0; i < in.loss->size(); ++i)
-        nan += std::isfinite(in.loss->values[i]) || (in.blowUp && in.loss->steps[i] >= in.blowUp->step) ? 0 : 1;
+        nan += std::isfinite(in.loss->values[i]) || (in.blowUp && in.loss->steps[i] >= in.blowUp->step)
+                || skippedAt(in.loss->steps[i])
+            ? 0
+            : 1;
     if (nan > 0) {
         Finding n;
         n.kind = FindingKind::SkippedIterations;
