@@ -3,11 +3,13 @@
 // first suspect, the recipe what-if, checked against `fp8scope-cli stats --what-if`), and a review that
 // survives reopening the folder.
 #include "app/gui/mainwindow.h"
+#include "blowuppair.h"
 #include "blowuprun.h"
 #include "core/analysis/triage.h"
 #include "core/demo/scenarios.h"
 #include "core/report/triagereport.h"
 #include "guitest.h"
+#include "views/compare/compareview.h"
 #include "views/compare/evalchart.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
@@ -52,6 +54,7 @@ private Q_SLOTS:
     void exportReportFromTheSummary();
     void dismissedSuspectLeavesTheNextSteps();
     void aRunOnItsOwn();
+    void aBlowUpOpensOnItsFirstNonFiniteValue();
 
 private:
     // Opens `folder` in the window and the wizard on its pair, once computed.
@@ -548,6 +551,44 @@ void TestTriageWizard::aRunOnItsOwn()
     QVERIFY(blowUp);
     QVERIFY(w->classTable()->model()->rowCount() > 0);
     QVERIFY2(!w->nextText().startsWith(QLatin1String("Nothing")), qPrintable(w->nextText()));
+    w->close();
+}
+
+// Issue 54: a pair whose FP8 run blows up (8 pipeline ranks, rank 5's layer 11 gradient inf before the rest): the
+// comparison says the blow-up and its first non-finite value, never "stays within the band"; the wizard's class
+// step opens on that value, its heatmap of every rank with the non-finite cells marked (never coloured).
+void TestTriageWizard::aBlowUpOpensOnItsFirstNonFiniteValue()
+{
+    const QString folder = m_tmp.filePath(QStringLiteral("blowup"));
+    testdata::writeBlowUpPair(folder, 200000, 6000);
+    TriageWizard *w = openTriage(folder);
+    QVERIFY(w);
+    QCOMPARE(analysis::verdictName(w->comparison()->comparison.verdict), QStringLiteral("mid-run-instability"));
+    m_window->showComparison();
+    m_window->compare()->setPair(w->baseline(), w->run());
+    QTRY_VERIFY2_WITH_TIMEOUT(m_window->compare()->status().contains(QLatin1String("blows up at step 6000")),
+        qPrintable(m_window->compare()->status()), 30000);
+    QVERIFY2(m_window->compare()->status().contains(QLatin1String("decoder.layers.11.mlp.linear_fc1 gradient")),
+        qPrintable(m_window->compare()->status()));
+    QVERIFY(!m_window->compare()->status().contains(QLatin1String("stays within")));
+    w->setStep(TriageWizard::ClassStep);
+    QTableView *table = w->classTable();
+    QCOMPARE(table->model()->index(0, 0).data().toString(), QStringLiteral("decoder.layers.11.mlp.linear_fc1"));
+    QCOMPARE(table->model()->index(0, 1).data().toString(), QStringLiteral("gradient"));
+    QCOMPARE(table->model()->index(0, 3).data().toLongLong(), 5980);
+    QVERIFY2(w->classTitle().contains(QLatin1String("first non-finite value")), qPrintable(w->classTitle()));
+    HeatmapView *heat = w->heatmap();
+    QTRY_VERIFY_WITH_TIMEOUT(!heat->isLoading() && !heat->heatmap().nonFinite.empty(), 30000);
+    QCOMPARE(heat->tensor(), QStringLiteral("gradient"));
+    QCOMPARE(heat->heatmap().source, kRanksMax);
+    QCOMPARE(size_t(heat->nonFiniteMarks()->dataCount()), heat->heatmap().nonFinite.size());
+    // Hovering the first marked cell says what was logged and which rank logged it.
+    const Heatmap &h = heat->heatmap();
+    const qsizetype row = h.layers.indexOf(QStringLiteral("decoder.layers.11.mlp.linear_fc1"));
+    const auto column = size_t(std::find(h.steps.begin(), h.steps.end(), int64_t(5980)) - h.steps.begin());
+    QVERIFY(row >= 0 && column < h.steps.size());
+    const QString tip = heat->toolTipAt(heat->cellCentre(int(row), int(column)));
+    QVERIFY2(tip.contains(QLatin1String("inf (not finite)")) && tip.contains(QLatin1String("rank 5")), qPrintable(tip));
     w->close();
 }
 
