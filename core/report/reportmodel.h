@@ -49,7 +49,7 @@ struct CurveFigure {
         std::vector<double> x, low, high;
     };
     struct Marker {
-        enum Shape { Diamond, Square, Triangle };
+        enum Shape { Diamond, Square, Triangle, Cross }; // Cross: a point that is not a number
         double x = 0, y = 0;
         Shape shape = Diamond;
         Rgb colour = 0;

@@ -97,10 +97,11 @@ QString runLabel(const Catalog &catalog, RunRef ref)
     return r ? r->label() : QStringLiteral("?");
 }
 
-// The overlay of the statistic of both runs with the baseline's band, the departure and the spikes; and the
-// difference run - baseline with the edge its running median must stay above.
-void addComparisonFigures(
-    std::vector<Block> &blocks, const ComparisonData &d, const Catalog &catalog, const TriageReportOptions &o)
+// The overlay of the statistic of both runs with the baseline's band, the departure (or where the run blew up: `c`,
+// the pair's comparison) and the spikes; and the difference run - baseline with the edge its running median must
+// stay above.
+void addComparisonFigures(std::vector<Block> &blocks, const ComparisonData &d, const analysis::Comparison &c,
+    const Catalog &catalog, const TriageReportOptions &o)
 {
     const analysis::StatComparison &s = d.statistic;
     if (!s.found || !s.baselinePoints || !s.runPoints) {
@@ -110,6 +111,13 @@ void addComparisonFigures(
     const QString base = runLabel(catalog, d.baseline), ours = runLabel(catalog, d.run);
     const analysis::Departure &dep = s.departure;
     const bool bySteps = s.axis == QLatin1String("step");
+    // The run blew up (its blow-up finding): where its loss stopped being a number. Another statistic (the grad
+    // norm) is only compared up to there: the skipped steps after it log none, or none that is a number.
+    std::optional<int64_t> blowUp;
+    for (const Finding &f : c.findings) {
+        if (f.kind == analysis::FindingKind::RunBlowUp && f.step && !blowUp)
+            blowUp = f.step;
+    }
     CurveFigure overlay;
     overlay.xLabel = QStringLiteral("step");
     overlay.yLabel = d.stat;
@@ -135,16 +143,35 @@ void addComparisonFigures(
     }
     if (!overlay.markers.empty())
         overlay.markerLegend << QStringLiteral("diamonds: spikes (the run's colour)");
-    if (dep.step) {
+    // The run's points that are not a number (a blow-up's skipped intervals): marks along the bottom, never values.
+    double lowest = INFINITY;
+    for (double v : s.runPoints->values)
+        lowest = std::isfinite(v) ? std::min(lowest, v) : lowest;
+    size_t notFinite = 0;
+    for (size_t i = 0; i < s.runPoints->size(); ++i) {
+        if (!std::isfinite(s.runPoints->values[i]) && std::isfinite(lowest)) {
+            if (notFinite++ % std::max<size_t>(1, s.runPoints->size() / size_t(std::max(o.curvePoints, 1))) == 0)
+                overlay.markers.push_back(
+                    {double(s.runPoints->steps[i]), lowest, CurveFigure::Marker::Cross, kRunColour});
+        }
+    }
+    if (notFinite > 0)
+        overlay.markerLegend << QStringLiteral("crosses: the run's loss is not a number (NaN, inf, or every "
+                                               "iteration skipped)");
+    if (dep.step && !(blowUp && *blowUp < *dep.step)) {
         overlay.marked = double(*dep.step);
         overlay.markedSpan = std::pair(double(dep.low), double(dep.high));
+    } else if (blowUp) {
+        overlay.marked = double(*blowUp);
     }
     QString caption = QStringLiteral("%1 of %2 and its baseline %3").arg(d.stat, ours, base);
-    if (dep.step)
+    if (dep.step && !(blowUp && *blowUp < *dep.step))
         caption += QStringLiteral("; the red line is the departure at step %1, the shading its interval %2-%3")
                        .arg(*dep.step)
                        .arg(dep.low)
                        .arg(dep.high);
+    else if (blowUp)
+        caption += QStringLiteral("; the red line is where the run blows up, step %1").arg(*blowUp);
     blocks.push_back(Figure {caption + QLatin1Char('.'), overlay, 75});
 
     if (!t.difference.empty() && bySteps) {
@@ -180,7 +207,17 @@ void addComparisonFigures(
             .arg(recovered);
     };
     QString text;
-    if (dep.step)
+    if (blowUp && (!dep.step || *blowUp < *dep.step))
+        text = d.stat == QLatin1String("lm loss")
+            ? QStringLiteral("The run blows up at step %1: its %2 is not a number from there to the end of its log "
+                             "(a gap, marked, never a value).")
+                  .arg(*blowUp)
+                  .arg(d.stat)
+            : QStringLiteral("%1 is compared up to step %2, where the run blows up (its skipped steps log no %1 that "
+                             "is a number after it).")
+                  .arg(d.stat)
+                  .arg(*blowUp);
+    else if (dep.step)
         text = QStringLiteral("%1 departs at step %2 (between %3 and %4); at the end the run is %5 from the baseline.")
                    .arg(d.stat)
                    .arg(*dep.step)
@@ -754,16 +791,21 @@ std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baselin
     }
     doc.titlePage.push_back(runs);
     QString verdict = QStringLiteral("Verdict: %1.").arg(analysis::verdictName(c.verdict));
-    const Finding *departure = nullptr;
+    const Finding *departure = nullptr, *blowUp = nullptr;
     for (const Finding &f : c.findings) {
-        if (f.kind == analysis::FindingKind::LossDeparture) {
+        if (f.kind == analysis::FindingKind::LossDeparture && !departure)
             departure = &f;
-            break;
-        }
+        if (f.kind == analysis::FindingKind::RunBlowUp && f.step && !blowUp)
+            blowUp = &f;
     }
     doc.titlePage.push_back(Paragraph {verdict, Paragraph::Strong});
     const analysis::Departure &dep = loss.statistic.departure;
-    if (dep.step) {
+    if (!alone && blowUp && (!dep.step || *blowUp->step < *dep.step)) {
+        doc.titlePage.push_back(body(QStringLiteral("Blow-up at step %1 of %2 planned: %3.")
+                                         .arg(*blowUp->step)
+                                         .arg(c.plannedSteps)
+                                         .arg(blowUp->summary)));
+    } else if (dep.step) {
         // The step first (what a reader looks for), then what the departure finding says of it and why it is
         // early or mid-run.
         doc.titlePage.push_back(body(QStringLiteral("Departure at step %1 (interval %2-%3) of %4 planned%5.")
@@ -818,7 +860,7 @@ std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baselin
                                                                  : QString()),
             curve, 70});
     } else {
-        addComparisonFigures(lossSection.blocks, loss, catalog, o);
+        addComparisonFigures(lossSection.blocks, loss, c, catalog, o);
     }
     doc.sections.push_back(std::move(lossSection));
     if (!step(QStringLiteral("grad norm")))
@@ -826,7 +868,7 @@ std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baselin
     const ComparisonData grad = computeStatistic(catalog, baseline, run, QStringLiteral("grad norm"));
     if (grad.statistic.found) {
         Section g {QStringLiteral("Gradient norm"), {}};
-        addComparisonFigures(g.blocks, grad, catalog, o);
+        addComparisonFigures(g.blocks, grad, c, catalog, o);
         doc.sections.push_back(std::move(g));
     }
 

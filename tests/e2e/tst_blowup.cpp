@@ -4,6 +4,7 @@
 // the tracking rule), name the first non-finite value (step, rank, layer, tensor), count the recoveries of a run
 // that went back to a checkpoint, and leave a loss-scale warm-up's skipped steps alone.
 #include "core/analysis/triage.h"
+#include "core/report/triagereport.h"
 #include "core/query/catalog.h"
 #include "core/store/runstore.h"
 #include "core/storeaccess.h"
@@ -198,6 +199,18 @@ private Q_SLOTS:
         QCOMPARE(h.steps[firstColumn], turnsAt);
         // Every layer from the next interval to the end (42 intervals), and layer 11 one more before.
         QCOMPARE(marked, size_t(16 * 42 + 1));
+        // The report says the blow-up where the loss would have been judged against the band, and has the first
+        // non-finite value; never that the loss stays within the band.
+        report::TriageReportOptions options;
+        options.hashFiles = false;
+        const std::optional<report::Document> doc
+            = report::buildTriageReport(catalog, c.baseline, c.run, nullptr, options, &error);
+        QVERIFY2(doc, qPrintable(error));
+        const QString text = report::documentText(*doc).join(QLatin1Char('\n'));
+        QVERIFY2(text.contains(QStringLiteral("Blow-up at step %1").arg(blowUp)), qPrintable(text.left(2000)));
+        QVERIFY(text.contains(QStringLiteral("The run blows up at step %1").arg(blowUp)));
+        QVERIFY(text.contains(QLatin1String("the first non-finite value: decoder.layers.11.mlp.linear_fc1")));
+        QVERIFY2(!text.contains(QLatin1String("stays within the baseline's band")), qPrintable(text.left(3000)));
         // No point at 0: the skipped intervals' losses are no losses (NaN), never 0 below the baseline's.
         const auto fp8 = catalog.findRun(QStringLiteral("fp8"));
         QVERIFY(fp8);

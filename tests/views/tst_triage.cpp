@@ -571,6 +571,10 @@ void TestTriageWizard::aBlowUpOpensOnItsFirstNonFiniteValue()
     QVERIFY2(m_window->compare()->status().contains(QLatin1String("decoder.layers.11.mlp.linear_fc1 gradient")),
         qPrintable(m_window->compare()->status()));
     QVERIFY(!m_window->compare()->status().contains(QLatin1String("stays within")));
+    // The loss step says the blow-up, never that the losses agree.
+    w->setStep(TriageWizard::LossStep);
+    QVERIFY2(w->verdictText().contains(QLatin1String("It blows up at step")), qPrintable(w->verdictText()));
+    QVERIFY2(!w->verdictText().contains(QLatin1String("losses agree")), qPrintable(w->verdictText()));
     w->setStep(TriageWizard::ClassStep);
     QTableView *table = w->classTable();
     QCOMPARE(table->model()->index(0, 0).data().toString(), QStringLiteral("decoder.layers.11.mlp.linear_fc1"));

@@ -208,8 +208,10 @@ void HeatmapView::setUpPlot()
     // the plot out: a map built while hidden (a width of 0 or less) is built again at the first layout that
     // gives it its width, before it is drawn (a resize event can come before that layout, with the old width).
     connect(plot(), &QCustomPlot::afterLayout, this, [this] {
-        if (m_map->data()->keySize() != std::max(plot()->axisRect()->width(), 1))
+        if (m_map->data()->keySize() != std::max(plot()->axisRect()->width(), 1)) {
             rebuildMap();
+            sizeNonFiniteMarks();
+        }
         // The layer names that fit depend on the height too: named again, drawn at the next replot.
         if (m_ticksHeight != plot()->axisRect()->height()) {
             updateLayerTicks();
@@ -458,6 +460,7 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
     updateLayerTicks();
     updateCursor();
     rebuildMap();
+    sizeNonFiniteMarks();
     redraw();
     Q_EMIT heatmapChanged();
 }
@@ -492,6 +495,17 @@ std::pair<double, double> HeatmapView::keyRange() const
     if (nx == 1)
         return {first - 0.5, first + 0.5};
     return {first - 0.5 * (double(m_data.steps[1]) - first), last + 0.5 * (last - double(m_data.steps[nx - 2]))};
+}
+
+void HeatmapView::sizeNonFiniteMarks()
+{
+    // As wide as a cell (a row's height at most), 3 to 7 pixels: crosses that stay apart where cells are narrow.
+    const double columns = std::max<double>(1, double(m_data.steps.size()));
+    const double rows = std::max<double>(1, double(m_data.layers.size()));
+    const double cell = std::min(double(plot()->axisRect()->width()) / columns, double(plot()->axisRect()->height()) / rows);
+    QCPScatterStyle style = m_nonFiniteMarks->scatterStyle();
+    style.setSize(std::clamp(cell, 3.0, 7.0));
+    m_nonFiniteMarks->setScatterStyle(style);
 }
 
 void HeatmapView::rebuildMap()

@@ -131,6 +131,7 @@ private:
     QCPItemStraightLine *m_cursor;
     QCPItemText *m_message;
     QCPGraph *m_nonFiniteMarks; // a cross on each cell whose logged value was not finite (Heatmap::nonFinite)
+    void sizeNonFiniteMarks();
     QLabel *m_caveat;
     Heatmap m_data;
     int m_hotRow = -1; // the row holding the largest value, when some value is smaller

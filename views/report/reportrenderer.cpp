@@ -109,6 +109,7 @@ void curvePlot(QCustomPlot &plot, const CurveFigure &f)
             const QCPScatterStyle::ScatterShape shape = m.shape == CurveFigure::Marker::Square
                 ? QCPScatterStyle::ssSquare
                 : m.shape == CurveFigure::Marker::Triangle ? QCPScatterStyle::ssTriangle
+                : m.shape == CurveFigure::Marker::Cross    ? QCPScatterStyle::ssCross
                                                            : QCPScatterStyle::ssDiamond;
             g->setScatterStyle(QCPScatterStyle(shape, colour(m.colour), colour(m.colour), 5));
             g->removeFromLegend();

@@ -501,7 +501,21 @@ void TriageWizard::fillLoss()
             skipped = &f;
     }
     const analysis::Departure &d = m_data->statistic.departure;
-    if (departure && d.step) {
+    // A blow-up the loss showed before (or without) leaving the band: said as such, never "the losses agree".
+    const bool blewUp = departure && departure->kind == analysis::FindingKind::RunBlowUp && departure->step
+        && (!d.step || *departure->step < *d.step);
+    if (blewUp && m_data->baseline.isValid()) {
+        QString text = departure->summary;
+        if (!text.isEmpty())
+            text[0] = text[0].toUpper();
+        lines << tr("%1.").arg(text.toHtmlEscaped());
+        lines << (c.plannedSteps > 0
+                ? tr("It blows up at step %1 of the %2 planned; its loss is not a number from there on (the "
+                     "crosses along the bottom of the plot), not a value at 0.")
+                      .arg(stepLink(*departure->step))
+                      .arg(c.plannedSteps)
+                : tr("It blows up at step %1; its loss is not a number from there on.").arg(stepLink(*departure->step)));
+    } else if (departure && d.step) {
         // The engine's sentence: where, between which steps, by how much at the end; then, in a sentence of its own
         // (the departure is not the end), the departure's place in the run and which step the end is.
         QString text = departure->summary;

@@ -99,7 +99,7 @@ std::vector<Finding> blowUpFindings(const RunInputs &run, const TriageOptions &o
         else if (!run.blowUp)
             f.summary += QStringLiteral(", before the loss shows it");
         if (sameCount > 0)
-            f.summary += QStringLiteral("; %1 other value%2 at the same step came after it (%3%4)")
+            f.summary += QStringLiteral("; at the same step %1 other value%2 turned, later in the step's order (%3%4)")
                              .arg(sameCount)
                              .arg(sameCount == 1 ? QString() : QStringLiteral("s"))
                              .arg(sameText.join(QStringLiteral(", ")))

@@ -3,6 +3,7 @@
 #include <QJsonValue>
 
 #include <algorithm>
+#include <limits>
 
 namespace fp8scope::analysis::rules {
 
@@ -22,8 +23,10 @@ struct SkipCounts {
 SkipCounts countSkips(const RunInputs &run, int64_t startUp)
 {
     SkipCounts c;
+    // The intervals of a blow-up (every iteration skipped to the end of the log) are the blow-up finding's.
+    const int64_t until = run.blowUp ? run.blowUp->step : std::numeric_limits<int64_t>::max();
     if (const std::optional<StepSeries> &skipped = run.skipped) {
-        for (size_t i = 0; i < skipped->size(); ++i) {
+        for (size_t i = 0; i < skipped->size() && skipped->steps[i] < until; ++i) {
             const double v = skipped->values[i];
             if (skipped->steps[i] > startUp)
                 c.lateSpan = std::max(c.lateSpan, skipped->steps[i] - startUp);
@@ -41,8 +44,8 @@ SkipCounts countSkips(const RunInputs &run, int64_t startUp)
         }
     }
     if (const std::optional<StepSeries> &nans = run.nan) {
-        for (double v : nans->values)
-            c.nan += v > 0 ? v : 0.0;
+        for (size_t i = 0; i < nans->size() && nans->steps[i] < until; ++i)
+            c.nan += nans->values[i] > 0 ? nans->values[i] : 0.0;
     }
     return c;
 }
