@@ -20,7 +20,8 @@ QString number(double v)
 // 4: not comparable pairs. 5: restarts of the statistics logs, and the Megatron log's across its files.
 // 6: early or mid-run by whether the run tracked its baseline through the loss's fall (departureclass.h).
 // 8: blow-ups (the loss not a number to the end of the log) as departures, the first non-finite value, recoveries.
-constexpr int kRulesRevision = 8;
+// 9: the loss gap against the baseline's bar, a gradual cost told from a break, a blow-up's skips its own.
+constexpr int kRulesRevision = 9;
 
 // Every option that changes a result, as text, after the rules' revision.
 QString optionsText(const TriageOptions &o)
