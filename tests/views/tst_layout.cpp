@@ -594,7 +594,10 @@ void TestLayout::wizardOnAFreshProfile()
     const double layers = double(heat->heatmap().layers.size());
     QVERIFY2(rows.size() >= std::min(3.0, layers) - 1e-9, qPrintable(QString::number(rows.size())));
     QVERIFY(rows.lower < layers - 0.5 && rows.upper > -0.5);
-    QVERIFY(heat->plot()->axisRect()->height() > 100 && heat->plot()->axisRect()->width() > 50);
+    // Laid out once the step's splitter has its sizes (later on a loaded machine): waited for, not assumed.
+    QTRY_VERIFY_WITH_TIMEOUT(
+        (heat->plot()->replot(), heat->plot()->axisRect()->height() > 100 && heat->plot()->axisRect()->width() > 50),
+        10000);
     QVERIFY2(heat->plot()->yAxis->tickVectorLabels().size() > 1,
         qPrintable(QString::number(heat->plot()->yAxis->tickVectorLabels().size())));
     // A cell drawn where its layer's row is: the colour map's value there is the matrix's.
