@@ -30,8 +30,8 @@ inline bool writeFile(const QString &path, const QByteArray &bytes, bool append 
 
 // One of Megatron's training_log lines, as its code formats them (megatron/training/training.py): the loss of
 // an interval whose iterations were all skipped is the reset sum over max(1, 0) = 0, and its grad norm is None.
-inline QByteArray megatronLine(int64_t step, int64_t planned, double loss, double gradNorm, int skipped, int nan,
-    double lossScale = 1.0)
+inline QByteArray megatronLine(
+    int64_t step, int64_t planned, double loss, double gradNorm, int skipped, int nan, double lossScale = 1.0)
 {
     QByteArray out = " [2026-11-02 10:00:00] iteration " + QByteArray::number(step).rightJustified(8, ' ') + "/"
         + QByteArray::number(planned).rightJustified(8, ' ')
@@ -81,9 +81,9 @@ inline QByteArray teLines(int rank, int64_t step, const StatValue &value)
                 const QByteArray text = std::isnan(v) ? QByteArray("nan")
                     : std::isinf(v)                   ? QByteArray(v > 0 ? "inf" : "-inf")
                                                       : QByteArray::number(v, 'f', 4);
-                out += "2026-11-02 10:00:00,000 - INFO - decoder.layers." + QByteArray::number(layer) + ".mlp.linear_fc1_"
-                    + tensor + "_" + stat + " \t\t\t\t iteration=" + QByteArray::number(step).rightJustified(6, '0')
-                    + " \t\t\t\t value=" + text + "\n";
+                out += "2026-11-02 10:00:00,000 - INFO - decoder.layers." + QByteArray::number(layer)
+                    + ".mlp.linear_fc1_" + tensor + "_" + stat + " \t\t\t\t iteration="
+                    + QByteArray::number(step).rightJustified(6, '0') + " \t\t\t\t value=" + text + "\n";
             }
         }
     }
@@ -124,7 +124,6 @@ inline StatValue blowUpStats(int firstRank, int layer, int64_t turnsAt, int64_t 
         return stat == "underflows%" ? 1.0 + 0.01 * l : 0.0;
     };
 }
-
 
 // bf16/ the baseline of fp8/ (the workspace manifest pairs them; fp8 trains with delayed scaling).
 inline void writeWorkspace(const QString &dir)

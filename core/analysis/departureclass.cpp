@@ -121,8 +121,9 @@ DepartureClass classifyDeparture(const StepSeries &loss, int64_t departure, int6
     const auto shareAt = [&](size_t at) -> double {
         // The share of the fall from the start to the point `at` made in the second half of the way to it.
         const int64_t step = loss.steps[at];
-        const size_t half = size_t(
-            std::lower_bound(loss.steps.begin(), loss.steps.begin() + qsizetype(at + 1), step / 2) - loss.steps.begin());
+        const size_t half
+            = size_t(std::lower_bound(loss.steps.begin(), loss.steps.begin() + qsizetype(at + 1), step / 2)
+                - loss.steps.begin());
         // Only where the two levels' points are apart (else they are one level and the share says nothing).
         if (at < 4 || half + 3 > at - 4)
             return INFINITY;

@@ -391,7 +391,8 @@ void finish(const FinishInputs &in, Comparison *cp)
             }
             parts << QStringLiteral("or accept the cost: set loss_gap_bar in the baseline's fp8scope.json (or its "
                                     "run settings) to the gap you accept");
-            steps.push_back(stepOf(f, QStringLiteral("FP8 costs more than the accepted gap; one change at a time: ")
+            steps.push_back(stepOf(f,
+                QStringLiteral("FP8 costs more than the accepted gap; one change at a time: ")
                     + parts.join(QStringLiteral("; "))));
         }
         break;

@@ -320,8 +320,8 @@ Comparison comparePair(const PairInputs &in, const TriageOptions &options)
             for (size_t i = 0; i < trace.steps.size(); ++i)
                 tracking->inBand.push_back(std::abs(trace.smoothed[i]) <= trace.edge[i]);
         }
-        const DepartureClass dc = classifyDeparture(baseLoss, at, c.plannedSteps, warmup,
-            departureClassOptions(options), tracking ? &*tracking : nullptr);
+        const DepartureClass dc = classifyDeparture(
+            baseLoss, at, c.plannedSteps, warmup, departureClassOptions(options), tracking ? &*tracking : nullptr);
         c.verdict = dc.early ? Verdict::EarlyDivergence : Verdict::MidRunInstability;
         // Said by the finding the departure is: the blow-up where it came first.
         const bool blewUpFirst = in.run.blowUp && in.run.blowUp->step == *c.departure;
@@ -379,12 +379,14 @@ RunCheck checkRunInputs(const RunInputs &in, const TriageOptions &options)
     if (r.departure) {
         const StepSeries finite = finitePoints(*in.loss);
         const DepartureClass dc = classifyDeparture(finite, *r.departure,
-            in.plannedSteps(finite.empty() ? in.loss->steps.back() : finite.steps.back()),
-            in.warmupEnd(*r.departure), departureClassOptions(options));
+            in.plannedSteps(finite.empty() ? in.loss->steps.back() : finite.steps.back()), in.warmupEnd(*r.departure),
+            departureClassOptions(options));
         r.verdict = dc.early ? Verdict::EarlyDivergence : Verdict::MidRunInstability;
         sayClass(dc, FindingKind::RunBlowUp, *r.departure, &r.findings);
     } else if (std::any_of(r.findings.begin(), r.findings.end(),
-                   [](const Finding &f) { return f.kind == FindingKind::LossSpikes && f.severity == Severity::Warning; })
+                   [](const Finding &f) {
+                       return f.kind == FindingKind::LossSpikes && f.severity == Severity::Warning;
+                   })
         || repeatedRecoveries(r.findings)) {
         r.verdict = Verdict::LossSpikes;
     }

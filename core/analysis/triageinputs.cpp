@@ -176,7 +176,10 @@ void gatherNonFinite(const Catalog &catalog, RunRef run, bool live, RunInputs *i
     if (!first.series.layer.isEmpty()) {
         for (const QString &stat : {QStringLiteral("overflows%"), QStringLiteral("cur_amax")}) {
             const auto s = catalog.chooseSeries(run,
-                {.stat = stat, .layer = first.series.layer, .tensor = first.series.tensor, .source = first.series.source});
+                {.stat = stat,
+                    .layer = first.series.layer,
+                    .tensor = first.series.tensor,
+                    .source = first.series.source});
             if (!s)
                 continue;
             if (auto p = precursorIn(stat, catalog.stepSeries(*s), since, first.step)) {
@@ -298,8 +301,8 @@ FinishInputs gatherFinish(const Catalog &catalog, const Comparison &c)
     // tensor, read only where it has a dump (a result read back stays a few reads).
     const Finding *first = nullptr; // the first suspect (finish() keeps the layer-signal rule's order)
     for (const Finding &f : c.findings) {
-        if ((f.kind == FindingKind::FirstNonFinite || f.kind == FindingKind::LayerSignal) && f.severity != Severity::Info
-            && f.step && !f.layer.isEmpty()) {
+        if ((f.kind == FindingKind::FirstNonFinite || f.kind == FindingKind::LayerSignal)
+            && f.severity != Severity::Info && f.step && !f.layer.isEmpty()) {
             first = &f;
             break;
         }

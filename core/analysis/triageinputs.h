@@ -4,8 +4,8 @@
 #pragma once
 
 #include "comparetables.h"
-#include "nonfinite.h"
 #include "core/audit/checkpointaudit.h"
+#include "nonfinite.h"
 #include "triage.h"
 
 #include <optional>

@@ -1,6 +1,5 @@
 #include "jsonimporters.h"
 
-#include <cmath>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -8,6 +7,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QRegularExpression>
+#include <cmath>
 
 #include <algorithm>
 #include <cmath>

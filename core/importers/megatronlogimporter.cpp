@@ -68,8 +68,7 @@ struct LineHealth {
 // max(1, iterations not skipped): an interval whose iterations were all skipped prints its losses as
 // 0.000000E+00, which is no loss; they are stored as NaN (a gap the views mark), as are nan and inf, which are
 // named in *nonFinite.
-LineHealth storeFields(
-    const std::vector<Field> &fields, int64_t step, IngestSink &sink, QStringList *nonFinite)
+LineHealth storeFields(const std::vector<Field> &fields, int64_t step, IngestSink &sink, QStringList *nonFinite)
 {
     LineHealth h;
     double skipped = 0;

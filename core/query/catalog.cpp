@@ -657,8 +657,8 @@ void Catalog::acrossRanks(const RunStore &store, int64_t runId, const MatrixRequ
             double shown = NAN;
             int from = -1;
             // A value that is not finite on any rank makes the cell a mark (the lowest rank that logged one).
-            const auto bad = std::find_if(
-                values.begin(), values.end(), [](const auto &vr) { return !std::isfinite(vr.first); });
+            const auto bad
+                = std::find_if(values.begin(), values.end(), [](const auto &vr) { return !std::isfinite(vr.first); });
             if (bad != values.end()) {
                 int rank = bad->second;
                 double logged = bad->first;

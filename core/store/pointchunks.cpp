@@ -149,9 +149,9 @@ Writer::Writer(Database &db)
     , m_firstOverlap(db.prepare("SELECT MIN(first_step) FROM point_chunks WHERE series_id=? AND last_step>=?"))
     , m_suffix(db.prepare("SELECT data FROM point_chunks WHERE series_id=? AND first_step>=? ORDER BY first_step"))
     , m_delete(db.prepare("DELETE FROM point_chunks WHERE series_id=? AND first_step>=?"))
-    , m_insert(db.prepare(
-          "INSERT INTO point_chunks(series_id, first_step, last_step, n, min, max, data, nonfinite_step) "
-          "VALUES(?,?,?,?,?,?,?,?)"))
+    , m_insert(
+          db.prepare("INSERT INTO point_chunks(series_id, first_step, last_step, n, min, max, data, nonfinite_step) "
+                     "VALUES(?,?,?,?,?,?,?,?)"))
 {
 }
 

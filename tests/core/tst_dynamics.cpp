@@ -357,7 +357,8 @@ private Q_SLOTS:
         // Tracked through the fall, past the warm-up, at 5 % of the plan: mid-run.
         DepartureClass c = classifyDeparture(loss, 10000, 200000, 2500);
         QVERIFY2(!c.early, qPrintable(c.why));
-        QVERIFY2(c.why.contains(QLatin1String("it tracked its baseline: after the learning-rate warm-up (to step 2500)")),
+        QVERIFY2(
+            c.why.contains(QLatin1String("it tracked its baseline: after the learning-rate warm-up (to step 2500)")),
             qPrintable(c.why));
         // Parts at its first points: never tracked.
         c = classifyDeparture(loss, 500, 200000, 2500);
@@ -417,8 +418,8 @@ private Q_SLOTS:
     void longPlanTrackedThenPartedIsMidRun()
     {
         const auto [c, cls] = triagePair(
-            [](int64_t s) { return s < 4500 ? 0.0 : std::min(0.03, 0.004 + 0.03 * double(s - 4500) / 7500.0); },
-            48000, longFallAt);
+            [](int64_t s) { return s < 4500 ? 0.0 : std::min(0.03, 0.004 + 0.03 * double(s - 4500) / 7500.0); }, 48000,
+            longFallAt);
         QVERIFY(c.departure);
         QVERIFY2(*c.departure > 4000 && *c.departure < 6500, qPrintable(QString::number(*c.departure)));
         QVERIFY2(cls.value(QStringLiteral("fall_made")).toDouble() < 0.9,
@@ -453,8 +454,8 @@ private Q_SLOTS:
         QTest::addColumn<QString>("verdict");
         QTest::addColumn<bool>("over");
         QTest::newRow("gradual, default bar") << true << QString() << QStringLiteral("none") << true;
-        QTest::newRow("gradual, the baseline accepts 0.02") << true << QStringLiteral("0.02") << QStringLiteral("none")
-                                                            << false;
+        QTest::newRow("gradual, the baseline accepts 0.02")
+            << true << QStringLiteral("0.02") << QStringLiteral("none") << false;
         QTest::newRow("a break after tracking") << false << QString() << QStringLiteral("mid-run-instability") << true;
     }
     void gradualCostIsNotABreak()
@@ -469,15 +470,16 @@ private Q_SLOTS:
             std::normal_distribution<double> shared(0.0, 0.004), mine(0.0, 0.002);
             QByteArray out = "step,loss,lr\n";
             for (int64_t step = 10; step <= 1500; step += 10) {
-                const double loss = 2.0 + 1.5 * std::pow(1.0 + double(step) / 50.0, -0.5) + shared(data) + mine(noise)
-                    + gap(step);
+                const double loss
+                    = 2.0 + 1.5 * std::pow(1.0 + double(step) / 50.0, -0.5) + shared(data) + mine(noise) + gap(step);
                 out += QByteArray::number(step) + ',' + QByteArray::number(loss, 'g', 8) + ','
                     + QByteArray::number(step < 100 ? 3e-4 * double(step) / 100.0 : 3e-4, 'g', 6) + '\n';
             }
             return out;
         };
         write(dir.path() + QStringLiteral("/fp8scope-workspace.json"),
-            QStringLiteral(R"({"runs": {"bf16": {"precision": "bf16"%1}, "fp8": {"precision": "fp8", "recipe": "current", "baseline": "bf16"}}})")
+            QStringLiteral(
+                R"({"runs": {"bf16": {"precision": "bf16"%1}, "fp8": {"precision": "fp8", "recipe": "current", "baseline": "bf16"}}})")
                 .arg(bar.isEmpty() ? QString() : QStringLiteral(", \"loss_gap_bar\": %1").arg(bar))
                 .toUtf8());
         write(dir.path() + QStringLiteral("/bf16/metrics.csv"), csv([](int64_t) { return 0.0; }, 1));
@@ -507,7 +509,8 @@ private Q_SLOTS:
         QCOMPARE(gap->evidence.value(QStringLiteral("over")).toBool(), over);
         QCOMPARE(gap->severity, over ? Severity::Warning : Severity::Info);
         QCOMPARE(gap->evidence.value(QStringLiteral("bar")).toDouble(), bar.isEmpty() ? 0.01 : bar.toDouble());
-        QVERIFY2(std::abs(gap->evidence.value(QStringLiteral("gap_at_end")).toDouble() - 0.017) < 0.003, qPrintable(gap->summary));
+        QVERIFY2(std::abs(gap->evidence.value(QStringLiteral("gap_at_end")).toDouble() - 0.017) < 0.003,
+            qPrintable(gap->summary));
         QCOMPARE(gap->evidence.contains(QStringLiteral("gradual")), gradual);
         if (gradual) {
             QVERIFY(!c.departure);

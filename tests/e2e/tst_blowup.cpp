@@ -4,8 +4,8 @@
 // the tracking rule), name the first non-finite value (step, rank, layer, tensor), count the recoveries of a run
 // that went back to a checkpoint, and leave a loss-scale warm-up's skipped steps alone.
 #include "core/analysis/triage.h"
-#include "core/report/triagereport.h"
 #include "core/query/catalog.h"
+#include "core/report/triagereport.h"
 #include "core/store/runstore.h"
 #include "core/storeaccess.h"
 
@@ -21,13 +21,13 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <functional>
 #include <random>
 #include <thread>
-#include <atomic>
-#include <chrono>
-#include <csignal>
 
 using namespace fp8scope;
 using namespace fp8scope::analysis;
@@ -51,7 +51,6 @@ QString describe(const std::vector<Finding> &findings)
         out << QStringLiteral("%1 %2: %3").arg(severityName(f.severity), findingKindName(f.kind), f.summary);
     return out.join(QLatin1Char('\n'));
 }
-
 
 // A pair of Megatron logs in `dir` (bf16/ the baseline of fp8/), read and triaged: its one comparison.
 std::optional<Comparison> triagedPair(const QString &dir, const QByteArray &baselineLog, const QByteArray &runLog)
@@ -90,7 +89,7 @@ private Q_SLOTS:
         writeTeStats(dir.filePath(QStringLiteral("run")), 1, 100,
             [](int, int l, const QByteArray &t, const QByteArray &s, int64_t step) {
                 return l == 1 && t == "gradient" && s == "overflows%" && step >= 70 ? (step == 70 ? INFINITY : NAN)
-                                                                                   : 0.25;
+                                                                                    : 0.25;
             });
         Catalog catalog;
         QString error;
@@ -151,16 +150,18 @@ private Q_SLOTS:
         QCOMPARE(int(result.comparisons.size()), 1);
         const Comparison &c = result.comparisons.front();
         qInfo("%s", qPrintable(describe(c.findings)));
-        QVERIFY2(verdictName(c.verdict) == verdict, qPrintable(verdictName(c.verdict) + QLatin1Char('\n') + describe(c.findings)));
+        QVERIFY2(verdictName(c.verdict) == verdict,
+            qPrintable(verdictName(c.verdict) + QLatin1Char('\n') + describe(c.findings)));
         QCOMPARE(c.departure, std::optional<int64_t>(blowUp));
         const Finding *b = findingOf(c.findings, FindingKind::RunBlowUp);
         QVERIFY2(b, qPrintable(describe(c.findings)));
         QCOMPARE(b->severity, Severity::Critical);
         QCOMPARE(b->step, std::optional<int64_t>(blowUp));
         QVERIFY2(b->evidence.contains(QStringLiteral("class")), qPrintable(b->summary));
-        const QString why = b->evidence.value(QStringLiteral("class")).toObject().value(QStringLiteral("why")).toString();
+        const QString why
+            = b->evidence.value(QStringLiteral("class")).toObject().value(QStringLiteral("why")).toString();
         QVERIFY2(why.contains(verdict == QLatin1String("mid-run-instability") ? QLatin1String("it tracked its baseline")
-                                                                           : QLatin1String("never tracked")),
+                                                                              : QLatin1String("never tracked")),
             qPrintable(why));
         const Finding *first = findingOf(c.findings, FindingKind::FirstNonFinite);
         QVERIFY2(first, qPrintable(describe(c.findings)));
@@ -179,8 +180,8 @@ private Q_SLOTS:
         QVERIFY(!c.suspects.empty());
         QCOMPARE(c.suspects.front().kind, FindingKind::FirstNonFinite);
         // Its heatmap across ranks marks the cells that were not finite, each with its rank: rank 5's layer 11 first.
-        const Heatmap h = catalog.matrix(c.run,
-            {.stat = QStringLiteral("overflows%"), .tensor = QStringLiteral("gradient"), .source = kRanksMax});
+        const Heatmap h = catalog.matrix(
+            c.run, {.stat = QStringLiteral("overflows%"), .tensor = QStringLiteral("gradient"), .source = kRanksMax});
         QCOMPARE(h.source, kRanksMax);
         QCOMPARE(h.layers.size(), 16);
         const qsizetype row = h.layers.indexOf(QStringLiteral("decoder.layers.11.mlp.linear_fc1"));
@@ -236,7 +237,8 @@ private Q_SLOTS:
         const std::optional<Comparison> pair = triagedPair(dir.path(), megatronLog(1, 4000, 4000, std::nullopt), log);
         QVERIFY(pair);
         const Comparison &c = *pair;
-        QVERIFY2(c.verdict == Verdict::None, qPrintable(verdictName(c.verdict) + QLatin1Char('\n') + describe(c.findings)));
+        QVERIFY2(
+            c.verdict == Verdict::None, qPrintable(verdictName(c.verdict) + QLatin1Char('\n') + describe(c.findings)));
         QVERIFY(!c.departure);
         QVERIFY(!findingOf(c.findings, FindingKind::RunBlowUp));
         QVERIFY(!findingOf(c.findings, FindingKind::FirstNonFinite));
@@ -299,7 +301,8 @@ private Q_SLOTS:
         QCOMPARE(list.at(1).toObject().value(QStringLiteral("blew_up_at")).toInt(), 2550);
         QCOMPARE(list.at(1).toObject().value(QStringLiteral("resumed_from")).toInt(), 2400);
         QCOMPARE(r->severity, Severity::Warning);
-        QVERIFY2(c.verdict == Verdict::LossSpikes, qPrintable(verdictName(c.verdict) + QLatin1Char('\n') + describe(c.findings)));
+        QVERIFY2(c.verdict == Verdict::LossSpikes,
+            qPrintable(verdictName(c.verdict) + QLatin1Char('\n') + describe(c.findings)));
         QVERIFY(!findingOf(c.findings, FindingKind::RunBlowUp));
     }
 
@@ -331,13 +334,15 @@ private Q_SLOTS:
         p.start(cli, {QStringLiteral("triage"), dir.path(), QStringLiteral("--json")});
         QVERIFY(p.waitForFinished(60000));
         const QByteArray out = p.readAllStandardOutput();
-        QVERIFY2(out.contains("\"first-non-finite\"") && out.contains("decoder.layers.4.mlp.linear_fc1"), out.constData());
+        QVERIFY2(
+            out.contains("\"first-non-finite\"") && out.contains("decoder.layers.4.mlp.linear_fc1"), out.constData());
     }
 
     // Followed live: the FP8 run is written interval by interval (every rank's statistics, then Megatron's line a
     // little later, as a real job prints them); rank 3's gradient turns inf four intervals before the loss shows
-    // anything (a second and more at this pace: room for a loaded machine's ingest and triage). `fp8scope-cli watch --fail-on critical` must exit on that first non-finite value, naming it, while
-    // the writer has not reached the blow-up.
+    // anything (a second and more at this pace: room for a loaded machine's ingest and triage). `fp8scope-cli watch
+    // --fail-on critical` must exit on that first non-finite value, naming it, while the writer has not reached the
+    // blow-up.
     void watchStopsOnTheFirstNonFinite()
     {
         const QString cli = qEnvironmentVariable("FP8SCOPE_CLI");
@@ -388,9 +393,11 @@ private Q_SLOTS:
         QCOMPARE(watch.exitCode(), 3);
         const QList<QByteArray> printed = out.trimmed().split('\n');
         const QJsonObject lastFinding = QJsonDocument::fromJson(printed.back()).object();
-        QVERIFY2(lastFinding.value(QStringLiteral("kind")).toString() == QStringLiteral("first-non-finite"), out.constData());
+        QVERIFY2(lastFinding.value(QStringLiteral("kind")).toString() == QStringLiteral("first-non-finite"),
+            out.constData());
         QCOMPARE(lastFinding.value(QStringLiteral("severity")).toString(), QStringLiteral("critical"));
-        QCOMPARE(lastFinding.value(QStringLiteral("layer")).toString(), QStringLiteral("decoder.layers.7.mlp.linear_fc1"));
+        QCOMPARE(
+            lastFinding.value(QStringLiteral("layer")).toString(), QStringLiteral("decoder.layers.7.mlp.linear_fc1"));
         QCOMPARE(int64_t(lastFinding.value(QStringLiteral("step")).toDouble()), blowUp - 4 * kInterval);
         QCOMPARE(lastFinding.value(QStringLiteral("evidence")).toObject().value(QStringLiteral("rank")).toInt(), 3);
         qInfo("the watch stopped with the writer at step %lld; the loss shows the blow-up at %lld", (long long)at,

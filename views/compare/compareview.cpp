@@ -568,8 +568,8 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
             status += tr("; the first non-finite value: %1 at step %2")
                           .arg(firstNonFinite->layer.isEmpty()
                                   ? firstNonFinite->stat
-                                  : QStringLiteral("%1 %2 %3").arg(
-                                      firstNonFinite->layer, firstNonFinite->tensor, firstNonFinite->stat))
+                                  : QStringLiteral("%1 %2 %3")
+                                        .arg(firstNonFinite->layer, firstNonFinite->tensor, firstNonFinite->stat))
                           .arg(*firstNonFinite->step);
     } else if (m_data->statistic.departure.step)
         status += tr("; %1 departs at step %2 (between %3 and %4)")

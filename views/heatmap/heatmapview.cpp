@@ -15,8 +15,8 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
-#include <map>
 #include <cmath>
+#include <map>
 #include <set>
 
 namespace fp8scope {
@@ -184,7 +184,8 @@ void HeatmapView::setUpPlot()
     // Not-finite values are marks, never colours: a black-and-white cross stands out of every gradient.
     m_nonFiniteMarks->setName(tr("NaN or Inf"));
     m_nonFiniteMarks->setLineStyle(QCPGraph::lsNone);
-    m_nonFiniteMarks->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCrossSquare, QPen(Qt::black, 1.2), Qt::white, 7));
+    m_nonFiniteMarks->setScatterStyle(
+        QCPScatterStyle(QCPScatterStyle::ssCrossSquare, QPen(Qt::black, 1.2), Qt::white, 7));
     m_nonFiniteMarks->setSelectable(QCP::stNone);
     m_nonFiniteMarks->removeFromLegend();
     plot()->yAxis->setRangeReversed(true);
@@ -502,7 +503,8 @@ void HeatmapView::sizeNonFiniteMarks()
     // As wide as a cell (a row's height at most), 3 to 7 pixels: crosses that stay apart where cells are narrow.
     const double columns = std::max<double>(1, double(m_data.steps.size()));
     const double rows = std::max<double>(1, double(m_data.layers.size()));
-    const double cell = std::min(double(plot()->axisRect()->width()) / columns, double(plot()->axisRect()->height()) / rows);
+    const double cell
+        = std::min(double(plot()->axisRect()->width()) / columns, double(plot()->axisRect()->height()) / rows);
     QCPScatterStyle style = m_nonFiniteMarks->scatterStyle();
     style.setSize(std::clamp(cell, 3.0, 7.0));
     m_nonFiniteMarks->setScatterStyle(style);
@@ -769,8 +771,10 @@ QString HeatmapView::toolTipAt(const QPointF &pixel) const
     const double v = m_data.at(layer, size_t(col));
     const auto bad = std::find_if(m_data.nonFinite.begin(), m_data.nonFinite.end(),
         [&](const Heatmap::NonFiniteCell &c) { return c.layer == layer && c.step == size_t(col); });
-    const QString value = bad != m_data.nonFinite.end()
-        ? tr("%1 (not finite)").arg(std::isnan(bad->value) ? QStringLiteral("nan") : bad->value > 0 ? QStringLiteral("inf") : QStringLiteral("-inf"))
+    const QString value = bad != m_data.nonFinite.end() ? tr("%1 (not finite)")
+                                                              .arg(std::isnan(bad->value) ? QStringLiteral("nan")
+                                                                      : bad->value > 0    ? QStringLiteral("inf")
+                                                                                          : QStringLiteral("-inf"))
         : std::isnan(v) ? tr("no value")
                         : QString::number(v, 'g', 6);
     QString tip = tr("%1\nstep %2\n%3 %4: %5")
@@ -801,11 +805,11 @@ QString HeatmapView::csv() const
             const double v = m_data.at(y, x);
             const auto b = bad.find({y, x});
             out += QLatin1Char(',')
-                + (b != bad.end()  ? (std::isnan(b->second) ? QStringLiteral("nan")
-                                         : b->second > 0    ? QStringLiteral("inf")
-                                                            : QStringLiteral("-inf"))
-                      : std::isnan(v) ? QString()
-                                      : QString::number(v, 'g', QLocale::FloatingPointShortest));
+                + (b != bad.end()       ? (std::isnan(b->second) ? QStringLiteral("nan")
+                                 : b->second > 0                 ? QStringLiteral("inf")
+                                                                 : QStringLiteral("-inf"))
+                        : std::isnan(v) ? QString()
+                                        : QString::number(v, 'g', QLocale::FloatingPointShortest));
         }
         out += QLatin1Char('\n');
     }

@@ -514,7 +514,8 @@ void TriageWizard::fillLoss()
                      "crosses along the bottom of the plot), not a value at 0.")
                       .arg(stepLink(*departure->step))
                       .arg(c.plannedSteps)
-                : tr("It blows up at step %1; its loss is not a number from there on.").arg(stepLink(*departure->step)));
+                : tr("It blows up at step %1; its loss is not a number from there on.")
+                      .arg(stepLink(*departure->step)));
     } else if (departure && d.step) {
         // The engine's sentence: where, between which steps, by how much at the end; then, in a sentence of its own
         // (the departure is not the end), the departure's place in the run and which step the end is.

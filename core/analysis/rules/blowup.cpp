@@ -45,16 +45,17 @@ std::vector<Finding> blowUpFindings(const RunInputs &run, const TriageOptions &o
         f.stat = QStringLiteral("lm loss");
         f.step = b->step;
         f.lastStep = b->lastStep;
-        f.summary = QStringLiteral("%1 blows up at step %2: from there to the end of its log (%3 log interval%4, to "
-                                   "step %5) %6%7")
-                        .arg(run.name())
-                        .arg(b->step)
-                        .arg(b->intervals)
-                        .arg(b->intervals == 1 ? QString() : QStringLiteral("s"))
-                        .arg(b->lastStep)
-                        .arg(b->what())
-                        .arg(b->lastHealthy ? QStringLiteral("; its last finite loss was at step %1").arg(*b->lastHealthy)
-                                            : QString());
+        f.summary
+            = QStringLiteral("%1 blows up at step %2: from there to the end of its log (%3 log interval%4, to "
+                             "step %5) %6%7")
+                  .arg(run.name())
+                  .arg(b->step)
+                  .arg(b->intervals)
+                  .arg(b->intervals == 1 ? QString() : QStringLiteral("s"))
+                  .arg(b->lastStep)
+                  .arg(b->what())
+                  .arg(b->lastHealthy ? QStringLiteral("; its last finite loss was at step %1").arg(*b->lastHealthy)
+                                      : QString());
         f.evidence = {{QStringLiteral("step"), double(b->step)}, {QStringLiteral("intervals"), double(b->intervals)},
             {QStringLiteral("last_step"), double(b->lastStep)},
             {QStringLiteral("last_healthy"), b->lastHealthy ? QJsonValue(double(*b->lastHealthy)) : QJsonValue()},
@@ -66,8 +67,8 @@ std::vector<Finding> blowUpFindings(const RunInputs &run, const TriageOptions &o
         const NonFinitePoint &first = run.nonFinite.front();
         // In a run followed live that has not blown up (yet), an overflowing gradient of a run that scales its loss
         // dynamically is the scaler's business: a warning; anything else is the blow-up on its way.
-        const bool expected = !run.blowUp && options.live && isGradientTensor(first.series.tensor)
-            && dynamicLossScale(run);
+        const bool expected
+            = !run.blowUp && options.live && isGradientTensor(first.series.tensor) && dynamicLossScale(run);
         Finding f;
         f.kind = FindingKind::FirstNonFinite;
         f.severity = expected ? Severity::Warning : Severity::Critical;
@@ -93,7 +94,9 @@ std::vector<Finding> blowUpFindings(const RunInputs &run, const TriageOptions &o
                   .arg(first.series.layer, first.series.tensor, first.series.stat,
                       isGradientTensor(first.series.tensor) ? QStringLiteral("backward") : QStringLiteral("forward"),
                       rank >= 0 ? QStringLiteral(", rank %1").arg(rank) : QString());
-        f.summary = QStringLiteral("the first non-finite value: %1 is %2 at step %3").arg(where, valueText(first.value)).arg(first.step);
+        f.summary = QStringLiteral("the first non-finite value: %1 is %2 at step %3")
+                        .arg(where, valueText(first.value))
+                        .arg(first.step);
         if (run.blowUp && first.step < run.blowUp->step)
             f.summary += QStringLiteral(", %1 steps before the loss shows it").arg(run.blowUp->step - first.step);
         else if (!run.blowUp)
@@ -112,7 +115,7 @@ std::vector<Finding> blowUpFindings(const RunInputs &run, const TriageOptions &o
         f.evidence = {{QStringLiteral("step"), double(first.step)}, {QStringLiteral("value"), valueText(first.value)},
             {QStringLiteral("source"), first.series.source}, {QStringLiteral("rank"), rank},
             {QStringLiteral("phase"),
-                first.series.layer.isEmpty()              ? QStringLiteral("run")
+                first.series.layer.isEmpty()                ? QStringLiteral("run")
                     : isGradientTensor(first.series.tensor) ? QStringLiteral("backward")
                                                             : QStringLiteral("forward")},
             {QStringLiteral("same_step"), same}, {QStringLiteral("same_step_count"), double(sameCount)},
@@ -126,8 +129,8 @@ std::vector<Finding> blowUpFindings(const RunInputs &run, const TriageOptions &o
             f.evidence.insert(QStringLiteral("before"),
                 QJsonObject {{QStringLiteral("stat"), run.precursor->stat},
                     {QStringLiteral("from"), double(run.precursor->from)},
-                    {QStringLiteral("to"), double(run.precursor->to)},
-                    {QStringLiteral("level"), run.precursor->before}, {QStringLiteral("last"), run.precursor->after}});
+                    {QStringLiteral("to"), double(run.precursor->to)}, {QStringLiteral("level"), run.precursor->before},
+                    {QStringLiteral("last"), run.precursor->after}});
         if (!first.series.layer.isEmpty())
             f.suggestion = QStringLiteral("resume from the last checkpoint before step %1 with %2 kept in BF16 (the "
                                           "layer whose %3 turned first), or with a lower learning rate; one change at "

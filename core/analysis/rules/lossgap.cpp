@@ -17,8 +17,7 @@ void lossGap(const PairInputs &in, const TriageOptions &options, Comparison &c)
     const StatComparison &loss = in.loss;
     const Departure &d = loss.departure;
     // A run that blew up has no gap at its end: its loss is not a number there (the blow-up finding says so).
-    if (!loss.found || d.trace.steps.empty() || d.trace.smoothed.empty() || d.trace.difference.empty()
-        || in.run.blowUp)
+    if (!loss.found || d.trace.steps.empty() || d.trace.smoothed.empty() || d.trace.difference.empty() || in.run.blowUp)
         return;
     std::optional<double> bar;
     QString barFrom;
@@ -35,8 +34,8 @@ void lossGap(const PairInputs &in, const TriageOptions &options, Comparison &c)
     }
     // The gap at the end: the median of the differences over the last smoothing window (the departure's own, at
     // least five points), leaving out the points inside a spike of either run, from its start to its recovery or
-    // the log's end (a spike's tail in the last steps is not a cost); its noise: the departure's band formula for a median
-    // of that many points (4 sigmas x 1.25 sigma / sqrt(points)).
+    // the log's end (a spike's tail in the last steps is not a cost); its noise: the departure's band formula for a
+    // median of that many points (4 sigmas x 1.25 sigma / sqrt(points)).
     std::vector<std::pair<int64_t, int64_t>> spikes;
     if (loss.axis == QLatin1String("step")) {
         for (const std::optional<StepSeries> *p : {&loss.baselinePoints, &loss.runPoints}) {
@@ -48,7 +47,8 @@ void lossGap(const PairInputs &in, const TriageOptions &options, Comparison &c)
         }
     }
     const auto inSpike = [&](int64_t step) {
-        return std::any_of(spikes.begin(), spikes.end(), [&](const auto &r) { return step >= r.first && step < r.second; });
+        return std::any_of(
+            spikes.begin(), spikes.end(), [&](const auto &r) { return step >= r.first && step < r.second; });
     };
     const size_t want = size_t(std::max(d.window, 5));
     std::vector<double> last;
@@ -81,7 +81,7 @@ void lossGap(const PairInputs &in, const TriageOptions &options, Comparison &c)
                     .arg(in.baseline.name())
                     .arg(100.0 * relative, 0, 'f', 2)
                     .arg(band, 0, 'g', 2)
-                    .arg(over ? QStringLiteral("over")
+                    .arg(over        ? QStringLiteral("over")
                             : within ? QStringLiteral("within")
                                      : QStringLiteral("near (not told apart at this noise)"))
                     .arg(*bar, 0, 'g', 3)
@@ -89,8 +89,7 @@ void lossGap(const PairInputs &in, const TriageOptions &options, Comparison &c)
     f.evidence = {{QStringLiteral("gap_at_end"), gap}, {QStringLiteral("relative"), relative},
         {QStringLiteral("bar"), *bar}, {QStringLiteral("bar_from"), barFrom}, {QStringLiteral("over"), over},
         {QStringLiteral("within"), within}, {QStringLiteral("noise_band"), band},
-        {QStringLiteral("points"), double(last.size())},
-        {QStringLiteral("step"), double(d.trace.steps.back())}};
+        {QStringLiteral("points"), double(last.size())}, {QStringLiteral("step"), double(d.trace.steps.back())}};
     c.findings.push_back(f);
 }
 

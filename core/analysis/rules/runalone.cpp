@@ -7,9 +7,9 @@
 
 namespace fp8scope::analysis::rules {
 
-// A run's loss that rises for good (a loss that stops being a number is the blow-up rule's, rules/blowup.cpp): the smoothed loss (running median of n/50 points)
-// stays more than max(5 % of its running minimum, 6 sigmas) above that minimum for 90 % of the points to the
-// end. Its step is the run's departure.
+// A run's loss that rises for good (a loss that stops being a number is the blow-up rule's, rules/blowup.cpp): the
+// smoothed loss (running median of n/50 points) stays more than max(5 % of its running minimum, 6 sigmas) above that
+// minimum for 90 % of the points to the end. Its step is the run's departure.
 void runBlowUp(const RunInputs &in, const TriageOptions &, RunCheck &r)
 {
     if (!in.loss)
