@@ -70,6 +70,15 @@ std::optional<BlowUp> blowUpOf(const StepSeries *loss, const StepSeries *gradNor
     return b;
 }
 
+std::optional<int64_t> lastNonFiniteBefore(const StepSeries &loss, int64_t until)
+{
+    for (size_t k = loss.size(); k-- > 0;) {
+        if (loss.steps[k] < until && !std::isfinite(loss.values[k]))
+            return loss.steps[k];
+    }
+    return std::nullopt;
+}
+
 int64_t nonFiniteSearchFrom(const BlowUp &b, const StepSeries &loss)
 {
     const int64_t interval = std::max<int64_t>(1, medianInterval(loss));
@@ -77,12 +86,8 @@ int64_t nonFiniteSearchFrom(const BlowUp &b, const StepSeries &loss)
     // Not before the last transient: a non-finite loss before the last healthy interval, which the run came back
     // from.
     if (b.lastHealthy) {
-        for (size_t k = loss.size(); k-- > 0;) {
-            if (loss.steps[k] < *b.lastHealthy && !std::isfinite(loss.values[k])) {
-                from = std::max(from, loss.steps[k] + 1);
-                break;
-            }
-        }
+        if (const auto transient = lastNonFiniteBefore(loss, *b.lastHealthy))
+            from = std::max(from, *transient + 1);
     }
     return from;
 }

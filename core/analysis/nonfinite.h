@@ -38,6 +38,9 @@ std::optional<BlowUp> blowUpOf(const StepSeries *loss, const StepSeries *gradNor
 // print 1.0). Such a run skips an overflowing step by design.
 bool scalesLossDynamically(const StepSeries *lossScale);
 
+// The step of the last point of `loss` before `until` that is not finite; nullopt when there is none.
+std::optional<int64_t> lastNonFiniteBefore(const StepSeries &loss, int64_t until);
+
 // Where the first non-finite value of a blow-up is looked for: from the blow-up's step less five of the loss's
 // log intervals (a statistic may turn a log interval or two before the loss shows it), but not before the last
 // transient non-finite loss before the blow-up (one the run came back from: a loss-scale warm-up's skips).

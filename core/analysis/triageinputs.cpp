@@ -154,14 +154,8 @@ void gatherNonFinite(const Catalog &catalog, RunRef run, bool live, RunInputs *i
         in->nonFiniteFrom = nonFiniteSearchFrom(*in->blowUp, *in->loss);
     } else if (live) {
         // Not (yet) in the loss: what turned since its last non-finite loss is what a watcher must see first.
-        int64_t from = std::numeric_limits<int64_t>::min();
-        for (size_t k = in->loss->size(); k-- > 0;) {
-            if (!std::isfinite(in->loss->values[k])) {
-                from = in->loss->steps[k] + 1;
-                break;
-            }
-        }
-        in->nonFiniteFrom = from;
+        const auto last = lastNonFiniteBefore(*in->loss, std::numeric_limits<int64_t>::max());
+        in->nonFiniteFrom = last ? *last + 1 : std::numeric_limits<int64_t>::min();
     } else {
         return;
     }

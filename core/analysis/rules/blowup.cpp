@@ -26,13 +26,6 @@ QString pointName(const NonFinitePoint &p)
             rank >= 0 ? QStringLiteral(" on rank %1").arg(rank) : QString());
 }
 
-// Whether the run scales its loss dynamically (FP16): a gradient that overflows is then what the scaler expects,
-// and it skips the step and halves the scale.
-bool dynamicLossScale(const RunInputs &run)
-{
-    return scalesLossDynamically(run.lossScale ? &*run.lossScale : nullptr);
-}
-
 } // namespace
 
 std::vector<Finding> blowUpFindings(const RunInputs &run, const TriageOptions &options)
@@ -67,8 +60,8 @@ std::vector<Finding> blowUpFindings(const RunInputs &run, const TriageOptions &o
         const NonFinitePoint &first = run.nonFinite.front();
         // In a run followed live that has not blown up (yet), an overflowing gradient of a run that scales its loss
         // dynamically is the scaler's business: a warning; anything else is the blow-up on its way.
-        const bool expected
-            = !run.blowUp && options.live && isGradientTensor(first.series.tensor) && dynamicLossScale(run);
+        const bool expected = !run.blowUp && options.live && isGradientTensor(first.series.tensor)
+            && scalesLossDynamically(run.lossScale ? &*run.lossScale : nullptr);
         Finding f;
         f.kind = FindingKind::FirstNonFinite;
         f.severity = expected ? Severity::Warning : Severity::Critical;
