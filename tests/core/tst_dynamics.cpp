@@ -11,6 +11,7 @@
 #include "core/query/catalog.h"
 #include "core/store/runstore.h"
 #include "folderfixture.h"
+#include "storeaccess.h"
 #include "testmain.h"
 
 #include <QDirIterator>
@@ -488,13 +489,8 @@ private Q_SLOTS:
                         : std::function<double(int64_t)>([](int64_t s) { return s < 1000 ? 0.002 : 0.017; }),
                 2));
         QString error;
-        {
-            RunStore store;
-            QVERIFY2(store.open(dir.path(), &error), qPrintable(error));
-            store.ingest();
-        }
         Catalog catalog;
-        QVERIFY2(catalog.open(dir.path(), &error), qPrintable(error));
+        QVERIFY2(testing::openAndIngest(dir.path(), &catalog, &error), qPrintable(error));
         const auto b = catalog.findRun(QStringLiteral("bf16")), r = catalog.findRun(QStringLiteral("fp8"));
         QVERIFY(b && r);
         const Comparison c = compareRuns(catalog, b->ref, r->ref);
