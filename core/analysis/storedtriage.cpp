@@ -1,4 +1,5 @@
 // The triage through the store: results read back while their stamp holds, computed and stored otherwise.
+#include "storedwhatif.h"
 #include "triage.h"
 
 #include <QCryptographicHash>
@@ -21,7 +22,9 @@ QString number(double v)
 // 6: early or mid-run by whether the run tracked its baseline through the loss's fall (departureclass.h).
 // 8: blow-ups (the loss not a number to the end of the log) as departures, the first non-finite value, recoveries.
 // 9: the loss gap against the baseline's bar, a gradual cost told from a break, a blow-up's skips its own.
-constexpr int kRulesRevision = 9;
+// 10: the recipe what-if ranked by damage then the bulk's error, over the formats the run could use, from the stored
+// what-if (storedwhatif.h).
+constexpr int kRulesRevision = 10;
 
 // Every option that changes a result, as text, after the rules' revision.
 QString optionsText(const TriageOptions &o)
@@ -153,12 +156,15 @@ Comparison compareRunsStored(
         return c;
     }
     Comparison c = compareRuns(catalog, baseline, run, options);
+    // The what-if of the evidence dump, computed once and stored: the findings and next steps name its best recipe.
+    if (QString error; !ensureWhatIf(catalog, &c, &error) && errors)
+        errors->append(QStringLiteral("the recipe what-if was not computed: %1").arg(error));
     store(catalog, run, baseline,
         {.verdict = verdictName(c.verdict),
             .departure = c.departure,
             .lead = c.lead,
             .planned = c.plannedSteps,
-            .stamp = stamp,
+            .stamp = triageStamp(catalog, baseline, run, options),
             .findings = toStored(c.findings, runNames(catalog, {baseline, run}))},
         errors);
     return c;

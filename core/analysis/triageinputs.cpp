@@ -1,5 +1,7 @@
 #include "triageinputs.h"
 
+#include "storedwhatif.h"
+
 #include "auditcalibration.h"
 
 #include "departureclass.h"
@@ -61,7 +63,8 @@ std::optional<int64_t> configuredSteps(const Catalog &catalog, RunRef run)
 bool isWhatIfStat(const QString &stat)
 {
     return stat == QLatin1String("mse") || stat == QLatin1String("underflows%") || stat == QLatin1String("overflows%")
-        || stat == QLatin1String("sqnr_db");
+        || stat == QLatin1String("sqnr_db") || stat == QLatin1String("damage%")
+        || stat == QLatin1String("mean_rel_error%");
 }
 
 // The run's recomputed what-if statistics and its layer series of a risk statistic; the deepest layer it has
@@ -93,6 +96,8 @@ void gatherFinishCommon(const Catalog &catalog, RunRef baseline, RunRef run, Fin
         out->config = configTable(catalog, baseline, run);
     }
     out->dumps = catalog.dumps(run);
+    gatherWhatIfs(catalog, run, out);
+    out->fp8Format = runFp8Format(catalog, run);
     out->reviews = catalog.findingReviews(run, baseline);
 }
 

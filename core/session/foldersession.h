@@ -70,6 +70,8 @@ public:
 
     // Keeps the user's review of a finding of `run` against its baseline, named as Catalog::baselineKey()
     // names it, replacing the finding's earlier review.
+    // Keeps a recipe what-if of one of the run's dumps (analysis::whatIfRecord).
+    [[nodiscard]] bool storeWhatIf(RunRef run, const StoredWhatIf &w, QString *error);
     [[nodiscard]] bool storeReview(
         RunRef run, const std::pair<QString, QString> &baselineKey, const FindingReview &review, QString *error);
 

@@ -13,6 +13,7 @@
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
 
+#include "core/analysis/storedwhatif.h"
 #include "core/numerics/recipe.h"
 #include "core/numerics/whatif.h"
 
@@ -297,8 +298,17 @@ QWidget *TriageWizard::nextPage()
     nextLayout->addWidget(copy, 0, Qt::AlignLeft);
     nextLayout->addWidget(m_whatIfTitle);
     nextLayout->addWidget(m_whatIf, 3);
-    connect(
-        copy, &QPushButton::clicked, this, [this] { QGuiApplication::clipboard()->setText(m_next->toPlainText()); });
+    copy->setToolTip(tr("Copies the configs of the next steps (YAML), as they paste"));
+    connect(copy, &QPushButton::clicked, this, [this] {
+        if (!m_data)
+            return;
+        QStringList configs;
+        for (const analysis::NextStep &ns : m_data->comparison.nextSteps) {
+            if (!ns.config.isEmpty())
+                configs << ns.config.trimmed();
+        }
+        QGuiApplication::clipboard()->setText(configs.join(QLatin1Char('\n')) + QLatin1Char('\n'));
+    });
     connect(m_whatIf, &QTableView::activated, this, [this](const QModelIndex &index) {
         const QString recipe = m_whatIfModel->index(index.row(), 0).data().toString();
         if (recipe.isEmpty())
@@ -780,9 +790,13 @@ void TriageWizard::fillNext()
 {
     m_next->clear();
     m_whatIfModel->clear();
-    m_whatIfModel->setHorizontalHeaderLabels({tr("Recipe"), tr("Format"), tr("Underflow %"), tr("Saturated %"),
-        tr("MSE"), tr("SQNR dB"), tr("Cosine"), tr("Blocks"), tr("Clipping blocks %"), tr("Underflowing blocks %"),
-        tr("Flushed blocks %"), tr("scale_inv binades")});
+    m_whatIfModel->setHorizontalHeaderLabels(
+        {tr("Recipe"), tr("Format"), tr("Damage % (1st)"), tr("Mean rel. error % (2nd)"), tr("Underflow %"),
+            tr("Saturated %"), tr("MSE (3rd)"), tr("SQNR dB"), tr("Cosine"), tr("Blocks"), tr("Clipping blocks %"),
+            tr("Underflowing blocks %"), tr("Flushed blocks %"), tr("scale_inv binades")});
+    for (int column : {2, 3, 6})
+        m_whatIfModel->horizontalHeaderItem(column)->setToolTip(
+            tr("The best recipe, in bold: %1").arg(whatIfCriterion()));
     m_whatIfModel->horizontalHeaderItem(kBlocksColumn + 1)
         ->setToolTip(tr("Blocks with an element that saturates: the block's scale cannot bring its amax within "
                         "the format"));
@@ -809,6 +823,8 @@ void TriageWizard::fillNextText()
     int n = 0;
     for (const analysis::NextStep &ns : m_data->comparison.nextSteps) {
         QString step = QStringLiteral("%1. %2\n   %3").arg(++n).arg(ns.what, ns.action);
+        if (!ns.config.isEmpty())
+            step += QStringLiteral("\n\n") + ns.config.trimmed();
         // What the baseline's other attempts already tried of it, and how it came out.
         for (const QString &tried : m_data->triedBy.value(triedByKey(ns)))
             step += QStringLiteral("\n   -> %1").arg(tried);
@@ -838,7 +854,8 @@ void TriageWizard::startWhatIf()
     }
     const Dump &dump = c.evidence->dump;
     m_whatIfDump = dump.spec();
-    const std::vector<Recipe> recipes = Recipe::whatIfSet();
+    // The recipes this tensor could be trained in (the run's formats for its role), the what-if the triage stored.
+    const std::vector<Recipe> recipes = analysis::whatIfCandidatesOf(m_workspace->catalog(), dump);
     const QString title = tr("Recipe what-if on %1 %2 at step %3 (%4):")
                               .arg(dump.record.layer, dump.record.tensor)
                               .arg(dump.record.step)
@@ -850,65 +867,89 @@ void TriageWizard::startWhatIf()
             row << item(i == kBlocksColumn && !hasBlockScales(r) ? tr("per tensor") : QString());
         m_whatIfModel->appendRow(row);
     }
-    // The what-if of this comparison: a review kept meanwhile (the next steps made again) keeps it, another
-    // pair or a new comparison does not.
+    if (const auto stored = analysis::storedWhatIfOf(m_workspace->catalog(), dump)) {
+        showWhatIf(*stored, title);
+        return;
+    }
+    // None stored (a store that could not be written): the same what-if computed here.
     const quint64 generation = m_whatIfGeneration;
     m_whatIfPending = 1;
     m_workspace->whatIf(dump, recipes, m_slot + QStringLiteral("-whatif"), this,
-        [this, generation, title](const std::optional<WhatIfResult> &result, const QString &error) {
+        [this, generation, title, dump, recipes](const std::optional<WhatIfResult> &result, const QString &error) {
             if (generation != m_whatIfGeneration)
                 return; // another pair is shown: its own what-if fills the table
-            m_whatIfPending = 0;
             if (!result) {
+                m_whatIfPending = 0;
                 m_whatIfTitle->setText(title + QLatin1Char(' ') + tr("not computed: %1").arg(error));
                 return;
             }
-            for (size_t i = 0; i < result->rows.size() && int(i) < m_whatIfModel->rowCount(); ++i) {
-                const int row = int(i);
-                const WhatIfRow &w = result->rows[i];
-                const TensorMetrics &m = w.metrics;
-                m_whatIfModel->setItem(row, 2, number(m.underflowPct, 4));
-                m_whatIfModel->setItem(row, 3, number(m.saturationPct, 4));
-                m_whatIfModel->setItem(row, 4, number(m.mse));
-                m_whatIfModel->setItem(row, 5, number(m.sqnrDb, 2));
-                m_whatIfModel->setItem(row, 6, number(m.cosine, 7));
-                if (!hasBlockScales(w.recipe))
-                    continue;
-                if (!w.census) {
-                    m_whatIfModel->setItem(row, kBlocksColumn, item(w.censusError));
-                    continue;
-                }
-                const BlockCensus &cs = *w.census;
-                m_whatIfModel->setItem(row, kBlocksColumn, integer(cs.blocks));
-                m_whatIfModel->setItem(row, kBlocksColumn + 1, number(cs.clippingPct(), 4));
-                m_whatIfModel->setItem(row, kBlocksColumn + 2, number(cs.underflowingPct(), 4));
-                m_whatIfModel->setItem(row, kBlocksColumn + 3, number(cs.flushedPct(), 4));
-                QString binades = cs.scaleLog2.empty()
-                    ? QString()
-                    : tr("2^%1 .. 2^%2").arg(cs.scaleLog2.begin()->first).arg(cs.scaleLog2.rbegin()->first);
-                if (cs.zeroScaleBlocks)
-                    binades += tr(", %n block(s) with scale 0", nullptr, int(cs.zeroScaleBlocks));
-                QStringList histogram;
-                for (const auto &[log2, n] : cs.scaleLog2)
-                    histogram << tr("2^%1: %2 blocks").arg(log2).arg(n);
-                auto *cell = item(binades);
-                cell->setToolTip(histogram.join(QLatin1Char('\n')));
-                m_whatIfModel->setItem(row, kBlocksColumn + 4, cell);
-            }
-            if (result->best) {
-                const int row = int(*result->best);
-                QFont bold = m_whatIfModel->item(row, 0)->font();
-                bold.setBold(true);
-                for (int col = 0; col < m_whatIfModel->columnCount(); ++col) {
-                    if (QStandardItem *cell = m_whatIfModel->item(row, col))
-                        cell->setFont(bold);
-                }
-                m_whatIfTitle->setText(title + QLatin1Char(' ')
-                    + tr("the best FP8 recipe, in bold: %1 (%2).")
-                          .arg(result->rows[*result->best].recipe.name(), whatIfCriterion()));
-            }
-            m_whatIf->resizeColumnsToContents();
+            showWhatIf(*result, title);
+            // Kept, so that the findings and the next steps read it: they are finished again once it is.
+            m_workspace->storeWhatIf(dump.run, analysis::whatIfRecord(dump, recipes, *result), this,
+                [this, generation](const QString &storeError) {
+                    if (generation != m_whatIfGeneration)
+                        return;
+                    m_whatIfPending = 0;
+                    if (!storeError.isEmpty() || !m_data)
+                        return;
+                    auto data = std::make_shared<ComparisonData>(*m_data);
+                    analysis::finishComparison(m_workspace->catalog(), &data->comparison);
+                    m_data = std::move(data);
+                    fillNextText();
+                    fillSummary();
+                });
         });
+}
+
+void TriageWizard::showWhatIf(const WhatIfResult &result, const QString &title)
+{
+    for (size_t i = 0; i < result.rows.size() && int(i) < m_whatIfModel->rowCount(); ++i) {
+        const int row = int(i);
+        const WhatIfRow &w = result.rows[i];
+        const TensorMetrics &m = w.metrics;
+        m_whatIfModel->setItem(row, 2, number(m.damagePct, 4));
+        m_whatIfModel->setItem(row, 3, number(m.meanRelErrorPct, 4));
+        m_whatIfModel->setItem(row, 4, number(m.underflowPct, 4));
+        m_whatIfModel->setItem(row, 5, number(m.saturationPct, 4));
+        m_whatIfModel->setItem(row, 6, number(m.mse));
+        m_whatIfModel->setItem(row, 7, number(m.sqnrDb, 2));
+        m_whatIfModel->setItem(row, 8, number(m.cosine, 7));
+        if (!hasBlockScales(w.recipe))
+            continue;
+        if (!w.census) {
+            m_whatIfModel->setItem(row, kBlocksColumn, item(w.censusError));
+            continue;
+        }
+        const BlockCensus &cs = *w.census;
+        m_whatIfModel->setItem(row, kBlocksColumn, integer(cs.blocks));
+        m_whatIfModel->setItem(row, kBlocksColumn + 1, number(cs.clippingPct(), 4));
+        m_whatIfModel->setItem(row, kBlocksColumn + 2, number(cs.underflowingPct(), 4));
+        m_whatIfModel->setItem(row, kBlocksColumn + 3, number(cs.flushedPct(), 4));
+        QString binades = cs.scaleLog2.empty()
+            ? QString()
+            : tr("2^%1 .. 2^%2").arg(cs.scaleLog2.begin()->first).arg(cs.scaleLog2.rbegin()->first);
+        if (cs.zeroScaleBlocks)
+            binades += tr(", %n block(s) with scale 0", nullptr, int(cs.zeroScaleBlocks));
+        QStringList histogram;
+        for (const auto &[log2, n] : cs.scaleLog2)
+            histogram << tr("2^%1: %2 blocks").arg(log2).arg(n);
+        auto *cell = item(binades);
+        cell->setToolTip(histogram.join(QLatin1Char('\n')));
+        m_whatIfModel->setItem(row, kBlocksColumn + 4, cell);
+    }
+    if (result.best) {
+        const int row = int(*result.best);
+        QFont bold = m_whatIfModel->item(row, 0)->font();
+        bold.setBold(true);
+        for (int col = 0; col < m_whatIfModel->columnCount(); ++col) {
+            if (QStandardItem *cell = m_whatIfModel->item(row, col))
+                cell->setFont(bold);
+        }
+        m_whatIfTitle->setText(title + QLatin1Char(' ')
+            + tr("the best recipe, in bold: %1 (%2).")
+                  .arg(whatIfLabel(result.rows[*result.best].recipe), whatIfCriterion()));
+    }
+    m_whatIf->resizeColumnsToContents();
 }
 
 void TriageWizard::fillSummary()
