@@ -443,14 +443,18 @@ void finish(const FinishInputs &in, Comparison *cp)
         // A run that trains in high precision has no recipe to change.
         // The what-if on the first suspect's dump, where it has one, says which recipe (or none) helps it: its
         // advice stands in for the family's general one, never beside it.
-        const bool measured = std::any_of(c.findings.begin(), c.findings.end(),
-            [](const Finding &f) { return f.kind == FindingKind::RecipeWhatIf && !f.suggestion.isEmpty(); });
-        const QString recipe = precision == PrecisionClass::Baseline || measured ? QString() : recipeAdvice(runRecipe);
         QStringList layers;
         for (const Finding &s : c.suspects) {
             if (open(s) && !layers.contains(s.layer) && layers.size() < 4)
                 layers << s.layer;
         }
+        // Measured: an open what-if on an open suspect names the best recipe (one not yet computed says how to
+        // compute it, and the general advice stays until it is).
+        const bool measured = std::any_of(c.findings.begin(), c.findings.end(), [&](const Finding &f) {
+            return f.kind == FindingKind::RecipeWhatIf && open(f) && layers.contains(f.layer)
+                && f.evidence.value(QStringLiteral("best")).isString();
+        });
+        const QString recipe = precision == PrecisionClass::Baseline || measured ? QString() : recipeAdvice(runRecipe);
         if (!recipe.isEmpty())
             parts << recipe;
         if (!layers.isEmpty()) {
