@@ -263,11 +263,7 @@ std::optional<AuditResult> auditOfRun(const Catalog &catalog, RunRef run)
     Problem problem;
     std::optional<AuditResult> result = cachedAudit(checkpoint, findInferenceReferences(dir), &problem);
     if (result) {
-        std::vector<std::pair<QString, QString>> config;
-        for (const ConfigEntry &e : catalog.configs(run))
-            config.emplace_back(e.key, e.value);
-        checkTrainingPrecision(*result, bf16TrainedLayers(config));
-        calibrateAgainstRun(catalog, run, r->label(), *result);
+        auditAgainstRun(catalog, run, r->label(), *result);
     } else {
         // Unreadable: said as the audit's own problem, so that the triage says why it has no audit.
         result = AuditResult {};

@@ -20,15 +20,20 @@ LateAmax lateAmax(const Catalog &catalog, RunRef run, const QString &tensor)
         result.statistic = QLatin1String(stat);
         result.firstStep = m.steps[first];
         result.lastStep = m.steps.back();
+        result.steps = int(window);
         for (qsizetype l = 0; l < m.layers.size(); ++l) {
-            double amax = NAN;
+            double amax = NAN, least = NAN;
             for (size_t s = first; s < steps; ++s) {
                 const double v = m.values[size_t(l) * steps + s];
-                if (std::isfinite(v))
+                if (std::isfinite(v)) {
                     amax = std::isnan(amax) ? v : std::max(amax, v);
+                    least = std::isnan(least) ? v : std::min(least, v);
+                }
             }
-            if (!std::isnan(amax))
+            if (!std::isnan(amax)) {
                 result.byLayer.insert(m.layers[l], amax);
+                result.leastByLayer.insert(m.layers[l], least);
+            }
         }
         return result;
     }

@@ -6,6 +6,7 @@
 #include "core/analysis/comparetables.h"
 #include "core/analysis/storedwhatif.h"
 #include "core/analysis/triage.h"
+#include "core/analysis/triageinputs.h"
 #include "core/demo/demogenerator.h"
 #include "core/demo/scenarios.h"
 #include "core/numerics/cpubackend.h"
@@ -224,6 +225,7 @@ private Q_SLOTS:
     void alignsOnConsumedSamples();
     void skippedIterationsAgainstTheBaseline();
     void recipeWhatIfOnADump();
+    void auditOfAnExportCalibratedTheUsualWay();
     void recipeWhatIfOnTransformerEngineDumps();
     void adviceStartsFromTheRunsRecipe();
     void reviewsApplyToTheNextSteps();
@@ -844,6 +846,108 @@ void TestTriage::recipeWhatIfOnADump()
     const Comparison again = compareRunsStored(catalog, c.baseline, c.run);
     QVERIFY(again.whatIfBest);
     QCOMPARE(again.whatIf[*again.whatIfBest].recipe, best);
+}
+
+// The checkpoint audit on exports written with torch and safetensors as calibrators write them (compressed-tensors,
+// per-tensor weights, a static input_scale of the late activation amax / 448 from the training run's Transformer
+// Engine statistics, write_checkpoints.py): max calibration, whether of the amax as printed or unrounded, stored in
+// float32 or bfloat16, or of a late step below the window's largest, is no finding; a scale 40 times too small is a
+// critical one; a layer the run trained in BF16 (Megatron's --first-last-layers-bf16) quantized is found by
+// `fp8scope-cli audit --run` as by the triage's own audit of the run folder, finding for finding.
+void TestTriage::auditOfAnExportCalibratedTheUsualWay()
+{
+    const QString cli = qEnvironmentVariable("FP8SCOPE_CLI");
+    QVERIFY(!cli.isEmpty());
+    const QString python = qEnvironmentVariable("FP8SCOPE_TEST_PYTHON");
+    if (python.isEmpty() || !QFile::exists(python))
+        QSKIP("no test Python (packaging/install-deps.sh --python-venv build/venv makes one)");
+    QTemporaryDir dir;
+    QProcess write;
+    write.start(python,
+        {qEnvironmentVariable("FP8SCOPE_SOURCE_DIR") + QStringLiteral("/tests/core/oracles/write_checkpoints.py"),
+            dir.path()});
+    QVERIFY(write.waitForFinished(300000));
+    QVERIFY2(write.exitCode() == 0, write.readAllStandardError().constData());
+    // layer -> "kind severity" of the audit's findings, as `fp8scope-cli audit EXPORT --run RUN --json` gives them.
+    const auto audit = [&](const QString &exportDir, const QString &run, int *code, QJsonArray *layers = nullptr) {
+        QProcess p;
+        p.start(cli,
+            {QStringLiteral("audit"), dir.filePath(exportDir), QStringLiteral("--run"), dir.filePath(run),
+                QStringLiteral("--json")});
+        p.waitForFinished(300000);
+        *code = p.exitCode();
+        const QJsonObject doc = QJsonDocument::fromJson(p.readAllStandardOutput()).object();
+        if (layers)
+            *layers = doc.value(QStringLiteral("layers")).toArray();
+        QMap<QString, QString> out;
+        for (const QJsonValue &v : doc.value(QStringLiteral("findings")).toArray()) {
+            const QJsonObject f = v.toObject();
+            out.insert(f.value(QStringLiteral("layer")).toString(),
+                f.value(QStringLiteral("kind")).toString() + QLatin1Char(' ')
+                    + f.value(QStringLiteral("severity")).toString());
+        }
+        return out;
+    };
+    int code = -1;
+    QJsonArray layers;
+    QMap<QString, QString> found
+        = audit(QStringLiteral("ct_max_calibrated"), QStringLiteral("training_run"), &code, &layers);
+    QVERIFY2(found.isEmpty(), qPrintable(QStringList(found.keys()).join(QLatin1Char(' '))));
+    QCOMPARE(code, 0);
+    // The rule was applied: every quantized layer against its module's late amax, some of them a hair above the range
+    // the scale gives (the printed four decimals, the scale's bfloat16, the last step's amax below the largest).
+    int checked = 0, aHairAbove = 0;
+    for (const QJsonValue &v : layers) {
+        const QJsonObject l = v.toObject();
+        if (!l.contains(QStringLiteral("input_scale")))
+            continue;
+        QVERIFY2(l.contains(QStringLiteral("training_activation_amax")),
+            qPrintable(l.value(QStringLiteral("layer")).toString()));
+        ++checked;
+        aHairAbove += l.value(QStringLiteral("training_activation_amax")).toDouble()
+                > l.value(QStringLiteral("input_scale")).toDouble() * 448
+            ? 1
+            : 0;
+    }
+    QCOMPARE(checked, 14);
+    QVERIFY2(aHairAbove >= 3, qPrintable(QString::number(aHairAbove)));
+
+    found = audit(QStringLiteral("ct_calibration_40x"), QStringLiteral("training_run"), &code);
+    QCOMPARE(found.size(), 1);
+    QCOMPARE(found.value(QStringLiteral("model.layers.0.self_attn.o_proj")),
+        QStringLiteral("calibration-mismatch critical"));
+    QCOMPARE(code, 1);
+
+    // Layer 1 trained in BF16: quantized in the export, each of its seven modules is a precision mismatch.
+    found = audit(QStringLiteral("ct_max_calibrated"), QStringLiteral("training_run_bf16_last"), &code);
+    QCOMPARE(found.size(), 7);
+    for (auto it = found.cbegin(); it != found.cend(); ++it) {
+        QVERIFY2(it.key().startsWith(QLatin1String("model.layers.1.")), qPrintable(it.key()));
+        QCOMPARE(it.value(), QStringLiteral("precision-mismatch warning"));
+    }
+    QVERIFY(audit(QStringLiteral("ct_max_calibrated_bf16_last"), QStringLiteral("training_run_bf16_last"), &code)
+                .isEmpty());
+    QCOMPARE(code, 0);
+
+    // The triage's audit of the run folder holding that export: the same findings.
+    QDir(dir.filePath(QStringLiteral("ct_max_calibrated")))
+        .rename(dir.filePath(QStringLiteral("ct_max_calibrated")),
+            dir.filePath(QStringLiteral("training_run_bf16_last/export")));
+    const QMap<QString, QString> cliFindings
+        = audit(QStringLiteral("training_run_bf16_last/export"), QStringLiteral("training_run_bf16_last"), &code);
+    QCOMPARE(cliFindings.size(), 7);
+    Catalog catalog;
+    QString error;
+    QVERIFY2(testing::openAndIngest(dir.filePath(QStringLiteral("training_run_bf16_last")), &catalog, &error),
+        qPrintable(error));
+    const std::vector<Run> runs = catalog.runs(false);
+    QCOMPARE(int(runs.size()), 1);
+    const std::optional<AuditResult> triageAudit = analysis::auditOfRun(catalog, runs.front().ref);
+    QVERIFY(triageAudit);
+    QMap<QString, QString> triageFindings;
+    for (const AuditFinding &f : triageAudit->findings)
+        triageFindings.insert(f.layer, f.kind + QLatin1Char(' ') + f.severity);
+    QCOMPARE(triageFindings, cliFindings);
 }
 
 // The same what-if when the FP8 run's dumps are Transformer Engine DumpTensors .pt files (the demo's HDF5
