@@ -791,9 +791,10 @@ void TriageWizard::fillNext()
     m_next->clear();
     m_whatIfModel->clear();
     m_whatIfModel->setHorizontalHeaderLabels(
-        {tr("Recipe"), tr("Format"), tr("Damage % (1st)"), tr("Mean rel. error % (2nd)"), tr("Underflow %"),
-            tr("Saturated %"), tr("MSE (3rd)"), tr("SQNR dB"), tr("Cosine"), tr("Blocks"), tr("Clipping blocks %"),
-            tr("Underflowing blocks %"), tr("Flushed blocks %"), tr("scale_inv binades")});
+        // Two lines a header, so that the table fits a laptop's screen (1366 wide) without scrolling.
+        {tr("Recipe"), tr("Format"), tr("Damage %\n(1st)"), tr("Mean rel.\nerror % (2nd)"), tr("Underflow\n%"),
+            tr("Saturated\n%"), tr("MSE\n(3rd)"), tr("SQNR\ndB"), tr("Cosine"), tr("Blocks"), tr("Clipping\nblocks %"),
+            tr("Underflowing\nblocks %"), tr("Flushed\nblocks %"), tr("scale_inv\nbinades")});
     for (int column : {2, 3, 6})
         m_whatIfModel->horizontalHeaderItem(column)->setToolTip(
             tr("The best recipe, in bold: %1").arg(whatIfCriterion()));
@@ -864,7 +865,9 @@ void TriageWizard::startWhatIf()
     for (const Recipe &r : recipes) {
         QList<QStandardItem *> row {item(r.name()), item(formatName(r.format))};
         for (int i = 2; i < kWhatIfColumns; ++i)
-            row << item(i == kBlocksColumn && !hasBlockScales(r) ? tr("per tensor") : QString());
+            row << item(i == kBlocksColumn && !hasBlockScales(r) ? tr("-") : QString());
+        if (!hasBlockScales(r))
+            row[kBlocksColumn]->setToolTip(tr("One scale for the whole tensor: no blocks"));
         m_whatIfModel->appendRow(row);
     }
     if (const auto stored = analysis::storedWhatIfOf(m_workspace->catalog(), dump)) {
@@ -907,13 +910,13 @@ void TriageWizard::showWhatIf(const WhatIfResult &result, const QString &title)
         const int row = int(i);
         const WhatIfRow &w = result.rows[i];
         const TensorMetrics &m = w.metrics;
-        m_whatIfModel->setItem(row, 2, number(m.damagePct, 4));
-        m_whatIfModel->setItem(row, 3, number(m.meanRelErrorPct, 4));
-        m_whatIfModel->setItem(row, 4, number(m.underflowPct, 4));
-        m_whatIfModel->setItem(row, 5, number(m.saturationPct, 4));
+        m_whatIfModel->setItem(row, 2, number(m.damagePct, 3));
+        m_whatIfModel->setItem(row, 3, number(m.meanRelErrorPct, 3));
+        m_whatIfModel->setItem(row, 4, number(m.underflowPct, 3));
+        m_whatIfModel->setItem(row, 5, number(m.saturationPct, 3));
         m_whatIfModel->setItem(row, 6, number(m.mse));
         m_whatIfModel->setItem(row, 7, number(m.sqnrDb, 2));
-        m_whatIfModel->setItem(row, 8, number(m.cosine, 7));
+        m_whatIfModel->setItem(row, 8, number(m.cosine, 6));
         if (!hasBlockScales(w.recipe))
             continue;
         if (!w.census) {
@@ -922,12 +925,12 @@ void TriageWizard::showWhatIf(const WhatIfResult &result, const QString &title)
         }
         const BlockCensus &cs = *w.census;
         m_whatIfModel->setItem(row, kBlocksColumn, integer(cs.blocks));
-        m_whatIfModel->setItem(row, kBlocksColumn + 1, number(cs.clippingPct(), 4));
-        m_whatIfModel->setItem(row, kBlocksColumn + 2, number(cs.underflowingPct(), 4));
-        m_whatIfModel->setItem(row, kBlocksColumn + 3, number(cs.flushedPct(), 4));
+        m_whatIfModel->setItem(row, kBlocksColumn + 1, number(cs.clippingPct(), 2));
+        m_whatIfModel->setItem(row, kBlocksColumn + 2, number(cs.underflowingPct(), 2));
+        m_whatIfModel->setItem(row, kBlocksColumn + 3, number(cs.flushedPct(), 2));
         QString binades = cs.scaleLog2.empty()
             ? QString()
-            : tr("2^%1 .. 2^%2").arg(cs.scaleLog2.begin()->first).arg(cs.scaleLog2.rbegin()->first);
+            : tr("2^%1..2^%2").arg(cs.scaleLog2.begin()->first).arg(cs.scaleLog2.rbegin()->first);
         if (cs.zeroScaleBlocks)
             binades += tr(", %n block(s) with scale 0", nullptr, int(cs.zeroScaleBlocks));
         QStringList histogram;

@@ -83,10 +83,9 @@ std::optional<Finding> recipeWhatIfFinding(
         const QString name = scores[*best].recipe;
         f.suggestion = sameRecipe(name, runRecipe)
             ? QStringLiteral("%1, the run's own recipe, already quantizes this tensor best of the recipes it could "
-                             "use (%2): a recipe change does not help it; keep the layer in BF16 instead")
+                             "use, by %2: a recipe change does not help it; keep the layer in BF16 instead")
                   .arg(name, whatIfCriterion())
-            : QStringLiteral("%1 quantizes this tensor best of the recipes it could use (%2): try it for this run%3 "
-                             "(one change at a time)")
+            : QStringLiteral("%1 quantizes this tensor best of the recipes it could use, by %2: try it for this run%3")
                   .arg(name, whatIfCriterion(), recipeFlag(name));
     }
     return f;
