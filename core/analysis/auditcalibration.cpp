@@ -130,7 +130,8 @@ RunCalibration calibrateAgainstRun(const Catalog &catalog, RunRef run, const QSt
     c.late = lateAmax(catalog, run, QStringLiteral("activation"));
     QHash<QString, ActivationAmax> amax;
     for (auto it = c.late.byLayer.cbegin(); it != c.late.byLayer.cend(); ++it)
-        amax.insert(it.key(), {it.value(), c.late.leastByLayer.value(it.key(), it.value()), c.late.steps});
+        amax.insert(it.key(),
+            {it.value(), c.late.leastByLayer.value(it.key(), it.value()), c.late.stepsByLayer.value(it.key(), 1)});
     checkCalibration(result, amax,
         c.late.statistic.isEmpty() ? QString()
                                    : QStringLiteral("run %1, %2 of activation, steps %3-%4")

@@ -328,11 +328,11 @@ void finish(const FinishInputs &in, Comparison *cp)
     // began.
     c.suspects.clear();
     for (const Finding &f : c.findings) {
-        if (f.kind == FindingKind::FirstNonFinite && f.severity != Severity::Info && !f.layer.isEmpty())
+        if (isNonFiniteSuspect(f))
             c.suspects.push_back(f);
     }
     for (const Finding &f : c.findings) {
-        if (f.kind == FindingKind::LayerSignal && f.severity != Severity::Info)
+        if (isSignalSuspect(f))
             c.suspects.push_back(f);
     }
     c.evidence.reset();

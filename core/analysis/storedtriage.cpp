@@ -155,16 +155,23 @@ Comparison compareRunsStored(
         finishComparison(catalog, &c, options);
         return c;
     }
+    const int64_t generation = catalog.dataGeneration(run.store);
     Comparison c = compareRuns(catalog, baseline, run, options);
     // The what-if of the evidence dump, computed once and stored: the findings and next steps name its best recipe.
-    if (QString error; !ensureWhatIf(catalog, &c, &error) && errors)
+    // Storing it moves the run's data generation by one; the result is stamped with the new one only when nothing
+    // else moved it meanwhile (a live ingest, another process), else with the one it was computed from.
+    bool whatIfStored = false;
+    if (QString error; !ensureWhatIf(catalog, &c, &error, &whatIfStored) && errors)
         errors->append(QStringLiteral("the recipe what-if was not computed: %1").arg(error));
+    const QString computedFrom = whatIfStored && catalog.dataGeneration(run.store) == generation + 1
+        ? triageStamp(catalog, baseline, run, options)
+        : stamp;
     store(catalog, run, baseline,
         {.verdict = verdictName(c.verdict),
             .departure = c.departure,
             .lead = c.lead,
             .planned = c.plannedSteps,
-            .stamp = triageStamp(catalog, baseline, run, options),
+            .stamp = computedFrom,
             .findings = toStored(c.findings, runNames(catalog, {baseline, run}))},
         errors);
     return c;

@@ -10,10 +10,7 @@
 
 namespace fp8scope::analysis {
 
-namespace {
-
-// The dump file's size and modification time (ms since the epoch) now; -1 when it is gone.
-std::pair<int64_t, int64_t> fileStamp(const Dump &dump)
+std::pair<int64_t, int64_t> whatIfFileStamp(const Dump &dump)
 {
     const QFileInfo info(dump.path);
     if (!info.exists())
@@ -21,9 +18,11 @@ std::pair<int64_t, int64_t> fileStamp(const Dump &dump)
     return {info.size(), info.lastModified().toMSecsSinceEpoch()};
 }
 
+namespace {
+
 std::optional<WhatIfResult> parseFresh(const StoredWhatIf &w, const Dump &dump)
 {
-    const auto [size, mtime] = fileStamp(dump);
+    const auto [size, mtime] = whatIfFileStamp(dump);
     if (size < 0 || w.fileSize != size || w.fileMtime != mtime)
         return std::nullopt;
     QString error;
@@ -41,9 +40,13 @@ QString runFp8Format(const Catalog &catalog, RunRef run)
 {
     for (const ConfigEntry &c : catalog.configs(run)) {
         const QString k = normalizedKey(c.key);
+        const QString v = c.value.trimmed().toLower().remove(QLatin1Char('"')).remove(QLatin1Char('\''));
+        // NeMo's booleans: fp8_hybrid, fp8_e4m3.
+        if ((k == QLatin1String("fp8_hybrid") || k == QLatin1String("fp8_e4m3"))
+            && (v == QLatin1String("true") || v == QLatin1String("1")))
+            return k.mid(4);
         if (k != QLatin1String("fp8_format") && k != QLatin1String("fp8"))
             continue;
-        const QString v = c.value.trimmed().toLower().remove(QLatin1Char('"')).remove(QLatin1Char('\''));
         // Transformer Engine's Format enum prints as "Format.HYBRID".
         const QString name = v.section(QLatin1Char('.'), -1);
         if (name == QLatin1String("hybrid") || name == QLatin1String("e4m3") || name == QLatin1String("e5m2"))
@@ -71,7 +74,7 @@ std::optional<WhatIfResult> whatIfOf(Catalog &catalog, const Dump &dump, Metrics
         *stored = false;
     if (auto w = storedWhatIfOf(catalog, dump))
         return w;
-    const auto [size, mtime] = fileStamp(dump);
+    const auto stamp = whatIfFileStamp(dump);
     auto reader = openTensor(dump.spec(), problem);
     if (!reader)
         return std::nullopt;
@@ -85,9 +88,7 @@ std::optional<WhatIfResult> whatIfOf(Catalog &catalog, const Dump &dump, Metrics
     if (!result)
         return std::nullopt;
     QString error;
-    StoredWhatIf w = whatIfRecord(dump, candidates, *result);
-    w.fileSize = size; // as it was when it was read
-    w.fileMtime = mtime;
+    const StoredWhatIf w = whatIfRecord(dump, candidates, *result, stamp); // the file as it was when it was read
     if (!catalog.storeWhatIf(dump.run, w, &error))
         problem->message = QStringLiteral("the what-if was not stored: %1").arg(error);
     else if (stored)
@@ -95,10 +96,10 @@ std::optional<WhatIfResult> whatIfOf(Catalog &catalog, const Dump &dump, Metrics
     return result;
 }
 
-StoredWhatIf whatIfRecord(const Dump &dump, const std::vector<Recipe> &candidates, const WhatIfResult &result)
+StoredWhatIf whatIfRecord(const Dump &dump, const std::vector<Recipe> &candidates, const WhatIfResult &result,
+    std::pair<int64_t, int64_t> stamp)
 {
-    const auto [size, mtime] = fileStamp(dump);
-    return {whatIfDumpKey(dump), dump.record.step, whatIfRecipesKey(candidates), size, mtime,
+    return {whatIfDumpKey(dump), dump.record.step, whatIfRecipesKey(candidates), stamp.first, stamp.second,
         QString::fromUtf8(QJsonDocument(whatIfToJson(result)).toJson(QJsonDocument::Compact)), {}};
 }
 
@@ -139,16 +140,20 @@ void gatherWhatIfs(const Catalog &catalog, RunRef run, FinishInputs *out)
     }
 }
 
-bool ensureWhatIf(Catalog &catalog, Comparison *c, QString *error)
+bool ensureWhatIf(Catalog &catalog, Comparison *c, QString *error, bool *stored)
 {
+    if (stored)
+        *stored = false;
     if (!c->evidence || storedWhatIfOf(catalog, c->evidence->dump))
         return true;
     Problem problem;
-    bool stored = false;
-    if (!whatIfOf(catalog, c->evidence->dump, nullptr, &problem, {}, &stored) || !stored) {
+    bool done = false;
+    if (!whatIfOf(catalog, c->evidence->dump, nullptr, &problem, {}, &done) || !done) {
         *error = problem.toString();
         return false;
     }
+    if (stored)
+        *stored = true;
     finishComparison(catalog, c);
     return true;
 }

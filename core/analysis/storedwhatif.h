@@ -1,6 +1,7 @@
 // The recipe what-if of a run's dump, computed once for its candidate recipes (whatIfCandidates: the formats the
-// run uses for that tensor) and kept in the run's store: the triage's next steps, the wizard's table, the report
-// and `fp8scope-cli stats --what-if` read the same result, so that they name the same best recipe.
+// run uses for that tensor) and kept in the run's store: the triage's next steps, the wizard's table and the report
+// read the same result, so that they name the same best recipe; `fp8scope-cli stats DUMP --what-if` (a dump, no
+// store) computes it by the same functions, the same candidates for the format its --fp8-format names.
 #pragma once
 
 #include "core/numerics/whatif.h"
@@ -28,14 +29,19 @@ std::optional<WhatIfResult> storedWhatIfOf(const Catalog &catalog, const Dump &d
 // cannot be written leaves the result computed, its error in *problem's message with the result returned.
 std::optional<WhatIfResult> whatIfOf(Catalog &catalog, const Dump &dump, MetricsBackend *backend, Problem *problem,
     const MetricsEngine::Progress &progress = {}, bool *stored = nullptr);
-// What the store keeps of a what-if of `dump` over `candidates`, with the dump file's size and time as they are now.
-StoredWhatIf whatIfRecord(const Dump &dump, const std::vector<Recipe> &candidates, const WhatIfResult &result);
+// The dump file's size and modification time (ms) now; -1, -1 when it is gone.
+std::pair<int64_t, int64_t> whatIfFileStamp(const Dump &dump);
+// What the store keeps of a what-if of `dump` over `candidates`, with the dump file's size and time `stamp` as they
+// were when it was read (whatIfFileStamp before the computation: a dump rewritten meanwhile is computed again).
+StoredWhatIf whatIfRecord(const Dump &dump, const std::vector<Recipe> &candidates, const WhatIfResult &result,
+    std::pair<int64_t, int64_t> stamp);
 // A what-if as the triage's rules read it: recipe label -> statistic -> value.
 std::map<QString, std::map<QString, double>> whatIfTableOf(const WhatIfResult &result);
 // The run's stored what-ifs of its dumps as they are now, into in->whatIfs (in->dumps read first).
 void gatherWhatIfs(const Catalog &catalog, RunRef run, FinishInputs *in);
-// Stores the what-if of the comparison's evidence dump where none is stored, and finishes the comparison again
-// (its what-if finding and next steps read it); false with *error when it could not be computed or stored.
-bool ensureWhatIf(Catalog &catalog, Comparison *c, QString *error);
+// Stores the what-if of the comparison's evidence dump where none is stored (*stored says whether it did), and
+// finishes the comparison again (its what-if finding and next steps read it); false with *error when it could not
+// be computed or stored.
+bool ensureWhatIf(Catalog &catalog, Comparison *c, QString *error, bool *stored = nullptr);
 
 } // namespace fp8scope::analysis

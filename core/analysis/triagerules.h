@@ -26,6 +26,13 @@ using WhatIfTable = std::map<QString, std::map<QString, double>>;
 WhatIfTable storedWhatIf(const FinishInputs &in, const Dump &dump);
 std::vector<WhatIfScore> whatIfScores(const WhatIfTable &table);
 
+// Whether a finding is a suspect the next steps act on (finish() lists them in c.suspects): a layer's first
+// non-finite value that is not information, then the layer signals weighed as causes. The first of them in that
+// order has the evidence dump the recipe what-if is of.
+bool isNonFiniteSuspect(const Finding &f);
+bool isSignalSuspect(const Finding &f);
+const Finding *firstSuspect(const std::vector<Finding> &findings);
+
 // The recipe what-if finding on an evidence dump (its stored what-if, else the metrics recomputed from it).
 std::optional<Finding> recipeWhatIfFinding(
     const FinishInputs &in, const EvidenceDump &evidence, const QString &runRecipe);

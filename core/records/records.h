@@ -48,8 +48,8 @@ struct CandidateChoice {
     QString chosenAt; // ISO 8601, UTC; set when stored
 };
 
-// A recipe what-if kept in the store (core/recompute/whatifstore.h): the dump (Dump::spec()), its step, the
-// candidate recipes' labels joined by commas, the dump file's size and modification time (ms since the epoch)
+// A recipe what-if kept in the store (core/analysis/storedwhatif.h, schema 15 what_ifs): the dump (Dump::spec()), its
+// step, the candidate recipes' labels joined by commas, the dump file's size and modification time (ms since the epoch)
 // when it was computed, and the result as JSON.
 struct StoredWhatIf {
     QString dump;

@@ -844,6 +844,7 @@ void TestTriage::recipeWhatIfOnADump()
     const auto stored = storedWhatIfOf(catalog, c.evidence->dump);
     QVERIFY(stored);
     const Comparison again = compareRunsStored(catalog, c.baseline, c.run);
+    QVERIFY(again.fromStore); // stamped with the generation the what-if it stored moved to
     QVERIFY(again.whatIfBest);
     QCOMPARE(again.whatIf[*again.whatIfBest].recipe, best);
 }

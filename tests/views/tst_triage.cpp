@@ -21,11 +21,14 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QClipboard>
+#include <QGuiApplication>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QStandardItemModel>
 #include <QStatusBar>
@@ -331,6 +334,21 @@ void TestTriageWizard::firstSuspectDrivesTheViews()
     QString pattern = m_plan.plantedLayerName;
     pattern.replace(QLatin1Char('.'), QStringLiteral("\\."));
     QVERIFY2(w->nextText().contains(QStringLiteral("layer_name_regex_pattern: ") + pattern), qPrintable(w->nextText()));
+    // Copy puts the config alone on the clipboard, as it pastes: the YAML, no prose.
+    auto *copy = w->findChild<QPushButton *>(QStringLiteral("triageCopyNext"));
+    QVERIFY(copy && copy->isEnabled());
+    QGuiApplication::clipboard()->clear();
+    copy->click();
+    const QString copied = QGuiApplication::clipboard()->text();
+    QVERIFY2(copied.startsWith(QLatin1String("bf16_")) && copied.contains(QLatin1String("DisableQuantizationLayer:")),
+        qPrintable(copied));
+    QVERIFY2(copied.contains(QStringLiteral("layer_name_regex_pattern: ") + pattern), qPrintable(copied));
+    for (const QString &line : copied.split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
+        // Every line a YAML key, or a key and its value: nothing else.
+        QVERIFY2(
+            QRegularExpression(QStringLiteral("^ *[A-Za-z0-9_]+:( .+)?$")).match(line).hasMatch(), qPrintable(line));
+    }
+    QVERIFY(!copied.contains(QLatin1String("one change")));
 }
 
 void TestTriageWizard::whatIfEqualsTheCli()

@@ -294,6 +294,8 @@ QWidget *TriageWizard::nextPage()
     auto *nextLayout = new QVBoxLayout(next);
     auto *copy = new QPushButton(tr("Co&py"), next);
     copy->setObjectName(QStringLiteral("triageCopyNext"));
+    copy->setEnabled(false);
+    m_copyNext = copy;
     nextLayout->addWidget(m_next, 2);
     nextLayout->addWidget(copy, 0, Qt::AlignLeft);
     nextLayout->addWidget(m_whatIfTitle);
@@ -789,6 +791,7 @@ void TriageWizard::fillClass()
 void TriageWizard::fillNext()
 {
     m_next->clear();
+    m_copyNext->setEnabled(false);
     m_whatIfModel->clear();
     m_whatIfModel->setHorizontalHeaderLabels(
         // Two lines a header, so that the table fits a laptop's screen (1366 wide) without scrolling.
@@ -822,6 +825,8 @@ void TriageWizard::fillNextText()
     // The engine's next steps (one change at a time, the reviews applied), displayed.
     QStringList text;
     int n = 0;
+    m_copyNext->setEnabled(std::any_of(m_data->comparison.nextSteps.begin(), m_data->comparison.nextSteps.end(),
+        [](const analysis::NextStep &ns) { return !ns.config.isEmpty(); }));
     for (const analysis::NextStep &ns : m_data->comparison.nextSteps) {
         QString step = QStringLiteral("%1. %2\n   %3").arg(++n).arg(ns.what, ns.action);
         if (!ns.config.isEmpty())
@@ -877,8 +882,10 @@ void TriageWizard::startWhatIf()
     // None stored (a store that could not be written): the same what-if computed here.
     const quint64 generation = m_whatIfGeneration;
     m_whatIfPending = 1;
+    const auto stamp = analysis::whatIfFileStamp(dump); // the file as the job will read it
     m_workspace->whatIf(dump, recipes, m_slot + QStringLiteral("-whatif"), this,
-        [this, generation, title, dump, recipes](const std::optional<WhatIfResult> &result, const QString &error) {
+        [this, generation, title, dump, recipes, stamp](
+            const std::optional<WhatIfResult> &result, const QString &error) {
             if (generation != m_whatIfGeneration)
                 return; // another pair is shown: its own what-if fills the table
             if (!result) {
@@ -888,7 +895,7 @@ void TriageWizard::startWhatIf()
             }
             showWhatIf(*result, title);
             // Kept, so that the findings and the next steps read it: they are finished again once it is.
-            m_workspace->storeWhatIf(dump.run, analysis::whatIfRecord(dump, recipes, *result), this,
+            m_workspace->storeWhatIf(dump.run, analysis::whatIfRecord(dump, recipes, *result, stamp), this,
                 [this, generation](const QString &storeError) {
                     if (generation != m_whatIfGeneration)
                         return;

@@ -154,6 +154,7 @@ private:
     QLabel *m_verdict;
     QLabel *m_classTitle;
     QPlainTextEdit *m_next;
+    QPushButton *m_copyNext = nullptr; // enabled while a next step has a config to copy
     QLabel *m_whatIfTitle;
     QStandardItemModel *m_comparabilityModel;
     QStandardItemModel *m_classModel;

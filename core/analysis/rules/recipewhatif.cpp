@@ -60,9 +60,14 @@ std::optional<Finding> recipeWhatIfFinding(
                         .arg(f.layer, f.tensor)
                         .arg(step)
                         .arg(evidence.why);
+        // The run's format where it is not stats' default (hybrid): the same candidates on both paths.
+        const QString format
+            = in.fp8Format.isEmpty() || in.fp8Format.compare(QLatin1String("hybrid"), Qt::CaseInsensitive) == 0
+            ? QString()
+            : QStringLiteral(" --fp8-format %1").arg(in.fp8Format.toLower());
         f.suggestion = QStringLiteral("fp8scope-cli triage FOLDER computes it (or the triage wizard's next step, or "
-                                      "fp8scope-cli stats %1 --what-if)")
-                           .arg(dump.spec());
+                                      "fp8scope-cli stats %1 --what-if%2)")
+                           .arg(dump.spec(), format);
         return f;
     }
     QStringList parts;
@@ -91,19 +96,38 @@ std::optional<Finding> recipeWhatIfFinding(
     return f;
 }
 
+bool isNonFiniteSuspect(const Finding &f)
+{
+    return f.kind == FindingKind::FirstNonFinite && f.severity != Severity::Info && !f.layer.isEmpty();
+}
+
+bool isSignalSuspect(const Finding &f)
+{
+    return f.kind == FindingKind::LayerSignal && f.severity != Severity::Info;
+}
+
+const Finding *firstSuspect(const std::vector<Finding> &findings)
+{
+    for (const auto &is : {isNonFiniteSuspect, isSignalSuspect}) {
+        for (const Finding &f : findings) {
+            if (is(f))
+                return &f;
+        }
+    }
+    return nullptr;
+}
+
 namespace rules {
 
-// The what-if of the first suspect (a layer signal weighed as a cause) on its evidence dump.
+// The what-if of the first suspect (firstSuspect: the one whose evidence dump finish() picks) on its evidence dump.
 void recipeWhatIf(const PairInputs &in, const TriageOptions &, Comparison &c)
 {
-    for (const Finding &f : c.findings) {
-        if (f.kind != FindingKind::LayerSignal || f.severity == Severity::Info)
-            continue;
-        if (const auto evidence = pickEvidenceDump(in.finish, f, evidenceWindowEnd(c, *f.step))) {
-            if (const auto w = recipeWhatIfFinding(in.finish, *evidence, in.run.info ? in.run.info->recipe : QString()))
-                c.findings.push_back(*w);
-        }
-        break;
+    const Finding *f = firstSuspect(c.findings);
+    if (!f || !f->step)
+        return;
+    if (const auto evidence = pickEvidenceDump(in.finish, *f, evidenceWindowEnd(c, *f->step))) {
+        if (const auto w = recipeWhatIfFinding(in.finish, *evidence, in.run.info ? in.run.info->recipe : QString()))
+            c.findings.push_back(*w);
     }
 }
 
