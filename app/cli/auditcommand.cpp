@@ -107,8 +107,8 @@ int runAudit(const QStringList &args)
         err << "fp8scope-cli audit: " << problem.toString() << '\n';
         return 1;
     }
-    // The training run: its activations' amax near the end, and its activation dumps, for the static input
-    // scales.
+    // The training run, by the same rules as the triage's: the layers it trained in BF16 (its config), its
+    // activations' amax near the end and its activation dumps, for the static input scales.
     if (parser.isSet(QStringLiteral("run"))) {
         FolderSession session;
         if (!openAndIngest(parser.value(QStringLiteral("run")), &session, err))
@@ -123,7 +123,7 @@ int runAudit(const QStringList &args)
             err << "fp8scope-cli audit: no run in " << parser.value(QStringLiteral("run")) << '\n';
             return 1;
         }
-        const RunCalibration c = calibrateAgainstRun(catalog, chosen->ref, chosen->label(), *result);
+        const RunCalibration c = auditAgainstRun(catalog, chosen->ref, chosen->label(), *result);
         if (c.late.statistic.isEmpty() && c.dumpsCast == 0)
             err << "fp8scope-cli audit: run " << chosen->label()
                 << " logs no amax of its activations and dumped none of the layers with a static input scale: the "

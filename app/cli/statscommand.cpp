@@ -11,6 +11,7 @@
 #include "core/numerics/whatif.h"
 
 #include <QCommandLineParser>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QTextStream>
@@ -86,17 +87,19 @@ void printWhatIf(QTextStream &out, const TensorInfo &info, const std::vector<Ten
         out << "decode   " << info.decoding << '\n';
     out << "backend  " << (all.empty() ? QString() : all.front().backend) << "\n\n";
     out << "  " << QStringLiteral("recipe").leftJustified(40) << QStringLiteral("format").leftJustified(10)
+        << QStringLiteral("damage%").rightJustified(11) << QStringLiteral("mean rel err%").rightJustified(14)
         << QStringLiteral("underflow%").rightJustified(11) << QStringLiteral("saturated%").rightJustified(11)
         << QStringLiteral("MSE").rightJustified(13) << QStringLiteral("SQNR dB").rightJustified(9)
         << QStringLiteral("cosine").rightJustified(12) << '\n';
     for (const TensorMetrics &m : all) {
         out << "  " << m.recipe.leftJustified(40) << formatName(m.format).leftJustified(10)
+            << num(m.damagePct, 4).rightJustified(11) << num(m.meanRelErrorPct, 4).rightJustified(14)
             << num(m.underflowPct, 4).rightJustified(11) << num(m.saturationPct, 4).rightJustified(11)
             << num(m.mse, 4).rightJustified(13) << num(m.sqnrDb, 4).rightJustified(9)
             << num(m.cosine, 7).rightJustified(12) << '\n';
     }
     if (best && *best < all.size())
-        out << "\n  best FP8/FP4 recipe: " << all[*best].recipe << " (" << formatName(all[*best].format) << "), by "
+        out << "\n  best recipe: " << all[*best].recipe << " (" << formatName(all[*best].format) << "), by "
             << whatIfCriterion() << '\n';
     const auto delayed
         = std::find_if(all.begin(), all.end(), [](const TensorMetrics &m) { return !m.delayedScaleSource.isEmpty(); });
@@ -188,7 +191,15 @@ int runStats(const QStringList &args)
     std::vector<Recipe> recipes;
     QString error;
     if (parser.isSet(whatIfOpt)) {
-        recipes = Recipe::whatIfSet();
+        // The recipes the tensor could be trained in: its role by its name (a gradient's says so), the run's format.
+        const QString fp8Format = parser.value(QStringLiteral("fp8-format")).toLower();
+        if (fp8Format != QLatin1String("hybrid") && fp8Format != QLatin1String("e4m3")
+            && fp8Format != QLatin1String("e5m2")) {
+            err << "fp8scope-cli: --fp8-format takes hybrid, e4m3 or e5m2\n";
+            return 2;
+        }
+        const QString dataset = spec.section(QLatin1Char(':'), 1);
+        recipes = whatIfCandidates(dataset.isEmpty() ? QFileInfo(spec).fileName() : dataset, fp8Format);
     } else {
         const auto recipe = Recipe::parse(parser.value(recipeOpt), format, &error);
         if (!recipe) {

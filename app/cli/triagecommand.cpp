@@ -46,9 +46,13 @@ void printNextSteps(QTextStream &out, const Comparison &c)
         return;
     out << "  what to try next, one change at a time:\n";
     int n = 0;
-    for (const NextStep &s : c.nextSteps)
+    for (const NextStep &s : c.nextSteps) {
         out << "    " << ++n << ". " << QString(s.action).replace(QLatin1Char('\n'), QStringLiteral("\n       "))
             << '\n';
+        if (!s.config.isEmpty())
+            out << "       " << QString(s.config).trimmed().replace(QLatin1Char('\n'), QStringLiteral("\n       "))
+                << '\n';
+    }
 }
 
 QJsonArray nextStepsJson(const Comparison &c)
@@ -57,7 +61,8 @@ QJsonArray nextStepsJson(const Comparison &c)
     for (const NextStep &s : c.nextSteps)
         out.append(
             QJsonObject {{QStringLiteral("kind"), findingKindName(s.kind)}, {QStringLiteral("finding"), s.finding},
-                {QStringLiteral("what"), s.what}, {QStringLiteral("action"), s.action}});
+                {QStringLiteral("what"), s.what}, {QStringLiteral("action"), s.action},
+                {QStringLiteral("config"), s.config.isEmpty() ? QJsonValue() : QJsonValue(s.config)}});
     return out;
 }
 

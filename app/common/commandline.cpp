@@ -119,7 +119,15 @@ QList<CommandSpec> makeCliCommands()
             withChoices(
                 valued("format", "format", "e4m3, e5m2, e4m3fnuz, e5m2fnuz, e2m1, bf16 (default: the recipe's)"),
                 formatChoices()),
-            jsonOption(), flag("what-if", "one row per recipe/format combination"),
+            jsonOption(),
+            flag("what-if",
+                "one row per recipe the tensor could be trained in (in the format the run uses for its role: a "
+                "gradient when its name says so), the best by damage, then mean relative error, then MSE"),
+            withChoices(valued("fp8-format", "format",
+                            "the run's FP8 format, for --what-if: hybrid (E4M3 forward, E5M2 gradients), e4m3 or "
+                            "e5m2 (default: hybrid)",
+                            "hybrid"),
+                {s("hybrid"), s("e4m3"), s("e5m2")}),
             valued("threads", "n", "CPU threads (default: all)", "0"),
             valued("amax-history", "values",
                 "comma-separated amax history for delayed scaling, newest first (default: the dump's amax_history "

@@ -128,13 +128,26 @@ RunCalibration calibrateAgainstRun(const Catalog &catalog, RunRef run, const QSt
     for (const Problem &p : c.problems)
         result.problems.push_back(p);
     c.late = lateAmax(catalog, run, QStringLiteral("activation"));
-    checkCalibration(result, c.late.byLayer,
+    QHash<QString, ActivationAmax> amax;
+    for (auto it = c.late.byLayer.cbegin(); it != c.late.byLayer.cend(); ++it)
+        amax.insert(it.key(),
+            {it.value(), c.late.leastByLayer.value(it.key(), it.value()), c.late.stepsByLayer.value(it.key(), 1)});
+    checkCalibration(result, amax,
         c.late.statistic.isEmpty() ? QString()
                                    : QStringLiteral("run %1, %2 of activation, steps %3-%4")
                                          .arg(runLabel, c.late.statistic)
                                          .arg(c.late.firstStep)
                                          .arg(c.late.lastStep));
     return c;
+}
+
+RunCalibration auditAgainstRun(const Catalog &catalog, RunRef run, const QString &runLabel, AuditResult &result)
+{
+    std::vector<std::pair<QString, QString>> config;
+    for (const ConfigEntry &e : catalog.configs(run))
+        config.emplace_back(e.key, e.value);
+    checkTrainingPrecision(result, bf16TrainedLayers(config));
+    return calibrateAgainstRun(catalog, run, runLabel, result);
 }
 
 } // namespace fp8scope

@@ -2,6 +2,7 @@
 // evidence dump, the what-if, the comparability verdict and the next steps (docs/TRIAGE.md, "What to try
 // next").
 #include "comparetables.h"
+#include "storedwhatif.h"
 #include "triageinputs.h"
 #include "triagerules.h"
 
@@ -16,8 +17,6 @@
 
 namespace fp8scope::analysis {
 
-namespace {
-
 QString normalizedKey(const QString &key)
 {
     QString k = key.section(QLatin1Char('.'), -1).toLower();
@@ -26,6 +25,8 @@ QString normalizedKey(const QString &key)
     k.replace(QLatin1Char('-'), QLatin1Char('_'));
     return k;
 }
+
+namespace {
 
 // How far a value is from the early level in the statistic's risky direction (larger: more damage).
 double damage(const QString &stat, double value, double early)
@@ -180,9 +181,18 @@ std::optional<EvidenceDump> chooseEvidenceDump(
 
 WhatIfTable storedWhatIf(const FinishInputs &in, const Dump &dump)
 {
+    // The stored what-if of the dump, its candidates' every statistic; else the metrics recomputed from it at
+    // exactly its step, of the recipes a what-if of that tensor weighs (none in a format the run could not use
+    // for it).
+    if (const auto stored = in.whatIfs.find(whatIfDumpKey(dump)); stored != in.whatIfs.end())
+        return stored->second;
+    std::set<QString> candidates;
+    for (const Recipe &r : whatIfCandidates(dump.record.tensor, in.fp8Format))
+        candidates.insert(whatIfLabel(r));
     WhatIfTable table;
     for (const SeriesPoints &s : in.recomputed) {
-        if (s.series.layer != dump.record.layer || s.series.tensor != dump.record.tensor)
+        if (s.series.layer != dump.record.layer || s.series.tensor != dump.record.tensor
+            || !candidates.count(s.series.recipe))
             continue;
         const auto it = std::lower_bound(s.points.steps.begin(), s.points.steps.end(), dump.record.step);
         if (it == s.points.steps.end() || *it != dump.record.step)
@@ -197,14 +207,13 @@ WhatIfTable storedWhatIf(const FinishInputs &in, const Dump &dump)
 std::vector<WhatIfScore> whatIfScores(const WhatIfTable &table)
 {
     std::vector<WhatIfScore> out;
-    for (const auto &[recipe, stats] : table) {
-        WhatIfScore score {recipe};
-        if (const auto mse = stats.find(QStringLiteral("mse")); mse != stats.end())
-            score.mse = mse->second;
-        if (const auto u = stats.find(QStringLiteral("underflows%")); u != stats.end())
-            score.underflowPct = u->second;
-        out.push_back(score);
-    }
+    const auto value = [](const std::map<QString, double> &stats, const char *name) {
+        const auto it = stats.find(QLatin1String(name));
+        return it == stats.end() ? std::numeric_limits<double>::quiet_NaN() : it->second;
+    };
+    for (const auto &[recipe, stats] : table)
+        out.push_back({recipe, value(stats, "mse"), value(stats, "underflows%"), value(stats, "damage%"),
+            value(stats, "mean_rel_error%")});
     return out;
 }
 
@@ -319,11 +328,11 @@ void finish(const FinishInputs &in, Comparison *cp)
     // began.
     c.suspects.clear();
     for (const Finding &f : c.findings) {
-        if (f.kind == FindingKind::FirstNonFinite && f.severity != Severity::Info && !f.layer.isEmpty())
+        if (isNonFiniteSuspect(f))
             c.suspects.push_back(f);
     }
     for (const Finding &f : c.findings) {
-        if (f.kind == FindingKind::LayerSignal && f.severity != Severity::Info)
+        if (isSignalSuspect(f))
             c.suspects.push_back(f);
     }
     c.evidence.reset();
@@ -335,6 +344,15 @@ void finish(const FinishInputs &in, Comparison *cp)
             c.whatIf = whatIfScores(storedWhatIf(in, c.evidence->dump));
             c.whatIfBest = bestWhatIfRecipe(c.whatIf);
         }
+    }
+    // The what-if finding says what the what-if says now (a what-if stored since the findings were made).
+    for (Finding &f : c.findings) {
+        if (f.kind != FindingKind::RecipeWhatIf || !c.evidence
+            || f.evidence.value(QStringLiteral("dump")).toString() != c.evidence->dump.file
+            || f.layer != c.evidence->dump.record.layer || f.tensor != c.evidence->dump.record.tensor)
+            continue;
+        if (auto w = recipeWhatIfFinding(in, *c.evidence, in.run ? in.run->recipe : QString()))
+            f = std::move(*w);
     }
     c.comparability = alone ? Comparability {ComparabilityLevel::Unknown, {},
                           QStringLiteral("Checked on its own: no baseline to compare it with.")}
@@ -421,13 +439,22 @@ void finish(const FinishInputs &in, Comparison *cp)
     }
     case Verdict::MidRunInstability: {
         QStringList parts;
+        QString config; // the debug config that keeps the suspects in BF16, as it pastes
         // A run that trains in high precision has no recipe to change.
-        const QString recipe = precision == PrecisionClass::Baseline ? QString() : recipeAdvice(runRecipe);
+        // The what-if on the first suspect's dump, where it has one, says which recipe (or none) helps it: its
+        // advice stands in for the family's general one, never beside it.
         QStringList layers;
         for (const Finding &s : c.suspects) {
             if (open(s) && !layers.contains(s.layer) && layers.size() < 4)
                 layers << s.layer;
         }
+        // Measured: an open what-if on an open suspect names the best recipe (one not yet computed says how to
+        // compute it, and the general advice stays until it is).
+        const bool measured = std::any_of(c.findings.begin(), c.findings.end(), [&](const Finding &f) {
+            return f.kind == FindingKind::RecipeWhatIf && open(f) && layers.contains(f.layer)
+                && f.evidence.value(QStringLiteral("best")).isString();
+        });
+        const QString recipe = precision == PrecisionClass::Baseline || measured ? QString() : recipeAdvice(runRecipe);
         if (!recipe.isEmpty())
             parts << recipe;
         if (!layers.isEmpty()) {
@@ -445,9 +472,11 @@ void finish(const FinishInputs &in, Comparison *cp)
                            .arg(QString(layer).replace(QLatin1Char('.'), QLatin1Char('_')),
                                QRegularExpression::escape(layer));
             }
-            QString bf16 = QStringLiteral("keep %1 in BF16 (Transformer Engine debug config; on versions without "
-                                          "DisableQuantizationLayer its older name is DisableFP8Layer:\n%2)")
-                               .arg(layers.join(QStringLiteral(", ")), teConfig);
+            QString bf16 = QStringLiteral("keep %1 in BF16 with the Transformer Engine debug config below (on "
+                                          "versions without DisableQuantizationLayer its older name is "
+                                          "DisableFP8Layer)")
+                               .arg(layers.join(QStringLiteral(", ")));
+            config = teConfig;
             if (edge)
                 bf16 += QStringLiteral("; the suspects are first or last layers: Megatron --first-last-layers-bf16 "
                                        "--num-layers-at-start-in-bf16 2 --num-layers-at-end-in-bf16 2");
@@ -457,8 +486,10 @@ void finish(const FinishInputs &in, Comparison *cp)
             ? QStringLiteral("find the layers whose statistics moved before the departure (log Transformer Engine's "
                              "statistics: underflows%, overflows%, scale_inv) and keep them in BF16")
             : QStringLiteral("one change at a time: ") + parts.join(QStringLiteral("; or "));
-        if (departure && open(*departure))
+        if (departure && open(*departure)) {
             steps.push_back(stepOf(*departure, verdictAction));
+            steps.back().config = config;
+        }
         // The what-if acts on a suspect: not on one whose signals were all dismissed.
         for (const Finding &f : c.findings) {
             if (f.kind == FindingKind::RecipeWhatIf && !f.suggestion.isEmpty() && open(f) && layers.contains(f.layer))

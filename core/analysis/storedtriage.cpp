@@ -1,4 +1,5 @@
 // The triage through the store: results read back while their stamp holds, computed and stored otherwise.
+#include "storedwhatif.h"
 #include "triage.h"
 
 #include <QCryptographicHash>
@@ -21,7 +22,9 @@ QString number(double v)
 // 6: early or mid-run by whether the run tracked its baseline through the loss's fall (departureclass.h).
 // 8: blow-ups (the loss not a number to the end of the log) as departures, the first non-finite value, recoveries.
 // 9: the loss gap against the baseline's bar, a gradual cost told from a break, a blow-up's skips its own.
-constexpr int kRulesRevision = 9;
+// 10: the recipe what-if ranked by damage then the bulk's error, over the formats the run could use, from the stored
+// what-if (storedwhatif.h).
+constexpr int kRulesRevision = 10;
 
 // Every option that changes a result, as text, after the rules' revision.
 QString optionsText(const TriageOptions &o)
@@ -152,13 +155,23 @@ Comparison compareRunsStored(
         finishComparison(catalog, &c, options);
         return c;
     }
+    const int64_t generation = catalog.dataGeneration(run.store);
     Comparison c = compareRuns(catalog, baseline, run, options);
+    // The what-if of the evidence dump, computed once and stored: the findings and next steps name its best recipe.
+    // Storing it moves the run's data generation by one; the result is stamped with the new one only when nothing
+    // else moved it meanwhile (a live ingest, another process), else with the one it was computed from.
+    bool whatIfStored = false;
+    if (QString error; !ensureWhatIf(catalog, &c, &error, &whatIfStored) && errors)
+        errors->append(QStringLiteral("the recipe what-if was not computed: %1").arg(error));
+    const QString computedFrom = whatIfStored && catalog.dataGeneration(run.store) == generation + 1
+        ? triageStamp(catalog, baseline, run, options)
+        : stamp;
     store(catalog, run, baseline,
         {.verdict = verdictName(c.verdict),
             .departure = c.departure,
             .lead = c.lead,
             .planned = c.plannedSteps,
-            .stamp = stamp,
+            .stamp = computedFrom,
             .findings = toStored(c.findings, runNames(catalog, {baseline, run}))},
         errors);
     return c;

@@ -70,6 +70,7 @@ struct NextStep {
     QString finding; // that finding's identity (findingIdentity)
     QString what; // the finding's summary
     QString action; // what to change
+    QString config; // a config the action applies, as it pastes (YAML), or empty
 };
 
 // Whether a loss comparison of the two runs means what it says: the model shape, data and plan agree, both

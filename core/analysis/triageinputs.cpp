@@ -1,5 +1,7 @@
 #include "triageinputs.h"
 
+#include "storedwhatif.h"
+
 #include "auditcalibration.h"
 
 #include "departureclass.h"
@@ -61,7 +63,8 @@ std::optional<int64_t> configuredSteps(const Catalog &catalog, RunRef run)
 bool isWhatIfStat(const QString &stat)
 {
     return stat == QLatin1String("mse") || stat == QLatin1String("underflows%") || stat == QLatin1String("overflows%")
-        || stat == QLatin1String("sqnr_db");
+        || stat == QLatin1String("sqnr_db") || stat == QLatin1String("damage%")
+        || stat == QLatin1String("mean_rel_error%");
 }
 
 // The run's recomputed what-if statistics and its layer series of a risk statistic; the deepest layer it has
@@ -93,6 +96,8 @@ void gatherFinishCommon(const Catalog &catalog, RunRef baseline, RunRef run, Fin
         out->config = configTable(catalog, baseline, run);
     }
     out->dumps = catalog.dumps(run);
+    gatherWhatIfs(catalog, run, out);
+    out->fp8Format = runFp8Format(catalog, run);
     out->reviews = catalog.findingReviews(run, baseline);
 }
 
@@ -258,11 +263,7 @@ std::optional<AuditResult> auditOfRun(const Catalog &catalog, RunRef run)
     Problem problem;
     std::optional<AuditResult> result = cachedAudit(checkpoint, findInferenceReferences(dir), &problem);
     if (result) {
-        std::vector<std::pair<QString, QString>> config;
-        for (const ConfigEntry &e : catalog.configs(run))
-            config.emplace_back(e.key, e.value);
-        checkTrainingPrecision(*result, bf16TrainedLayers(config));
-        calibrateAgainstRun(catalog, run, r->label(), *result);
+        auditAgainstRun(catalog, run, r->label(), *result);
     } else {
         // Unreadable: said as the audit's own problem, so that the triage says why it has no audit.
         result = AuditResult {};

@@ -8,6 +8,7 @@
 #include "nonfinite.h"
 #include "triage.h"
 
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -58,6 +59,11 @@ struct FinishInputs {
     // sqnr_db), with their points (read back: of the first suspect's layer and tensor).
     std::vector<SeriesPoints> recomputed;
     std::vector<FindingReview> reviews;
+    // The run's stored recipe what-ifs (core/analysis/storedwhatif.h) of dumps as they are now, by dump
+    // (whatIfDumpKey): recipe label -> statistic -> value.
+    std::map<QString, std::map<QString, std::map<QString, double>>> whatIfs;
+    QString fp8Format; // runFp8Format of the run
+
     // The deepest layer the run has statistics or dumps of (-1: not gathered; a result read back has it in its
     // layer signals' evidence, "deepest_layer").
     int lastLayerIndex = -1;

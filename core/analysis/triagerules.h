@@ -13,6 +13,8 @@ namespace fp8scope::analysis {
 // "current", "mxfp8", "blockwise", "nvfp4", "bf16"; "" for an empty name.
 QString recipeFamily(const QString &recipe);
 bool sameRecipe(const QString &a, const QString &b);
+// A config key's last part in snake case, lower case (Megatron's arguments, NeMo's and Hugging Face's names).
+QString normalizedKey(const QString &key);
 
 // chooseEvidenceDump over gathered inputs: the suspect's series is the one of `in.risk` it was found on (its
 // evidence names the source), else any of its layer, tensor and statistic.
@@ -23,6 +25,17 @@ std::optional<EvidenceDump> pickEvidenceDump(
 using WhatIfTable = std::map<QString, std::map<QString, double>>;
 WhatIfTable storedWhatIf(const FinishInputs &in, const Dump &dump);
 std::vector<WhatIfScore> whatIfScores(const WhatIfTable &table);
+
+// Whether a finding is a suspect the next steps act on (finish() lists them in c.suspects): a layer's first
+// non-finite value that is not information, then the layer signals weighed as causes. The first of them in that
+// order has the evidence dump the recipe what-if is of.
+bool isNonFiniteSuspect(const Finding &f);
+bool isSignalSuspect(const Finding &f);
+const Finding *firstSuspect(const std::vector<Finding> &findings);
+
+// The recipe what-if finding on an evidence dump (its stored what-if, else the metrics recomputed from it).
+std::optional<Finding> recipeWhatIfFinding(
+    const FinishInputs &in, const EvidenceDump &evidence, const QString &runRecipe);
 
 // finishComparison over gathered inputs.
 void finish(const FinishInputs &in, Comparison *c);

@@ -912,7 +912,14 @@ double AuditLayer::activationOverRange() const
     return trainingActivationAmax / (*inputScale * double(fp8math::formatSpec(Format::E4M3).maxFinite));
 }
 
-void checkCalibration(AuditResult &result, const QHash<QString, double> &activationAmax, const QString &source)
+double AuditLayer::leastActivationOverRange() const
+{
+    if (!inputScale || !(*inputScale > 0) || !(trainingActivationLeast > 0))
+        return NAN;
+    return trainingActivationLeast / (*inputScale * double(fp8math::formatSpec(Format::E4M3).maxFinite));
+}
+
+void checkCalibration(AuditResult &result, const QHash<QString, ActivationAmax> &activationAmax, const QString &source)
 {
     using namespace auditrules;
     const double fmax = double(fp8math::formatSpec(Format::E4M3).maxFinite);
@@ -928,20 +935,29 @@ void checkCalibration(AuditResult &result, const QHash<QString, double> &activat
         // amax history of the module's input.
         QString from = source;
         const auto it = activationAmax.constFind(l.training->module);
-        if (it != activationAmax.cend() && *it > 0) {
-            l.trainingActivationAmax = *it;
+        if (it != activationAmax.cend() && it->largest > 0) {
+            l.trainingActivationAmax = it->largest;
+            l.trainingActivationLeast = it->least > 0 ? std::min(it->least, it->largest) : it->largest;
+            l.trainingActivationSteps = std::max(1, it->steps);
         } else if (l.dumpAmax > 0) {
-            l.trainingActivationAmax = l.dumpAmax;
+            l.trainingActivationAmax = l.trainingActivationLeast = l.dumpAmax;
+            l.trainingActivationSteps = 1;
             from = QStringLiteral("the activation dump of step %1").arg(l.calibrationStep);
         } else if (l.checkpointActivationAmax > 0) {
-            l.trainingActivationAmax = l.checkpointActivationAmax;
+            l.trainingActivationAmax = l.trainingActivationLeast = l.checkpointActivationAmax;
+            l.trainingActivationSteps = 1;
             from = QStringLiteral("the largest input amax of the training checkpoint's delayed-scaling history");
         } else {
             continue;
         }
         const double range = *l.inputScale * fmax;
         const double ratio = l.activationOverRange();
+        const double leastRatio = l.leastActivationOverRange();
         const bool measured = !std::isnan(l.dumpFlushedPct);
+        // Above the range by more than the scale's storage and the printed amax can tell apart.
+        const bool beyond
+            = l.trainingActivationLeast > range * (1 + kCalibrationRelTolerance) + kCalibrationPrintedTolerance;
+        const bool saturates = beyond && (!measured || l.dumpSaturatedPct >= kCalibrationSaturatedPct);
         // What the scale does to the run's own activations, where a dump has them.
         const QString onDump = measured
             ? QStringLiteral("; cast with it, the activation dump of step %1 (%2) saturates %3 and flushes %4 of its "
@@ -950,15 +966,25 @@ void checkCalibration(AuditResult &result, const QHash<QString, double> &activat
                       percent(l.dumpFlushedPct / 100), l.calibrationRecipe, percent(l.dumpRecipeFlushedPct / 100))
             : QString();
         QString severity, evidence;
-        if (ratio > 1.0) {
-            severity = ratio > kCalibrationCritical ? QStringLiteral("critical") : QStringLiteral("warning");
-            evidence = QStringLiteral("input_scale %1 represents activations up to %2 (x %3); the training run's "
-                                      "activations reached %4 near its end (%5): the largest saturate, at %6 times "
-                                      "the range (calibrated on other data, or on another checkpoint)%7")
-                           .arg(number(*l.inputScale), number(range), number(fmax), number(l.trainingActivationAmax),
-                               from, number(ratio), onDump);
-        } else if (measured ? l.dumpFlushedPct - l.dumpRecipeFlushedPct > kCalibrationFlushExcess
-                            : ratio * kCalibrationUnused < 1.0) {
+        if (saturates) {
+            severity = leastRatio > kCalibrationCritical
+                    || (measured && l.dumpSaturatedPct >= kCalibrationSaturatedCriticalPct)
+                ? QStringLiteral("critical")
+                : QStringLiteral("warning");
+            const QString reached = l.trainingActivationSteps > 1
+                ? QStringLiteral("every one of the last %1 logged steps of the training run reached above it (their "
+                                 "activation amax from %2 to %3, %4): the least at %5 times the range, the largest "
+                                 "at %6")
+                      .arg(QString::number(l.trainingActivationSteps), number(l.trainingActivationLeast),
+                          number(l.trainingActivationAmax), from, number(leastRatio), number(ratio))
+                : QStringLiteral("the training run's activations reached %1 near its end (%2): %3 times the range")
+                      .arg(number(l.trainingActivationAmax), from, number(ratio));
+            evidence = QStringLiteral("input_scale %1 represents activations up to %2 (x %3); %4, so their largest "
+                                      "values saturate (calibrated on other data, or on another checkpoint)%5")
+                           .arg(number(*l.inputScale), number(range), number(fmax), reached, onDump);
+        } else if (ratio <= 1.0
+            && (measured ? l.dumpFlushedPct - l.dumpRecipeFlushedPct > kCalibrationFlushExcess
+                         : ratio * kCalibrationUnused < 1.0)) {
             severity = QStringLiteral("warning");
             evidence
                 = QStringLiteral("input_scale %1 represents activations up to %2 (x %3), %4 times what the "
@@ -1022,7 +1048,8 @@ void checkTrainingPrecision(AuditResult &result, const Bf16Layers &bf16)
         if (!l.quantized || !l.training)
             continue;
         const QRegularExpressionMatch m = index.match(l.training->module);
-        if (!m.hasMatch() || !std::binary_search(bf16.layers.begin(), bf16.layers.end(), m.captured(1).toInt()))
+        if (!m.hasMatch() || !std::binary_search(bf16.layers.begin(), bf16.layers.end(), m.captured(1).toInt())
+            || l.findings.contains(QLatin1String("precision-mismatch"))) // said already (its checkpoint's state)
             continue;
         l.findings << QStringLiteral("precision-mismatch");
         result.findings.push_back({QStringLiteral("precision-mismatch"), QStringLiteral("warning"), l.name,
@@ -1171,8 +1198,11 @@ QJsonObject auditToJson(const AuditResult &r)
         }
         if (l.inputScale)
             o.insert(QStringLiteral("input_scale"), *l.inputScale);
-        if (std::isfinite(l.trainingActivationAmax))
+        if (std::isfinite(l.trainingActivationAmax)) {
             o.insert(QStringLiteral("training_activation_amax"), l.trainingActivationAmax);
+            o.insert(QStringLiteral("training_activation_least"), l.trainingActivationLeast);
+            o.insert(QStringLiteral("training_activation_steps"), l.trainingActivationSteps);
+        }
         if (!l.trainingPrecision.isEmpty())
             o.insert(QStringLiteral("training_precision"), l.trainingPrecision);
         if (!std::isnan(l.dumpFlushedPct))

@@ -49,6 +49,10 @@ struct AuditLayer {
     double scaleMax = NAN;
     std::optional<double> inputScale;
     double trainingActivationAmax = NAN; // what the training run's activations reached near its end
+    // The least that a step of that late window reached (its spread; the same as the largest where one value is
+    // known), and how many steps the window has (1: one value).
+    double trainingActivationLeast = NAN;
+    int trainingActivationSteps = 0;
     // What a training checkpoint's Transformer Engine state says of the training module (core/tensors/
     // teextrastate.h): "fp8" with its recipe's class, "bf16" (no FP8 state where other modules kept some),
     // empty when it says nothing; and the largest input amax of its forward history (NaN without one).
@@ -85,6 +89,8 @@ struct AuditLayer {
     // (input_scale x 448, E4M3's largest): above 1 the largest activations saturate, far below 1 the small
     // ones flush. NaN without an input scale or the training's amax.
     double activationOverRange() const;
+    // The least of the late window over that range: above 1 (beyond the tolerance) every late step saturates.
+    double leastActivationOverRange() const;
 };
 
 struct AuditFinding {
@@ -110,6 +116,14 @@ struct AuditResult {
     int64_t bytesRead = 0; // of weights and references (the benchmark's reference)
 };
 
+// What a training module's activations reached near the end of training (core/query/lateamax.h): the largest and the
+// least amax of a step over the late window (both the one value where one is known), and the window's steps.
+struct ActivationAmax {
+    double largest = NAN;
+    double least = NAN;
+    int steps = 1;
+};
+
 struct AuditOptions {
     // safetensors files or folders, torch.save checkpoints (their Transformer Engine modules' FP8 state read too),
     // HDF5 dumps
@@ -117,7 +131,7 @@ struct AuditOptions {
     QString mappingFile; // inference name -> training name (layernames.h)
     // The training run's activation amax near its end, per training module (core/query/lateamax.h), for the
     // calibration rule; empty: the rule is not checked. `activationSource` says where it came from.
-    QHash<QString, double> activationAmax;
+    QHash<QString, ActivationAmax> activationAmax;
     QString activationSource;
     int threads = 0; // 0: one per hardware thread
 };
@@ -132,7 +146,7 @@ std::optional<AuditResult> auditCheckpoint(const QString &dir, const AuditOption
 // evidence; a layer without one takes its dump's amax), and where the layer's dump figures are filled in
 // (core/analysis/auditcalibration) against what that scale saturates and flushes of the run's own activations.
 // auditCheckpoint applies it when its options carry amaxes; the triage and the CLI apply it to an audit made.
-void checkCalibration(AuditResult &result, const QHash<QString, double> &activationAmax, const QString &source);
+void checkCalibration(AuditResult &result, const QHash<QString, ActivationAmax> &activationAmax, const QString &source);
 
 // The layers a Megatron run kept in BF16 while the rest trained in FP8 (--first-last-layers-bf16 with
 // --num-layers-at-start-in-bf16 and --num-layers-at-end-in-bf16, each 1 unless given; the layer count from
@@ -180,9 +194,19 @@ constexpr double kGrossError = 0.5;
 constexpr double kInvertedGain = 4.0;
 // A weight whose error against the reference is this many times a fresh quantization's: another weight.
 constexpr double kMismatchFactor = 3.0;
-// A static input scale s represents activations up to s x 448 (E4M3). Training activations near the end above
-// that range saturate (critical above kCalibrationCritical times it); a range kCalibrationUnused times larger
-// than they reach leaves the small ones to flush.
+// A static input scale s represents activations up to s x 448 (E4M3). The training run's activations saturate it
+// when every step of the late window reached above that range by more than what the numbers can tell apart: the
+// scale's storage (kCalibrationRelTolerance, half a BF16 ulp, the coarsest dtype a scale is written in) and the
+// amax as Transformer Engine prints it (four decimals: kCalibrationPrintedTolerance). A scale calibrated on any late
+// step's activations, or on their maximum, is then no finding. Where the run dumped the layer's activations, the
+// dump cast with the scale must saturate at least kCalibrationSaturatedPct of its elements too. Critical when the
+// least late amax is more than kCalibrationCritical times the range or the dump saturates
+// kCalibrationSaturatedCriticalPct or more; a range kCalibrationUnused times larger than they reach leaves the
+// small ones to flush.
+constexpr double kCalibrationRelTolerance = 1.0 / 256;
+constexpr double kCalibrationPrintedTolerance = 5e-5;
+constexpr double kCalibrationSaturatedPct = 0.01;
+constexpr double kCalibrationSaturatedCriticalPct = 1.0;
 constexpr double kCalibrationCritical = 2.0;
 constexpr double kCalibrationUnused = 16.0;
 // Measured on the run's activation dump: the static scale flushes this many percentage points more of the

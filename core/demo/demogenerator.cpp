@@ -252,8 +252,10 @@ std::vector<float> drawTensor(const DemoOptions &o, const DemoPlan &plan, int la
             const double w = std::abs(rng.normal()) + 0.15;
             v /= w;
         }
+        // One value in 512 an outlier: the first at the tensor's largest, the others of sizes of their own (real
+        // outliers vary), log-uniform over the three binades below it.
         if (i % 512 == 0)
-            v = (rng.uniform() < 0.5 ? -1.0 : 1.0) * outlier;
+            v = (rng.uniform() < 0.5 ? -1.0 : 1.0) * outlier * (i == 0 ? 1.0 : std::exp2(-3.0 * rng.uniform()));
         x[i] = float(v);
     }
     return x;

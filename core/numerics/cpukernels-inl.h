@@ -190,7 +190,7 @@ HWY_INLINE VU finiteAbsBits(VF v)
 struct Acc {
     VU zeros, nans, infs, zeroQ, saturated, scaledZero, scaledNan;
     VU amax, amin; // float32 bits of |x|
-    VD sum, sumSq, sumCube, sumQuad, errSq, dotXQ, sumQSq;
+    VD sum, sumSq, sumCube, sumQuad, errSq, relErr, dotXQ, sumQSq;
     size_t numel = 0;
 
     Acc()
@@ -200,7 +200,7 @@ struct Acc {
         zeros = nans = infs = zeroQ = saturated = scaledZero = scaledNan = hn::Zero(du);
         amax = hn::Zero(du);
         amin = hn::Set(du, kInfBits);
-        sum = sumSq = sumCube = sumQuad = errSq = dotXQ = sumQSq = hn::Zero(dd);
+        sum = sumSq = sumCube = sumQuad = errSq = relErr = dotXQ = sumQSq = hn::Zero(dd);
     }
 };
 
@@ -268,6 +268,7 @@ HWY_INLINE void flush(Acc &a, MetricSums &m, double uniformScaleInv, KernelScrat
     m.sumCube += laneSum(a.sumCube);
     m.sumQuad += laneSum(a.sumQuad);
     m.errSq += laneSum(a.errSq);
+    m.relErr += laneSum(a.relErr);
     if (uniformScaleInv != 0.0) {
         m.dotXQ += laneSum(a.dotXQ) * uniformScaleInv;
         m.sumQSq += laneSum(a.sumQSq) * (uniformScaleInv * uniformScaleInv);
@@ -334,6 +335,13 @@ HWY_INLINE void countJoint(VU ab, VU sab, uint32_t *joint)
 #endif
 }
 
+// |err| / |x|, 0 where x is 0 (its q is 0 too: 0 / the smallest normal double).
+HWY_INLINE VD relativeError(VD err, VD x)
+{
+    const DD dd;
+    return hn::Div(hn::Abs(err), hn::Max(hn::Abs(x), hn::Set(dd, 2.2250738585072014e-308)));
+}
+
 // The double-precision sums of one half vector of x and its quantized value q (scaled domain; decode
 // scale si). q * si is exact in double.
 template <bool kUniform> HWY_INLINE void momentsHalf(VD x, VD q, VD si, Acc &a)
@@ -346,12 +354,14 @@ template <bool kUniform> HWY_INLINE void momentsHalf(VD x, VD q, VD si, Acc &a)
     if constexpr (kUniform) {
         const VD err = hn::NegMulAdd(q, si, x);
         a.errSq = hn::MulAdd(err, err, a.errSq);
+        a.relErr = hn::Add(a.relErr, relativeError(err, x));
         a.dotXQ = hn::MulAdd(x, q, a.dotXQ);
         a.sumQSq = hn::MulAdd(q, q, a.sumQSq);
     } else {
         const VD dq = hn::Mul(q, si);
         const VD err = hn::Sub(x, dq);
         a.errSq = hn::MulAdd(err, err, a.errSq);
+        a.relErr = hn::Add(a.relErr, relativeError(err, x));
         a.dotXQ = hn::MulAdd(x, dq, a.dotXQ);
         a.sumQSq = hn::MulAdd(dq, dq, a.sumQSq);
     }

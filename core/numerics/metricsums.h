@@ -51,6 +51,7 @@ template <class Count, class Real, class Mag> struct MetricFields {
     Real sumCube = 0;
     Real sumQuad = 0;
     Real errSq = 0; // sum (x - q)^2 over finite x
+    Real relErr = 0; // sum |x - q| / |x| over finite non-zero x: the error the bulk of the values weighs
     Real dotXQ = 0;
     Real sumQSq = 0;
     // Block recipes: statistics of the per-block decode scales (scale_inv).
@@ -78,6 +79,7 @@ template <class Into, class From, class Op> FP8_HD void forEachField(Into &into,
     op.add(into.sumCube, from.sumCube);
     op.add(into.sumQuad, from.sumQuad);
     op.add(into.errSq, from.errSq);
+    op.add(into.relErr, from.relErr);
     op.add(into.dotXQ, from.dotXQ);
     op.add(into.sumQSq, from.sumQSq);
     op.add(into.blocks, from.blocks);
@@ -226,6 +228,8 @@ template <class Fields, class Weight> FP8_HD void addElement(const ElementEval &
     m.sumQuad += w * (sq * sq);
     const double err = e.x - e.q;
     m.errSq += w * (err * err);
+    if (!e.zero)
+        m.relErr += w * (std::fabs(err) / double(e.absX));
     m.dotXQ += w * (e.x * e.q);
     m.sumQSq += w * (e.q * e.q);
 }

@@ -47,6 +47,10 @@ TensorMetrics TensorMetrics::fromSums(const fp8math::MetricSums &s, const Recipe
     } else {
         m.underflowPct = m.saturationPct = nan;
     }
+    const int64_t nonzero = s.numel - s.zeros;
+    m.damagePct = nonzero > 0 ? double(nonzero - s.nonzeroQ + s.saturated) / double(nonzero) * 100.0 : nan;
+    const int64_t nonzeroFinite = nonzero - s.nans - s.infs;
+    m.meanRelErrorPct = nonzeroFinite > 0 ? s.relErr / double(nonzeroFinite) * 100.0 : nan;
     m.blocks = s.blocks;
     m.zeroAmaxBlocks = s.zeroAmaxBlocks;
     if (s.blocks > 0) {
@@ -118,6 +122,8 @@ QJsonObject TensorMetrics::toJson() const
         {QStringLiteral("std"), number(std)},
         {QStringLiteral("excess_kurtosis"), number(excessKurtosis)},
         {QStringLiteral("underflow_pct"), number(underflowPct)},
+        {QStringLiteral("damage_pct"), number(damagePct)},
+        {QStringLiteral("mean_rel_error_pct"), number(meanRelErrorPct)},
         {QStringLiteral("saturation_pct"), number(saturationPct)},
         {QStringLiteral("mse"), number(mse)},
         {QStringLiteral("cosine"), number(cosine)},

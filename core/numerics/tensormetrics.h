@@ -34,6 +34,11 @@ struct TensorMetrics {
     double cosine = 0;
     double sqnrDb = 0;
     double relativeError = 0; // ||x - q|| / ||x||
+    // What the bulk of the values suffers, each value weighing alike (docs/NUMERICS.md "Recipe what-if"): the
+    // share of the non-zero values flushed to zero or saturated, and the mean of |x - q| / |x| over the finite
+    // non-zero values, in percent (a flushed value counts 100 %).
+    double damagePct = 0;
+    double meanRelErrorPct = 0;
     double scale = 0; // per-tensor recipes: the scale used; NaN for block recipes
     double scaleInvMin = 0;
     double scaleInvMax = 0;

@@ -795,6 +795,28 @@ std::optional<StoredTriage> Catalog::storedTriage(RunRef run, RunRef baseline) c
     return e->store.triageResult(run.id, folder, name);
 }
 
+std::optional<StoredWhatIf> Catalog::storedWhatIf(RunRef run, const QString &dump, const QString &recipes) const
+{
+    const Entry *e = entry(run.store);
+    return e ? e->store.whatIf(run.id, dump, recipes) : std::nullopt;
+}
+
+std::vector<StoredWhatIf> Catalog::storedWhatIfs(RunRef run) const
+{
+    const Entry *e = entry(run.store);
+    return e ? e->store.whatIfs(run.id) : std::vector<StoredWhatIf> {};
+}
+
+bool Catalog::storeWhatIf(RunRef run, const StoredWhatIf &w, QString *error)
+{
+    RunStore *s = storeOf(run.store);
+    if (!s) {
+        *error = QStringLiteral("the run is not open");
+        return false;
+    }
+    return s->storeWhatIf(run.id, w, error);
+}
+
 bool Catalog::storeTriage(RunRef run, RunRef baseline, const StoredTriage &result, QString *error)
 {
     RunStore *s = storeOf(run.store);

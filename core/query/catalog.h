@@ -128,6 +128,10 @@ public:
     std::optional<StoredTriage> storedTriage(RunRef run, RunRef baseline) const;
     // Replaces the stored result of (run, baseline); false with *error set when the store could not take it.
     [[nodiscard]] bool storeTriage(RunRef run, RunRef baseline, const StoredTriage &result, QString *error);
+    // The recipe what-if of one of the run's dumps for a set of recipes (RunStore::whatIf); nothing when none.
+    std::optional<StoredWhatIf> storedWhatIf(RunRef run, const QString &dump, const QString &recipes) const;
+    std::vector<StoredWhatIf> storedWhatIfs(RunRef run) const;
+    [[nodiscard]] bool storeWhatIf(RunRef run, const StoredWhatIf &w, QString *error);
     // How a run's store names its baseline in stored results and reviews: (folder, name), the folder "" when
     // the baseline is in the run's store; the name "" when the baseline is not open (baseline invalid: ("", "")).
     std::pair<QString, QString> baselineKey(RunRef run, RunRef baseline) const;

@@ -20,15 +20,26 @@ LateAmax lateAmax(const Catalog &catalog, RunRef run, const QString &tensor)
         result.statistic = QLatin1String(stat);
         result.firstStep = m.steps[first];
         result.lastStep = m.steps.back();
+        result.steps = int(window);
         for (qsizetype l = 0; l < m.layers.size(); ++l) {
-            double amax = NAN;
+            double amax = NAN, least = NAN;
+            int logged = 0;
             for (size_t s = first; s < steps; ++s) {
                 const double v = m.values[size_t(l) * steps + s];
-                if (std::isfinite(v))
-                    amax = std::isnan(amax) ? v : std::max(amax, v);
+                if (!std::isfinite(v))
+                    continue;
+                ++logged;
+                amax = std::isnan(amax) ? v : std::max(amax, v);
+                // A step whose amax is 0 (an expert no token reached) says nothing of the range's use.
+                if (v > 0)
+                    least = std::isnan(least) ? v : std::min(least, v);
             }
-            if (!std::isnan(amax))
+            if (!std::isnan(amax)) {
                 result.byLayer.insert(m.layers[l], amax);
+                if (!std::isnan(least))
+                    result.leastByLayer.insert(m.layers[l], least);
+                result.stepsByLayer.insert(m.layers[l], logged);
+            }
         }
         return result;
     }

@@ -13,8 +13,11 @@ class Catalog;
 
 struct LateAmax {
     QHash<QString, double> byLayer; // layer (training name) -> the largest amax over the window
+    QHash<QString, double> leastByLayer; // layer -> the least positive amax of a step of the window (its spread)
+    QHash<QString, int> stepsByLayer; // layer -> the steps of the window it logged a finite amax at
     int64_t firstStep = 0; // the window: the last tenth of the steps logged, at least three of them
     int64_t lastStep = 0;
+    int steps = 0; // the steps of the window
     QString statistic; // the statistic read ("cur_amax", ...); empty when the run logs none
 };
 

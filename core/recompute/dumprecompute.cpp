@@ -2,6 +2,7 @@
 
 #include "recomputeplan.h"
 
+#include "core/numerics/whatif.h"
 #include "core/store/runstore.h"
 
 #include <QDir>
@@ -15,16 +16,13 @@ std::vector<std::pair<QString, double>> storedStatistics(const TensorMetrics &m)
         {QStringLiteral("dynamic_range"), m.dynamicRange}, {QStringLiteral("scale_inv_min"), m.scaleInvMin},
         {QStringLiteral("scale_inv_max"), m.scaleInvMax}, {QStringLiteral("mean"), m.mean},
         {QStringLiteral("std"), m.std}, {QStringLiteral("cosine"), m.cosine}, {QStringLiteral("sqnr_db"), m.sqnrDb},
-        {QStringLiteral("relative_error"), m.relativeError}};
+        {QStringLiteral("relative_error"), m.relativeError}, {QStringLiteral("damage%"), m.damagePct},
+        {QStringLiteral("mean_rel_error%"), m.meanRelErrorPct}};
 }
 
 QString recomputedRecipeLabel(const Recipe &recipe)
 {
-    QString error;
-    const auto plain = Recipe::parse(recipe.name(), std::nullopt, &error);
-    if (plain && plain->format == recipe.format)
-        return recipe.name();
-    return recipe.name() + QLatin1Char(' ') + formatName(recipe.format);
+    return whatIfLabel(recipe);
 }
 
 std::optional<std::vector<TensorMetrics>> recomputeDump(RunStore &store, MetricsBackend &backend, const DumpRef &ref,

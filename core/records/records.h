@@ -48,6 +48,19 @@ struct CandidateChoice {
     QString chosenAt; // ISO 8601, UTC; set when stored
 };
 
+// A recipe what-if kept in the store (core/analysis/storedwhatif.h, schema 15 what_ifs): the dump (Dump::spec()), its
+// step, the candidate recipes' labels joined by commas, the dump file's size and modification time (ms since the epoch)
+// when it was computed, and the result as JSON.
+struct StoredWhatIf {
+    QString dump;
+    int64_t step = -1;
+    QString recipes;
+    int64_t fileSize = -1;
+    int64_t fileMtime = -1;
+    QString result;
+    QString computedAt; // ISO 8601, UTC; set when stored
+};
+
 struct FindingReview {
     QString finding;
     QString state;

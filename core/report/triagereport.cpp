@@ -3,6 +3,7 @@
 #include "core/analysis/attempts.h"
 
 #include "core/analysis/comparisondata.h"
+#include "core/analysis/storedwhatif.h"
 #include "core/numerics/blockcensus.h"
 #include "core/numerics/metricsengine.h"
 #include "core/query/statnames.h"
@@ -472,7 +473,9 @@ bool addLayerSection(Document &doc, const Catalog &catalog, const analysis::Comp
         return true;
     }
     const Dump &dump = c.evidence->dump;
-    if (!backend) {
+    // The what-if the triage stored (the one its next steps read); computed now only where none is stored.
+    std::optional<WhatIfResult> m = analysis::storedWhatIfOf(catalog, dump);
+    if (!m && !backend) {
         w.blocks.push_back(body(
             QStringLiteral("Not computed (no metrics backend): `fp8scope-cli stats %1 --what-if`.").arg(dump.spec())));
         doc.sections.push_back(std::move(w));
@@ -481,10 +484,10 @@ bool addLayerSection(Document &doc, const Catalog &catalog, const analysis::Comp
     if (!step(QStringLiteral("what-if on %1").arg(first.layer)))
         return false;
     Problem problem;
-    auto reader = openTensor(dump.spec(), &problem);
-    std::optional<WhatIfResult> m;
-    if (reader)
-        m = computeWhatIf(*reader, Recipe::whatIfSet(), *backend, &problem);
+    if (!m) {
+        if (auto reader = openTensor(dump.spec(), &problem))
+            m = computeWhatIf(*reader, analysis::whatIfCandidatesOf(catalog, dump), *backend, &problem);
+    }
     if (!m) {
         w.blocks.push_back(
             body(QStringLiteral("The dump %1 could not be read: %2").arg(dump.spec(), problem.toString())));
@@ -492,24 +495,26 @@ bool addLayerSection(Document &doc, const Catalog &catalog, const analysis::Comp
         return true;
     }
     w.blocks.push_back(
-        body(QStringLiteral("Every recipe of the what-if set on %1 %2 at step %3 (%4; `fp8scope-cli stats %5 "
-                            "--what-if` prints the same). For block recipes, the census of their block scales: the "
+        body(QStringLiteral("Every recipe this tensor could be trained in, on %1 %2 at step %3 (%4; `fp8scope-cli "
+                            "stats %5 --what-if` prints the same). Damage: the share of the non-zero values flushed "
+                            "to zero or saturated; mean relative error: |x - q| / |x| over the non-zero values, each "
+                            "weighing alike. For block recipes, the census of their block scales: the "
                             "share of blocks with a saturated element (clipping), with a non-zero element quantized "
                             "to zero (underflowing), and with every one (flushed); a per-tensor recipe has none.")
                  .arg(first.layer, first.tensor)
                  .arg(dump.record.step)
                  .arg(c.evidence->why, dump.spec())));
     Table t2;
-    t2.headers = {QStringLiteral("Recipe"), QStringLiteral("Format"), QStringLiteral("Underflow %"),
-        QStringLiteral("Saturated %"), QStringLiteral("MSE"), QStringLiteral("SQNR dB"), QStringLiteral("Cosine"),
-        QStringLiteral("Blocks"), QStringLiteral("Clipping %"), QStringLiteral("Underflowing %"),
-        QStringLiteral("Flushed %")};
-    t2.numeric = {false, false, true, true, true, true, true, true, true, true, true};
-    t2.widths = {2.2, 1, 1.3, 1.3, 1.4, 1.1, 1.4, 1, 1.2, 1.5, 1.1};
+    t2.headers = {QStringLiteral("Recipe"), QStringLiteral("Format"), QStringLiteral("Damage % (1st)"),
+        QStringLiteral("Mean rel. error % (2nd)"), QStringLiteral("Underflow %"), QStringLiteral("Saturated %"),
+        QStringLiteral("MSE (3rd)"), QStringLiteral("SQNR dB"), QStringLiteral("Blocks"), QStringLiteral("Clipping %"),
+        QStringLiteral("Underflowing %"), QStringLiteral("Flushed %")};
+    t2.numeric = {false, false, true, true, true, true, true, true, true, true, true, true};
+    t2.widths = {2.2, 1, 1.3, 1.5, 1.3, 1.3, 1.4, 1.1, 1, 1.2, 1.5, 1.1};
     for (const WhatIfRow &r : m->rows) {
         const TensorMetrics &tm = r.metrics;
-        QStringList row {tm.recipe, formatName(tm.format), fixed(tm.underflowPct, 4), fixed(tm.saturationPct, 4),
-            num(tm.mse, 4), fixed(tm.sqnrDb, 2), fixed(tm.cosine, 7)};
+        QStringList row {tm.recipe, formatName(tm.format), fixed(tm.damagePct, 4), fixed(tm.meanRelErrorPct, 3),
+            fixed(tm.underflowPct, 4), fixed(tm.saturationPct, 4), num(tm.mse, 4), fixed(tm.sqnrDb, 2)};
         if (r.census)
             row << QString::number(r.census->blocks) << fixed(r.census->clippingPct(), 2)
                 << fixed(r.census->underflowingPct(), 2) << fixed(r.census->flushedPct(), 2);
@@ -978,6 +983,8 @@ std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baselin
     for (const analysis::NextStep &ns : c.nextSteps) {
         next.blocks.push_back(Paragraph {QStringLiteral("%1. %2").arg(++n).arg(ns.what), Paragraph::Strong});
         next.blocks.push_back(Paragraph {ns.action, Paragraph::Verbatim});
+        if (!ns.config.isEmpty())
+            next.blocks.push_back(Paragraph {ns.config.trimmed(), Paragraph::Verbatim});
     }
     if (n == 0)
         next.blocks.push_back(body(c.verdict == Verdict::None

@@ -108,6 +108,16 @@ bool FolderSession::storeReview(
     return store->storeFindingReview(run.id, baselineKey.first, baselineKey.second, review, error);
 }
 
+bool FolderSession::storeWhatIf(RunRef run, const StoredWhatIf &w, QString *error)
+{
+    RunStore *store = m_catalog.storeOf(run.store);
+    if (!store) {
+        *error = QStringLiteral("the run's folder is not open");
+        return false;
+    }
+    return store->storeWhatIf(run.id, w, error);
+}
+
 bool FolderSession::storeCandidateChoice(RunRef baseline, const CandidateChoice &choice, QString *error)
 {
     RunStore *store = m_catalog.storeOf(baseline.store);

@@ -68,6 +68,8 @@ public:
     // Keeps a result computed elsewhere (a rank of a recompute spread over MPI) in the store of `serial`.
     [[nodiscard]] bool storeDumpResult(quint64 serial, const DumpRef &ref, const DumpResult &result, QString *error);
 
+    // Keeps a recipe what-if of one of the run's dumps (analysis::whatIfRecord).
+    [[nodiscard]] bool storeWhatIf(RunRef run, const StoredWhatIf &w, QString *error);
     // Keeps the user's review of a finding of `run` against its baseline, named as Catalog::baselineKey()
     // names it, replacing the finding's earlier review.
     [[nodiscard]] bool storeReview(

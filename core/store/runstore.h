@@ -201,6 +201,13 @@ public:
     // Keeps it (replacing an earlier one); an empty candidate takes the word back.
     [[nodiscard]] bool storeCandidateChoice(const QString &baselineName, const CandidateChoice &choice, QString *error);
 
+    // The recipe what-if of a dump for a set of candidate recipes (schema version 15): its result as JSON and the
+    // dump file's size and modification time (ms since the epoch) when it was computed; nothing when none.
+    std::optional<StoredWhatIf> whatIf(int64_t runId, const QString &dump, const QString &recipes) const;
+    std::vector<StoredWhatIf> whatIfs(int64_t runId) const;
+    // Keeps one (replacing that dump's for the same recipes).
+    [[nodiscard]] bool storeWhatIf(int64_t runId, const StoredWhatIf &w, QString *error);
+
     // Store errors met by reads since the store was opened (each once), newest last.
     QStringList errors() const { return m_errors; }
     // Called with each store error when it is first met (errors() keeps them too), on the thread that met it.

@@ -213,6 +213,22 @@ UPDATE files SET size=-1, mtime=-1, consumed=0, lines=0, head_hash='', tail_hash
     WHERE importer IN ('megatron-log', 'manifest', 'workspace-manifest');
 )";
 
+// Version 15 (issue 55): the recipe what-if of a dump, computed once for a set of candidate recipes and read by
+// every front end (the wizard, the report, `fp8scope-cli stats --what-if`, the triage's next steps): its rows as
+// JSON (each recipe's metrics and block census), with the dump file's size and modification time when it was
+// computed, so that a rewritten dump is computed again. A what-if stored moves the data generation: the triage
+// results that name a best recipe are computed again from it.
+const char *const kSchemaV15 = R"(
+CREATE TABLE what_ifs(
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, dump TEXT NOT NULL, step INTEGER NOT NULL,
+    recipes TEXT NOT NULL, file_size INTEGER NOT NULL, file_mtime INTEGER NOT NULL, result TEXT NOT NULL,
+    computed_at TEXT NOT NULL, PRIMARY KEY(run_id, dump, recipes)) WITHOUT ROWID;
+CREATE TRIGGER what_ifs_added AFTER INSERT ON what_ifs
+    BEGIN UPDATE meta SET value=value+1 WHERE key='data_generation'; END;
+CREATE TRIGGER what_ifs_changed AFTER UPDATE ON what_ifs
+    BEGIN UPDATE meta SET value=value+1 WHERE key='data_generation'; END;
+)";
+
 // Whether `table` has `column`; false with *error set when the question failed.
 bool hasColumn(Database &db, const char *table, const char *column, bool *has, QString *error)
 {
@@ -327,7 +343,8 @@ bool migrate(Database &db, const QString &path, QString *error)
         && (version >= 9 || db.exec(kSchemaV9, error)) && (version >= 10 || db.exec(kSchemaV10, error))
         && (version >= 11 || db.exec(kSchemaV11, error)) && (version >= 12 || db.exec(kSchemaV12, error))
         && (version >= 13 || (addNonFiniteColumn(db, error) && db.exec(kSchemaV13Fill, error)))
-        && (version >= 14 || (addLossGapBarColumn(db, error) && db.exec(kSchemaV14Reread, error)));
+        && (version >= 14 || (addLossGapBarColumn(db, error) && db.exec(kSchemaV14Reread, error)))
+        && (version >= 15 || db.exec(kSchemaV15, error));
     if (!ok)
         return false;
     Statement set = db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", error);

@@ -180,6 +180,42 @@ bool RunStore::storeCandidateChoice(const QString &baselineName, const Candidate
     return true;
 }
 
+std::optional<StoredWhatIf> RunStore::whatIf(int64_t runId, const QString &dump, const QString &recipes) const
+{
+    Statement s = prepare("SELECT step, file_size, file_mtime, result, computed_at FROM what_ifs WHERE run_id=? AND "
+                          "dump=? AND recipes=?");
+    s.bind(1, runId).bind(2, dump).bind(3, recipes);
+    if (s.next())
+        return StoredWhatIf {dump, s.int64(0), recipes, s.int64(1), s.int64(2), s.text(3), s.text(4)};
+    ok(s);
+    return std::nullopt;
+}
+
+std::vector<StoredWhatIf> RunStore::whatIfs(int64_t runId) const
+{
+    Statement s = prepare("SELECT dump, step, recipes, file_size, file_mtime, result, computed_at FROM what_ifs WHERE "
+                          "run_id=?");
+    s.bind(1, runId);
+    std::vector<StoredWhatIf> out;
+    while (s.next())
+        out.push_back({s.text(0), s.int64(1), s.text(2), s.int64(3), s.int64(4), s.text(5), s.text(6)});
+    ok(s);
+    return out;
+}
+
+bool RunStore::storeWhatIf(int64_t runId, const StoredWhatIf &w, QString *error)
+{
+    Statement s = prepare("INSERT OR REPLACE INTO what_ifs(run_id, dump, step, recipes, file_size, file_mtime, "
+                          "result, computed_at) VALUES(?,?,?,?,?,?,?,?)");
+    s.bind(1, runId).bind(2, w.dump).bind(3, w.step).bind(4, w.recipes).bind(5, w.fileSize).bind(6, w.fileMtime);
+    s.bind(7, w.result).bind(8, QDateTime::currentDateTimeUtc().toString(Qt::ISODate));
+    if (!s.exec()) {
+        *error = s.error();
+        return false;
+    }
+    return true;
+}
+
 bool RunStore::storeFindingReview(int64_t runId, const QString &baselineFolder, const QString &baselineName,
     const FindingReview &review, QString *error)
 {

@@ -44,6 +44,7 @@ private Q_SLOTS:
     void cachedWhileFilesHold();
     void layersTrainedInBf16();
     void calibrationOnDumps();
+    void calibrationToleranceAndSpread();
     void trainingCheckpointState();
     void hostileExtraState();
     void vectorKernelsAgree_data();
@@ -337,10 +338,11 @@ void TestAudit::calibrationAgainstTraining()
     for (int i = 0; i < 2; ++i) {
         for (const char *m :
             {"self_attention.linear_qkv", "self_attention.linear_proj", "mlp.linear_fc1", "mlp.linear_fc2"})
-            options.activationAmax.insert(QStringLiteral("decoder.layers.%1.%2").arg(i).arg(QLatin1String(m)), 3.0);
+            options.activationAmax.insert(
+                QStringLiteral("decoder.layers.%1.%2").arg(i).arg(QLatin1String(m)), {3.0, 3.0});
     }
-    options.activationAmax.insert(QStringLiteral("decoder.layers.1.self_attention.linear_proj"), 9.0);
-    options.activationAmax.insert(QStringLiteral("decoder.layers.0.mlp.linear_fc2"), 0.1);
+    options.activationAmax.insert(QStringLiteral("decoder.layers.1.self_attention.linear_proj"), {9.0, 9.0});
+    options.activationAmax.insert(QStringLiteral("decoder.layers.0.mlp.linear_fc2"), {0.1, 0.1});
     options.activationSource = QStringLiteral("test");
     Problem problem;
     const auto r = auditCheckpoint(m_dir.filePath(QStringLiteral("ct_tensor")), options, &problem);
@@ -357,7 +359,7 @@ void TestAudit::calibrationAgainstTraining()
             QVERIFY2(std::isfinite(l.trainingActivationAmax), qPrintable(l.name));
     }
     // The modelopt export's scalar input scales are read the same way.
-    options.activationAmax.insert(QStringLiteral("decoder.layers.0.mlp.linear_fc2"), 3.0);
+    options.activationAmax.insert(QStringLiteral("decoder.layers.0.mlp.linear_fc2"), {3.0, 3.0});
     const auto m = auditCheckpoint(m_dir.filePath(QStringLiteral("modelopt")), options, &problem);
     QVERIFY(m);
     QCOMPARE(int(m->findings.size()), 1);
@@ -457,7 +459,8 @@ void TestAudit::cachedWhileFilesHold()
     QCOMPARE(r->findings.front().kind, QStringLiteral("invalid-scale"));
     // The calibration is applied to the cached audit, on a copy.
     AuditResult calibrated = *r;
-    checkCalibration(calibrated, {{QStringLiteral("decoder.layers.0.mlp.linear_fc2"), 50.0}}, QStringLiteral("test"));
+    checkCalibration(
+        calibrated, {{QStringLiteral("decoder.layers.0.mlp.linear_fc2"), {50.0, 50.0}}}, QStringLiteral("test"));
     QCOMPARE(int(calibrated.findings.size()), 2);
     QCOMPARE(calibrated.findings.front().severity, QStringLiteral("critical"));
     QCOMPARE(int(cachedAudit(dir.path(), {}, &problem)->findings.size()), 1);
@@ -627,9 +630,9 @@ void TestAudit::calibrationOnDumps()
     dumped(spentButFine, 0, 0.4, 0.1, 0.2);
     dumped(flushes, 0, 6.5, 0.5, 3);
     dumped(dumpOnly, 12, 0, 0, 9);
-    QHash<QString, double> amax {{QStringLiteral("decoder.layers.0.self_attention.linear_proj"), 0.2},
-        {QStringLiteral("decoder.layers.0.mlp.linear_fc2"), 3.0},
-        {QStringLiteral("decoder.layers.1.self_attention.linear_proj"), 0.2}};
+    QHash<QString, ActivationAmax> amax {{QStringLiteral("decoder.layers.0.self_attention.linear_proj"), {0.2, 0.2}},
+        {QStringLiteral("decoder.layers.0.mlp.linear_fc2"), {3.0, 3.0}},
+        {QStringLiteral("decoder.layers.1.self_attention.linear_proj"), {0.2, 0.2}}};
     checkCalibration(r, amax, QStringLiteral("test statistics"));
     QMap<QString, AuditFinding> byLayer;
     for (const AuditFinding &f : r.findings)
@@ -648,6 +651,60 @@ void TestAudit::calibrationOnDumps()
     QCOMPARE(r.layers[dumpOnly].trainingActivationAmax, 9.0);
     QCOMPARE(byLayer.value(r.layers[proxyOnly].name).severity, QStringLiteral("warning"));
     QVERIFY(!byLayer.value(r.layers[proxyOnly].name).evidence.contains(QLatin1String("dump")));
+}
+
+// Max calibration is no finding: a logged amax a hair above the range (four printed decimals, a scale stored in
+// bfloat16) or a late window whose largest step is above it while its least is not; every late step above it by
+// more than that is, a warning or, by how far and what share of the dump saturates, critical.
+void TestAudit::calibrationToleranceAndSpread()
+{
+    AuditResult r;
+    QHash<QString, ActivationAmax> amax;
+    // Each layer's input scale gives a range of 448 x 0.01 = 4.48.
+    const auto layer = [&](const char *name, const char *module, ActivationAmax a) {
+        AuditLayer l;
+        l.name = QLatin1String(name);
+        l.training = trainingNameOf(l.name, true);
+        l.quantized = true;
+        l.inputScale = 0.01;
+        r.layers.push_back(l);
+        amax.insert(QLatin1String(module), a);
+        QCOMPARE(l.training->module, QLatin1String(module));
+    };
+    layer("model.layers.0.self_attn.o_proj", "decoder.layers.0.self_attention.linear_proj", {4.4899, 4.4899, 1});
+    layer("model.layers.0.mlp.down_proj", "decoder.layers.0.mlp.linear_fc2", {4.9, 4.2, 10}); // the spread covers it
+    layer("model.layers.1.self_attn.o_proj", "decoder.layers.1.self_attention.linear_proj", {5.0, 4.7, 10});
+    layer("model.layers.1.mlp.down_proj", "decoder.layers.1.mlp.linear_fc2", {12.0, 9.5, 10});
+    checkCalibration(r, amax, QStringLiteral("test statistics"));
+    QMap<QString, AuditFinding> byLayer;
+    for (const AuditFinding &f : r.findings)
+        byLayer.insert(f.layer, f);
+    QCOMPARE(byLayer.keys(),
+        QStringList(
+            {QStringLiteral("model.layers.1.mlp.down_proj"), QStringLiteral("model.layers.1.self_attn.o_proj")}));
+    const AuditFinding warned = byLayer.value(QStringLiteral("model.layers.1.self_attn.o_proj"));
+    QCOMPARE(warned.severity, QStringLiteral("warning")); // 4.7 / 4.48: every late step a little above
+    QVERIFY2(warned.evidence.contains(QLatin1String("every one of the last 10 logged steps"))
+            && warned.evidence.contains(QLatin1String("from 4.7 to 5")),
+        qPrintable(warned.evidence));
+    QCOMPARE(byLayer.value(QStringLiteral("model.layers.1.mlp.down_proj")).severity, QStringLiteral("critical"));
+
+    // A dump that shows almost nothing saturating takes the warning back; one saturating 1 % or more makes it
+    // critical.
+    for (AuditLayer &l : r.layers) {
+        l.calibrationDump = QStringLiteral("dumps/iter_000900.h5");
+        l.calibrationStep = 900;
+        l.calibrationRecipe = QStringLiteral("current");
+        l.dumpFlushedPct = l.dumpRecipeFlushedPct = 0.1;
+        l.dumpSaturatedPct = l.name == QLatin1String("model.layers.1.self_attn.o_proj") ? 0.004 : 0.0;
+    }
+    checkCalibration(r, amax, QStringLiteral("test statistics"));
+    QCOMPARE(int(r.findings.size()), 0); // what the dumps measure stands over the amax of the statistics
+    r.layers[2].dumpSaturatedPct = 2.0;
+    checkCalibration(r, amax, QStringLiteral("test statistics"));
+    QCOMPARE(int(r.findings.size()), 1);
+    QCOMPARE(r.findings.front().layer, QStringLiteral("model.layers.1.self_attn.o_proj"));
+    QCOMPARE(r.findings.front().severity, QStringLiteral("critical"));
 }
 
 // A Megatron checkpoint whose Transformer Engine modules keep their FP8 state in _extra_state (written as TE's

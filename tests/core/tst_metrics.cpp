@@ -349,6 +349,9 @@ void TestMetrics::kernelsMatchScalarDefinition()
         QVERIFY(close(a.sumQSq, b.sumQSq, 1e-12));
         QVERIFY(close(a.dotXQ, b.dotXQ, 1e-12));
         QVERIFY(close(a.sum, b.sum, 1e-12));
+        QVERIFY2(close(a.relErr, b.relErr, 1e-12),
+            qPrintable(QStringLiteral("relErr %1 vs %2").arg(a.relErr, 0, 'g', 17).arg(b.relErr, 0, 'g', 17)));
+        QVERIFY(b.relErr > 0);
         for (int i = 0; i < fp8math::kHistBins; ++i) {
             QCOMPARE(a.histIn[i], b.histIn[i]);
             QCOMPARE(a.histScaled[i], b.histScaled[i]);
@@ -434,6 +437,8 @@ void checkBlockKernels(const fp8math::QuantPlan &plan, const std::vector<float> 
         QVERIFY(close(a.sumQSq, b.sumQSq, 1e-10));
         QVERIFY(close(a.dotXQ, b.dotXQ, 1e-10));
         QVERIFY(close(a.sumQuad, b.sumQuad, 1e-10));
+        QVERIFY2(close(a.relErr, b.relErr, 1e-10),
+            qPrintable(QStringLiteral("relErr %1 vs %2").arg(a.relErr, 0, 'g', 17).arg(b.relErr, 0, 'g', 17)));
         for (int i = 0; i < fp8math::kHistBins; ++i) {
             QCOMPARE(a.histIn[i], b.histIn[i]);
             QCOMPARE(a.histScaled[i], b.histScaled[i]);
@@ -514,6 +519,7 @@ void TestMetrics::everySimdTargetMatchesScalarDefinition()
                 QCOMPARE(a.infs, b.infs);
                 QCOMPARE(a.amax, b.amax);
                 QVERIFY(close(a.errSq, b.errSq, 1e-10));
+                QVERIFY(close(a.relErr, b.relErr, 1e-10));
                 for (int i = 0; i < fp8math::kHistBins; ++i)
                     QCOMPARE(a.histScaled[i], b.histScaled[i]);
             }

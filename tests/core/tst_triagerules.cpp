@@ -132,14 +132,25 @@ private Q_SLOTS:
     void bestRecipeIsNeverTheReference()
     {
         // BF16 quantizes nothing: MSE 0, the least of all; it is the reference, not a candidate.
-        std::vector<WhatIfScore> scores {{QStringLiteral("bf16"), 0.0, 0.0}, {QStringLiteral("current"), 5.7e-11, 8.36},
-            {QStringLiteral("delayed"), 3.2e-5, 9.1}, {QStringLiteral("mxfp8"), 1.5e-11, 0.57}};
+        std::vector<WhatIfScore> scores {{QStringLiteral("bf16"), 0.0, 0.0, 0.0, 0.0},
+            {QStringLiteral("current"), 5.7e-11, 8.36, 8.36, 20.0}, {QStringLiteral("delayed"), 3.2e-5, 9.1, 9.1, 22.0},
+            {QStringLiteral("mxfp8"), 1.5e-11, 0.57, 0.57, 3.0}};
         QCOMPARE(bestWhatIfRecipe(scores), std::optional<size_t>(3));
-        // Ties to the least underflow; a recipe without an MSE is no candidate.
-        scores = {{QStringLiteral("block1x128"), 2e-11, 0.2}, {QStringLiteral("mxfp8"), 2e-11, 0.5},
-            {QStringLiteral("current"), NAN, 0.0}};
+        // Damage decides before MSE: the outliers' MSE does not (current has the least MSE, and flushes 13 %).
+        scores = {{QStringLiteral("current"), 0.13, 13.5, 13.5, 26.7}, {QStringLiteral("mxfp8"), 0.25, 0.61, 0.61, 3.4},
+            {QStringLiteral("block1x128"), 0.25, 2.26, 2.26, 6.6}};
+        QCOMPARE(bestWhatIfRecipe(scores), std::optional<size_t>(1));
+        // Damages within the tie band go on to the bulk's error; beyond it, the least damage wins.
+        scores
+            = {{QStringLiteral("mxfp8"), 1e-3, 1.0, 1.0, 5.0}, {QStringLiteral("block1x128"), 2e-3, 1.05, 1.05, 4.0}};
+        QCOMPARE(bestWhatIfRecipe(scores), std::optional<size_t>(1));
+        scores[1].damagePct = 1.2;
         QCOMPARE(bestWhatIfRecipe(scores), std::optional<size_t>(0));
-        QCOMPARE(bestWhatIfRecipe({{QStringLiteral("bf16"), 0.0, 0.0}}), std::nullopt);
+        // Equal damage and error: the least MSE; a recipe with nothing to rank by is no candidate.
+        scores = {{QStringLiteral("block1x128"), 2e-11, 0.2, 0.2, 1.0}, {QStringLiteral("mxfp8"), 1e-11, 0.2, 0.2, 1.0},
+            {QStringLiteral("current"), NAN, NAN, NAN, NAN}};
+        QCOMPARE(bestWhatIfRecipe(scores), std::optional<size_t>(1));
+        QCOMPARE(bestWhatIfRecipe({{QStringLiteral("bf16"), 0.0, 0.0, 0.0, 0.0}}), std::nullopt);
         QCOMPARE(bestWhatIfRecipe({}), std::nullopt);
         QVERIFY(isReferenceRecipe(QStringLiteral("bf16")));
         QVERIFY(isReferenceRecipe(QStringLiteral("BF16")));

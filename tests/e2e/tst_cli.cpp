@@ -91,16 +91,30 @@ void TestCli::whatIf()
         = cli({QStringLiteral("stats"), m_dump + m_grad, QStringLiteral("--what-if"), QStringLiteral("--json")});
     QVERIFY2(r.code == 0, r.err.constData());
     const QJsonArray rows = QJsonDocument::fromJson(r.out).object().value(QStringLiteral("what_if")).toArray();
-    QCOMPARE(rows.size(), 18);
+    // A gradient under the hybrid format: its FP8 recipes in E5M2 only (delayed, current, mxfp8, block1x128), then
+    // NVFP4 and the BF16 reference.
+    QCOMPARE(rows.size(), 6);
     double delayedUnderflow = -1;
     double mxUnderflow = -1;
     for (const QJsonValue &v : rows) {
         const QJsonObject o = v.toObject();
-        if (o.value(QStringLiteral("recipe")).toString() == QLatin1String("delayed")
-            && o.value(QStringLiteral("format")).toString() == QLatin1String("e4m3"))
+        const QString recipe = o.value(QStringLiteral("recipe")).toString();
+        const QString format = o.value(QStringLiteral("format")).toString();
+        QVERIFY2(recipe == QLatin1String("nvfp4") || recipe == QLatin1String("bf16") || format == QLatin1String("e5m2"),
+            qPrintable(recipe + QLatin1Char(' ') + format));
+    }
+    // A run trained in E4M3 throughout: its gradients' candidates are E4M3.
+    const Run e4m3 = cli({QStringLiteral("stats"), m_dump + m_grad, QStringLiteral("--what-if"),
+        QStringLiteral("--json"), QStringLiteral("--fp8-format"), QStringLiteral("e4m3")});
+    QVERIFY2(e4m3.code == 0, e4m3.err.constData());
+    const QJsonArray e4m3Rows = QJsonDocument::fromJson(e4m3.out).object().value(QStringLiteral("what_if")).toArray();
+    QCOMPARE(e4m3Rows.size(), 6);
+    QCOMPARE(e4m3Rows.at(0).toObject().value(QStringLiteral("format")).toString(), QStringLiteral("e4m3"));
+    for (const QJsonValue &v : e4m3Rows) {
+        const QJsonObject o = v.toObject();
+        if (o.value(QStringLiteral("recipe")).toString() == QLatin1String("delayed"))
             delayedUnderflow = o.value(QStringLiteral("underflow_pct")).toDouble();
-        if (o.value(QStringLiteral("recipe")).toString() == QLatin1String("mxfp8")
-            && o.value(QStringLiteral("format")).toString() == QLatin1String("e4m3"))
+        if (o.value(QStringLiteral("recipe")).toString() == QLatin1String("mxfp8"))
             mxUnderflow = o.value(QStringLiteral("underflow_pct")).toDouble();
     }
     // Per-block scales rescue the gradients that one stale tensor scale loses.
@@ -108,7 +122,10 @@ void TestCli::whatIf()
     const Run table = cli({QStringLiteral("stats"), m_dump + m_grad, QStringLiteral("--what-if")});
     QCOMPARE(table.code, 0);
     QVERIFY(table.out.contains("nvfp4"));
-    QVERIFY(table.out.contains("block128x128"));
+    // A gradient's blockwise scaling is by 1x128 blocks (128x128 is the weights').
+    QVERIFY(table.out.contains("block1x128"));
+    QVERIFY(!table.out.contains("block128x128"));
+    QVERIFY(table.out.contains("best recipe: "));
 }
 
 void TestCli::errors_data()

@@ -4,6 +4,7 @@
 // stored, and a second run recomputes only what is missing; a rank killed mid-way takes the run down, keeps
 // what rank 0 had stored, and the re-run fills in the rest. Built and run only where CMake found MPI.
 #include "core/query/catalog.h"
+#include "core/recompute/dumprecompute.h"
 #include "mpienv.h"
 #include "testmain.h"
 
@@ -26,6 +27,9 @@
 using namespace fp8scope;
 
 namespace {
+
+// The statistics a recomputation stores per dump and recipe (storedStatistics).
+const int kStatistics = int(fp8scope::storedStatistics(fp8scope::TensorMetrics {}).size());
 
 QString cli()
 {
@@ -220,9 +224,9 @@ private Q_SLOTS:
         }
         QCOMPARE(dumps, 30);
         QVERIFY(std::min(bytes[0], bytes[1]) / std::max(bytes[0], bytes[1]) > 0.6);
-        QVERIFY(o.value(QStringLiteral("merge_results")).toInt() == 30 * 2 * 12);
+        QVERIFY(o.value(QStringLiteral("merge_results")).toInt() == 30 * 2 * kStatistics);
         QCOMPARE(compareRecomputed(tmp.filePath(QStringLiteral("serial/run")), tmp.filePath(QStringLiteral("two/run"))),
-            6 * 2 * 12); // 6 (layer, tensor) x 2 recipes x 12 statistics
+            6 * 2 * kStatistics); // 6 (layer, tensor) x 2 recipes x the statistics a recomputation stores
 
         // Run again: everything is there, nothing is computed.
         r = run(mpirun(), mpiArgs(2, tmp.filePath(QStringLiteral("two/run")), recipes));
@@ -245,7 +249,7 @@ private Q_SLOTS:
         QCOMPARE(idle, 1);
         QCOMPARE(
             compareRecomputed(few.filePath(QStringLiteral("serial/run")), few.filePath(QStringLiteral("three/run"))),
-            6 * 12);
+            6 * kStatistics);
     }
 
     // A file whose compressed data is damaged (its size and time kept, so the index stands): its dumps fail on
@@ -299,7 +303,7 @@ private Q_SLOTS:
         o = json(r);
         QCOMPARE(o.value(QStringLiteral("already_stored")).toInt(), stored);
         QCOMPARE(o.value(QStringLiteral("recomputed")).toInt(), int(missing.size()));
-        QCOMPARE(compareRecomputed(tmp.filePath(QStringLiteral("serial/run")), folder), 6 * 12);
+        QCOMPARE(compareRecomputed(tmp.filePath(QStringLiteral("serial/run")), folder), 6 * kStatistics);
     }
 
     // Rank 1 killed (SIGKILL) once rank 0 has stored results: the run ends non-zero, what rank 0 stored
@@ -337,7 +341,7 @@ private Q_SLOTS:
         const int already = o.value(QStringLiteral("already_stored")).toInt();
         QVERIFY2(already > 0 && already < 36, r.out.constData());
         QCOMPARE(already + o.value(QStringLiteral("recomputed")).toInt(), 36);
-        QCOMPARE(compareRecomputed(tmp.filePath(QStringLiteral("serial/run")), folder), 6 * 12);
+        QCOMPARE(compareRecomputed(tmp.filePath(QStringLiteral("serial/run")), folder), 6 * kStatistics);
     }
 };
 

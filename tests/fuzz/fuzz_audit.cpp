@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     fp8scope::AuditOptions options;
     options.threads = 1;
-    options.activationAmax.insert(QStringLiteral("decoder.layers.0.mlp.linear_fc2"), 3.0);
+    options.activationAmax.insert(QStringLiteral("decoder.layers.0.mlp.linear_fc2"), {3.0, 2.5, 10});
     fp8scope::Problem problem;
     const auto result = fp8scope::auditCheckpoint(dir.path(), options, &problem);
     if (!result && problem.message.isEmpty())

@@ -13,6 +13,7 @@
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
 
+#include "core/analysis/storedwhatif.h"
 #include "core/numerics/recipe.h"
 #include "core/numerics/whatif.h"
 
@@ -293,12 +294,23 @@ QWidget *TriageWizard::nextPage()
     auto *nextLayout = new QVBoxLayout(next);
     auto *copy = new QPushButton(tr("Co&py"), next);
     copy->setObjectName(QStringLiteral("triageCopyNext"));
+    copy->setEnabled(false);
+    m_copyNext = copy;
     nextLayout->addWidget(m_next, 2);
     nextLayout->addWidget(copy, 0, Qt::AlignLeft);
     nextLayout->addWidget(m_whatIfTitle);
     nextLayout->addWidget(m_whatIf, 3);
-    connect(
-        copy, &QPushButton::clicked, this, [this] { QGuiApplication::clipboard()->setText(m_next->toPlainText()); });
+    copy->setToolTip(tr("Copies the configs of the next steps (YAML), as they paste"));
+    connect(copy, &QPushButton::clicked, this, [this] {
+        if (!m_data)
+            return;
+        QStringList configs;
+        for (const analysis::NextStep &ns : m_data->comparison.nextSteps) {
+            if (!ns.config.isEmpty())
+                configs << ns.config.trimmed();
+        }
+        QGuiApplication::clipboard()->setText(configs.join(QLatin1Char('\n')) + QLatin1Char('\n'));
+    });
     connect(m_whatIf, &QTableView::activated, this, [this](const QModelIndex &index) {
         const QString recipe = m_whatIfModel->index(index.row(), 0).data().toString();
         if (recipe.isEmpty())
@@ -779,10 +791,16 @@ void TriageWizard::fillClass()
 void TriageWizard::fillNext()
 {
     m_next->clear();
+    m_copyNext->setEnabled(false);
     m_whatIfModel->clear();
-    m_whatIfModel->setHorizontalHeaderLabels({tr("Recipe"), tr("Format"), tr("Underflow %"), tr("Saturated %"),
-        tr("MSE"), tr("SQNR dB"), tr("Cosine"), tr("Blocks"), tr("Clipping blocks %"), tr("Underflowing blocks %"),
-        tr("Flushed blocks %"), tr("scale_inv binades")});
+    m_whatIfModel->setHorizontalHeaderLabels(
+        // Two lines a header, so that the table fits a laptop's screen (1366 wide) without scrolling.
+        {tr("Recipe"), tr("Format"), tr("Damage %\n(1st)"), tr("Mean rel.\nerror % (2nd)"), tr("Underflow\n%"),
+            tr("Saturated\n%"), tr("MSE\n(3rd)"), tr("SQNR\ndB"), tr("Cosine"), tr("Blocks"), tr("Clipping\nblocks %"),
+            tr("Underflowing\nblocks %"), tr("Flushed\nblocks %"), tr("scale_inv\nbinades")});
+    for (int column : {2, 3, 6})
+        m_whatIfModel->horizontalHeaderItem(column)->setToolTip(
+            tr("The best recipe, in bold: %1").arg(whatIfCriterion()));
     m_whatIfModel->horizontalHeaderItem(kBlocksColumn + 1)
         ->setToolTip(tr("Blocks with an element that saturates: the block's scale cannot bring its amax within "
                         "the format"));
@@ -807,8 +825,12 @@ void TriageWizard::fillNextText()
     // The engine's next steps (one change at a time, the reviews applied), displayed.
     QStringList text;
     int n = 0;
+    m_copyNext->setEnabled(std::any_of(m_data->comparison.nextSteps.begin(), m_data->comparison.nextSteps.end(),
+        [](const analysis::NextStep &ns) { return !ns.config.isEmpty(); }));
     for (const analysis::NextStep &ns : m_data->comparison.nextSteps) {
         QString step = QStringLiteral("%1. %2\n   %3").arg(++n).arg(ns.what, ns.action);
+        if (!ns.config.isEmpty())
+            step += QStringLiteral("\n\n") + ns.config.trimmed();
         // What the baseline's other attempts already tried of it, and how it came out.
         for (const QString &tried : m_data->triedBy.value(triedByKey(ns)))
             step += QStringLiteral("\n   -> %1").arg(tried);
@@ -838,7 +860,8 @@ void TriageWizard::startWhatIf()
     }
     const Dump &dump = c.evidence->dump;
     m_whatIfDump = dump.spec();
-    const std::vector<Recipe> recipes = Recipe::whatIfSet();
+    // The recipes this tensor could be trained in (the run's formats for its role), the what-if the triage stored.
+    const std::vector<Recipe> recipes = analysis::whatIfCandidatesOf(m_workspace->catalog(), dump);
     const QString title = tr("Recipe what-if on %1 %2 at step %3 (%4):")
                               .arg(dump.record.layer, dump.record.tensor)
                               .arg(dump.record.step)
@@ -847,68 +870,96 @@ void TriageWizard::startWhatIf()
     for (const Recipe &r : recipes) {
         QList<QStandardItem *> row {item(r.name()), item(formatName(r.format))};
         for (int i = 2; i < kWhatIfColumns; ++i)
-            row << item(i == kBlocksColumn && !hasBlockScales(r) ? tr("per tensor") : QString());
+            row << item(i == kBlocksColumn && !hasBlockScales(r) ? tr("-") : QString());
+        if (!hasBlockScales(r))
+            row[kBlocksColumn]->setToolTip(tr("One scale for the whole tensor: no blocks"));
         m_whatIfModel->appendRow(row);
     }
-    // The what-if of this comparison: a review kept meanwhile (the next steps made again) keeps it, another
-    // pair or a new comparison does not.
+    if (const auto stored = analysis::storedWhatIfOf(m_workspace->catalog(), dump)) {
+        showWhatIf(*stored, title);
+        return;
+    }
+    // None stored (a store that could not be written): the same what-if computed here.
     const quint64 generation = m_whatIfGeneration;
     m_whatIfPending = 1;
+    const auto stamp = analysis::whatIfFileStamp(dump); // the file as the job will read it
     m_workspace->whatIf(dump, recipes, m_slot + QStringLiteral("-whatif"), this,
-        [this, generation, title](const std::optional<WhatIfResult> &result, const QString &error) {
+        [this, generation, title, dump, recipes, stamp](
+            const std::optional<WhatIfResult> &result, const QString &error) {
             if (generation != m_whatIfGeneration)
                 return; // another pair is shown: its own what-if fills the table
-            m_whatIfPending = 0;
             if (!result) {
+                m_whatIfPending = 0;
                 m_whatIfTitle->setText(title + QLatin1Char(' ') + tr("not computed: %1").arg(error));
                 return;
             }
-            for (size_t i = 0; i < result->rows.size() && int(i) < m_whatIfModel->rowCount(); ++i) {
-                const int row = int(i);
-                const WhatIfRow &w = result->rows[i];
-                const TensorMetrics &m = w.metrics;
-                m_whatIfModel->setItem(row, 2, number(m.underflowPct, 4));
-                m_whatIfModel->setItem(row, 3, number(m.saturationPct, 4));
-                m_whatIfModel->setItem(row, 4, number(m.mse));
-                m_whatIfModel->setItem(row, 5, number(m.sqnrDb, 2));
-                m_whatIfModel->setItem(row, 6, number(m.cosine, 7));
-                if (!hasBlockScales(w.recipe))
-                    continue;
-                if (!w.census) {
-                    m_whatIfModel->setItem(row, kBlocksColumn, item(w.censusError));
-                    continue;
-                }
-                const BlockCensus &cs = *w.census;
-                m_whatIfModel->setItem(row, kBlocksColumn, integer(cs.blocks));
-                m_whatIfModel->setItem(row, kBlocksColumn + 1, number(cs.clippingPct(), 4));
-                m_whatIfModel->setItem(row, kBlocksColumn + 2, number(cs.underflowingPct(), 4));
-                m_whatIfModel->setItem(row, kBlocksColumn + 3, number(cs.flushedPct(), 4));
-                QString binades = cs.scaleLog2.empty()
-                    ? QString()
-                    : tr("2^%1 .. 2^%2").arg(cs.scaleLog2.begin()->first).arg(cs.scaleLog2.rbegin()->first);
-                if (cs.zeroScaleBlocks)
-                    binades += tr(", %n block(s) with scale 0", nullptr, int(cs.zeroScaleBlocks));
-                QStringList histogram;
-                for (const auto &[log2, n] : cs.scaleLog2)
-                    histogram << tr("2^%1: %2 blocks").arg(log2).arg(n);
-                auto *cell = item(binades);
-                cell->setToolTip(histogram.join(QLatin1Char('\n')));
-                m_whatIfModel->setItem(row, kBlocksColumn + 4, cell);
-            }
-            if (result->best) {
-                const int row = int(*result->best);
-                QFont bold = m_whatIfModel->item(row, 0)->font();
-                bold.setBold(true);
-                for (int col = 0; col < m_whatIfModel->columnCount(); ++col) {
-                    if (QStandardItem *cell = m_whatIfModel->item(row, col))
-                        cell->setFont(bold);
-                }
-                m_whatIfTitle->setText(title + QLatin1Char(' ')
-                    + tr("the best FP8 recipe, in bold: %1 (%2).")
-                          .arg(result->rows[*result->best].recipe.name(), whatIfCriterion()));
-            }
-            m_whatIf->resizeColumnsToContents();
+            showWhatIf(*result, title);
+            // Kept, so that the findings and the next steps read it: they are finished again once it is.
+            m_workspace->storeWhatIf(dump.run, analysis::whatIfRecord(dump, recipes, *result, stamp), this,
+                [this, generation](const QString &storeError) {
+                    if (generation != m_whatIfGeneration)
+                        return;
+                    m_whatIfPending = 0;
+                    if (!storeError.isEmpty() || !m_data)
+                        return;
+                    auto data = std::make_shared<ComparisonData>(*m_data);
+                    analysis::finishComparison(m_workspace->catalog(), &data->comparison);
+                    m_data = std::move(data);
+                    fillNextText();
+                    fillSummary();
+                });
         });
+}
+
+void TriageWizard::showWhatIf(const WhatIfResult &result, const QString &title)
+{
+    for (size_t i = 0; i < result.rows.size() && int(i) < m_whatIfModel->rowCount(); ++i) {
+        const int row = int(i);
+        const WhatIfRow &w = result.rows[i];
+        const TensorMetrics &m = w.metrics;
+        m_whatIfModel->setItem(row, 2, number(m.damagePct, 3));
+        m_whatIfModel->setItem(row, 3, number(m.meanRelErrorPct, 3));
+        m_whatIfModel->setItem(row, 4, number(m.underflowPct, 3));
+        m_whatIfModel->setItem(row, 5, number(m.saturationPct, 3));
+        m_whatIfModel->setItem(row, 6, number(m.mse));
+        m_whatIfModel->setItem(row, 7, number(m.sqnrDb, 2));
+        m_whatIfModel->setItem(row, 8, number(m.cosine, 6));
+        if (!hasBlockScales(w.recipe))
+            continue;
+        if (!w.census) {
+            m_whatIfModel->setItem(row, kBlocksColumn, item(w.censusError));
+            continue;
+        }
+        const BlockCensus &cs = *w.census;
+        m_whatIfModel->setItem(row, kBlocksColumn, integer(cs.blocks));
+        m_whatIfModel->setItem(row, kBlocksColumn + 1, number(cs.clippingPct(), 2));
+        m_whatIfModel->setItem(row, kBlocksColumn + 2, number(cs.underflowingPct(), 2));
+        m_whatIfModel->setItem(row, kBlocksColumn + 3, number(cs.flushedPct(), 2));
+        QString binades = cs.scaleLog2.empty()
+            ? QString()
+            : tr("2^%1..2^%2").arg(cs.scaleLog2.begin()->first).arg(cs.scaleLog2.rbegin()->first);
+        if (cs.zeroScaleBlocks)
+            binades += tr(", %n block(s) with scale 0", nullptr, int(cs.zeroScaleBlocks));
+        QStringList histogram;
+        for (const auto &[log2, n] : cs.scaleLog2)
+            histogram << tr("2^%1: %2 blocks").arg(log2).arg(n);
+        auto *cell = item(binades);
+        cell->setToolTip(histogram.join(QLatin1Char('\n')));
+        m_whatIfModel->setItem(row, kBlocksColumn + 4, cell);
+    }
+    if (result.best) {
+        const int row = int(*result.best);
+        QFont bold = m_whatIfModel->item(row, 0)->font();
+        bold.setBold(true);
+        for (int col = 0; col < m_whatIfModel->columnCount(); ++col) {
+            if (QStandardItem *cell = m_whatIfModel->item(row, col))
+                cell->setFont(bold);
+        }
+        m_whatIfTitle->setText(title + QLatin1Char(' ')
+            + tr("the best recipe, in bold: %1 (%2).")
+                  .arg(whatIfLabel(result.rows[*result.best].recipe), whatIfCriterion()));
+    }
+    m_whatIf->resizeColumnsToContents();
 }
 
 void TriageWizard::fillSummary()

@@ -99,8 +99,8 @@ public:
     void setReview(int row, const QString &state, const QString &note);
     // The what-if table's columns: recipe, format, the five metrics, then the block census (blocks, clipping,
     // underflowing and flushed blocks in %, the binades of their scales).
-    static constexpr int kBlocksColumn = 7;
-    static constexpr int kWhatIfColumns = 12;
+    static constexpr int kBlocksColumn = 9;
+    static constexpr int kWhatIfColumns = 14;
     static constexpr int kReviewColumn = 5;
     static constexpr int kNoteColumn = 6;
 
@@ -135,6 +135,7 @@ private:
     void fillNextText();
     void fillSummary();
     void startWhatIf();
+    void showWhatIf(const WhatIfResult &result, const QString &title);
     void selectClassRow(const QModelIndex &index);
     void showSuspects();
     void activateSummaryRow(const QModelIndex &index);
@@ -153,6 +154,7 @@ private:
     QLabel *m_verdict;
     QLabel *m_classTitle;
     QPlainTextEdit *m_next;
+    QPushButton *m_copyNext = nullptr; // enabled while a next step has a config to copy
     QLabel *m_whatIfTitle;
     QStandardItemModel *m_comparabilityModel;
     QStandardItemModel *m_classModel;

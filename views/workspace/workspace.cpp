@@ -724,6 +724,20 @@ quint64 Workspace::whatIf(
         });
 }
 
+void Workspace::storeWhatIf(
+    RunRef run, const StoredWhatIf &w, QObject *receiver, std::function<void(const QString &error)> done)
+{
+    const QString folder = folderOfStore(run.store);
+    if (folder.isEmpty() || !this->run(run)) {
+        done(tr("the run is no longer open"));
+        return;
+    }
+    storeWrite(
+        folder, run.store, QStringLiteral("what-if|%1|%2|%3").arg(folder).arg(run.id).arg(w.dump),
+        [run, w](FolderSession &session, QString *error) { return session.storeWhatIf(run, w, error); }, receiver,
+        std::move(done), [] {});
+}
+
 void Workspace::storeReview(RunRef run, RunRef baseline, const FindingReview &review, QObject *receiver,
     std::function<void(const QString &error)> done)
 {

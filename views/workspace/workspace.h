@@ -165,9 +165,13 @@ public:
     quint64 longQuery(const QString &slot, LongQuery work, QObject *receiver,
         std::function<void(const QVariant &value, const QString &error)> done);
 
+    // Keeps a what-if in the run's store (the stores' one writer); done("") once kept, else done(what failed).
+    void storeWhatIf(
+        RunRef run, const StoredWhatIf &w, QObject *receiver, std::function<void(const QString &error)> done);
     // The recipe what-if of one dump (core/numerics/whatif.h): every recipe's metrics in one pass of the metrics
     // engine and each block recipe's census, in one job on the job queue (a newer request of the slot replaces
-    // an older one); not stored. done gets the result or what failed, on receiver's thread.
+    // an older one); not stored here (storeWhatIf keeps it). done gets the result or what failed, on receiver's
+    // thread.
     using WhatIfDone = std::function<void(const std::optional<WhatIfResult> &result, const QString &error)>;
     quint64 whatIf(
         const Dump &dump, const std::vector<Recipe> &recipes, const QString &slot, QObject *receiver, WhatIfDone done);

@@ -3,16 +3,32 @@
 
 #include <QJsonObject>
 
-namespace fp8scope::analysis::rules {
+namespace fp8scope::analysis {
 
 namespace {
+
+// How Megatron-LM selects a recipe of the what-if, for its advice.
+QString recipeFlag(const QString &recipe)
+{
+    const QString family = recipeFamily(recipe);
+    const QString flag = family == QLatin1String("delayed") ? QStringLiteral("--fp8-recipe delayed")
+        : family == QLatin1String("current")                ? QStringLiteral("--fp8-recipe tensorwise")
+        : family == QLatin1String("mxfp8")                  ? QStringLiteral("--fp8-recipe mxfp8")
+        : family == QLatin1String("blockwise")              ? QStringLiteral("--fp8-recipe blockwise")
+        : family == QLatin1String("nvfp4")                  ? QStringLiteral("--fp4-format e2m1 --fp4-recipe nvfp4")
+                                                            : QString();
+    return flag.isEmpty() ? QString() : QStringLiteral(" (Megatron %1)").arg(flag);
+}
+
+} // namespace
 
 // The recipe what-if on the evidence dump of the first suspect (chooseEvidenceDump: the dump that shows the
 // damage): the metrics recomputed from it under each recipe (`fp8scope-cli recompute`, the wizard's what-if
 // job), side by side, and the FP8 recipe that quantizes it best (whatif.h's criterion; BF16 is the reference,
 // never a candidate); a dump not yet recomputed says how to get the table. None without a dump of that layer
 // and tensor.
-std::optional<Finding> whatIfFinding(const FinishInputs &in, const EvidenceDump &evidence, const QString &runRecipe)
+std::optional<Finding> recipeWhatIfFinding(
+    const FinishInputs &in, const EvidenceDump &evidence, const QString &runRecipe)
 {
     const Dump &dump = evidence.dump;
     const int64_t step = dump.record.step;
@@ -44,19 +60,24 @@ std::optional<Finding> whatIfFinding(const FinishInputs &in, const EvidenceDump 
                         .arg(f.layer, f.tensor)
                         .arg(step)
                         .arg(evidence.why);
-        f.suggestion = QStringLiteral("fp8scope-cli recompute FOLDER --recipe delayed --recipe current --recipe "
-                                      "mxfp8 --recipe block1x128, then triage again for the what-if table");
+        // The run's format where it is not stats' default (hybrid): the same candidates on both paths.
+        const QString format
+            = in.fp8Format.isEmpty() || in.fp8Format.compare(QLatin1String("hybrid"), Qt::CaseInsensitive) == 0
+            ? QString()
+            : QStringLiteral(" --fp8-format %1").arg(in.fp8Format.toLower());
+        f.suggestion = QStringLiteral("fp8scope-cli triage FOLDER computes it (or the triage wizard's next step, or "
+                                      "fp8scope-cli stats %1 --what-if%2)")
+                           .arg(dump.spec(), format);
         return f;
     }
     QStringList parts;
+    const auto stat = [](const std::map<QString, double> &stats, const char *name, int precision) {
+        const auto it = stats.find(QLatin1String(name));
+        return it == stats.end() ? QStringLiteral("-") : QString::number(it->second, 'g', precision);
+    };
     for (const auto &[recipe, stats] : table) {
-        const auto mse = stats.find(QStringLiteral("mse"));
-        const auto under = stats.find(QStringLiteral("underflows%"));
-        parts << QStringLiteral("%1: mse %2%3")
-                     .arg(recipe)
-                     .arg(mse == stats.end() ? QStringLiteral("-") : QString::number(mse->second, 'g', 3))
-                     .arg(under == stats.end() ? QString()
-                                               : QStringLiteral(", underflows %1 %").arg(under->second, 0, 'g', 3));
+        parts << QStringLiteral("%1: damage %2 %, mean relative error %3 %, mse %4")
+                     .arg(recipe, stat(stats, "damage%", 3), stat(stats, "mean_rel_error%", 3), stat(stats, "mse", 3));
     }
     f.summary = QStringLiteral("on the dump of %1 %2 at step %3 (%4): %5")
                     .arg(f.layer, f.tensor)
@@ -66,30 +87,50 @@ std::optional<Finding> whatIfFinding(const FinishInputs &in, const EvidenceDump 
     if (best) {
         const QString name = scores[*best].recipe;
         f.suggestion = sameRecipe(name, runRecipe)
-            ? QStringLiteral("%1, the run's own recipe, already quantizes this tensor best of the FP8 recipes tried "
-                             "(%2): a recipe change does not help it; keep the layer in BF16 instead")
+            ? QStringLiteral("%1, the run's own recipe, already quantizes this tensor best of the recipes it could "
+                             "use, by %2: a recipe change does not help it; keep the layer in BF16 instead")
                   .arg(name, whatIfCriterion())
-            : QStringLiteral("%1 quantizes this tensor best of the FP8 recipes tried (%2): try it for this run (one "
-                             "change at a time)")
-                  .arg(name, whatIfCriterion());
+            : QStringLiteral("%1 quantizes this tensor best of the recipes it could use, by %2: try it for this run%3")
+                  .arg(name, whatIfCriterion(), recipeFlag(name));
     }
     return f;
 }
 
-} // namespace
+bool isNonFiniteSuspect(const Finding &f)
+{
+    return f.kind == FindingKind::FirstNonFinite && f.severity != Severity::Info && !f.layer.isEmpty();
+}
 
-// The what-if of the first suspect (a layer signal weighed as a cause) on its evidence dump.
+bool isSignalSuspect(const Finding &f)
+{
+    return f.kind == FindingKind::LayerSignal && f.severity != Severity::Info;
+}
+
+const Finding *firstSuspect(const std::vector<Finding> &findings)
+{
+    for (const auto &is : {isNonFiniteSuspect, isSignalSuspect}) {
+        for (const Finding &f : findings) {
+            if (is(f))
+                return &f;
+        }
+    }
+    return nullptr;
+}
+
+namespace rules {
+
+// The what-if of the first suspect (firstSuspect: the one whose evidence dump finish() picks) on its evidence dump.
 void recipeWhatIf(const PairInputs &in, const TriageOptions &, Comparison &c)
 {
-    for (const Finding &f : c.findings) {
-        if (f.kind != FindingKind::LayerSignal || f.severity == Severity::Info)
-            continue;
-        if (const auto evidence = pickEvidenceDump(in.finish, f, evidenceWindowEnd(c, *f.step))) {
-            if (const auto w = whatIfFinding(in.finish, *evidence, in.run.info ? in.run.info->recipe : QString()))
-                c.findings.push_back(*w);
-        }
-        break;
+    const Finding *f = firstSuspect(c.findings);
+    if (!f || !f->step)
+        return;
+    if (const auto evidence = pickEvidenceDump(in.finish, *f, evidenceWindowEnd(c, *f->step))) {
+        if (const auto w = recipeWhatIfFinding(in.finish, *evidence, in.run.info ? in.run.info->recipe : QString()))
+            c.findings.push_back(*w);
     }
 }
 
-} // namespace fp8scope::analysis::rules
+} // namespace rules
+
+} // namespace fp8scope::analysis

@@ -15,7 +15,7 @@ const std::vector<PairRule> &pairRules()
         {"config-differences", "config keys and key-package versions that differ, by class", rules::configDifferences},
         {"layer-signals", "per-layer statistics that moved against their peers, most suspect first",
             rules::layerSignals},
-        {"recipe-what-if", "the first suspect's evidence dump under every recomputed recipe", rules::recipeWhatIf},
+        {"recipe-what-if", "the first suspect's evidence dump under each recipe the run could use", rules::recipeWhatIf},
         {"truncated-statistics", "statistics the TE log prints too small to read", rules::truncatedStatistics},
         {"eval-gaps", "evaluation drops beyond the corrected threshold, notable drops below it", rules::evalGaps},
         {"inference-precision", "a gap that narrows under another inference precision", rules::inferencePrecision},

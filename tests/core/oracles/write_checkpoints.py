@@ -34,8 +34,27 @@ A small Llama-style model (2 layers, hidden 256, 4 heads in 2 key/value groups o
   OUTDIR/fault_stale/                     ct_tensor whose model.layers.1.mlp.down_proj comes from other weights
                                           (the reference plus 30 % noise), quantized correctly
   OUTDIR/fault_precision/                 ct_tensor whose lm_head, which the config ignores, is quantized
+
+The training run the calibrated exports come from, and exports calibrated the usual way (max calibration):
+
+  OUTDIR/training_run/                    Transformer Engine's debug statistics of the activations of every
+                                          module of both layers (cur_amax every 10 steps to 1000, printed
+                                          "%.4f" as nvdlfw_inspect prints them; a late window that moves by a
+                                          few per cent) and Megatron's stdout with its arguments block
+  OUTDIR/training_run_bf16_last/          the same run with --first-last-layers-bf16 (none at the start, the
+                                          last 1 at the end): layer 1 trained in BF16 and logs no FP8 statistics
+  OUTDIR/ct_max_calibrated/               ct_tensor whose static input_scale is the late activation amax / 448,
+                                          computed as calibrators do: of the unrounded amax over the late window
+                                          stored as bfloat16 (linear_qkv's inputs), of the amax as printed
+                                          (linear_proj), of the last step's unrounded amax (linear_fc1, below the
+                                          window's largest), of the late window's largest as printed, stored as
+                                          bfloat16 (linear_fc2)
+  OUTDIR/ct_max_calibrated_bf16_last/     ct_max_calibrated with layer 1 kept in bfloat16 (ignored)
+  OUTDIR/ct_calibration_40x/              ct_max_calibrated with model.layers.0.self_attn.o_proj's input_scale
+                                          40 times too small
 """
 import json
+import math
 import os
 import shutil
 import sys
@@ -304,3 +323,100 @@ write("fault_stale", t, compressed_tensors("tensor", True))
 t = ct_tensor_tensors()
 t["lm_head.weight"], t["lm_head.weight_scale"] = per_tensor(ref["lm_head.weight"])
 write("fault_precision", t, compressed_tensors("tensor", True))
+
+
+# The training run and the exports calibrated on it. Its own generator: the outputs above stay as they were.
+run_gen = torch.Generator().manual_seed(11)
+MODULES = ["self_attention.linear_qkv", "self_attention.linear_proj", "mlp.linear_fc1", "mlp.linear_fc2"]
+STEPS = list(range(0, 1001, 10))
+true_amax = {}
+for i in range(LAYERS):
+    for m in MODULES:
+        base = 2.0 + 6.0 * torch.rand(1, generator=run_gen).item()
+        wobble = torch.rand(len(STEPS), generator=run_gen)
+        # Growing early, then steady within a few per cent (an unrounded value: what the tensor's amax was).
+        true_amax[f"decoder.layers.{i}.{m}"] = [
+            base * (0.5 + 0.5 * min(1.0, s / 300)) * (1 + 0.04 * (w.item() - 0.5)) + 1e-6 * math.pi
+            for s, w in zip(STEPS, wobble)
+        ]
+
+
+def write_training_run(folder, layers_in_fp8, arguments):
+    path = os.path.join(OUT, folder)
+    shutil.rmtree(path, ignore_errors=True)
+    logs = os.path.join(path, "rank_0", "nvdlfw_inspect_statistics_logs")
+    os.makedirs(logs)
+    with open(os.path.join(logs, "nvdlfw_inspect_globalrank-0.log"), "w") as f:
+        for k, s in enumerate(STEPS):
+            for module, values in true_amax.items():
+                if int(module.split(".")[2]) not in layers_in_fp8:
+                    continue
+                f.write(
+                    "2026-11-30 12:00:00,000 - INFO - %s_activation_cur_amax \t\t\t\t iteration=%06d \t\t\t\t "
+                    "value=%.4f\n" % (module, s, values[k])
+                )
+    with open(os.path.join(path, "train.out"), "w") as f:
+        f.write("------------------------ arguments ------------------------\n")
+        for key, value in sorted(arguments.items()):
+            f.write("  %s %s %s\n" % (key, "." * max(3, 48 - len(key)), value))
+        f.write("-------------------- end of arguments ---------------------\n")
+        for s in STEPS[1:]:
+            f.write(
+                " iteration %8d/%8d | consumed samples: %12d | elapsed time per iteration (ms): 1000.0 | "
+                "learning rate: 1.000E-04 | global batch size:     8 | lm loss: %.6E | loss scale: 1.0 | "
+                "grad norm: 1.000 | number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+                % (s, STEPS[-1], s * 8, 3.0 + 5.0 / (1 + s / 100))
+            )
+
+
+ARGUMENTS = {"num_layers": LAYERS, "hidden_size": HIDDEN, "fp8": "hybrid", "fp8_recipe": "tensorwise"}
+write_training_run("training_run", range(LAYERS), ARGUMENTS)
+write_training_run(
+    "training_run_bf16_last",
+    range(LAYERS - 1),
+    dict(ARGUMENTS, first_last_layers_bf16=True, num_layers_at_start_in_bf16=0, num_layers_at_end_in_bf16=1),
+)
+
+# The late window as the calibrators here take it: the last tenth of the logged steps.
+LATE = len(STEPS) // 10
+TRAINING = {
+    "self_attn.q_proj": "self_attention.linear_qkv",
+    "self_attn.k_proj": "self_attention.linear_qkv",
+    "self_attn.v_proj": "self_attention.linear_qkv",
+    "self_attn.o_proj": "self_attention.linear_proj",
+    "mlp.gate_proj": "mlp.linear_fc1",
+    "mlp.up_proj": "mlp.linear_fc1",
+    "mlp.down_proj": "mlp.linear_fc2",
+}
+
+
+def max_calibrated(name):
+    layer, module = name.split(".")[2], ".".join(name.split(".")[3:])
+    training = TRAINING[module]
+    values = true_amax[f"decoder.layers.{layer}.{training}"][-LATE:]
+    printed = [float("%.4f" % v) for v in values]
+    if training.endswith("linear_qkv"):
+        return torch.tensor([max(values) / FMAX], dtype=torch.bfloat16)
+    if training.endswith("linear_proj"):
+        return torch.tensor([max(printed) / FMAX])
+    if training.endswith("linear_fc1"):
+        return torch.tensor([values[-1] / FMAX])
+    return torch.tensor([max(printed) / FMAX], dtype=torch.bfloat16)
+
+
+def ct_max_calibrated_tensors(quantized):
+    t = others(quantized)
+    for n in quantized:
+        t[n + ".weight"], t[n + ".weight_scale"] = per_tensor(ref[n + ".weight"])
+        t[n + ".input_scale"] = max_calibrated(n)
+    return t
+
+
+write("ct_max_calibrated", ct_max_calibrated_tensors(LINEARS), compressed_tensors("tensor", True))
+kept = [n for n in LINEARS if not n.startswith("model.layers.%d." % (LAYERS - 1))]
+bf16_last = compressed_tensors("tensor", True)
+bf16_last["ignore"] = bf16_last["ignore"] + ["re:model.layers.%d..*" % (LAYERS - 1)]
+write("ct_max_calibrated_bf16_last", ct_max_calibrated_tensors(kept), bf16_last)
+t = ct_max_calibrated_tensors(LINEARS)
+t["model.layers.0.self_attn.o_proj.input_scale"] = t["model.layers.0.self_attn.o_proj.input_scale"] / 40
+write("ct_calibration_40x", t, compressed_tensors("tensor", True))
