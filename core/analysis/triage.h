@@ -122,8 +122,9 @@ struct Comparison {
     // FP8 recipe of it by whatif.h's criterion.
     std::vector<WhatIfScore> whatIf;
     std::optional<size_t> whatIfBest;
-    // The audit of the inference checkpoint the run's folder holds (core/audit), when it holds one; not kept
-    // with a result stored (a comparison read back from the store has none).
+    // The audit of the inference checkpoint the run's folder holds (core/audit), when it holds one; a comparison
+    // read back from the store reads it again (cachedAudit: once while the checkpoint's files hold, which the
+    // stored result's stamp covers).
     std::optional<AuditResult> audit;
 };
 
