@@ -81,7 +81,8 @@ struct ComparabilityRow {
     QString key; // the config key, or "precision" / "implementation"
     QString baseline;
     QString run;
-    QString aspect; // "model shape", "data", "plan", "precision family", "implementation"
+    QString aspect; // "model shape", "data", "plan", "precision family", "implementation"; empty: a config key that
+                    // differs and changes none of them (listed after those that do)
 };
 struct Comparability {
     ComparabilityLevel level = ComparabilityLevel::Unknown;
