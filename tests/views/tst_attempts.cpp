@@ -103,6 +103,11 @@ void TestAttempts::doubleClickOpensTheComparison()
     AttemptsView *view = m_window->attempts();
     QTableView *table = view->table();
     const QModelIndex second = table->model()->index(1, 0);
+    // The wizard left at its last step on another pair.
+    m_window->showTriage(view->attempts().baseline, view->attempts().attempts[0].run);
+    QVERIFY(m_window->triage());
+    m_window->triage()->setStep(TriageWizard::NextStep);
+    m_window->triage()->close();
     QSignalSpy requested(view, &AttemptsView::comparisonRequested);
     // As a user's double-click reaches the view: a click, then the second press as a double-click.
     QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(second).center());
@@ -112,6 +117,13 @@ void TestAttempts::doubleClickOpensTheComparison()
     QTRY_VERIFY(compare->isVisible());
     QCOMPARE(compare->run(), view->attempts().attempts[1].run);
     QCOMPARE(compare->baseline(), view->attempts().baseline);
+    // Triage then answers for that pair, from its first step.
+    m_window->showTriage();
+    TriageWizard *w = m_window->triage();
+    QCOMPARE(w->run(), view->attempts().attempts[1].run);
+    QCOMPARE(w->baseline(), view->attempts().baseline);
+    QCOMPARE(w->step(), TriageWizard::RunsStep);
+    w->close();
 }
 
 // The triage wizard's "what to try next" for fp8: its first suggestion (blockwise scaling) was tried by both other
