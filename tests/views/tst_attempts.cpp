@@ -93,6 +93,15 @@ void TestAttempts::tableAndPlot()
         chart->plot()->replot(QCustomPlot::rpImmediateRefresh);
         QVERIFY(view->grab().save(qEnvironmentVariable("FP8SCOPE_SHOT")));
     }
+    // A healthy attempt's verdict says what "none" means, as its "Fixes parent" column does.
+    bool healthyShown = false;
+    for (int i = 0; i < model->rowCount(); ++i) {
+        if (view->attempts().attempts[size_t(i)].verdict == analysis::Verdict::None) {
+            QCOMPARE(model->index(i, 3).data().toString(), QStringLiteral("none (healthy)"));
+            healthyShown = true;
+        }
+    }
+    QVERIFY(healthyShown);
     view->table()->setCurrentIndex(model->index(0, 0));
     QCOMPARE(chart->highlighted(), 0);
     QVERIFY(chart->csv().count(QLatin1Char('\n')) > 3);
