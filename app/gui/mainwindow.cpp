@@ -662,8 +662,16 @@ void MainWindow::showTriage(RunRef baseline, RunRef run)
             }
         });
     }
-    if (baseline.isValid() && run.isValid())
+    // No pair asked for: the one the comparison shows (an attempt double-clicked, a pair picked there), so that
+    // the wizard answers for the pair on screen; a pair other than the wizard's starts it at its first step.
+    if (!baseline.isValid() && !run.isValid() && m_compare->baseline().isValid() && m_compare->run().isValid()) {
+        baseline = m_compare->baseline();
+        run = m_compare->run();
+    }
+    if (baseline.isValid() && run.isValid() && (baseline != m_triage->baseline() || run != m_triage->run())) {
         m_triage->setPair(baseline, run);
+        m_triage->setStep(TriageWizard::RunsStep);
+    }
     m_triage->show();
     m_triage->raise();
     m_triage->activateWindow();

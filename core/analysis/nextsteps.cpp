@@ -262,16 +262,21 @@ Comparability comparabilityOf(const std::optional<Run> &b, const std::optional<R
         }
     }
     int differing = 0;
+    std::vector<ComparabilityRow> others; // the differences that change none of the aspects, listed after
     for (const ConfigRow &c : config.rows) {
         if (!c.differs || c.version)
             continue;
         ++differing;
         const QString aspect = comparabilityAspect(c.key);
-        if (aspect.isEmpty())
+        if (aspect.isEmpty()) {
+            others.push_back({c.key, c.baseline, c.run, QString()});
             continue;
+        }
         aspects.insert(aspect);
         out.rows.push_back({c.key, c.baseline, c.run, aspect});
     }
+    const size_t changing = out.rows.size();
+    out.rows.insert(out.rows.end(), others.begin(), others.end());
     const QStringList list(aspects.begin(), aspects.end());
     if (!config.haveBoth && aspects.empty()) {
         out.level = ComparabilityLevel::Unknown;
@@ -286,7 +291,7 @@ Comparability comparabilityOf(const std::optional<Run> &b, const std::optional<R
         out.level = ComparabilityLevel::WithCare;
         out.text = QStringLiteral("Compared with care: %1 difference(s) change %2, which a loss comparison does not "
                                   "account for.")
-                       .arg(out.rows.size())
+                       .arg(changing)
                        .arg(list.join(QStringLiteral(", ")));
         if (!config.haveBoth)
             out.text += QStringLiteral(" One of the runs has no config: its other settings cannot be told.");

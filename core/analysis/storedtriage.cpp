@@ -1,6 +1,7 @@
 // The triage through the store: results read back while their stamp holds, computed and stored otherwise.
 #include "storedwhatif.h"
 #include "triage.h"
+#include "triageinputs.h"
 
 #include <QCryptographicHash>
 #include <QJsonArray>
@@ -136,6 +137,13 @@ QString triageStamp(const Catalog &catalog, RunRef baseline, RunRef run, const T
                         .arg(catalog.dataGeneration(run.store));
     if (baseline.isValid() && baseline.store != run.store)
         stamp += QStringLiteral(" and %1").arg(catalog.dataGeneration(baseline.store));
+    // The files read beside the store: the inference checkpoint the run's folder holds, and its references.
+    if (baseline.isValid()) {
+        if (const QString audit = auditStampOfRun(catalog, run); !audit.isEmpty())
+            stamp += QStringLiteral("; audit %1")
+                         .arg(QString::fromLatin1(
+                             QCryptographicHash::hash(audit.toUtf8(), QCryptographicHash::Sha1).toHex().left(12)));
+    }
     return stamp;
 }
 
@@ -152,6 +160,9 @@ Comparison compareRunsStored(
             .plannedSteps = stored->planned.value_or(0),
             .findings = fromStored(stored->findings),
             .fromStore = true};
+        // The audit its findings came from (read once while the checkpoint's files hold, as the stamp says they
+        // do): a stored comparison carries what a fresh one does.
+        c.audit = auditOfRun(catalog, run);
         finishComparison(catalog, &c, options);
         return c;
     }

@@ -81,7 +81,8 @@ struct ComparabilityRow {
     QString key; // the config key, or "precision" / "implementation"
     QString baseline;
     QString run;
-    QString aspect; // "model shape", "data", "plan", "precision family", "implementation"
+    QString aspect; // "model shape", "data", "plan", "precision family", "implementation"; empty: a config key that
+                    // differs and changes none of them (listed after those that do)
 };
 struct Comparability {
     ComparabilityLevel level = ComparabilityLevel::Unknown;
@@ -122,8 +123,9 @@ struct Comparison {
     // FP8 recipe of it by whatif.h's criterion.
     std::vector<WhatIfScore> whatIf;
     std::optional<size_t> whatIfBest;
-    // The audit of the inference checkpoint the run's folder holds (core/audit), when it holds one; not kept
-    // with a result stored (a comparison read back from the store has none).
+    // The audit of the inference checkpoint the run's folder holds (core/audit), when it holds one; a comparison
+    // read back from the store reads it again (cachedAudit: once while the checkpoint's files hold, which the
+    // stored result's stamp covers).
     std::optional<AuditResult> audit;
 };
 

@@ -248,15 +248,33 @@ std::optional<SeriesPoints> suspectSeries(const Catalog &catalog, RunRef run, co
     return SeriesPoints {*s, catalog.stepSeries(*s)};
 }
 
+namespace {
+
+// The run's folder: its path under the opened folder, or the opened folder itself.
+QString runFolderOf(const Run &r)
+{
+    const QString dir = QDir(r.folder).filePath(r.name);
+    return QFileInfo(dir).isDir() ? dir : r.folder;
+}
+
+} // namespace
+
+QString auditStampOfRun(const Catalog &catalog, RunRef run)
+{
+    const std::optional<Run> r = catalog.run(run);
+    if (!r)
+        return {};
+    const QString dir = runFolderOf(*r);
+    const QString checkpoint = findInferenceCheckpoint(dir);
+    return checkpoint.isEmpty() ? QString() : auditFilesStamp(checkpoint, findInferenceReferences(dir));
+}
+
 std::optional<AuditResult> auditOfRun(const Catalog &catalog, RunRef run)
 {
     const std::optional<Run> r = catalog.run(run);
     if (!r)
         return std::nullopt;
-    // The run's folder: its path under the opened folder, or the opened folder itself.
-    QString dir = QDir(r->folder).filePath(r->name);
-    if (!QFileInfo(dir).isDir())
-        dir = r->folder;
+    const QString dir = runFolderOf(*r);
     const QString checkpoint = findInferenceCheckpoint(dir);
     if (checkpoint.isEmpty())
         return std::nullopt;

@@ -83,6 +83,9 @@ struct PairInputs {
 PairInputs gatherPair(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options);
 // The audit of the inference checkpoint in the run's folder; none when it holds none.
 std::optional<AuditResult> auditOfRun(const Catalog &catalog, RunRef run);
+// What that audit was read from (auditFilesStamp of the run folder's checkpoint and references); empty when the
+// folder holds no checkpoint. A stored triage result's stamp carries it: a re-exported checkpoint is audited again.
+QString auditStampOfRun(const Catalog &catalog, RunRef run);
 RunInputs gatherRun(const Catalog &catalog, RunRef run, bool live = false);
 // A suspect layer signal's own series (of the source its evidence names, else the one the views show).
 std::optional<SeriesPoints> suspectSeries(const Catalog &catalog, RunRef run, const Finding &suspect);

@@ -1072,9 +1072,8 @@ std::vector<const AuditLayer *> auditRows(const AuditResult &result)
     return rows;
 }
 
-std::optional<AuditResult> cachedAudit(const QString &checkpoint, const QStringList &references, Problem *problem)
+QString auditFilesStamp(const QString &checkpoint, const QStringList &references)
 {
-    // The stamp: every file of the checkpoint's folder and of each reference with its size and time.
     QString stamp;
     for (const QString &path : QStringList {checkpoint} + references) {
         const QFileInfo info(path);
@@ -1087,6 +1086,13 @@ std::optional<AuditResult> cachedAudit(const QString &checkpoint, const QStringL
                          .arg(f.size())
                          .arg(f.lastModified().toMSecsSinceEpoch());
     }
+    return stamp;
+}
+
+std::optional<AuditResult> cachedAudit(const QString &checkpoint, const QStringList &references, Problem *problem)
+{
+    // The stamp: every file of the checkpoint's folder and of each reference with its size and time.
+    const QString stamp = auditFilesStamp(checkpoint, references);
     static std::mutex mutex;
     static QHash<QString, std::pair<QString, AuditResult>> cache;
     {

@@ -166,6 +166,9 @@ void checkTrainingPrecision(AuditResult &result, const Bf16Layers &bf16);
 // references' files keep their sizes and times (the live triage gathers a pair again at every follow; a
 // checkpoint of gigabytes is streamed once).
 std::optional<AuditResult> cachedAudit(const QString &checkpoint, const QStringList &references, Problem *problem);
+// What cachedAudit keys a checkpoint's audit by: every file of the checkpoint and of each reference (a folder's files,
+// or the file) with its size and modification time. A stored result that read an audit carries it in its stamp.
+QString auditFilesStamp(const QString &checkpoint, const QStringList &references);
 
 // The inference checkpoint a run folder holds: the path its fp8scope.json names under "inference_checkpoint"
 // (relative to the folder), else the one subfolder (at most two levels down) with *.safetensors beside a

@@ -120,10 +120,29 @@ QByteArray DecompressedFile::read(qint64 max)
             c.inputEnd = c.input.isEmpty();
         }
         const bool noInput = c.inputPos >= c.input.size();
+        if (noInput && c.inputEnd && m_kind == Compression::Xz && !c.streamEnd) {
+            // liblzma's decoder of concatenated streams says the last one ended only once told that the input
+            // did: finish it (what it still holds comes out; a stream cut short says so).
+            c.x.next_in = nullptr;
+            c.x.avail_in = 0;
+            c.x.next_out = reinterpret_cast<uint8_t *>(out.data() + produced);
+            c.x.avail_out = size_t(max - produced);
+            const lzma_ret rc = lzma_code(&c.x, LZMA_FINISH);
+            const qint64 made = qint64(size_t(max - produced) - c.x.avail_out);
+            produced += made;
+            c.streamEnd = rc == LZMA_STREAM_END;
+            if (rc == LZMA_OK && made > 0)
+                continue; // more to come out
+            if (rc != LZMA_STREAM_END && rc != LZMA_BUF_ERROR && rc != LZMA_OK)
+                m_error = QStringLiteral("damaged xz data (liblzma error %1)").arg(int(rc));
+        }
         if (noInput && c.inputEnd) {
-            // The file ended: inside a stream, it was cut short (or is still being written).
+            // The file ended: inside a stream, it was cut short (or is still being written); after one, the
+            // content is whole.
             if (!c.streamEnd)
                 m_truncated = true;
+            else
+                m_complete = m_error.isEmpty();
             m_end = true;
             break;
         }
@@ -156,12 +175,13 @@ QByteArray DecompressedFile::read(qint64 max)
             c.x.avail_in = inLen;
             c.x.next_out = dst;
             c.x.avail_out = dstLen;
-            const lzma_ret rc = lzma_code(&c.x, c.inputEnd && noInput ? LZMA_FINISH : LZMA_RUN);
+            const lzma_ret rc = lzma_code(&c.x, LZMA_RUN);
             used = inLen - c.x.avail_in;
             made = dstLen - c.x.avail_out;
             c.streamEnd = rc == LZMA_STREAM_END;
             if (rc == LZMA_STREAM_END) {
                 m_end = true;
+                m_complete = true;
             } else if (rc != LZMA_OK && rc != LZMA_BUF_ERROR) {
                 m_error = QStringLiteral("damaged xz data (liblzma error %1)").arg(int(rc));
                 m_end = true;

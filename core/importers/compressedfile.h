@@ -36,6 +36,9 @@ public:
     // The compressed data was damaged (error() says how) or ended before its stream did (truncated()).
     QString error() const { return m_error; }
     bool truncated() const { return m_truncated; }
+    // A compressed file read to the end of its last stream, with nothing after it: its content is whole (a last
+    // line without a newline is a complete line). False for a plain file, which may still grow.
+    bool complete() const { return m_complete; }
 
 private:
     struct Codec;
@@ -44,6 +47,7 @@ private:
     std::unique_ptr<Codec> m_codec;
     QString m_error;
     bool m_truncated = false;
+    bool m_complete = false;
     bool m_end = false;
 };
 

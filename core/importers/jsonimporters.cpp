@@ -326,9 +326,12 @@ namespace {
 
 const QStringList &manifestFields()
 {
+    // Every field a reader of fp8scope.json takes: the ingest's, the attempts' ("parent"), the checkpoint audit's
+    // ("inference_checkpoint", "inference_reference").
     static const QStringList fields {QStringLiteral("name"), QStringLiteral("precision"), QStringLiteral("recipe"),
         QStringLiteral("baseline"), QStringLiteral("inference_precision"), QStringLiteral("notes"),
-        QStringLiteral("loss_gap_bar")};
+        QStringLiteral("loss_gap_bar"), QStringLiteral("parent"), QStringLiteral("inference_checkpoint"),
+        QStringLiteral("inference_reference")};
     return fields;
 }
 

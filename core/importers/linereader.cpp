@@ -132,11 +132,17 @@ ReadPosition readByteLines(const QString &path, const ReadPosition &from, Ingest
         sink.problem(pos.line + 1, blockStart, QStringLiteral("%1; the rest of the file is not read").arg(f.error()));
     if (!pending.isEmpty() || overlong) {
         // A last line without a newline. While the file may grow it waits; once settled it is read, and the
-        // position stays at its start (read again, whole, should the file grow after all).
+        // position stays at its start (read again, whole, should the file grow after all). A compressed file
+        // whose stream ended is whole: its last line is complete as it is.
         const QDateTime modified = QFileInfo(path).lastModified();
         const bool settled
             = !f.truncated() && modified.isValid() && modified.secsTo(QDateTime::currentDateTime()) >= kSettledSeconds;
-        if (!settled || !emitLine(pending, false)) {
+        if (f.complete()) {
+            if (emitLine(pending, true)) {
+                pos.line += 1; // a whole line: read, and the position after it
+                pos.offset = blockStart;
+            }
+        } else if (!settled || !emitLine(pending, false)) {
             pos.pendingTail = true;
             sink.problem(pos.line + 1, lineStart,
                 f.truncated()

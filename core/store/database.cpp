@@ -176,6 +176,12 @@ bool Database::open(const QString &path, QString *error)
         error);
 }
 
+void Database::close()
+{
+    sqlite3_close_v2(m_db);
+    m_db = nullptr;
+}
+
 bool Database::exec(const char *sql, QString *error)
 {
     char *msg = nullptr;

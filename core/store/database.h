@@ -77,6 +77,8 @@ public:
 
     // Opens (creating) the file in WAL mode.
     bool open(const QString &path, QString *error);
+    // Closes the connection (in WAL mode the last one checkpoints and removes the -wal file).
+    void close();
     bool isOpen() const { return m_db != nullptr; }
     [[nodiscard]] bool exec(const char *sql, QString *error = nullptr);
     Statement prepare(const char *sql, QString *error = nullptr);

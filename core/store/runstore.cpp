@@ -12,7 +12,10 @@
 #include <QStandardPaths>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <limits>
 
 namespace fp8scope {
@@ -102,9 +105,15 @@ bool RunStore::check(QString *error)
     return true;
 }
 
-bool RunStore::rebuild(const QString &folder, QString *error, int *carried)
+bool RunStore::rebuild(
+    const QString &folder, QString *error, int *carried, const std::function<void(int point)> &reached)
 {
     const QString path = storePathFor(folder);
+    const QString aside = path + QStringLiteral(".rebuild");
+    const auto at = [&](int point) {
+        if (reached)
+            reached(point);
+    };
     // The reviews, with the names of their runs (and those an earlier rebuild still carries). A store too
     // damaged to read has none to give: the rebuild goes on.
     struct Carried {
@@ -127,43 +136,74 @@ bool RunStore::rebuild(const QString &folder, QString *error, int *carried)
                 while (s.next())
                     reviews.push_back({s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6)});
             }
+            // Everything the old store holds into its main file: its -wal can go without losing a review.
+            (void)old.m_db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
         }
     }
-    for (const QString &f : QStringList {path, path + QStringLiteral("-wal"), path + QStringLiteral("-shm")}) {
-        if (QFileInfo::exists(f) && !QFile::remove(f)) {
-            *error = QStringLiteral("%1: cannot remove the old store").arg(f);
+    at(1);
+    m_db.close(); // this object's own connection, if it had one
+    for (const QString &f : QStringList {aside, aside + QStringLiteral("-wal"), aside + QStringLiteral("-shm")}) {
+        if (QFileInfo::exists(f) && !QFile::remove(f)) { // what an earlier rebuild left
+            *error = QStringLiteral("%1: cannot remove what an earlier rebuild left").arg(f);
             return false;
         }
     }
-    if (!open(folder, error))
+    at(2);
+    if (!openFile(aside, folder, error))
         return false;
-    Transaction t(m_db);
-    Statement put = m_db.prepare("INSERT OR REPLACE INTO carried_reviews(run_name, baseline_folder, baseline_name, "
-                                 "finding, state, note, reviewed_at) VALUES(?,?,?,?,?,?,?)",
-        error);
-    for (const Carried &c : reviews) {
-        put.bind(1, c.run).bind(2, c.baselineFolder).bind(3, c.baselineName).bind(4, c.finding).bind(5, c.state);
-        put.bind(6, c.note).bind(7, c.reviewedAt);
-        if (!put.exec()) {
-            *error = QStringLiteral("%1: the reviews of triage findings could not be carried over: %2")
-                         .arg(m_path, put.error());
+    at(3);
+    {
+        // Statements and the transaction end before the connection closes (an open statement keeps the file).
+        Transaction t(m_db);
+        Statement put = m_db.prepare("INSERT OR REPLACE INTO carried_reviews(run_name, baseline_folder, "
+                                     "baseline_name, finding, state, note, reviewed_at) VALUES(?,?,?,?,?,?,?)",
+            error);
+        for (const Carried &c : reviews) {
+            put.bind(1, c.run).bind(2, c.baselineFolder).bind(3, c.baselineName).bind(4, c.finding).bind(5, c.state);
+            put.bind(6, c.note).bind(7, c.reviewedAt);
+            if (!put.exec()) {
+                *error = QStringLiteral("%1: the reviews of triage findings could not be carried over: %2")
+                             .arg(m_path, put.error());
+                return false;
+            }
+            put.reset();
+        }
+        Statement choice = m_db.prepare("INSERT OR REPLACE INTO candidate_choices(baseline_name, candidate, state, "
+                                        "note, chosen_at) VALUES(?,?,?,?,?)",
+            error);
+        for (const auto &[baseline, c] : choices) {
+            choice.bind(1, baseline).bind(2, c.candidate).bind(3, c.state).bind(4, c.note).bind(5, c.chosenAt);
+            if (!choice.exec()) {
+                *error = QStringLiteral("%1: the chosen candidates could not be carried over: %2")
+                             .arg(m_path, choice.error());
+                return false;
+            }
+            choice.reset();
+        }
+        at(4);
+        if (!t.commit(error))
+            return false;
+    }
+    at(5);
+    m_db.close(); // the new store whole in its main file (the last connection checkpoints its -wal away)
+    at(6);
+    // The old store's -wal and -shm (emptied by the checkpoint above) must not outlive it: SQLite would read a
+    // stale -wal into the new store.
+    for (const QString &f : QStringList {path + QStringLiteral("-wal"), path + QStringLiteral("-shm")}) {
+        if (QFileInfo::exists(f) && !QFile::remove(f)) {
+            *error = QStringLiteral("%1: cannot remove the old store's journal").arg(f);
             return false;
         }
-        put.reset();
     }
-    Statement choice = m_db.prepare(
-        "INSERT OR REPLACE INTO candidate_choices(baseline_name, candidate, state, note, chosen_at) VALUES(?,?,?,?,?)",
-        error);
-    for (const auto &[baseline, c] : choices) {
-        choice.bind(1, baseline).bind(2, c.candidate).bind(3, c.state).bind(4, c.note).bind(5, c.chosenAt);
-        if (!choice.exec()) {
-            *error
-                = QStringLiteral("%1: the chosen candidates could not be carried over: %2").arg(m_path, choice.error());
-            return false;
-        }
-        choice.reset();
+    at(7);
+    // One rename: the old store or the new one, never neither.
+    if (std::rename(QFile::encodeName(aside).constData(), QFile::encodeName(path).constData()) != 0) {
+        *error = QStringLiteral("%1: cannot put the rebuilt store in place: %2")
+                     .arg(path, QString::fromLocal8Bit(std::strerror(errno)));
+        return false;
     }
-    if (!t.commit(error))
+    at(8);
+    if (!open(folder, error))
         return false;
     if (carried)
         *carried = int(reviews.size());

@@ -103,9 +103,14 @@ public:
     [[nodiscard]] bool openFile(const QString &storePath, const QString &folder, QString *error);
     // Throws the folder's store away and opens a new, empty one (ingest fills it again): the store is a cache of
     // the run's files. What only it held (metrics recomputed from dumps) is recomputed on request; the reviews
-    // of triage findings, which no file holds, are read first (when the old store can still be read) and carried
-    // into the new one, where the next ingest gives each back to the run of its name. *carried: how many.
-    [[nodiscard]] bool rebuild(const QString &folder, QString *error, int *carried = nullptr);
+    // of triage findings and the words on candidates, which no file holds, are read first (when the old store
+    // can still be read) and carried into the new one, where the next ingest gives each review back to the run of
+    // its name. *carried: how many reviews. The new store is made aside (STORE.rebuild) and renamed over the old
+    // one, so that a crash at any moment leaves the old store or the new one, each with the reviews and choices.
+    // `reached` (tests) is called at each point between two steps: 1 once the old store is read, ... 8 once
+    // the new one is in place.
+    [[nodiscard]] bool rebuild(const QString &folder, QString *error, int *carried = nullptr,
+        const std::function<void(int point)> &reached = {});
     // Carried reviews waiting for a run of their name (none once every run is ingested).
     int carriedReviews() const;
     QString path() const { return m_path; }

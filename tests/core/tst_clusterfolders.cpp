@@ -118,6 +118,7 @@ private Q_SLOTS:
     void noCommonLossIsNotComparable();
     void everyStatisticTeWrites();
     void compressedLogs();
+    void compressedLogsReadToTheirEnd();
     void incompleteLastLines();
     void linksPipesAndLongHeads();
     void oneRunIsOneRun();
@@ -350,6 +351,35 @@ void TestClusterFolders::compressedLogs()
     store.ingest();
     QCOMPARE(pointAt(store, QStringLiteral("live"), loss, 40), 4.6);
     QVERIFY2(store.problems().empty(), qPrintable(problemTexts(store).join(QLatin1Char('\n'))));
+}
+
+// A complete compressed log whose last line has no newline: the stream's end says the line is whole, so it is read
+// at once and no problem stays (gzip, xz and zstd alike; liblzma says a stream ended only when told the input did).
+void TestClusterFolders::compressedLogsReadToTheirEnd()
+{
+    QTemporaryDir dir;
+    const SeriesKey loss = runLevel(QStringLiteral("lm loss"), QStringLiteral("megatron-log"));
+    QByteArray log = megatronLines(1, 30, 3.0);
+    log.chop(1); // no newline after iteration 30
+    write(dir.path() + QStringLiteral("/gz/train.log.gz"), gzip(log));
+    write(dir.path() + QStringLiteral("/xz/train.log.xz"), xz(log));
+    write(dir.path() + QStringLiteral("/zst/train.log.zst"), zstd(log));
+    RunStore store;
+    INGEST(store, dir.path());
+    for (const char *run : {"gz", "xz", "zst"}) {
+        QVERIFY2(pointAt(store, QLatin1String(run), loss, 30) == 2.7, run);
+        QVERIFY2(pointAt(store, QLatin1String(run), loss, 1) == 2.99, run);
+    }
+    QVERIFY2(store.problems().empty(), qPrintable(problemTexts(store).join(QLatin1Char('\n'))));
+    // Read again (nothing changed): still no problem, the same points.
+    store.ingest();
+    QVERIFY2(store.problems().empty(), qPrintable(problemTexts(store).join(QLatin1Char('\n'))));
+    // A stream cut short still says so and waits.
+    const QByteArray cut = xz(log);
+    write(dir.path() + QStringLiteral("/xz/train.log.xz"), cut.left(cut.size() - 8));
+    store.ingest();
+    QVERIFY2(problemTexts(store).filter(QStringLiteral("compressed data ends inside a line")).size() == 1,
+        qPrintable(problemTexts(store).join(QLatin1Char('\n'))));
 }
 
 void TestClusterFolders::incompleteLastLines()

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <hdf5.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -89,6 +90,7 @@ private Q_SLOTS:
     void rewrittenFilesAreReadAgain();
     void sharedSeriesSurviveARewrite();
     void damagedStoreIsDetectedAndRebuilt();
+    void rebuildKilledAtAnyPointKeepsTheReviews();
     void storeOfASchemaNoFp8scopeWrote();
     void busyStoreSaysByWhom();
     void perLayerStatisticWithoutALayer();
@@ -460,6 +462,84 @@ void TestHardening::damagedStoreIsDetectedAndRebuilt()
     QVERIFY(cli.waitForFinished(60000));
     QCOMPARE(cli.exitCode(), 0);
     QCOMPARE(points(dir.path(), QStringLiteral("loss")).size(), size_t(20000));
+}
+
+// A rebuild killed at any point between two of its steps (a child process that _exits there) leaves a store that
+// opens and holds the two reviews and the choice of candidate: the old store or the new one, never neither.
+void TestHardening::rebuildKilledAtAnyPointKeepsTheReviews()
+{
+    QTemporaryDir dir;
+    write(dir.filePath(QStringLiteral("metrics.csv")), "step,loss\n1,3.5\n2,3.25\n3,3.0\n");
+    QCOMPARE(ingest(dir.path()).filesRead, 1);
+    QString error;
+    {
+        RunStore store;
+        QVERIFY2(store.open(dir.path(), &error), qPrintable(error));
+        const std::vector<RunInfo> runs = store.runs();
+        QCOMPARE(int(runs.size()), 1);
+        QVERIFY2(
+            store.storeFindingReview(runs.front().id, QString(), QStringLiteral("base"),
+                {QStringLiteral("loss-departure|"), QStringLiteral("dismissed"), QStringLiteral("known"), {}}, &error),
+            qPrintable(error));
+        QVERIFY2(store.storeFindingReview(runs.front().id, QString(), QString(),
+                     {QStringLiteral("layer-signal|layers.3"), QStringLiteral("confirmed"), QString(), {}}, &error),
+            qPrintable(error));
+        QVERIFY2(store.storeCandidateChoice(QStringLiteral("base"),
+                     {QStringLiteral("fp8-b"), QStringLiteral("chosen"), QStringLiteral("the fix"), {}}, &error),
+            qPrintable(error));
+    }
+    // What a store holds of them: reviews on runs and reviews carried for runs not yet ingested, and the choices.
+    const auto kept = [&](int *reviews, int *choices) {
+        RunStore store;
+        QString why;
+        if (!store.open(dir.path(), &why)) {
+            qWarning("%s", qPrintable(why));
+            return false;
+        }
+        Statement r = RunStoreTestAccess::db(store).prepare(
+            "SELECT (SELECT COUNT(*) FROM finding_reviews) + (SELECT COUNT(*) FROM carried_reviews)");
+        Statement c
+            = RunStoreTestAccess::db(store).prepare("SELECT COUNT(*) FROM candidate_choices WHERE note='the fix'");
+        *reviews = r.next() ? int(r.int64(0)) : -1;
+        *choices = c.next() ? int(c.int64(0)) : -1;
+        return true;
+    };
+    int points = 0;
+    for (int point = 1;; ++point) {
+        const pid_t child = fork();
+        QVERIFY(child >= 0);
+        if (child == 0) {
+            RunStore store;
+            QString why;
+            const bool done = store.rebuild(dir.path(), &why, nullptr, [&](int p) {
+                if (p == point)
+                    _exit(3); // killed here
+            });
+            _exit(done ? 0 : 1); // no point of that number: the rebuild ran whole
+        }
+        int status = 0;
+        QCOMPARE(waitpid(child, &status, 0), child);
+        QVERIFY(WIFEXITED(status));
+        int reviews = -1, choices = -1;
+        QVERIFY2(kept(&reviews, &choices), qPrintable(QStringLiteral("killed at point %1").arg(point)));
+        QVERIFY2(reviews == 2 && choices == 1,
+            qPrintable(
+                QStringLiteral("killed at point %1: %2 reviews, %3 choices").arg(point).arg(reviews).arg(choices)));
+        if (WEXITSTATUS(status) != 3) {
+            QCOMPARE(WEXITSTATUS(status), 0);
+            break;
+        }
+        ++points;
+    }
+    QCOMPARE(points, 8);
+    // Whole: the reviews wait, carried, for the run's ingest, which gives them back.
+    RunStore store;
+    int carried = -1;
+    QVERIFY2(store.rebuild(dir.path(), &error, &carried), qPrintable(error));
+    QCOMPARE(carried, 2);
+    QVERIFY(store.ingest().errors.isEmpty());
+    QCOMPARE(store.carriedReviews(), 0);
+    QVERIFY(!QFileInfo::exists(RunStore::storePathFor(dir.path()) + QStringLiteral(".rebuild")));
 }
 
 void TestHardening::storeOfASchemaNoFp8scopeWrote()

@@ -19,6 +19,7 @@
 #include "blowuprun.h"
 #include "testmain.h"
 
+#include <QDateTime>
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -230,6 +231,7 @@ private Q_SLOTS:
     void adviceStartsFromTheRunsRecipe();
     void reviewsApplyToTheNextSteps();
     void notableEvalDropsAndOneSign();
+    void storedAnswersFollowTheExport();
     void aRunOnItsOwnAsAComparison();
     void severalRunsOfOneBaseline();
     void attemptsOfOneBaseline();
@@ -1140,6 +1142,75 @@ void TestTriage::reviewsApplyToTheNextSteps()
     // The stored triage applies them too when it reads a result back.
     const Comparison stored = compareRunsStored(catalog, c.baseline, c.run);
     QVERIFY(!allActions(stored).contains(plan.plantedLayerName));
+}
+
+// A stored comparison carries the audit a fresh one does (`fp8scope-cli attempts` answers the same JSON on every
+// run of the folder), and its stamp covers the export's files: the demo's inverted scale fixed in place (a
+// re-export), the stored triage is computed again and the checkpoint-audit finding is gone.
+void TestTriage::storedAnswersFollowTheExport()
+{
+    const QString cli = qEnvironmentVariable("FP8SCOPE_CLI");
+    QVERIFY(!cli.isEmpty());
+    QTemporaryDir dir;
+    DemoPlan plan;
+    QString error;
+    QVERIFY2(generateDemo(dir.path(), {}, &plan, &error), qPrintable(error));
+    const auto attempts = [&]() {
+        QProcess p;
+        p.start(cli, {QStringLiteral("attempts"), dir.path(), QStringLiteral("--json")});
+        p.waitForFinished(300000);
+        return p.readAllStandardOutput();
+    };
+    const QByteArray first = attempts();
+    QVERIFY2(first.contains("\"audit_findings\": 1"), first.constData());
+    QCOMPARE(attempts(), first);
+    QCOMPARE(attempts(), first);
+    const auto auditFindings = [](const Comparison &c) {
+        return std::count_if(c.findings.begin(), c.findings.end(),
+            [](const Finding &f) { return f.kind == FindingKind::CheckpointAudit; });
+    };
+    {
+        Catalog catalog;
+        QVERIFY2(catalog.open(dir.path(), &error), qPrintable(error));
+        const Comparison c = triageStored(catalog).comparisons.front();
+        QVERIFY(c.fromStore); // stored by the CLI above
+        QCOMPARE(auditFindings(c), 1);
+        QVERIFY(c.audit);
+        QCOMPARE(int(c.audit->findings.size()), 1);
+    }
+    // The re-export: the inverted weight_scale of the one faulty layer written the right way round, in place.
+    const QString file = dir.filePath(QStringLiteral("fp8/inference/model.safetensors"));
+    {
+        QFile f(file);
+        QVERIFY(f.open(QIODevice::ReadWrite));
+        QByteArray len = f.read(8);
+        quint64 n = 0;
+        for (int i = 7; i >= 0; --i)
+            n = (n << 8) | quint8(len[i]);
+        const QJsonObject header = QJsonDocument::fromJson(f.read(qint64(n))).object();
+        const QJsonObject scale
+            = header.value(QStringLiteral("model.layers.11.self_attn.o_proj.weight_scale")).toObject();
+        QCOMPARE(scale.value(QStringLiteral("dtype")).toString(), QStringLiteral("F32"));
+        const QJsonArray at = scale.value(QStringLiteral("data_offsets")).toArray();
+        const qint64 begin = 8 + qint64(n) + at[0].toInteger(), end = 8 + qint64(n) + at[1].toInteger();
+        QVERIFY(f.seek(begin));
+        QByteArray values = f.read(end - begin);
+        auto *v = reinterpret_cast<float *>(values.data());
+        for (qsizetype i = 0; i < values.size() / 4; ++i)
+            v[i] = 1.0f / v[i];
+        QVERIFY(f.seek(begin));
+        QCOMPARE(f.write(values), values.size());
+        QVERIFY(f.setFileTime(QDateTime::currentDateTime().addSecs(5), QFileDevice::FileModificationTime));
+    }
+    Catalog catalog;
+    QVERIFY2(catalog.open(dir.path(), &error), qPrintable(error));
+    const Comparison c = triageStored(catalog).comparisons.front();
+    QVERIFY(!c.fromStore); // the export changed: computed again
+    QCOMPARE(auditFindings(c), 0);
+    QVERIFY(c.audit);
+    QVERIFY(c.audit->findings.empty());
+    QVERIFY(triageStored(catalog).comparisons.front().fromStore); // and stored with it
+    QVERIFY(!attempts().contains("\"audit_findings\": 1"));
 }
 
 // Evaluation gaps: z has the difference's sign (negative where the run is below); the demo's weak tasks, 2-2.5

@@ -93,6 +93,15 @@ void TestAttempts::tableAndPlot()
         chart->plot()->replot(QCustomPlot::rpImmediateRefresh);
         QVERIFY(view->grab().save(qEnvironmentVariable("FP8SCOPE_SHOT")));
     }
+    // A healthy attempt's verdict says what "none" means, as its "Fixes parent" column does.
+    bool healthyShown = false;
+    for (int i = 0; i < model->rowCount(); ++i) {
+        if (view->attempts().attempts[size_t(i)].verdict == analysis::Verdict::None) {
+            QCOMPARE(model->index(i, 3).data().toString(), QStringLiteral("none (healthy)"));
+            healthyShown = true;
+        }
+    }
+    QVERIFY(healthyShown);
     view->table()->setCurrentIndex(model->index(0, 0));
     QCOMPARE(chart->highlighted(), 0);
     QVERIFY(chart->csv().count(QLatin1Char('\n')) > 3);
@@ -103,6 +112,11 @@ void TestAttempts::doubleClickOpensTheComparison()
     AttemptsView *view = m_window->attempts();
     QTableView *table = view->table();
     const QModelIndex second = table->model()->index(1, 0);
+    // The wizard left at its last step on another pair.
+    m_window->showTriage(view->attempts().baseline, view->attempts().attempts[0].run);
+    QVERIFY(m_window->triage());
+    m_window->triage()->setStep(TriageWizard::NextStep);
+    m_window->triage()->close();
     QSignalSpy requested(view, &AttemptsView::comparisonRequested);
     // As a user's double-click reaches the view: a click, then the second press as a double-click.
     QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(second).center());
@@ -112,6 +126,13 @@ void TestAttempts::doubleClickOpensTheComparison()
     QTRY_VERIFY(compare->isVisible());
     QCOMPARE(compare->run(), view->attempts().attempts[1].run);
     QCOMPARE(compare->baseline(), view->attempts().baseline);
+    // Triage then answers for that pair, from its first step.
+    m_window->showTriage();
+    TriageWizard *w = m_window->triage();
+    QCOMPARE(w->run(), view->attempts().attempts[1].run);
+    QCOMPARE(w->baseline(), view->attempts().baseline);
+    QCOMPARE(w->step(), TriageWizard::RunsStep);
+    w->close();
 }
 
 // The triage wizard's "what to try next" for fp8: its first suggestion (blockwise scaling) was tried by both other

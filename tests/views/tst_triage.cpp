@@ -148,6 +148,17 @@ void TestTriageWizard::eachScenarioClass()
     }
     // The scenarios share their model, data and plan: comparable.
     QVERIFY2(w->comparabilityText().startsWith(QStringLiteral("Comparable")), qPrintable(w->comparabilityText()));
+    // The keys that differ are listed, each changing none of the aspects: the count the text gives is the table's.
+    {
+        static const QRegularExpression count(QStringLiteral("\\((\\d+) config key\\(s\\) differ"));
+        const QRegularExpressionMatch m = count.match(w->comparabilityText());
+        QVERIFY2(m.hasMatch(), qPrintable(w->comparabilityText()));
+        auto *table = w->findChild<QTableView *>(QStringLiteral("triageComparability"));
+        QVERIFY(table);
+        QCOMPARE(table->model()->rowCount(), m.captured(1).toInt());
+        for (int i = 0; i < table->model()->rowCount(); ++i)
+            QCOMPARE(table->model()->index(i, 3).data().toString(), QStringLiteral("none of these"));
+    }
     // The class step's evidence.
     w->setStep(TriageWizard::ClassStep);
     QAbstractItemModel *table = w->classTable()->model();

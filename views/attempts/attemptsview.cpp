@@ -227,7 +227,9 @@ void AttemptsView::display(const AttemptsResult &result)
             changed << QStringLiteral("%1: %2 → %3").arg(c.group == c.key ? c.key : c.group, c.from, c.to);
         QList<QStandardItem *> row {textItem(a.name),
             textItem(a.parentName.isEmpty() ? tr("(the baseline)") : a.parentName),
-            textItem(a.groupsFromParent.join(QStringLiteral(", "))), textItem(verdictName(a.verdict)),
+            textItem(a.groupsFromParent.join(QStringLiteral(", "))),
+            // The engine's name, and for "none" what it means, in the words the other columns use.
+            textItem(a.verdict == analysis::Verdict::None ? tr("none (healthy)") : verdictName(a.verdict)),
             a.departure ? numberItem(double(*a.departure), 0) : textItem(QString()), textItem(gapText(a)),
             textItem(evalText(a)),
             textItem(a.auditFindings < 0 ? QString() : tr("%n finding(s)", nullptr, a.auditFindings)),

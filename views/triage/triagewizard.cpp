@@ -489,8 +489,13 @@ void TriageWizard::fillRuns()
     }
     // The engine's comparability verdict, displayed.
     const analysis::Comparability &c = m_data->comparison.comparability;
-    for (const analysis::ComparabilityRow &r : c.rows)
-        m_comparabilityModel->appendRow({item(r.key), item(r.baseline), item(r.run), item(r.aspect)});
+    for (const analysis::ComparabilityRow &r : c.rows) {
+        auto *aspect = item(r.aspect.isEmpty() ? tr("none of these") : r.aspect);
+        if (r.aspect.isEmpty())
+            aspect->setToolTip(tr("Differs, and changes none of the model shape, the data, the plan, the precision "
+                                  "family or the implementation"));
+        m_comparabilityModel->appendRow({item(r.key), item(r.baseline), item(r.run), aspect});
+    }
     m_comparability->resizeColumnsToContents();
     m_comparabilityText->setText(c.text);
 }
