@@ -172,7 +172,7 @@ Comparison compareRunsStored(
     // Storing it moves the run's data generation by one; the result is stamped with the new one only when nothing
     // else moved it meanwhile (a live ingest, another process), else with the one it was computed from.
     bool whatIfStored = false;
-    if (QString error; !ensureWhatIf(catalog, &c, &error, &whatIfStored) && errors)
+    if (QString error; !ensureWhatIf(catalog, &c, options, &error, &whatIfStored) && errors)
         errors->append(QStringLiteral("the recipe what-if was not computed: %1").arg(error));
     const QString computedFrom = whatIfStored && catalog.dataGeneration(run.store) == generation + 1
         ? triageStamp(catalog, baseline, run, options)

@@ -140,7 +140,7 @@ void gatherWhatIfs(const Catalog &catalog, RunRef run, FinishInputs *out)
     }
 }
 
-bool ensureWhatIf(Catalog &catalog, Comparison *c, QString *error, bool *stored)
+bool ensureWhatIf(Catalog &catalog, Comparison *c, const TriageOptions &options, QString *error, bool *stored)
 {
     if (stored)
         *stored = false;
@@ -154,7 +154,7 @@ bool ensureWhatIf(Catalog &catalog, Comparison *c, QString *error, bool *stored)
     }
     if (stored)
         *stored = true;
-    finishComparison(catalog, c);
+    finishComparison(catalog, c, options);
     return true;
 }
 

@@ -15,6 +15,7 @@ namespace fp8scope::analysis {
 
 struct Comparison;
 struct FinishInputs;
+struct TriageOptions;
 
 // A stored what-if's dump: its file relative to the store's folder, and its dataset ("file:dataset").
 QString whatIfDumpKey(const Dump &dump);
@@ -40,8 +41,9 @@ std::map<QString, std::map<QString, double>> whatIfTableOf(const WhatIfResult &r
 // The run's stored what-ifs of its dumps as they are now, into in->whatIfs (in->dumps read first).
 void gatherWhatIfs(const Catalog &catalog, RunRef run, FinishInputs *in);
 // Stores the what-if of the comparison's evidence dump where none is stored (*stored says whether it did), and
-// finishes the comparison again (its what-if finding and next steps read it); false with *error when it could not
-// be computed or stored.
-bool ensureWhatIf(Catalog &catalog, Comparison *c, QString *error, bool *stored = nullptr);
+// finishes the comparison again under `options` (its what-if finding and next steps read it); false with *error when it
+// could not be computed or stored.
+bool ensureWhatIf(
+    Catalog &catalog, Comparison *c, const TriageOptions &options, QString *error, bool *stored = nullptr);
 
 } // namespace fp8scope::analysis

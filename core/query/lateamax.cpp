@@ -20,7 +20,6 @@ LateAmax lateAmax(const Catalog &catalog, RunRef run, const QString &tensor)
         result.statistic = QLatin1String(stat);
         result.firstStep = m.steps[first];
         result.lastStep = m.steps.back();
-        result.steps = int(window);
         for (qsizetype l = 0; l < m.layers.size(); ++l) {
             double amax = NAN, least = NAN;
             int logged = 0;

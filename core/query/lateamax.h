@@ -17,7 +17,6 @@ struct LateAmax {
     QHash<QString, int> stepsByLayer; // layer -> the steps of the window it logged a finite amax at
     int64_t firstStep = 0; // the window: the last tenth of the steps logged, at least three of them
     int64_t lastStep = 0;
-    int steps = 0; // the steps of the window
     QString statistic; // the statistic read ("cur_amax", ...); empty when the run logs none
 };
 
