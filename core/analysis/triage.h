@@ -58,6 +58,8 @@ struct TriageOptions {
     double evalNotableSigmas = 2.0;
     double spikeAlpha = 0.05; // the run's own spikes outnumber the baseline's at this one-sided significance
     size_t minSpikes = 3; // ... and number at least this many
+    // The checkpoint audit's thresholds (the audit of the run's inference checkpoint the triage reads).
+    AuditThresholds audit;
     // The run is still being written (fp8scope-cli watch): a layer signal while the loss has not departed
     // (yet) is an early warning, weighed as one before a departure, rather than a signal the loss never
     // followed.
@@ -195,16 +197,18 @@ std::vector<TriageTarget> triageTargets(const Catalog &catalog);
 
 // The same, through the store: a result stored with the stamp the data and engine have now is read back;
 // any other is computed and stored (a store that cannot take it is reported in *errors, the result still
-// returned). The stamp: the engine's version, the options, and the data generation of the stores of both runs.
+// returned). The stamp: the rules' digest, the options, and the data generation of the stores of both runs.
 Comparison compareRunsStored(
     Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options = {}, QStringList *errors = nullptr);
 RunCheck checkRunStored(Catalog &catalog, RunRef run, const TriageOptions &options = {}, QStringList *errors = nullptr);
 TriageResult triageStored(Catalog &catalog, const TriageOptions &options = {}, QStringList *errors = nullptr);
 // The stamp a result of (baseline, run) computed now carries (baseline invalid: a run checked alone).
 QString triageStamp(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options);
-// The version of the engine's rules: moved whenever a rule or threshold changes, so that results stored by an
-// older engine are computed again.
-constexpr int kTriageEngineVersion = 5;
+// The rules' digest: a hash of the sources the triage's answers come from (the analysis, the audit, the queries
+// they read; core/analysis/rulesdigest.cmake writes it at build time), and those files, relative to core/. It is
+// in every stamp, so results stored by other rules are computed again, with no revision moved by hand.
+QString rulesDigest();
+QStringList rulesDigestFiles();
 
 // What a finding is, whatever its rank and steps: its kind, layer, tensor, statistic, key and task, joined. A
 // user's review (core/store FindingReview) is kept under it, so that it outlives the result computed again.

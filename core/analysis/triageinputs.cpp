@@ -269,7 +269,7 @@ QString auditStampOfRun(const Catalog &catalog, RunRef run)
     return checkpoint.isEmpty() ? QString() : auditFilesStamp(checkpoint, findInferenceReferences(dir));
 }
 
-std::optional<AuditResult> auditOfRun(const Catalog &catalog, RunRef run)
+std::optional<AuditResult> auditOfRun(const Catalog &catalog, RunRef run, const AuditThresholds &thresholds)
 {
     const std::optional<Run> r = catalog.run(run);
     if (!r)
@@ -279,13 +279,14 @@ std::optional<AuditResult> auditOfRun(const Catalog &catalog, RunRef run)
     if (checkpoint.isEmpty())
         return std::nullopt;
     Problem problem;
-    std::optional<AuditResult> result = cachedAudit(checkpoint, findInferenceReferences(dir), &problem);
+    std::optional<AuditResult> result = cachedAudit(checkpoint, findInferenceReferences(dir), &problem, thresholds);
     if (result) {
         auditAgainstRun(catalog, run, r->label(), *result);
     } else {
         // Unreadable: said as the audit's own problem, so that the triage says why it has no audit.
         result = AuditResult {};
         result->checkpoint = checkpoint;
+        result->thresholds = thresholds;
         result->problems.push_back(problem);
     }
     return result;
@@ -302,7 +303,7 @@ PairInputs gatherPair(const Catalog &catalog, RunRef baseline, RunRef run, const
     in.evals = evalTable(catalog, baseline, run, options);
     gatherFinishCommon(catalog, baseline, run, &in.finish);
     gatherSeries(catalog, run, &in.finish);
-    in.audit = auditOfRun(catalog, run);
+    in.audit = auditOfRun(catalog, run, options.audit);
     return in;
 }
 

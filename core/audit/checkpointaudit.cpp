@@ -494,13 +494,12 @@ QString percent(double v)
 }
 
 // The rules over a streamed layer (docs/TRIAGE.md).
-void judgeStreamed(AuditLayer &l, std::vector<AuditFinding> &findings)
+void judgeStreamed(AuditLayer &l, std::vector<AuditFinding> &findings, const AuditThresholds &t)
 {
-    using namespace auditrules;
     const QString training = l.training ? l.training->text() : QString();
     const QString scale = l.scaleName.isEmpty() ? QStringLiteral("the scale") : l.scaleName;
     if (!l.reference.isEmpty() && !std::isnan(l.relError)) {
-        if (l.relError > kGrossError && l.invertedRelError * kInvertedGain < l.relError) {
+        if (l.relError > t.grossError && l.invertedRelError * t.invertedGain < l.relError) {
             l.findings << QStringLiteral("inverted-scale");
             findings.push_back({QStringLiteral("inverted-scale"), QStringLiteral("critical"), l.name, training,
                 QStringLiteral("dequantized as codes x %1, the weight's amax is %2 against the reference's %3, a "
@@ -512,7 +511,7 @@ void judgeStreamed(AuditLayer &l, std::vector<AuditFinding> &findings)
             return;
         }
         const double explained = std::max(l.freshRelError, 1e-6);
-        if (l.relError > kMismatchFactor * explained) {
+        if (l.relError > t.mismatchFactor * explained) {
             l.findings << QStringLiteral("weight-mismatch");
             findings.push_back({QStringLiteral("weight-mismatch"),
                 l.relError > 0.2 ? QStringLiteral("critical") : QStringLiteral("warning"), l.name, training,
@@ -525,11 +524,11 @@ void judgeStreamed(AuditLayer &l, std::vector<AuditFinding> &findings)
         return;
     }
     // No reference: the magnitudes alone.
-    const double lo = std::exp2(kPlausibleLog2Min);
-    const double hi = std::exp2(kPlausibleLog2Max);
+    const double lo = std::exp2(t.plausibleLog2Min);
+    const double hi = std::exp2(t.plausibleLog2Max);
     const auto plausible = [&](double a) { return a >= lo && a <= hi; };
     if (l.amax > 0 && l.invertedAmax > 0 && !plausible(l.amax) && plausible(l.invertedAmax)
-        && std::abs(std::log2(l.amax) - std::log2(l.invertedAmax)) >= kInvertedLog2Gap) {
+        && std::abs(std::log2(l.amax) - std::log2(l.invertedAmax)) >= t.invertedLog2Gap) {
         l.findings << QStringLiteral("inverted-scale");
         findings.push_back({QStringLiteral("inverted-scale"), QStringLiteral("warning"), l.name, training,
             QStringLiteral("the weight dequantized as codes x %1 reaches %2, outside what weights hold (%3 to %4); "
@@ -577,6 +576,7 @@ std::optional<AuditResult> auditCheckpoint(
 {
     AuditResult result;
     result.checkpoint = path;
+    result.thresholds = options.thresholds;
     const QString dir = QFileInfo(path).isDir() ? path : QFileInfo(path).absolutePath();
     result.files = shardsOf(path, &result.problems);
     if (result.files.isEmpty()) {
@@ -893,7 +893,7 @@ std::optional<AuditResult> auditCheckpoint(
     for (const auto &[layer, p] : failures)
         result.problems.push_back(p);
     for (const LayerJob &job : jobs) {
-        judgeStreamed(result.layers[job.layer], result.findings);
+        judgeStreamed(result.layers[job.layer], result.findings, result.thresholds);
     }
     applyTrainingState(result, refs);
     const bool historyAmax = std::any_of(
@@ -921,7 +921,7 @@ double AuditLayer::leastActivationOverRange() const
 
 void checkCalibration(AuditResult &result, const QHash<QString, ActivationAmax> &activationAmax, const QString &source)
 {
-    using namespace auditrules;
+    const AuditThresholds &t = result.thresholds;
     const double fmax = double(fp8math::formatSpec(Format::E4M3).maxFinite);
     // Applied again (the triage applies it to an audit that may have applied it with a checkpoint's history): what
     // an earlier pass found is taken back first.
@@ -956,8 +956,8 @@ void checkCalibration(AuditResult &result, const QHash<QString, ActivationAmax> 
         const bool measured = !std::isnan(l.dumpFlushedPct);
         // Above the range by more than the scale's storage and the printed amax can tell apart.
         const bool beyond
-            = l.trainingActivationLeast > range * (1 + kCalibrationRelTolerance) + kCalibrationPrintedTolerance;
-        const bool saturates = beyond && (!measured || l.dumpSaturatedPct >= kCalibrationSaturatedPct);
+            = l.trainingActivationLeast > range * (1 + t.calibrationRelTolerance) + t.calibrationPrintedTolerance;
+        const bool saturates = beyond && (!measured || l.dumpSaturatedPct >= t.calibrationSaturatedPct);
         // What the scale does to the run's own activations, where a dump has them.
         const QString onDump = measured
             ? QStringLiteral("; cast with it, the activation dump of step %1 (%2) saturates %3 and flushes %4 of its "
@@ -967,8 +967,8 @@ void checkCalibration(AuditResult &result, const QHash<QString, ActivationAmax> 
             : QString();
         QString severity, evidence;
         if (saturates) {
-            severity = leastRatio > kCalibrationCritical
-                    || (measured && l.dumpSaturatedPct >= kCalibrationSaturatedCriticalPct)
+            severity = leastRatio > t.calibrationCritical
+                    || (measured && l.dumpSaturatedPct >= t.calibrationSaturatedCriticalPct)
                 ? QStringLiteral("critical")
                 : QStringLiteral("warning");
             const QString reached = l.trainingActivationSteps > 1
@@ -983,8 +983,8 @@ void checkCalibration(AuditResult &result, const QHash<QString, ActivationAmax> 
                                       "values saturate (calibrated on other data, or on another checkpoint)%5")
                            .arg(number(*l.inputScale), number(range), number(fmax), reached, onDump);
         } else if (ratio <= 1.0
-            && (measured ? l.dumpFlushedPct - l.dumpRecipeFlushedPct > kCalibrationFlushExcess
-                         : ratio * kCalibrationUnused < 1.0)) {
+            && (measured ? l.dumpFlushedPct - l.dumpRecipeFlushedPct > t.calibrationFlushExcess
+                         : ratio * t.calibrationUnused < 1.0)) {
             severity = QStringLiteral("warning");
             evidence
                 = QStringLiteral("input_scale %1 represents activations up to %2 (x %3), %4 times what the "
@@ -1089,10 +1089,22 @@ QString auditFilesStamp(const QString &checkpoint, const QStringList &references
     return stamp;
 }
 
-std::optional<AuditResult> cachedAudit(const QString &checkpoint, const QStringList &references, Problem *problem)
+QString AuditThresholds::text() const
 {
-    // The stamp: every file of the checkpoint's folder and of each reference with its size and time.
-    const QString stamp = auditFilesStamp(checkpoint, references);
+    QStringList out;
+    for (double v : {grossError, invertedGain, mismatchFactor, calibrationRelTolerance, calibrationPrintedTolerance,
+             calibrationSaturatedPct, calibrationSaturatedCriticalPct, calibrationCritical, calibrationUnused,
+             calibrationFlushExcess, plausibleLog2Min, plausibleLog2Max, invertedLog2Gap})
+        out << QString::number(v, 'g', 17);
+    return out.join(QLatin1Char(','));
+}
+
+std::optional<AuditResult> cachedAudit(
+    const QString &checkpoint, const QStringList &references, Problem *problem, const AuditThresholds &thresholds)
+{
+    // The stamp: every file of the checkpoint's folder and of each reference with its size and time, and the
+    // thresholds judged by.
+    const QString stamp = auditFilesStamp(checkpoint, references) + QLatin1Char('|') + thresholds.text();
     static std::mutex mutex;
     static QHash<QString, std::pair<QString, AuditResult>> cache;
     {
@@ -1102,6 +1114,7 @@ std::optional<AuditResult> cachedAudit(const QString &checkpoint, const QStringL
     }
     AuditOptions options;
     options.references = references;
+    options.thresholds = thresholds;
     std::optional<AuditResult> result = auditCheckpoint(checkpoint, options, problem);
     if (result) {
         const std::lock_guard lock(mutex);

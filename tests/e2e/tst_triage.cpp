@@ -19,6 +19,7 @@
 #include "blowuprun.h"
 #include "testmain.h"
 
+#include <QCryptographicHash>
 #include <QDateTime>
 #include <QDir>
 #include <QFile>
@@ -31,6 +32,7 @@
 #include <QTest>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 using namespace fp8scope;
@@ -232,6 +234,7 @@ private Q_SLOTS:
     void reviewsApplyToTheNextSteps();
     void notableEvalDropsAndOneSign();
     void storedAnswersFollowTheExport();
+    void storedAnswersFollowTheRules();
     void aRunOnItsOwnAsAComparison();
     void severalRunsOfOneBaseline();
     void attemptsOfOneBaseline();
@@ -945,7 +948,8 @@ void TestTriage::auditOfAnExportCalibratedTheUsualWay()
         qPrintable(error));
     const std::vector<Run> runs = catalog.runs(false);
     QCOMPARE(int(runs.size()), 1);
-    const std::optional<AuditResult> triageAudit = analysis::auditOfRun(catalog, runs.front().ref);
+    const std::optional<AuditResult> triageAudit
+        = analysis::auditOfRun(catalog, runs.front().ref, analysis::TriageOptions {}.audit);
     QVERIFY(triageAudit);
     QMap<QString, QString> triageFindings;
     for (const AuditFinding &f : triageAudit->findings)
@@ -1211,6 +1215,77 @@ void TestTriage::storedAnswersFollowTheExport()
     QVERIFY(c.audit->findings.empty());
     QVERIFY(triageStored(catalog).comparisons.front().fromStore); // and stored with it
     QVERIFY(!attempts().contains("\"audit_findings\": 1"));
+}
+
+// The stamp covers the rules: their sources' digest (written at build time, checked here against the sources) and
+// every threshold of the options, the checkpoint audit's among them; no revision is moved by hand.
+void TestTriage::storedAnswersFollowTheRules()
+{
+    const QString source = qEnvironmentVariable("FP8SCOPE_SOURCE_DIR");
+    QVERIFY(!source.isEmpty());
+    QByteArray text;
+    const QStringList files = analysis::rulesDigestFiles();
+    QVERIFY(files.contains(QStringLiteral("analysis/rules/lossdeparture.cpp")));
+    QVERIFY(files.contains(QStringLiteral("audit/checkpointaudit.cpp")));
+    for (const QString &f : files) {
+        QFile file(source + QStringLiteral("/core/") + f);
+        QVERIFY2(file.open(QIODevice::ReadOnly), qPrintable(f));
+        text += f.toUtf8() + '\n' + QCryptographicHash::hash(file.readAll(), QCryptographicHash::Sha256).toHex() + '\n';
+    }
+    QCOMPARE(analysis::rulesDigest(),
+        QString::fromLatin1(QCryptographicHash::hash(text, QCryptographicHash::Sha256).toHex().left(16)));
+
+    QTemporaryDir dir;
+    DemoPlan plan;
+    QString error;
+    QVERIFY2(generateDemo(dir.path(), {}, &plan, &error), qPrintable(error));
+    Catalog catalog;
+    QVERIFY2(testing::openAndIngest(dir.path(), &catalog, &error), qPrintable(error));
+    QCOMPARE(int(triageStored(catalog).comparisons.size()), 1);
+    const Comparison first = triageStored(catalog).comparisons.front();
+    const QString stamp = triageStamp(catalog, first.baseline, first.run, {});
+    QVERIFY2(
+        stamp.startsWith(QStringLiteral("rules ") + analysis::rulesDigest() + QLatin1Char(';')), qPrintable(stamp));
+    QVERIFY(first.fromStore); // stored by the line above
+
+    // Every threshold moves the stamp: the triage's own and each of the audit's.
+    const auto moved
+        = [&](const TriageOptions &o) { return triageStamp(catalog, first.baseline, first.run, o) != stamp; };
+    for (double TriageOptions::*field : {&TriageOptions::earlyFraction, &TriageOptions::lossGapBar,
+             &TriageOptions::evalSigmas, &TriageOptions::evalNotableSigmas, &TriageOptions::spikeAlpha}) {
+        TriageOptions o;
+        o.*field *= 1.5;
+        QVERIFY(moved(o));
+    }
+    constexpr size_t kThresholds = sizeof(AuditThresholds) / sizeof(double);
+    QCOMPARE(int(kThresholds), 13);
+    for (size_t i = 0; i < kThresholds; ++i) {
+        TriageOptions o;
+        double values[kThresholds];
+        std::memcpy(values, &o.audit, sizeof values);
+        values[i] = values[i] * 1.5 + 1;
+        std::memcpy(&o.audit, values, sizeof values);
+        QVERIFY2(moved(o), qPrintable(QStringLiteral("audit threshold %1").arg(i)));
+    }
+
+    // The audit judges by the options' thresholds: the demo's inverted scale is no finding where they allow it, and
+    // the stored result follows the options each way.
+    const auto auditFindings = [](const Comparison &c) {
+        return std::count_if(c.findings.begin(), c.findings.end(),
+            [](const Finding &f) { return f.kind == FindingKind::CheckpointAudit; });
+    };
+    QCOMPARE(auditFindings(first), 1);
+    TriageOptions lenient;
+    lenient.audit.grossError = lenient.audit.mismatchFactor = lenient.audit.invertedLog2Gap = 1e9;
+    const Comparison judged = triageStored(catalog, lenient).comparisons.front();
+    QVERIFY(!judged.fromStore);
+    QVERIFY(judged.audit);
+    QVERIFY(judged.audit->thresholds == lenient.audit);
+    QCOMPARE(auditFindings(judged), 0);
+    QVERIFY(triageStored(catalog, lenient).comparisons.front().fromStore);
+    const Comparison again = triageStored(catalog).comparisons.front();
+    QVERIFY(!again.fromStore);
+    QCOMPARE(auditFindings(again), 1);
 }
 
 // Evaluation gaps: z has the difference's sign (negative where the run is below); the demo's weak tasks, 2-2.5
