@@ -948,14 +948,16 @@ bool MainWindow::setRunSettings(RunRef ref, const RunManifest &settings, QString
         *error = tr("That run is no longer open.");
         return false;
     }
-    const std::optional<QString> dir = runFolderOf(run->run.folder, run->run.name);
-    if (!dir) {
-        *error = tr("%1: no folder of %2 holds only this run, so there is no fp8scope.json to write its settings "
-                    "in.")
+    const std::optional<ManifestPlace> place
+        = runManifestPlace(run->run.folder, run->run.name, run->run.manifest, run->run.manifestKey);
+    if (!place) {
+        *error = tr("%1: no folder or file of %2 is this run's alone (its records come from a file shared with other "
+                    "runs), so there is no manifest to write its settings in; name it in that file's run column or "
+                    "split the file.")
                      .arg(run->run.folder, run->run.name);
         return false;
     }
-    if (!writeRunManifest(*dir, settings, error))
+    if (!writeRunManifest(*place, settings, error))
         return false;
     reopenKeepingSelection(m_workspace->folders());
     return true;
@@ -964,15 +966,17 @@ bool MainWindow::setRunSettings(RunRef ref, const RunManifest &settings, QString
 bool MainWindow::setRunParent(RunRef ref, const QString &parent, QString *error)
 {
     const WorkspaceRun *run = m_workspace->run(ref);
-    const std::optional<QString> dir = run ? runFolderOf(run->run.folder, run->run.name) : std::nullopt;
-    if (!dir) {
-        *error = run ? tr("%1: no folder of %2 holds only this run, so there is no fp8scope.json to name its parent "
-                          "in.")
+    const std::optional<ManifestPlace> place = run
+        ? runManifestPlace(run->run.folder, run->run.name, run->run.manifest, run->run.manifestKey)
+        : std::nullopt;
+    if (!place) {
+        *error = run ? tr("%1: no folder or file of %2 is this run's alone, so there is no manifest to name its "
+                          "parent in.")
                            .arg(run->run.folder, run->run.name)
                      : tr("That run is no longer open.");
         return false;
     }
-    if (!writeRunParent(*dir, parent, error))
+    if (!writeRunParent(*place, parent, error))
         return false;
     reopenKeepingSelection(m_workspace->folders());
     return true;

@@ -44,18 +44,6 @@ QStringList groupsOf(const std::vector<AttemptChange> &changes)
     return groups;
 }
 
-// The parent a run's own fp8scope.json names ("parent": a run's name); empty when none.
-QString manifestParent(const Run &run)
-{
-    QString dir = QDir(run.folder).filePath(run.name);
-    if (!QFileInfo(dir).isDir())
-        dir = run.folder;
-    QFile f(QDir(dir).filePath(QStringLiteral("fp8scope.json")));
-    if (!f.open(QIODevice::ReadOnly))
-        return {};
-    return QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("parent")).toString();
-}
-
 // Whether a verdict is a problem an attempt can fix (not healthy, and the runs comparable), for "fixed" and
 // "partly".
 bool problem(Verdict v)
@@ -167,7 +155,7 @@ AttemptsResult attemptsOf(const Catalog &catalog, RunRef baseline, const std::ve
         for (const ConfigEntry &e : catalog.configs(c->run))
             config.emplace_back(e.key, e.value);
         a.bf16Layers = int(bf16TrainedLayers(config).layers.size());
-        a.parentName = manifestParent(*r);
+        a.parentName = r->manifestParent; // as its manifest names it, read at ingest
         result.attempts.push_back(std::move(a));
     }
     std::sort(result.attempts.begin(), result.attempts.end(),

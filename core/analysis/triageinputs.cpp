@@ -250,11 +250,25 @@ std::optional<SeriesPoints> suspectSeries(const Catalog &catalog, RunRef run, co
 
 namespace {
 
-// The run's folder: its path under the opened folder, or the opened folder itself.
+// The run's folder: its manifest's (fp8scope.json, or a workspace manifest keyed by the run), else its path under
+// the opened folder, or the opened folder itself.
 QString runFolderOf(const Run &r)
 {
+    if (!r.manifest.isEmpty())
+        return QFileInfo(QDir(r.folder).filePath(r.manifest)).absolutePath();
     const QString dir = QDir(r.folder).filePath(r.name);
     return QFileInfo(dir).isDir() ? dir : r.folder;
+}
+
+// The checkpoint and references of the run: what its manifest named (read at ingest), else what its folder holds.
+QString checkpointOf(const Run &r)
+{
+    return findInferenceCheckpoint(runFolderOf(r), r.inferenceCheckpoint);
+}
+
+QStringList referencesOf(const Run &r)
+{
+    return findInferenceReferences(runFolderOf(r), r.inferenceReference.split(QLatin1Char('\n'), Qt::SkipEmptyParts));
 }
 
 } // namespace
@@ -264,9 +278,8 @@ QString auditStampOfRun(const Catalog &catalog, RunRef run)
     const std::optional<Run> r = catalog.run(run);
     if (!r)
         return {};
-    const QString dir = runFolderOf(*r);
-    const QString checkpoint = findInferenceCheckpoint(dir);
-    return checkpoint.isEmpty() ? QString() : auditFilesStamp(checkpoint, findInferenceReferences(dir));
+    const QString checkpoint = checkpointOf(*r);
+    return checkpoint.isEmpty() ? QString() : auditFilesStamp(checkpoint, referencesOf(*r));
 }
 
 std::optional<AuditResult> auditOfRun(const Catalog &catalog, RunRef run, const AuditThresholds &thresholds)
@@ -274,12 +287,11 @@ std::optional<AuditResult> auditOfRun(const Catalog &catalog, RunRef run, const 
     const std::optional<Run> r = catalog.run(run);
     if (!r)
         return std::nullopt;
-    const QString dir = runFolderOf(*r);
-    const QString checkpoint = findInferenceCheckpoint(dir);
+    const QString checkpoint = checkpointOf(*r);
     if (checkpoint.isEmpty())
         return std::nullopt;
     Problem problem;
-    std::optional<AuditResult> result = cachedAudit(checkpoint, findInferenceReferences(dir), &problem, thresholds);
+    std::optional<AuditResult> result = cachedAudit(checkpoint, referencesOf(*r), &problem, thresholds);
     if (result) {
         auditAgainstRun(catalog, run, r->label(), *result);
     } else {

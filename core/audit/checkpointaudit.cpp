@@ -1127,15 +1127,6 @@ std::optional<AuditResult> cachedAudit(
 
 namespace {
 
-// The run folder's fp8scope.json, or an empty object.
-QJsonObject runManifest(const QDir &run)
-{
-    QFile manifest(run.filePath(QStringLiteral("fp8scope.json")));
-    if (!manifest.open(QIODevice::ReadOnly))
-        return {};
-    return QJsonDocument::fromJson(manifest.readAll()).object();
-}
-
 // The model folders of one kind at most two levels below the run folder.
 QStringList modelFoldersBelow(const QDir &run, ModelFolder kind)
 {
@@ -1158,25 +1149,19 @@ QStringList modelFoldersBelow(const QDir &run, ModelFolder kind)
 
 } // namespace
 
-QString findInferenceCheckpoint(const QString &runFolder)
+QString findInferenceCheckpoint(const QString &runFolder, const QString &named)
 {
     const QDir run(runFolder);
-    const QString named = runManifest(run).value(QStringLiteral("inference_checkpoint")).toString();
     if (!named.isEmpty())
         return QDir::cleanPath(run.absoluteFilePath(named));
     const QStringList found = modelFoldersBelow(run, ModelFolder::Quantized);
     return found.size() == 1 ? found.front() : QString();
 }
 
-QStringList findInferenceReferences(const QString &runFolder)
+QStringList findInferenceReferences(const QString &runFolder, const QStringList &named)
 {
     const QDir run(runFolder);
-    const QJsonValue named = runManifest(run).value(QStringLiteral("inference_reference"));
-    QStringList paths;
-    if (named.isString())
-        paths << named.toString();
-    for (const QJsonValue &v : named.toArray())
-        paths << v.toString();
+    QStringList paths = named;
     paths.removeAll(QString());
     if (!paths.isEmpty()) {
         for (QString &p : paths)

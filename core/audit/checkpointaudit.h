@@ -212,17 +212,17 @@ std::optional<AuditResult> cachedAudit(
 // or the file) with its size and modification time. A stored result that read an audit carries it in its stamp.
 QString auditFilesStamp(const QString &checkpoint, const QStringList &references);
 
-// The inference checkpoint a run folder holds: the path its fp8scope.json names under "inference_checkpoint"
-// (relative to the folder), else the one subfolder (at most two levels down) with *.safetensors beside a
-// config.json that has a quantization_config, or an hf_quant_config.json. Empty when there is none (or more
-// than one subfolder qualifies: the manifest must say which).
-QString findInferenceCheckpoint(const QString &runFolder);
+// The inference checkpoint a run folder holds: `named` (what its manifest names under "inference_checkpoint", as
+// the ingest read it; relative to the folder), else the one subfolder (at most two levels down) with *.safetensors
+// beside a config.json that has a quantization_config, or an hf_quant_config.json. Empty when there is none (or
+// more than one subfolder qualifies: the manifest must say which).
+QString findInferenceCheckpoint(const QString &runFolder, const QString &named = {});
 
-// The references the run folder's checkpoint is audited against: the paths its fp8scope.json names under
-// "inference_reference" (a path or a list, relative to the folder), else the one unquantized model folder (at
-// most two levels down: a config.json naming its architectures beside *.safetensors, the BF16 weights the export
-// was made from). Empty when there is none (or more than one qualifies and nothing says which).
-QStringList findInferenceReferences(const QString &runFolder);
+// The references the run folder's checkpoint is audited against: `named` (the manifest's "inference_reference", a
+// path or a list, relative to the folder), else the one unquantized model folder (at most two levels down: a
+// config.json naming its architectures beside *.safetensors, the BF16 weights the export was made from). Empty
+// when there is none (or more than one qualifies and nothing says which).
+QStringList findInferenceReferences(const QString &runFolder, const QStringList &named = {});
 
 // The layers a front end lists: the quantized ones and any with a finding, those with a finding first (each
 // group in layer order).

@@ -54,18 +54,18 @@ class FileSink : public IngestSink
 public:
     // `scan` names the runs of the folders that useRunFolder() finds (none without it).
     FileSink(Database &db, int64_t fileId, const QString &defaultRun, const FolderScan *scan = nullptr,
-        const QString &fileDir = QString())
+        const QString &filePath = QString())
         : m_db(db)
         , m_fileId(fileId)
         , m_scan(scan)
-        , m_fileDir(fileDir)
+        , m_filePath(filePath)
+        , m_fileDir(filePath.contains(QLatin1Char('/')) ? filePath.section(QLatin1Char('/'), 0, -2) : QString())
     {
         m_findSeries = db.prepare(
             "SELECT id FROM series WHERE run_id=? AND layer=? AND tensor=? AND stat=? AND source=? AND recipe=?");
         m_insertSeries
             = db.prepare("INSERT INTO series(run_id, layer, tensor, stat, source, recipe) VALUES(?,?,?,?,?,?)");
-        m_defaultRun = runId(defaultRun);
-        m_run = m_defaultRun;
+        m_defaultRunName = defaultRun;
     }
 
     int64_t runId(const QString &name)
@@ -83,7 +83,31 @@ public:
         return id;
     }
 
-    void useRun(const QString &name) override { m_run = name.isEmpty() ? m_defaultRun : runId(name); }
+    // The folder's run is made when something is written to it: a folder whose files each name their own run (W&B
+    // history exports) is no run of its own.
+    void useRun(const QString &name) override
+    {
+        m_run = name.isEmpty() ? 0 : runId(name);
+        if (m_run != 0)
+            m_named.insert(m_run);
+    }
+
+    // The run the file's records go to now (the folder's, made now where none was chosen).
+    int64_t run()
+    {
+        if (m_run == 0)
+            m_run = runId(m_defaultRunName);
+        return m_run;
+    }
+
+    // The run the file is counted to: the folder's where anything went to it, else the first run it named; 0 for
+    // a file that wrote to no run (a W&B configs.json none of whose runs is open here), which makes none.
+    int64_t fileRun() const
+    {
+        if (const auto it = m_runs.constFind(m_defaultRunName); it != m_runs.cend())
+            return it.value();
+        return m_named.empty() ? 0 : *m_named.begin();
+    }
 
     bool useRunFolder(const QString &folder) override
     {
@@ -93,17 +117,18 @@ public:
         if (it == m_scan->runOfFolder.end())
             return false;
         m_run = runId(it.value());
+        m_named.insert(m_run);
         return true;
     }
 
     // The handle is a slot of this sink (dense, so a point finds its series' buffer without a lookup).
     int64_t series(const SeriesKey &key) override
     {
-        const QString ck = seriesCacheKey(m_run, key);
+        const QString ck = seriesCacheKey(run(), key);
         auto it = m_series.find(ck);
         if (it != m_series.end())
             return it.value();
-        m_findSeries.bind(1, m_run)
+        m_findSeries.bind(1, run())
             .bind(2, key.layer)
             .bind(3, key.tensor)
             .bind(4, key.stat)
@@ -113,7 +138,7 @@ public:
         if (m_findSeries.next()) {
             id = m_findSeries.int64(0);
         } else if (check(!m_findSeries.failed(), m_findSeries)) {
-            m_insertSeries.bind(1, m_run)
+            m_insertSeries.bind(1, run())
                 .bind(2, key.layer)
                 .bind(3, key.tensor)
                 .bind(4, key.stat)
@@ -227,7 +252,7 @@ public:
         if (!m_insertEval.isValid())
             m_insertEval = m_db.prepare("INSERT OR REPLACE INTO evals(run_id, file_id, task, metric, inference, "
                                         "settings, value, stderr) VALUES(?,?,?,?,?,?,?,?)");
-        m_insertEval.bind(1, m_run)
+        m_insertEval.bind(1, run())
             .bind(2, m_fileId)
             .bind(3, e.task)
             .bind(4, e.metric)
@@ -259,12 +284,21 @@ public:
             {QStringLiteral("baseline"), "UPDATE runs SET baseline=? WHERE id=?"},
             {QStringLiteral("inference_precision"), "UPDATE runs SET inference_precision=? WHERE id=?"},
             {QStringLiteral("notes"), "UPDATE runs SET notes=? WHERE id=?"},
-            {QStringLiteral("loss_gap_bar"), "UPDATE runs SET loss_gap_bar=? WHERE id=?"}};
+            {QStringLiteral("loss_gap_bar"), "UPDATE runs SET loss_gap_bar=? WHERE id=?"},
+            {QStringLiteral("parent"), "UPDATE runs SET parent=? WHERE id=?"},
+            {QStringLiteral("inference_checkpoint"), "UPDATE runs SET inference_checkpoint=? WHERE id=?"},
+            {QStringLiteral("inference_reference"), "UPDATE runs SET inference_reference=? WHERE id=?"}};
+        if (field == QLatin1String("manifest_key")) {
+            // The manifest that says what follows: this file, under this key.
+            Statement s = m_db.prepare("UPDATE runs SET manifest=?, manifest_key=? WHERE id=?");
+            check(s.bind(1, m_filePath).bind(2, value).bind(3, run()).exec(), s);
+            return;
+        }
         const auto it = columns.find(field);
         if (it == columns.end())
             return;
         Statement s = m_db.prepare(it->second);
-        check(s.bind(1, value).bind(2, m_run).exec(), s);
+        check(s.bind(1, value).bind(2, run()).exec(), s);
     }
 
     void dump(const DumpRecord &d) override
@@ -272,7 +306,7 @@ public:
         Statement s
             = m_db.prepare("INSERT OR REPLACE INTO dumps(run_id, file_id, dataset, layer, tensor, step, dtype, shape) "
                            "VALUES(?,?,?,?,?,?,?,?)");
-        s.bind(1, m_run)
+        s.bind(1, run())
             .bind(2, m_fileId)
             .bind(3, d.dataset)
             .bind(4, d.layer)
@@ -312,7 +346,7 @@ public:
         Statement find = m_db.prepare("SELECT id FROM series WHERE run_id=? AND layer='' AND tensor='' AND "
                                       "stat='rewind' AND source='megatron-log' AND recipe=''");
         std::vector<pointchunks::Point> rewinds;
-        if (find.bind(1, m_run).next()
+        if (find.bind(1, run()).next()
             && !pointchunks::read(m_db, find.int64(0), std::numeric_limits<int64_t>::min(),
                 std::numeric_limits<int64_t>::max(), &rewinds)) {
             ++failures;
@@ -337,7 +371,7 @@ private:
     {
         if (!insert.isValid())
             insert = m_db.prepare(sql);
-        insert.bind(1, m_run).bind(2, m_fileId).bind(3, key).bind(4, value);
+        insert.bind(1, run()).bind(2, m_fileId).bind(3, key).bind(4, value);
         check(insert.exec(), insert);
     }
 
@@ -385,8 +419,10 @@ private:
     Database &m_db;
     int64_t m_fileId;
     const FolderScan *m_scan;
-    QString m_fileDir; // relative to the opened folder
-    int64_t m_defaultRun = 0;
+    QString m_filePath; // the file's, relative to the opened folder
+    QString m_fileDir; // its folder's
+    QString m_defaultRunName;
+    std::set<int64_t> m_named; // the runs the file named (useRun, useRunFolder)
     int64_t m_run = 0;
     QHash<QString, int64_t> m_runs;
     QHash<QString, int64_t> m_series;
@@ -611,7 +647,8 @@ void ingestFile(Database &db, const ScannedFile &f, const FolderScan &scan, Inge
     const int64_t mtime = info.lastModified().toMSecsSinceEpoch();
     Statement q = db.prepare(
         "SELECT f.id, f.size, f.mtime, f.head_len, f.head_hash, f.consumed, f.lines, f.importer, "
-        "r.name, f.tail_len, f.tail_hash, f.pending_tail, f.steps, f.same_as FROM files f LEFT JOIN runs r ON "
+        "COALESCE(f.folder_run, r.name), f.tail_len, f.tail_hash, f.pending_tail, f.steps, f.same_as FROM files f "
+        "LEFT JOIN runs r ON "
         "r.id=f.run_id "
         "WHERE f.path=?");
     q.bind(1, f.relativePath);
@@ -692,8 +729,7 @@ void ingestFile(Database &db, const ScannedFile &f, const FolderScan &scan, Inge
         fail(error);
         return;
     }
-    const qsizetype slash = f.relativePath.lastIndexOf(QLatin1Char('/'));
-    FileSink sink(db, fileId, f.run, &scan, slash < 0 ? QString() : f.relativePath.left(slash));
+    FileSink sink(db, fileId, f.run, &scan, f.relativePath);
     ReadPosition end;
     // One file's failure (memory running out on a hostile file, a library throwing) rolls back that file
     // only: the others are read, and the report says which failed and why.
@@ -708,11 +744,14 @@ void ingestFile(Database &db, const ScannedFile &f, const FolderScan &scan, Inge
         return;
     }
     const int64_t tailLen = std::min<int64_t>(end.offset, kTailBytes);
-    Statement upd
-        = db.prepare("UPDATE files SET run_id=?, importer=?, size=?, mtime=?, head_len=?, head_hash=?, "
-                     "consumed=?, lines=?, tail_len=?, tail_hash=?, pending_tail=?, same_as='', steps=? WHERE id=?");
-    upd.bind(1, sink.runId(f.run))
-        .bind(2, f.importer->name())
+    Statement upd = db.prepare(
+        "UPDATE files SET run_id=?, importer=?, size=?, mtime=?, head_len=?, head_hash=?, "
+        "consumed=?, lines=?, tail_len=?, tail_hash=?, pending_tail=?, same_as='', steps=?, folder_run=? WHERE id=?");
+    if (const int64_t run = sink.fileRun(); run != 0)
+        upd.bind(1, run);
+    else
+        upd.bindNull(1);
+    upd.bind(2, f.importer->name())
         .bind(3, size)
         .bind(4, mtime)
         .bind(5, int64_t(headLen))
@@ -723,7 +762,8 @@ void ingestFile(Database &db, const ScannedFile &f, const FolderScan &scan, Inge
         .bind(10, QString::fromLatin1(windowHash(f.absolutePath, end.offset - tailLen, tailLen)))
         .bind(11, int64_t(end.pendingTail ? 1 : 0))
         .bind(12, stepsText(end.steps))
-        .bind(13, fileId);
+        .bind(13, f.run)
+        .bind(14, fileId);
     if (sink.failures > 0) {
         fail(sink.error);
         return;
@@ -765,7 +805,8 @@ void ingestCopies(
     };
     QHash<QString, Row> rows;
     Statement q = db.prepare(
-        "SELECT f.path, f.id, f.size, f.mtime, f.same_as, r.name FROM files f LEFT JOIN runs r ON r.id=f.run_id");
+        "SELECT f.path, f.id, f.size, f.mtime, f.same_as, COALESCE(f.folder_run, r.name) FROM files f LEFT JOIN runs r "
+        "ON r.id=f.run_id");
     while (q.next())
         rows.insert(q.text(0), {q.int64(1), q.int64(2), q.int64(3), q.text(4), q.text(5)});
     QString error;

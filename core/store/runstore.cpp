@@ -24,8 +24,9 @@ using pointchunks::kChunkPoints;
 
 namespace {
 
-// A run from the first nine columns of a row: id, name, display_name, precision, recipe, baseline,
-// inference_precision, notes, loss_gap_bar.
+// A run from the first fourteen columns of a row: id, name, display_name, precision, recipe, baseline,
+// inference_precision, notes, loss_gap_bar, parent, inference_checkpoint, inference_reference, manifest,
+// manifest_key (kRunColumns).
 RunInfo runFromRow(const Statement &s)
 {
     return {.id = s.int64(0),
@@ -36,7 +37,12 @@ RunInfo runFromRow(const Statement &s)
         .baseline = s.text(5),
         .inferencePrecision = s.text(6),
         .notes = s.text(7),
-        .lossGapBar = s.text(8)};
+        .lossGapBar = s.text(8),
+        .parent = s.text(9),
+        .inferenceCheckpoint = s.text(10),
+        .inferenceReference = s.text(11),
+        .manifest = s.text(12),
+        .manifestKey = s.text(13)};
 }
 
 } // namespace
@@ -274,18 +280,18 @@ std::vector<RunInfo> RunStore::runs(bool withCounts) const
     std::vector<RunInfo> out;
     Statement s = prepare(withCounts
             ? "SELECT r.id, r.name, r.display_name, r.precision, r.recipe, r.baseline, r.inference_precision, r.notes, "
-              "r.loss_gap_bar, "
+              "r.loss_gap_bar, r.parent, r.inference_checkpoint, r.inference_reference, r.manifest, r.manifest_key, "
               "(SELECT COUNT(*) FROM series WHERE run_id=r.id), "
               "(SELECT COALESCE(SUM(c.n), 0) FROM point_chunks c JOIN series s ON c.series_id=s.id WHERE "
               "s.run_id=r.id) "
               "FROM runs r ORDER BY r.name"
             : "SELECT r.id, r.name, r.display_name, r.precision, r.recipe, r.baseline, r.inference_precision, r.notes, "
-              "r.loss_gap_bar, "
+              "r.loss_gap_bar, r.parent, r.inference_checkpoint, r.inference_reference, r.manifest, r.manifest_key, "
               "0, 0 FROM runs r ORDER BY r.name");
     while (s.next()) {
         RunInfo r = runFromRow(s);
-        r.seriesCount = s.int64(9);
-        r.pointCount = s.int64(10);
+        r.seriesCount = s.int64(14);
+        r.pointCount = s.int64(15);
         out.push_back(std::move(r));
     }
     ok(s);
@@ -295,7 +301,8 @@ std::vector<RunInfo> RunStore::runs(bool withCounts) const
 std::optional<RunInfo> RunStore::runInfo(int64_t id) const
 {
     Statement s = prepare("SELECT id, name, display_name, precision, recipe, baseline, inference_precision, notes, "
-                          "loss_gap_bar FROM runs WHERE id=?");
+                          "loss_gap_bar, parent, inference_checkpoint, inference_reference, manifest, manifest_key "
+                          "FROM runs WHERE id=?");
     s.bind(1, id);
     if (!s.next()) {
         ok(s);
