@@ -1,6 +1,7 @@
 #include "attempts.h"
 
 #include "comparetables.h"
+#include "triagerules.h"
 
 #include "core/audit/checkpointaudit.h"
 #include "core/formats/layerorder.h"
@@ -29,7 +30,8 @@ std::vector<AttemptChange> changesBetween(const Catalog &catalog, RunRef from, R
         if (!r.differs || r.keyClass == KeyClass::Incidental)
             continue;
         const QString key = r.version ? QStringLiteral("version of %1").arg(r.key) : r.key;
-        out.push_back({key, r.baseline, r.run, changeGroup(r.key, r.version)});
+        const auto [kind, group] = classifyChange(r.key, r.version);
+        out.push_back({key, r.baseline, r.run, group, kind});
     }
     return out;
 }
@@ -53,22 +55,22 @@ bool problem(Verdict v)
 
 } // namespace
 
-QString changeGroup(const QString &key, bool version)
+std::pair<ChangeKind, QString> classifyChange(const QString &key, bool version)
 {
     if (version)
-        return QStringLiteral("version of %1").arg(key);
+        return {ChangeKind::Version, QStringLiteral("version of %1").arg(key)};
     const QString j = joinedKey(key);
     static const QSet<QString> deterministicEnv {QStringLiteral("nccl_algo"), QStringLiteral("cublas_workspace_config"),
         QStringLiteral("nvte_allow_nondeterministic_algo"), QStringLiteral("torch_deterministic"),
         QStringLiteral("cudnn_deterministic"), QStringLiteral("nvte_fused_attn"), QStringLiteral("nvte_flash_attn")};
     if (j.contains(QLatin1String("deterministic")) || deterministicEnv.contains(j))
-        return QStringLiteral("deterministic mode");
+        return {ChangeKind::DeterministicMode, QStringLiteral("deterministic mode")};
     if (contextReason(key) == QLatin1String("the parallel layout"))
-        return QStringLiteral("parallel layout");
+        return {ChangeKind::ParallelLayout, QStringLiteral("parallel layout")};
     if (j.contains(QLatin1String("in_bf16")) || j.contains(QLatin1String("layers_bf16")))
-        return QStringLiteral("BF16 fallback layers");
+        return {ChangeKind::Bf16Layers, QStringLiteral("BF16 fallback layers")};
     if (j.contains(QLatin1String("fp8_param")) || j.contains(QLatin1String("primary_weights_in_fp8")))
-        return QStringLiteral("FP8 parameters");
+        return {ChangeKind::Fp8Parameters, QStringLiteral("FP8 parameters")};
     static const QRegularExpression recipe(
         QStringLiteral("^(fp8|fp4|mxfp8|nvfp4)(_(recipe|format|margin|interval|amax_history_len|amax_compute_algo|"
                        "wgrad|dot_product_attention|multi_head_attention))?$|^(fp8_)?recipe$|^first_last_layers_fp8$"));
@@ -78,8 +80,13 @@ QString changeGroup(const QString &key, bool version)
         QStringLiteral("params_dtype"), QStringLiteral("precision")};
     if (recipe.match(j).hasMatch() || precision.contains(j)
         || contextReason(key) == QLatin1String("a prerequisite of FP8 training"))
-        return QStringLiteral("precision and recipe");
-    return j.isEmpty() ? key : j;
+        return {ChangeKind::PrecisionAndRecipe, QStringLiteral("precision and recipe")};
+    return {ChangeKind::Key, j.isEmpty() ? key : j};
+}
+
+QString changeGroup(const QString &key, bool version)
+{
+    return classifyChange(key, version).second;
 }
 
 bool Attempt::healthy() const
@@ -304,29 +311,20 @@ std::vector<TriedBy> triedBy(const Catalog &catalog, const NextStep &step, const
         attempts.attempts.begin(), attempts.attempts.end(), [run](const Attempt &a) { return a.run == run; });
     if (self == attempts.attempts.end())
         return out;
-    const QString action = step.action.toLower();
-    const auto word = [&action](const QString &w) {
-        return QRegularExpression(QStringLiteral("(^|[^a-z0-9_])%1($|[^a-z0-9_])").arg(QRegularExpression::escape(w)))
-            .match(action)
-            .hasMatch();
-    };
-    // Whether a change from the run is what the step proposes.
+    // Whether a change from the run is one the step proposes (its typed proposals, never its words): a recipe of
+    // the family proposed, BF16 fallback layers where it proposes layers in BF16, a key it proposes to set (to the
+    // value proposed, where it names one).
     const auto proposes = [&](const AttemptChange &c) {
-        const QString to = c.to.toLower();
-        if (c.group == QLatin1String("precision and recipe")) {
-            if (!action.contains(QLatin1String("recipe")) && !action.contains(QLatin1String("scaling")))
-                return false;
-            if (to == QLatin1String("tensorwise") || to == QLatin1String("current"))
-                return word(QStringLiteral("tensorwise")) || word(QStringLiteral("current"));
-            return !to.isEmpty() && word(to);
-        }
-        if (c.group == QLatin1String("BF16 fallback layers"))
-            return action.contains(QLatin1String("first-last-layers-bf16"))
-                || action.contains(QLatin1String("layers-at-start-in-bf16"))
-                || action.contains(QLatin1String("layers-at-end-in-bf16"));
-        const QString key = joinedKey(c.key);
-        return key.size() > 3
-            && (action.contains(key) || action.contains(QString(key).replace(QLatin1Char('_'), QLatin1Char('-'))));
+        return std::any_of(step.proposals.begin(), step.proposals.end(), [&](const Proposal &p) {
+            switch (p.kind) {
+            case Proposal::Kind::Recipe:
+                return c.kind == ChangeKind::PrecisionAndRecipe && !c.to.isEmpty() && recipeFamily(c.to) == p.recipe;
+            case Proposal::Kind::Bf16Layers: return c.kind == ChangeKind::Bf16Layers;
+            case Proposal::Kind::ConfigValue:
+                return joinedKey(c.key) == joinedKey(p.key) && (p.value.isEmpty() || c.to == p.value);
+            }
+            return false;
+        });
     };
     for (const Attempt &o : attempts.attempts) {
         if (o.run == run)

@@ -16,16 +16,30 @@
 
 namespace fp8scope::analysis {
 
+// What kind of change a group is: a typed state the rules match on ("tried in"); its name is for people.
+enum class ChangeKind {
+    PrecisionAndRecipe,
+    ParallelLayout,
+    DeterministicMode,
+    Bf16Layers,
+    Fp8Parameters,
+    Version,
+    Key
+};
+
 struct AttemptChange {
     QString key; // the config key, or "version of PACKAGE"
     QString from; // the baseline's (or parent's) value; "(unset)" where it has none
     QString to; // the attempt's
-    QString group; // "precision and recipe", "parallel layout", "deterministic mode", "BF16 fallback layers", ..., or
-                   // the key
+    QString group; // the group's name: "precision and recipe", "parallel layout", "deterministic mode", "BF16 fallback
+                   // layers", "FP8 parameters", "version of PACKAGE", or the key
+    ChangeKind kind = ChangeKind::Key;
 };
 
 // The group a differing key belongs to: keys that make one change together share it (deterministic mode's flag
 // and its environment variables; the parallel layout's sizes; the recipe's settings); any other key is its own.
+// Its kind, and its name.
+std::pair<ChangeKind, QString> classifyChange(const QString &key, bool version);
 QString changeGroup(const QString &key, bool version);
 
 struct Attempt {

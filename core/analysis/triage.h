@@ -12,6 +12,7 @@
 #include "core/numerics/whatif.h"
 #include "core/query/catalog.h"
 
+#include <QJsonArray>
 #include <QJsonObject>
 #include <QString>
 #include <QStringList>
@@ -66,6 +67,19 @@ struct TriageOptions {
     bool live = false;
 };
 
+// What a next step proposes to change, typed, so that an attempt that changed it is found by what it changed, not
+// by the step's words ("tried in": core/analysis/attempts triedBy).
+struct Proposal {
+    enum class Kind { Recipe, Bf16Layers, ConfigValue };
+    Kind kind = Kind::ConfigValue;
+    QString recipe; // Recipe: the recipe's family (current, mxfp8, blockwise, nvfp4; recipeFamily)
+    QStringList layers; // Bf16Layers: the layers kept in BF16; empty for the first and last layers
+    QString key; // ConfigValue: the config key, and the value proposed (the baseline's)
+    QString value;
+    bool operator==(const Proposal &) const = default;
+};
+QString proposalKindName(Proposal::Kind kind);
+
 // One change to try, off one finding, in the order to try them (one at a time).
 struct NextStep {
     FindingKind kind; // of the finding it acts on
@@ -73,6 +87,7 @@ struct NextStep {
     QString what; // the finding's summary
     QString action; // what to change
     QString config; // a config the action applies, as it pastes (YAML), or empty
+    std::vector<Proposal> proposals; // what the action proposes, each on its own (alternatives, one at a time)
 };
 
 // Whether a loss comparison of the two runs means what it says: the model shape, data and plan agree, both
@@ -216,6 +231,13 @@ QString findingIdentity(const Finding &f);
 
 // The finding as the CLI's JSON prints it (fields that do not apply are left out).
 QJsonObject findingJson(const Finding &f);
+// The triage as `fp8scope-cli triage --json` prints it (core/analysis/triagejson.cpp): a comparison, a run checked
+// alone, and their parts.
+QJsonArray findingsJson(const std::vector<Finding> &findings);
+QJsonArray nextStepsJson(const std::vector<NextStep> &steps);
+QString comparabilityName(ComparabilityLevel level);
+QJsonObject comparisonJson(const Catalog &catalog, const Comparison &c);
+QJsonObject runCheckJson(const Catalog &catalog, const RunCheck &r);
 
 // What a config key is to a comparison of a baseline and its FP8 twin.
 // Context: a difference that is a prerequisite of FP8 (Transformer Engine's implementation) or the parallel

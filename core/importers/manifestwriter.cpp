@@ -120,10 +120,8 @@ bool writeRunParent(const ManifestPlace &place, const QString &parent, QString *
     return editManifest(
         place,
         [&parent](QJsonObject &o) {
-            if (parent.trimmed().isEmpty())
-                o.remove(QStringLiteral("parent"));
-            else
-                o.insert(QStringLiteral("parent"), parent.trimmed());
+            // "" unsets it when read (a key removed would leave what the store read before).
+            o.insert(QStringLiteral("parent"), parent.trimmed());
         },
         error);
 }

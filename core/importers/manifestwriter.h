@@ -44,7 +44,7 @@ std::optional<ManifestPlace> runManifestPlace(
 // file unchanged.
 bool writeRunManifest(const ManifestPlace &place, const RunManifest &manifest, QString *error);
 // Sets the attempt this run derives from ("parent": a run's name, core/analysis/attempts) in its manifest, keeping
-// the rest; an empty parent removes the key (the closest earlier attempt is taken again).
+// the rest; an empty parent is written as "" (the closest earlier attempt is taken again).
 bool writeRunParent(const ManifestPlace &place, const QString &parent, QString *error);
 
 } // namespace fp8scope

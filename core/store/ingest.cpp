@@ -289,8 +289,10 @@ public:
             {QStringLiteral("inference_checkpoint"), "UPDATE runs SET inference_checkpoint=? WHERE id=?"},
             {QStringLiteral("inference_reference"), "UPDATE runs SET inference_reference=? WHERE id=?"}};
         if (field == QLatin1String("manifest_key")) {
-            // The manifest that says what follows: this file, under this key.
-            Statement s = m_db.prepare("UPDATE runs SET manifest=?, manifest_key=? WHERE id=?");
+            // The manifest that says what follows: this file, under this key; a run's own fp8scope.json stays its
+            // manifest whatever workspace manifest also names it.
+            Statement s = m_db.prepare("UPDATE runs SET manifest=?1, manifest_key=?2 WHERE id=?3 AND (?2='' OR "
+                                       "manifest='' OR manifest_key<>'')");
             check(s.bind(1, m_filePath).bind(2, value).bind(3, run()).exec(), s);
             return;
         }

@@ -6,6 +6,7 @@
 #include "core/importers/manifestwriter.h"
 #include "core/importers/tableimporters.h"
 #include "core/importers/tedebugimporter.h"
+#include "core/query/catalog.h"
 #include "core/store/runstore.h"
 #include "core/tensors/tensorreader.h"
 #include "folderfixture.h"
@@ -61,6 +62,7 @@ private Q_SLOTS:
     void formatsWrittenByRealLibraries();
     void modelFoldersSkipped();
     void wandbExportsAreTheirRuns();
+    void runsNamedByTheirOwnFolder();
 };
 
 void TestImporters::initTestCase()
@@ -529,6 +531,38 @@ void TestImporters::precisionAndRecipeFromConfigs()
         said << p.message;
     QVERIFY2(said.contains(QStringLiteral("manifest: 'inference_reference' must be a path or a list of paths")),
         qPrintable(said.join(QLatin1Char('\n'))));
+}
+
+// A run of a group two folders down (group/base/...) is named after its own folder, so a manifest that names it so
+// pairs with it; Run Settings write into that folder. The division is the one its parent gives: the folder opened
+// alone is the same run.
+void TestImporters::runsNamedByTheirOwnFolder()
+{
+    QTemporaryDir dir;
+    const QString ws = dir.filePath(QStringLiteral("ws"));
+    write(ws + QStringLiteral("/baselines/base/metrics.csv"), "step,loss\n1,3.0\n2,2.9\n");
+    write(ws + QStringLiteral("/baselines/base/fp8scope.json"), R"({"precision": "bf16"})");
+    write(ws + QStringLiteral("/fp8/metrics.csv"), "step,loss\n1,3.1\n2,3.0\n");
+    write(ws + QStringLiteral("/fp8/fp8scope.json"), R"({"precision": "fp8", "baseline": "base"})");
+    // Parts of one run stay parts: a run whose files lie in logs/ is its folder's.
+    write(ws + QStringLiteral("/other/logs/metrics.csv"), "step,loss\n1,3.2\n");
+    const FolderScan scan = scanFolder(ws);
+    QVERIFY(scan.workspace);
+    QCOMPARE(scan.runOfFolder.value(QStringLiteral("baselines/base")), QStringLiteral("base"));
+    QCOMPARE(scan.runOfFolder.value(QStringLiteral("other")), QStringLiteral("other"));
+    QVERIFY(!scan.runOfFolder.contains(QStringLiteral("baselines")));
+    Catalog catalog;
+    QString error;
+    QVERIFY2(testing::openAndIngest(ws, &catalog, &error), qPrintable(error));
+    const auto fp8 = catalog.findRun(QStringLiteral("fp8"));
+    const auto base = catalog.findRun(QStringLiteral("base"));
+    QVERIFY(fp8 && base);
+    const Pairing p = catalog.pairing(fp8->ref);
+    QCOMPARE(p.baseline, base->ref);
+    QCOMPARE(p.basis, Pairing::Basis::Manifest);
+    const std::optional<QString> folder = runFolderOf(ws, QStringLiteral("base"));
+    QVERIFY(folder);
+    QCOMPARE(*folder, QDir(ws).absoluteFilePath(QStringLiteral("baselines/base")));
 }
 
 // W&B history exports side by side are each a run (history_<id>), and the folder that holds them is none: no

@@ -4,6 +4,7 @@
 // ../shared/fixtures/real, whose verdicts docs/TRIAGE.md explains.
 #include "core/analysis/attempts.h"
 #include "core/analysis/comparetables.h"
+#include "core/analysis/comparisondata.h"
 #include "core/analysis/storedwhatif.h"
 #include "core/analysis/triage.h"
 #include "core/analysis/triageinputs.h"
@@ -22,6 +23,7 @@
 #include <QCryptographicHash>
 #include <QDateTime>
 #include <QDir>
+#include <QDirIterator>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -235,6 +237,7 @@ private Q_SLOTS:
     void notableEvalDropsAndOneSign();
     void storedAnswersFollowTheExport();
     void storedAnswersFollowTheRules();
+    void oneAnswerBothWays();
     void aRunOnItsOwnAsAComparison();
     void severalRunsOfOneBaseline();
     void attemptsOfOneBaseline();
@@ -1288,6 +1291,146 @@ void TestTriage::storedAnswersFollowTheRules()
     QCOMPARE(auditFindings(again), 1);
 }
 
+namespace {
+
+// Every field of a comparison a front end shows, as JSON: what the CLI prints and the rest (the plan, the suspects,
+// the comparability rows, the evidence dump, the recipe what-if and its best, the checkpoint audit).
+QJsonObject everyField(const Catalog &catalog, const Comparison &c)
+{
+    QJsonObject o = comparisonJson(catalog, c);
+    const auto number = [](double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(QStringLiteral("nan")); };
+    o.insert(QStringLiteral("planned_steps"), double(c.plannedSteps));
+    o.insert(QStringLiteral("suspects"), findingsJson(c.suspects));
+    QJsonArray rows;
+    for (const analysis::ComparabilityRow &r : c.comparability.rows)
+        rows.append(QJsonArray {r.key, r.baseline, r.run, r.aspect});
+    o.insert(QStringLiteral("comparability_rows"), rows);
+    if (c.evidence) {
+        const analysis::EvidenceDump &e = *c.evidence;
+        o.insert(QStringLiteral("evidence"),
+            QJsonObject {{QStringLiteral("dump"),
+                             QString(QDir(catalog.run(c.run)->folder).relativeFilePath(e.dump.path) + QLatin1Char(':')
+                                 + e.dump.record.dataset)},
+                {QStringLiteral("step"), double(e.dump.record.step)}, {QStringLiteral("stat"), e.stat},
+                {QStringLiteral("onset"), double(e.onset)},
+                {QStringLiteral("value"), e.value ? number(*e.value) : QJsonValue()},
+                {QStringLiteral("early"), e.early ? number(*e.early) : QJsonValue()},
+                {QStringLiteral("after_onset"), e.afterOnset}, {QStringLiteral("why"), e.why}});
+    }
+    QJsonArray whatIf;
+    for (const WhatIfScore &w : c.whatIf)
+        whatIf.append(QJsonArray {
+            w.recipe, number(w.mse), number(w.underflowPct), number(w.damagePct), number(w.meanRelErrorPct)});
+    o.insert(QStringLiteral("what_if"), whatIf);
+    o.insert(QStringLiteral("what_if_best"), c.whatIfBest ? QJsonValue(double(*c.whatIfBest)) : QJsonValue());
+    o.insert(QStringLiteral("audit"), c.audit ? QJsonValue(auditToJson(*c.audit)) : QJsonValue());
+    return o;
+}
+
+// The fields of two objects that differ, each as "key: a | b" (compact, cut at 400 characters).
+QStringList differences(const QJsonObject &a, const QJsonObject &b)
+{
+    QStringList keys = a.keys() + b.keys();
+    keys.removeDuplicates();
+    QStringList out;
+    const auto text = [](const QJsonValue &v) {
+        const QJsonDocument d = v.isObject() ? QJsonDocument(v.toObject())
+            : v.isArray()                    ? QJsonDocument(v.toArray())
+                                             : QJsonDocument(QJsonArray {v});
+        return QString::fromUtf8(d.toJson(QJsonDocument::Compact)).left(400);
+    };
+    for (const QString &k : keys) {
+        if (a.value(k) != b.value(k))
+            out << k + QStringLiteral(": ") + text(a.value(k)) + QStringLiteral(" | ") + text(b.value(k));
+    }
+    return out;
+}
+
+} // namespace
+
+// One answer on every path: each pair of the demo, a scenario of every class and the emulator's runs is triaged
+// through the CLI (which stores it; the same JSON on a second run), then computed fresh as the window computes it
+// (computeComparison) and read back from the store in this process: field by field the same, and the CLI's JSON is
+// the fresh one's.
+void TestTriage::oneAnswerBothWays()
+{
+    const QString cli = qEnvironmentVariable("FP8SCOPE_CLI");
+    const QString source = qEnvironmentVariable("FP8SCOPE_SOURCE_DIR");
+    QVERIFY(!cli.isEmpty() && !source.isEmpty());
+    QTemporaryDir root;
+    QString error;
+    QStringList folders;
+    {
+        const QString demo = root.filePath(QStringLiteral("demo"));
+        DemoPlan plan;
+        QVERIFY2(generateDemo(demo, {}, &plan, &error), qPrintable(error));
+        folders << demo;
+    }
+    for (Scenario s : {Scenario::EarlyDivergence, Scenario::MidRunInstability, Scenario::LossSpikes,
+             Scenario::DownstreamGap, Scenario::None}) {
+        const QString dir = root.filePath(scenarioName(s));
+        ScenarioPlan plan;
+        QVERIFY2(generateScenario(dir, s, 1, &plan, &error), qPrintable(error));
+        folders << dir;
+    }
+    for (const QString &emulated : {QStringLiteral("runs"), QStringLiteral("high-lr")}) {
+        const QDir from(source + QStringLiteral("/tests/fixtures/emulated/") + emulated);
+        const QString to = root.filePath(QStringLiteral("emulated-") + emulated);
+        QDirIterator it(from.path(), QDir::Files, QDirIterator::Subdirectories);
+        while (it.hasNext()) {
+            const QString f = it.next();
+            const QString dst = to + QLatin1Char('/') + from.relativeFilePath(f);
+            QVERIFY(QDir().mkpath(QFileInfo(dst).absolutePath()));
+            QVERIFY(QFile::copy(f, dst));
+        }
+        folders << to;
+    }
+    int pairs = 0;
+    for (const QString &folder : folders) {
+        const auto triage = [&]() {
+            QProcess p;
+            p.start(cli, {QStringLiteral("triage"), folder, QStringLiteral("--json")});
+            p.waitForFinished(600000);
+            return p.readAllStandardOutput();
+        };
+        const QByteArray first = triage();
+        QCOMPARE(triage(), first);
+        const QJsonObject printed = QJsonDocument::fromJson(first).object();
+        QVERIFY2(!printed.isEmpty(), qPrintable(folder));
+        Catalog catalog;
+        QVERIFY2(testing::openAndIngest(folder, &catalog, &error), qPrintable(error));
+        QHash<QString, QJsonObject> cliComparisons;
+        for (const QJsonValue &v : printed.value(QStringLiteral("comparisons")).toArray())
+            cliComparisons.insert(v[QStringLiteral("run")].toString(), v.toObject());
+        QHash<QString, QJsonObject> cliRuns;
+        for (const QJsonValue &v : printed.value(QStringLiteral("runs")).toArray())
+            cliRuns.insert(v[QStringLiteral("run")].toString(), v.toObject());
+        for (const analysis::TriageTarget &t : analysis::triageTargets(catalog)) {
+            const QString name = runNameOf(catalog, t.run);
+            const QString where = QFileInfo(folder).fileName() + QLatin1Char('/') + name;
+            if (!t.baseline.isValid()) {
+                const RunCheck fresh = analysis::checkRun(catalog, t.run);
+                const RunCheck stored = analysis::checkRunStored(catalog, t.run);
+                QVERIFY2(stored.fromStore, qPrintable(where));
+                const QStringList diff = differences(runCheckJson(catalog, fresh), runCheckJson(catalog, stored));
+                QVERIFY2(diff.isEmpty(), qPrintable(where + QStringLiteral(": ") + diff.join(QLatin1Char('\n'))));
+                QVERIFY2(cliRuns.value(name) == runCheckJson(catalog, fresh), qPrintable(where));
+                continue;
+            }
+            const Comparison fresh = computeComparison(catalog, t.baseline, t.run, {}).comparison;
+            const Comparison stored = compareRunsStored(catalog, t.baseline, t.run);
+            QVERIFY2(!fresh.fromStore && stored.fromStore, qPrintable(where));
+            const QStringList diff = differences(everyField(catalog, fresh), everyField(catalog, stored));
+            QVERIFY2(diff.isEmpty(), qPrintable(where + QStringLiteral(": ") + diff.join(QLatin1Char('\n'))));
+            const QStringList printedDiff = differences(cliComparisons.value(name), comparisonJson(catalog, fresh));
+            QVERIFY2(printedDiff.isEmpty(),
+                qPrintable(where + QStringLiteral(" (CLI): ") + printedDiff.join(QLatin1Char('\n'))));
+            ++pairs;
+        }
+    }
+    QVERIFY2(pairs >= 12, qPrintable(QString::number(pairs))); // the demo's 1, 5 scenarios, 6 emulated
+}
+
 // Evaluation gaps: z has the difference's sign (negative where the run is below); the demo's weak tasks, 2-2.5
 // standard errors below under BF16 inference, are said as notable drops (information) below the 3 a gap needs.
 void TestTriage::notableEvalDropsAndOneSign()
@@ -1435,14 +1578,17 @@ void TestTriage::attemptsOfOneBaseline()
 
     QCOMPARE(a.candidate, std::optional<size_t>(1));
 
-    // fp8's first next step suggests blockwise scaling: both other attempts tried it, one fixed it.
+    // fp8's first next step suggests blockwise scaling or its suspects in BF16: two attempts tried the recipe (one
+    // fixed it), the third the BF16 layers.
     const auto fp8 = std::find_if(result.comparisons.begin(), result.comparisons.end(),
         [&](const Comparison &c) { return runNameOf(catalog, c.run) == QLatin1String("fp8"); });
     QVERIFY(fp8 != result.comparisons.end() && !fp8->nextSteps.empty());
     QVERIFY2(
         fp8->nextSteps.front().action.contains(QLatin1String("blockwise")), qPrintable(fp8->nextSteps.front().action));
     const std::vector<TriedBy> tried = triedBy(catalog, fp8->nextSteps.front(), a, fp8->run);
-    QCOMPARE(int(tried.size()), 2);
+    QCOMPARE(int(tried.size()), 3);
+    QCOMPARE(tried[2].name, QStringLiteral("fp8-d-fallback"));
+    QVERIFY(!tried[2].fixed);
     QCOMPARE(tried[0].name, QStringLiteral("fp8-b-current"));
     QVERIFY(tried[0].fixed);
     QVERIFY2(tried[0].text().contains(QLatin1String("mxfp8 -> blockwise"))
@@ -1453,10 +1599,28 @@ void TestTriage::attemptsOfOneBaseline()
     QVERIFY2(tried[1].text().contains(QLatin1String("1 other change(s) at once"))
             && tried[1].text().contains(QLatin1String("did not fix it")),
         qPrintable(tried[1].text()));
-    // A step that proposes nothing an attempt changed is tried by none.
+    // Matched by what the step proposes, typed, not by its words: the step proposes blockwise (the run's recipe is
+    // mxfp8) and its suspects in BF16; the same proposals under other words are tried by the same attempts.
+    const std::vector<Proposal> &proposed = fp8->nextSteps.front().proposals;
+    QVERIFY(std::any_of(proposed.begin(), proposed.end(),
+        [](const Proposal &p) { return p.kind == Proposal::Kind::Recipe && p.recipe == QLatin1String("blockwise"); }));
+    QVERIFY(std::any_of(proposed.begin(), proposed.end(),
+        [](const Proposal &p) { return p.kind == Proposal::Kind::Bf16Layers && !p.layers.isEmpty(); }));
+    NextStep reworded = fp8->nextSteps.front();
+    reworded.action = QStringLiteral("try something else");
+    QCOMPARE(int(triedBy(catalog, reworded, a, fp8->run).size()), 3);
+    // A step that proposes nothing an attempt changed is tried by none, whatever its words say.
     NextStep other = fp8->nextSteps.front();
-    other.action = QStringLiteral("lower the learning rate");
+    other.proposals = {{.kind = Proposal::Kind::ConfigValue, .key = QStringLiteral("lr")}};
     QVERIFY(triedBy(catalog, other, a, fp8->run).empty());
+    other.proposals = {{.kind = Proposal::Kind::Recipe, .recipe = QStringLiteral("nvfp4")}};
+    QVERIFY(triedBy(catalog, other, a, fp8->run).empty());
+    // The BF16 layers proposed: the fallback attempt tried them (and only partly fixed it).
+    other.proposals = {{.kind = Proposal::Kind::Bf16Layers}};
+    const std::vector<TriedBy> layers = triedBy(catalog, other, a, fp8->run);
+    QCOMPARE(int(layers.size()), 1);
+    QCOMPARE(layers[0].name, QStringLiteral("fp8-d-fallback"));
+    QVERIFY(!layers[0].fixed);
     const QJsonObject json = attemptsJson(a);
     QCOMPARE(json.value(QStringLiteral("candidate")).toString(), QStringLiteral("fp8-b-current"));
     const QJsonObject j2 = json.value(QStringLiteral("attempts")).toArray().at(2).toObject();
