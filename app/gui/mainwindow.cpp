@@ -949,7 +949,7 @@ bool MainWindow::setRunSettings(RunRef ref, const RunManifest &settings, QString
         return false;
     }
     const std::optional<ManifestPlace> place
-        = runManifestPlace(run->run.folder, run->run.name, run->run.manifest, run->run.manifestKey);
+        = runManifestPlace(run->run.folder, run->run.name, run->run.manifest, run->run.manifestKey, run->run.ownFolder);
     if (!place) {
         *error = tr("%1: no folder or file of %2 is this run's alone (its records come from a file shared with other "
                     "runs), so there is no manifest to write its settings in; name it in that file's run column or "
@@ -967,7 +967,7 @@ bool MainWindow::setRunParent(RunRef ref, const QString &parent, QString *error)
 {
     const WorkspaceRun *run = m_workspace->run(ref);
     const std::optional<ManifestPlace> place = run
-        ? runManifestPlace(run->run.folder, run->run.name, run->run.manifest, run->run.manifestKey)
+        ? runManifestPlace(run->run.folder, run->run.name, run->run.manifest, run->run.manifestKey, run->run.ownFolder)
         : std::nullopt;
     if (!place) {
         *error = run ? tr("%1: no folder or file of %2 is this run's alone, so there is no manifest to name its "

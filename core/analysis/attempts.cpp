@@ -230,16 +230,16 @@ AttemptsResult attemptsOf(const Catalog &catalog, RunRef baseline, const std::ve
             result.candidate = i;
     }
     result.ruleCandidate = result.candidate;
-    result.candidateSource = result.candidate ? QStringLiteral("rule") : QString();
+    result.candidateSource = result.candidate ? CandidateSource::Rule : CandidateSource::None;
     // The user's word (kept in the baseline's store) where it names one of the attempts.
     if (const std::optional<CandidateChoice> choice = catalog.candidateChoice(baseline)) {
         for (size_t i = 0; i < result.attempts.size(); ++i) {
             if (result.attempts[i].name != choice->candidate)
                 continue;
             result.candidate = i;
-            result.candidateSource = choice->state == QLatin1String("confirmed") && result.ruleCandidate == i
-                ? QStringLiteral("confirmed")
-                : QStringLiteral("chosen");
+            result.candidateSource = choice->state == CandidateSource::Confirmed && result.ruleCandidate == i
+                ? CandidateSource::Confirmed
+                : CandidateSource::Chosen;
             result.candidateNote = choice->note;
         }
     }
@@ -393,7 +393,7 @@ QJsonObject attemptsJson(const AttemptsResult &result)
         {QStringLiteral("candidate"),
             result.candidate ? QJsonValue(result.attempts[*result.candidate].name) : QJsonValue()},
         {QStringLiteral("candidate_rule"), candidateRule()},
-        {QStringLiteral("candidate_source"), result.candidateSource},
+        {QStringLiteral("candidate_source"), candidateSourceName(result.candidateSource)},
         {QStringLiteral("rule_candidate"),
             result.ruleCandidate ? QJsonValue(result.attempts[*result.ruleCandidate].name) : QJsonValue()}};
 }

@@ -80,7 +80,7 @@ struct AttemptsResult {
     std::vector<Attempt> attempts; // in name order (natural)
     std::optional<size_t> candidate; // the user's choice where there is one, else by candidateRule()
     std::optional<size_t> ruleCandidate; // by candidateRule()
-    QString candidateSource; // "rule", "confirmed" (the rule's, confirmed by the user), "chosen" (the user's)
+    CandidateSource candidateSource = CandidateSource::None; // the rule's, confirmed by the user, or the user's
     QString candidateNote; // the user's note
 };
 

@@ -363,7 +363,7 @@ bool isDismissed(const std::vector<FindingReview> &reviews, const Finding &f)
 {
     const QString identity = findingIdentity(f);
     return std::any_of(reviews.begin(), reviews.end(),
-        [&](const FindingReview &r) { return r.finding == identity && r.state == QLatin1String("dismissed"); });
+        [&](const FindingReview &r) { return r.finding == identity && r.state == ReviewState::Dismissed; });
 }
 
 Comparison comparisonOf(const Catalog &catalog, const RunCheck &check)

@@ -250,12 +250,14 @@ std::optional<SeriesPoints> suspectSeries(const Catalog &catalog, RunRef run, co
 
 namespace {
 
-// The run's folder: its manifest's (fp8scope.json, or a workspace manifest keyed by the run), else its path under
-// the opened folder, or the opened folder itself.
+// The run's folder: its manifest's (fp8scope.json, or a workspace manifest keyed by the run), else the folder that
+// is the run's (as the ingest divided the opened folder), else its path under the opened folder, or that folder.
 QString runFolderOf(const Run &r)
 {
     if (!r.manifest.isEmpty())
         return QFileInfo(QDir(r.folder).filePath(r.manifest)).absolutePath();
+    if (r.ownFolder)
+        return QDir(r.folder).absoluteFilePath(*r.ownFolder);
     const QString dir = QDir(r.folder).filePath(r.name);
     return QFileInfo(dir).isDir() ? dir : r.folder;
 }

@@ -35,6 +35,19 @@ struct QuantConfig {
     bool ignores(const QString &module) const;
 };
 
+// What an audit finding is, typed end to end; its name (auditKindName) is what the JSON and the CLI print.
+enum class AuditKind {
+    MissingScale,
+    InvalidScale,
+    InvertedScale,
+    WeightMismatch,
+    CalibrationMismatch,
+    PrecisionMismatch
+};
+QString auditKindName(AuditKind kind); // missing-scale, invalid-scale, inverted-scale, weight-mismatch, ...
+enum class AuditSeverity { Warning, Critical };
+QString auditSeverityName(AuditSeverity severity); // warning, critical
+
 // A layer of the checkpoint: a 2-D (or larger) NAME.weight and the scales beside it.
 struct AuditLayer {
     QString name; // inference module, without ".weight"
@@ -79,9 +92,9 @@ struct AuditLayer {
     double amax = NAN; // of the dequantized weight
     double invertedAmax = NAN; // of the codes divided by the scales
     double referenceAmax = NAN;
-    QStringList findings; // the kinds found on this layer; empty: ok
+    QList<AuditKind> findings; // the kinds found on this layer; empty: ok
 
-    QString status() const { return findings.isEmpty() ? QStringLiteral("ok") : findings.join(QLatin1Char(',')); }
+    QString status() const; // "ok", or the kinds' names joined by commas
     // The dequantized weight's amax over the reference's: 1 for a sound scale, about the scale squared (or
     // its inverse) for one stored in the other convention. NaN without a reference.
     double weightAmaxRatio() const { return referenceAmax > 0 ? amax / referenceAmax : NAN; }
@@ -94,9 +107,8 @@ struct AuditLayer {
 };
 
 struct AuditFinding {
-    QString kind; // missing-scale, invalid-scale, inverted-scale, weight-mismatch, calibration-mismatch,
-                  // precision-mismatch
-    QString severity; // critical, warning
+    AuditKind kind = AuditKind::MissingScale;
+    AuditSeverity severity = AuditSeverity::Warning;
     QString layer; // inference name
     QString trainingLayer; // empty when unmapped
     QString evidence;

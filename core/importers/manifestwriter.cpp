@@ -27,11 +27,14 @@ std::optional<QString> runFolderOf(const QString &openedFolder, const QString &r
     return std::nullopt;
 }
 
-std::optional<ManifestPlace> runManifestPlace(
-    const QString &openedFolder, const QString &runName, const QString &known, const QString &knownKey)
+std::optional<ManifestPlace> runManifestPlace(const QString &openedFolder, const QString &runName, const QString &known,
+    const QString &knownKey, const std::optional<QString> &ownFolder)
 {
     if (!known.isEmpty())
         return ManifestPlace {QDir(openedFolder).absoluteFilePath(known), knownKey};
+    if (ownFolder)
+        return ManifestPlace {
+            QDir(QDir(openedFolder).absoluteFilePath(*ownFolder)).filePath(QStringLiteral("fp8scope.json")), QString()};
     if (const std::optional<QString> dir = runFolderOf(openedFolder, runName))
         return ManifestPlace {QDir(*dir).filePath(QStringLiteral("fp8scope.json")), QString()};
     const FolderScan scan = scanFolder(openedFolder);

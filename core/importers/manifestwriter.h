@@ -33,11 +33,11 @@ struct ManifestPlace {
 };
 // The place of run `runName` of the opened folder: `known` (the manifest the ingest read its settings from,
 // relative to the opened folder, and its key) where there is one; else the fp8scope.json of the folder that is the
-// run's (runFolderOf); else, for a run named by its file (a W&B history export among several), the workspace
-// manifest beside that file, keyed by the run. None for a run that no folder or file is alone (a table's run
-// column).
-std::optional<ManifestPlace> runManifestPlace(
-    const QString &openedFolder, const QString &runName, const QString &known = {}, const QString &knownKey = {});
+// run's (`ownFolder` as the store has it, relative to the opened folder; else runFolderOf, which scans the folder);
+// else, for a run named by its file (a W&B history export among several), the workspace manifest beside that file,
+// keyed by the run. None for a run that no folder or file is alone (a table's run column).
+std::optional<ManifestPlace> runManifestPlace(const QString &openedFolder, const QString &runName,
+    const QString &known = {}, const QString &knownKey = {}, const std::optional<QString> &ownFolder = {});
 
 // Merges `manifest` into the place's manifest (created when missing): every field is written, an empty one as ""
 // (which unsets it when read); written whole or not at all. False with *error (the file and why) otherwise, the

@@ -88,6 +88,7 @@ Run toRun(const RunInfo &r, quint64 serial, const QString &folder)
         .inferenceReference = r.inferenceReference,
         .manifest = r.manifest,
         .manifestKey = r.manifestKey,
+        .ownFolder = r.folder,
         .seriesCount = r.seriesCount,
         .pointCount = r.pointCount};
 }

@@ -54,6 +54,8 @@ struct Run {
     QString inferenceReference;
     QString manifest;
     QString manifestKey;
+    // The folder that is the run's, relative to `folder` ("" for it; none for a run no folder is alone).
+    std::optional<QString> ownFolder;
     int64_t seriesCount = 0;
     int64_t pointCount = 0;
     QString label() const { return displayName.isEmpty() ? name : displayName; }

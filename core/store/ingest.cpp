@@ -1058,6 +1058,21 @@ IngestReport ingestFolder(Database &db, const QString &folder, const QString &st
     }
     dropRunsLeftEmpty(db, movedFrom, &report);
     QString error;
+    // The folder that is each run's, as the scan divided the folder (Run Settings write its fp8scope.json there).
+    {
+        Transaction t(db);
+        Statement put = db.prepare("UPDATE runs SET folder=? WHERE name=? AND folder IS NOT ?1");
+        for (auto it = scan.runOfFolder.cbegin(); it != scan.runOfFolder.cend() && t.isActive(); ++it) {
+            if (!put.bind(1, it.key()).bind(2, it.value()).exec()) {
+                report.errors << QStringLiteral("the runs' folders: %1").arg(put.error());
+                break;
+            }
+            put.reset();
+        }
+        if (t.isActive() && !t.commit(&error))
+            report.errors << QStringLiteral("the runs' folders: %1").arg(error);
+        error.clear();
+    }
     if (!inferRunsFromConfigs(db, &error))
         report.errors << QStringLiteral("run precision and recipe from configs: %1").arg(error);
     return report;

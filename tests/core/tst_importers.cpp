@@ -563,6 +563,14 @@ void TestImporters::runsNamedByTheirOwnFolder()
     const std::optional<QString> folder = runFolderOf(ws, QStringLiteral("base"));
     QVERIFY(folder);
     QCOMPARE(*folder, QDir(ws).absoluteFilePath(QStringLiteral("baselines/base")));
+    // The store keeps each run's folder (no scan to find it again) and its manifest's place.
+    QCOMPARE(base->ownFolder, std::optional<QString>(QStringLiteral("baselines/base")));
+    QCOMPARE(base->manifest, QStringLiteral("baselines/base/fp8scope.json"));
+    const std::optional<ManifestPlace> place
+        = runManifestPlace(ws, QStringLiteral("other"), {}, {}, catalog.findRun(QStringLiteral("other"))->ownFolder);
+    QVERIFY(place);
+    QCOMPARE(place->file, QDir(ws).absoluteFilePath(QStringLiteral("other/fp8scope.json")));
+    QCOMPARE(place->key, QString());
 }
 
 // W&B history exports side by side are each a run (history_<id>), and the folder that holds them is none: no
@@ -622,6 +630,7 @@ void TestImporters::wandbExportsAreTheirRuns()
     QCOMPARE(a->displayName, QStringLiteral("FL2"));
     QCOMPARE(a->parent, QStringLiteral("history_bbbb2222"));
     QCOMPARE(a->manifest, QStringLiteral("fp8scope-workspace.json"));
+    QVERIFY(!a->folder); // no folder is this run's alone
     QCOMPARE(a->manifestKey, QStringLiteral("history_aaaa1111"));
     // Saved again through what the store says: the same file, the same key.
     const std::optional<ManifestPlace> again = runManifestPlace(ws, a->name, a->manifest, a->manifestKey);

@@ -47,8 +47,8 @@ QString evalText(const Attempt &a)
 QString candidateText(const AttemptsResult &r, size_t i)
 {
     if (r.candidate == i)
-        return r.candidateSource == QLatin1String("chosen")   ? QObject::tr("your choice")
-            : r.candidateSource == QLatin1String("confirmed") ? QObject::tr("confirmed")
+        return r.candidateSource == CandidateSource::Chosen   ? QObject::tr("your choice")
+            : r.candidateSource == CandidateSource::Confirmed ? QObject::tr("confirmed")
                                                               : QObject::tr("candidate");
     return r.ruleCandidate == i ? QObject::tr("the rule's") : QString();
 }
@@ -175,7 +175,7 @@ void AttemptsView::chooseCandidate(int row)
     CandidateChoice choice;
     if (row >= 0) {
         choice.candidate = m_result.attempts[size_t(row)].name;
-        choice.state = m_result.ruleCandidate == size_t(row) ? QStringLiteral("confirmed") : QStringLiteral("chosen");
+        choice.state = m_result.ruleCandidate == size_t(row) ? CandidateSource::Confirmed : CandidateSource::Chosen;
     }
     m_workspace->storeCandidateChoice(m_result.baseline, choice, this, [this](const QString &error) {
         if (!error.isEmpty())
@@ -259,8 +259,8 @@ void AttemptsView::display(const AttemptsResult &result)
         return;
     m_choose->setEnabled(!result.attempts.empty());
     m_clear->setEnabled(
-        result.candidateSource == QLatin1String("chosen") || result.candidateSource == QLatin1String("confirmed"));
-    m_status->setText(result.candidateSource == QLatin1String("chosen")
+        result.candidateSource == CandidateSource::Chosen || result.candidateSource == CandidateSource::Confirmed);
+    m_status->setText(result.candidateSource == CandidateSource::Chosen
             ? tr("%n attempt(s) against %1; the candidate, your choice: %2 (the rule's: %3).", nullptr,
                 int(result.attempts.size()))
                   .arg(result.baselineName, result.attempts[*result.candidate].name,
@@ -268,7 +268,7 @@ void AttemptsView::display(const AttemptsResult &result)
             : result.candidate
             ? tr("%n attempt(s) against %1; the candidate: %2 (%3).", nullptr, int(result.attempts.size()))
                   .arg(result.baselineName, result.attempts[*result.candidate].name,
-                      result.candidateSource == QLatin1String("confirmed") ? tr("confirmed") : candidateRule())
+                      result.candidateSource == CandidateSource::Confirmed ? tr("confirmed") : candidateRule())
             : tr("%n attempt(s) against %1; no candidate yet (%2).", nullptr, int(result.attempts.size()))
                   .arg(result.baselineName, candidateRule()));
 }
