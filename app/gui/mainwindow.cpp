@@ -768,20 +768,43 @@ void MainWindow::exportReport(RunRef baseline, RunRef run, QString path, bool le
         },
         this,
         [this, path, letter](const QVariant &value, const QString &error) {
-            QString why = error;
-            RenderedReport rendered;
-            if (why.isEmpty()) {
-                QApplication::setOverrideCursor(Qt::WaitCursor);
-                renderReport(value.value<report::Document>(), path, {letter ? QPageSize::Letter : QPageSize::A4},
-                    &rendered, &why);
-                QApplication::restoreOverrideCursor();
+            const auto said = [this, path](const QString &why, int pages) {
+                if (why.isEmpty())
+                    statusBar()->showMessage(
+                        tr("Triage report written to %1 (%n page(s))", nullptr, pages).arg(path), 10000);
+                else
+                    statusBar()->showMessage(tr("The triage report was not written: %1").arg(why), 10000);
+                Q_EMIT reportExported(path, why);
+            };
+            if (!error.isEmpty()) {
+                said(error, 0);
+                return;
             }
-            if (why.isEmpty())
-                statusBar()->showMessage(
-                    tr("Triage report written to %1 (%n page(s))", nullptr, rendered.pages).arg(path), 10000);
-            else
-                statusBar()->showMessage(tr("The triage report was not written: %1").arg(why), 10000);
-            Q_EMIT reportExported(path, why);
+            // The painting needs the plots, which live on this thread: page by page, the window drawn between
+            // them (no input taken meanwhile); the file work after it (the bookmarks' rewrite, the file put in
+            // place) goes to the job queue.
+            QString why;
+            RenderedReport rendered;
+            PaintedReport painted;
+            const bool ok = paintReport(value.value<report::Document>(), path,
+                {letter ? QPageSize::Letter : QPageSize::A4}, &rendered, &painted, &why, [this](int page, int pages) {
+                    statusBar()->showMessage(tr("Painting the triage report: page %1 of %2").arg(page).arg(pages));
+                    QCoreApplication::processEvents(QEventLoop::ExcludeUserInputEvents);
+                    return true;
+                });
+            if (!ok) {
+                said(why, 0);
+                return;
+            }
+            const int pages = rendered.pages;
+            m_workspace->queries().submit({QString(), QStringLiteral("report-file"),
+                                              [painted, path](JobContext &) -> QVariant {
+                                                  QString error;
+                                                  return finishReport(painted, path, &error) ? QString() : error;
+                                              }},
+                this, [said, pages](const JobResult &r) {
+                    said(r.cancelled ? tr("cancelled") : !r.error.isEmpty() ? r.error : r.value.toString(), pages);
+                });
         });
 }
 

@@ -139,6 +139,8 @@ AttemptsResult attemptsOf(const Catalog &catalog, RunRef baseline, const std::ve
         a.run = c->run;
         a.name = r->name;
         a.verdict = c->verdict;
+        a.comparability = c->comparability.level;
+        a.comparabilityText = c->comparability.text;
         a.departure = c->departure;
         a.changes = changesBetween(catalog, baseline, c->run);
         LossGap computed;
@@ -381,6 +383,7 @@ QJsonObject attemptsJson(const AttemptsResult &result)
             {QStringLiteral("changes_from_parent"), changesJson(a.fromParent)},
             {QStringLiteral("groups_from_parent"), QJsonArray::fromStringList(a.groupsFromParent)},
             {QStringLiteral("several_at_once"), a.severalAtOnce}, {QStringLiteral("verdict"), verdictName(a.verdict)},
+            {QStringLiteral("comparability"), comparabilityName(a.comparability)},
             {QStringLiteral("departure_step"), a.departure ? QJsonValue(double(*a.departure)) : QJsonValue()},
             {QStringLiteral("end_gap"), num(a.endGap)}, {QStringLiteral("end_edge"), num(a.endEdge)},
             {QStringLiteral("spikes"), a.spikes}, {QStringLiteral("eval_gaps"), gaps},

@@ -56,6 +56,10 @@ struct Attempt {
     bool severalAtOnce = false;
     // The outcome, from its comparison with the baseline.
     Verdict verdict = Verdict::None;
+    // Whether its loss comparison with the baseline means what it says (the comparison's own, as the wizard's
+    // first step says it): a verdict compared with care carries its caveat wherever it is shown.
+    ComparabilityLevel comparability = ComparabilityLevel::Unknown;
+    QString comparabilityText;
     std::optional<int64_t> departure;
     double endGap = NAN; // the smoothed loss difference at the last aligned step (run - baseline)
     double endEdge = NAN; // what the band allows there (tolerance + band)

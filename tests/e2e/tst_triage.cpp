@@ -1731,6 +1731,17 @@ void TestTriage::realFixtures()
         QVERIFY2(aspects.contains(QStringLiteral("precision family")), qPrintable(aspects.join(QLatin1Char(','))));
         QVERIFY2(aspects.contains(QStringLiteral("implementation")), qPrintable(aspects.join(QLatin1Char(','))));
         QVERIFY(c.comparability.text.startsWith(QLatin1String("Compared with care")));
+        // The attempts say the same caveat as the comparison (one pair, one answer on every view).
+        QCOMPARE(a.comparability, ComparabilityLevel::WithCare);
+        QCOMPARE(a.comparabilityText, c.comparability.text);
+        QCOMPARE(attemptsJson(attempts)
+                     .value(QStringLiteral("attempts"))
+                     .toArray()
+                     .at(0)
+                     .toObject()
+                     .value(QStringLiteral("comparability"))
+                     .toString(),
+            QStringLiteral("with-care"));
     }
     // The W&B pair: two FP8 runs (first/last 2 and 4 layers in BF16), neither a baseline: each is checked on
     // its own (no blow-up, no sustained rise), and compared with each other on request they agree.

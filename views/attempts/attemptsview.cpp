@@ -229,12 +229,14 @@ void AttemptsView::display(const AttemptsResult &result)
             textItem(a.parentName.isEmpty() ? tr("(the baseline)") : a.parentName),
             textItem(a.groupsFromParent.join(QStringLiteral(", "))),
             // The engine's name, and for "none" what it means, in the words the other columns use.
-            textItem(a.verdict == analysis::Verdict::None ? tr("none (healthy)") : verdictName(a.verdict)),
+            textItem((a.verdict == analysis::Verdict::None ? tr("none (healthy)") : verdictName(a.verdict))
+                + (a.comparability == analysis::ComparabilityLevel::WithCare ? tr(", compared with care") : QString())),
             a.departure ? numberItem(double(*a.departure), 0) : textItem(QString()), textItem(gapText(a)),
             textItem(evalText(a)),
             textItem(a.auditFindings < 0 ? QString() : tr("%n finding(s)", nullptr, a.auditFindings)),
             textItem(a.fixesParent), textItem(candidateText(result, i))};
         row.front()->setData(QVariant::fromValue(a.run), kRunRole);
+        row[3]->setToolTip(a.comparabilityText);
         row[2]->setToolTip(changed.join(QLatin1Char('\n')));
         if (a.severalAtOnce) {
             row[2]->setText(tr("⚠ %1").arg(row[2]->text()));
