@@ -971,12 +971,11 @@ bool MainWindow::setRunSettings(RunRef ref, const RunManifest &settings, QString
         *error = tr("That run is no longer open.");
         return false;
     }
-    const std::optional<ManifestPlace> place
-        = runManifestPlace(run->run.folder, run->run.name, run->run.manifest, run->run.manifestKey, run->run.ownFolder);
+    const std::optional<ManifestPlace> place = runManifestPlace(run->run.folder, run->run.name, run->run.manifest,
+        run->run.manifestKey, run->run.ownFolder, run->run.filesFolder);
     if (!place) {
-        *error = tr("%1: no folder or file of %2 is this run's alone (its records come from a file shared with other "
-                    "runs), so there is no manifest to write its settings in; name it in that file's run column or "
-                    "split the file.")
+        *error = tr("%1: nothing says which files are run %2's, so there is no manifest to write its settings in; "
+                    "open the folder again (the store then knows).")
                      .arg(run->run.folder, run->run.name);
         return false;
     }
@@ -989,12 +988,12 @@ bool MainWindow::setRunSettings(RunRef ref, const RunManifest &settings, QString
 bool MainWindow::setRunParent(RunRef ref, const QString &parent, QString *error)
 {
     const WorkspaceRun *run = m_workspace->run(ref);
-    const std::optional<ManifestPlace> place = run
-        ? runManifestPlace(run->run.folder, run->run.name, run->run.manifest, run->run.manifestKey, run->run.ownFolder)
-        : std::nullopt;
+    const std::optional<ManifestPlace> place = run ? runManifestPlace(run->run.folder, run->run.name, run->run.manifest,
+                                                   run->run.manifestKey, run->run.ownFolder, run->run.filesFolder)
+                                                   : std::nullopt;
     if (!place) {
-        *error = run ? tr("%1: no folder or file of %2 is this run's alone, so there is no manifest to name its "
-                          "parent in.")
+        *error = run ? tr("%1: nothing says which files are run %2's, so there is no manifest to name its parent in; "
+                          "open the folder again (the store then knows).")
                            .arg(run->run.folder, run->run.name)
                      : tr("That run is no longer open.");
         return false;

@@ -452,6 +452,11 @@ ReadPosition WorkspaceManifestImporter::read(const QString &path, const ReadPosi
             readManifestFields(it.value().toObject(), where, it.key(), sink);
             continue;
         }
+        // A run the other files made (a table's run column, read before the manifests): that run.
+        if (it.value().isObject() && !root.exists(it.key()) && sink.useExistingRun(it.key())) {
+            readManifestFields(it.value().toObject(), where, it.key(), sink);
+            continue;
+        }
         // Otherwise a run is a folder beside the manifest; anything else would invent a run.
         if (it.key().isEmpty() || it.key().contains(QLatin1Char('/')) || it.key().startsWith(QLatin1Char('.'))
             || !root.exists(it.key())) {

@@ -28,13 +28,17 @@ std::optional<QString> runFolderOf(const QString &openedFolder, const QString &r
 }
 
 std::optional<ManifestPlace> runManifestPlace(const QString &openedFolder, const QString &runName, const QString &known,
-    const QString &knownKey, const std::optional<QString> &ownFolder)
+    const QString &knownKey, const std::optional<QString> &ownFolder, const std::optional<QString> &filesFolder)
 {
     if (!known.isEmpty())
         return ManifestPlace {QDir(openedFolder).absoluteFilePath(known), knownKey};
     if (ownFolder)
         return ManifestPlace {
             QDir(QDir(openedFolder).absoluteFilePath(*ownFolder)).filePath(QStringLiteral("fp8scope.json")), QString()};
+    if (filesFolder)
+        return ManifestPlace {
+            QDir(QDir(openedFolder).absoluteFilePath(*filesFolder)).filePath(QStringLiteral("fp8scope-workspace.json")),
+            runName};
     if (const std::optional<QString> dir = runFolderOf(openedFolder, runName))
         return ManifestPlace {QDir(*dir).filePath(QStringLiteral("fp8scope.json")), QString()};
     const FolderScan scan = scanFolder(openedFolder);

@@ -34,10 +34,12 @@ struct ManifestPlace {
 // The place of run `runName` of the opened folder: `known` (the manifest the ingest read its settings from,
 // relative to the opened folder, and its key) where there is one; else the fp8scope.json of the folder that is the
 // run's (`ownFolder` as the store has it, relative to the opened folder; else runFolderOf, which scans the folder);
-// else, for a run named by its file (a W&B history export among several), the workspace manifest beside that file,
-// keyed by the run. None for a run that no folder or file is alone (a table's run column).
+// else, for a run no folder is alone (a W&B history export among several, a table's run column), the workspace
+// manifest beside the files that wrote it (`filesFolder` as the store has it; else, for a history export, the
+// scan's), keyed by the run. None when nothing says where its files are.
 std::optional<ManifestPlace> runManifestPlace(const QString &openedFolder, const QString &runName,
-    const QString &known = {}, const QString &knownKey = {}, const std::optional<QString> &ownFolder = {});
+    const QString &known = {}, const QString &knownKey = {}, const std::optional<QString> &ownFolder = {},
+    const std::optional<QString> &filesFolder = {});
 
 // Merges `manifest` into the place's manifest (created when missing): every field is written, an empty one as ""
 // (which unsets it when read); written whole or not at all. False with *error (the file and why) otherwise, the

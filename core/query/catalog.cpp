@@ -89,6 +89,7 @@ Run toRun(const RunInfo &r, quint64 serial, const QString &folder)
         .manifest = r.manifest,
         .manifestKey = r.manifestKey,
         .ownFolder = r.folder,
+        .filesFolder = r.filesFolder,
         .seriesCount = r.seriesCount,
         .pointCount = r.pointCount};
 }

@@ -56,6 +56,9 @@ struct Run {
     QString manifestKey;
     // The folder that is the run's, relative to `folder` ("" for it; none for a run no folder is alone).
     std::optional<QString> ownFolder;
+    // The folder of the first file that wrote its records (relative to `folder`, "" or ending in '/'), where a
+    // workspace manifest keyed by a run no folder is alone goes.
+    std::optional<QString> filesFolder;
     int64_t seriesCount = 0;
     int64_t pointCount = 0;
     QString label() const { return displayName.isEmpty() ? name : displayName; }

@@ -92,6 +92,18 @@ public:
             m_named.insert(m_run);
     }
 
+    bool useExistingRun(const QString &name) override
+    {
+        Statement s = m_db.prepare("SELECT id FROM runs WHERE name=?");
+        s.bind(1, name);
+        if (!s.next())
+            return false;
+        m_run = s.int64(0);
+        m_runs.insert(name, m_run);
+        m_named.insert(m_run);
+        return true;
+    }
+
     // The run the file's records go to now (the folder's, made now where none was chosen).
     int64_t run()
     {
@@ -1069,6 +1081,18 @@ IngestReport ingestFolder(Database &db, const QString &folder, const QString &st
             }
             put.reset();
         }
+        // Where the records of a run no folder is alone come from: the folder of the first file (by path) that
+        // wrote one of its series, with the trailing '/' ("" for the opened folder).
+        const char *const filesFolder
+            = "(SELECT rtrim(f.path, replace(f.path, '/', '')) FROM series s JOIN series_files sf ON "
+              "sf.series_id=s.id JOIN files f ON f.id=sf.file_id WHERE s.run_id=runs.id ORDER BY f.path LIMIT 1)";
+        if (t.isActive()
+            && !db.exec(QStringLiteral("UPDATE runs SET files_folder=%1 WHERE files_folder IS NOT %1")
+                            .arg(QLatin1String(filesFolder))
+                            .toUtf8()
+                            .constData(),
+                &error))
+            report.errors << QStringLiteral("the runs' files: %1").arg(error);
         if (t.isActive() && !t.commit(&error))
             report.errors << QStringLiteral("the runs' folders: %1").arg(error);
         error.clear();

@@ -50,6 +50,7 @@ struct RunInfo {
     QString manifest; // the manifest file that set these, relative to the store's folder; "" for none
     QString manifestKey; // the key under "runs" of that file when it is a workspace manifest
     std::optional<QString> folder; // the folder that is the run's, relative to the store's folder ("" for it)
+    std::optional<QString> filesFolder; // the folder of the first file that wrote its records, with a trailing '/'
     int64_t seriesCount = 0;
     int64_t pointCount = 0;
 };

@@ -234,7 +234,9 @@ CREATE TRIGGER what_ifs_changed AFTER UPDATE ON what_ifs
 // manifest says beyond the columns above, read once at ingest (runs.parent, inference_checkpoint,
 // inference_reference, and the manifest file that said it, relative to the store's folder, with the key it is under
 // in a workspace manifest), and the folder that is the run's (runs.folder, relative to the store's folder; NULL for a
-// run no folder is alone), which the ingest writes. The manifests and configs are read again to fill them.
+// run no folder is alone) and the folder of the first file that wrote its records (runs.files_folder, where a
+// workspace manifest keyed by a run no folder is alone goes), which the ingest writes. The manifests and configs are
+// read again to fill them.
 const char *const kSchemaV16 = R"(
 ALTER TABLE files ADD COLUMN folder_run TEXT;
 ALTER TABLE runs ADD COLUMN parent TEXT NOT NULL DEFAULT '';
@@ -243,6 +245,7 @@ ALTER TABLE runs ADD COLUMN inference_reference TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN manifest TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN manifest_key TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN folder TEXT;
+ALTER TABLE runs ADD COLUMN files_folder TEXT;
 UPDATE files SET size=-1, mtime=-1, consumed=0, lines=0, head_hash='', tail_hash=''
     WHERE importer IN ('manifest', 'workspace-manifest', 'config-json');
 )";

@@ -63,6 +63,7 @@ private Q_SLOTS:
     void modelFoldersSkipped();
     void wandbExportsAreTheirRuns();
     void runsNamedByTheirOwnFolder();
+    void runColumnRunsHaveSettings();
 };
 
 void TestImporters::initTestCase()
@@ -571,6 +572,46 @@ void TestImporters::runsNamedByTheirOwnFolder()
     QVERIFY(place);
     QCOMPARE(place->file, QDir(ws).absoluteFilePath(QStringLiteral("other/fp8scope.json")));
     QCOMPARE(place->key, QString());
+}
+
+// Runs a table's run column makes (no folder or file is any of them alone) have settings all the same: a workspace
+// manifest beside the table, keyed by the run, which the ingest reads after the table (the runs exist then).
+void TestImporters::runColumnRunsHaveSettings()
+{
+    QTemporaryDir dir;
+    const QString ws = dir.filePath(QStringLiteral("sweep"));
+    write(ws + QStringLiteral("/logs/all_runs.csv"), "run,step,loss\nlr1,1,3.0\nlr1,2,2.9\nlr2,1,3.1\nlr2,2,3.0\n");
+    Catalog catalog;
+    QString error;
+    QVERIFY2(testing::openAndIngest(ws, &catalog, &error), qPrintable(error));
+    const auto lr2 = catalog.findRun(QStringLiteral("lr2"));
+    QVERIFY(lr2);
+    QVERIFY(!lr2->ownFolder);
+    QCOMPARE(lr2->filesFolder, std::optional<QString>(QStringLiteral("logs/")));
+    const std::optional<ManifestPlace> place
+        = runManifestPlace(ws, lr2->name, lr2->manifest, lr2->manifestKey, lr2->ownFolder, lr2->filesFolder);
+    QVERIFY(place);
+    QCOMPARE(place->file, QDir(ws).absoluteFilePath(QStringLiteral("logs/fp8scope-workspace.json")));
+    QCOMPARE(place->key, QStringLiteral("lr2"));
+    RunManifest settings;
+    settings.precision = QStringLiteral("fp8");
+    settings.baseline = QStringLiteral("lr1");
+    QVERIFY2(writeRunManifest(*place, settings, &error), qPrintable(error));
+    Catalog again;
+    QVERIFY2(testing::openAndIngest(ws, &again, &error), qPrintable(error));
+    const auto read = again.findRun(QStringLiteral("lr2"));
+    QVERIFY(read);
+    QCOMPARE(read->precision, QStringLiteral("fp8"));
+    QCOMPARE(read->manifestBaseline, QStringLiteral("lr1"));
+    QCOMPARE(read->manifest, QStringLiteral("logs/fp8scope-workspace.json"));
+    QCOMPARE(read->manifestKey, QStringLiteral("lr2"));
+    QStringList names;
+    for (const Run &r : again.runs())
+        names << r.name;
+    names.sort();
+    // The folder's run is made by nothing (every record names its run): no phantom run, no problem.
+    QCOMPARE(names, (QStringList {QStringLiteral("lr1"), QStringLiteral("lr2")}));
+    QVERIFY(again.problems().empty());
 }
 
 // W&B history exports side by side are each a run (history_<id>), and the folder that holds them is none: no
