@@ -7,6 +7,7 @@
 #include "blowuprun.h"
 #include "core/analysis/triage.h"
 #include "core/demo/scenarios.h"
+#include "core/jobs/jobqueue.h"
 #include "core/report/triagereport.h"
 #include "guitest.h"
 #include "views/compare/compareview.h"
@@ -22,6 +23,8 @@
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
+#include <QFile>
+#include <QFileInfo>
 #include <QGuiApplication>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -491,11 +494,16 @@ void TestTriageWizard::dismissedFindingSurvivesAReopen()
     }
     QVERIFY(row >= 0);
     const QString identity = analysis::findingIdentity(w->comparison()->comparison.findings[size_t(row)]);
+    // The comparison is finished again with the review on the query queue, not on this thread.
+    JobQueue &queries = m_window->workspace()->queries();
+    QTRY_VERIFY_WITH_TIMEOUT(!queries.isBusy(), 60000);
+    QSignalSpy busy(&queries, &JobQueue::busyChanged);
     QSignalSpy stored(w, &TriageWizard::reviewStored);
     w->setReview(row, QStringLiteral("dismissed"), QStringLiteral("the demo's harmless difference"));
     QVERIFY(stored.wait(30000));
     QCOMPARE(stored.count(), 1);
     QCOMPARE(stored.front().front().toString(), QString());
+    QVERIFY(!busy.isEmpty() && busy.front().front().toBool());
     // Reopened: the folder is read again and the comparison computed again; the review is still there.
     w->close();
     w = openTriage(m_demo);
@@ -559,9 +567,16 @@ void TestTriageWizard::exportReportFromTheSummary()
     QCOMPARE(asked.front().at(0).value<RunRef>(), w->baseline());
     QCOMPARE(asked.front().at(1).value<RunRef>(), w->run());
     const QString path = m_tmp.filePath(QStringLiteral("from-the-window.pdf"));
+    // The document is built on the job queue and painted here; its file work (the bookmarks, the file put in
+    // place) runs on the query queue.
+    JobQueue &queries = m_window->workspace()->queries();
+    QTRY_VERIFY_WITH_TIMEOUT(!queries.isBusy(), 60000);
+    QSignalSpy busy(&queries, &JobQueue::busyChanged);
     QSignalSpy exported(m_window.get(), &MainWindow::reportExported);
     m_window->exportReport({}, {}, path); // the wizard's pair
     QVERIFY(exported.wait(120000));
+    QVERIFY(!busy.isEmpty() && busy.front().front().toBool());
+    QVERIFY(!QFileInfo::exists(path + QStringLiteral(".draft")) && !QFileInfo::exists(path + QStringLiteral(".part")));
     QCOMPARE(exported.front().at(0).toString(), path);
     QCOMPARE(exported.front().at(1).toString(), QString());
     QFile pdf(path);
