@@ -112,8 +112,8 @@ public:
         return m_run;
     }
 
-    // The run the file is counted to: the folder's where anything went to it, else the first run it named; 0 for
-    // a file that wrote to no run (a W&B configs.json none of whose runs is open here), which makes none.
+    // The run the file is counted to: the folder's where anything went to it, else one it named (the oldest); 0
+    // for a file that wrote to no run (a W&B configs.json none of whose runs is open here), which makes none.
     int64_t fileRun() const
     {
         if (const auto it = m_runs.constFind(m_defaultRunName); it != m_runs.cend())

@@ -236,7 +236,8 @@ CREATE TRIGGER what_ifs_changed AFTER UPDATE ON what_ifs
 // in a workspace manifest), and the folder that is the run's (runs.folder, relative to the store's folder; NULL for a
 // run no folder is alone) and the folder of the first file that wrote its records (runs.files_folder, where a
 // workspace manifest keyed by a run no folder is alone goes), which the ingest writes. The manifests and configs are
-// read again to fill them.
+// read again to fill them, and the tables (a W&B history export, a table's run column: the folder's empty run an
+// older ingest made for them goes once they are read into their own runs).
 const char *const kSchemaV16 = R"(
 ALTER TABLE files ADD COLUMN folder_run TEXT;
 ALTER TABLE runs ADD COLUMN parent TEXT NOT NULL DEFAULT '';
@@ -247,7 +248,7 @@ ALTER TABLE runs ADD COLUMN manifest_key TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN folder TEXT;
 ALTER TABLE runs ADD COLUMN files_folder TEXT;
 UPDATE files SET size=-1, mtime=-1, consumed=0, lines=0, head_hash='', tail_hash=''
-    WHERE importer IN ('manifest', 'workspace-manifest', 'config-json');
+    WHERE importer IN ('manifest', 'workspace-manifest', 'config-json', 'csv', 'jsonl');
 )";
 
 // Whether `table` has `column`; false with *error set when the question failed.

@@ -64,6 +64,7 @@ private Q_SLOTS:
     void wandbExportsAreTheirRuns();
     void runsNamedByTheirOwnFolder();
     void runColumnRunsHaveSettings();
+    void phantomRunOfAnOlderStoreGoes();
 };
 
 void TestImporters::initTestCase()
@@ -612,6 +613,44 @@ void TestImporters::runColumnRunsHaveSettings()
     // The folder's run is made by nothing (every record names its run): no phantom run, no problem.
     QCOMPARE(names, (QStringList {QStringLiteral("lr1"), QStringLiteral("lr2")}));
     QVERIFY(again.problems().empty());
+}
+
+// A store an older fp8scope wrote (schema 15) holds the empty run it made of a folder of W&B exports, their files
+// counted to it: the upgrade reads the tables again into their own runs, and the empty run goes.
+void TestImporters::phantomRunOfAnOlderStoreGoes()
+{
+    QTemporaryDir dir;
+    const QString ws = dir.filePath(QStringLiteral("wandb_export"));
+    write(ws + QStringLiteral("/history_aaaa1111.csv"), "_step,train/loss\n1,3.0\n2,2.9\n");
+    write(ws + QStringLiteral("/history_bbbb2222.csv"), "_step,train/loss\n1,3.1\n2,3.0\n");
+    QString error;
+    {
+        RunStore store;
+        QVERIFY2(store.open(ws, &error), qPrintable(error));
+        store.ingest();
+        // As version 15 left it: no column of 16's, the folder's run made, the files counted to it.
+        Database &db = RunStoreTestAccess::db(store);
+        for (const char *sql : {"ALTER TABLE files DROP COLUMN folder_run", "ALTER TABLE runs DROP COLUMN parent",
+                 "ALTER TABLE runs DROP COLUMN inference_checkpoint",
+                 "ALTER TABLE runs DROP COLUMN inference_reference", "ALTER TABLE runs DROP COLUMN manifest",
+                 "ALTER TABLE runs DROP COLUMN manifest_key", "ALTER TABLE runs DROP COLUMN folder",
+                 "ALTER TABLE runs DROP COLUMN files_folder", "INSERT INTO runs(name) VALUES('wandb_export')",
+                 "UPDATE files SET run_id=(SELECT id FROM runs WHERE name='wandb_export')",
+                 "UPDATE meta SET value='15' WHERE key='schema_version'"})
+            QVERIFY2(db.exec(sql, &error), qPrintable(QLatin1String(sql) + QStringLiteral(": ") + error));
+    }
+    RunStore store;
+    QVERIFY2(store.open(ws, &error), qPrintable(error));
+    QVERIFY(store.run(QStringLiteral("wandb_export"))); // still there before the ingest
+    const IngestReport report = store.ingest();
+    QVERIFY2(report.errors.isEmpty(), qPrintable(report.errors.join(QLatin1Char('\n'))));
+    QVERIFY(!store.run(QStringLiteral("wandb_export")));
+    QStringList names;
+    for (const RunInfo &r : store.runs())
+        names << r.name;
+    names.sort();
+    QCOMPARE(names, (QStringList {QStringLiteral("history_aaaa1111"), QStringLiteral("history_bbbb2222")}));
+    QCOMPARE(store.run(QStringLiteral("history_aaaa1111"))->pointCount, 2);
 }
 
 // W&B history exports side by side are each a run (history_<id>), and the folder that holds them is none: no
