@@ -1017,12 +1017,19 @@ void MainWindow::editRunSettings(RunRef ref)
     const RunManifest current {run->run.displayName, run->run.precision, run->run.recipe, run->run.manifestBaseline,
         run->run.inferencePrecision, run->run.notes,
         run->run.lossGapBar ? QString::number(*run->run.lossGapBar, 'g', 6) : QString()};
-    RunSettingsDialog dialog(run->run.name, current, baselines, this);
+    const std::optional<ManifestPlace> place = runManifestPlace(run->run.folder, run->run.name, run->run.manifest,
+        run->run.manifestKey, run->run.ownFolder, run->run.filesFolder);
+    RunSettingsDialog dialog(
+        run->run.name, current, baselines, place ? place->file : QString(), place ? place->key : QString(), this);
     if (dialog.exec() != QDialog::Accepted)
         return;
+    const QString name = run->run.name; // `run` does not outlive the folders read again
     QString error;
     if (!setRunSettings(ref, dialog.manifest(), &error))
         QMessageBox::warning(this, tr("Run Settings"), error);
+    else if (place)
+        statusBar()->showMessage(
+            tr("The settings of %1 are saved in %2").arg(name, QDir::toNativeSeparators(place->file)), 10000);
 }
 
 void MainWindow::openDemo(const DemoOptions &options)

@@ -510,7 +510,8 @@ void readRunConfigs(const QJsonObject &o, const QStringList &runs, IngestSink &s
         sink.problem(0, -1,
             QStringLiteral("the configs of W&B runs %1 name none of the runs of their history files (%2: W&B names "
                            "those by run id), so they are not read; set each run's precision and recipe in Run "
-                           "Settings or in fp8scope-workspace.json under its run's name")
+                           "Settings, or in an fp8scope-workspace.json beside them under the run's full name "
+                           "(history_<id>)")
                 .arg(QStringLiteral("'") + unmatched.join(QStringLiteral("', '")) + QStringLiteral("'"),
                     runs.join(QStringLiteral(", "))));
 }
