@@ -250,27 +250,37 @@ std::optional<SeriesPoints> suspectSeries(const Catalog &catalog, RunRef run, co
 
 namespace {
 
-// The run's folder: its manifest's (fp8scope.json, or a workspace manifest keyed by the run), else the folder that
-// is the run's (as the ingest divided the opened folder), else its path under the opened folder, or that folder.
+// The run's folder: the folder that is the run's (as the ingest divided the opened folder), else its own
+// fp8scope.json's, else its path under the opened folder, or that folder.
 QString runFolderOf(const Run &r)
 {
-    if (!r.manifest.isEmpty())
-        return QFileInfo(QDir(r.folder).filePath(r.manifest)).absolutePath();
     if (r.ownFolder)
         return QDir(r.folder).absoluteFilePath(*r.ownFolder);
+    if (!r.manifest.isEmpty() && r.manifestKey.isEmpty())
+        return QFileInfo(QDir(r.folder).filePath(r.manifest)).absolutePath();
     const QString dir = QDir(r.folder).filePath(r.name);
     return QFileInfo(dir).isDir() ? dir : r.folder;
 }
 
-// The checkpoint and references of the run: what its manifest named (read at ingest), else what its folder holds.
+// The folder the manifest's paths are relative to: its own (a run's fp8scope.json, or a workspace manifest).
+QString manifestFolderOf(const Run &r)
+{
+    return r.manifest.isEmpty() ? runFolderOf(r) : QFileInfo(QDir(r.folder).filePath(r.manifest)).absolutePath();
+}
+
+// The checkpoint and references of the run: what its manifest named (read at ingest, relative to the manifest),
+// else what the run's folder holds.
 QString checkpointOf(const Run &r)
 {
-    return findInferenceCheckpoint(runFolderOf(r), r.inferenceCheckpoint);
+    return r.inferenceCheckpoint.isEmpty() ? findInferenceCheckpoint(runFolderOf(r))
+                                           : findInferenceCheckpoint(manifestFolderOf(r), r.inferenceCheckpoint);
 }
 
 QStringList referencesOf(const Run &r)
 {
-    return findInferenceReferences(runFolderOf(r), r.inferenceReference.split(QLatin1Char('\n'), Qt::SkipEmptyParts));
+    const QStringList named = r.inferenceReference.split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    return named.isEmpty() ? findInferenceReferences(runFolderOf(r))
+                           : findInferenceReferences(manifestFolderOf(r), named);
 }
 
 } // namespace

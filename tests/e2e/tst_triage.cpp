@@ -238,6 +238,7 @@ private Q_SLOTS:
     void storedAnswersFollowTheExport();
     void storedAnswersFollowTheRules();
     void oneAnswerBothWays();
+    void auditFindsTheRunsOwnExport();
     void aRunOnItsOwnAsAComparison();
     void severalRunsOfOneBaseline();
     void attemptsOfOneBaseline();
@@ -1428,6 +1429,40 @@ void TestTriage::oneAnswerBothWays()
         }
     }
     QVERIFY2(pairs >= 12, qPrintable(QString::number(pairs))); // the demo's 1, 5 scenarios, 6 emulated
+}
+
+// Two runs of a workspace, each with its own inference export, their settings in a workspace manifest at the top: each
+// run's audit reads its own export (the run's folder, not the manifest's, is searched); a checkpoint the manifest
+// names is relative to the manifest.
+void TestTriage::auditFindsTheRunsOwnExport()
+{
+    QTemporaryDir dir;
+    const QString ws = dir.filePath(QStringLiteral("ws"));
+    const auto write = [](const QString &path, const QByteArray &bytes) {
+        QDir().mkpath(QFileInfo(path).absolutePath());
+        QFile f(path);
+        return f.open(QIODevice::WriteOnly) && f.write(bytes) == bytes.size();
+    };
+    for (const QString &run : {QStringLiteral("fp8a"), QStringLiteral("fp8b")}) {
+        QVERIFY(write(ws + QLatin1Char('/') + run + QStringLiteral("/metrics.csv"), "step,loss\n1,3.0\n2,2.9\n"));
+        QVERIFY(write(ws + QLatin1Char('/') + run + QStringLiteral("/export/config.json"),
+            R"({"quantization_config": {"quant_method": "fp8"}})"));
+        QVERIFY(write(ws + QLatin1Char('/') + run + QStringLiteral("/export/model.safetensors"),
+            QByteArray(run.size() * 8, 'x')));
+    }
+    QVERIFY(write(ws + QStringLiteral("/fp8scope-workspace.json"),
+        R"({"runs": {"fp8a": {"precision": "fp8"}, "fp8b": {"precision": "fp8", "inference_checkpoint": "fp8a/export"}}})"));
+    Catalog catalog;
+    QString error;
+    QVERIFY2(testing::openAndIngest(ws, &catalog, &error), qPrintable(error));
+    const auto a = catalog.findRun(QStringLiteral("fp8a"));
+    const auto b = catalog.findRun(QStringLiteral("fp8b"));
+    QVERIFY(a && b);
+    QCOMPARE(a->manifest, QStringLiteral("fp8scope-workspace.json"));
+    QCOMPARE(a->manifestKey, QStringLiteral("fp8a"));
+    QCOMPARE(analysis::auditStampOfRun(catalog, a->ref), auditFilesStamp(ws + QStringLiteral("/fp8a/export"), {}));
+    // fp8b's manifest names fp8a's export, relative to the manifest's folder.
+    QCOMPARE(analysis::auditStampOfRun(catalog, b->ref), auditFilesStamp(ws + QStringLiteral("/fp8a/export"), {}));
 }
 
 // Evaluation gaps: z has the difference's sign (negative where the run is below); the demo's weak tasks, 2-2.5
