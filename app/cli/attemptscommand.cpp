@@ -50,12 +50,12 @@ void printAttempts(QTextStream &out, const AttemptsResult &r)
                 << " changes at once: which of them did what cannot be told apart\n";
     }
     out << "candidate: " << (r.candidate ? r.attempts[*r.candidate].name : QStringLiteral("none"));
-    if (r.candidateSource == QLatin1String("chosen"))
+    if (r.candidateSource == CandidateSource::Chosen)
         out << " (chosen by the user; the rule's: "
             << (r.ruleCandidate ? r.attempts[*r.ruleCandidate].name : QStringLiteral("none")) << ")\n";
     else
         out << " ("
-            << (r.candidateSource == QLatin1String("confirmed") ? QStringLiteral("confirmed by the user: ") : QString())
+            << (r.candidateSource == CandidateSource::Confirmed ? QStringLiteral("confirmed by the user: ") : QString())
             << candidateRule() << ")\n";
 }
 

@@ -47,7 +47,8 @@ void printAudit(QTextStream &out, const AuditResult &r)
     out << r.layers.size() << " layers, " << quantized << " quantized; " << r.findings.size()
         << (r.findings.size() == 1 ? " finding\n" : " findings\n");
     for (const AuditFinding &f : r.findings) {
-        out << "  " << f.severity.leftJustified(9) << f.kind.leftJustified(21) << f.layer;
+        out << "  " << auditSeverityName(f.severity).leftJustified(9) << auditKindName(f.kind).leftJustified(21)
+            << f.layer;
         if (!f.trainingLayer.isEmpty())
             out << "  (training: " << f.trainingLayer << ')';
         out << "\n      " << f.evidence << '\n';

@@ -25,14 +25,6 @@ QJsonValue step(const std::optional<int64_t> &s)
     return s ? QJsonValue(double(*s)) : QJsonValue(QJsonValue::Null);
 }
 
-QJsonArray findingsJson(const std::vector<Finding> &findings)
-{
-    QJsonArray out;
-    for (const Finding &f : findings)
-        out.append(findingJson(f));
-    return out;
-}
-
 void printFindings(QTextStream &out, const std::vector<Finding> &findings)
 {
     for (const Finding &f : findings)
@@ -53,27 +45,6 @@ void printNextSteps(QTextStream &out, const Comparison &c)
             out << "       " << QString(s.config).trimmed().replace(QLatin1Char('\n'), QStringLiteral("\n       "))
                 << '\n';
     }
-}
-
-QJsonArray nextStepsJson(const Comparison &c)
-{
-    QJsonArray out;
-    for (const NextStep &s : c.nextSteps)
-        out.append(
-            QJsonObject {{QStringLiteral("kind"), findingKindName(s.kind)}, {QStringLiteral("finding"), s.finding},
-                {QStringLiteral("what"), s.what}, {QStringLiteral("action"), s.action},
-                {QStringLiteral("config"), s.config.isEmpty() ? QJsonValue() : QJsonValue(s.config)}});
-    return out;
-}
-
-QString comparabilityName(ComparabilityLevel l)
-{
-    switch (l) {
-    case ComparabilityLevel::Comparable: return QStringLiteral("comparable");
-    case ComparabilityLevel::WithCare: return QStringLiteral("with-care");
-    case ComparabilityLevel::Unknown: return QStringLiteral("unknown");
-    }
-    return {};
 }
 
 QJsonValue number(double v)
@@ -124,20 +95,9 @@ int runTriage(const QStringList &args)
     if (parser.isSet(jsonOpt)) {
         QJsonArray comparisons, runs;
         for (const Comparison &c : result.comparisons)
-            comparisons.append(QJsonObject {{QStringLiteral("baseline"), nameOf(catalog, c.baseline)},
-                {QStringLiteral("run"), nameOf(catalog, c.run)}, {QStringLiteral("verdict"), verdictName(c.verdict)},
-                {QStringLiteral("departure_step"), step(c.departure)}, {QStringLiteral("lead_steps"), step(c.lead)},
-                {QStringLiteral("comparability"),
-                    QJsonObject {{QStringLiteral("level"), comparabilityName(c.comparability.level)},
-                        {QStringLiteral("text"), c.comparability.text}}},
-                {QStringLiteral("findings"), findingsJson(c.findings)},
-                {QStringLiteral("next_steps"), nextStepsJson(c)}});
+            comparisons.append(comparisonJson(catalog, c));
         for (const RunCheck &r : result.runs)
-            runs.append(QJsonObject {{QStringLiteral("run"), nameOf(catalog, r.run)},
-                {QStringLiteral("verdict"), verdictName(r.verdict)},
-                {QStringLiteral("departure_step"), step(r.departure)},
-                {QStringLiteral("findings"), findingsJson(r.findings)},
-                {QStringLiteral("next_steps"), nextStepsJson(comparisonOf(catalog, r))}});
+            runs.append(runCheckJson(catalog, r));
         out << QJsonDocument(QJsonObject {{QStringLiteral("version"), 1}, {QStringLiteral("comparisons"), comparisons},
                                  {QStringLiteral("runs"), runs}})
                    .toJson(QJsonDocument::Indented);

@@ -768,20 +768,43 @@ void MainWindow::exportReport(RunRef baseline, RunRef run, QString path, bool le
         },
         this,
         [this, path, letter](const QVariant &value, const QString &error) {
-            QString why = error;
-            RenderedReport rendered;
-            if (why.isEmpty()) {
-                QApplication::setOverrideCursor(Qt::WaitCursor);
-                renderReport(value.value<report::Document>(), path, {letter ? QPageSize::Letter : QPageSize::A4},
-                    &rendered, &why);
-                QApplication::restoreOverrideCursor();
+            const auto said = [this, path](const QString &why, int pages) {
+                if (why.isEmpty())
+                    statusBar()->showMessage(
+                        tr("Triage report written to %1 (%n page(s))", nullptr, pages).arg(path), 10000);
+                else
+                    statusBar()->showMessage(tr("The triage report was not written: %1").arg(why), 10000);
+                Q_EMIT reportExported(path, why);
+            };
+            if (!error.isEmpty()) {
+                said(error, 0);
+                return;
             }
-            if (why.isEmpty())
-                statusBar()->showMessage(
-                    tr("Triage report written to %1 (%n page(s))", nullptr, rendered.pages).arg(path), 10000);
-            else
-                statusBar()->showMessage(tr("The triage report was not written: %1").arg(why), 10000);
-            Q_EMIT reportExported(path, why);
+            // The painting needs the plots, which live on this thread: page by page, the window drawn between
+            // them (no input taken meanwhile); the file work after it (the bookmarks' rewrite, the file put in
+            // place) goes to the job queue.
+            QString why;
+            RenderedReport rendered;
+            PaintedReport painted;
+            const bool ok = paintReport(value.value<report::Document>(), path,
+                {letter ? QPageSize::Letter : QPageSize::A4}, &rendered, &painted, &why, [this](int page, int pages) {
+                    statusBar()->showMessage(tr("Painting the triage report: page %1 of %2").arg(page).arg(pages));
+                    QCoreApplication::processEvents(QEventLoop::ExcludeUserInputEvents);
+                    return true;
+                });
+            if (!ok) {
+                said(why, 0);
+                return;
+            }
+            const int pages = rendered.pages;
+            m_workspace->queries().submit({QString(), QStringLiteral("report-file"),
+                                              [painted, path](JobContext &) -> QVariant {
+                                                  QString error;
+                                                  return finishReport(painted, path, &error) ? QString() : error;
+                                              }},
+                this, [said, pages](const JobResult &r) {
+                    said(r.cancelled ? tr("cancelled") : !r.error.isEmpty() ? r.error : r.value.toString(), pages);
+                });
         });
 }
 
@@ -948,14 +971,15 @@ bool MainWindow::setRunSettings(RunRef ref, const RunManifest &settings, QString
         *error = tr("That run is no longer open.");
         return false;
     }
-    const std::optional<QString> dir = runFolderOf(run->run.folder, run->run.name);
-    if (!dir) {
-        *error = tr("%1: no folder of %2 holds only this run, so there is no fp8scope.json to write its settings "
-                    "in.")
+    const std::optional<ManifestPlace> place = runManifestPlace(run->run.folder, run->run.name, run->run.manifest,
+        run->run.manifestKey, run->run.ownFolder, run->run.filesFolder);
+    if (!place) {
+        *error = tr("%1: nothing says which files are run %2's, so there is no manifest to write its settings in; "
+                    "open the folder again (the store then knows).")
                      .arg(run->run.folder, run->run.name);
         return false;
     }
-    if (!writeRunManifest(*dir, settings, error))
+    if (!writeRunManifest(*place, settings, error))
         return false;
     reopenKeepingSelection(m_workspace->folders());
     return true;
@@ -964,15 +988,17 @@ bool MainWindow::setRunSettings(RunRef ref, const RunManifest &settings, QString
 bool MainWindow::setRunParent(RunRef ref, const QString &parent, QString *error)
 {
     const WorkspaceRun *run = m_workspace->run(ref);
-    const std::optional<QString> dir = run ? runFolderOf(run->run.folder, run->run.name) : std::nullopt;
-    if (!dir) {
-        *error = run ? tr("%1: no folder of %2 holds only this run, so there is no fp8scope.json to name its parent "
-                          "in.")
+    const std::optional<ManifestPlace> place = run ? runManifestPlace(run->run.folder, run->run.name, run->run.manifest,
+                                                   run->run.manifestKey, run->run.ownFolder, run->run.filesFolder)
+                                                   : std::nullopt;
+    if (!place) {
+        *error = run ? tr("%1: nothing says which files are run %2's, so there is no manifest to name its parent in; "
+                          "open the folder again (the store then knows).")
                            .arg(run->run.folder, run->run.name)
                      : tr("That run is no longer open.");
         return false;
     }
-    if (!writeRunParent(*dir, parent, error))
+    if (!writeRunParent(*place, parent, error))
         return false;
     reopenKeepingSelection(m_workspace->folders());
     return true;
@@ -991,12 +1017,19 @@ void MainWindow::editRunSettings(RunRef ref)
     const RunManifest current {run->run.displayName, run->run.precision, run->run.recipe, run->run.manifestBaseline,
         run->run.inferencePrecision, run->run.notes,
         run->run.lossGapBar ? QString::number(*run->run.lossGapBar, 'g', 6) : QString()};
-    RunSettingsDialog dialog(run->run.name, current, baselines, this);
+    const std::optional<ManifestPlace> place = runManifestPlace(run->run.folder, run->run.name, run->run.manifest,
+        run->run.manifestKey, run->run.ownFolder, run->run.filesFolder);
+    RunSettingsDialog dialog(
+        run->run.name, current, baselines, place ? place->file : QString(), place ? place->key : QString(), this);
     if (dialog.exec() != QDialog::Accepted)
         return;
+    const QString name = run->run.name; // `run` does not outlive the folders read again
     QString error;
     if (!setRunSettings(ref, dialog.manifest(), &error))
         QMessageBox::warning(this, tr("Run Settings"), error);
+    else if (place)
+        statusBar()->showMessage(
+            tr("The settings of %1 are saved in %2").arg(name, QDir::toNativeSeparators(place->file)), 10000);
 }
 
 void MainWindow::openDemo(const DemoOptions &options)

@@ -2,6 +2,7 @@
 
 #include <QComboBox>
 #include <QDialogButtonBox>
+#include <QDir>
 #include <QDoubleValidator>
 #include <QFormLayout>
 #include <QLabel>
@@ -25,8 +26,8 @@ QComboBox *editableCombo(const QString &name, const QStringList &items, const QS
 
 } // namespace
 
-RunSettingsDialog::RunSettingsDialog(
-    const QString &runName, const RunManifest &current, const QStringList &baselines, QWidget *parent)
+RunSettingsDialog::RunSettingsDialog(const QString &runName, const RunManifest &current, const QStringList &baselines,
+    const QString &savedIn, const QString &savedKey, QWidget *parent)
     : QDialog(parent)
     , m_name(new QLineEdit(current.name, this))
     , m_precision(editableCombo(QStringLiteral("runPrecision"),
@@ -69,9 +70,17 @@ RunSettingsDialog::RunSettingsDialog(
     m_notes->setMaximumHeight(90);
 
     auto *form = new QFormLayout(this);
-    auto *where = new QLabel(tr("Saved in the run folder's fp8scope.json, so that the run opens with them "
-                                "again (and for whoever opens the folder next)."),
+    // Where they go, as the file is named on disk: the run folder's fp8scope.json, or a workspace manifest under the
+    // run's full name (a W&B history run, a table's run-column run).
+    const QString file = QDir::toNativeSeparators(savedIn);
+    auto *where = new QLabel(savedKey.isEmpty()
+            ? tr("Saved in %1, so that the run opens with them again (and for whoever opens the folder next).")
+                  .arg(file)
+            : tr("Saved in %1 under \"%2\" (no folder is this run's alone), so that the run opens with them again "
+                 "(and for whoever opens the folder next).")
+                  .arg(file, savedKey),
         this);
+    where->setObjectName(QStringLiteral("runSettingsWhere"));
     where->setWordWrap(true);
     form->addRow(where);
     form->addRow(tr("Display &name"), m_name);

@@ -16,9 +16,10 @@ class RunSettingsDialog : public QDialog
 {
     Q_OBJECT
 public:
-    // `baselines`: the names of the runs it may be paired with.
-    RunSettingsDialog(
-        const QString &runName, const RunManifest &current, const QStringList &baselines, QWidget *parent = nullptr);
+    // `baselines`: the names of the runs it may be paired with; `savedIn`: the manifest file the settings go to, and
+    // the key under its "runs" where it is a workspace manifest (core/importers/manifestwriter runManifestPlace).
+    RunSettingsDialog(const QString &runName, const RunManifest &current, const QStringList &baselines,
+        const QString &savedIn, const QString &savedKey, QWidget *parent = nullptr);
 
     RunManifest manifest() const;
 

@@ -1,6 +1,7 @@
 #include "attempts.h"
 
 #include "comparetables.h"
+#include "triagerules.h"
 
 #include "core/audit/checkpointaudit.h"
 #include "core/formats/layerorder.h"
@@ -29,7 +30,8 @@ std::vector<AttemptChange> changesBetween(const Catalog &catalog, RunRef from, R
         if (!r.differs || r.keyClass == KeyClass::Incidental)
             continue;
         const QString key = r.version ? QStringLiteral("version of %1").arg(r.key) : r.key;
-        out.push_back({key, r.baseline, r.run, changeGroup(r.key, r.version)});
+        const auto [kind, group] = classifyChange(r.key, r.version);
+        out.push_back({key, r.baseline, r.run, group, kind});
     }
     return out;
 }
@@ -44,18 +46,6 @@ QStringList groupsOf(const std::vector<AttemptChange> &changes)
     return groups;
 }
 
-// The parent a run's own fp8scope.json names ("parent": a run's name); empty when none.
-QString manifestParent(const Run &run)
-{
-    QString dir = QDir(run.folder).filePath(run.name);
-    if (!QFileInfo(dir).isDir())
-        dir = run.folder;
-    QFile f(QDir(dir).filePath(QStringLiteral("fp8scope.json")));
-    if (!f.open(QIODevice::ReadOnly))
-        return {};
-    return QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("parent")).toString();
-}
-
 // Whether a verdict is a problem an attempt can fix (not healthy, and the runs comparable), for "fixed" and
 // "partly".
 bool problem(Verdict v)
@@ -65,22 +55,22 @@ bool problem(Verdict v)
 
 } // namespace
 
-QString changeGroup(const QString &key, bool version)
+std::pair<ChangeKind, QString> classifyChange(const QString &key, bool version)
 {
     if (version)
-        return QStringLiteral("version of %1").arg(key);
+        return {ChangeKind::Version, QStringLiteral("version of %1").arg(key)};
     const QString j = joinedKey(key);
     static const QSet<QString> deterministicEnv {QStringLiteral("nccl_algo"), QStringLiteral("cublas_workspace_config"),
         QStringLiteral("nvte_allow_nondeterministic_algo"), QStringLiteral("torch_deterministic"),
         QStringLiteral("cudnn_deterministic"), QStringLiteral("nvte_fused_attn"), QStringLiteral("nvte_flash_attn")};
     if (j.contains(QLatin1String("deterministic")) || deterministicEnv.contains(j))
-        return QStringLiteral("deterministic mode");
+        return {ChangeKind::DeterministicMode, QStringLiteral("deterministic mode")};
     if (contextReason(key) == QLatin1String("the parallel layout"))
-        return QStringLiteral("parallel layout");
+        return {ChangeKind::ParallelLayout, QStringLiteral("parallel layout")};
     if (j.contains(QLatin1String("in_bf16")) || j.contains(QLatin1String("layers_bf16")))
-        return QStringLiteral("BF16 fallback layers");
+        return {ChangeKind::Bf16Layers, QStringLiteral("BF16 fallback layers")};
     if (j.contains(QLatin1String("fp8_param")) || j.contains(QLatin1String("primary_weights_in_fp8")))
-        return QStringLiteral("FP8 parameters");
+        return {ChangeKind::Fp8Parameters, QStringLiteral("FP8 parameters")};
     static const QRegularExpression recipe(
         QStringLiteral("^(fp8|fp4|mxfp8|nvfp4)(_(recipe|format|margin|interval|amax_history_len|amax_compute_algo|"
                        "wgrad|dot_product_attention|multi_head_attention))?$|^(fp8_)?recipe$|^first_last_layers_fp8$"));
@@ -90,8 +80,13 @@ QString changeGroup(const QString &key, bool version)
         QStringLiteral("params_dtype"), QStringLiteral("precision")};
     if (recipe.match(j).hasMatch() || precision.contains(j)
         || contextReason(key) == QLatin1String("a prerequisite of FP8 training"))
-        return QStringLiteral("precision and recipe");
-    return j.isEmpty() ? key : j;
+        return {ChangeKind::PrecisionAndRecipe, QStringLiteral("precision and recipe")};
+    return {ChangeKind::Key, j.isEmpty() ? key : j};
+}
+
+QString changeGroup(const QString &key, bool version)
+{
+    return classifyChange(key, version).second;
 }
 
 bool Attempt::healthy() const
@@ -144,6 +139,8 @@ AttemptsResult attemptsOf(const Catalog &catalog, RunRef baseline, const std::ve
         a.run = c->run;
         a.name = r->name;
         a.verdict = c->verdict;
+        a.comparability = c->comparability.level;
+        a.comparabilityText = c->comparability.text;
         a.departure = c->departure;
         a.changes = changesBetween(catalog, baseline, c->run);
         LossGap computed;
@@ -167,7 +164,7 @@ AttemptsResult attemptsOf(const Catalog &catalog, RunRef baseline, const std::ve
         for (const ConfigEntry &e : catalog.configs(c->run))
             config.emplace_back(e.key, e.value);
         a.bf16Layers = int(bf16TrainedLayers(config).layers.size());
-        a.parentName = manifestParent(*r);
+        a.parentName = r->manifestParent; // as its manifest names it, read at ingest
         result.attempts.push_back(std::move(a));
     }
     std::sort(result.attempts.begin(), result.attempts.end(),
@@ -235,16 +232,16 @@ AttemptsResult attemptsOf(const Catalog &catalog, RunRef baseline, const std::ve
             result.candidate = i;
     }
     result.ruleCandidate = result.candidate;
-    result.candidateSource = result.candidate ? QStringLiteral("rule") : QString();
+    result.candidateSource = result.candidate ? CandidateSource::Rule : CandidateSource::None;
     // The user's word (kept in the baseline's store) where it names one of the attempts.
     if (const std::optional<CandidateChoice> choice = catalog.candidateChoice(baseline)) {
         for (size_t i = 0; i < result.attempts.size(); ++i) {
             if (result.attempts[i].name != choice->candidate)
                 continue;
             result.candidate = i;
-            result.candidateSource = choice->state == QLatin1String("confirmed") && result.ruleCandidate == i
-                ? QStringLiteral("confirmed")
-                : QStringLiteral("chosen");
+            result.candidateSource = choice->state == CandidateSource::Confirmed && result.ruleCandidate == i
+                ? CandidateSource::Confirmed
+                : CandidateSource::Chosen;
             result.candidateNote = choice->note;
         }
     }
@@ -316,29 +313,20 @@ std::vector<TriedBy> triedBy(const Catalog &catalog, const NextStep &step, const
         attempts.attempts.begin(), attempts.attempts.end(), [run](const Attempt &a) { return a.run == run; });
     if (self == attempts.attempts.end())
         return out;
-    const QString action = step.action.toLower();
-    const auto word = [&action](const QString &w) {
-        return QRegularExpression(QStringLiteral("(^|[^a-z0-9_])%1($|[^a-z0-9_])").arg(QRegularExpression::escape(w)))
-            .match(action)
-            .hasMatch();
-    };
-    // Whether a change from the run is what the step proposes.
+    // Whether a change from the run is one the step proposes (its typed proposals, never its words): a recipe of
+    // the family proposed, BF16 fallback layers where it proposes layers in BF16, a key it proposes to set (to the
+    // value proposed, where it names one).
     const auto proposes = [&](const AttemptChange &c) {
-        const QString to = c.to.toLower();
-        if (c.group == QLatin1String("precision and recipe")) {
-            if (!action.contains(QLatin1String("recipe")) && !action.contains(QLatin1String("scaling")))
-                return false;
-            if (to == QLatin1String("tensorwise") || to == QLatin1String("current"))
-                return word(QStringLiteral("tensorwise")) || word(QStringLiteral("current"));
-            return !to.isEmpty() && word(to);
-        }
-        if (c.group == QLatin1String("BF16 fallback layers"))
-            return action.contains(QLatin1String("first-last-layers-bf16"))
-                || action.contains(QLatin1String("layers-at-start-in-bf16"))
-                || action.contains(QLatin1String("layers-at-end-in-bf16"));
-        const QString key = joinedKey(c.key);
-        return key.size() > 3
-            && (action.contains(key) || action.contains(QString(key).replace(QLatin1Char('_'), QLatin1Char('-'))));
+        return std::any_of(step.proposals.begin(), step.proposals.end(), [&](const Proposal &p) {
+            switch (p.kind) {
+            case Proposal::Kind::Recipe:
+                return c.kind == ChangeKind::PrecisionAndRecipe && !c.to.isEmpty() && recipeFamily(c.to) == p.recipe;
+            case Proposal::Kind::Bf16Layers: return c.kind == ChangeKind::Bf16Layers;
+            case Proposal::Kind::ConfigValue:
+                return joinedKey(c.key) == joinedKey(p.key) && (p.value.isEmpty() || c.to == p.value);
+            }
+            return false;
+        });
     };
     for (const Attempt &o : attempts.attempts) {
         if (o.run == run)
@@ -395,6 +383,7 @@ QJsonObject attemptsJson(const AttemptsResult &result)
             {QStringLiteral("changes_from_parent"), changesJson(a.fromParent)},
             {QStringLiteral("groups_from_parent"), QJsonArray::fromStringList(a.groupsFromParent)},
             {QStringLiteral("several_at_once"), a.severalAtOnce}, {QStringLiteral("verdict"), verdictName(a.verdict)},
+            {QStringLiteral("comparability"), comparabilityName(a.comparability)},
             {QStringLiteral("departure_step"), a.departure ? QJsonValue(double(*a.departure)) : QJsonValue()},
             {QStringLiteral("end_gap"), num(a.endGap)}, {QStringLiteral("end_edge"), num(a.endEdge)},
             {QStringLiteral("spikes"), a.spikes}, {QStringLiteral("eval_gaps"), gaps},
@@ -407,7 +396,7 @@ QJsonObject attemptsJson(const AttemptsResult &result)
         {QStringLiteral("candidate"),
             result.candidate ? QJsonValue(result.attempts[*result.candidate].name) : QJsonValue()},
         {QStringLiteral("candidate_rule"), candidateRule()},
-        {QStringLiteral("candidate_source"), result.candidateSource},
+        {QStringLiteral("candidate_source"), candidateSourceName(result.candidateSource)},
         {QStringLiteral("rule_candidate"),
             result.ruleCandidate ? QJsonValue(result.attempts[*result.ruleCandidate].name) : QJsonValue()}};
 }

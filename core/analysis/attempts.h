@@ -16,16 +16,30 @@
 
 namespace fp8scope::analysis {
 
+// What kind of change a group is: a typed state the rules match on ("tried in"); its name is for people.
+enum class ChangeKind {
+    PrecisionAndRecipe,
+    ParallelLayout,
+    DeterministicMode,
+    Bf16Layers,
+    Fp8Parameters,
+    Version,
+    Key
+};
+
 struct AttemptChange {
     QString key; // the config key, or "version of PACKAGE"
     QString from; // the baseline's (or parent's) value; "(unset)" where it has none
     QString to; // the attempt's
-    QString group; // "precision and recipe", "parallel layout", "deterministic mode", "BF16 fallback layers", ..., or
-                   // the key
+    QString group; // the group's name: "precision and recipe", "parallel layout", "deterministic mode", "BF16 fallback
+                   // layers", "FP8 parameters", "version of PACKAGE", or the key
+    ChangeKind kind = ChangeKind::Key;
 };
 
 // The group a differing key belongs to: keys that make one change together share it (deterministic mode's flag
 // and its environment variables; the parallel layout's sizes; the recipe's settings); any other key is its own.
+// Its kind, and its name.
+std::pair<ChangeKind, QString> classifyChange(const QString &key, bool version);
 QString changeGroup(const QString &key, bool version);
 
 struct Attempt {
@@ -42,6 +56,10 @@ struct Attempt {
     bool severalAtOnce = false;
     // The outcome, from its comparison with the baseline.
     Verdict verdict = Verdict::None;
+    // Whether its loss comparison with the baseline means what it says (the comparison's own, as the wizard's
+    // first step says it): a verdict compared with care carries its caveat wherever it is shown.
+    ComparabilityLevel comparability = ComparabilityLevel::Unknown;
+    QString comparabilityText;
     std::optional<int64_t> departure;
     double endGap = NAN; // the smoothed loss difference at the last aligned step (run - baseline)
     double endEdge = NAN; // what the band allows there (tolerance + band)
@@ -66,7 +84,7 @@ struct AttemptsResult {
     std::vector<Attempt> attempts; // in name order (natural)
     std::optional<size_t> candidate; // the user's choice where there is one, else by candidateRule()
     std::optional<size_t> ruleCandidate; // by candidateRule()
-    QString candidateSource; // "rule", "confirmed" (the rule's, confirmed by the user), "chosen" (the user's)
+    CandidateSource candidateSource = CandidateSource::None; // the rule's, confirmed by the user, or the user's
     QString candidateNote; // the user's note
 };
 

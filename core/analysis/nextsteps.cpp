@@ -65,9 +65,67 @@ QString recipeAdvice(const QString &runRecipe)
                           "(delayed -> current -> mxfp8 or blockwise)");
 }
 
-NextStep stepOf(const Finding &f, const QString &action)
+// The recipes finer than the run's, in the order recipeAdvice names them (none where it is not recorded).
+std::vector<Proposal> finerRecipes(const QString &runRecipe)
 {
-    return {f.kind, findingIdentity(f), f.summary, action};
+    const QString family = recipeFamily(runRecipe);
+    QStringList to;
+    if (family == QLatin1String("delayed"))
+        to = {QStringLiteral("current"), QStringLiteral("mxfp8"), QStringLiteral("blockwise")};
+    else if (family == QLatin1String("current"))
+        to = {QStringLiteral("mxfp8"), QStringLiteral("blockwise")};
+    else if (family == QLatin1String("mxfp8"))
+        to = {QStringLiteral("blockwise")};
+    else if (family == QLatin1String("nvfp4"))
+        to = {QStringLiteral("mxfp8")};
+    std::vector<Proposal> out;
+    for (const QString &r : to)
+        out.push_back({.kind = Proposal::Kind::Recipe, .recipe = r});
+    return out;
+}
+
+Proposal configValue(const QString &key, const QString &value = {})
+{
+    return {.kind = Proposal::Kind::ConfigValue, .key = key, .value = value};
+}
+
+// What a finding's own suggestion proposes: a key back to the baseline's value, the what-if's best recipe, the
+// layer a blow-up began in kept in BF16.
+std::vector<Proposal> proposalsOf(const Finding &f)
+{
+    switch (f.kind) {
+    case FindingKind::ConfigDifference:
+    case FindingKind::VersionDifference:
+        if (!f.key.isEmpty())
+            return {configValue(f.key, f.evidence.value(QStringLiteral("baseline")).toString())};
+        break;
+    case FindingKind::RecipeWhatIf:
+        if (f.evidence.value(QStringLiteral("best_is_runs")).toBool() && !f.layer.isEmpty())
+            return {{.kind = Proposal::Kind::Bf16Layers, .layers = {f.layer}}};
+        if (const QString best = recipeFamily(f.evidence.value(QStringLiteral("best")).toString()); !best.isEmpty())
+            return {{.kind = Proposal::Kind::Recipe, .recipe = best}};
+        break;
+    case FindingKind::FirstNonFinite:
+        if (!f.layer.isEmpty())
+            return {{.kind = Proposal::Kind::Bf16Layers, .layers = {f.layer}}, configValue(QStringLiteral("lr"))};
+        break;
+    default: break;
+    }
+    return {};
+}
+
+NextStep stepOf(const Finding &f, const QString &action, std::vector<Proposal> proposals = {})
+{
+    if (action == f.suggestion && proposals.empty())
+        proposals = proposalsOf(f);
+    return {f.kind, findingIdentity(f), f.summary, action, QString(), std::move(proposals)};
+}
+
+// The peak learning rate and its warm-up: what a spike's or a run's own departure proposes to lower or lengthen.
+std::vector<Proposal> learningRate()
+{
+    return {configValue(QStringLiteral("lr")), configValue(QStringLiteral("lr_warmup_iters")),
+        configValue(QStringLiteral("lr_warmup_fraction"))};
 }
 
 } // namespace
@@ -79,11 +137,13 @@ QString recipeFamily(const QString &recipe)
         return {};
     if (r.startsWith(QLatin1String("delayed")))
         return QStringLiteral("delayed");
-    if (r.startsWith(QLatin1String("current")) || r == QLatin1String("tensorwise"))
+    // Transformer Engine's recipe classes too (Float8CurrentScaling, MXFP8BlockScaling, Float8BlockScaling).
+    if (r.startsWith(QLatin1String("current")) || r == QLatin1String("tensorwise")
+        || r.contains(QLatin1String("currentscaling")))
         return QStringLiteral("current");
     if (r.startsWith(QLatin1String("mxfp8")))
         return QStringLiteral("mxfp8");
-    if (r.startsWith(QLatin1String("block")))
+    if (r.startsWith(QLatin1String("block")) || r == QLatin1String("float8blockscaling"))
         return QStringLiteral("blockwise");
     if (r.startsWith(QLatin1String("nvfp4")))
         return QStringLiteral("nvfp4");
@@ -303,7 +363,7 @@ bool isDismissed(const std::vector<FindingReview> &reviews, const Finding &f)
 {
     const QString identity = findingIdentity(f);
     return std::any_of(reviews.begin(), reviews.end(),
-        [&](const FindingReview &r) { return r.finding == identity && r.state == QLatin1String("dismissed"); });
+        [&](const FindingReview &r) { return r.finding == identity && r.state == ReviewState::Dismissed; });
 }
 
 Comparison comparisonOf(const Catalog &catalog, const RunCheck &check)
@@ -394,7 +454,7 @@ void finish(const FinishInputs &in, Comparison *cp)
             verdictAction += QStringLiteral("; if it trains in FP8, a BF16 run of the same steps tells a precision "
                                             "problem from the training's own (its precision is not recorded)");
         if (departure && open(*departure))
-            steps.push_back(stepOf(*departure, verdictAction));
+            steps.push_back(stepOf(*departure, verdictAction, learningRate()));
     }
     switch (aloneDeparts ? Verdict::None : c.verdict) {
     case Verdict::None: {
@@ -406,17 +466,22 @@ void finish(const FinishInputs &in, Comparison *cp)
             if (f.kind != FindingKind::LossGap || f.severity != Severity::Warning || !open(f))
                 continue;
             QStringList parts;
+            std::vector<Proposal> proposals;
             if (precision != PrecisionClass::Baseline) {
-                if (const QString recipe = recipeAdvice(runRecipe); !recipe.isEmpty())
+                if (const QString recipe = recipeAdvice(runRecipe); !recipe.isEmpty()) {
                     parts << recipe;
+                    proposals = finerRecipes(runRecipe);
+                }
                 parts << QStringLiteral("keep the first and last layers in BF16 (Megatron --first-last-layers-bf16 "
                                         "--num-layers-at-start-in-bf16 2 --num-layers-at-end-in-bf16 2)");
+                proposals.push_back({.kind = Proposal::Kind::Bf16Layers});
             }
             parts << QStringLiteral("or accept the cost: set loss_gap_bar in the baseline's fp8scope.json (or its "
                                     "run settings) to the gap you accept");
             steps.push_back(stepOf(f,
                 QStringLiteral("FP8 costs more than the accepted gap; one change at a time: ")
-                    + parts.join(QStringLiteral("; "))));
+                    + parts.join(QStringLiteral("; ")),
+                std::move(proposals)));
         }
         break;
     }
@@ -434,8 +499,12 @@ void finish(const FinishInputs &in, Comparison *cp)
             ? QStringLiteral("early divergence is usually software: compare the versions and the FP8 settings with "
                              "the baseline's and undo the most recent change first")
             : QStringLiteral("undo one of these at a time, the first first: %1").arg(named.join(QStringLiteral(", ")));
-        if (departure && open(*departure))
-            steps.push_back(stepOf(*departure, verdictAction));
+        if (departure && open(*departure)) {
+            std::vector<Proposal> undo;
+            for (const Finding *g : keys)
+                undo.push_back(configValue(g->key, g->evidence.value(QStringLiteral("baseline")).toString()));
+            steps.push_back(stepOf(*departure, verdictAction, std::move(undo)));
+        }
         for (const Finding *g : keys) {
             if (!g->suggestion.isEmpty())
                 steps.push_back(stepOf(*g, g->suggestion));
@@ -460,8 +529,11 @@ void finish(const FinishInputs &in, Comparison *cp)
                 && f.evidence.value(QStringLiteral("best")).isString();
         });
         const QString recipe = precision == PrecisionClass::Baseline || measured ? QString() : recipeAdvice(runRecipe);
-        if (!recipe.isEmpty())
+        std::vector<Proposal> proposals;
+        if (!recipe.isEmpty()) {
             parts << recipe;
+            proposals = finerRecipes(runRecipe);
+        }
         if (!layers.isEmpty()) {
             int lastIndex = in.lastLayerIndex;
             for (const Finding &f : c.suspects)
@@ -482,6 +554,7 @@ void finish(const FinishInputs &in, Comparison *cp)
                                           "DisableFP8Layer)")
                                .arg(layers.join(QStringLiteral(", ")));
             config = teConfig;
+            proposals.push_back({.kind = Proposal::Kind::Bf16Layers, .layers = layers});
             if (edge)
                 bf16 += QStringLiteral("; the suspects are first or last layers: Megatron --first-last-layers-bf16 "
                                        "--num-layers-at-start-in-bf16 2 --num-layers-at-end-in-bf16 2");
@@ -492,7 +565,7 @@ void finish(const FinishInputs &in, Comparison *cp)
                              "statistics: underflows%, overflows%, scale_inv) and keep them in BF16")
             : QStringLiteral("one change at a time: ") + parts.join(QStringLiteral("; or "));
         if (departure && open(*departure)) {
-            steps.push_back(stepOf(*departure, verdictAction));
+            steps.push_back(stepOf(*departure, verdictAction, std::move(proposals)));
             steps.back().config = config;
         }
         // The what-if acts on a suspect: not on one whose signals were all dismissed.
@@ -507,11 +580,14 @@ void finish(const FinishInputs &in, Comparison *cp)
             if (f.kind != FindingKind::LossSpikes || !open(f) || f.severity == Severity::Info)
                 continue;
             verdictAction = QStringLiteral("lower the peak learning rate or lengthen its warm-up");
-            if (recipeFamily(runRecipe) == QLatin1String("delayed"))
+            std::vector<Proposal> proposals = learningRate();
+            if (recipeFamily(runRecipe) == QLatin1String("delayed")) {
                 verdictAction += QStringLiteral(", or current scaling instead of the run's delayed scaling (a "
                                                 "stale amax history lets a spike saturate)");
+                proposals.push_back({.kind = Proposal::Kind::Recipe, .recipe = QStringLiteral("current")});
+            }
             verdictAction += QStringLiteral(" (one change at a time)");
-            steps.push_back(stepOf(f, verdictAction));
+            steps.push_back(stepOf(f, verdictAction, std::move(proposals)));
             break;
         }
         break;

@@ -1,4 +1,5 @@
 // The triage through the store: results read back while their stamp holds, computed and stored otherwise.
+#include "rulesdigest.h"
 #include "storedwhatif.h"
 #include "triage.h"
 #include "triageinputs.h"
@@ -16,31 +17,20 @@ QString number(double v)
     return QString::number(v, 'g', 17);
 }
 
-// The rules' revision: moved whenever a rule of triage.cpp changes what it finds, so that results an older
-// fp8scope stored are computed again rather than read back. 2: skipped iterations weighed against the baseline.
-// 3: finding kinds from one table, notable eval drops, context config keys, the evidence dump by its damage.
-// 4: not comparable pairs. 5: restarts of the statistics logs, and the Megatron log's across its files.
-// 6: early or mid-run by whether the run tracked its baseline through the loss's fall (departureclass.h).
-// 8: blow-ups (the loss not a number to the end of the log) as departures, the first non-finite value, recoveries.
-// 9: the loss gap against the baseline's bar, a gradual cost told from a break, a blow-up's skips its own.
-// 10: the recipe what-if ranked by damage then the bulk's error, over the formats the run could use, from the stored
-// what-if (storedwhatif.h).
-constexpr int kRulesRevision = 10;
-
-// Every option that changes a result, as text, after the rules' revision.
+// Every option that changes a result, as text.
 QString optionsText(const TriageOptions &o)
 {
     const DepartureOptions &d = o.departure;
     const DepartureOptions &g = o.gradNormDeparture;
     const SpikeOptions &s = o.spikes;
     const OnsetOptions &n = o.onset;
-    return QStringList {QStringLiteral("rules %1").arg(kRulesRevision), number(d.relativeTolerance),
-               number(d.absoluteTolerance), number(d.noiseSigmas), number(d.stayFraction), number(d.minPoints),
-               number(g.relativeTolerance), number(g.absoluteTolerance), number(g.noiseSigmas), number(g.stayFraction),
-               number(g.minPoints), number(s.sigmas), number(s.relative), number(s.halfWidth), number(s.recoverSigmas),
-               number(n.earlyFraction), number(n.sigmas), number(n.relative), number(n.absolute),
-               number(n.stayFraction), number(n.minPoints), number(o.earlyFraction), number(o.evalSigmas),
-               number(o.evalNotableSigmas), number(o.spikeAlpha), number(double(o.minSpikes)), number(o.lossGapBar)}
+    return QStringList {number(d.relativeTolerance), number(d.absoluteTolerance), number(d.noiseSigmas),
+               number(d.stayFraction), number(d.minPoints), number(g.relativeTolerance), number(g.absoluteTolerance),
+               number(g.noiseSigmas), number(g.stayFraction), number(g.minPoints), number(s.sigmas), number(s.relative),
+               number(s.halfWidth), number(s.recoverSigmas), number(n.earlyFraction), number(n.sigmas),
+               number(n.relative), number(n.absolute), number(n.stayFraction), number(n.minPoints),
+               number(o.earlyFraction), number(o.evalSigmas), number(o.evalNotableSigmas), number(o.spikeAlpha),
+               number(double(o.minSpikes)), number(o.lossGapBar), o.audit.text()}
                .join(QLatin1Char(','))
         + (o.live ? QStringLiteral(",live") : QString());
 }
@@ -127,12 +117,22 @@ void store(Catalog &catalog, RunRef run, RunRef baseline, const StoredTriage &re
 
 } // namespace
 
+QString rulesDigest()
+{
+    return QStringLiteral(FP8SCOPE_RULES_DIGEST);
+}
+
+QStringList rulesDigestFiles()
+{
+    return QStringLiteral(FP8SCOPE_RULES_FILES).split(QLatin1Char(','), Qt::SkipEmptyParts);
+}
+
 QString triageStamp(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options)
 {
     const QByteArray hash
         = QCryptographicHash::hash(optionsText(options).toUtf8(), QCryptographicHash::Sha1).toHex().left(12);
-    QString stamp = QStringLiteral("engine %1; options %2; data %3")
-                        .arg(kTriageEngineVersion)
+    QString stamp = QStringLiteral("rules %1; options %2; data %3")
+                        .arg(rulesDigest())
                         .arg(QString::fromLatin1(hash))
                         .arg(catalog.dataGeneration(run.store));
     if (baseline.isValid() && baseline.store != run.store)
@@ -162,7 +162,7 @@ Comparison compareRunsStored(
             .fromStore = true};
         // The audit its findings came from (read once while the checkpoint's files hold, as the stamp says they
         // do): a stored comparison carries what a fresh one does.
-        c.audit = auditOfRun(catalog, run);
+        c.audit = auditOfRun(catalog, run, options.audit);
         finishComparison(catalog, &c, options);
         return c;
     }

@@ -213,6 +213,8 @@ QJsonObject findingJson(const Finding &f)
     put("task", f.task);
     if (f.step)
         o.insert(QStringLiteral("step"), double(*f.step));
+    if (f.lastStep)
+        o.insert(QStringLiteral("last_step"), double(*f.lastStep));
     if (!f.evidence.isEmpty())
         o.insert(QStringLiteral("evidence"), f.evidence);
     put("suggestion", f.suggestion);

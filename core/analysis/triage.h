@@ -12,6 +12,7 @@
 #include "core/numerics/whatif.h"
 #include "core/query/catalog.h"
 
+#include <QJsonArray>
 #include <QJsonObject>
 #include <QString>
 #include <QStringList>
@@ -58,11 +59,26 @@ struct TriageOptions {
     double evalNotableSigmas = 2.0;
     double spikeAlpha = 0.05; // the run's own spikes outnumber the baseline's at this one-sided significance
     size_t minSpikes = 3; // ... and number at least this many
+    // The checkpoint audit's thresholds (the audit of the run's inference checkpoint the triage reads).
+    AuditThresholds audit;
     // The run is still being written (fp8scope-cli watch): a layer signal while the loss has not departed
     // (yet) is an early warning, weighed as one before a departure, rather than a signal the loss never
     // followed.
     bool live = false;
 };
+
+// What a next step proposes to change, typed, so that an attempt that changed it is found by what it changed, not
+// by the step's words ("tried in": core/analysis/attempts triedBy).
+struct Proposal {
+    enum class Kind { Recipe, Bf16Layers, ConfigValue };
+    Kind kind = Kind::ConfigValue;
+    QString recipe; // Recipe: the recipe's family (current, mxfp8, blockwise, nvfp4; recipeFamily)
+    QStringList layers; // Bf16Layers: the layers kept in BF16; empty for the first and last layers
+    QString key; // ConfigValue: the config key, and the value proposed (the baseline's)
+    QString value;
+    bool operator==(const Proposal &) const = default;
+};
+QString proposalKindName(Proposal::Kind kind);
 
 // One change to try, off one finding, in the order to try them (one at a time).
 struct NextStep {
@@ -71,6 +87,7 @@ struct NextStep {
     QString what; // the finding's summary
     QString action; // what to change
     QString config; // a config the action applies, as it pastes (YAML), or empty
+    std::vector<Proposal> proposals; // what the action proposes, each on its own (alternatives, one at a time)
 };
 
 // Whether a loss comparison of the two runs means what it says: the model shape, data and plan agree, both
@@ -195,16 +212,18 @@ std::vector<TriageTarget> triageTargets(const Catalog &catalog);
 
 // The same, through the store: a result stored with the stamp the data and engine have now is read back;
 // any other is computed and stored (a store that cannot take it is reported in *errors, the result still
-// returned). The stamp: the engine's version, the options, and the data generation of the stores of both runs.
+// returned). The stamp: the rules' digest, the options, and the data generation of the stores of both runs.
 Comparison compareRunsStored(
     Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options = {}, QStringList *errors = nullptr);
 RunCheck checkRunStored(Catalog &catalog, RunRef run, const TriageOptions &options = {}, QStringList *errors = nullptr);
 TriageResult triageStored(Catalog &catalog, const TriageOptions &options = {}, QStringList *errors = nullptr);
 // The stamp a result of (baseline, run) computed now carries (baseline invalid: a run checked alone).
 QString triageStamp(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options);
-// The version of the engine's rules: moved whenever a rule or threshold changes, so that results stored by an
-// older engine are computed again.
-constexpr int kTriageEngineVersion = 5;
+// The rules' digest: a hash of the sources the triage's answers come from (the analysis, the audit, the queries
+// they read; core/analysis/rulesdigest.cmake writes it at build time), and those files, relative to core/. It is
+// in every stamp, so results stored by other rules are computed again, with no revision moved by hand.
+QString rulesDigest();
+QStringList rulesDigestFiles();
 
 // What a finding is, whatever its rank and steps: its kind, layer, tensor, statistic, key and task, joined. A
 // user's review (core/store FindingReview) is kept under it, so that it outlives the result computed again.
@@ -212,6 +231,13 @@ QString findingIdentity(const Finding &f);
 
 // The finding as the CLI's JSON prints it (fields that do not apply are left out).
 QJsonObject findingJson(const Finding &f);
+// The triage as `fp8scope-cli triage --json` prints it (core/analysis/triagejson.cpp): a comparison, a run checked
+// alone, and their parts.
+QJsonArray findingsJson(const std::vector<Finding> &findings);
+QJsonArray nextStepsJson(const std::vector<NextStep> &steps);
+QString comparabilityName(ComparabilityLevel level);
+QJsonObject comparisonJson(const Catalog &catalog, const Comparison &c);
+QJsonObject runCheckJson(const Catalog &catalog, const RunCheck &r);
 
 // What a config key is to a comparison of a baseline and its FP8 twin.
 // Context: a difference that is a prerequisite of FP8 (Transformer Engine's implementation) or the parallel

@@ -250,11 +250,37 @@ std::optional<SeriesPoints> suspectSeries(const Catalog &catalog, RunRef run, co
 
 namespace {
 
-// The run's folder: its path under the opened folder, or the opened folder itself.
+// The run's folder: the folder that is the run's (as the ingest divided the opened folder), else its own
+// fp8scope.json's, else its path under the opened folder, or that folder.
 QString runFolderOf(const Run &r)
 {
+    if (r.ownFolder)
+        return QDir(r.folder).absoluteFilePath(*r.ownFolder);
+    if (!r.manifest.isEmpty() && r.manifestKey.isEmpty())
+        return QFileInfo(QDir(r.folder).filePath(r.manifest)).absolutePath();
     const QString dir = QDir(r.folder).filePath(r.name);
     return QFileInfo(dir).isDir() ? dir : r.folder;
+}
+
+// The folder the manifest's paths are relative to: its own (a run's fp8scope.json, or a workspace manifest).
+QString manifestFolderOf(const Run &r)
+{
+    return r.manifest.isEmpty() ? runFolderOf(r) : QFileInfo(QDir(r.folder).filePath(r.manifest)).absolutePath();
+}
+
+// The checkpoint and references of the run: what its manifest named (read at ingest, relative to the manifest),
+// else what the run's folder holds.
+QString checkpointOf(const Run &r)
+{
+    return r.inferenceCheckpoint.isEmpty() ? findInferenceCheckpoint(runFolderOf(r))
+                                           : findInferenceCheckpoint(manifestFolderOf(r), r.inferenceCheckpoint);
+}
+
+QStringList referencesOf(const Run &r)
+{
+    const QStringList named = r.inferenceReference.split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    return named.isEmpty() ? findInferenceReferences(runFolderOf(r))
+                           : findInferenceReferences(manifestFolderOf(r), named);
 }
 
 } // namespace
@@ -264,28 +290,27 @@ QString auditStampOfRun(const Catalog &catalog, RunRef run)
     const std::optional<Run> r = catalog.run(run);
     if (!r)
         return {};
-    const QString dir = runFolderOf(*r);
-    const QString checkpoint = findInferenceCheckpoint(dir);
-    return checkpoint.isEmpty() ? QString() : auditFilesStamp(checkpoint, findInferenceReferences(dir));
+    const QString checkpoint = checkpointOf(*r);
+    return checkpoint.isEmpty() ? QString() : auditFilesStamp(checkpoint, referencesOf(*r));
 }
 
-std::optional<AuditResult> auditOfRun(const Catalog &catalog, RunRef run)
+std::optional<AuditResult> auditOfRun(const Catalog &catalog, RunRef run, const AuditThresholds &thresholds)
 {
     const std::optional<Run> r = catalog.run(run);
     if (!r)
         return std::nullopt;
-    const QString dir = runFolderOf(*r);
-    const QString checkpoint = findInferenceCheckpoint(dir);
+    const QString checkpoint = checkpointOf(*r);
     if (checkpoint.isEmpty())
         return std::nullopt;
     Problem problem;
-    std::optional<AuditResult> result = cachedAudit(checkpoint, findInferenceReferences(dir), &problem);
+    std::optional<AuditResult> result = cachedAudit(checkpoint, referencesOf(*r), &problem, thresholds);
     if (result) {
         auditAgainstRun(catalog, run, r->label(), *result);
     } else {
         // Unreadable: said as the audit's own problem, so that the triage says why it has no audit.
         result = AuditResult {};
         result->checkpoint = checkpoint;
+        result->thresholds = thresholds;
         result->problems.push_back(problem);
     }
     return result;
@@ -302,7 +327,7 @@ PairInputs gatherPair(const Catalog &catalog, RunRef baseline, RunRef run, const
     in.evals = evalTable(catalog, baseline, run, options);
     gatherFinishCommon(catalog, baseline, run, &in.finish);
     gatherSeries(catalog, run, &in.finish);
-    in.audit = auditOfRun(catalog, run);
+    in.audit = auditOfRun(catalog, run, options.audit);
     return in;
 }
 

@@ -82,7 +82,7 @@ struct PairInputs {
 
 PairInputs gatherPair(const Catalog &catalog, RunRef baseline, RunRef run, const TriageOptions &options);
 // The audit of the inference checkpoint in the run's folder; none when it holds none.
-std::optional<AuditResult> auditOfRun(const Catalog &catalog, RunRef run);
+std::optional<AuditResult> auditOfRun(const Catalog &catalog, RunRef run, const AuditThresholds &thresholds);
 // What that audit was read from (auditFilesStamp of the run folder's checkpoint and references); empty when the
 // folder holds no checkpoint. A stored triage result's stamp carries it: a re-exported checkpoint is audited again.
 QString auditStampOfRun(const Catalog &catalog, RunRef run);

@@ -261,17 +261,15 @@ void applyTrainingState(AuditResult &result, const RefIndex &refs)
         const QString training = l.training->text();
         const bool weight2d = l.shape.size() == 2;
         if (l.quantized && it->empty) {
-            l.findings << QStringLiteral("precision-mismatch");
-            result.findings.push_back({QStringLiteral("precision-mismatch"), QStringLiteral("warning"), l.name,
-                training,
+            l.findings << AuditKind::PrecisionMismatch;
+            result.findings.push_back({AuditKind::PrecisionMismatch, AuditSeverity::Warning, l.name, training,
                 QStringLiteral("stored as %1 for inference, but %2 kept no FP8 state for %3 where other modules kept "
                                "delayed-scaling state: it trained in BF16, and FP8 inference quantizes a layer that "
                                "never saw FP8")
                     .arg(l.dtype, file, l.training->module)});
         } else if (!l.quantized && !it->empty && weight2d) {
-            l.findings << QStringLiteral("precision-mismatch");
-            result.findings.push_back({QStringLiteral("precision-mismatch"), QStringLiteral("warning"), l.name,
-                training,
+            l.findings << AuditKind::PrecisionMismatch;
+            result.findings.push_back({AuditKind::PrecisionMismatch, AuditSeverity::Warning, l.name, training,
                 QStringLiteral("stored as %1 for inference, but %2 holds FP8 state for %3 (%4): it trained in FP8 and "
                                "is served in higher precision, so inference differs from training")
                     .arg(l.dtype, file, l.training->module, it->recipe.section(QLatin1Char('.'), -1))});
@@ -494,15 +492,14 @@ QString percent(double v)
 }
 
 // The rules over a streamed layer (docs/TRIAGE.md).
-void judgeStreamed(AuditLayer &l, std::vector<AuditFinding> &findings)
+void judgeStreamed(AuditLayer &l, std::vector<AuditFinding> &findings, const AuditThresholds &t)
 {
-    using namespace auditrules;
     const QString training = l.training ? l.training->text() : QString();
     const QString scale = l.scaleName.isEmpty() ? QStringLiteral("the scale") : l.scaleName;
     if (!l.reference.isEmpty() && !std::isnan(l.relError)) {
-        if (l.relError > kGrossError && l.invertedRelError * kInvertedGain < l.relError) {
-            l.findings << QStringLiteral("inverted-scale");
-            findings.push_back({QStringLiteral("inverted-scale"), QStringLiteral("critical"), l.name, training,
+        if (l.relError > t.grossError && l.invertedRelError * t.invertedGain < l.relError) {
+            l.findings << AuditKind::InvertedScale;
+            findings.push_back({AuditKind::InvertedScale, AuditSeverity::Critical, l.name, training,
                 QStringLiteral("dequantized as codes x %1, the weight's amax is %2 against the reference's %3, a "
                                "factor of %4 (the scale squared is %5); codes / %1 is %6 off the reference, what "
                                "quantization explains: %1 holds the encode scale (Transformer Engine's scale) where "
@@ -512,10 +509,10 @@ void judgeStreamed(AuditLayer &l, std::vector<AuditFinding> &findings)
             return;
         }
         const double explained = std::max(l.freshRelError, 1e-6);
-        if (l.relError > kMismatchFactor * explained) {
-            l.findings << QStringLiteral("weight-mismatch");
-            findings.push_back({QStringLiteral("weight-mismatch"),
-                l.relError > 0.2 ? QStringLiteral("critical") : QStringLiteral("warning"), l.name, training,
+        if (l.relError > t.mismatchFactor * explained) {
+            l.findings << AuditKind::WeightMismatch;
+            findings.push_back({AuditKind::WeightMismatch,
+                l.relError > 0.2 ? AuditSeverity::Critical : AuditSeverity::Warning, l.name, training,
                 QStringLiteral("the dequantized weight is %1 off the reference %2 (cosine %3), %4 times the %5 a "
                                "fresh quantization of the reference under the same scales gives: not the weights "
                                "the reference holds (a stale or another checkpoint)")
@@ -525,13 +522,13 @@ void judgeStreamed(AuditLayer &l, std::vector<AuditFinding> &findings)
         return;
     }
     // No reference: the magnitudes alone.
-    const double lo = std::exp2(kPlausibleLog2Min);
-    const double hi = std::exp2(kPlausibleLog2Max);
+    const double lo = std::exp2(t.plausibleLog2Min);
+    const double hi = std::exp2(t.plausibleLog2Max);
     const auto plausible = [&](double a) { return a >= lo && a <= hi; };
     if (l.amax > 0 && l.invertedAmax > 0 && !plausible(l.amax) && plausible(l.invertedAmax)
-        && std::abs(std::log2(l.amax) - std::log2(l.invertedAmax)) >= kInvertedLog2Gap) {
-        l.findings << QStringLiteral("inverted-scale");
-        findings.push_back({QStringLiteral("inverted-scale"), QStringLiteral("warning"), l.name, training,
+        && std::abs(std::log2(l.amax) - std::log2(l.invertedAmax)) >= t.invertedLog2Gap) {
+        l.findings << AuditKind::InvertedScale;
+        findings.push_back({AuditKind::InvertedScale, AuditSeverity::Warning, l.name, training,
             QStringLiteral("the weight dequantized as codes x %1 reaches %2, outside what weights hold (%3 to %4); "
                            "codes / %1 reaches %5: %1 looks like the encode scale (no reference to confirm it)")
                 .arg(scale, number(l.amax), number(lo), number(hi), number(l.invertedAmax))});
@@ -547,7 +544,7 @@ bool badValue(float v)
 void sortFindings(AuditResult &result)
 {
     std::stable_sort(result.findings.begin(), result.findings.end(), [](const AuditFinding &a, const AuditFinding &b) {
-        return (a.severity == QLatin1String("critical")) > (b.severity == QLatin1String("critical"));
+        return (a.severity == AuditSeverity::Critical) > (b.severity == AuditSeverity::Critical);
     });
 }
 
@@ -577,6 +574,7 @@ std::optional<AuditResult> auditCheckpoint(
 {
     AuditResult result;
     result.checkpoint = path;
+    result.thresholds = options.thresholds;
     const QString dir = QFileInfo(path).isDir() ? path : QFileInfo(path).absolutePath();
     result.files = shardsOf(path, &result.problems);
     if (result.files.isEmpty()) {
@@ -657,9 +655,9 @@ std::optional<AuditResult> auditCheckpoint(
         else
             l.training = trainingNameOf(l.name, gated);
         const QString training = l.training ? l.training->text() : QString();
-        const auto add = [&](const char *kind, const char *severity, const QString &evidence) {
-            l.findings << QLatin1String(kind);
-            result.findings.push_back({QLatin1String(kind), QLatin1String(severity), l.name, training, evidence});
+        const auto add = [&](AuditKind kind, AuditSeverity severity, const QString &evidence) {
+            l.findings << kind;
+            result.findings.push_back({kind, severity, l.name, training, evidence});
         };
         int64_t rows = 1;
         for (size_t i = 0; i + 1 < l.shape.size(); ++i)
@@ -669,7 +667,7 @@ std::optional<AuditResult> auditCheckpoint(
         // Inference precision against the config.
         const bool excluded = result.config.ignores(l.name);
         if (l.quantized && excluded)
-            add("precision-mismatch", "warning",
+            add(AuditKind::PrecisionMismatch, AuditSeverity::Warning,
                 QStringLiteral("stored as %1 though %2 excludes the module from quantization: the layer that trained "
                                "(and was meant to run) in higher precision is quantized anyway")
                     .arg(l.dtype, QFileInfo(result.config.source).fileName()));
@@ -679,14 +677,15 @@ std::optional<AuditResult> auditCheckpoint(
             std::vector<float> v;
             Problem p;
             if (!readSmall(*in, 1, &v, &p)) {
-                add("invalid-scale", "critical", QStringLiteral("input_scale: %1").arg(p.message));
+                add(AuditKind::InvalidScale, AuditSeverity::Critical, QStringLiteral("input_scale: %1").arg(p.message));
             } else if (v.size() == 1 && badValue(v[0])) {
-                add("invalid-scale", "critical", QStringLiteral("input_scale is %1").arg(double(v[0])));
+                add(AuditKind::InvalidScale, AuditSeverity::Critical,
+                    QStringLiteral("input_scale is %1").arg(double(v[0])));
             } else if (v.size() == 1) {
                 l.inputScale = v[0];
             }
         } else if (l.quantized && result.config.staticActivations.value_or(false) && !excluded) {
-            add("missing-scale", "critical",
+            add(AuditKind::MissingScale, AuditSeverity::Critical,
                 QStringLiteral("%1 says activations are quantized with static scales, and the layer has no "
                                "input_scale: inference would run with 1.0")
                     .arg(QFileInfo(result.config.source).fileName()));
@@ -697,7 +696,7 @@ std::optional<AuditResult> auditCheckpoint(
                 std::vector<float> v;
                 Problem p;
                 if (!readSmall(*t, 1, &v, &p) || (v.size() == 1 && badValue(v[0])))
-                    add("invalid-scale", "critical",
+                    add(AuditKind::InvalidScale, AuditSeverity::Critical,
                         QStringLiteral("%1 is %2")
                             .arg(QLatin1String(kv),
                                 p.message.isEmpty() ? QString::number(double(v.empty() ? NAN : v[0])) : p.message));
@@ -716,7 +715,7 @@ std::optional<AuditResult> auditCheckpoint(
             }
         }
         if (!scale) {
-            add("missing-scale", "critical",
+            add(AuditKind::MissingScale, AuditSeverity::Critical,
                 QStringLiteral("a %1 weight %2 without weight_scale or weight_scale_inv beside it: read with a scale "
                                "of 1.0, its values are the raw codes (up to %3)")
                     .arg(l.dtype, QStringLiteral("[%1, %2]").arg(rows).arg(cols),
@@ -727,7 +726,7 @@ std::optional<AuditResult> auditCheckpoint(
         std::vector<float> values;
         Problem p;
         if (!readSmall(*scale, rows * cols, &values, &p)) {
-            add("invalid-scale", "critical", QStringLiteral("%1: %2").arg(l.scaleName, p.message));
+            add(AuditKind::InvalidScale, AuditSeverity::Critical, QStringLiteral("%1: %2").arg(l.scaleName, p.message));
             result.layers.push_back(std::move(l));
             continue;
         }
@@ -745,7 +744,7 @@ std::optional<AuditResult> auditCheckpoint(
         }
         const auto block = gridRows > 0 ? scaleBlockShape(rows, cols, gridRows, gridCols) : std::nullopt;
         if (!block) {
-            add("invalid-scale", "critical",
+            add(AuditKind::InvalidScale, AuditSeverity::Critical,
                 QStringLiteral("%1 has shape [%2], which fits no layout on the [%3, %4] weight (one value, one per "
                                "row, or a grid of blocks)")
                     .arg(l.scaleName,
@@ -779,7 +778,7 @@ std::optional<AuditResult> auditCheckpoint(
             && (block->first != result.config.blockRows || block->second != result.config.blockCols))
             stated = QStringLiteral("%1x%2 blocks").arg(result.config.blockRows).arg(result.config.blockCols);
         if (!stated.isEmpty())
-            add("invalid-scale", "critical",
+            add(AuditKind::InvalidScale, AuditSeverity::Critical,
                 QStringLiteral("%1 is laid out as %2, but %3 states %4: a loader would read the scales on the wrong "
                                "grid")
                     .arg(l.scaleName, l.scaleLayout, QFileInfo(result.config.source).fileName(), stated));
@@ -798,7 +797,7 @@ std::optional<AuditResult> auditCheckpoint(
             l.scaleMax = hi;
         }
         if (bad > 0) {
-            add("invalid-scale", "critical",
+            add(AuditKind::InvalidScale, AuditSeverity::Critical,
                 QStringLiteral("%1 of the %2 values of %3 are not finite and positive (the first: %4)")
                     .arg(bad)
                     .arg(values.size())
@@ -835,7 +834,7 @@ std::optional<AuditResult> auditCheckpoint(
                 if (!reader) {
                     result.problems.push_back(rp);
                 } else if (reader->info().cols != cols) {
-                    add("weight-mismatch", "critical",
+                    add(AuditKind::WeightMismatch, AuditSeverity::Critical,
                         QStringLiteral("the reference %1 has %2 columns, the layer %3")
                             .arg(*it)
                             .arg(reader->info().cols)
@@ -844,7 +843,8 @@ std::optional<AuditResult> auditCheckpoint(
                     job.refSpec = *it;
                     job.refRows = std::move(ranges);
                 } else {
-                    add("weight-mismatch", "critical", QStringLiteral("against %1: %2").arg(*it, why));
+                    add(AuditKind::WeightMismatch, AuditSeverity::Critical,
+                        QStringLiteral("against %1: %2").arg(*it, why));
                 }
             } else {
                 result.unmatched << l.name;
@@ -893,7 +893,7 @@ std::optional<AuditResult> auditCheckpoint(
     for (const auto &[layer, p] : failures)
         result.problems.push_back(p);
     for (const LayerJob &job : jobs) {
-        judgeStreamed(result.layers[job.layer], result.findings);
+        judgeStreamed(result.layers[job.layer], result.findings, result.thresholds);
     }
     applyTrainingState(result, refs);
     const bool historyAmax = std::any_of(
@@ -921,14 +921,13 @@ double AuditLayer::leastActivationOverRange() const
 
 void checkCalibration(AuditResult &result, const QHash<QString, ActivationAmax> &activationAmax, const QString &source)
 {
-    using namespace auditrules;
+    const AuditThresholds &t = result.thresholds;
     const double fmax = double(fp8math::formatSpec(Format::E4M3).maxFinite);
     // Applied again (the triage applies it to an audit that may have applied it with a checkpoint's history): what
     // an earlier pass found is taken back first.
-    std::erase_if(
-        result.findings, [](const AuditFinding &f) { return f.kind == QLatin1String("calibration-mismatch"); });
+    std::erase_if(result.findings, [](const AuditFinding &f) { return f.kind == AuditKind::CalibrationMismatch; });
     for (AuditLayer &l : result.layers) {
-        l.findings.removeAll(QStringLiteral("calibration-mismatch"));
+        l.findings.removeAll(AuditKind::CalibrationMismatch);
         if (!l.inputScale || !l.training)
             continue;
         // The amax: the statistics' over the run's last tenth, else the dump's, else the training checkpoint's
@@ -956,8 +955,8 @@ void checkCalibration(AuditResult &result, const QHash<QString, ActivationAmax> 
         const bool measured = !std::isnan(l.dumpFlushedPct);
         // Above the range by more than the scale's storage and the printed amax can tell apart.
         const bool beyond
-            = l.trainingActivationLeast > range * (1 + kCalibrationRelTolerance) + kCalibrationPrintedTolerance;
-        const bool saturates = beyond && (!measured || l.dumpSaturatedPct >= kCalibrationSaturatedPct);
+            = l.trainingActivationLeast > range * (1 + t.calibrationRelTolerance) + t.calibrationPrintedTolerance;
+        const bool saturates = beyond && (!measured || l.dumpSaturatedPct >= t.calibrationSaturatedPct);
         // What the scale does to the run's own activations, where a dump has them.
         const QString onDump = measured
             ? QStringLiteral("; cast with it, the activation dump of step %1 (%2) saturates %3 and flushes %4 of its "
@@ -965,12 +964,13 @@ void checkCalibration(AuditResult &result, const QHash<QString, ActivationAmax> 
                   .arg(QString::number(l.calibrationStep), l.calibrationDump, percent(l.dumpSaturatedPct / 100),
                       percent(l.dumpFlushedPct / 100), l.calibrationRecipe, percent(l.dumpRecipeFlushedPct / 100))
             : QString();
-        QString severity, evidence;
+        AuditSeverity severity = AuditSeverity::Warning;
+        QString evidence;
         if (saturates) {
-            severity = leastRatio > kCalibrationCritical
-                    || (measured && l.dumpSaturatedPct >= kCalibrationSaturatedCriticalPct)
-                ? QStringLiteral("critical")
-                : QStringLiteral("warning");
+            severity = leastRatio > t.calibrationCritical
+                    || (measured && l.dumpSaturatedPct >= t.calibrationSaturatedCriticalPct)
+                ? AuditSeverity::Critical
+                : AuditSeverity::Warning;
             const QString reached = l.trainingActivationSteps > 1
                 ? QStringLiteral("every one of the last %1 logged steps of the training run reached above it (their "
                                  "activation amax from %2 to %3, %4): the least at %5 times the range, the largest "
@@ -983,9 +983,9 @@ void checkCalibration(AuditResult &result, const QHash<QString, ActivationAmax> 
                                       "values saturate (calibrated on other data, or on another checkpoint)%5")
                            .arg(number(*l.inputScale), number(range), number(fmax), reached, onDump);
         } else if (ratio <= 1.0
-            && (measured ? l.dumpFlushedPct - l.dumpRecipeFlushedPct > kCalibrationFlushExcess
-                         : ratio * kCalibrationUnused < 1.0)) {
-            severity = QStringLiteral("warning");
+            && (measured ? l.dumpFlushedPct - l.dumpRecipeFlushedPct > t.calibrationFlushExcess
+                         : ratio * t.calibrationUnused < 1.0)) {
+            severity = AuditSeverity::Warning;
             evidence
                 = QStringLiteral("input_scale %1 represents activations up to %2 (x %3), %4 times what the "
                                  "training run's activations reached near its end (%5, %6): the range is spent "
@@ -996,9 +996,8 @@ void checkCalibration(AuditResult &result, const QHash<QString, ActivationAmax> 
         } else {
             continue;
         }
-        l.findings << QStringLiteral("calibration-mismatch");
-        result.findings.push_back(
-            {QStringLiteral("calibration-mismatch"), severity, l.name, l.training->text(), evidence});
+        l.findings << AuditKind::CalibrationMismatch;
+        result.findings.push_back({AuditKind::CalibrationMismatch, severity, l.name, l.training->text(), evidence});
     }
     sortFindings(result);
 }
@@ -1049,11 +1048,10 @@ void checkTrainingPrecision(AuditResult &result, const Bf16Layers &bf16)
             continue;
         const QRegularExpressionMatch m = index.match(l.training->module);
         if (!m.hasMatch() || !std::binary_search(bf16.layers.begin(), bf16.layers.end(), m.captured(1).toInt())
-            || l.findings.contains(QLatin1String("precision-mismatch"))) // said already (its checkpoint's state)
+            || l.findings.contains(AuditKind::PrecisionMismatch)) // said already (its checkpoint's state)
             continue;
-        l.findings << QStringLiteral("precision-mismatch");
-        result.findings.push_back({QStringLiteral("precision-mismatch"), QStringLiteral("warning"), l.name,
-            l.training->text(),
+        l.findings << AuditKind::PrecisionMismatch;
+        result.findings.push_back({AuditKind::PrecisionMismatch, AuditSeverity::Warning, l.name, l.training->text(),
             QStringLiteral("stored as %1 for inference, but its layer trained in BF16 (%2): FP8 inference of a layer "
                            "that never saw FP8 in training")
                 .arg(l.dtype, bf16.source)});
@@ -1089,10 +1087,48 @@ QString auditFilesStamp(const QString &checkpoint, const QStringList &references
     return stamp;
 }
 
-std::optional<AuditResult> cachedAudit(const QString &checkpoint, const QStringList &references, Problem *problem)
+QString auditKindName(AuditKind kind)
 {
-    // The stamp: every file of the checkpoint's folder and of each reference with its size and time.
-    const QString stamp = auditFilesStamp(checkpoint, references);
+    switch (kind) {
+    case AuditKind::MissingScale: return QStringLiteral("missing-scale");
+    case AuditKind::InvalidScale: return QStringLiteral("invalid-scale");
+    case AuditKind::InvertedScale: return QStringLiteral("inverted-scale");
+    case AuditKind::WeightMismatch: return QStringLiteral("weight-mismatch");
+    case AuditKind::CalibrationMismatch: return QStringLiteral("calibration-mismatch");
+    case AuditKind::PrecisionMismatch: return QStringLiteral("precision-mismatch");
+    }
+    return {};
+}
+
+QString AuditLayer::status() const
+{
+    QStringList names;
+    for (AuditKind k : findings)
+        names << auditKindName(k);
+    return names.isEmpty() ? QStringLiteral("ok") : names.join(QLatin1Char(','));
+}
+
+QString auditSeverityName(AuditSeverity severity)
+{
+    return severity == AuditSeverity::Critical ? QStringLiteral("critical") : QStringLiteral("warning");
+}
+
+QString AuditThresholds::text() const
+{
+    QStringList out;
+    for (double v : {grossError, invertedGain, mismatchFactor, calibrationRelTolerance, calibrationPrintedTolerance,
+             calibrationSaturatedPct, calibrationSaturatedCriticalPct, calibrationCritical, calibrationUnused,
+             calibrationFlushExcess, plausibleLog2Min, plausibleLog2Max, invertedLog2Gap})
+        out << QString::number(v, 'g', 17);
+    return out.join(QLatin1Char(','));
+}
+
+std::optional<AuditResult> cachedAudit(
+    const QString &checkpoint, const QStringList &references, Problem *problem, const AuditThresholds &thresholds)
+{
+    // The stamp: every file of the checkpoint's folder and of each reference with its size and time, and the
+    // thresholds judged by.
+    const QString stamp = auditFilesStamp(checkpoint, references) + QLatin1Char('|') + thresholds.text();
     static std::mutex mutex;
     static QHash<QString, std::pair<QString, AuditResult>> cache;
     {
@@ -1102,6 +1138,7 @@ std::optional<AuditResult> cachedAudit(const QString &checkpoint, const QStringL
     }
     AuditOptions options;
     options.references = references;
+    options.thresholds = thresholds;
     std::optional<AuditResult> result = auditCheckpoint(checkpoint, options, problem);
     if (result) {
         const std::lock_guard lock(mutex);
@@ -1113,15 +1150,6 @@ std::optional<AuditResult> cachedAudit(const QString &checkpoint, const QStringL
 }
 
 namespace {
-
-// The run folder's fp8scope.json, or an empty object.
-QJsonObject runManifest(const QDir &run)
-{
-    QFile manifest(run.filePath(QStringLiteral("fp8scope.json")));
-    if (!manifest.open(QIODevice::ReadOnly))
-        return {};
-    return QJsonDocument::fromJson(manifest.readAll()).object();
-}
 
 // The model folders of one kind at most two levels below the run folder.
 QStringList modelFoldersBelow(const QDir &run, ModelFolder kind)
@@ -1145,25 +1173,19 @@ QStringList modelFoldersBelow(const QDir &run, ModelFolder kind)
 
 } // namespace
 
-QString findInferenceCheckpoint(const QString &runFolder)
+QString findInferenceCheckpoint(const QString &runFolder, const QString &named)
 {
     const QDir run(runFolder);
-    const QString named = runManifest(run).value(QStringLiteral("inference_checkpoint")).toString();
     if (!named.isEmpty())
         return QDir::cleanPath(run.absoluteFilePath(named));
     const QStringList found = modelFoldersBelow(run, ModelFolder::Quantized);
     return found.size() == 1 ? found.front() : QString();
 }
 
-QStringList findInferenceReferences(const QString &runFolder)
+QStringList findInferenceReferences(const QString &runFolder, const QStringList &named)
 {
     const QDir run(runFolder);
-    const QJsonValue named = runManifest(run).value(QStringLiteral("inference_reference"));
-    QStringList paths;
-    if (named.isString())
-        paths << named.toString();
-    for (const QJsonValue &v : named.toArray())
-        paths << v.toString();
+    QStringList paths = named;
     paths.removeAll(QString());
     if (!paths.isEmpty()) {
         for (QString &p : paths)
@@ -1179,8 +1201,9 @@ QJsonObject auditToJson(const AuditResult &r)
     const auto num = [](double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(QJsonValue::Null); };
     QJsonArray findings;
     for (const AuditFinding &f : r.findings) {
-        QJsonObject o {{QStringLiteral("kind"), f.kind}, {QStringLiteral("severity"), f.severity},
-            {QStringLiteral("layer"), f.layer}, {QStringLiteral("evidence"), f.evidence}};
+        QJsonObject o {{QStringLiteral("kind"), auditKindName(f.kind)},
+            {QStringLiteral("severity"), auditSeverityName(f.severity)}, {QStringLiteral("layer"), f.layer},
+            {QStringLiteral("evidence"), f.evidence}};
         o.insert(
             QStringLiteral("training_layer"), f.trainingLayer.isEmpty() ? QJsonValue() : QJsonValue(f.trainingLayer));
         findings.append(o);

@@ -35,6 +35,19 @@ struct QuantConfig {
     bool ignores(const QString &module) const;
 };
 
+// What an audit finding is, typed end to end; its name (auditKindName) is what the JSON and the CLI print.
+enum class AuditKind {
+    MissingScale,
+    InvalidScale,
+    InvertedScale,
+    WeightMismatch,
+    CalibrationMismatch,
+    PrecisionMismatch
+};
+QString auditKindName(AuditKind kind); // missing-scale, invalid-scale, inverted-scale, weight-mismatch, ...
+enum class AuditSeverity { Warning, Critical };
+QString auditSeverityName(AuditSeverity severity); // warning, critical
+
 // A layer of the checkpoint: a 2-D (or larger) NAME.weight and the scales beside it.
 struct AuditLayer {
     QString name; // inference module, without ".weight"
@@ -79,9 +92,9 @@ struct AuditLayer {
     double amax = NAN; // of the dequantized weight
     double invertedAmax = NAN; // of the codes divided by the scales
     double referenceAmax = NAN;
-    QStringList findings; // the kinds found on this layer; empty: ok
+    QList<AuditKind> findings; // the kinds found on this layer; empty: ok
 
-    QString status() const { return findings.isEmpty() ? QStringLiteral("ok") : findings.join(QLatin1Char(',')); }
+    QString status() const; // "ok", or the kinds' names joined by commas
     // The dequantized weight's amax over the reference's: 1 for a sound scale, about the scale squared (or
     // its inverse) for one stored in the other convention. NaN without a reference.
     double weightAmaxRatio() const { return referenceAmax > 0 ? amax / referenceAmax : NAN; }
@@ -94,12 +107,49 @@ struct AuditLayer {
 };
 
 struct AuditFinding {
-    QString kind; // missing-scale, invalid-scale, inverted-scale, weight-mismatch, calibration-mismatch,
-                  // precision-mismatch
-    QString severity; // critical, warning
+    AuditKind kind = AuditKind::MissingScale;
+    AuditSeverity severity = AuditSeverity::Warning;
     QString layer; // inference name
     QString trainingLayer; // empty when unmapped
     QString evidence;
+};
+
+// The rules' thresholds (docs/TRIAGE.md): data, so that an audit says what it was judged by (AuditResult) and the
+// triage's stamp covers them (TriageOptions::audit).
+struct AuditThresholds {
+    // A dequantized weight more than this far from the reference (relative rms) ...
+    double grossError = 0.5;
+    // ... while dividing by the scale instead comes this many times closer: the scale is inverted.
+    double invertedGain = 4.0;
+    // A weight whose error against the reference is this many times a fresh quantization's: another weight.
+    double mismatchFactor = 3.0;
+    // A static input scale s represents activations up to s x 448 (E4M3). The training run's activations saturate
+    // it when every step of the late window reached above that range by more than what the numbers can tell apart:
+    // the scale's storage (calibrationRelTolerance, half a BF16 ulp, the coarsest dtype a scale is written in) and
+    // the amax as Transformer Engine prints it (four decimals: calibrationPrintedTolerance). A scale calibrated on
+    // any late step's activations, or on their maximum, is then no finding. Where the run dumped the layer's
+    // activations, the dump cast with the scale must saturate at least calibrationSaturatedPct of its elements too.
+    // Critical when the least late amax is more than calibrationCritical times the range or the dump saturates
+    // calibrationSaturatedCriticalPct or more; a range calibrationUnused times larger than they reach leaves the
+    // small ones to flush.
+    double calibrationRelTolerance = 1.0 / 256;
+    double calibrationPrintedTolerance = 5e-5;
+    double calibrationSaturatedPct = 0.01;
+    double calibrationSaturatedCriticalPct = 1.0;
+    double calibrationCritical = 2.0;
+    double calibrationUnused = 16.0;
+    // Measured on the run's activation dump: the static scale flushes this many percentage points more of the
+    // activations to zero than the run's own scaling did (the amax proxy above gives way to the measurement).
+    double calibrationFlushExcess = 1.0;
+    // Without a reference: the range of a plausible weight amax, and how far apart (in binades) the two
+    // conventions must put it before the other one is believed.
+    double plausibleLog2Min = -8.0;
+    double plausibleLog2Max = 8.0;
+    double invertedLog2Gap = 4.0;
+
+    // Every threshold, in the order above, as text (the triage's stamp hashes it).
+    QString text() const;
+    bool operator==(const AuditThresholds &) const = default;
 };
 
 struct AuditResult {
@@ -112,6 +162,7 @@ struct AuditResult {
     QStringList unmapped; // quantized layers with no training name
     QStringList unmatched; // quantized layers the references did not hold (given references)
     std::vector<Problem> problems; // what could not be read; the audit goes on without it
+    AuditThresholds thresholds; // what its rules judged by
 
     int64_t bytesRead = 0; // of weights and references (the benchmark's reference)
 };
@@ -133,6 +184,7 @@ struct AuditOptions {
     // calibration rule; empty: the rule is not checked. `activationSource` says where it came from.
     QHash<QString, ActivationAmax> activationAmax;
     QString activationSource;
+    AuditThresholds thresholds;
     int threads = 0; // 0: one per hardware thread
 };
 
@@ -145,7 +197,8 @@ std::optional<AuditResult> auditCheckpoint(const QString &dir, const AuditOption
 // module's activations reached (`activationAmax`, core/query/lateamax.h; `source` says where from in the
 // evidence; a layer without one takes its dump's amax), and where the layer's dump figures are filled in
 // (core/analysis/auditcalibration) against what that scale saturates and flushes of the run's own activations.
-// auditCheckpoint applies it when its options carry amaxes; the triage and the CLI apply it to an audit made.
+// auditCheckpoint applies it when its options carry amaxes; the triage and the CLI apply it to an audit made. The
+// thresholds are the result's own (AuditResult::thresholds).
 void checkCalibration(AuditResult &result, const QHash<QString, ActivationAmax> &activationAmax, const QString &source);
 
 // The layers a Megatron run kept in BF16 while the rest trained in FP8 (--first-last-layers-bf16 with
@@ -165,22 +218,23 @@ void checkTrainingPrecision(AuditResult &result, const Bf16Layers &bf16);
 // auditCheckpoint against the references given (files or folders), read once while the checkpoint's and the
 // references' files keep their sizes and times (the live triage gathers a pair again at every follow; a
 // checkpoint of gigabytes is streamed once).
-std::optional<AuditResult> cachedAudit(const QString &checkpoint, const QStringList &references, Problem *problem);
+std::optional<AuditResult> cachedAudit(
+    const QString &checkpoint, const QStringList &references, Problem *problem, const AuditThresholds &thresholds = {});
 // What cachedAudit keys a checkpoint's audit by: every file of the checkpoint and of each reference (a folder's files,
 // or the file) with its size and modification time. A stored result that read an audit carries it in its stamp.
 QString auditFilesStamp(const QString &checkpoint, const QStringList &references);
 
-// The inference checkpoint a run folder holds: the path its fp8scope.json names under "inference_checkpoint"
-// (relative to the folder), else the one subfolder (at most two levels down) with *.safetensors beside a
-// config.json that has a quantization_config, or an hf_quant_config.json. Empty when there is none (or more
-// than one subfolder qualifies: the manifest must say which).
-QString findInferenceCheckpoint(const QString &runFolder);
+// The inference checkpoint a run folder holds: `named` (what its manifest names under "inference_checkpoint", as
+// the ingest read it; relative to the folder), else the one subfolder (at most two levels down) with *.safetensors
+// beside a config.json that has a quantization_config, or an hf_quant_config.json. Empty when there is none (or
+// more than one subfolder qualifies: the manifest must say which).
+QString findInferenceCheckpoint(const QString &runFolder, const QString &named = {});
 
-// The references the run folder's checkpoint is audited against: the paths its fp8scope.json names under
-// "inference_reference" (a path or a list, relative to the folder), else the one unquantized model folder (at
-// most two levels down: a config.json naming its architectures beside *.safetensors, the BF16 weights the export
-// was made from). Empty when there is none (or more than one qualifies and nothing says which).
-QStringList findInferenceReferences(const QString &runFolder);
+// The references the run folder's checkpoint is audited against: `named` (the manifest's "inference_reference", a
+// path or a list, relative to the folder), else the one unquantized model folder (at most two levels down: a
+// config.json naming its architectures beside *.safetensors, the BF16 weights the export was made from). Empty
+// when there is none (or more than one qualifies and nothing says which).
+QStringList findInferenceReferences(const QString &runFolder, const QStringList &named = {});
 
 // The layers a front end lists: the quantized ones and any with a finding, those with a finding first (each
 // group in layer order).
@@ -188,38 +242,5 @@ std::vector<const AuditLayer *> auditRows(const AuditResult &result);
 
 // The audit as the CLI's --json writes it: findings, layers, unmapped, problems.
 QJsonObject auditToJson(const AuditResult &result);
-
-// Thresholds of the rules (docs/TRIAGE.md).
-namespace auditrules {
-// A dequantized weight more than this far from the reference (relative rms) ...
-constexpr double kGrossError = 0.5;
-// ... while dividing by the scale instead comes this many times closer: the scale is inverted.
-constexpr double kInvertedGain = 4.0;
-// A weight whose error against the reference is this many times a fresh quantization's: another weight.
-constexpr double kMismatchFactor = 3.0;
-// A static input scale s represents activations up to s x 448 (E4M3). The training run's activations saturate it
-// when every step of the late window reached above that range by more than what the numbers can tell apart: the
-// scale's storage (kCalibrationRelTolerance, half a BF16 ulp, the coarsest dtype a scale is written in) and the
-// amax as Transformer Engine prints it (four decimals: kCalibrationPrintedTolerance). A scale calibrated on any late
-// step's activations, or on their maximum, is then no finding. Where the run dumped the layer's activations, the
-// dump cast with the scale must saturate at least kCalibrationSaturatedPct of its elements too. Critical when the
-// least late amax is more than kCalibrationCritical times the range or the dump saturates
-// kCalibrationSaturatedCriticalPct or more; a range kCalibrationUnused times larger than they reach leaves the
-// small ones to flush.
-constexpr double kCalibrationRelTolerance = 1.0 / 256;
-constexpr double kCalibrationPrintedTolerance = 5e-5;
-constexpr double kCalibrationSaturatedPct = 0.01;
-constexpr double kCalibrationSaturatedCriticalPct = 1.0;
-constexpr double kCalibrationCritical = 2.0;
-constexpr double kCalibrationUnused = 16.0;
-// Measured on the run's activation dump: the static scale flushes this many percentage points more of the
-// activations to zero than the run's own scaling did (the amax proxy above gives way to the measurement).
-constexpr double kCalibrationFlushExcess = 1.0;
-// Without a reference: the range of a plausible weight amax, and how far apart (in binades) the two
-// conventions must put it before the other one is believed.
-constexpr double kPlausibleLog2Min = -8.0;
-constexpr double kPlausibleLog2Max = 8.0;
-constexpr double kInvertedLog2Gap = 4.0;
-} // namespace auditrules
 
 } // namespace fp8scope

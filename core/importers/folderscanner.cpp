@@ -92,8 +92,11 @@ public:
             && ((subfolders.size() >= 2 && !allParts && shareAKind(subfolders))
                 || (!manifests.empty() && !subfolders.empty()));
         if (!isGroup) {
+            // A run of a group is the deepest folder that holds all its files alone (group/run/... is "run", not
+            // "group"), so that a manifest can name it by its own folder; the division stays as decided here.
+            const QString folder = dir.isEmpty() ? dir : soleFolder(dir, under);
             for (size_t i : under)
-                (*m_runFolder)[i] = dir;
+                (*m_runFolder)[i] = folder;
             return false;
         }
         for (const auto &[name, files] : subfolders)
@@ -106,6 +109,26 @@ public:
     }
 
 private:
+    // Below `dir`, while its files all lie in one subfolder not named as a part of a run (logs/, rank_3/, ...): that
+    // subfolder.
+    QString soleFolder(QString dir, const std::vector<size_t> &under) const
+    {
+        for (;;) {
+            QString sole;
+            for (size_t i : under) {
+                const QString rel = m_files[i].relativePath.mid(dir.size() + 1);
+                const qsizetype slash = rel.indexOf(QLatin1Char('/'));
+                const QString sub = slash < 0 ? QString() : rel.left(slash);
+                if (sub.isEmpty() || isWorkspaceManifest(m_files[i]) || (!sole.isEmpty() && sub != sole))
+                    return dir;
+                sole = sub;
+            }
+            if (sole.isEmpty() || isPartName(sole))
+                return dir;
+            dir += QLatin1Char('/') + sole;
+        }
+    }
+
     // Whether two of the subfolders hold files of one importer (configs and package lists aside: every part of
     // a run may have its own), or two hold a training record (a log, a metrics table, TensorBoard events, golden
     // values): runs of different loggers. A subfolder of statistics, dumps or evaluations only is a part.

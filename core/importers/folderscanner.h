@@ -4,8 +4,9 @@
 // metrics tables; or in subfolders beside an fp8scope-workspace.json) is a group of runs, one per subfolder,
 // unless those subfolders are all named as the parts of one run (logs/, tensorboard/, dumps/, rank_3/, ...); the rule
 // applies again inside each run of a group, so a folder divides into the same runs whether it is opened alone or as
-// part of a larger folder. Any other folder is one run. A run is named after its folder, or after its path from the
-// opened folder where two runs' folders share a name.
+// part of a larger folder. Any other folder is one run. A run is named after its folder (for a run of a group, the
+// deepest folder that holds all its files: group/run/... is "run"), or after its path from the opened folder where two
+// runs' folders share a name.
 #pragma once
 
 #include "importer.h"

@@ -52,6 +52,9 @@ public:
         useRun(folder);
         return true;
     }
+    // Records after this call belong to the run of that name the store holds already (a workspace manifest names a
+    // run of a table's run column so; read after the other files); false, with nothing changed, when none is.
+    virtual bool useExistingRun(const QString &) { return false; }
     // A handle for the series `key` of the current run; importers cache it for repeated points.
     virtual int64_t series(const SeriesKey &key) = 0;
     virtual void point(int64_t series, int64_t step, double value, double wallTime = NAN) = 0;

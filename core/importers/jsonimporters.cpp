@@ -1,5 +1,7 @@
 #include "jsonimporters.h"
 
+#include "tableimporters.h"
+
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -335,9 +337,12 @@ const QStringList &manifestFields()
     return fields;
 }
 
-// The fields of one run's manifest object; `where` prefixes the problems ("manifest", "workspace manifest 'fp8'").
-void readManifestFields(const QJsonObject &o, const QString &where, IngestSink &sink)
+// The fields of one run's manifest object; `where` prefixes the problems ("manifest", "workspace manifest 'fp8'"),
+// `key` is the object's key under "runs" of a workspace manifest ("" for a run's own fp8scope.json). The run
+// records where its manifest is (a window's Run Settings and Set the Parent write there).
+void readManifestFields(const QJsonObject &o, const QString &where, const QString &key, IngestSink &sink)
 {
+    sink.runInfo(QStringLiteral("manifest_key"), key);
     for (auto it = o.begin(); it != o.end(); ++it) {
         if (!manifestFields().contains(it.key())) {
             sink.problem(0, -1, QStringLiteral("%1: unknown field '%2'").arg(where, it.key()));
@@ -361,6 +366,23 @@ void readManifestFields(const QJsonObject &o, const QString &where, IngestSink &
             sink.runInfo(it.key(), QString::number(v, 'g', 17));
             continue;
         }
+        if (it.key() == QLatin1String("inference_reference") && it.value().isArray()) {
+            // The references: a path or a list of them (kept one per line).
+            QStringList paths;
+            for (const QJsonValue &v : it.value().toArray()) {
+                if (!v.isString()) {
+                    paths.clear();
+                    break;
+                }
+                paths << v.toString();
+            }
+            if (paths.isEmpty())
+                sink.problem(
+                    0, -1, QStringLiteral("%1: 'inference_reference' must be a path or a list of paths").arg(where));
+            else
+                sink.runInfo(it.key(), paths.join(QLatin1Char('\n')));
+            continue;
+        }
         if (!it.value().isString()) {
             sink.problem(0, -1, QStringLiteral("%1: '%2' must be a string").arg(where, it.key()));
             continue;
@@ -382,7 +404,7 @@ ReadPosition ManifestImporter::read(const QString &path, const ReadPosition &, I
         sink.problem(1, 0, QStringLiteral("manifest: expected an object"));
         return end;
     }
-    readManifestFields(doc.object(), QStringLiteral("manifest"), sink);
+    readManifestFields(doc.object(), QStringLiteral("manifest"), QString(), sink);
     return end;
 }
 
@@ -390,6 +412,24 @@ bool WorkspaceManifestImporter::recognises(const QString &fileName, const QByteA
 {
     return fileName == QLatin1String(kFileName);
 }
+
+namespace {
+
+// The runs W&B history exports beside `path` name (history_<run id>.csv, several of them: each file its own run).
+QStringList historyRunsBeside(const QString &path)
+{
+    const QDir dir = QFileInfo(path).absoluteDir();
+    QStringList runs;
+    for (const QString &f :
+        dir.entryList({QStringLiteral("history_*.csv"), QStringLiteral("history_*.csv.*")}, QDir::Files)) {
+        const QString run = runOfHistoryExport(dir.filePath(f));
+        if (!run.isEmpty() && !runs.contains(run))
+            runs << run;
+    }
+    return runs;
+}
+
+} // namespace
 
 ReadPosition WorkspaceManifestImporter::read(const QString &path, const ReadPosition &, IngestSink &sink)
 {
@@ -406,10 +446,23 @@ ReadPosition WorkspaceManifestImporter::read(const QString &path, const ReadPosi
     const QJsonObject o = runs.toObject();
     for (auto it = o.begin(); it != o.end(); ++it) {
         const QString where = QStringLiteral("workspace manifest '%1'").arg(it.key());
-        // A run is a folder beside the manifest; anything else would invent a run.
+        // A run named by its file beside the manifest (a W&B history export among several): that run.
+        if (it.value().isObject() && historyRunsBeside(path).contains(it.key())) {
+            sink.useRun(it.key());
+            readManifestFields(it.value().toObject(), where, it.key(), sink);
+            continue;
+        }
+        // A run the other files made (a table's run column, read before the manifests): that run.
+        if (it.value().isObject() && !root.exists(it.key()) && sink.useExistingRun(it.key())) {
+            readManifestFields(it.value().toObject(), where, it.key(), sink);
+            continue;
+        }
+        // Otherwise a run is a folder beside the manifest; anything else would invent a run.
         if (it.key().isEmpty() || it.key().contains(QLatin1Char('/')) || it.key().startsWith(QLatin1Char('.'))
             || !root.exists(it.key())) {
-            sink.problem(0, -1, QStringLiteral("%1: no such run folder").arg(where));
+            sink.problem(0, -1,
+                QStringLiteral("%1: no such run (a folder beside the manifest, or a W&B history file's run)")
+                    .arg(where));
             continue;
         }
         if (!it.value().isObject()) {
@@ -421,7 +474,7 @@ ReadPosition WorkspaceManifestImporter::read(const QString &path, const ReadPosi
                 QStringLiteral("%1: not a run folder (it holds no file fp8scope reads, or several runs)").arg(where));
             continue;
         }
-        readManifestFields(it.value().toObject(), where, sink);
+        readManifestFields(it.value().toObject(), where, it.key(), sink);
     }
     sink.useRun(QString());
     return end;
@@ -432,15 +485,55 @@ bool JsonConfigImporter::recognises(const QString &fileName, const QByteArray &)
     return isJsonName(fileName) && fileName.contains(QLatin1String("config"), Qt::CaseInsensitive);
 }
 
+namespace {
+
+// A W&B export's configs.json beside its history files: one config per run, keyed by the run's id or its display
+// name. A key that names a history file's run (history_<id>, or <id>) is that run's config; the others name no run
+// open here (W&B names the history files by id), said once as a problem. Never a run of the folder's own.
+void readRunConfigs(const QJsonObject &o, const QStringList &runs, IngestSink &sink)
+{
+    QStringList unmatched;
+    for (auto it = o.begin(); it != o.end(); ++it) {
+        const QString run = runs.contains(it.key())                ? it.key()
+            : runs.contains(QStringLiteral("history_") + it.key()) ? QStringLiteral("history_") + it.key()
+                                                                   : QString();
+        if (run.isEmpty() || !it.value().isObject()) {
+            unmatched << it.key();
+            continue;
+        }
+        sink.useRun(run);
+        ConfigBudget budget;
+        flattenConfig(QString(), it.value(), sink, budget, 0);
+        reportConfigBudget(budget, sink);
+    }
+    if (!unmatched.isEmpty())
+        sink.problem(0, -1,
+            QStringLiteral("the configs of W&B runs %1 name none of the runs of their history files (%2: W&B names "
+                           "those by run id), so they are not read; set each run's precision and recipe in Run "
+                           "Settings, or in an fp8scope-workspace.json beside them under the run's full name "
+                           "(history_<id>)")
+                .arg(QStringLiteral("'") + unmatched.join(QStringLiteral("', '")) + QStringLiteral("'"),
+                    runs.join(QStringLiteral(", "))));
+}
+
+} // namespace
+
 ReadPosition JsonConfigImporter::read(const QString &path, const ReadPosition &, IngestSink &sink)
 {
     QJsonDocument doc;
     ReadPosition end;
-    if (loadJson(path, sink, &doc, &end)) {
-        ConfigBudget budget;
-        flattenConfig(QString(), doc.isObject() ? QJsonValue(doc.object()) : QJsonValue(doc.array()), sink, budget, 0);
-        reportConfigBudget(budget, sink);
+    if (!loadJson(path, sink, &doc, &end))
+        return end;
+    // W&B's export of several runs beside their history files: each config to its run, where one is named.
+    if (QFileInfo(path).fileName() == QLatin1String("configs.json") && doc.isObject()) {
+        if (const QStringList runs = historyRunsBeside(path); !runs.isEmpty()) {
+            readRunConfigs(doc.object(), runs, sink);
+            return end;
+        }
     }
+    ConfigBudget budget;
+    flattenConfig(QString(), doc.isObject() ? QJsonValue(doc.object()) : QJsonValue(doc.array()), sink, budget, 0);
+    reportConfigBudget(budget, sink);
     return end;
 }
 

@@ -3,9 +3,11 @@
 #include <cmath>
 
 #include "folderscanner.h"
+#include "tableimporters.h"
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QSaveFile>
@@ -25,12 +27,36 @@ std::optional<QString> runFolderOf(const QString &openedFolder, const QString &r
     return std::nullopt;
 }
 
+std::optional<ManifestPlace> runManifestPlace(const QString &openedFolder, const QString &runName, const QString &known,
+    const QString &knownKey, const std::optional<QString> &ownFolder, const std::optional<QString> &filesFolder)
+{
+    if (!known.isEmpty())
+        return ManifestPlace {QDir(openedFolder).absoluteFilePath(known), knownKey};
+    if (ownFolder)
+        return ManifestPlace {
+            QDir(QDir(openedFolder).absoluteFilePath(*ownFolder)).filePath(QStringLiteral("fp8scope.json")), QString()};
+    if (filesFolder)
+        return ManifestPlace {
+            QDir(QDir(openedFolder).absoluteFilePath(*filesFolder)).filePath(QStringLiteral("fp8scope-workspace.json")),
+            runName};
+    if (const std::optional<QString> dir = runFolderOf(openedFolder, runName))
+        return ManifestPlace {QDir(*dir).filePath(QStringLiteral("fp8scope.json")), QString()};
+    const FolderScan scan = scanFolder(openedFolder);
+    for (const ScannedFile &f : scan.files) {
+        if (runOfHistoryExport(f.absolutePath) == runName)
+            return ManifestPlace {
+                QFileInfo(f.absolutePath).absoluteDir().filePath(QStringLiteral("fp8scope-workspace.json")), runName};
+    }
+    return std::nullopt;
+}
+
 namespace {
 
-// Reads runFolder/fp8scope.json (or nothing), applies `change`, writes it whole (QSaveFile) or not at all.
-bool editManifest(const QString &runFolder, const std::function<void(QJsonObject &)> &change, QString *error)
+// Reads the place's manifest (or nothing), applies `change` to the run's object, writes it whole (QSaveFile) or not
+// at all.
+bool editManifest(const ManifestPlace &place, const std::function<void(QJsonObject &)> &change, QString *error)
 {
-    const QString path = QDir(runFolder).filePath(QStringLiteral("fp8scope.json"));
+    const QString path = place.file;
     QJsonObject o;
     QFile existing(path);
     if (existing.exists()) {
@@ -51,7 +77,19 @@ bool editManifest(const QString &runFolder, const std::function<void(QJsonObject
         }
         o = doc.object();
     }
-    change(o);
+    if (!place.key.isEmpty() && o.contains(QStringLiteral("runs")) && !o.value(QStringLiteral("runs")).isObject()) {
+        *error = QStringLiteral("%1: \"runs\" is not an object; fix or remove it first").arg(path);
+        return false;
+    }
+    if (place.key.isEmpty()) {
+        change(o);
+    } else {
+        QJsonObject runs = o.value(QStringLiteral("runs")).toObject();
+        QJsonObject run = runs.value(place.key).toObject();
+        change(run);
+        runs.insert(place.key, run);
+        o.insert(QStringLiteral("runs"), runs);
+    }
     QSaveFile out(path);
     if (!out.open(QIODevice::WriteOnly) || out.write(QJsonDocument(o).toJson(QJsonDocument::Indented)) < 0
         || !out.commit()) {
@@ -63,10 +101,10 @@ bool editManifest(const QString &runFolder, const std::function<void(QJsonObject
 
 } // namespace
 
-bool writeRunManifest(const QString &runFolder, const RunManifest &manifest, QString *error)
+bool writeRunManifest(const ManifestPlace &place, const RunManifest &manifest, QString *error)
 {
     return editManifest(
-        runFolder,
+        place,
         [&manifest](QJsonObject &o) {
             const std::pair<const char *, const QString *> fields[] = {{"name", &manifest.name},
                 {"precision", &manifest.precision}, {"recipe", &manifest.recipe}, {"baseline", &manifest.baseline},
@@ -84,15 +122,13 @@ bool writeRunManifest(const QString &runFolder, const RunManifest &manifest, QSt
         error);
 }
 
-bool writeRunParent(const QString &runFolder, const QString &parent, QString *error)
+bool writeRunParent(const ManifestPlace &place, const QString &parent, QString *error)
 {
     return editManifest(
-        runFolder,
+        place,
         [&parent](QJsonObject &o) {
-            if (parent.trimmed().isEmpty())
-                o.remove(QStringLiteral("parent"));
-            else
-                o.insert(QStringLiteral("parent"), parent.trimmed());
+            // "" unsets it when read (a key removed would leave what the store read before).
+            o.insert(QStringLiteral("parent"), parent.trimmed());
         },
         error);
 }

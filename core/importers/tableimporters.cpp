@@ -23,19 +23,6 @@ const QStringList &stepNames()
     return n;
 }
 
-// W&B exports one run per history file: `history_<run id>.csv`. Several beside each other are several runs,
-// each named by its file; one alone beside a run's other files is that run's history (the folder's run).
-QString runFromFileName(const QString &path)
-{
-    const QFileInfo info(path);
-    const QString stem = info.completeBaseName();
-    if (!stem.startsWith(QLatin1String("history_")))
-        return {};
-    const QStringList exports
-        = info.dir().entryList({QStringLiteral("history_*.csv"), QStringLiteral("history_*.csv.*")}, QDir::Files);
-    return exports.size() > 1 ? stem : QString();
-}
-
 // The header of a CSV file (line 1), needed when resuming a grown file.
 QStringList csvHeader(const QString &path)
 {
@@ -141,6 +128,17 @@ void pointsOf(const QJsonObject &o, const QString &prefix, const QString &skip, 
 
 } // namespace
 
+QString runOfHistoryExport(const QString &path)
+{
+    const QFileInfo info(path);
+    const QString stem = info.completeBaseName();
+    if (!stem.startsWith(QLatin1String("history_")))
+        return {};
+    const QStringList exports
+        = info.dir().entryList({QStringLiteral("history_*.csv"), QStringLiteral("history_*.csv.*")}, QDir::Files);
+    return exports.size() > 1 ? stem : QString();
+}
+
 int stepColumn(const QStringList &names)
 {
     for (const QString &s : stepNames()) {
@@ -196,7 +194,7 @@ ReadPosition CsvImporter::read(const QString &path, const ReadPosition &from, In
     QStringList header = from.line > 0 ? csvHeader(path) : QStringList();
     int stepCol = stepColumn(header);
     int runCol = int(header.indexOf(QStringLiteral("run")));
-    const QString fileRun = runFromFileName(path);
+    const QString fileRun = runOfHistoryExport(path);
     if (!fileRun.isEmpty())
         sink.useRun(fileRun);
     const QString source = QStringLiteral("csv");

@@ -29,5 +29,9 @@ public:
 
 // Column or key names that hold the step, in order of preference.
 int stepColumn(const QStringList &names);
+// W&B exports one run per history file: `history_<run id>.csv`. Several beside each other are several runs, each
+// named by its file (the file's stem, returned); one alone beside a run's other files is that run's history (the
+// folder's run: "" is returned, as for any other file).
+QString runOfHistoryExport(const QString &path);
 
 } // namespace fp8scope

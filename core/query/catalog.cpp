@@ -83,6 +83,13 @@ Run toRun(const RunInfo &r, quint64 serial, const QString &folder)
         .inferencePrecision = r.inferencePrecision,
         .notes = r.notes,
         .lossGapBar = barOf(r.lossGapBar),
+        .manifestParent = r.parent,
+        .inferenceCheckpoint = r.inferenceCheckpoint,
+        .inferenceReference = r.inferenceReference,
+        .manifest = r.manifest,
+        .manifestKey = r.manifestKey,
+        .ownFolder = r.folder,
+        .filesFolder = r.filesFolder,
         .seriesCount = r.seriesCount,
         .pointCount = r.pointCount};
 }

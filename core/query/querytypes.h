@@ -46,6 +46,19 @@ struct Run {
     // As a baseline: the gap of the loss at the end that its comparisons accept (the manifest's loss_gap_bar);
     // none when it sets none (the triage's default applies).
     std::optional<double> lossGapBar;
+    // What the rest of its manifest says, read at ingest: the attempt it derives from (a run's name), the inference
+    // checkpoint and its reference (paths relative to the manifest's folder), and the manifest itself (its path
+    // relative to `folder`, "" for none; the key under "runs" where it is a workspace manifest).
+    QString manifestParent;
+    QString inferenceCheckpoint;
+    QString inferenceReference;
+    QString manifest;
+    QString manifestKey;
+    // The folder that is the run's, relative to `folder` ("" for it; none for a run no folder is alone).
+    std::optional<QString> ownFolder;
+    // The folder of the first file that wrote its records (relative to `folder`, "" or ending in '/'), where a
+    // workspace manifest keyed by a run no folder is alone goes.
+    std::optional<QString> filesFolder;
     int64_t seriesCount = 0;
     int64_t pointCount = 0;
     QString label() const { return displayName.isEmpty() ? name : displayName; }

@@ -37,16 +37,58 @@ struct StoredFinding {
     QString suggestion;
 };
 
-// A user's review of a finding: its identity (analysis::findingIdentity), "open", "confirmed" or "dismissed",
-// and a note.
+// Where a baseline's final candidate comes from (core/analysis/attempts): none; the rule's; the rule's, confirmed
+// by the user; another attempt, chosen by the user. Typed end to end; the store and the JSON write its name.
+enum class CandidateSource { None, Rule, Confirmed, Chosen };
+inline QString candidateSourceName(CandidateSource s)
+{
+    switch (s) {
+    case CandidateSource::None: return {};
+    case CandidateSource::Rule: return QStringLiteral("rule");
+    case CandidateSource::Confirmed: return QStringLiteral("confirmed");
+    case CandidateSource::Chosen: return QStringLiteral("chosen");
+    }
+    return {};
+}
+inline std::optional<CandidateSource> candidateSourceNamed(const QString &name)
+{
+    for (CandidateSource s :
+        {CandidateSource::None, CandidateSource::Rule, CandidateSource::Confirmed, CandidateSource::Chosen}) {
+        if (candidateSourceName(s) == name)
+            return s;
+    }
+    return std::nullopt;
+}
+
 // The user's word on a baseline's final candidate (core/analysis/attempts): the rule's candidate confirmed, or
 // another attempt chosen over it; kept in the baseline's store by the baseline's name.
 struct CandidateChoice {
     QString candidate; // the attempt's run name
-    QString state; // "confirmed" or "chosen"
+    CandidateSource state = CandidateSource::Chosen; // Confirmed or Chosen
     QString note;
     QString chosenAt; // ISO 8601, UTC; set when stored
 };
+
+// A user's review of a finding: open (not reviewed, or reopened), confirmed, dismissed. Typed end to end; the
+// store writes its name.
+enum class ReviewState { Open, Confirmed, Dismissed };
+inline QString reviewStateName(ReviewState s)
+{
+    switch (s) {
+    case ReviewState::Open: return QStringLiteral("open");
+    case ReviewState::Confirmed: return QStringLiteral("confirmed");
+    case ReviewState::Dismissed: return QStringLiteral("dismissed");
+    }
+    return {};
+}
+inline std::optional<ReviewState> reviewStateNamed(const QString &name)
+{
+    for (ReviewState s : {ReviewState::Open, ReviewState::Confirmed, ReviewState::Dismissed}) {
+        if (reviewStateName(s) == name)
+            return s;
+    }
+    return std::nullopt;
+}
 
 // A recipe what-if kept in the store (core/analysis/storedwhatif.h, schema 15 what_ifs): the dump (Dump::spec()), its
 // step, the candidate recipes' labels joined by commas, the dump file's size and modification time (ms since the epoch)
@@ -61,9 +103,10 @@ struct StoredWhatIf {
     QString computedAt; // ISO 8601, UTC; set when stored
 };
 
+// A user's review of a finding: its identity (analysis::findingIdentity), its state and a note.
 struct FindingReview {
     QString finding;
-    QString state;
+    ReviewState state = ReviewState::Open;
     QString note;
     QString reviewedAt; // ISO 8601, UTC; set when stored
 };

@@ -236,7 +236,7 @@ void addComparisonFigures(std::vector<Block> &blocks, const ComparisonData &d, c
 QString reviewStateOf(const std::map<QString, FindingReview> &reviews, const Finding &f)
 {
     const auto it = reviews.find(analysis::findingIdentity(f));
-    return it == reviews.end() ? QStringLiteral("open") : it->second.state;
+    return reviewStateName(it == reviews.end() ? ReviewState::Open : it->second.state);
 }
 
 // A reviewed finding as a reader knows it: its summary while the comparison still finds it, else its kind and
@@ -559,7 +559,7 @@ void addAuditSection(Document &doc, const AuditResult &a)
     for (const AuditFinding &f : a.findings)
         s.blocks.push_back(body(
             QStringLiteral("%1 (%2), %3%4: %5")
-                .arg(f.kind, f.severity, f.layer,
+                .arg(auditKindName(f.kind), auditSeverityName(f.severity), f.layer,
                     f.trainingLayer.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(f.trainingLayer), f.evidence)));
     for (const Problem &p : a.problems)
         s.blocks.push_back(body(QStringLiteral("Not read: %1").arg(p.toString())));
@@ -999,7 +999,8 @@ std::optional<Document> buildTriageReport(const Catalog &catalog, RunRef baselin
             = {QStringLiteral("Finding"), QStringLiteral("Review"), QStringLiteral("Note"), QStringLiteral("Reviewed")};
         t.widths = {4, 1.3, 4, 2.2};
         for (const auto &[identity, review] : reviews)
-            t.rows.push_back({reviewedFinding(identity, c.findings), review.state, review.note, review.reviewedAt});
+            t.rows.push_back(
+                {reviewedFinding(identity, c.findings), reviewStateName(review.state), review.note, review.reviewedAt});
         r.blocks.push_back(t);
         doc.sections.push_back(std::move(r));
     }

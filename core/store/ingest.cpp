@@ -54,18 +54,18 @@ class FileSink : public IngestSink
 public:
     // `scan` names the runs of the folders that useRunFolder() finds (none without it).
     FileSink(Database &db, int64_t fileId, const QString &defaultRun, const FolderScan *scan = nullptr,
-        const QString &fileDir = QString())
+        const QString &filePath = QString())
         : m_db(db)
         , m_fileId(fileId)
         , m_scan(scan)
-        , m_fileDir(fileDir)
+        , m_filePath(filePath)
+        , m_fileDir(filePath.contains(QLatin1Char('/')) ? filePath.section(QLatin1Char('/'), 0, -2) : QString())
     {
         m_findSeries = db.prepare(
             "SELECT id FROM series WHERE run_id=? AND layer=? AND tensor=? AND stat=? AND source=? AND recipe=?");
         m_insertSeries
             = db.prepare("INSERT INTO series(run_id, layer, tensor, stat, source, recipe) VALUES(?,?,?,?,?,?)");
-        m_defaultRun = runId(defaultRun);
-        m_run = m_defaultRun;
+        m_defaultRunName = defaultRun;
     }
 
     int64_t runId(const QString &name)
@@ -83,7 +83,43 @@ public:
         return id;
     }
 
-    void useRun(const QString &name) override { m_run = name.isEmpty() ? m_defaultRun : runId(name); }
+    // The folder's run is made when something is written to it: a folder whose files each name their own run (W&B
+    // history exports) is no run of its own.
+    void useRun(const QString &name) override
+    {
+        m_run = name.isEmpty() ? 0 : runId(name);
+        if (m_run != 0)
+            m_named.insert(m_run);
+    }
+
+    bool useExistingRun(const QString &name) override
+    {
+        Statement s = m_db.prepare("SELECT id FROM runs WHERE name=?");
+        s.bind(1, name);
+        if (!s.next())
+            return false;
+        m_run = s.int64(0);
+        m_runs.insert(name, m_run);
+        m_named.insert(m_run);
+        return true;
+    }
+
+    // The run the file's records go to now (the folder's, made now where none was chosen).
+    int64_t run()
+    {
+        if (m_run == 0)
+            m_run = runId(m_defaultRunName);
+        return m_run;
+    }
+
+    // The run the file is counted to: the folder's where anything went to it, else one it named (the oldest); 0
+    // for a file that wrote to no run (a W&B configs.json none of whose runs is open here), which makes none.
+    int64_t fileRun() const
+    {
+        if (const auto it = m_runs.constFind(m_defaultRunName); it != m_runs.cend())
+            return it.value();
+        return m_named.empty() ? 0 : *m_named.begin();
+    }
 
     bool useRunFolder(const QString &folder) override
     {
@@ -93,17 +129,18 @@ public:
         if (it == m_scan->runOfFolder.end())
             return false;
         m_run = runId(it.value());
+        m_named.insert(m_run);
         return true;
     }
 
     // The handle is a slot of this sink (dense, so a point finds its series' buffer without a lookup).
     int64_t series(const SeriesKey &key) override
     {
-        const QString ck = seriesCacheKey(m_run, key);
+        const QString ck = seriesCacheKey(run(), key);
         auto it = m_series.find(ck);
         if (it != m_series.end())
             return it.value();
-        m_findSeries.bind(1, m_run)
+        m_findSeries.bind(1, run())
             .bind(2, key.layer)
             .bind(3, key.tensor)
             .bind(4, key.stat)
@@ -113,7 +150,7 @@ public:
         if (m_findSeries.next()) {
             id = m_findSeries.int64(0);
         } else if (check(!m_findSeries.failed(), m_findSeries)) {
-            m_insertSeries.bind(1, m_run)
+            m_insertSeries.bind(1, run())
                 .bind(2, key.layer)
                 .bind(3, key.tensor)
                 .bind(4, key.stat)
@@ -227,7 +264,7 @@ public:
         if (!m_insertEval.isValid())
             m_insertEval = m_db.prepare("INSERT OR REPLACE INTO evals(run_id, file_id, task, metric, inference, "
                                         "settings, value, stderr) VALUES(?,?,?,?,?,?,?,?)");
-        m_insertEval.bind(1, m_run)
+        m_insertEval.bind(1, run())
             .bind(2, m_fileId)
             .bind(3, e.task)
             .bind(4, e.metric)
@@ -259,12 +296,23 @@ public:
             {QStringLiteral("baseline"), "UPDATE runs SET baseline=? WHERE id=?"},
             {QStringLiteral("inference_precision"), "UPDATE runs SET inference_precision=? WHERE id=?"},
             {QStringLiteral("notes"), "UPDATE runs SET notes=? WHERE id=?"},
-            {QStringLiteral("loss_gap_bar"), "UPDATE runs SET loss_gap_bar=? WHERE id=?"}};
+            {QStringLiteral("loss_gap_bar"), "UPDATE runs SET loss_gap_bar=? WHERE id=?"},
+            {QStringLiteral("parent"), "UPDATE runs SET parent=? WHERE id=?"},
+            {QStringLiteral("inference_checkpoint"), "UPDATE runs SET inference_checkpoint=? WHERE id=?"},
+            {QStringLiteral("inference_reference"), "UPDATE runs SET inference_reference=? WHERE id=?"}};
+        if (field == QLatin1String("manifest_key")) {
+            // The manifest that says what follows: this file, under this key; a run's own fp8scope.json stays its
+            // manifest whatever workspace manifest also names it.
+            Statement s = m_db.prepare("UPDATE runs SET manifest=?1, manifest_key=?2 WHERE id=?3 AND (?2='' OR "
+                                       "manifest='' OR manifest_key<>'')");
+            check(s.bind(1, m_filePath).bind(2, value).bind(3, run()).exec(), s);
+            return;
+        }
         const auto it = columns.find(field);
         if (it == columns.end())
             return;
         Statement s = m_db.prepare(it->second);
-        check(s.bind(1, value).bind(2, m_run).exec(), s);
+        check(s.bind(1, value).bind(2, run()).exec(), s);
     }
 
     void dump(const DumpRecord &d) override
@@ -272,7 +320,7 @@ public:
         Statement s
             = m_db.prepare("INSERT OR REPLACE INTO dumps(run_id, file_id, dataset, layer, tensor, step, dtype, shape) "
                            "VALUES(?,?,?,?,?,?,?,?)");
-        s.bind(1, m_run)
+        s.bind(1, run())
             .bind(2, m_fileId)
             .bind(3, d.dataset)
             .bind(4, d.layer)
@@ -312,7 +360,7 @@ public:
         Statement find = m_db.prepare("SELECT id FROM series WHERE run_id=? AND layer='' AND tensor='' AND "
                                       "stat='rewind' AND source='megatron-log' AND recipe=''");
         std::vector<pointchunks::Point> rewinds;
-        if (find.bind(1, m_run).next()
+        if (find.bind(1, run()).next()
             && !pointchunks::read(m_db, find.int64(0), std::numeric_limits<int64_t>::min(),
                 std::numeric_limits<int64_t>::max(), &rewinds)) {
             ++failures;
@@ -337,7 +385,7 @@ private:
     {
         if (!insert.isValid())
             insert = m_db.prepare(sql);
-        insert.bind(1, m_run).bind(2, m_fileId).bind(3, key).bind(4, value);
+        insert.bind(1, run()).bind(2, m_fileId).bind(3, key).bind(4, value);
         check(insert.exec(), insert);
     }
 
@@ -385,8 +433,10 @@ private:
     Database &m_db;
     int64_t m_fileId;
     const FolderScan *m_scan;
-    QString m_fileDir; // relative to the opened folder
-    int64_t m_defaultRun = 0;
+    QString m_filePath; // the file's, relative to the opened folder
+    QString m_fileDir; // its folder's
+    QString m_defaultRunName;
+    std::set<int64_t> m_named; // the runs the file named (useRun, useRunFolder)
     int64_t m_run = 0;
     QHash<QString, int64_t> m_runs;
     QHash<QString, int64_t> m_series;
@@ -611,7 +661,8 @@ void ingestFile(Database &db, const ScannedFile &f, const FolderScan &scan, Inge
     const int64_t mtime = info.lastModified().toMSecsSinceEpoch();
     Statement q = db.prepare(
         "SELECT f.id, f.size, f.mtime, f.head_len, f.head_hash, f.consumed, f.lines, f.importer, "
-        "r.name, f.tail_len, f.tail_hash, f.pending_tail, f.steps, f.same_as FROM files f LEFT JOIN runs r ON "
+        "COALESCE(f.folder_run, r.name), f.tail_len, f.tail_hash, f.pending_tail, f.steps, f.same_as FROM files f "
+        "LEFT JOIN runs r ON "
         "r.id=f.run_id "
         "WHERE f.path=?");
     q.bind(1, f.relativePath);
@@ -692,8 +743,7 @@ void ingestFile(Database &db, const ScannedFile &f, const FolderScan &scan, Inge
         fail(error);
         return;
     }
-    const qsizetype slash = f.relativePath.lastIndexOf(QLatin1Char('/'));
-    FileSink sink(db, fileId, f.run, &scan, slash < 0 ? QString() : f.relativePath.left(slash));
+    FileSink sink(db, fileId, f.run, &scan, f.relativePath);
     ReadPosition end;
     // One file's failure (memory running out on a hostile file, a library throwing) rolls back that file
     // only: the others are read, and the report says which failed and why.
@@ -708,11 +758,14 @@ void ingestFile(Database &db, const ScannedFile &f, const FolderScan &scan, Inge
         return;
     }
     const int64_t tailLen = std::min<int64_t>(end.offset, kTailBytes);
-    Statement upd
-        = db.prepare("UPDATE files SET run_id=?, importer=?, size=?, mtime=?, head_len=?, head_hash=?, "
-                     "consumed=?, lines=?, tail_len=?, tail_hash=?, pending_tail=?, same_as='', steps=? WHERE id=?");
-    upd.bind(1, sink.runId(f.run))
-        .bind(2, f.importer->name())
+    Statement upd = db.prepare(
+        "UPDATE files SET run_id=?, importer=?, size=?, mtime=?, head_len=?, head_hash=?, "
+        "consumed=?, lines=?, tail_len=?, tail_hash=?, pending_tail=?, same_as='', steps=?, folder_run=? WHERE id=?");
+    if (const int64_t run = sink.fileRun(); run != 0)
+        upd.bind(1, run);
+    else
+        upd.bindNull(1);
+    upd.bind(2, f.importer->name())
         .bind(3, size)
         .bind(4, mtime)
         .bind(5, int64_t(headLen))
@@ -723,7 +776,8 @@ void ingestFile(Database &db, const ScannedFile &f, const FolderScan &scan, Inge
         .bind(10, QString::fromLatin1(windowHash(f.absolutePath, end.offset - tailLen, tailLen)))
         .bind(11, int64_t(end.pendingTail ? 1 : 0))
         .bind(12, stepsText(end.steps))
-        .bind(13, fileId);
+        .bind(13, f.run)
+        .bind(14, fileId);
     if (sink.failures > 0) {
         fail(sink.error);
         return;
@@ -765,7 +819,8 @@ void ingestCopies(
     };
     QHash<QString, Row> rows;
     Statement q = db.prepare(
-        "SELECT f.path, f.id, f.size, f.mtime, f.same_as, r.name FROM files f LEFT JOIN runs r ON r.id=f.run_id");
+        "SELECT f.path, f.id, f.size, f.mtime, f.same_as, COALESCE(f.folder_run, r.name) FROM files f LEFT JOIN runs r "
+        "ON r.id=f.run_id");
     while (q.next())
         rows.insert(q.text(0), {q.int64(1), q.int64(2), q.int64(3), q.text(4), q.text(5)});
     QString error;
@@ -1015,6 +1070,33 @@ IngestReport ingestFolder(Database &db, const QString &folder, const QString &st
     }
     dropRunsLeftEmpty(db, movedFrom, &report);
     QString error;
+    // The folder that is each run's, as the scan divided the folder (Run Settings write its fp8scope.json there).
+    {
+        Transaction t(db);
+        Statement put = db.prepare("UPDATE runs SET folder=? WHERE name=? AND folder IS NOT ?1");
+        for (auto it = scan.runOfFolder.cbegin(); it != scan.runOfFolder.cend() && t.isActive(); ++it) {
+            if (!put.bind(1, it.key()).bind(2, it.value()).exec()) {
+                report.errors << QStringLiteral("the runs' folders: %1").arg(put.error());
+                break;
+            }
+            put.reset();
+        }
+        // Where the records of a run no folder is alone come from: the folder of the first file (by path) that
+        // wrote one of its series, with the trailing '/' ("" for the opened folder).
+        const char *const filesFolder
+            = "(SELECT rtrim(f.path, replace(f.path, '/', '')) FROM series s JOIN series_files sf ON "
+              "sf.series_id=s.id JOIN files f ON f.id=sf.file_id WHERE s.run_id=runs.id ORDER BY f.path LIMIT 1)";
+        if (t.isActive()
+            && !db.exec(QStringLiteral("UPDATE runs SET files_folder=%1 WHERE files_folder IS NOT %1")
+                            .arg(QLatin1String(filesFolder))
+                            .toUtf8()
+                            .constData(),
+                &error))
+            report.errors << QStringLiteral("the runs' files: %1").arg(error);
+        if (t.isActive() && !t.commit(&error))
+            report.errors << QStringLiteral("the runs' folders: %1").arg(error);
+        error.clear();
+    }
     if (!inferRunsFromConfigs(db, &error))
         report.errors << QStringLiteral("run precision and recipe from configs: %1").arg(error);
     return report;

@@ -92,6 +92,9 @@ LogStreams orderLogStreams(const FolderScan &scan)
         else if (!key.startsWith(QLatin1Char('M')))
             out.order.push_back(streams[key][taken[key]++]);
     }
+    // Workspace manifests last: they may name a run the other files make (a table's run column).
+    std::stable_partition(out.order.begin(), out.order.end(),
+        [](const ScannedFile *f) { return f->importer->name() != QLatin1String("workspace-manifest"); });
     return out;
 }
 

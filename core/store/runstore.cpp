@@ -24,8 +24,9 @@ using pointchunks::kChunkPoints;
 
 namespace {
 
-// A run from the first nine columns of a row: id, name, display_name, precision, recipe, baseline,
-// inference_precision, notes, loss_gap_bar.
+// A run from the first sixteen columns of a row: id, name, display_name, precision, recipe, baseline,
+// inference_precision, notes, loss_gap_bar, parent, inference_checkpoint, inference_reference, manifest,
+// manifest_key, folder, files_folder.
 RunInfo runFromRow(const Statement &s)
 {
     return {.id = s.int64(0),
@@ -36,7 +37,14 @@ RunInfo runFromRow(const Statement &s)
         .baseline = s.text(5),
         .inferencePrecision = s.text(6),
         .notes = s.text(7),
-        .lossGapBar = s.text(8)};
+        .lossGapBar = s.text(8),
+        .parent = s.text(9),
+        .inferenceCheckpoint = s.text(10),
+        .inferenceReference = s.text(11),
+        .manifest = s.text(12),
+        .manifestKey = s.text(13),
+        .folder = s.isNull(14) ? std::nullopt : std::optional<QString>(s.text(14)),
+        .filesFolder = s.isNull(15) ? std::nullopt : std::optional<QString>(s.text(15))};
 }
 
 } // namespace
@@ -127,7 +135,9 @@ bool RunStore::rebuild(
         if (old.open(folder, &ignored)) {
             Statement c = old.prepare("SELECT baseline_name, candidate, state, note, chosen_at FROM candidate_choices");
             while (c.next())
-                choices.push_back({c.text(0), {c.text(1), c.text(2), c.text(3), c.text(4)}});
+                choices.push_back({c.text(0),
+                    {c.text(1), candidateSourceNamed(c.text(2)).value_or(CandidateSource::Chosen), c.text(3),
+                        c.text(4)}});
             for (const char *sql : {"SELECT r.name, f.baseline_folder, f.baseline_name, f.finding, f.state, f.note, "
                                     "f.reviewed_at FROM finding_reviews f JOIN runs r ON r.id=f.run_id",
                      "SELECT run_name, baseline_folder, baseline_name, finding, state, note, reviewed_at FROM "
@@ -172,7 +182,11 @@ bool RunStore::rebuild(
                                         "note, chosen_at) VALUES(?,?,?,?,?)",
             error);
         for (const auto &[baseline, c] : choices) {
-            choice.bind(1, baseline).bind(2, c.candidate).bind(3, c.state).bind(4, c.note).bind(5, c.chosenAt);
+            choice.bind(1, baseline)
+                .bind(2, c.candidate)
+                .bind(3, candidateSourceName(c.state))
+                .bind(4, c.note)
+                .bind(5, c.chosenAt);
             if (!choice.exec()) {
                 *error = QStringLiteral("%1: the chosen candidates could not be carried over: %2")
                              .arg(m_path, choice.error());
@@ -274,18 +288,20 @@ std::vector<RunInfo> RunStore::runs(bool withCounts) const
     std::vector<RunInfo> out;
     Statement s = prepare(withCounts
             ? "SELECT r.id, r.name, r.display_name, r.precision, r.recipe, r.baseline, r.inference_precision, r.notes, "
-              "r.loss_gap_bar, "
+              "r.loss_gap_bar, r.parent, r.inference_checkpoint, r.inference_reference, r.manifest, r.manifest_key, "
+              "r.folder, r.files_folder, "
               "(SELECT COUNT(*) FROM series WHERE run_id=r.id), "
               "(SELECT COALESCE(SUM(c.n), 0) FROM point_chunks c JOIN series s ON c.series_id=s.id WHERE "
               "s.run_id=r.id) "
               "FROM runs r ORDER BY r.name"
             : "SELECT r.id, r.name, r.display_name, r.precision, r.recipe, r.baseline, r.inference_precision, r.notes, "
-              "r.loss_gap_bar, "
+              "r.loss_gap_bar, r.parent, r.inference_checkpoint, r.inference_reference, r.manifest, r.manifest_key, "
+              "r.folder, r.files_folder, "
               "0, 0 FROM runs r ORDER BY r.name");
     while (s.next()) {
         RunInfo r = runFromRow(s);
-        r.seriesCount = s.int64(9);
-        r.pointCount = s.int64(10);
+        r.seriesCount = s.int64(16);
+        r.pointCount = s.int64(17);
         out.push_back(std::move(r));
     }
     ok(s);
@@ -295,7 +311,8 @@ std::vector<RunInfo> RunStore::runs(bool withCounts) const
 std::optional<RunInfo> RunStore::runInfo(int64_t id) const
 {
     Statement s = prepare("SELECT id, name, display_name, precision, recipe, baseline, inference_precision, notes, "
-                          "loss_gap_bar FROM runs WHERE id=?");
+                          "loss_gap_bar, parent, inference_checkpoint, inference_reference, manifest, manifest_key, "
+                          "folder, files_folder FROM runs WHERE id=?");
     s.bind(1, id);
     if (!s.next()) {
         ok(s);

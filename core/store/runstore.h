@@ -44,6 +44,13 @@ struct RunInfo {
     QString inferencePrecision;
     QString notes;
     QString lossGapBar; // the loss gap this run accepts of the runs compared with it, as the manifest says it
+    QString parent; // the attempt it derives from, as the manifest names it
+    QString inferenceCheckpoint; // as the manifest names it (relative to the manifest's folder)
+    QString inferenceReference;
+    QString manifest; // the manifest file that set these, relative to the store's folder; "" for none
+    QString manifestKey; // the key under "runs" of that file when it is a workspace manifest
+    std::optional<QString> folder; // the folder that is the run's, relative to the store's folder ("" for it)
+    std::optional<QString> filesFolder; // the folder of the first file that wrote its records, with a trailing '/'
     int64_t seriesCount = 0;
     int64_t pointCount = 0;
 };

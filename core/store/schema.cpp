@@ -229,6 +229,28 @@ CREATE TRIGGER what_ifs_changed AFTER UPDATE ON what_ifs
     BEGIN UPDATE meta SET value=value+1 WHERE key='data_generation'; END;
 )";
 
+// Version 16 (issue 56): the run a file belongs to in the folder's division (files.folder_run; run_id is the run it
+// wrote to, NULL for none, so a folder whose files each name their own run is no run itself), and what a run's
+// manifest says beyond the columns above, read once at ingest (runs.parent, inference_checkpoint,
+// inference_reference, and the manifest file that said it, relative to the store's folder, with the key it is under
+// in a workspace manifest), and the folder that is the run's (runs.folder, relative to the store's folder; NULL for a
+// run no folder is alone) and the folder of the first file that wrote its records (runs.files_folder, where a
+// workspace manifest keyed by a run no folder is alone goes), which the ingest writes. The manifests and configs are
+// read again to fill them, and the tables (a W&B history export, a table's run column: the folder's empty run an
+// older ingest made for them goes once they are read into their own runs).
+const char *const kSchemaV16 = R"(
+ALTER TABLE files ADD COLUMN folder_run TEXT;
+ALTER TABLE runs ADD COLUMN parent TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN inference_checkpoint TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN inference_reference TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN manifest TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN manifest_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN folder TEXT;
+ALTER TABLE runs ADD COLUMN files_folder TEXT;
+UPDATE files SET size=-1, mtime=-1, consumed=0, lines=0, head_hash='', tail_hash=''
+    WHERE importer IN ('manifest', 'workspace-manifest', 'config-json', 'csv', 'jsonl');
+)";
+
 // Whether `table` has `column`; false with *error set when the question failed.
 bool hasColumn(Database &db, const char *table, const char *column, bool *has, QString *error)
 {
@@ -344,7 +366,7 @@ bool migrate(Database &db, const QString &path, QString *error)
         && (version >= 11 || db.exec(kSchemaV11, error)) && (version >= 12 || db.exec(kSchemaV12, error))
         && (version >= 13 || (addNonFiniteColumn(db, error) && db.exec(kSchemaV13Fill, error)))
         && (version >= 14 || (addLossGapBarColumn(db, error) && db.exec(kSchemaV14Reread, error)))
-        && (version >= 15 || db.exec(kSchemaV15, error));
+        && (version >= 15 || db.exec(kSchemaV15, error)) && (version >= 16 || db.exec(kSchemaV16, error));
     if (!ok)
         return false;
     Statement set = db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", error);

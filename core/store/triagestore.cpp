@@ -138,8 +138,10 @@ std::vector<FindingReview> RunStore::findingReviews(
     Statement s = prepare("SELECT finding, state, note, reviewed_at FROM finding_reviews WHERE run_id=? AND "
                           "baseline_folder=? AND baseline_name=? ORDER BY finding");
     s.bind(1, runId).bind(2, baselineFolder).bind(3, baselineName);
-    while (s.next())
-        out.push_back({s.text(0), s.text(1), s.text(2), s.text(3)});
+    while (s.next()) {
+        // A state this fp8scope does not know (a newer one wrote it) is read as open: the finding is not hidden.
+        out.push_back({s.text(0), reviewStateNamed(s.text(1)).value_or(ReviewState::Open), s.text(2), s.text(3)});
+    }
     ok(s);
     return out;
 }
@@ -148,8 +150,12 @@ std::optional<CandidateChoice> RunStore::candidateChoice(const QString &baseline
 {
     Statement s = prepare("SELECT candidate, state, note, chosen_at FROM candidate_choices WHERE baseline_name=?");
     s.bind(1, baselineName);
-    if (s.next())
-        return CandidateChoice {s.text(0), s.text(1), s.text(2), s.text(3)};
+    if (s.next()) {
+        const std::optional<CandidateSource> source = candidateSourceNamed(s.text(1));
+        if (source == CandidateSource::Confirmed || source == CandidateSource::Chosen)
+            return CandidateChoice {s.text(0), *source, s.text(2), s.text(3)};
+        return std::nullopt; // a word this fp8scope does not know: the rule's candidate stands
+    }
     ok(s);
     return std::nullopt;
 }
@@ -165,13 +171,13 @@ bool RunStore::storeCandidateChoice(const QString &baselineName, const Candidate
         }
         return true;
     }
-    if (choice.state != QLatin1String("confirmed") && choice.state != QLatin1String("chosen")) {
-        *error = QStringLiteral("a candidate is confirmed or chosen, not '%1'").arg(choice.state);
+    if (choice.state != CandidateSource::Confirmed && choice.state != CandidateSource::Chosen) {
+        *error = QStringLiteral("a candidate is confirmed or chosen, not '%1'").arg(candidateSourceName(choice.state));
         return false;
     }
     Statement s = prepare("INSERT OR REPLACE INTO candidate_choices(baseline_name, candidate, state, note, chosen_at) "
                           "VALUES(?,?,?,?,?)");
-    s.bind(1, baselineName).bind(2, choice.candidate).bind(3, choice.state).bind(4, choice.note);
+    s.bind(1, baselineName).bind(2, choice.candidate).bind(3, candidateSourceName(choice.state)).bind(4, choice.note);
     s.bind(5, QDateTime::currentDateTimeUtc().toString(Qt::ISODate));
     if (!s.exec()) {
         *error = s.error();
@@ -219,14 +225,13 @@ bool RunStore::storeWhatIf(int64_t runId, const StoredWhatIf &w, QString *error)
 bool RunStore::storeFindingReview(int64_t runId, const QString &baselineFolder, const QString &baselineName,
     const FindingReview &review, QString *error)
 {
-    if (review.state != QLatin1String("open") && review.state != QLatin1String("confirmed")
-        && review.state != QLatin1String("dismissed")) {
-        *error = QStringLiteral("a review's state is open, confirmed or dismissed, not '%1'").arg(review.state);
-        return false;
-    }
     Statement s = prepare("INSERT OR REPLACE INTO finding_reviews(run_id, baseline_folder, baseline_name, finding, "
                           "state, note, reviewed_at) VALUES(?,?,?,?,?,?,?)");
-    s.bind(1, runId).bind(2, baselineFolder).bind(3, baselineName).bind(4, review.finding).bind(5, review.state);
+    s.bind(1, runId)
+        .bind(2, baselineFolder)
+        .bind(3, baselineName)
+        .bind(4, review.finding)
+        .bind(5, reviewStateName(review.state));
     s.bind(6, review.note).bind(7, QDateTime::currentDateTimeUtc().toString(Qt::ISODate));
     if (!s.exec()) {
         *error = s.error();

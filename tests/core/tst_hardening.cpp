@@ -477,15 +477,14 @@ void TestHardening::rebuildKilledAtAnyPointKeepsTheReviews()
         QVERIFY2(store.open(dir.path(), &error), qPrintable(error));
         const std::vector<RunInfo> runs = store.runs();
         QCOMPARE(int(runs.size()), 1);
-        QVERIFY2(
-            store.storeFindingReview(runs.front().id, QString(), QStringLiteral("base"),
-                {QStringLiteral("loss-departure|"), QStringLiteral("dismissed"), QStringLiteral("known"), {}}, &error),
+        QVERIFY2(store.storeFindingReview(runs.front().id, QString(), QStringLiteral("base"),
+                     {QStringLiteral("loss-departure|"), ReviewState::Dismissed, QStringLiteral("known"), {}}, &error),
             qPrintable(error));
         QVERIFY2(store.storeFindingReview(runs.front().id, QString(), QString(),
-                     {QStringLiteral("layer-signal|layers.3"), QStringLiteral("confirmed"), QString(), {}}, &error),
+                     {QStringLiteral("layer-signal|layers.3"), ReviewState::Confirmed, QString(), {}}, &error),
             qPrintable(error));
         QVERIFY2(store.storeCandidateChoice(QStringLiteral("base"),
-                     {QStringLiteral("fp8-b"), QStringLiteral("chosen"), QStringLiteral("the fix"), {}}, &error),
+                     {QStringLiteral("fp8-b"), CandidateSource::Chosen, QStringLiteral("the fix"), {}}, &error),
             qPrintable(error));
     }
     // What a store holds of them: reviews on runs and reviews carried for runs not yet ingested, and the choices.

@@ -305,13 +305,13 @@ private Q_SLOTS:
 
         AuditResult audit;
         audit.checkpoint = QStringLiteral("/runs/fp8/export");
-        audit.findings.push_back({QStringLiteral("inverted-scale"), QStringLiteral("critical"),
-            QStringLiteral("model.layers.0.self_attn.q_proj"),
-            QStringLiteral("decoder.layers.0.self_attention.linear_qkv (q)"),
-            QStringLiteral("dequantized as codes x weight_scale ...")});
-        audit.findings.push_back({QStringLiteral("calibration-mismatch"), QStringLiteral("warning"),
-            QStringLiteral("model.layers.1.mlp.down_proj"), QStringLiteral("decoder.layers.1.mlp.linear_fc2"),
-            QStringLiteral("input_scale ...")});
+        audit.findings.push_back(
+            {AuditKind::InvertedScale, AuditSeverity::Critical, QStringLiteral("model.layers.0.self_attn.q_proj"),
+                QStringLiteral("decoder.layers.0.self_attention.linear_qkv (q)"),
+                QStringLiteral("dequantized as codes x weight_scale ...")});
+        audit.findings.push_back(
+            {AuditKind::CalibrationMismatch, AuditSeverity::Warning, QStringLiteral("model.layers.1.mlp.down_proj"),
+                QStringLiteral("decoder.layers.1.mlp.linear_fc2"), QStringLiteral("input_scale ...")});
         in.audit = audit;
         c = comparePair(in);
         QCOMPARE(c.verdict, Verdict::DownstreamGap);
@@ -444,8 +444,8 @@ private Q_SLOTS:
         f.stat = QStringLiteral("underflows%");
         Finding other = f;
         other.layer = QStringLiteral("decoder.layers.1.mlp.linear_fc1");
-        const std::vector<FindingReview> reviews {{findingIdentity(f), QStringLiteral("dismissed"), {}, {}},
-            {findingIdentity(other), QStringLiteral("confirmed"), {}, {}}};
+        const std::vector<FindingReview> reviews {{findingIdentity(f), ReviewState::Dismissed, {}, {}},
+            {findingIdentity(other), ReviewState::Confirmed, {}, {}}};
         QVERIFY(isDismissed(reviews, f));
         QVERIFY(!isDismissed(reviews, other));
         QVERIFY(findingIdentity(f).startsWith(QLatin1String("layer-signal|")));

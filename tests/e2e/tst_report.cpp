@@ -284,7 +284,7 @@ void TestReport::documentModel()
     const auto [folder, name] = catalog.baselineKey(run, baseline);
     QVERIFY(CatalogTestAccess::store(catalog, run)
                 ->storeFindingReview(run.id, folder, name,
-                    {analysis::findingIdentity(c.findings.front()), QStringLiteral("confirmed"),
+                    {analysis::findingIdentity(c.findings.front()), ReviewState::Confirmed,
                         QStringLiteral("seen on the cluster too"), QString()},
                     &error));
     report::TriageReportOptions options;

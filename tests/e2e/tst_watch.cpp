@@ -247,7 +247,7 @@ private Q_SLOTS:
                     continue;
                 QVERIFY2(CatalogTestAccess::store(catalog, c.run)
                              ->storeFindingReview(c.run.id, folder, name,
-                                 {analysis::findingIdentity(f), QStringLiteral("dismissed"), QString(), {}}, &error),
+                                 {analysis::findingIdentity(f), ReviewState::Dismissed, QString(), {}}, &error),
                     qPrintable(error));
                 ++dismissed;
             }

@@ -160,7 +160,7 @@ void TestAttempts::candidateChosenAndKept()
     AttemptsView *view = m_window->attempts();
     m_window->findChild<QTabWidget *>(QStringLiteral("viewTabs"))->setCurrentWidget(view);
     QTRY_VERIFY_WITH_TIMEOUT(!view->isComputing() && view->attempts().attempts.size() == 4, 60000);
-    QCOMPARE(view->attempts().candidateSource, QStringLiteral("rule"));
+    QCOMPARE(view->attempts().candidateSource, CandidateSource::Rule);
     const auto candidate = [view] {
         const analysis::AttemptsResult &r = view->attempts();
         return r.candidate ? r.attempts[*r.candidate].name : QString();
@@ -168,7 +168,7 @@ void TestAttempts::candidateChosenAndKept()
     QCOMPARE(candidate(), QStringLiteral("fp8-b-current"));
     view->chooseCandidate(3);
     QTRY_COMPARE_WITH_TIMEOUT(candidate(), QStringLiteral("fp8-d-fallback"), 60000);
-    QCOMPARE(view->attempts().candidateSource, QStringLiteral("chosen"));
+    QCOMPARE(view->attempts().candidateSource, CandidateSource::Chosen);
     QAbstractItemModel *model = view->table()->model();
     const int column = model->columnCount() - 1;
     QCOMPARE(model->index(3, column).data().toString(), QStringLiteral("your choice"));
@@ -184,10 +184,10 @@ void TestAttempts::candidateChosenAndKept()
     const std::optional<CandidateChoice> kept = catalog.candidateChoice(view->attempts().baseline);
     QVERIFY(kept);
     QCOMPARE(kept->candidate, QStringLiteral("fp8-d-fallback"));
-    QCOMPARE(kept->state, QStringLiteral("chosen"));
+    QCOMPARE(kept->state, CandidateSource::Chosen);
     // Taken back: the rule's.
     view->chooseCandidate(-1);
-    QTRY_COMPARE_WITH_TIMEOUT(view->attempts().candidateSource, QStringLiteral("rule"), 60000);
+    QTRY_COMPARE_WITH_TIMEOUT(view->attempts().candidateSource, CandidateSource::Rule, 60000);
     QCOMPARE(candidate(), QStringLiteral("fp8-b-current"));
 }
 

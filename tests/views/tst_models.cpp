@@ -159,6 +159,9 @@ private Q_SLOTS:
         QCOMPARE(cell(1, ProblemsModel::FileColumn, ProblemsModel::OffsetRole).toLongLong(), 4096);
         QCOMPARE(cell(1, ProblemsModel::FileColumn, Qt::ToolTipRole).toString(),
             QStringLiteral("/runs/fp8/dump.safetensors"));
+        // The message whole on hover, where its column cuts it.
+        QCOMPARE(
+            cell(1, ProblemsModel::MessageColumn, Qt::ToolTipRole).toString(), QStringLiteral("a truncated header"));
         QCOMPARE(model.headerData(ProblemsModel::LineColumn, Qt::Horizontal, Qt::DisplayRole).toString(),
             QStringLiteral("Where"));
         QVERIFY(!model.headerData(ProblemsModel::LineColumn, Qt::Vertical, Qt::DisplayRole).isValid());

@@ -7,6 +7,7 @@
 #include "blowuprun.h"
 #include "core/analysis/triage.h"
 #include "core/demo/scenarios.h"
+#include "core/jobs/jobqueue.h"
 #include "core/report/triagereport.h"
 #include "guitest.h"
 #include "views/compare/compareview.h"
@@ -22,6 +23,8 @@
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
+#include <QFile>
+#include <QFileInfo>
 #include <QGuiApplication>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -29,15 +32,19 @@
 #include <QProcess>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QStandardItemModel>
 #include <QStatusBar>
 #include <QTableView>
 #include <QTest>
+#include <QThread>
 #include <QTimer>
 #include <QToolBar>
 #include <QToolButton>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <memory>
 #include <set>
@@ -491,8 +498,22 @@ void TestTriageWizard::dismissedFindingSurvivesAReopen()
     }
     QVERIFY(row >= 0);
     const QString identity = analysis::findingIdentity(w->comparison()->comparison.findings[size_t(row)]);
+    // The comparison is finished again with the review on the query queue, not on this thread: while that queue is
+    // held, the review is kept but not yet said.
+    JobQueue &queries = m_window->workspace()->queries();
+    const auto release = std::make_shared<std::atomic<bool>>(false);
+    const auto releaseAtExit = qScopeGuard([release] { *release = true; }); // a failed check lets the queue go
+    queries.submit({QString(), QStringLiteral("test-hold"),
+                       [release](JobContext &) -> QVariant {
+                           while (!*release)
+                               QThread::msleep(5);
+                           return true;
+                       }},
+        this, [](const JobResult &) {});
     QSignalSpy stored(w, &TriageWizard::reviewStored);
     w->setReview(row, QStringLiteral("dismissed"), QStringLiteral("the demo's harmless difference"));
+    QVERIFY(!stored.wait(2000));
+    *release = true;
     QVERIFY(stored.wait(30000));
     QCOMPARE(stored.count(), 1);
     QCOMPARE(stored.front().front().toString(), QString());
@@ -559,9 +580,25 @@ void TestTriageWizard::exportReportFromTheSummary()
     QCOMPARE(asked.front().at(0).value<RunRef>(), w->baseline());
     QCOMPARE(asked.front().at(1).value<RunRef>(), w->run());
     const QString path = m_tmp.filePath(QStringLiteral("from-the-window.pdf"));
+    // The document is built on the job queue and painted here; its file work (the bookmarks, the file put in
+    // place) runs on the query queue: while that queue is held, the report is not written.
+    JobQueue &queries = m_window->workspace()->queries();
+    const auto release = std::make_shared<std::atomic<bool>>(false);
+    const auto releaseAtExit = qScopeGuard([release] { *release = true; }); // a failed check lets the queue go
+    queries.submit({QString(), QStringLiteral("test-hold"),
+                       [release](JobContext &) -> QVariant {
+                           while (!*release)
+                               QThread::msleep(5);
+                           return true;
+                       }},
+        this, [](const JobResult &) {});
     QSignalSpy exported(m_window.get(), &MainWindow::reportExported);
     m_window->exportReport({}, {}, path); // the wizard's pair
+    QVERIFY(!exported.wait(5000));
+    QVERIFY(!QFileInfo::exists(path));
+    *release = true;
     QVERIFY(exported.wait(120000));
+    QVERIFY(!QFileInfo::exists(path + QStringLiteral(".draft")) && !QFileInfo::exists(path + QStringLiteral(".part")));
     QCOMPARE(exported.front().at(0).toString(), path);
     QCOMPARE(exported.front().at(1).toString(), QString());
     QFile pdf(path);

@@ -9,6 +9,7 @@
 #include "app/gui/appsettings.h"
 #include "app/gui/icons.h"
 #include "app/gui/mainwindow.h"
+#include "app/gui/runsettingsdialog.h"
 #include "app/gui/startpage.h"
 #include "guitest.h"
 #include "views/compare/compareview.h"
@@ -26,6 +27,7 @@
 #include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
+#include <QDir>
 #include <QDockWidget>
 #include <QFile>
 #include <QGuiApplication>
@@ -630,6 +632,17 @@ void TestWindow::runSettingsSurviveAReopen()
     QVERIFY(again->workspace()->findRun(QStringLiteral("fp8")).isValid());
     QCOMPARE(again->workspace()->run(again->workspace()->findRun(QStringLiteral("fp8")))->run.label(),
         QStringLiteral("fp8"));
+    // The dialog says the file the settings go to, and the key where it is a workspace manifest.
+    const QString own = pair + QStringLiteral("/fp8/fp8scope.json");
+    RunSettingsDialog folderRun(QStringLiteral("fp8"), m, {QStringLiteral("bf16")}, own, QString());
+    const QString ownText = folderRun.findChild<QLabel *>(QStringLiteral("runSettingsWhere"))->text();
+    QVERIFY2(ownText.contains(QDir::toNativeSeparators(own)), qPrintable(ownText));
+    const QString workspaceFile = pair + QStringLiteral("/fp8scope-workspace.json");
+    RunSettingsDialog fileRun(QStringLiteral("history_ab12"), m, {}, workspaceFile, QStringLiteral("history_ab12"));
+    const QString keyText = fileRun.findChild<QLabel *>(QStringLiteral("runSettingsWhere"))->text();
+    QVERIFY2(keyText.contains(QDir::toNativeSeparators(workspaceFile))
+            && keyText.contains(QLatin1String("\"history_ab12\"")),
+        qPrintable(keyText));
 }
 
 void TestWindow::secondFolderAddsItsRuns()

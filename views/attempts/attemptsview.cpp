@@ -47,8 +47,8 @@ QString evalText(const Attempt &a)
 QString candidateText(const AttemptsResult &r, size_t i)
 {
     if (r.candidate == i)
-        return r.candidateSource == QLatin1String("chosen")   ? QObject::tr("your choice")
-            : r.candidateSource == QLatin1String("confirmed") ? QObject::tr("confirmed")
+        return r.candidateSource == CandidateSource::Chosen   ? QObject::tr("your choice")
+            : r.candidateSource == CandidateSource::Confirmed ? QObject::tr("confirmed")
                                                               : QObject::tr("candidate");
     return r.ruleCandidate == i ? QObject::tr("the rule's") : QString();
 }
@@ -175,7 +175,7 @@ void AttemptsView::chooseCandidate(int row)
     CandidateChoice choice;
     if (row >= 0) {
         choice.candidate = m_result.attempts[size_t(row)].name;
-        choice.state = m_result.ruleCandidate == size_t(row) ? QStringLiteral("confirmed") : QStringLiteral("chosen");
+        choice.state = m_result.ruleCandidate == size_t(row) ? CandidateSource::Confirmed : CandidateSource::Chosen;
     }
     m_workspace->storeCandidateChoice(m_result.baseline, choice, this, [this](const QString &error) {
         if (!error.isEmpty())
@@ -229,12 +229,14 @@ void AttemptsView::display(const AttemptsResult &result)
             textItem(a.parentName.isEmpty() ? tr("(the baseline)") : a.parentName),
             textItem(a.groupsFromParent.join(QStringLiteral(", "))),
             // The engine's name, and for "none" what it means, in the words the other columns use.
-            textItem(a.verdict == analysis::Verdict::None ? tr("none (healthy)") : verdictName(a.verdict)),
+            textItem((a.verdict == analysis::Verdict::None ? tr("none (healthy)") : verdictName(a.verdict))
+                + (a.comparability == analysis::ComparabilityLevel::WithCare ? tr(", compared with care") : QString())),
             a.departure ? numberItem(double(*a.departure), 0) : textItem(QString()), textItem(gapText(a)),
             textItem(evalText(a)),
             textItem(a.auditFindings < 0 ? QString() : tr("%n finding(s)", nullptr, a.auditFindings)),
             textItem(a.fixesParent), textItem(candidateText(result, i))};
         row.front()->setData(QVariant::fromValue(a.run), kRunRole);
+        row[3]->setToolTip(a.comparabilityText);
         row[2]->setToolTip(changed.join(QLatin1Char('\n')));
         if (a.severalAtOnce) {
             row[2]->setText(tr("⚠ %1").arg(row[2]->text()));
@@ -259,8 +261,8 @@ void AttemptsView::display(const AttemptsResult &result)
         return;
     m_choose->setEnabled(!result.attempts.empty());
     m_clear->setEnabled(
-        result.candidateSource == QLatin1String("chosen") || result.candidateSource == QLatin1String("confirmed"));
-    m_status->setText(result.candidateSource == QLatin1String("chosen")
+        result.candidateSource == CandidateSource::Chosen || result.candidateSource == CandidateSource::Confirmed);
+    m_status->setText(result.candidateSource == CandidateSource::Chosen
             ? tr("%n attempt(s) against %1; the candidate, your choice: %2 (the rule's: %3).", nullptr,
                 int(result.attempts.size()))
                   .arg(result.baselineName, result.attempts[*result.candidate].name,
@@ -268,7 +270,7 @@ void AttemptsView::display(const AttemptsResult &result)
             : result.candidate
             ? tr("%n attempt(s) against %1; the candidate: %2 (%3).", nullptr, int(result.attempts.size()))
                   .arg(result.baselineName, result.attempts[*result.candidate].name,
-                      result.candidateSource == QLatin1String("confirmed") ? tr("confirmed") : candidateRule())
+                      result.candidateSource == CandidateSource::Confirmed ? tr("confirmed") : candidateRule())
             : tr("%n attempt(s) against %1; no candidate yet (%2).", nullptr, int(result.attempts.size()))
                   .arg(result.baselineName, candidateRule()));
 }

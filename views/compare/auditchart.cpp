@@ -80,6 +80,7 @@ void AuditChart::setAudit(const std::optional<AuditResult> &audit)
 {
     m_layers.clear();
     m_checkpoint = audit ? audit->checkpoint : QString();
+    m_thresholds = audit ? audit->thresholds : AuditThresholds {};
     if (audit) {
         // The quantized layers and any with a finding, in the model's order (the audit's).
         for (const AuditLayer &l : audit->layers) {
@@ -131,8 +132,8 @@ std::vector<AuditChart::Series> AuditChart::series() const
     case Measure::WeightError:
         return {column(tr("as dequantized"), [](const AuditLayer &l) { return l.relError; }),
             column(tr("fresh quantization"), [](const AuditLayer &l) { return l.freshRelError; }),
-            column(tr("mismatch (%1x fresh)").arg(auditrules::kMismatchFactor),
-                [](const AuditLayer &l) { return auditrules::kMismatchFactor * l.freshRelError; })};
+            column(tr("mismatch (%1x fresh)").arg(m_thresholds.mismatchFactor),
+                [factor = m_thresholds.mismatchFactor](const AuditLayer &l) { return factor * l.freshRelError; })};
     case Measure::ScaleRatio:
         return {column(tr("weight amax / reference's"), [](const AuditLayer &l) { return l.weightAmaxRatio(); }),
             column(tr("activation amax / input range"), [](const AuditLayer &l) { return l.activationOverRange(); })};
@@ -206,10 +207,10 @@ void AuditChart::rebuild()
         lo = std::min(lo, 1.0);
         hi = std::max(hi, 1.0);
     } else if (measure() == Measure::WeightAmax && any) {
-        hline(std::exp2(auditrules::kPlausibleLog2Min), QString());
-        hline(std::exp2(auditrules::kPlausibleLog2Max), QString());
-        lo = std::min(lo, std::exp2(auditrules::kPlausibleLog2Min));
-        hi = std::max(hi, std::exp2(auditrules::kPlausibleLog2Max));
+        hline(std::exp2(m_thresholds.plausibleLog2Min), QString());
+        hline(std::exp2(m_thresholds.plausibleLog2Max), QString());
+        lo = std::min(lo, std::exp2(m_thresholds.plausibleLog2Min));
+        hi = std::max(hi, std::exp2(m_thresholds.plausibleLog2Max));
     }
     // Along x, a tick where a layer's modules start, labelled with its number (a module outside the numbered
     // layers, such as lm_head, by its name), thinned to about 24.

@@ -59,6 +59,7 @@ private:
     QCPItemStraightLine *m_current;
     QCPItemText *m_message;
     std::vector<AuditLayer> m_layers;
+    AuditThresholds m_thresholds; // the audit's
     QString m_checkpoint;
     int m_currentIndex = -1;
 };

@@ -552,6 +552,15 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
     m_baseHeat->setFlaggedLayers({});
     const analysis::Comparison &c = m_data->comparison;
     QString status = tr("Verdict: %1").arg(analysis::verdictName(c.verdict));
+    // The caveat the wizard's first step states, here too: one pair, one answer.
+    if (c.comparability.level == analysis::ComparabilityLevel::WithCare) {
+        QStringList aspects;
+        for (const analysis::ComparabilityRow &r : c.comparability.rows) {
+            if (!r.aspect.isEmpty() && !aspects.contains(r.aspect))
+                aspects << r.aspect;
+        }
+        status += tr(" (compared with care: the runs differ in %1)").arg(aspects.join(QStringLiteral(", ")));
+    }
     const analysis::Finding *blowUp = nullptr, *firstNonFinite = nullptr;
     for (const analysis::Finding &f : c.findings) {
         if (f.kind == analysis::FindingKind::RunBlowUp && f.step && !blowUp)
@@ -582,6 +591,7 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
     else
         status += tr("; %1 is not in both runs").arg(m_data->stat);
     m_status->setText(status);
+    m_status->setToolTip(c.comparability.text);
     updateMarkers();
     Q_EMIT comparisonChanged();
 }

@@ -68,7 +68,8 @@ QVariant ProblemsModel::data(const QModelIndex &index, int role) const
     case PathRole: return p.path;
     case LineRole: return qint64(p.line);
     case OffsetRole: return qint64(p.offset);
-    case Qt::ToolTipRole: return p.path;
+    case Qt::ToolTipRole: // the whole message, which the column may cut
+        return index.column() == MessageColumn ? p.message : p.path;
     case Qt::ForegroundRole: // a file left out is said, but is no failure
         return p.skipped ? QVariant(QPalette().brush(QPalette::Disabled, QPalette::Text)) : QVariant();
     case Qt::DisplayRole:

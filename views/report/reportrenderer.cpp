@@ -688,56 +688,60 @@ std::optional<QPageSize::PageSizeId> reportPageSize(const QString &name)
     return std::nullopt;
 }
 
-bool renderReport(const Document &document, const QString &path, const ReportRenderOptions &options,
-    RenderedReport *rendered, QString *error, const std::function<bool(int, int)> &progress)
+bool paintReport(const Document &document, const QString &path, const ReportRenderOptions &options,
+    RenderedReport *rendered, PaintedReport *painted, QString *error, const std::function<bool(int, int)> &progress)
 {
     const QString draft = path + QStringLiteral(".draft");
+    const QMarginsF margins(18, 16, 18, 14); // mm
+    QPdfWriter writer(draft);
+    writer.setPageSize(QPageSize(options.pageSize));
+    writer.setPageMargins(margins, QPageLayout::Millimeter);
+    writer.setResolution(300);
+    writer.setTitle(document.title);
+    writer.setCreator(document.author);
+    Flow flow(writer, document);
+    // First the pages and where each section starts, then the painting with them.
+    flow.run(nullptr, {});
+    flow.setTotals(flow.pages(), flow.sectionPages());
+    QCPPainter painter;
+    if (!painter.begin(&writer)) {
+        *error = QStringLiteral("%1: cannot write the PDF").arg(draft);
+        QFile::remove(draft);
+        return false;
+    }
+    painter.setMode(QCPPainter::pmVectorized);
+    painter.setMode(QCPPainter::pmNoCaching);
+    // The heatmaps' cells exactly: Qt would otherwise write large images as JPEG.
+    painter.setRenderHint(QPainter::LosslessImageRendering);
+    const bool done = flow.run(&painter, progress);
+    painter.end();
+    if (!done) {
+        *error = QStringLiteral("cancelled");
+        QFile::remove(draft);
+        return false;
+    }
+    if (rendered) {
+        rendered->pages = flow.pages();
+        rendered->sections.clear();
+        for (size_t i = 0; i < document.sections.size() && i < flow.sectionPages().size(); ++i)
+            rendered->sections.emplace_back(document.sections[i].title, flow.sectionPages()[i]);
+    }
+    *painted = {draft, flow.bookmarks(), margins.top() / 25.4 * 72.0, writer.resolution()};
+    return true;
+}
+
+bool finishReport(const PaintedReport &painted, const QString &path, QString *error)
+{
     const QString outlined = path + QStringLiteral(".part");
     const auto cleanup = [&] {
-        QFile::remove(draft);
+        QFile::remove(painted.draft);
         QFile::remove(outlined);
     };
-    const QMarginsF margins(18, 16, 18, 14); // mm
-    {
-        QPdfWriter writer(draft);
-        writer.setPageSize(QPageSize(options.pageSize));
-        writer.setPageMargins(margins, QPageLayout::Millimeter);
-        writer.setResolution(300);
-        writer.setTitle(document.title);
-        writer.setCreator(document.author);
-        Flow flow(writer, document);
-        // First the pages and where each section starts, then the painting with them.
-        flow.run(nullptr, {});
-        flow.setTotals(flow.pages(), flow.sectionPages());
-        QCPPainter painter;
-        if (!painter.begin(&writer)) {
-            *error = QStringLiteral("%1: cannot write the PDF").arg(draft);
-            cleanup();
-            return false;
-        }
-        painter.setMode(QCPPainter::pmVectorized);
-        painter.setMode(QCPPainter::pmNoCaching);
-        // The heatmaps' cells exactly: Qt would otherwise write large images as JPEG.
-        painter.setRenderHint(QPainter::LosslessImageRendering);
-        const bool done = flow.run(&painter, progress);
-        painter.end();
-        if (!done) {
-            *error = QStringLiteral("cancelled");
-            cleanup();
-            return false;
-        }
-        if (rendered) {
-            rendered->pages = flow.pages();
-            rendered->sections.clear();
-            for (size_t i = 0; i < document.sections.size() && i < flow.sectionPages().size(); ++i)
-                rendered->sections.emplace_back(document.sections[i].title, flow.sectionPages()[i]);
-        }
-        if (!addOutline(draft, outlined, flow.bookmarks(), margins.top() / 25.4 * 72.0, writer.resolution(), error)) {
-            cleanup();
-            return false;
-        }
+    if (!addOutline(painted.draft, outlined, painted.bookmarks, painted.topPoints, painted.resolution, error)) {
+        cleanup();
+        return false;
     }
-    QFile::remove(draft);
+    QFile::remove(painted.draft);
     if (QFileInfo::exists(path) && !QFile::remove(path)) {
         *error = QStringLiteral("%1: cannot replace the file").arg(path);
         cleanup();
@@ -749,6 +753,14 @@ bool renderReport(const Document &document, const QString &path, const ReportRen
         return false;
     }
     return true;
+}
+
+bool renderReport(const Document &document, const QString &path, const ReportRenderOptions &options,
+    RenderedReport *rendered, QString *error, const std::function<bool(int, int)> &progress)
+{
+    PaintedReport painted;
+    return paintReport(document, path, options, rendered, &painted, error, progress)
+        && finishReport(painted, path, error);
 }
 
 } // namespace fp8scope

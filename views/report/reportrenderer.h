@@ -13,6 +13,8 @@
 #include <QStringList>
 
 #include <functional>
+#include <tuple>
+#include <vector>
 
 class QCustomPlot;
 class QPaintDevice;
@@ -40,5 +42,19 @@ void layOutCurveFigure(QCustomPlot &plot, const report::CurveFigure &figure, QSi
 
 bool renderReport(const report::Document &document, const QString &path, const ReportRenderOptions &options,
     RenderedReport *rendered, QString *error, const std::function<bool(int, int)> &progress = {});
+
+// renderReport in two parts, for a window that keeps its thread free: the painting (where QCustomPlot's plots can
+// be made: the GUI thread) into a draft beside `path`, then the file work (qpdf's rewrite with the bookmarks, the
+// file put in place), which any thread may do.
+struct PaintedReport {
+    QString draft;
+    std::vector<std::tuple<QString, int, double>> bookmarks; // title, page, y (device pixels below the margin)
+    double topPoints = 0; // the top margin
+    int resolution = 300;
+};
+bool paintReport(const report::Document &document, const QString &path, const ReportRenderOptions &options,
+    RenderedReport *rendered, PaintedReport *painted, QString *error,
+    const std::function<bool(int, int)> &progress = {});
+bool finishReport(const PaintedReport &painted, const QString &path, QString *error);
 
 } // namespace fp8scope

@@ -74,7 +74,8 @@ public:
     QWidget *createEditor(QWidget *parent, const QStyleOptionViewItem &, const QModelIndex &) const override
     {
         auto *box = new QComboBox(parent);
-        box->addItems({QStringLiteral("open"), QStringLiteral("confirmed"), QStringLiteral("dismissed")});
+        box->addItems({reviewStateName(ReviewState::Open), reviewStateName(ReviewState::Confirmed),
+            reviewStateName(ReviewState::Dismissed)});
         return box;
     }
     void setEditorData(QWidget *editor, const QModelIndex &index) const override
@@ -904,14 +905,15 @@ void TriageWizard::startWhatIf()
                 [this, generation](const QString &storeError) {
                     if (generation != m_whatIfGeneration)
                         return;
-                    m_whatIfPending = 0;
-                    if (!storeError.isEmpty() || !m_data)
+                    if (!storeError.isEmpty() || !m_data) {
+                        m_whatIfPending = 0;
                         return;
-                    auto data = std::make_shared<ComparisonData>(*m_data);
-                    analysis::finishComparison(m_workspace->catalog(), &data->comparison);
-                    m_data = std::move(data);
-                    fillNextText();
-                    fillSummary();
+                    }
+                    // Computing until the findings and the next steps have read it.
+                    finishAgain(true, [this, generation] {
+                        if (generation == m_whatIfGeneration)
+                            m_whatIfPending = 0;
+                    });
                 });
         });
 }
@@ -980,7 +982,8 @@ void TriageWizard::fillSummary()
         for (const analysis::Finding &f : m_data->comparison.findings) {
             const QString identity = analysis::findingIdentity(f);
             const auto review = reviews.find(identity);
-            auto *state = new QStandardItem(review != reviews.end() ? review->second.state : QStringLiteral("open"));
+            auto *state = new QStandardItem(
+                reviewStateName(review != reviews.end() ? review->second.state : ReviewState::Open));
             auto *note = new QStandardItem(review != reviews.end() ? review->second.note : QString());
             QList<QStandardItem *> row {item(analysis::severityName(f.severity)),
                 item(analysis::findingKindName(f.kind)), item(f.layer), integer(f.step), item(f.summary), state, note};
@@ -1019,20 +1022,56 @@ void TriageWizard::onSummaryEdited(QStandardItem *changed)
     if (m_filling || !m_data || (changed->column() != kReviewColumn && changed->column() != kNoteColumn))
         return;
     const int row = changed->row();
-    const FindingReview review {m_summaryModel->item(row, 0)->data(IdentityRole).toString(),
-        m_summaryModel->item(row, kReviewColumn)->text(), m_summaryModel->item(row, kNoteColumn)->text(), QString()};
+    const QString stateText = m_summaryModel->item(row, kReviewColumn)->text();
+    const std::optional<ReviewState> state = reviewStateNamed(stateText);
+    if (!state) {
+        // Typed in rather than picked: said, not kept.
+        const QString error = tr("a review's state is open, confirmed or dismissed, not '%1'").arg(stateText);
+        m_status->setText(tr("The review was not kept: %1").arg(error));
+        // Said as a kept one is, after the edit returns.
+        QMetaObject::invokeMethod(
+            this, [this, error] { Q_EMIT reviewStored(error); }, Qt::QueuedConnection);
+        return;
+    }
+    const FindingReview review {m_summaryModel->item(row, 0)->data(IdentityRole).toString(), *state,
+        m_summaryModel->item(row, kNoteColumn)->text(), QString()};
     m_workspace->storeReview(m_data->run, m_data->baseline, review, this, [this](const QString &error) {
         if (!error.isEmpty()) {
             m_status->setText(tr("The review was not kept: %1").arg(error));
-        } else if (m_data) {
-            // Reviews apply to the next steps: the engine makes them again with the review kept.
-            auto again = std::make_shared<ComparisonData>(*m_data);
-            analysis::finishComparison(m_workspace->catalog(), &again->comparison);
-            m_data = std::move(again);
-            fillNextText();
+            Q_EMIT reviewStored(error);
+        } else {
+            // Reviews apply to the next steps: the engine makes them again with the review kept (off this thread).
+            finishAgain(false, [this] { Q_EMIT reviewStored(QString()); });
         }
-        Q_EMIT reviewStored(error);
     });
+}
+
+void TriageWizard::finishAgain(bool summary, std::function<void()> then)
+{
+    if (!m_data) {
+        if (then)
+            then();
+        return;
+    }
+    auto data = std::make_shared<ComparisonData>(*m_data);
+    m_workspace->query(
+        m_slot + QStringLiteral("-finish"),
+        [data](const Catalog &catalog) {
+            analysis::finishComparison(catalog, &data->comparison);
+            return QVariant(true);
+        },
+        this,
+        [this, data, shown = m_data, summary, then = std::move(then)](const QVariant &) {
+            // Another comparison shown meanwhile keeps its own.
+            if (m_data == shown) {
+                m_data = data;
+                fillNextText();
+                if (summary)
+                    fillSummary();
+            }
+            if (then)
+                then();
+        });
 }
 
 QWidget *TriageWizard::evidence() const

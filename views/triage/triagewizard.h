@@ -20,6 +20,7 @@
 
 #include <QDialog>
 
+#include <functional>
 #include <memory>
 
 class QComboBox;
@@ -133,6 +134,9 @@ private:
     void showSuspectHeatmap(const analysis::Finding &suspect, const std::vector<std::pair<QString, QString>> &flagged);
     void fillNext();
     void fillNextText();
+    // The comparison finished again (its next steps, after a review or a what-if kept) on the job queue; the shown
+    // one takes it when it is still shown (the summary filled again where `summary`), then `then` runs.
+    void finishAgain(bool summary, std::function<void()> then);
     void fillSummary();
     void startWhatIf();
     void showWhatIf(const WhatIfResult &result, const QString &title);

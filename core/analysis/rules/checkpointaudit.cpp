@@ -10,26 +10,28 @@ namespace {
 QString reexport(const AuditFinding &a)
 {
     const QString layer = a.layer;
-    if (a.kind == QLatin1String("missing-scale"))
+    switch (a.kind) {
+    case AuditKind::MissingScale:
         return QStringLiteral("re-export %1 with its scales: the decode scale (scale_inv) beside the FP8 weight, and "
                               "the calibrated input_scale where activations are quantized statically")
             .arg(layer);
-    if (a.kind == QLatin1String("invalid-scale"))
+    case AuditKind::InvalidScale:
         return QStringLiteral("re-export %1's scales: finite, positive, in the layout the quantization config states")
             .arg(layer);
-    if (a.kind == QLatin1String("inverted-scale"))
+    case AuditKind::InvertedScale:
         return QStringLiteral("re-export %1's weight scale as the decode scale, scale_inv = 1 / scale (Transformer "
                               "Engine's scale multiplies before the cast)")
             .arg(layer);
-    if (a.kind == QLatin1String("weight-mismatch"))
+    case AuditKind::WeightMismatch:
         return QStringLiteral("re-export %1 from the checkpoint that was evaluated: its weights are not those of the "
                               "reference")
             .arg(layer);
-    if (a.kind == QLatin1String("calibration-mismatch"))
+    case AuditKind::CalibrationMismatch:
         return QStringLiteral("calibrate %1's static input_scale again, on activations of this checkpoint").arg(layer);
-    if (a.kind == QLatin1String("precision-mismatch"))
+    case AuditKind::PrecisionMismatch:
         return QStringLiteral("re-export %1 in BF16, as the quantization config (and the training) keeps it")
             .arg(layer);
+    }
     return {};
 }
 
@@ -45,14 +47,15 @@ void checkpointAudit(const PairInputs &in, const TriageOptions &, Comparison &c)
     for (const AuditFinding &a : in.audit->findings) {
         Finding f;
         f.kind = FindingKind::CheckpointAudit;
-        f.severity = a.severity == QLatin1String("critical") ? Severity::Critical : Severity::Warning;
+        f.severity = a.severity == AuditSeverity::Critical ? Severity::Critical : Severity::Warning;
         f.layer = a.trainingLayer.isEmpty() ? a.layer : a.trainingLayer;
-        f.key = a.kind;
+        const QString kind = auditKindName(a.kind);
+        f.key = kind;
         f.summary
             = QStringLiteral("%1 in the inference checkpoint: %2%3: %4")
-                  .arg(a.kind, a.layer,
+                  .arg(kind, a.layer,
                       a.trainingLayer.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(a.trainingLayer), a.evidence);
-        f.evidence = {{QStringLiteral("audit"), a.kind}, {QStringLiteral("inference_layer"), a.layer},
+        f.evidence = {{QStringLiteral("audit"), kind}, {QStringLiteral("inference_layer"), a.layer},
             {QStringLiteral("checkpoint"), in.audit->checkpoint}, {QStringLiteral("detail"), a.evidence}};
         f.suggestion = reexport(a);
         c.findings.push_back(f);

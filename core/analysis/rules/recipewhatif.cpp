@@ -86,6 +86,9 @@ std::optional<Finding> recipeWhatIfFinding(
                     .arg(parts.join(QStringLiteral("; ")));
     if (best) {
         const QString name = scores[*best].recipe;
+        // What the suggestion proposes, typed (nextsteps.cpp proposalsOf): the best recipe, or BF16 where the run's
+        // own recipe is the best.
+        f.evidence.insert(QStringLiteral("best_is_runs"), sameRecipe(name, runRecipe));
         f.suggestion = sameRecipe(name, runRecipe)
             ? QStringLiteral("%1, the run's own recipe, already quantizes this tensor best of the recipes it could "
                              "use, by %2: a recipe change does not help it; keep the layer in BF16 instead")
