@@ -32,7 +32,6 @@
 #include <QProcess>
 #include <QPushButton>
 #include <QRegularExpression>
-#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QStandardItemModel>
 #include <QStatusBar>
@@ -50,6 +49,30 @@
 #include <set>
 
 using namespace fp8scope;
+
+// Holds a job queue with a job that waits until release() (or the hold's end: a failed check lets the queue go).
+class QueueHold
+{
+public:
+    QueueHold(JobQueue &queue, QObject *receiver)
+        : m_released(std::make_shared<std::atomic<bool>>(false))
+    {
+        queue.submit({QString(), QStringLiteral("test-hold"),
+                         [released = m_released](JobContext &) -> QVariant {
+                             while (!*released)
+                                 QThread::msleep(5);
+                             return true;
+                         }},
+            receiver, [](const JobResult &) {});
+    }
+    QueueHold(const QueueHold &) = delete;
+    QueueHold &operator=(const QueueHold &) = delete;
+    ~QueueHold() { release(); }
+    void release() { *m_released = true; }
+
+private:
+    std::shared_ptr<std::atomic<bool>> m_released;
+};
 
 class TestTriageWizard : public QObject
 {
@@ -500,20 +523,11 @@ void TestTriageWizard::dismissedFindingSurvivesAReopen()
     const QString identity = analysis::findingIdentity(w->comparison()->comparison.findings[size_t(row)]);
     // The comparison is finished again with the review on the query queue, not on this thread: while that queue is
     // held, the review is kept but not yet said.
-    JobQueue &queries = m_window->workspace()->queries();
-    const auto release = std::make_shared<std::atomic<bool>>(false);
-    const auto releaseAtExit = qScopeGuard([release] { *release = true; }); // a failed check lets the queue go
-    queries.submit({QString(), QStringLiteral("test-hold"),
-                       [release](JobContext &) -> QVariant {
-                           while (!*release)
-                               QThread::msleep(5);
-                           return true;
-                       }},
-        this, [](const JobResult &) {});
+    QueueHold hold(m_window->workspace()->queries(), this);
     QSignalSpy stored(w, &TriageWizard::reviewStored);
     w->setReview(row, QStringLiteral("dismissed"), QStringLiteral("the demo's harmless difference"));
     QVERIFY(!stored.wait(2000));
-    *release = true;
+    hold.release();
     QVERIFY(stored.wait(30000));
     QCOMPARE(stored.count(), 1);
     QCOMPARE(stored.front().front().toString(), QString());
@@ -582,21 +596,12 @@ void TestTriageWizard::exportReportFromTheSummary()
     const QString path = m_tmp.filePath(QStringLiteral("from-the-window.pdf"));
     // The document is built on the job queue and painted here; its file work (the bookmarks, the file put in
     // place) runs on the query queue: while that queue is held, the report is not written.
-    JobQueue &queries = m_window->workspace()->queries();
-    const auto release = std::make_shared<std::atomic<bool>>(false);
-    const auto releaseAtExit = qScopeGuard([release] { *release = true; }); // a failed check lets the queue go
-    queries.submit({QString(), QStringLiteral("test-hold"),
-                       [release](JobContext &) -> QVariant {
-                           while (!*release)
-                               QThread::msleep(5);
-                           return true;
-                       }},
-        this, [](const JobResult &) {});
+    QueueHold hold(m_window->workspace()->queries(), this);
     QSignalSpy exported(m_window.get(), &MainWindow::reportExported);
     m_window->exportReport({}, {}, path); // the wizard's pair
     QVERIFY(!exported.wait(5000));
     QVERIFY(!QFileInfo::exists(path));
-    *release = true;
+    hold.release();
     QVERIFY(exported.wait(120000));
     QVERIFY(!QFileInfo::exists(path + QStringLiteral(".draft")) && !QFileInfo::exists(path + QStringLiteral(".part")));
     QCOMPARE(exported.front().at(0).toString(), path);
