@@ -26,7 +26,7 @@ void printAttempts(QTextStream &out, const AttemptsResult &r)
     out << "baseline " << r.baselineName << ": " << r.attempts.size() << " attempt(s)\n";
     for (size_t i = 0; i < r.attempts.size(); ++i) {
         const Attempt &a = r.attempts[i];
-        out << (r.candidate == i ? "* " : "  ") << a.name << ": " << verdictName(a.verdict);
+        out << (r.candidate == i ? "* " : "  ") << a.name << ": " << verdictName(a.verdict) + comparabilityCaveat(a);
         if (a.departure)
             out << " at step " << *a.departure;
         if (std::isfinite(a.endGap))

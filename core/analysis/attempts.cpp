@@ -89,6 +89,11 @@ QString changeGroup(const QString &key, bool version)
     return classifyChange(key, version).second;
 }
 
+QString comparabilityCaveat(const Attempt &a)
+{
+    return a.comparability == ComparabilityLevel::WithCare ? QStringLiteral(", compared with care") : QString();
+}
+
 bool Attempt::healthy() const
 {
     return verdict == Verdict::None;

@@ -90,6 +90,9 @@ struct AttemptsResult {
 
 // The rule the final candidate is chosen by, in words.
 QString candidateRule();
+// What follows an attempt's verdict wherever it is printed: ", compared with care" where its comparison with the
+// baseline is (the wizard's first step says why), else nothing.
+QString comparabilityCaveat(const Attempt &a);
 
 // The loss gap of an attempt as a plot and the table show it (Attempt's endGap, endEdge and trace).
 struct LossGap {

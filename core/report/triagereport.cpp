@@ -619,8 +619,9 @@ void addAttemptsSection(Document &doc, const analysis::AttemptsResult &a, RunRef
             t.highlighted.push_back(t.rows.size());
         t.rows.push_back({x.name, x.parentName.isEmpty() ? QStringLiteral("(baseline)") : x.parentName,
             (x.severalAtOnce ? QStringLiteral("several: ") : QString()) + x.groupsFromParent.join(QStringLiteral(", ")),
-            verdictName(x.verdict), x.departure ? QString::number(*x.departure) : QStringLiteral("-"), num(x.endGap, 3),
-            num(x.endEdge, 3), x.fixesParent.isEmpty() ? QStringLiteral("-") : x.fixesParent,
+            verdictName(x.verdict) + comparabilityCaveat(x),
+            x.departure ? QString::number(*x.departure) : QStringLiteral("-"), num(x.endGap, 3), num(x.endEdge, 3),
+            x.fixesParent.isEmpty() ? QStringLiteral("-") : x.fixesParent,
             a.candidate == i ? QStringLiteral("yes") : QString()});
     }
     s.blocks.push_back(t);

@@ -1777,6 +1777,8 @@ void TestTriage::realFixtures()
                      .value(QStringLiteral("comparability"))
                      .toString(),
             QStringLiteral("with-care"));
+        // ... and so do the CLI's text and the report's table, which print the verdict with it.
+        QCOMPARE(comparabilityCaveat(a), QStringLiteral(", compared with care"));
     }
     // The W&B pair: two FP8 runs (first/last 2 and 4 layers in BF16), neither a baseline: each is checked on
     // its own (no blow-up, no sustained rise), and compared with each other on request they agree.

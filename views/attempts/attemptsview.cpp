@@ -230,7 +230,7 @@ void AttemptsView::display(const AttemptsResult &result)
             textItem(a.groupsFromParent.join(QStringLiteral(", "))),
             // The engine's name, and for "none" what it means, in the words the other columns use.
             textItem((a.verdict == analysis::Verdict::None ? tr("none (healthy)") : verdictName(a.verdict))
-                + (a.comparability == analysis::ComparabilityLevel::WithCare ? tr(", compared with care") : QString())),
+                + comparabilityCaveat(a)),
             a.departure ? numberItem(double(*a.departure), 0) : textItem(QString()), textItem(gapText(a)),
             textItem(evalText(a)),
             textItem(a.auditFindings < 0 ? QString() : tr("%n finding(s)", nullptr, a.auditFindings)),
