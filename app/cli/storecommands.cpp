@@ -326,14 +326,32 @@ int runHeatmap(const QStringList &args)
     const auto run = findRun(catalog, parser.value(runOpt));
     if (!run)
         return 1;
-    const Heatmap h = catalog.matrix(run->ref,
-        {.stat = parser.value(statOpt),
-            .tensor = parser.value(tensorOpt),
-            .source = parser.value(sourceOpt),
-            .recipe = parser.value(recipeOpt)});
+    MatrixRequest request {.stat = parser.value(statOpt),
+        .tensor = parser.value(tensorOpt),
+        .source = parser.value(sourceOpt),
+        .recipe = parser.value(recipeOpt)};
+    const auto experts = expertRowsFromName(parser.value(QStringLiteral("experts")));
+    if (!experts || *experts == ExpertRows::One) {
+        QTextStream(stderr) << "fp8scope-cli heatmap: --experts takes max, mean or all\n";
+        return 2;
+    }
+    request.experts = *experts;
+    if (parser.isSet(QStringLiteral("expert"))) {
+        bool ok = false;
+        request.expert = parser.value(QStringLiteral("expert")).toInt(&ok);
+        if (!ok || request.expert < 0) {
+            QTextStream(stderr) << "fp8scope-cli heatmap: --expert takes an expert's index (0, 1, ...)\n";
+            return 2;
+        }
+        request.experts = ExpertRows::One;
+    }
+    request.expertsOf = parser.value(QStringLiteral("experts-of"));
+    const Heatmap h = catalog.matrix(run->ref, request);
     if (h.layers.isEmpty()) {
         reportStoreErrors(catalog);
         QTextStream(stderr) << "fp8scope-cli: no " << parser.value(statOpt) << " of " << parser.value(tensorOpt)
+                            << (request.expertsOf.isEmpty() ? QString()
+                                                            : QStringLiteral(" of the experts of ") + request.expertsOf)
                             << " in run " << run->name << '\n';
         return 1;
     }
@@ -359,10 +377,22 @@ int runHeatmap(const QStringList &args)
     for (int64_t s : h.steps)
         out << sep << s;
     out << '\n';
+    if (!h.expertReduction.isEmpty())
+        QTextStream(stderr) << "fp8scope-cli: experts' GEMMs one row each, " << h.expertReduction
+                            << " (--experts all: a row per expert)\n";
     for (qsizetype l = 0; l < h.layers.size(); ++l) {
         out << h.layers.at(l);
         for (size_t s = 0; s < h.steps.size(); ++s)
             out << sep << number(h.at(l, s), parser.isSet(csvOpt));
+        out << '\n';
+        if (h.rowExpertCount(l) == 0)
+            continue;
+        // Which expert each value is from (empty for a mean of several, or no value).
+        out << h.layers.at(l) << " [expert]";
+        for (size_t s = 0; s < h.steps.size(); ++s) {
+            const int e = h.cellExpert(l, s);
+            out << sep << (e >= 0 ? QString::number(e) : QString());
+        }
         out << '\n';
     }
     return reportStoreErrors(catalog) ? 1 : 0;

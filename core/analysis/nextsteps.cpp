@@ -517,10 +517,17 @@ void finish(const FinishInputs &in, Comparison *cp)
         // A run that trains in high precision has no recipe to change.
         // The what-if on the first suspect's dump, where it has one, says which recipe (or none) helps it: its
         // advice stands in for the family's general one, never beside it.
+        // A suspect that is every expert of a mixture-of-experts GEMM keeps the GEMM in BF16, all its experts.
         QStringList layers;
+        std::map<QString, QString> patternOf; // a GEMM's: the expression its experts match
         for (const Finding &s : c.suspects) {
-            if (open(s) && !layers.contains(s.layer) && layers.size() < 4)
-                layers << s.layer;
+            QString layer = s.layer;
+            if (s.evidence.value(QStringLiteral("expert_scope")).toString() == QLatin1String("all")) {
+                layer = s.evidence.value(QStringLiteral("gemm")).toString();
+                patternOf[layer] = s.evidence.value(QStringLiteral("experts_pattern")).toString();
+            }
+            if (open(s) && !layers.contains(layer) && layers.size() < 4)
+                layers << layer;
         }
         // Measured: an open what-if on an open suspect names the best recipe (one not yet computed says how to
         // compute it, and the general advice stays until it is).
@@ -547,12 +554,15 @@ void finish(const FinishInputs &in, Comparison *cp)
                     += QStringLiteral("bf16_%1:\n  enabled: True\n  layers:\n    layer_name_regex_pattern: %2\n"
                                       "  transformer_engine:\n    DisableQuantizationLayer:\n      enabled: True\n")
                            .arg(QString(layer).replace(QLatin1Char('.'), QLatin1Char('_')),
-                               QRegularExpression::escape(layer));
+                               patternOf.count(layer) ? patternOf[layer] : QRegularExpression::escape(layer));
             }
+            QStringList named;
+            for (const QString &layer : layers)
+                named << (patternOf.count(layer) ? QStringLiteral("every expert of %1").arg(layer) : layer);
             QString bf16 = QStringLiteral("keep %1 in BF16 with the Transformer Engine debug config below (on "
                                           "versions without DisableQuantizationLayer its older name is "
                                           "DisableFP8Layer)")
-                               .arg(layers.join(QStringLiteral(", ")));
+                               .arg(named.join(QStringLiteral(", ")));
             config = teConfig;
             proposals.push_back({.kind = Proposal::Kind::Bf16Layers, .layers = layers});
             if (edge)

@@ -1,5 +1,7 @@
 #include "catalog.h"
 
+#include "expertgroups.h"
+
 #include "core/store/runstore.h"
 
 #include "pairing.h"
@@ -521,6 +523,7 @@ QString rankList(std::vector<int> ranks)
 Heatmap Catalog::matrix(RunRef ref, const MatrixRequest &request) const
 {
     Heatmap h = matrixOf(ref, request);
+    groupExperts(&h, request);
     // What the statistic meant under the run's Transformer Engine version, said once beside it.
     const Entry *e = entry(ref.store);
     if (!e || h.layers.isEmpty() || h.source == kRecomputed)
@@ -595,7 +598,10 @@ Heatmap Catalog::matrixOf(RunRef ref, const MatrixRequest &request) const
     h.recipe = h.recipes.contains(request.recipe) ? request.recipe
         : h.recipes.contains(runRecipe)           ? runRecipe
                                                   : h.recipes.value(0);
-    const std::vector<LayerRow> rows = e->store.layerRows(ref.id, request.stat, request.tensor, h.source, h.recipe);
+    const std::vector<LayerRow> rows = e->store.layerRows(
+        ref.id, request.stat, request.tensor, h.source, h.recipe,
+        request.expertsOf.isEmpty() ? std::function<bool(const QString &)>()
+                                    : [&](const QString &l) { return matrixKeepsLayer(l, request); });
     std::vector<int64_t> steps;
     for (const LayerRow &row : rows) {
         h.layers << row.layer;
@@ -630,7 +636,9 @@ void Catalog::acrossRanks(const RunStore &store, int64_t runId, const MatrixRequ
     std::map<int, int> layersOfRank;
     for (const QString &source : rankSources) {
         const int rank = rankOfSource(source);
-        for (const LayerRow &row : store.layerRows(runId, request.stat, request.tensor, source, QString())) {
+        const auto keep = request.expertsOf.isEmpty() ? std::function<bool(const QString &)>()
+                                                      : [&](const QString &l) { return matrixKeepsLayer(l, request); };
+        for (const LayerRow &row : store.layerRows(runId, request.stat, request.tensor, source, QString(), keep)) {
             ++layersOfRank[rank];
             auto &steps = cells[row.layer];
             for (const auto &[step, value] : row.points)

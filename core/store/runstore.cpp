@@ -592,15 +592,18 @@ std::vector<std::pair<QString, QString>> RunStore::layerStatistics(int64_t runId
     return out;
 }
 
-std::vector<LayerRow> RunStore::layerRows(
-    int64_t runId, const QString &stat, const QString &tensor, const QString &source, const QString &recipe) const
+std::vector<LayerRow> RunStore::layerRows(int64_t runId, const QString &stat, const QString &tensor,
+    const QString &source, const QString &recipe, const std::function<bool(const QString &)> &keep) const
 {
     std::vector<std::pair<QString, int64_t>> layerSeries;
     Statement ids = prepare(
         "SELECT id, layer FROM series WHERE run_id=? AND stat=? AND tensor=? AND source=? AND recipe=? AND layer<>''");
     ids.bind(1, runId).bind(2, stat).bind(3, tensor).bind(4, source).bind(5, recipe);
-    while (ids.next())
-        layerSeries.emplace_back(ids.text(1), ids.int64(0));
+    while (ids.next()) {
+        QString layer = ids.text(1);
+        if (!keep || keep(layer))
+            layerSeries.emplace_back(std::move(layer), ids.int64(0));
+    }
     ok(ids);
     std::sort(layerSeries.begin(), layerSeries.end(),
         [](const auto &a, const auto &b) { return layerLess(a.first, b.first); });

@@ -165,9 +165,10 @@ public:
         int64_t layers = 0;
     };
     std::vector<LayerSource> layerSources(int64_t runId, const QString &stat, const QString &tensor) const;
-    // The per-layer series of one statistic of one tensor kind from one source and recipe, layer by layer.
-    std::vector<LayerRow> layerRows(
-        int64_t runId, const QString &stat, const QString &tensor, const QString &source, const QString &recipe) const;
+    // The per-layer series of one statistic of one tensor kind from one source and recipe, layer by layer; those
+    // of the layers `keep` takes when given (their points alone are read).
+    std::vector<LayerRow> layerRows(int64_t runId, const QString &stat, const QString &tensor, const QString &source,
+        const QString &recipe, const std::function<bool(const QString &)> &keep = {}) const;
     std::vector<EvalRow> evals(int64_t runId) const;
     // The files read for the run (and those of no run: a workspace manifest), by path.
     std::vector<InputFileRow> inputFiles(int64_t runId) const;

@@ -1,5 +1,9 @@
 #include "core/analysis/rules.h"
 
+#include "core/formats/expertnames.h"
+
+#include <QJsonArray>
+#include <QJsonObject>
 #include <QJsonValue>
 
 #include <algorithm>
@@ -8,6 +12,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace fp8scope::analysis::rules {
@@ -217,6 +222,40 @@ void layerSignals(const PairInputs &in, const TriageOptions &options, Comparison
         };
         return key(a) < key(b);
     });
+    // A mixture-of-experts GEMM's experts: one finding per GEMM, tensor and statistic, the most suspect expert's,
+    // saying whether one expert moved (its routing or its scale) or all of them (the GEMM).
+    struct ExpertScope {
+        ExpertName name;
+        int total = 0; // the GEMM's experts with this statistic
+        QList<int> moved; // those with a signal, most suspect first
+    };
+    std::map<size_t, ExpertScope> scopes; // by the kept signal's index
+    {
+        std::map<std::tuple<QString, QString, QString, QString>, std::set<int>> experts; // gemm, tensor, stat, source
+        for (const SeriesPoints &sp : in.finish.risk) {
+            if (const auto e = expertOf(sp.series.layer))
+                experts[{e->gemm, sp.series.tensor, sp.series.stat, sp.series.source}].insert(e->expert);
+        }
+        std::map<std::tuple<QString, QString, QString, QString>, size_t> first;
+        std::vector<Signal> kept;
+        for (const Signal &s : signals) {
+            const auto e = expertOf(s.series.layer);
+            if (!e) {
+                kept.push_back(s);
+                continue;
+            }
+            const auto key = std::make_tuple(e->gemm, s.series.tensor, s.series.stat, s.series.source);
+            const auto at = first.find(key);
+            if (at == first.end()) {
+                first[key] = kept.size();
+                scopes[kept.size()] = {*e, int(experts[key].size()), {e->expert}};
+                kept.push_back(s);
+            } else if (!scopes[at->second].moved.contains(e->expert)) {
+                scopes[at->second].moved << e->expert;
+            }
+        }
+        signals.swap(kept);
+    }
     for (size_t i = 0; i < signals.size() && i < 12; ++i) {
         const Signal &s = signals[i];
         Finding f;
@@ -239,6 +278,49 @@ void layerSignals(const PairInputs &in, const TriageOptions &options, Comparison
                         .arg(s.onset.early, 0, 'g', 3)
                         .arg(*s.onset.step)
                         .arg(when);
+        const auto scope = scopes.find(i);
+        QString expertScope;
+        QJsonObject expertEvidence;
+        if (scope != scopes.end()) {
+            const ExpertScope &x = scope->second;
+            const int moved = int(x.moved.size());
+            // All: every expert, or all but a few of many (an expert no token reached logs nothing to move).
+            expertScope = moved == 1 && x.total > 1           ? QStringLiteral("one")
+                : moved >= std::max(2, (3 * x.total + 3) / 4) ? QStringLiteral("all")
+                                                              : QStringLiteral("some");
+            QStringList movedNames;
+            for (int e : x.moved)
+                movedNames << QString::number(e);
+            if (expertScope == QLatin1String("all"))
+                f.summary = QStringLiteral("%1 of %2 experts of %3 %4 leaves its early level (the first, expert "
+                                           "%5, at step %6, %7): the GEMM moved, not one expert")
+                                .arg(s.series.stat,
+                                    moved == x.total ? QStringLiteral("all %1").arg(x.total)
+                                                     : QStringLiteral("%1 of the %2").arg(moved).arg(x.total),
+                                    x.name.gemm, s.series.tensor)
+                                .arg(x.name.expert)
+                                .arg(*s.onset.step)
+                                .arg(when);
+            else if (expertScope == QLatin1String("one"))
+                f.summary = QStringLiteral("%1 of expert %2 of %3 %4 leaves its early level %5 at step %6, %7; one "
+                                           "expert of %8 moved (its routing or its scale), not the GEMM")
+                                .arg(s.series.stat)
+                                .arg(x.name.expert)
+                                .arg(x.name.gemm, s.series.tensor)
+                                .arg(s.onset.early, 0, 'g', 3)
+                                .arg(*s.onset.step)
+                                .arg(when)
+                                .arg(x.total);
+            else
+                f.summary += QStringLiteral("; %1 of the %2 experts of %3 moved (experts %4)")
+                                 .arg(moved)
+                                 .arg(x.total)
+                                 .arg(x.name.gemm, movedNames.join(QStringLiteral(", ")));
+            expertEvidence = {{QStringLiteral("gemm"), x.name.gemm}, {QStringLiteral("expert"), x.name.expert},
+                {QStringLiteral("experts"), x.total},
+                {QStringLiteral("experts_moved"), QJsonArray::fromStringList(movedNames)},
+                {QStringLiteral("expert_scope"), expertScope}, {QStringLiteral("experts_pattern"), x.name.pattern}};
+        }
         f.evidence = {{QStringLiteral("onset"), double(*s.onset.step)}, {QStringLiteral("early"), s.onset.early},
             {QStringLiteral("late"), s.onset.late}, {QStringLiteral("threshold"), s.onset.threshold},
             {QStringLiteral("halfway"), double(s.onset.halfway.value_or(*s.onset.step))},
@@ -251,6 +333,8 @@ void layerSignals(const PairInputs &in, const TriageOptions &options, Comparison
             {QStringLiteral("deepest_layer"), double(in.finish.lastLayerIndex)},
             {QStringLiteral("lead_steps"),
                 c.departure ? QJsonValue(double(*c.departure - *s.onset.step)) : QJsonValue()}};
+        for (auto it = expertEvidence.begin(); it != expertEvidence.end(); ++it)
+            f.evidence.insert(it.key(), it.value());
         c.findings.push_back(f);
     }
     if (c.departure && !signals.empty() && *signals.front().onset.step <= *c.departure)

@@ -1,0 +1,178 @@
+#include "expertgroups.h"
+
+#include "core/formats/expertnames.h"
+
+#include <QHash>
+
+#include <cmath>
+#include <map>
+
+namespace fp8scope {
+
+QString expertRowsName(ExpertRows rows)
+{
+    switch (rows) {
+    case ExpertRows::All: return QStringLiteral("all");
+    case ExpertRows::Max: return QStringLiteral("max");
+    case ExpertRows::Mean: return QStringLiteral("mean");
+    case ExpertRows::One: return QStringLiteral("one");
+    }
+    return {};
+}
+
+std::optional<ExpertRows> expertRowsFromName(const QString &name)
+{
+    for (ExpertRows r : {ExpertRows::All, ExpertRows::Max, ExpertRows::Mean, ExpertRows::One}) {
+        if (expertRowsName(r) == name)
+            return r;
+    }
+    return std::nullopt;
+}
+
+bool matrixKeepsLayer(const QString &layer, const MatrixRequest &request)
+{
+    if (request.expertsOf.isEmpty())
+        return true;
+    const auto e = expertOf(layer);
+    return e && e->gemm == request.expertsOf;
+}
+
+void groupExperts(Heatmap *h, const MatrixRequest &request)
+{
+    if (!request.expertsOf.isEmpty()) {
+        h->expertsOf = request.expertsOf;
+        return;
+    }
+    if (request.experts == ExpertRows::All)
+        return;
+    // Each row's GEMM, and the rows of each GEMM in the order they come.
+    struct Group {
+        QString gemm;
+        std::vector<std::pair<int, qsizetype>> members; // (expert, row)
+        qsizetype denseRow = -1; // a row of no experts
+    };
+    std::vector<Group> groups;
+    QHash<QString, size_t> groupOf;
+    bool anyExperts = false;
+    for (qsizetype row = 0; row < h->layers.size(); ++row) {
+        const auto e = expertOf(h->layers.at(row));
+        if (!e) {
+            groups.push_back({QString(), {}, row});
+            continue;
+        }
+        anyExperts = true;
+        auto it = groupOf.find(e->gemm);
+        if (it == groupOf.end()) {
+            it = groupOf.insert(e->gemm, groups.size());
+            groups.push_back({e->gemm, {}, -1});
+        }
+        groups[*it].members.emplace_back(e->expert, row);
+    }
+    if (!anyExperts)
+        return;
+    const size_t columns = h->steps.size();
+    // The cells whose logged value was not finite, by (row, column).
+    QHash<quint64, size_t> badCell;
+    for (size_t i = 0; i < h->nonFinite.size(); ++i)
+        badCell.insert(quint64(h->nonFinite[i].layer) * columns + h->nonFinite[i].step, i);
+    const bool withRanks = h->ranks.size() == h->values.size() && !h->ranks.empty();
+    QStringList layers;
+    std::vector<double> values(groups.size() * columns, NAN);
+    std::vector<int> ranks(withRanks ? values.size() : 0, -1);
+    std::vector<int> cellExperts(values.size(), -1);
+    std::vector<int> rowExperts(groups.size(), 0);
+    std::vector<Heatmap::NonFiniteCell> nonFinite;
+    for (size_t g = 0; g < groups.size(); ++g) {
+        const Group &group = groups[g];
+        double *out = values.data() + g * columns;
+        if (group.denseRow >= 0) {
+            layers << h->layers.at(group.denseRow);
+            const size_t from = size_t(group.denseRow) * columns;
+            std::copy(h->values.begin() + qsizetype(from), h->values.begin() + qsizetype(from + columns), out);
+            if (withRanks)
+                std::copy(h->ranks.begin() + qsizetype(from), h->ranks.begin() + qsizetype(from + columns),
+                    ranks.begin() + qsizetype(g * columns));
+            for (size_t c = 0; c < columns; ++c) {
+                if (const auto bad = badCell.constFind(quint64(group.denseRow) * columns + c); bad != badCell.cend()) {
+                    Heatmap::NonFiniteCell cell = h->nonFinite[*bad];
+                    cell.layer = qsizetype(g);
+                    nonFinite.push_back(cell);
+                }
+            }
+            continue;
+        }
+        layers << group.gemm;
+        rowExperts[g] = int(group.members.size());
+        std::vector<std::pair<int, qsizetype>> members = group.members;
+        std::sort(members.begin(), members.end());
+        if (request.experts == ExpertRows::One) {
+            // The chosen expert alone (a GEMM without it: an empty row).
+            std::erase_if(members, [&](const auto &m) { return m.first != request.expert; });
+        }
+        for (size_t c = 0; c < columns; ++c) {
+            // A value that was not finite on any expert makes the cell a mark (the lowest expert that logged one).
+            const Heatmap::NonFiniteCell *bad = nullptr;
+            int badExpert = -1;
+            double best = NAN, sum = 0;
+            int from = -1, rank = -1, n = 0;
+            for (const auto &[expert, row] : members) {
+                const size_t i = size_t(row) * columns + c;
+                if (!badCell.isEmpty()) {
+                    if (const auto b = badCell.constFind(quint64(row) * columns + c); b != badCell.cend()) {
+                        if (!bad) {
+                            bad = &h->nonFinite[*b];
+                            badExpert = expert;
+                        }
+                        continue;
+                    }
+                }
+                const double v = h->values[i];
+                if (std::isnan(v))
+                    continue;
+                ++n;
+                sum += v;
+                if (std::isnan(best) || v > best) {
+                    best = v;
+                    from = expert;
+                    rank = withRanks ? h->ranks[i] : -1;
+                }
+            }
+            const size_t at = g * columns + c;
+            if (bad) {
+                Heatmap::NonFiniteCell cell = *bad;
+                cell.layer = qsizetype(g);
+                cell.step = c;
+                cell.expert = badExpert;
+                nonFinite.push_back(cell);
+                cellExperts[at] = badExpert;
+                if (withRanks)
+                    ranks[at] = bad->rank;
+                continue;
+            }
+            if (n == 0)
+                continue;
+            if (request.experts == ExpertRows::Mean) {
+                out[c] = sum / n;
+                cellExperts[at] = n == 1 ? from : -1;
+                if (withRanks)
+                    ranks[at] = n == 1 ? rank : -1;
+            } else {
+                out[c] = best;
+                cellExperts[at] = from;
+                if (withRanks)
+                    ranks[at] = rank;
+            }
+        }
+    }
+    h->layers = layers;
+    h->values = std::move(values);
+    h->ranks = std::move(ranks);
+    h->nonFinite = std::move(nonFinite);
+    h->cellExperts = std::move(cellExperts);
+    h->rowExperts = std::move(rowExperts);
+    h->expertReduction = request.experts == ExpertRows::Max ? QStringLiteral("max over experts")
+        : request.experts == ExpertRows::Mean               ? QStringLiteral("mean over experts")
+                                                            : expertLabel(request.expert);
+}
+
+} // namespace fp8scope
