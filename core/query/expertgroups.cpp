@@ -81,6 +81,7 @@ void groupExperts(Heatmap *h, const MatrixRequest &request)
     std::vector<int> ranks(withRanks ? values.size() : 0, -1);
     std::vector<int> cellExperts(values.size(), -1);
     std::vector<int> rowExperts(groups.size(), 0);
+    std::vector<QStringList> rowLayers(groups.size());
     std::vector<Heatmap::NonFiniteCell> nonFinite;
     for (size_t g = 0; g < groups.size(); ++g) {
         const Group &group = groups[g];
@@ -105,6 +106,8 @@ void groupExperts(Heatmap *h, const MatrixRequest &request)
         rowExperts[g] = int(group.members.size());
         std::vector<std::pair<int, qsizetype>> members = group.members;
         std::sort(members.begin(), members.end());
+        for (const auto &[expert, row] : members)
+            rowLayers[g] << h->layers.at(row);
         if (request.experts == ExpertRows::One) {
             // The chosen expert alone (a GEMM without it: an empty row).
             std::erase_if(members, [&](const auto &m) { return m.first != request.expert; });
@@ -170,8 +173,9 @@ void groupExperts(Heatmap *h, const MatrixRequest &request)
     h->nonFinite = std::move(nonFinite);
     h->cellExperts = std::move(cellExperts);
     h->rowExperts = std::move(rowExperts);
-    h->expertReduction = request.experts == ExpertRows::Max ? QStringLiteral("max over experts")
-        : request.experts == ExpertRows::Mean               ? QStringLiteral("mean over experts")
+    h->rowLayers = std::move(rowLayers);
+    h->expertReduction = request.experts == ExpertRows::Max ? QStringLiteral("worst expert")
+        : request.experts == ExpertRows::Mean               ? QStringLiteral("mean of experts")
                                                             : expertLabel(request.expert);
 }
 

@@ -178,6 +178,7 @@ struct Heatmap {
     // mean, or a layer of no experts); the reduction said as the label says it ("max over experts").
     std::vector<int> rowExperts;
     std::vector<int> cellExperts;
+    std::vector<QStringList> rowLayers; // a grouped row's experts' layers, in the order of their experts
     QString expertReduction;
     // The experts map of one GEMM (MatrixRequest::expertsOf): the GEMM, its rows being its experts' layers.
     QString expertsOf;

@@ -244,6 +244,8 @@ private Q_SLOTS:
     void attemptsOfOneBaseline();
     void changeGroups();
     void realFixtures();
+    void oneExpertOrAllExperts_data();
+    void oneExpertOrAllExperts();
 };
 
 void TestTriage::scenarios_data()
@@ -1822,6 +1824,78 @@ void TestTriage::realFixtures()
         QCOMPARE(skipped->severity, Severity::Info);
         QVERIFY(skipped->evidence.value(QStringLiteral("skipped")).toDouble() > 0);
     }
+}
+
+// A mixture-of-experts run (experts named as Transformer Engine's GroupedLinear names them): the triage names the
+// expert that moved first and says whether one expert moved (its routing or its scale) or every expert of the GEMM
+// (the GEMM, kept in BF16 whole by a pattern of all its experts), over seeds it was not written for.
+void TestTriage::oneExpertOrAllExperts_data()
+{
+    QTest::addColumn<int>("seed");
+    QTest::addColumn<bool>("all");
+    for (int seed : {3, 11, 19}) {
+        QTest::addRow("one expert, seed %d", seed) << seed << false;
+        QTest::addRow("all experts, seed %d", seed) << seed << true;
+    }
+}
+
+void TestTriage::oneExpertOrAllExperts()
+{
+    QFETCH(int, seed);
+    QFETCH(bool, all);
+    QTemporaryDir dir;
+    QString error;
+    ScenarioPlan plan;
+    QVERIFY2(generateScenario(dir.path(), Scenario::MidRunInstability, uint64_t(seed), &plan, &error,
+                 {.experts = 8, .layers = 6, .allExperts = all}),
+        qPrintable(error));
+    QCOMPARE(plan.expert >= 0, !all);
+    Catalog catalog;
+    TriageResult result;
+    QVERIFY2(openAndTriage(dir.path(), &catalog, &result, &error), qPrintable(error));
+    const auto c = std::find_if(result.comparisons.begin(), result.comparisons.end(),
+        [&](const Comparison &x) { return runNameOf(catalog, x.run) == plan.run; });
+    QVERIFY(c != result.comparisons.end());
+    QCOMPARE(c->verdict, analysis::Verdict::MidRunInstability);
+    const auto first = std::find_if(c->findings.begin(), c->findings.end(),
+        [](const Finding &f) { return f.kind == analysis::FindingKind::LayerSignal; });
+    QVERIFY(first != c->findings.end());
+    QCOMPARE(first->tensor, plan.tensor);
+    QCOMPARE(first->evidence.value(QStringLiteral("gemm")).toString(), plan.gemm);
+    QCOMPARE(first->evidence.value(QStringLiteral("experts")).toInt(), 8);
+    const QString scope = first->evidence.value(QStringLiteral("expert_scope")).toString();
+    if (all) {
+        QCOMPARE(scope, QStringLiteral("all"));
+        QVERIFY2(first->summary.contains(QStringLiteral("the GEMM moved")), qPrintable(first->summary));
+        QVERIFY(first->summary.contains(plan.gemm));
+    } else {
+        QCOMPARE(scope, QStringLiteral("one"));
+        QCOMPARE(first->layer, plan.layer);
+        QCOMPARE(first->evidence.value(QStringLiteral("expert")).toInt(), plan.expert);
+        QVERIFY2(first->summary.contains(QStringLiteral("expert %1 of %2").arg(plan.expert).arg(plan.gemm)),
+            qPrintable(first->summary));
+        QVERIFY(first->summary.contains(QStringLiteral("one expert of 8")));
+    }
+    // One finding for the GEMM's statistic, not one per expert.
+    const auto same = std::count_if(c->findings.begin(), c->findings.end(), [&](const Finding &f) {
+        return f.kind == analysis::FindingKind::LayerSignal && f.tensor == first->tensor && f.stat == first->stat
+            && f.evidence.value(QStringLiteral("gemm")) == first->evidence.value(QStringLiteral("gemm"));
+    });
+    QCOMPARE(int(same), 1);
+    // The next step keeps the expert, or every expert of the GEMM, in BF16.
+    const auto step = std::find_if(c->nextSteps.begin(), c->nextSteps.end(),
+        [](const analysis::NextStep &n) { return n.kind == analysis::FindingKind::LossDeparture; });
+    QVERIFY(step != c->nextSteps.end());
+    static const QRegularExpression patternLine(QStringLiteral("layer_name_regex_pattern: (\\S+)"));
+    bool covers = false;
+    for (auto m = patternLine.globalMatch(step->config); m.hasNext();) {
+        const QRegularExpression re(QRegularExpression::anchoredPattern(m.next().captured(1)));
+        const int moved = all ? 0 : plan.expert;
+        const bool planted = re.match(plan.gemm + QStringLiteral(".gemm_%1").arg(moved)).hasMatch();
+        const bool another = re.match(plan.gemm + QStringLiteral(".gemm_%1").arg((moved + 1) % 8)).hasMatch();
+        covers = covers || (planted && another == all);
+    }
+    QVERIFY2(covers, qPrintable(step->config));
 }
 
 FP8SCOPE_TEST_GUILESS_MAIN(TestTriage)

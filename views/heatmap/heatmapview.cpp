@@ -1,5 +1,6 @@
 #include "heatmapview.h"
 
+#include "core/formats/expertnames.h"
 #include "views/plotting/heatgradient.h"
 
 #include "views/plotting/qcp.h"
@@ -10,7 +11,10 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QHBoxLayout>
+#include <QKeyEvent>
 #include <QLabel>
+#include <QSpinBox>
+#include <QToolButton>
 #include <QToolTip>
 #include <QVBoxLayout>
 
@@ -60,6 +64,8 @@ HeatmapView::HeatmapView(HeatmapSource *source, Selection *selection, QWidget *p
     , m_tensorBox(new QComboBox(this))
     , m_recipeBox(new QComboBox(this))
     , m_sourceBox(new QComboBox(this))
+    , m_expertsBox(new QComboBox(this))
+    , m_expertBox(new QSpinBox(this))
     , m_logColour(new QCheckBox(tr("Log colour"), this))
     , m_threshold(new QCheckBox(tr("Above"), this))
     , m_thresholdValue(new QDoubleSpinBox(this))
@@ -134,6 +140,36 @@ void HeatmapView::setUpControls()
     m_recipeAction->setVisible(false);
     m_sourceAction = addControl(m_sourceBox);
     m_sourceAction->setVisible(false);
+    // A mixture-of-experts run's GEMMs: a row each, the reduction of their experts chosen here.
+    m_expertsBox->setObjectName(QStringLiteral("heatmapExperts"));
+    m_expertsBox->addItem(tr("Experts: worst"), int(ExpertRows::Max));
+    m_expertsBox->addItem(tr("Experts: mean"), int(ExpertRows::Mean));
+    m_expertsBox->addItem(tr("Experts: one"), int(ExpertRows::One));
+    m_expertsBox->addItem(tr("Experts: each"), int(ExpertRows::All));
+    m_expertsBox->setToolTip(tr("A GEMM's experts in one row: the worst (largest) expert's value at each step, their "
+                                "mean, or one expert's; or a row per expert. Click a GEMM's row for its experts "
+                                "map."));
+    m_expertsBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_expertBox->setObjectName(QStringLiteral("heatmapExpert"));
+    m_expertBox->setRange(0, 1 << 20);
+    m_expertBox->setPrefix(tr("expert "));
+    m_expertBox->setToolTip(tr("The expert each GEMM's row shows"));
+    auto *back = new QToolButton(this);
+    back->setObjectName(QStringLiteral("heatmapBack"));
+    back->setText(tr("\u25C0 All layers"));
+    back->setToolTip(tr("Back to every layer's row (Backspace)"));
+    connect(back, &QToolButton::clicked, this, [this] { showExpertsOf(QString()); });
+    m_backAction = addControl(back);
+    m_backAction->setVisible(false);
+    m_expertsAction = addControl(m_expertsBox);
+    m_expertsAction->setVisible(false);
+    m_expertAction = addControl(m_expertBox);
+    m_expertAction->setVisible(false);
+    connect(m_expertsBox, &QComboBox::currentIndexChanged, this, &HeatmapView::reload);
+    connect(m_expertBox, &QSpinBox::valueChanged, this, [this] {
+        if (expertRows() == ExpertRows::One)
+            reload();
+    });
     addControl(m_logColour);
     addControl(m_threshold);
     addControl(m_thresholdValue);
@@ -365,7 +401,10 @@ void HeatmapView::reload()
     const MatrixRequest request {.stat = statistic(),
         .tensor = tensor(),
         .source = m_sourceBox->currentText(),
-        .recipe = m_recipeBox->currentText()};
+        .recipe = m_recipeBox->currentText(),
+        .experts = expertRows(),
+        .expert = m_expertBox->value(),
+        .expertsOf = m_expertsOf};
     m_pending = m_source->load(r, request, m_slot, this, [this](const Heatmap &h) {
         m_pending = 0;
         setHeatmap(h);
@@ -406,7 +445,19 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
         : m_data.source == kRanksMean                      ? tr(", mean across ranks")
                                                            : QString();
     m_scale->axis()->setLabel(statistic() + QLatin1Char(' ') + tensor()
-        + (m_data.recipe.isEmpty() ? QString() : tr(" (%1)").arg(m_data.recipe)) + acrossRanks);
+        + (m_data.recipe.isEmpty() ? QString() : tr(" (%1)").arg(m_data.recipe)) + acrossRanks
+        + (m_data.expertReduction.isEmpty() ? QString() : QStringLiteral(", ") + m_data.expertReduction)
+        + (m_data.expertsOf.isEmpty() ? QString()
+                                      : tr(", experts of %1").arg(shortNames({m_data.expertsOf}).value(0))));
+    {
+        // The experts' controls where there are experts: a grouped map, an experts map, or a row per expert.
+        const bool experts = !m_data.rowExperts.empty() || !m_data.expertsOf.isEmpty()
+            || std::any_of(
+                m_data.layers.begin(), m_data.layers.end(), [](const QString &l) { return expertOf(l).has_value(); });
+        m_expertsAction->setVisible(experts && m_data.expertsOf.isEmpty());
+        m_expertAction->setVisible(experts && m_data.expertsOf.isEmpty() && expertRows() == ExpertRows::One);
+        m_backAction->setVisible(!m_data.expertsOf.isEmpty());
+    }
     {
         const QSignalBlocker block(m_recipeBox);
         m_recipeBox->clear();
@@ -604,13 +655,22 @@ void HeatmapView::updateLayerTicks()
     const int first = std::clamp(int(std::ceil(shown.lower)), 0, std::max(ny - 1, 0));
     const int last = std::clamp(int(std::floor(shown.upper)), 0, std::max(ny - 1, 0));
     const int every = std::max(1, (last - first + fit) / fit);
-    const int selected = int(m_data.layers.indexOf(m_selection->layer()));
+    const int selected = rowOfLayer(m_selection->layer());
     const int hot = m_hotRow < ny && m_hotRow != selected ? m_hotRow : -1;
     const auto nearNamed = [&](int y) {
         return (selected >= 0 && std::abs(y - selected) < every) || (hot >= 0 && std::abs(y - hot) < every);
     };
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();
-    const QStringList names = shortNames(m_data.layers);
+    QStringList names = shortNames(m_data.layers);
+    for (qsizetype y = 0; y < names.size(); ++y) {
+        // An experts map names its rows by expert; a GEMM's row says how many experts it stands for.
+        if (!m_data.expertsOf.isEmpty()) {
+            if (const auto e = expertOf(m_data.layers[y]))
+                names[y] = expertLabel(e->expert);
+        } else if (const int n = m_data.rowExpertCount(y); n > 0) {
+            names[y] += QStringLiteral(" \u00D7%1").arg(n);
+        }
+    }
     for (int y = first; y <= last && ny > 0; y += every) {
         if (!nearNamed(y))
             ticker->addTick(y, names[y]);
@@ -619,7 +679,7 @@ void HeatmapView::updateLayerTicks()
         ticker->addTick(hot, names[hot]);
     // Flagged layers (a comparison's suspects) are always named, marked, with their note.
     for (const auto &[layer, note] : m_flagged) {
-        const int y = int(m_data.layers.indexOf(layer));
+        const int y = rowOfLayer(layer);
         if (y >= 0 && y != selected)
             ticker->addTick(y,
                 QStringLiteral("\u26A0 ") + names[y]
@@ -781,6 +841,13 @@ QString HeatmapView::toolTipAt(const QPointF &pixel) const
                       .arg(m_data.layers[layer])
                       .arg(m_data.steps[size_t(col)])
                       .arg(tensor(), statistic(), value);
+    if (const int experts = m_data.rowExpertCount(layer); experts > 0) {
+        // A GEMM's row: its experts, the one the value is from, and what a click opens.
+        tip += tr("\n%1 experts, %2").arg(experts).arg(m_data.expertReduction);
+        if (const int e = m_data.cellExpert(layer, size_t(col)); e >= 0 && expertRows() != ExpertRows::One)
+            tip += tr("\nthe worst: expert %1").arg(e);
+        tip += tr("\nclick: the experts map of this GEMM");
+    }
     const size_t cell = size_t(layer) * m_data.steps.size() + size_t(col);
     if (cell < m_data.ranks.size() && m_data.ranks[cell] >= 0 && (!std::isnan(v) || bad != m_data.nonFinite.end()))
         tip += tr("\nfrom rank %1").arg(m_data.ranks[cell]);
@@ -812,6 +879,15 @@ QString HeatmapView::csv() const
                                         : QString::number(v, 'g', QLocale::FloatingPointShortest));
         }
         out += QLatin1Char('\n');
+        if (m_data.rowExpertCount(y) == 0)
+            continue;
+        // A GEMM's row of experts: the expert each value is from, as fp8scope-cli heatmap writes it.
+        out += m_data.layers[y] + QStringLiteral(" [expert]");
+        for (size_t x = 0; x < m_data.steps.size(); ++x) {
+            const int e = m_data.cellExpert(y, x);
+            out += QLatin1Char(',') + (e >= 0 ? QString::number(e) : QString());
+        }
+        out += QLatin1Char('\n');
     }
     return out;
 }
@@ -837,7 +913,73 @@ void HeatmapView::onMouseRelease(QMouseEvent *event)
     int layer = 0, col = 0;
     if ((event->position() - m_pressPos).manhattanLength() > 3 || !cellAt(event->position(), &layer, &col))
         return;
+    if (m_data.rowExpertCount(layer) > 0) {
+        // A GEMM's row stands for its experts: the click opens them, the worst at that step selected.
+        const int e = m_data.cellExpert(layer, size_t(col));
+        QString worst;
+        for (const QString &l : m_data.rowLayers[size_t(layer)]) {
+            if (const auto x = expertOf(l); x && x->expert == e)
+                worst = l;
+        }
+        const int64_t step = m_data.steps[size_t(col)];
+        showExpertsOf(m_data.layers[layer]);
+        if (worst.isEmpty())
+            m_selection->setStep(step);
+        else
+            m_selection->set(run(), worst, tensor(), step);
+        return;
+    }
     m_selection->set(run(), m_data.layers[layer], tensor(), m_data.steps[size_t(col)]);
+}
+
+void HeatmapView::setExpertRows(ExpertRows rows)
+{
+    m_expertsBox->setCurrentIndex(m_expertsBox->findData(int(rows)));
+}
+
+ExpertRows HeatmapView::expertRows() const
+{
+    return ExpertRows(m_expertsBox->currentData().toInt());
+}
+
+void HeatmapView::setExpert(int expert)
+{
+    m_expertBox->setValue(expert);
+}
+
+void HeatmapView::showExpertsOf(const QString &gemm)
+{
+    if (gemm == m_expertsOf)
+        return;
+    m_expertsOf = gemm;
+    reload();
+}
+
+int HeatmapView::rowOfLayer(const QString &layer) const
+{
+    if (layer.isEmpty())
+        return -1;
+    const int row = int(m_data.layers.indexOf(layer));
+    if (row >= 0 || m_data.rowExperts.empty())
+        return row;
+    const auto e = expertOf(layer);
+    return e ? int(m_data.layers.indexOf(e->gemm)) : -1;
+}
+
+void HeatmapView::keyPressEvent(QKeyEvent *event)
+{
+    if ((event->key() == Qt::Key_Backspace || event->key() == Qt::Key_Escape) && !m_expertsOf.isEmpty()) {
+        showExpertsOf(QString());
+        return;
+    }
+    if (event->key() == Qt::Key_Return || event->key() == Qt::Key_Enter) {
+        // The selected layer's GEMM, where it is an expert's.
+        if (const auto e = expertOf(m_selection->layer()); e && m_expertsOf.isEmpty()) {
+            showExpertsOf(e->gemm);
+            return;
+        }
+    }
+    PlotView::keyPressEvent(event);
 }
 
 } // namespace fp8scope

@@ -17,6 +17,8 @@ class QAction;
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QKeyEvent;
+class QSpinBox;
 class QLabel;
 class QCPColorMap;
 class QCPColorScale;
@@ -50,6 +52,17 @@ public:
     void setDataSource(const QString &source);
     void setLogColour(bool on);
     bool logColour() const;
+    // A mixture-of-experts GEMM's experts (core/formats/expertnames.h): one row per GEMM holding the worst expert
+    // (Max, the default), their mean, one expert's (setExpert), or a row per expert (All).
+    void setExpertRows(ExpertRows rows);
+    ExpertRows expertRows() const;
+    void setExpert(int expert);
+    // The experts x steps map of one GEMM ("" for the map of every layer): what a click on a GEMM's row, or Return
+    // on a selected expert, opens; Backspace or Escape (or the Back button) goes back.
+    void showExpertsOf(const QString &gemm);
+    QString expertsOf() const { return m_expertsOf; }
+    // The row that shows a layer: its own, or its GEMM's where experts are grouped (-1 for none).
+    int rowOfLayer(const QString &layer) const;
     void setThreshold(bool on, double value);
 
     // Draws a matrix directly (benchmarks; tests of the drawing); views normally load from the store.
@@ -95,6 +108,7 @@ Q_SIGNALS:
 
 protected:
     void resizeEvent(QResizeEvent *event) override;
+    void keyPressEvent(QKeyEvent *event) override;
 
 private:
     void setUpControls();
@@ -123,6 +137,12 @@ private:
     QComboBox *m_tensorBox;
     QComboBox *m_recipeBox; // shown for recomputed statistics: the recipe the rows were computed under
     QComboBox *m_sourceBox; // shown when several sources hold the statistic (the ranks of a TE debug log)
+    QComboBox *m_expertsBox; // shown for a run with experts: how a GEMM's experts make its row
+    QSpinBox *m_expertBox; // ... the expert shown, for one expert
+    QAction *m_expertsAction = nullptr;
+    QAction *m_expertAction = nullptr;
+    QAction *m_backAction = nullptr; // back from an experts map
+    QString m_expertsOf;
     QCheckBox *m_logColour;
     QCheckBox *m_threshold;
     QDoubleSpinBox *m_thresholdValue;

@@ -1,14 +1,30 @@
 #include "layertreemodel.h"
 
+#include "core/formats/expertnames.h"
+
 #include <QHash>
 
 namespace fp8scope {
+
+namespace {
+
+// The tree's path to a layer: its dotted parts; an expert's, its GEMM's parts and then "expert I", so that the
+// experts of one GEMM are its children whatever the writer's naming (TE's gemm_I, Megatron's local_experts.I).
+QStringList pathOf(const QString &layer)
+{
+    if (const auto e = expertOf(layer))
+        return e->gemm.split(QLatin1Char('.'), Qt::SkipEmptyParts) << expertLabel(e->expert);
+    return layer.split(QLatin1Char('.'), Qt::SkipEmptyParts);
+}
+
+} // namespace
 
 struct LayerTreeModel::Node {
     QString name;
     QString path;
     QString layer;
     QString tensor;
+    int experts = 0; // a GEMM's node: its experts
     Node *parent = nullptr;
     int row = 0;
     std::vector<std::unique_ptr<Node>> children;
@@ -44,9 +60,11 @@ void LayerTreeModel::setLayers(const std::vector<std::pair<QString, QStringList>
     // Layers arrive in depth order, so first appearance keeps every level in depth order too.
     for (const auto &[layer, tensors] : layers) {
         Node *n = m_root.get();
-        for (const QString &part : layer.split(QLatin1Char('.'), Qt::SkipEmptyParts))
+        for (const QString &part : pathOf(layer))
             n = n->child(part);
         n->layer = layer;
+        if (expertOf(layer) && n->parent)
+            ++n->parent->experts;
         for (const QString &t : tensors) {
             Node *tn = n->child(t);
             tn->layer = layer;
@@ -59,7 +77,7 @@ void LayerTreeModel::setLayers(const std::vector<std::pair<QString, QStringList>
 QModelIndex LayerTreeModel::find(const QString &layer, const QString &tensor) const
 {
     Node *n = m_root.get();
-    QStringList parts = layer.split(QLatin1Char('.'), Qt::SkipEmptyParts);
+    QStringList parts = pathOf(layer);
     if (!tensor.isEmpty())
         parts << tensor;
     for (const QString &part : parts) {
@@ -113,8 +131,9 @@ QVariant LayerTreeModel::data(const QModelIndex &index, int role) const
         return {};
     const Node *n = nodeOf(index);
     switch (role) {
-    case Qt::DisplayRole: return n->name;
-    case Qt::ToolTipRole: return n->tensor.isEmpty() ? n->path : n->layer + QLatin1Char('/') + n->tensor;
+    case Qt::DisplayRole: return n->experts > 0 ? tr("%1 (%n experts)", nullptr, n->experts).arg(n->name) : n->name;
+    case Qt::ToolTipRole:
+        return !n->tensor.isEmpty() ? n->layer + QLatin1Char('/') + n->tensor : n->layer.isEmpty() ? n->path : n->layer;
     case LayerRole: return n->layer;
     case TensorRole: return n->tensor;
     case PathRole: return n->path;

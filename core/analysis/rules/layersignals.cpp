@@ -250,7 +250,9 @@ void layerSignals(const PairInputs &in, const TriageOptions &options, Comparison
                 first[key] = kept.size();
                 scopes[kept.size()] = {*e, int(experts[key].size()), {e->expert}};
                 kept.push_back(s);
-            } else if (!scopes[at->second].moved.contains(e->expert)) {
+            } else if (!scopes[at->second].moved.contains(e->expert) && before(s) == before(kept[at->second])) {
+                // Experts that moved with the first: causes with a cause, consequences with a consequence (an
+                // expert that follows the loss's departure is not part of what moved before it).
                 scopes[at->second].moved << e->expert;
             }
         }

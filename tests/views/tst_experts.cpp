@@ -1,0 +1,172 @@
+// A mixture-of-experts run in the window (issue 57), at 1366x768: the heatmap shows one row per GEMM with its
+// experts reduced (the worst by default, said in the scale's label), the worst expert named on hover; a click on a
+// GEMM's row opens its experts x steps map with the worst expert selected, Backspace goes back; the experts'
+// reduction can be the mean, one expert or every expert; the layer tree holds each GEMM's experts under it.
+#include "app/gui/mainwindow.h"
+#include "core/demo/scenarios.h"
+#include "core/formats/expertnames.h"
+#include "guitest.h"
+#include "views/heatmap/heatmapview.h"
+#include "views/models/layertreemodel.h"
+#include "views/plotting/qcp.h"
+#include "views/workspace/selection.h"
+
+#include <QComboBox>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QToolButton>
+#include <QTreeView>
+
+using namespace fp8scope;
+
+class TestExperts : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void groupedHeatmapAndExpertsMap();
+    void layerTreeGroupsExperts();
+
+private:
+    QTemporaryDir m_tmp;
+    QString m_folder;
+    ScenarioPlan m_plan;
+    std::unique_ptr<MainWindow> m_window;
+};
+
+void TestExperts::initTestCase()
+{
+    QVERIFY(m_tmp.isValid());
+    guitest::keepSettingsIn(m_tmp);
+    m_folder = m_tmp.filePath(QStringLiteral("moe"));
+    QString error;
+    QVERIFY2(generateScenario(m_folder, Scenario::MidRunInstability, 3, &m_plan, &error, {.experts = 8, .layers = 6}),
+        qPrintable(error));
+    QVERIFY(m_plan.expert >= 0);
+    m_window = std::make_unique<MainWindow>(BackendChoice::Cpu, nullptr);
+    m_window->resize(1366, 768);
+    m_window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
+    QSignalSpy ready(m_window.get(), &MainWindow::ready);
+    m_window->openFolders({m_folder});
+    QVERIFY(ready.wait(60000));
+}
+
+void TestExperts::groupedHeatmapAndExpertsMap()
+{
+    MainWindow *w = m_window.get();
+    HeatmapView *heat = w->heatmap();
+    const auto runs = heat->findChild<QComboBox *>(QStringLiteral("heatmapRun"));
+    QVERIFY(runs);
+    runs->setCurrentIndex(runs->findText(m_plan.run));
+    heat->setStatistic(QStringLiteral("underflows%"));
+    heat->setTensor(m_plan.tensor);
+    QTRY_VERIFY_WITH_TIMEOUT(!heat->isLoading(), 60000);
+    // A row per GEMM: 6 layers of QKV, projection, and two grouped MLP GEMMs of 8 experts each.
+    const Heatmap &h = heat->heatmap();
+    QCOMPARE(heat->expertRows(), ExpertRows::Max);
+    QCOMPARE(h.layers.size(), 6 * 4);
+    const int row = int(h.layers.indexOf(m_plan.gemm));
+    QVERIFY2(row >= 0, qPrintable(m_plan.gemm));
+    QCOMPARE(h.rowExpertCount(row), 8);
+    QVERIFY(heat->scaleLabel().contains(QStringLiteral("worst expert")));
+    auto *expertsBox = heat->findChild<QComboBox *>(QStringLiteral("heatmapExperts"));
+    QVERIFY(expertsBox && expertsBox->isVisible());
+    // At the last step the hover names the worst expert of the GEMM (the one its value is from).
+    const int last = int(h.steps.size()) - 1;
+    const int worst = h.cellExpert(row, size_t(last));
+    QVERIFY(worst >= 0 && worst < 8);
+    const double worstValue = h.at(row, size_t(last));
+    const QPointF centre = heat->cellCentre(row, last);
+    const QString tip = heat->toolTipAt(centre);
+    QVERIFY2(tip.contains(QStringLiteral("the worst: expert %1").arg(worst)), qPrintable(tip));
+    QVERIFY(tip.contains(QStringLiteral("8 experts")));
+    // The view's CSV names the expert of each value, as the CLI's does.
+    QVERIFY(heat->csv().contains(m_plan.gemm + QStringLiteral(" [expert]")));
+    // The worst expert's row is told apart from its GEMM's: a selected expert marks its GEMM's row.
+    QCOMPARE(heat->rowOfLayer(m_plan.layer), row);
+    const QString worstLayer = m_plan.gemm + QStringLiteral(".gemm_%1").arg(worst);
+
+    // A click on the GEMM's row: its experts map, the worst expert at that step selected.
+    QTest::mouseClick(heat->plot(), Qt::LeftButton, {}, centre.toPoint());
+    QTRY_VERIFY_WITH_TIMEOUT(!heat->isLoading(), 60000);
+    QCOMPARE(heat->expertsOf(), m_plan.gemm);
+    QCOMPARE(heat->heatmap().layers.size(), 8);
+    QCOMPARE(heat->heatmap().expertsOf, m_plan.gemm);
+    QCOMPARE(w->selection()->layer(), worstLayer);
+    QCOMPARE(w->selection()->step(), h.steps[size_t(last)]);
+    // The map's rows are the experts' values: the worst expert's is the grouped row's value, the largest.
+    const Heatmap &map = heat->heatmap();
+    const int worstRow = int(map.layers.indexOf(worstLayer));
+    QVERIFY(worstRow >= 0);
+    QCOMPARE(map.at(worstRow, size_t(last)), worstValue);
+    for (qsizetype r = 0; r < map.layers.size(); ++r)
+        QVERIFY(!(map.at(r, size_t(last)) > worstValue));
+    QVERIFY(heat->scaleLabel().contains(QStringLiteral("experts of")));
+    auto *back = heat->findChild<QToolButton *>(QStringLiteral("heatmapBack"));
+    QVERIFY(back);
+    QTRY_VERIFY(back->isVisible());
+    QTRY_VERIFY(!expertsBox->isVisible());
+    // In the map, a click selects that expert's layer.
+    const int other = (worst + 1) % 8;
+    const int otherRow = int(heat->heatmap().layers.indexOf(m_plan.gemm + QStringLiteral(".gemm_%1").arg(other)));
+    QVERIFY(otherRow >= 0);
+    QTest::mouseClick(heat->plot(), Qt::LeftButton, {}, heat->cellCentre(otherRow, 0).toPoint());
+    QCOMPARE(w->selection()->layer(), m_plan.gemm + QStringLiteral(".gemm_%1").arg(other));
+
+    // Backspace: back to every GEMM's row.
+    heat->setFocus();
+    QTest::keyClick(heat, Qt::Key_Backspace);
+    QTRY_VERIFY_WITH_TIMEOUT(!heat->isLoading(), 60000);
+    QVERIFY(heat->expertsOf().isEmpty());
+    QCOMPARE(heat->heatmap().layers.size(), 6 * 4);
+    QTRY_VERIFY(!back->isVisible());
+    // Return on the selected expert opens its GEMM's map again.
+    QTest::keyClick(heat, Qt::Key_Return);
+    QTRY_VERIFY_WITH_TIMEOUT(!heat->isLoading(), 60000);
+    QCOMPARE(heat->expertsOf(), m_plan.gemm);
+    back->click();
+    QTRY_VERIFY_WITH_TIMEOUT(!heat->isLoading() && heat->expertsOf().isEmpty(), 60000);
+
+    // The mean of the experts, one expert, every expert.
+    heat->setExpertRows(ExpertRows::Mean);
+    QTRY_VERIFY_WITH_TIMEOUT(!heat->isLoading(), 60000);
+    QVERIFY(heat->scaleLabel().contains(QStringLiteral("mean of experts")));
+    const double mean = heat->heatmap().at(row, size_t(last));
+    QVERIFY2(
+        mean < worstValue, qPrintable(QStringLiteral("%1 %2 %3").arg(mean).arg(worstValue).arg(heat->scaleLabel())));
+    heat->setExpert(m_plan.expert);
+    heat->setExpertRows(ExpertRows::One);
+    QTRY_VERIFY_WITH_TIMEOUT(!heat->isLoading(), 60000);
+    QVERIFY(heat->scaleLabel().contains(QStringLiteral("expert %1").arg(m_plan.expert)));
+    heat->setExpertRows(ExpertRows::All);
+    QTRY_VERIFY_WITH_TIMEOUT(!heat->isLoading(), 60000);
+    QCOMPARE(heat->heatmap().layers.size(), 6 * (2 + 2 * 8));
+    QVERIFY(heat->heatmap().rowExperts.empty());
+    heat->setExpertRows(ExpertRows::Max);
+    QTRY_VERIFY_WITH_TIMEOUT(!heat->isLoading(), 60000);
+}
+
+void TestExperts::layerTreeGroupsExperts()
+{
+    QTreeView *tree = m_window->layerTree();
+    QVERIFY(tree);
+    auto *proxy = qobject_cast<QSortFilterProxyModel *>(tree->model());
+    auto *model = qobject_cast<LayerTreeModel *>(proxy ? proxy->sourceModel() : tree->model());
+    QVERIFY(model);
+    // The planted expert under its GEMM, named by its index; the GEMM says how many experts it has.
+    const QModelIndex expert = model->find(m_plan.layer);
+    QVERIFY(expert.isValid());
+    QCOMPARE(expert.data().toString(), expertLabel(m_plan.expert));
+    QCOMPARE(expert.data(LayerTreeModel::LayerRole).toString(), m_plan.layer);
+    const QModelIndex gemm = expert.parent();
+    QCOMPARE(gemm.data().toString(), QStringLiteral("%1 (8 experts)").arg(m_plan.gemm.section(QLatin1Char('.'), -1)));
+    QCOMPARE(model->rowCount(gemm), 8);
+    // Its tensors under the expert, as under any layer.
+    QVERIFY(model->find(m_plan.layer, m_plan.tensor).isValid());
+}
+
+QTEST_MAIN(TestExperts)
+#include "tst_experts.moc"
