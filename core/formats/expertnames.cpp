@@ -4,39 +4,74 @@
 
 namespace fp8scope {
 
+namespace {
+
+// The experts of Megatron's SequentialMLP (one module per expert under local_experts), of its TEGroupedMLP's weights
+// (weight<i>), and of Hugging Face models (experts.<i>.<projection>).
+const QRegularExpression &localExperts()
+{
+    static const QRegularExpression re(QStringLiteral(R"(^(.*\.experts)\.local_experts\.(\d+)\.(.+)$)"));
+    return re;
+}
+
+const QRegularExpression &weightExperts()
+{
+    static const QRegularExpression re(QStringLiteral(R"(^(.*\.experts\.[^.]+)\.weight(\d+)$)"));
+    return re;
+}
+
+const QRegularExpression &hfExperts()
+{
+    static const QRegularExpression re(QStringLiteral(R"(^(.*\bexperts)\.(\d+)\.(.+)$)"));
+    return re;
+}
+
+// Transformer Engine's GroupedLinear: `self.name + f".gemm_{i}"` (transformer_engine/pytorch/module/
+// grouped_linear.py), whatever the module is called; read by hand, as every layer of every matrix is asked. The
+// position of ".gemm_", or -1.
+qsizetype teGemmAt(const QString &layer)
+{
+    const qsizetype at = layer.lastIndexOf(QLatin1String(".gemm_"));
+    const qsizetype digits = at + 6;
+    if (at <= 0 || digits >= layer.size() || layer.size() - digits > 9)
+        return -1;
+    for (qsizetype i = digits; i < layer.size(); ++i) {
+        if (layer.at(i) < QLatin1Char('0') || layer.at(i) > QLatin1Char('9'))
+            return -1;
+    }
+    return at;
+}
+
+} // namespace
+
 std::optional<ExpertName> expertOf(const QString &layer)
 {
     // Cheap refusals first: almost every layer of a dense run has none of these words.
-    const bool gemmSuffix = layer.contains(QLatin1String(".gemm_"));
-    if (!gemmSuffix && !layer.contains(QLatin1String("experts")))
+    if (const qsizetype at = teGemmAt(layer); at > 0)
+        return ExpertName {layer.left(at), QStringView(layer).mid(at + 6).toInt()};
+    if (!layer.contains(QLatin1String("experts")))
         return std::nullopt;
-    if (gemmSuffix) {
-        // Transformer Engine's GroupedLinear: `self.name + f".gemm_{i}"` (transformer_engine/pytorch/module/
-        // grouped_linear.py), whatever the module is called.
-        static const QRegularExpression te(QStringLiteral(R"(^(.+)\.gemm_(\d+)$)"));
-        if (const auto m = te.match(layer); m.hasMatch())
-            return ExpertName {m.captured(1), m.captured(2).toInt(),
-                QRegularExpression::escape(m.captured(1)) + QStringLiteral(R"(\.gemm_\d+)")};
-        return std::nullopt;
-    }
-    // Megatron's SequentialMLP: one module per expert under local_experts.
-    static const QRegularExpression local(QStringLiteral(R"(^(.*\.experts)\.local_experts\.(\d+)\.(.+)$)"));
-    if (const auto m = local.match(layer); m.hasMatch())
-        return ExpertName {m.captured(1) + QLatin1Char('.') + m.captured(3), m.captured(2).toInt(),
-            QRegularExpression::escape(m.captured(1)) + QStringLiteral(R"(\.local_experts\.\d+\.)")
-                + QRegularExpression::escape(m.captured(3))};
-    // Megatron's TEGroupedMLP: one parameter per expert, weight<i>.
-    static const QRegularExpression grouped(QStringLiteral(R"(^(.*\.experts\.[^.]+)\.weight(\d+)$)"));
-    if (const auto m = grouped.match(layer); m.hasMatch())
-        return ExpertName {m.captured(1), m.captured(2).toInt(),
-            QRegularExpression::escape(m.captured(1)) + QStringLiteral(R"(\.weight\d+)")};
-    // Hugging Face: experts.<i>.<projection>.
-    static const QRegularExpression hf(QStringLiteral(R"(^(.*\bexperts)\.(\d+)\.(.+)$)"));
-    if (const auto m = hf.match(layer); m.hasMatch())
-        return ExpertName {m.captured(1) + QLatin1Char('.') + m.captured(3), m.captured(2).toInt(),
-            QRegularExpression::escape(m.captured(1)) + QStringLiteral(R"(\.\d+\.)")
-                + QRegularExpression::escape(m.captured(3))};
+    if (const auto m = localExperts().match(layer); m.hasMatch())
+        return ExpertName {m.captured(1) + QLatin1Char('.') + m.captured(3), m.captured(2).toInt()};
+    if (const auto m = weightExperts().match(layer); m.hasMatch())
+        return ExpertName {m.captured(1), m.captured(2).toInt()};
+    if (const auto m = hfExperts().match(layer); m.hasMatch())
+        return ExpertName {m.captured(1) + QLatin1Char('.') + m.captured(3), m.captured(2).toInt()};
     return std::nullopt;
+}
+
+QString expertsPattern(const QString &layer)
+{
+    const auto esc = [](const QString &s) { return QRegularExpression::escape(s); };
+    if (const qsizetype at = teGemmAt(layer); at > 0)
+        return esc(layer.left(at)) + QStringLiteral(R"(\.gemm_\d+)");
+    if (const auto m = localExperts().match(layer); m.hasMatch())
+        return esc(m.captured(1)) + QStringLiteral(R"(\.local_experts\.\d+\.)") + esc(m.captured(3));
+    if (const auto m = weightExperts().match(layer); m.hasMatch())
+        return esc(m.captured(1)) + QStringLiteral(R"(\.weight\d+)");
+    if (const auto m = hfExperts().match(layer); m.hasMatch())
+        return esc(m.captured(1)) + QStringLiteral(R"(\.\d+\.)") + esc(m.captured(3));
+    return {};
 }
 
 QString expertLabel(int expert)

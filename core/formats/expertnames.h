@@ -14,11 +14,14 @@ namespace fp8scope {
 struct ExpertName {
     QString gemm; // the GEMM all the experts share ("decoder.layers.3.mlp.experts.linear_fc1")
     int expert = -1; // the expert's index within it
-    QString pattern; // a regular expression (Python's syntax too) that every expert of the GEMM matches, whole
 };
 
 // The GEMM and the expert a layer name is of; nullopt for a layer that is not one expert's.
 std::optional<ExpertName> expertOf(const QString &layer);
+
+// A regular expression (Python's syntax too) that every expert of the layer's GEMM matches, whole; "" for a layer
+// that is not one expert's.
+QString expertsPattern(const QString &layer);
 
 // How a row speaks of one expert: "expert 5".
 QString expertLabel(int expert);

@@ -1,5 +1,6 @@
 #include "catalog.h"
 
+#include "core/formats/expertnames.h"
 #include "expertgroups.h"
 
 #include "core/store/runstore.h"
@@ -598,10 +599,22 @@ Heatmap Catalog::matrixOf(RunRef ref, const MatrixRequest &request) const
     h.recipe = h.recipes.contains(request.recipe) ? request.recipe
         : h.recipes.contains(runRecipe)           ? runRecipe
                                                   : h.recipes.value(0);
+    // A row per GEMM of grouped experts: the store's reduced rows where they are as fresh as the points, beside
+    // the rows of the layers that are no experts'.
+    if ((request.experts == ExpertRows::Max || request.experts == ExpertRows::Mean) && request.expertsOf.isEmpty()
+        && h.source != kRecomputed) {
+        if (const auto groups = e->store.expertRows(ref.id, request.stat, request.tensor, h.source, h.recipe)) {
+            const std::vector<LayerRow> dense = e->store.layerRows(ref.id, request.stat, request.tensor, h.source,
+                h.recipe, [](const QString &l) { return !expertOf(l).has_value(); });
+            assembleGrouped(&h, dense, *groups, request.experts, rankOfSource(h.source));
+            return h;
+        }
+    }
+    const bool everyLayer = request.expertsOf.isEmpty() && request.experts != ExpertRows::One;
     const std::vector<LayerRow> rows = e->store.layerRows(
         ref.id, request.stat, request.tensor, h.source, h.recipe,
-        request.expertsOf.isEmpty() ? std::function<bool(const QString &)>()
-                                    : [&](const QString &l) { return matrixKeepsLayer(l, request); });
+        everyLayer ? std::function<bool(const QString &)>()
+                   : [&](const QString &l) { return matrixKeepsLayer(l, request); });
     std::vector<int64_t> steps;
     for (const LayerRow &row : rows) {
         h.layers << row.layer;
@@ -636,8 +649,9 @@ void Catalog::acrossRanks(const RunStore &store, int64_t runId, const MatrixRequ
     std::map<int, int> layersOfRank;
     for (const QString &source : rankSources) {
         const int rank = rankOfSource(source);
-        const auto keep = request.expertsOf.isEmpty() ? std::function<bool(const QString &)>()
-                                                      : [&](const QString &l) { return matrixKeepsLayer(l, request); };
+        const auto keep = request.expertsOf.isEmpty() && request.experts != ExpertRows::One
+            ? std::function<bool(const QString &)>()
+            : [&](const QString &l) { return matrixKeepsLayer(l, request); };
         for (const LayerRow &row : store.layerRows(runId, request.stat, request.tensor, source, QString(), keep)) {
             ++layersOfRank[rank];
             auto &steps = cells[row.layer];

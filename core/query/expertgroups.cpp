@@ -1,6 +1,7 @@
 #include "expertgroups.h"
 
 #include "core/formats/expertnames.h"
+#include "core/formats/layerorder.h"
 
 #include <QHash>
 
@@ -31,10 +32,88 @@ std::optional<ExpertRows> expertRowsFromName(const QString &name)
 
 bool matrixKeepsLayer(const QString &layer, const MatrixRequest &request)
 {
-    if (request.expertsOf.isEmpty())
+    if (request.expertsOf.isEmpty() && request.experts != ExpertRows::One)
         return true;
     const auto e = expertOf(layer);
+    if (request.expertsOf.isEmpty())
+        return !e || e->expert == request.expert; // one expert: the others need not be read
     return e && e->gemm == request.expertsOf;
+}
+
+QString expertReductionText(ExpertRows rows, int expert)
+{
+    return rows == ExpertRows::Max ? QStringLiteral("worst expert")
+        : rows == ExpertRows::Mean ? QStringLiteral("mean of experts")
+                                   : expertLabel(expert);
+}
+
+void assembleGrouped(Heatmap *h, const std::vector<LayerRow> &dense, const std::vector<ExpertGroupRow> &groups,
+    ExpertRows rows, int rank)
+{
+    // The rows in depth order: a layer by its name, a GEMM where its first expert is.
+    struct Row {
+        QString key;
+        const LayerRow *dense = nullptr;
+        const ExpertGroupRow *group = nullptr;
+    };
+    std::vector<Row> order;
+    std::vector<int64_t> steps;
+    for (const LayerRow &r : dense) {
+        order.push_back({r.layer, &r, nullptr});
+        for (const auto &p : r.points)
+            steps.push_back(p.first);
+    }
+    for (const ExpertGroupRow &g : groups) {
+        order.push_back({g.layers.value(0, g.gemm), nullptr, &g});
+        steps.insert(steps.end(), g.steps.begin(), g.steps.end());
+    }
+    std::stable_sort(order.begin(), order.end(), [](const Row &a, const Row &b) { return layerLess(a.key, b.key); });
+    std::sort(steps.begin(), steps.end());
+    steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+    const size_t columns = steps.size();
+    h->layers.clear();
+    h->steps = steps;
+    h->values.assign(order.size() * columns, NAN);
+    h->cellExperts.assign(h->values.size(), -1);
+    h->rowExperts.assign(order.size(), 0);
+    h->rowLayers.assign(order.size(), {});
+    h->nonFinite.clear();
+    for (size_t y = 0; y < order.size(); ++y) {
+        double *out = h->values.data() + y * columns;
+        int *from = h->cellExperts.data() + y * columns;
+        size_t col = 0;
+        if (order[y].dense) {
+            h->layers << order[y].dense->layer;
+            for (const auto &[step, value] : order[y].dense->points) {
+                while (steps[col] < step)
+                    ++col;
+                if (!std::isfinite(value))
+                    h->nonFinite.push_back({qsizetype(y), col, value, rank});
+                else
+                    out[col] = value;
+            }
+            continue;
+        }
+        const ExpertGroupRow &g = *order[y].group;
+        h->layers << g.gemm;
+        h->rowExperts[y] = int(g.experts.size());
+        h->rowLayers[y] = g.layers;
+        std::vector<size_t> at(g.steps.size());
+        for (size_t c = 0; c < g.steps.size(); ++c) {
+            while (steps[col] < g.steps[c])
+                ++col;
+            at[c] = col;
+            out[col] = rows == ExpertRows::Mean ? g.mean[c] : g.worst[c];
+            from[col] = rows == ExpertRows::Mean ? -1 : g.which[c];
+        }
+        for (const ExpertGroupRow::NotFinite &b : g.notFinite) {
+            const size_t c = at[b.column];
+            out[c] = NAN;
+            from[c] = b.expert;
+            h->nonFinite.push_back({qsizetype(y), c, b.value, rank, b.expert});
+        }
+    }
+    h->expertReduction = expertReductionText(rows, 0);
 }
 
 void groupExperts(Heatmap *h, const MatrixRequest &request)
@@ -43,7 +122,7 @@ void groupExperts(Heatmap *h, const MatrixRequest &request)
         h->expertsOf = request.expertsOf;
         return;
     }
-    if (request.experts == ExpertRows::All)
+    if (request.experts == ExpertRows::All || !h->rowExperts.empty())
         return;
     // Each row's GEMM, and the rows of each GEMM in the order they come.
     struct Group {
@@ -174,9 +253,7 @@ void groupExperts(Heatmap *h, const MatrixRequest &request)
     h->cellExperts = std::move(cellExperts);
     h->rowExperts = std::move(rowExperts);
     h->rowLayers = std::move(rowLayers);
-    h->expertReduction = request.experts == ExpertRows::Max ? QStringLiteral("worst expert")
-        : request.experts == ExpertRows::Mean               ? QStringLiteral("mean of experts")
-                                                            : expertLabel(request.expert);
+    h->expertReduction = expertReductionText(request.experts, request.expert);
 }
 
 } // namespace fp8scope

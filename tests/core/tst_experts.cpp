@@ -66,7 +66,7 @@ void TestExperts::namesOfEachWriter()
     QCOMPARE(e->gemm, gemm);
     QCOMPARE(e->expert, expert);
     // The pattern matches every expert of the GEMM, whole, and no other GEMM's.
-    const QRegularExpression all(QRegularExpression::anchoredPattern(e->pattern));
+    const QRegularExpression all(QRegularExpression::anchoredPattern(expertsPattern(layer)));
     QVERIFY(all.isValid());
     QVERIFY(all.match(layer).hasMatch());
     QVERIFY(all.match(QString(layer).replace(QString::number(expert), QStringLiteral("1000"))).hasMatch()
@@ -206,6 +206,13 @@ void TestExperts::expertsMapReadsOneGemm()
     const MatrixRequest base {.stat = QStringLiteral("underflows%"), .tensor = QStringLiteral("activation")};
     // As stored: a row per expert.
     QCOMPARE(catalog.matrix(run, base).layers.size(), 10);
+    // The ingest reduced each GEMM's experts step by step, and the store reads them back while they are fresh.
+    const auto reduced = CatalogTestAccess::store(catalog, run)
+                             ->expertRows(run.id, base.stat, base.tensor, QStringLiteral("te-debug rank 0"), QString());
+    QVERIFY(reduced.has_value());
+    QCOMPARE(reduced->size(), size_t(2));
+    QCOMPARE(reduced->back().gemm, QStringLiteral("decoder.layers.1.mlp.experts.linear_fc1"));
+    QCOMPARE(reduced->back().which.back(), 3);
     // Grouped: a row per GEMM, the overloaded expert named where it is the worst.
     MatrixRequest grouped = base;
     grouped.experts = ExpertRows::Max;

@@ -321,7 +321,8 @@ void layerSignals(const PairInputs &in, const TriageOptions &options, Comparison
             expertEvidence = {{QStringLiteral("gemm"), x.name.gemm}, {QStringLiteral("expert"), x.name.expert},
                 {QStringLiteral("experts"), x.total},
                 {QStringLiteral("experts_moved"), QJsonArray::fromStringList(movedNames)},
-                {QStringLiteral("expert_scope"), expertScope}, {QStringLiteral("experts_pattern"), x.name.pattern}};
+                {QStringLiteral("expert_scope"), expertScope},
+                {QStringLiteral("experts_pattern"), expertsPattern(s.series.layer)}};
         }
         f.evidence = {{QStringLiteral("onset"), double(*s.onset.step)}, {QStringLiteral("early"), s.onset.early},
             {QStringLiteral("late"), s.onset.late}, {QStringLiteral("threshold"), s.onset.threshold},
