@@ -6,10 +6,12 @@
 #include "mpirecompute.h"
 
 #include "app/cudafactory.h"
+#include "core/formats/expertnames.h"
 #include "core/jobs/jobqueue.h"
 #include "core/numerics/backendselect.h"
 #include "core/numerics/metricsengine.h"
 #include "core/query/catalog.h"
+#include "core/query/precisionmap.h"
 #include "core/recompute/dumprecompute.h"
 #include "core/session/foldersession.h"
 
@@ -395,6 +397,78 @@ int runHeatmap(const QStringList &args)
         }
         out << '\n';
     }
+    return reportStoreErrors(catalog) ? 1 : 0;
+}
+
+int runLayers(const QStringList &args)
+{
+    QCommandLineParser parser;
+    if (const int rc = parseCommand(parser, *cliCommand(u"layers"), args))
+        return rc < 0 ? 0 : rc;
+    if (!parser.isSet(QStringLiteral("run"))) {
+        QTextStream(stderr) << "fp8scope-cli layers: --run is required\n";
+        return 2;
+    }
+    FolderSession session;
+    if (!openSession(session, parser.positionalArguments().front()))
+        return 1;
+    Catalog &catalog = session.catalog();
+    const auto run = findRun(catalog, parser.value(QStringLiteral("run")));
+    if (!run)
+        return 1;
+    const PrecisionMap map = precisionMap(catalog, run->ref);
+    QTextStream out(stdout);
+    const auto step = [](int64_t s, bool from) {
+        return (from ? s == std::numeric_limits<int64_t>::min() : s == std::numeric_limits<int64_t>::max())
+            ? QJsonValue()
+            : QJsonValue(double(s));
+    };
+    if (parser.isSet(QStringLiteral("json"))) {
+        QJsonArray layers;
+        for (const LayerPrecision &l : map.layers) {
+            QJsonArray spans;
+            for (const PrecisionSpan &s : l.spans)
+                spans.append(QJsonObject {{QStringLiteral("from"), step(s.from, true)},
+                    {QStringLiteral("to"), step(s.to, false)}, {QStringLiteral("precision"), s.precision},
+                    {QStringLiteral("recipe"), s.recipe},
+                    {QStringLiteral("gemms"), QJsonArray::fromStringList(s.gemms)},
+                    {QStringLiteral("source"), s.source}, {QStringLiteral("automatic"), s.automatic}});
+            const auto e = expertOf(l.layer);
+            layers.append(QJsonObject {{QStringLiteral("layer"), l.layer},
+                {QStringLiteral("gemm"), e ? QJsonValue(e->gemm) : QJsonValue()},
+                {QStringLiteral("expert"), e ? QJsonValue(e->expert) : QJsonValue()},
+                {QStringLiteral("high_precision_throughout"), map.highPrecisionThroughout(l.layer)},
+                {QStringLiteral("spans"), spans}});
+        }
+        out << QJsonDocument(
+            QJsonObject {{QStringLiteral("run"), run->name}, {QStringLiteral("precision"), map.precision},
+                {QStringLiteral("recipe"), map.recipe}, {QStringLiteral("layers"), layers},
+                {QStringLiteral("notes"), QJsonArray::fromStringList(map.notes)}})
+                   .toJson(QJsonDocument::Indented);
+        return reportStoreErrors(catalog) ? 1 : 0;
+    }
+    out << run->name << ": " << (map.precision.isEmpty() ? QStringLiteral("precision unknown") : map.precision)
+        << (map.recipe.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(map.recipe)) << ", " << map.layers.size()
+        << " layers\n";
+    for (const LayerPrecision &l : map.layers) {
+        // A layer that runs as the run does says nothing more.
+        if (l.spans.size() == 1)
+            continue;
+        out << l.layer << '\n';
+        for (size_t i = 1; i < l.spans.size(); ++i) {
+            const PrecisionSpan &s = l.spans[i];
+            out << "  " << s.precision << (s.recipe.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(s.recipe));
+            if (s.gemms.size() < 3)
+                out << ' ' << s.gemms.join(QLatin1Char('+'));
+            if (!s.wholeRun())
+                out << " steps "
+                    << (s.from == std::numeric_limits<int64_t>::min() ? QString() : QString::number(s.from)) << '-'
+                    << (s.to == std::numeric_limits<int64_t>::max() ? QString() : QString::number(s.to));
+            out << ": " << s.source << '\n';
+        }
+    }
+    for (const QString &n : map.notes)
+        out << "note: " << n << '\n';
     return reportStoreErrors(catalog) ? 1 : 0;
 }
 

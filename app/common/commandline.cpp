@@ -213,6 +213,16 @@ QList<CommandSpec> makeCliCommands()
                 "for recomputed statistics, the recipe (default: the run's, else the most layers')"),
             valued(
                 "source", "source", "source (default: logged before recomputed, then the one covering most layers)")}};
+    commands << CommandSpec {.name = s("layers"),
+        .summary = s("which GEMM ran in which precision and recipe, at which steps, and what says so (--run, --json)"),
+        .description = s("Print the precision map of a run: each layer (GEMM) with the precision and recipe it ran "
+                         "in and the steps, from the run's precision, Megatron's --first-last-layers-bf16 and "
+                         "--te-precision-config-file, a Transformer Engine debug config in the run's folder "
+                         "(DisableQuantizationLayer/GEMM and their older DisableFP8 names) and AutoswitchGemm's "
+                         "statistics; each span names its source. The text lists the layers that do not run as the "
+                         "run does."),
+        .arguments = {folderArgument()},
+        .options = {valued("run", "run", "run name"), jsonOption()}};
     commands << CommandSpec {.name = s("recompute"),
         .summary = s("FP8 metrics of every indexed dump into the store (--recipe, --backend, --mpi)"),
         .description = s("Recompute FP8 metrics for every indexed tensor dump. With --mpi, run under mpirun or "

@@ -526,7 +526,9 @@ void finish(const FinishInputs &in, Comparison *cp)
                 layer = s.evidence.value(QStringLiteral("gemm")).toString();
                 patternOf[layer] = s.evidence.value(QStringLiteral("experts_pattern")).toString();
             }
-            if (open(s) && !layers.contains(layer) && layers.size() < 4)
+            // A layer in BF16 for the whole run already is no BF16 fallback to propose.
+            if (open(s) && !layers.contains(layer) && layers.size() < 4
+                && !in.precision.highPrecisionThroughout(s.layer))
                 layers << layer;
         }
         // Measured: an open what-if on an open suspect names the best recipe (one not yet computed says how to

@@ -96,6 +96,7 @@ void gatherFinishCommon(const Catalog &catalog, RunRef baseline, RunRef run, Fin
         out->config = configTable(catalog, baseline, run);
     }
     out->dumps = catalog.dumps(run);
+    out->precision = precisionMap(catalog, run);
     gatherWhatIfs(catalog, run, out);
     out->fp8Format = runFp8Format(catalog, run);
     out->reviews = catalog.findingReviews(run, baseline);

@@ -5,6 +5,7 @@
 
 #include "comparetables.h"
 #include "core/audit/checkpointaudit.h"
+#include "core/query/precisionmap.h"
 #include "nonfinite.h"
 #include "triage.h"
 
@@ -67,6 +68,9 @@ struct FinishInputs {
     // The deepest layer the run has statistics or dumps of (-1: not gathered; a result read back has it in its
     // layer signals' evidence, "deepest_layer").
     int lastLayerIndex = -1;
+    // Which GEMM ran in which precision at which steps (core/query/precisionmap.h): a GEMM in BF16 is no FP8
+    // suspect there, and no BF16 fallback is proposed for one already in BF16.
+    PrecisionMap precision;
 };
 
 struct PairInputs {

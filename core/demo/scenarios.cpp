@@ -688,7 +688,10 @@ bool generateScenario(const QString &outDir, Scenario scenario, uint64_t seed, S
         plan.stat = shrink ? QStringLiteral("underflows%") : QStringLiteral("scale_inv_max");
         const int64_t lead = int64_t(steps * rng.between(0.05, 0.15));
         plan.onsetStep = std::max<int64_t>(int64_t(steps * 0.3), *f.departure - lead);
-        const double ramp = steps * rng.between(0.01, 0.05), size = rng.between(1.0, 3.0);
+        // In the order GCC evaluated the arguments of the one call this was before (the last first): the scenarios
+        // of every seed stay as they were.
+        const double size = rng.between(1.0, 3.0);
+        const double ramp = steps * rng.between(0.01, 0.05);
         if (s.experts > 0) {
             // On an MLP GEMM's experts: one of them (overloaded by the router), or all.
             const int expertGemm = 2 + int(rng.below(2));

@@ -246,6 +246,7 @@ private Q_SLOTS:
     void realFixtures();
     void oneExpertOrAllExperts_data();
     void oneExpertOrAllExperts();
+    void precisionOfTheLayers();
 };
 
 void TestTriage::scenarios_data()
@@ -1896,6 +1897,70 @@ void TestTriage::oneExpertOrAllExperts()
         covers = covers || (planted && another == all);
     }
     QVERIFY2(covers, qPrintable(step->config));
+}
+
+// A layer the run kept in BF16 (a Transformer Engine debug config in its folder) is never named as an FP8 suspect,
+// nor proposed for a BF16 fallback; a GEMM the run switched to high precision by itself (AutoswitchGemm's log and
+// the thresholds of its config) is a finding of its own, at the step it switched.
+void TestTriage::precisionOfTheLayers()
+{
+    for (const bool autoswitch : {false, true}) {
+        QTemporaryDir dir;
+        QString error;
+        ScenarioPlan plan;
+        QVERIFY2(generateScenario(dir.path(), Scenario::MidRunInstability, 3, &plan, &error), qPrintable(error));
+        const QString runDir = dir.filePath(plan.run);
+        const QString pattern = QRegularExpression::escape(plan.layer);
+        QByteArray yaml;
+        if (!autoswitch) {
+            yaml = "keep_bf16:\n  enabled: True\n  layers:\n    layer_name_regex_pattern: '" + pattern.toUtf8()
+                + "'\n  transformer_engine:\n    DisableQuantizationLayer:\n      enabled: True\n";
+        } else {
+            yaml = "switch:\n  enabled: True\n  layers:\n    layer_name_regex_pattern: '" + pattern.toUtf8()
+                + "'\n  transformer_engine:\n    AutoswitchGemm:\n      enabled: True\n      underflow_threshold_pct: "
+                  "20.0\n";
+            // Its log: the fprop GEMM's underflow passes 20 % from the onset on.
+            QByteArray log;
+            for (int64_t step = 0; step <= plan.steps; step += 50)
+                log += "2026-12-05 10:00:00,000 - INFO - " + plan.layer.toUtf8() + "_fprop_" + plan.tensor.toUtf8()
+                    + "_underflow_pct \t\t\t\t iteration=" + QByteArray::number(step).rightJustified(6, '0')
+                    + " \t\t\t\t value=" + QByteArray::number(step >= *plan.onsetStep ? 31.5 : 2.0, 'f', 8) + '\n';
+            QDir().mkpath(runDir + QStringLiteral("/nvdlfw_inspect_autoswitchgemm_logs"));
+            QFile f(runDir + QStringLiteral("/nvdlfw_inspect_autoswitchgemm_logs/nvdlfw_inspect_globalrank-0.log"));
+            QVERIFY(f.open(QIODevice::WriteOnly) && f.write(log) == log.size());
+        }
+        QFile config(runDir + QStringLiteral("/fp8_debug.yaml"));
+        QVERIFY(config.open(QIODevice::WriteOnly) && config.write(yaml) == yaml.size());
+        config.close();
+        Catalog catalog;
+        TriageResult result;
+        QVERIFY2(openAndTriage(dir.path(), &catalog, &result, &error), qPrintable(error));
+        const auto c = std::find_if(result.comparisons.begin(), result.comparisons.end(),
+            [&](const Comparison &x) { return runNameOf(catalog, x.run) == plan.run; });
+        QVERIFY(c != result.comparisons.end());
+        const auto step = std::find_if(c->nextSteps.begin(), c->nextSteps.end(),
+            [](const analysis::NextStep &n) { return n.kind == analysis::FindingKind::LossDeparture; });
+        if (!autoswitch) {
+            for (const Finding &f : c->findings)
+                QVERIFY2(f.kind != analysis::FindingKind::LayerSignal || f.layer != plan.layer, qPrintable(f.summary));
+            QVERIFY(step == c->nextSteps.end() || !step->config.contains(pattern));
+            QVERIFY(step == c->nextSteps.end() || !step->action.contains(plan.layer));
+            continue;
+        }
+        const auto sw = std::find_if(c->findings.begin(), c->findings.end(),
+            [](const Finding &f) { return f.kind == analysis::FindingKind::PrecisionSwitch; });
+        QVERIFY(sw != c->findings.end());
+        QCOMPARE(sw->layer, plan.layer);
+        QCOMPARE(sw->stat, QStringLiteral("fprop"));
+        QCOMPARE(*sw->step, (*plan.onsetStep + 49) / 50 * 50);
+        QCOMPARE(sw->severity, Severity::Warning); // before the departure
+        QVERIFY(sw->summary.contains(QStringLiteral("found this GEMM fragile")));
+        // Only its fprop switched: the layer stays a suspect, its FP8 statistics moved first.
+        const auto first = std::find_if(c->findings.begin(), c->findings.end(),
+            [](const Finding &f) { return f.kind == analysis::FindingKind::LayerSignal; });
+        QVERIFY(first != c->findings.end());
+        QCOMPARE(first->layer, plan.layer);
+    }
 }
 
 FP8SCOPE_TEST_GUILESS_MAIN(TestTriage)

@@ -209,6 +209,10 @@ void layerSignals(const PairInputs &in, const TriageOptions &options, Comparison
     if (options.live)
         onset.plannedSteps = c.plannedSteps;
     std::vector<Signal> signals = signalsOf(in.finish.risk, onset);
+    // A GEMM that ran in high precision when its statistic moved is no FP8 suspect there (a layer Megatron or a
+    // Transformer Engine debug config kept in BF16, a GEMM the run switched itself).
+    std::erase_if(
+        signals, [&](const Signal &s) { return in.finish.precision.highPrecision(s.series.layer, *s.onset.step); });
     // The suspect first: what began to move before the loss departed (all, without a departure), then what
     // measures damage before what measures range and what only follows a scale, then what moved first, by
     // where it had made half its change (a slow drift of learning leaves its early level long before it has
@@ -342,6 +346,52 @@ void layerSignals(const PairInputs &in, const TriageOptions &options, Comparison
     }
     if (c.departure && !signals.empty() && *signals.front().onset.step <= *c.departure)
         c.lead = *c.departure - *signals.front().onset.step;
+}
+
+} // namespace fp8scope::analysis::rules
+
+namespace fp8scope::analysis::rules {
+
+// The run's own switches of a GEMM to high precision (AutoswitchGemm, core/query/precisionmap.h): where the run
+// found a GEMM fragile, and when; a suspect the next steps can keep in BF16 for good.
+void precisionSwitches(const PairInputs &in, const TriageOptions &, Comparison &c)
+{
+    int said = 0;
+    for (const LayerPrecision &l : in.finish.precision.layers) {
+        for (const PrecisionSpan &s : l.spans) {
+            if (!s.automatic || said >= 12)
+                continue;
+            ++said;
+            Finding f;
+            f.kind = FindingKind::PrecisionSwitch;
+            const bool before = c.departure && s.from <= *c.departure;
+            f.severity = before ? Severity::Warning : Severity::Info;
+            f.layer = l.layer;
+            f.stat = s.gemms.join(QLatin1Char('+'));
+            f.step = s.from;
+            if (s.to != std::numeric_limits<int64_t>::max())
+                f.lastStep = s.to;
+            f.summary
+                = QStringLiteral("the run switched %1 of %2 to high precision at step %3%4 (%5): it found this "
+                                 "GEMM fragile there")
+                      .arg(s.gemms.join(QStringLiteral(", ")), l.layer)
+                      .arg(s.from)
+                      .arg(s.to == std::numeric_limits<int64_t>::max() ? QString()
+                                                                       : QStringLiteral(" until step %1").arg(s.to))
+                      .arg(s.source);
+            f.evidence
+                = {{QStringLiteral("source"), s.source}, {QStringLiteral("gemms"), QJsonArray::fromStringList(s.gemms)},
+                    {QStringLiteral("from"), double(s.from)},
+                    {QStringLiteral("to"),
+                        s.to == std::numeric_limits<int64_t>::max() ? QJsonValue() : QJsonValue(double(s.to))},
+                    {QStringLiteral("before_departure"), before}};
+            f.suggestion = QStringLiteral("keep %1 in BF16 from the start (DisableQuantizationGEMM for %2 in the "
+                                          "Transformer Engine debug config), so that the run does not depend on the "
+                                          "switch")
+                               .arg(l.layer, s.gemms.join(QStringLiteral(", ")));
+            c.findings.push_back(f);
+        }
+    }
 }
 
 } // namespace fp8scope::analysis::rules
