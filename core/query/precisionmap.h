@@ -13,6 +13,7 @@
 
 #include "core/query/querytypes.h"
 
+#include <QMetaType>
 #include <QStringList>
 
 #include <limits>
@@ -60,3 +61,5 @@ struct PrecisionMap {
 PrecisionMap precisionMap(const Catalog &catalog, RunRef run);
 
 } // namespace fp8scope
+
+Q_DECLARE_METATYPE(fp8scope::PrecisionMap)

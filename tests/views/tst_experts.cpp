@@ -28,6 +28,7 @@ private Q_SLOTS:
     void initTestCase();
     void groupedHeatmapAndExpertsMap();
     void layerTreeGroupsExperts();
+    void bf16LayersHatched();
 
 private:
     QTemporaryDir m_tmp;
@@ -45,6 +46,11 @@ void TestExperts::initTestCase()
     QVERIFY2(generateScenario(m_folder, Scenario::MidRunInstability, 3, &m_plan, &error, {.experts = 8, .layers = 6}),
         qPrintable(error));
     QVERIFY(m_plan.expert >= 0);
+    QVERIFY(!m_plan.layer.startsWith(QLatin1String("decoder.layers.5.")));
+    // The last layer kept in BF16 by a Transformer Engine debug config in the run's folder.
+    QVERIFY(guitest::writeFile(m_folder + QLatin1Char('/') + m_plan.run + QStringLiteral("/fp8_debug.yaml"),
+        "last_layer_bf16:\n  enabled: True\n  layers:\n    layer_name_regex_pattern: 'decoder\\.layers\\.5\\.'\n"
+        "  transformer_engine:\n    DisableQuantizationLayer:\n      enabled: True\n"));
     m_window = std::make_unique<MainWindow>(BackendChoice::Cpu, nullptr);
     m_window->resize(1366, 768);
     m_window->show();
@@ -166,6 +172,38 @@ void TestExperts::layerTreeGroupsExperts()
     QCOMPARE(model->rowCount(gemm), 8);
     // Its tensors under the expert, as under any layer.
     QVERIFY(model->find(m_plan.layer, m_plan.tensor).isValid());
+}
+
+// The GEMMs of a layer kept in BF16 are hatched rows, their cells not coloured as if 0 % underflowed, the source on
+// hover; the layer tree marks them.
+void TestExperts::bf16LayersHatched()
+{
+    HeatmapView *heat = m_window->heatmap();
+    QCOMPARE(heat->expertRows(), ExpertRows::Max);
+    QTRY_VERIFY_WITH_TIMEOUT(!heat->isLoading() && heat->highPrecisionRows().size() == 4, 60000);
+    const Heatmap &h = heat->heatmap();
+    for (int row : heat->highPrecisionRows()) {
+        QVERIFY2(h.layers[row].startsWith(QLatin1String("decoder.layers.5.")), qPrintable(h.layers[row]));
+        QVERIFY(std::isnan(heat->drawnValueAt(heat->cellCentre(row, int(h.steps.size()) / 2))));
+        const QString tip = heat->toolTipAt(heat->cellCentre(row, int(h.steps.size()) / 2));
+        QVERIFY2(tip.contains(QStringLiteral("in BF16 for the whole run")) && tip.contains(QStringLiteral("last_layer_bf16")),
+            qPrintable(tip));
+    }
+    // A row in FP8 is coloured.
+    const int fp8Row = int(h.layers.indexOf(QStringLiteral("decoder.layers.4.self_attention.linear_qkv")));
+    QVERIFY(fp8Row >= 0);
+    QVERIFY(!std::isnan(heat->drawnValueAt(heat->cellCentre(fp8Row, int(h.steps.size()) / 2))));
+    // The tree, for the run the heatmap shows.
+    m_window->selection()->set(heat->run(), QStringLiteral("decoder.layers.5.self_attention.linear_qkv"),
+        QStringLiteral("activation"), -1);
+    auto *proxy = qobject_cast<QSortFilterProxyModel *>(m_window->layerTree()->model());
+    auto *model = qobject_cast<LayerTreeModel *>(proxy->sourceModel());
+    const QModelIndex qkv = model->find(QStringLiteral("decoder.layers.5.self_attention.linear_qkv"));
+    QVERIFY(qkv.isValid());
+    QTRY_VERIFY_WITH_TIMEOUT(qkv.data().toString().endsWith(QStringLiteral("[BF16]")), 60000);
+    QVERIFY(qkv.data(Qt::ToolTipRole).toString().contains(QStringLiteral("DisableQuantizationLayer")));
+    QVERIFY(!model->find(QStringLiteral("decoder.layers.4.self_attention.linear_qkv")).data().toString().contains(
+        QStringLiteral("BF16")));
 }
 
 QTEST_MAIN(TestExperts)

@@ -68,6 +68,14 @@ quint64 WorkspaceHeatmapSource::load(RunRef run, const MatrixRequest &request, c
         receiver, [done](const QVariant &value) { done(value.value<Heatmap>()); });
 }
 
+quint64 WorkspaceHeatmapSource::loadPrecision(
+    RunRef run, const QString &slot, QObject *receiver, std::function<void(const PrecisionMap &)> done)
+{
+    return m_workspace->query(
+        slot, [run](const Catalog &catalog) { return QVariant::fromValue(precisionMap(catalog, run)); },
+        receiver, [done](const QVariant &value) { done(value.value<PrecisionMap>()); });
+}
+
 void WorkspaceHeatmapSource::cancel(quint64 ticket)
 {
     m_workspace->queries().cancel(ticket);

@@ -80,8 +80,9 @@ HeatmapView::HeatmapView(HeatmapSource *source, Selection *selection, QWidget *p
     setUpPlot();
     connect(m_source, &HeatmapSource::runsChanged, this, &HeatmapView::fillRunBox);
     connect(m_source, &HeatmapSource::dataChanged, this, [this](RunRef r) {
-        // Recomputed statistics: new names for the pickers, new values for the matrix.
+        // Recomputed statistics: new names for the pickers, new values for the matrix (and its precision map).
         if (r == run()) {
+            m_precisionRun = {};
             reloadPickers();
             reload();
         }
@@ -409,6 +410,53 @@ void HeatmapView::reload()
         m_pending = 0;
         setHeatmap(h);
     });
+    // The run's precision map, once per run (and again when its statistics change): which rows to hatch.
+    if (r != m_precisionRun) {
+        m_precisionRun = r;
+        m_precision = {};
+        if (m_precisionPending)
+            m_source->cancel(m_precisionPending);
+        m_precisionPending
+            = m_source->loadPrecision(r, m_slot + QStringLiteral("/precision"), this, [this](const PrecisionMap &map) {
+                  m_precisionPending = 0;
+                  m_precision = map;
+                  updateHighPrecisionRows();
+                  rebuildMap();
+                  plot()->replot(QCustomPlot::rpQueuedReplot);
+              });
+    }
+}
+
+void HeatmapView::updateHighPrecisionRows()
+{
+    // A row in high precision for the whole run: a layer, or a GEMM whose experts all are.
+    m_bf16Rows.clear();
+    m_bf16Source.assign(size_t(m_data.layers.size()), QString());
+    for (qsizetype y = 0; y < m_data.layers.size(); ++y) {
+        const QStringList members = size_t(y) < m_data.rowLayers.size() && !m_data.rowLayers[size_t(y)].isEmpty()
+            ? m_data.rowLayers[size_t(y)]
+            : QStringList {m_data.layers[y]};
+        const bool all = std::all_of(members.begin(), members.end(),
+            [&](const QString &l) { return m_precision.highPrecisionThroughout(l); });
+        if (!all)
+            continue;
+        m_bf16Rows.push_back(int(y));
+        const PrecisionSpan *s = m_precision.at(members.front(), 0);
+        m_bf16Source[size_t(y)] = s ? s->source : QString();
+    }
+    for (QCPItemRect *r : m_hatches)
+        plot()->removeItem(r);
+    m_hatches.clear();
+    const auto [lo, hi] = keyRange();
+    for (int y : m_bf16Rows) {
+        auto *rect = new QCPItemRect(plot());
+        rect->setSelectable(false);
+        rect->topLeft->setCoords(lo, y - 0.5);
+        rect->bottomRight->setCoords(hi, y + 0.5);
+        rect->setPen(Qt::NoPen);
+        rect->setBrush(QBrush(palette().color(QPalette::Mid), Qt::BDiagPattern));
+        m_hatches.push_back(rect);
+    }
 }
 
 void HeatmapView::setHeatmap(Heatmap heatmap)
@@ -509,6 +557,7 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
         }
         m_nonFiniteMarks->setData(xs, ys);
     }
+    updateHighPrecisionRows();
     updateLayerTicks();
     updateCursor();
     rebuildMap();
@@ -613,6 +662,12 @@ void HeatmapView::rebuildMap()
     }
     for (int y = 0; y < ny; ++y) {
         const double *row = m_data.values.data() + size_t(y) * size_t(nx);
+        if (std::find(m_bf16Rows.begin(), m_bf16Rows.end(), y) != m_bf16Rows.end()) {
+            // A GEMM in high precision: hatched, no colour (its statistics say nothing of an FP8 cast).
+            for (int c = 0; c < columns; ++c)
+                d->setCell(c, y, NAN);
+            continue;
+        }
         for (int c = 0; c < columns; ++c) {
             double v = row[centreStep[size_t(c)]];
             if (!std::isfinite(v))
@@ -670,6 +725,8 @@ void HeatmapView::updateLayerTicks()
         } else if (const int n = m_data.rowExpertCount(y); n > 0) {
             names[y] += QStringLiteral(" \u00D7%1").arg(n);
         }
+        if (std::find(m_bf16Rows.begin(), m_bf16Rows.end(), int(y)) != m_bf16Rows.end())
+            names[y] += tr(" [BF16]");
     }
     for (int y = first; y <= last && ny > 0; y += every) {
         if (!nearNamed(y))
@@ -841,6 +898,8 @@ QString HeatmapView::toolTipAt(const QPointF &pixel) const
                       .arg(m_data.layers[layer])
                       .arg(m_data.steps[size_t(col)])
                       .arg(tensor(), statistic(), value);
+    if (size_t(layer) < m_bf16Source.size() && std::find(m_bf16Rows.begin(), m_bf16Rows.end(), layer) != m_bf16Rows.end())
+        tip += tr("\nin BF16 for the whole run (%1): not coloured").arg(m_bf16Source[size_t(layer)]);
     if (const int experts = m_data.rowExpertCount(layer); experts > 0) {
         // A GEMM's row: its experts, the one the value is from, and what a click opens.
         tip += tr("\n%1 experts, %2").arg(experts).arg(m_data.expertReduction);

@@ -24,6 +24,7 @@ class QCPColorMap;
 class QCPColorScale;
 class QCPGraph;
 class QCPItemStraightLine;
+class QCPItemRect;
 class QCPItemText;
 
 namespace fp8scope {
@@ -63,6 +64,9 @@ public:
     QString expertsOf() const { return m_expertsOf; }
     // The row that shows a layer: its own, or its GEMM's where experts are grouped (-1 for none).
     int rowOfLayer(const QString &layer) const;
+    // The rows whose GEMMs ran in high precision for the whole run (the run's precision map): hatched, their cells
+    // not coloured (a BF16 GEMM's statistics are no FP8 underflow), the source said on hover.
+    const std::vector<int> &highPrecisionRows() const { return m_bf16Rows; }
     void setThreshold(bool on, double value);
 
     // Draws a matrix directly (benchmarks; tests of the drawing); views normally load from the store.
@@ -143,6 +147,14 @@ private:
     QAction *m_expertAction = nullptr;
     QAction *m_backAction = nullptr; // back from an experts map
     QString m_expertsOf;
+    // The run's precision map, and the rows it keeps in high precision with what says so.
+    RunRef m_precisionRun;
+    PrecisionMap m_precision;
+    quint64 m_precisionPending = 0;
+    std::vector<int> m_bf16Rows;
+    std::vector<QString> m_bf16Source; // per row ("" for a row in the run's precision)
+    std::vector<QCPItemRect *> m_hatches;
+    void updateHighPrecisionRows();
     QCheckBox *m_logColour;
     QCheckBox *m_threshold;
     QDoubleSpinBox *m_thresholdValue;

@@ -4,6 +4,8 @@
 
 #include <QHash>
 
+#include <functional>
+
 namespace fp8scope {
 
 namespace {
@@ -74,6 +76,24 @@ void LayerTreeModel::setLayers(const std::vector<std::pair<QString, QStringList>
     endResetModel();
 }
 
+void LayerTreeModel::setHighPrecision(const QHash<QString, QString> &layers)
+{
+    if (layers == m_highPrecision)
+        return;
+    m_highPrecision = layers;
+    // Each layer's name may change; the tree stays as it is opened.
+    const std::function<void(Node *)> changed = [&](Node *n) {
+        for (const auto &c : n->children) {
+            if (!c->layer.isEmpty() && c->tensor.isEmpty()) {
+                const QModelIndex i = indexOf(c.get());
+                Q_EMIT dataChanged(i, i, {Qt::DisplayRole, Qt::ToolTipRole});
+            }
+            changed(c.get());
+        }
+    };
+    changed(m_root.get());
+}
+
 QModelIndex LayerTreeModel::find(const QString &layer, const QString &tensor) const
 {
     Node *n = m_root.get();
@@ -131,9 +151,20 @@ QVariant LayerTreeModel::data(const QModelIndex &index, int role) const
         return {};
     const Node *n = nodeOf(index);
     switch (role) {
-    case Qt::DisplayRole: return n->experts > 0 ? tr("%1 (%n experts)", nullptr, n->experts).arg(n->name) : n->name;
-    case Qt::ToolTipRole:
-        return !n->tensor.isEmpty() ? n->layer + QLatin1Char('/') + n->tensor : n->layer.isEmpty() ? n->path : n->layer;
+    case Qt::DisplayRole: {
+        QString name = n->experts > 0 ? tr("%1 (%n experts)", nullptr, n->experts).arg(n->name) : n->name;
+        if (n->tensor.isEmpty() && !n->layer.isEmpty() && m_highPrecision.contains(n->layer))
+            name += tr(" [BF16]");
+        return name;
+    }
+    case Qt::ToolTipRole: {
+        const QString what
+            = !n->tensor.isEmpty() ? n->layer + QLatin1Char('/') + n->tensor : n->layer.isEmpty() ? n->path : n->layer;
+        const auto bf16 = m_highPrecision.constFind(n->layer);
+        return n->tensor.isEmpty() && bf16 != m_highPrecision.cend()
+            ? tr("%1\nin BF16 for the whole run: %2").arg(what, *bf16)
+            : what;
+    }
     case LayerRole: return n->layer;
     case TensorRole: return n->tensor;
     case PathRole: return n->path;
