@@ -25,6 +25,7 @@ private Q_SLOTS:
     void initTestCase();
     void fromEachSource();
     void layersCommand();
+    void nvfp4StatisticsBesideFp8();
 
 private:
     QTemporaryDir m_dir;
@@ -96,6 +97,10 @@ void TestPrecisionMap::initTestCase()
                 stats += "2026-12-05 10:00:00,000 - INFO - decoder.layers." + QByteArray::number(l) + '.' + g
                     + "_activation_underflows% \t\t\t\t iteration=" + it + " \t\t\t\t value=1.0000\n";
         }
+        // LogNvfp4TensorStats beside LogFp8TensorStats on one layer (an NVFP4 what-if of an FP8 run).
+        for (const char *stat : {"nvfp4_underflows%", "nvfp4_mse"})
+            stats += "2026-12-05 10:00:00,000 - INFO - decoder.layers.2.mlp.linear_fc1_activation_" + QByteArray(stat)
+                + " \t\t\t\t iteration=" + it + " \t\t\t\t value=9.5000\n";
         autoswitch += "2026-12-05 10:00:00,000 - INFO - decoder.layers.2.mlp.linear_fc2_fprop_activation_underflow_pct"
                       " \t\t\t\t iteration="
             + it + " \t\t\t\t value=" + QByteArray::number(step >= 60 && step < 90 ? 7.5 : 1.25, 'f', 8) + '\n';
@@ -189,6 +194,33 @@ void TestPrecisionMap::layersCommand()
     // Layers 0 and 3 (8 GEMMs), layer 1's QKV and its fc1, layer 2's QKV.
     QCOMPARE(throughout, 11);
     QVERIFY(automatic);
+}
+
+// TE's LogNvfp4TensorStats names read as the statistic of the nvfp4 recipe, kept beside the layer's FP8 statistic.
+void TestPrecisionMap::nvfp4StatisticsBesideFp8()
+{
+    Catalog catalog;
+    QString error;
+    QVERIFY2(catalog.open(m_dir.path(), &error), qPrintable(error));
+    const RunRef run = catalog.runs().front().ref;
+    const std::vector<Series> at
+        = catalog.seriesAt(run, QStringLiteral("decoder.layers.2.mlp.linear_fc1"), QStringLiteral("activation"));
+    const auto has = [&](const char *stat, const char *recipe) {
+        return std::any_of(at.begin(), at.end(), [&](const Series &s) {
+            return s.stat == QLatin1String(stat) && s.recipe == QLatin1String(recipe) && s.points == 10;
+        });
+    };
+    QVERIFY(has("underflows%", ""));
+    QVERIFY(has("underflows%", "nvfp4"));
+    QVERIFY(has("mse", "nvfp4"));
+    MatrixRequest request {.stat = QStringLiteral("underflows%"), .tensor = QStringLiteral("activation")};
+    const Heatmap own = catalog.matrix(run, request);
+    QCOMPARE(own.layers.size(), 16);
+    request.recipe = QStringLiteral("nvfp4");
+    const Heatmap fp4 = catalog.matrix(run, request);
+    QCOMPARE(fp4.recipe, QStringLiteral("nvfp4"));
+    QCOMPARE(fp4.layers, QStringList {QStringLiteral("decoder.layers.2.mlp.linear_fc1")});
+    QCOMPARE(fp4.at(0, 0), 9.5);
 }
 
 QTEST_GUILESS_MAIN(TestPrecisionMap)

@@ -12,6 +12,9 @@
 #include "views/workspace/selection.h"
 
 #include <QComboBox>
+#include <QDir>
+#include <QDockWidget>
+#include <QMainWindow>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QTemporaryDir>
@@ -20,6 +23,29 @@
 #include <QTreeView>
 
 using namespace fp8scope;
+
+namespace {
+
+// FP8SCOPE_SHOT_DIR=DIR saves the window as it stands into DIR/WxH/name (tests/screenshots.sh: docs/GUI.md's
+// pictures of a mixture-of-experts run), the heatmap dock given the height a user would drag it to.
+void shoot(QMainWindow *window, const QString &name)
+{
+    const QString dir = qEnvironmentVariable("FP8SCOPE_SHOT_DIR");
+    if (dir.isEmpty())
+        return;
+    if (auto *dock = window->findChild<QDockWidget *>(QStringLiteral("heatmapDock"))) {
+        QTest::qWait(50);
+        window->resizeDocks({dock}, {window->height() * 3 / 5}, Qt::Vertical);
+    }
+    QTest::qWait(300);
+    for (QCustomPlot *p : window->findChildren<QCustomPlot *>())
+        p->replot(QCustomPlot::rpImmediateRefresh);
+    const QString sized = QStringLiteral("%1/%2x%3").arg(dir).arg(window->width()).arg(window->height());
+    QDir().mkpath(sized);
+    QVERIFY(window->grab().save(sized + QLatin1Char('/') + name));
+}
+
+} // namespace
 
 class TestExperts : public QObject
 {
@@ -91,6 +117,7 @@ void TestExperts::groupedHeatmapAndExpertsMap()
     QVERIFY(tip.contains(QStringLiteral("8 experts")));
     // The view's CSV names the expert of each value, as the CLI's does.
     QVERIFY(heat->csv().contains(m_plan.gemm + QStringLiteral(" [expert]")));
+    shoot(w, QStringLiteral("17-moe-grouped-heatmap.png"));
     // The worst expert's row is told apart from its GEMM's: a selected expert marks its GEMM's row.
     QCOMPARE(heat->rowOfLayer(m_plan.layer), row);
     const QString worstLayer = m_plan.gemm + QStringLiteral(".gemm_%1").arg(worst);
@@ -110,10 +137,12 @@ void TestExperts::groupedHeatmapAndExpertsMap()
     QCOMPARE(map.at(worstRow, size_t(last)), worstValue);
     for (qsizetype r = 0; r < map.layers.size(); ++r)
         QVERIFY(!(map.at(r, size_t(last)) > worstValue));
-    QVERIFY(heat->scaleLabel().contains(QStringLiteral("experts of")));
+    QVERIFY(heat->scaleLabel().contains(QStringLiteral("one GEMM's experts")));
+    shoot(w, QStringLiteral("18-moe-experts-map.png"));
     auto *back = heat->findChild<QToolButton *>(QStringLiteral("heatmapBack"));
     QVERIFY(back);
     QTRY_VERIFY(back->isVisible());
+    QVERIFY2(back->text().contains(m_plan.gemm.section(QLatin1Char('.'), -3)), qPrintable(back->text()));
     QTRY_VERIFY(!expertsBox->isVisible());
     // In the map, a click selects that expert's layer.
     const int other = (worst + 1) % 8;
@@ -186,7 +215,8 @@ void TestExperts::bf16LayersHatched()
         QVERIFY2(h.layers[row].startsWith(QLatin1String("decoder.layers.5.")), qPrintable(h.layers[row]));
         QVERIFY(std::isnan(heat->drawnValueAt(heat->cellCentre(row, int(h.steps.size()) / 2))));
         const QString tip = heat->toolTipAt(heat->cellCentre(row, int(h.steps.size()) / 2));
-        QVERIFY2(tip.contains(QStringLiteral("in BF16 for the whole run")) && tip.contains(QStringLiteral("last_layer_bf16")),
+        QVERIFY2(tip.contains(QStringLiteral("in BF16 for the whole run"))
+                && tip.contains(QStringLiteral("last_layer_bf16")),
             qPrintable(tip));
     }
     // A row in FP8 is coloured.
@@ -194,16 +224,18 @@ void TestExperts::bf16LayersHatched()
     QVERIFY(fp8Row >= 0);
     QVERIFY(!std::isnan(heat->drawnValueAt(heat->cellCentre(fp8Row, int(h.steps.size()) / 2))));
     // The tree, for the run the heatmap shows.
-    m_window->selection()->set(heat->run(), QStringLiteral("decoder.layers.5.self_attention.linear_qkv"),
-        QStringLiteral("activation"), -1);
+    m_window->selection()->set(
+        heat->run(), QStringLiteral("decoder.layers.5.self_attention.linear_qkv"), QStringLiteral("activation"), -1);
     auto *proxy = qobject_cast<QSortFilterProxyModel *>(m_window->layerTree()->model());
     auto *model = qobject_cast<LayerTreeModel *>(proxy->sourceModel());
     const QModelIndex qkv = model->find(QStringLiteral("decoder.layers.5.self_attention.linear_qkv"));
     QVERIFY(qkv.isValid());
     QTRY_VERIFY_WITH_TIMEOUT(qkv.data().toString().endsWith(QStringLiteral("[BF16]")), 60000);
     QVERIFY(qkv.data(Qt::ToolTipRole).toString().contains(QStringLiteral("DisableQuantizationLayer")));
-    QVERIFY(!model->find(QStringLiteral("decoder.layers.4.self_attention.linear_qkv")).data().toString().contains(
-        QStringLiteral("BF16")));
+    QVERIFY(!model->find(QStringLiteral("decoder.layers.4.self_attention.linear_qkv"))
+                 .data()
+                 .toString()
+                 .contains(QStringLiteral("BF16")));
 }
 
 QTEST_MAIN(TestExperts)

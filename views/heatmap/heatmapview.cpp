@@ -436,8 +436,8 @@ void HeatmapView::updateHighPrecisionRows()
         const QStringList members = size_t(y) < m_data.rowLayers.size() && !m_data.rowLayers[size_t(y)].isEmpty()
             ? m_data.rowLayers[size_t(y)]
             : QStringList {m_data.layers[y]};
-        const bool all = std::all_of(members.begin(), members.end(),
-            [&](const QString &l) { return m_precision.highPrecisionThroughout(l); });
+        const bool all = std::all_of(
+            members.begin(), members.end(), [&](const QString &l) { return m_precision.highPrecisionThroughout(l); });
         if (!all)
             continue;
         m_bf16Rows.push_back(int(y));
@@ -495,8 +495,7 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
     m_scale->axis()->setLabel(statistic() + QLatin1Char(' ') + tensor()
         + (m_data.recipe.isEmpty() ? QString() : tr(" (%1)").arg(m_data.recipe)) + acrossRanks
         + (m_data.expertReduction.isEmpty() ? QString() : QStringLiteral(", ") + m_data.expertReduction)
-        + (m_data.expertsOf.isEmpty() ? QString()
-                                      : tr(", experts of %1").arg(shortNames({m_data.expertsOf}).value(0))));
+        + (m_data.expertsOf.isEmpty() ? QString() : tr(", one GEMM's experts")));
     {
         // The experts' controls where there are experts: a grouped map, an experts map, or a row per expert.
         const bool experts = !m_data.rowExperts.empty() || !m_data.expertsOf.isEmpty()
@@ -505,6 +504,14 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
         m_expertsAction->setVisible(experts && m_data.expertsOf.isEmpty());
         m_expertAction->setVisible(experts && m_data.expertsOf.isEmpty() && expertRows() == ExpertRows::One);
         m_backAction->setVisible(!m_data.expertsOf.isEmpty());
+        // The back button names the GEMM whose experts are shown (its last dotted parts; the whole on hover).
+        if (auto *back = findChild<QToolButton *>(QStringLiteral("heatmapBack"))) {
+            const QStringList parts = m_data.expertsOf.split(QLatin1Char('.'));
+            const QString gemm
+                = parts.size() > 5 ? parts.mid(parts.size() - 5).join(QLatin1Char('.')) : m_data.expertsOf;
+            back->setText(tr("\u25C0 %1: all layers").arg(gemm));
+            back->setToolTip(tr("The experts of %1; back to every layer's row (Backspace)").arg(m_data.expertsOf));
+        }
     }
     {
         const QSignalBlocker block(m_recipeBox);
@@ -898,7 +905,8 @@ QString HeatmapView::toolTipAt(const QPointF &pixel) const
                       .arg(m_data.layers[layer])
                       .arg(m_data.steps[size_t(col)])
                       .arg(tensor(), statistic(), value);
-    if (size_t(layer) < m_bf16Source.size() && std::find(m_bf16Rows.begin(), m_bf16Rows.end(), layer) != m_bf16Rows.end())
+    if (size_t(layer) < m_bf16Source.size()
+        && std::find(m_bf16Rows.begin(), m_bf16Rows.end(), layer) != m_bf16Rows.end())
         tip += tr("\nin BF16 for the whole run (%1): not coloured").arg(m_bf16Source[size_t(layer)]);
     if (const int experts = m_data.rowExpertCount(layer); experts > 0) {
         // A GEMM's row: its experts, the one the value is from, and what a click opens.
