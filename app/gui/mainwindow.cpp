@@ -204,6 +204,11 @@ void MainWindow::createViews()
     connect(m_startPage, &StartPage::openRecentRequested, this, [this](const QString &f) { openFolders({f}); });
     connect(m_startPage, &StartPage::demoRequested, this, [this] { openDemo(); });
     m_heatmap = new HeatmapView(m_workspace, m_selection, this);
+    // An experts map's router loss: drawn in the Curves tab.
+    connect(m_heatmap, &HeatmapView::curveRequested, this, [this](const QString &stat) {
+        m_curves->setStatistic(stat);
+        m_viewTabs->setCurrentWidget(m_curveStack);
+    });
     m_histogram = new HistogramView(m_workspace, m_selection, this);
     m_histogram->setMinimumWidth(260);
 

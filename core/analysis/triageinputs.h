@@ -31,6 +31,9 @@ struct RunInputs {
     std::optional<StepSeries> learningRate; // as logged
     std::optional<int64_t> configuredWarmup; // lr_warmup_iters, warmup_steps, ... of its config
     std::optional<StepSeries> gradNorm, lossScale; // as logged (non-finite points kept)
+    // A mixture-of-experts router's auxiliary loss as Megatron logs it (load_balancing_loss, else its sequence or
+    // global variant): whether an expert that moved was overloaded.
+    std::optional<StepSeries> routerLoss;
     std::optional<StepSeries> rewoundBlowUps; // the "rewound blow-up" points of its Megatron log (nonfinite.h)
     // Where its loss stopped being a number for good (nonfinite.h), and the non-finite values of every series it
     // logged from nonFiniteSearchFrom on, in the order they came (orderNonFinite); while it is followed live and

@@ -1869,6 +1869,7 @@ void TestTriage::oneExpertOrAllExperts()
         QCOMPARE(scope, QStringLiteral("all"));
         QVERIFY2(first->summary.contains(QStringLiteral("the GEMM moved")), qPrintable(first->summary));
         QVERIFY(first->summary.contains(plan.gemm));
+        QVERIFY(!first->summary.contains(QStringLiteral("load-balancing loss rose")));
     } else {
         QCOMPARE(scope, QStringLiteral("one"));
         QCOMPARE(first->layer, plan.layer);
@@ -1876,6 +1877,10 @@ void TestTriage::oneExpertOrAllExperts()
         QVERIFY2(first->summary.contains(QStringLiteral("expert %1 of %2").arg(plan.expert).arg(plan.gemm)),
             qPrintable(first->summary));
         QVERIFY(first->summary.contains(QStringLiteral("one expert of 8")));
+        // The router's loss rose with it (Megatron's load_balancing_loss): the expert was overloaded.
+        QVERIFY2(first->summary.contains(QStringLiteral("load-balancing loss rose")), qPrintable(first->summary));
+        QVERIFY(first->evidence.value(QStringLiteral("router_loss_after")).toDouble()
+            > first->evidence.value(QStringLiteral("router_loss_before")).toDouble() * 1.1);
     }
     // One finding for the GEMM's statistic, not one per expert.
     const auto same = std::count_if(c->findings.begin(), c->findings.end(), [&](const Finding &f) {

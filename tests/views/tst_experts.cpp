@@ -6,6 +6,7 @@
 #include "core/demo/scenarios.h"
 #include "core/formats/expertnames.h"
 #include "guitest.h"
+#include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/models/layertreemodel.h"
 #include "views/plotting/qcp.h"
@@ -144,6 +145,12 @@ void TestExperts::groupedHeatmapAndExpertsMap()
     QTRY_VERIFY(back->isVisible());
     QVERIFY2(back->text().contains(m_plan.gemm.section(QLatin1Char('.'), -3)), qPrintable(back->text()));
     QTRY_VERIFY(!expertsBox->isVisible());
+    // Beside the map, the router's loss (Megatron's load_balancing_loss, as the run logs it) drawn as a curve.
+    auto *router = heat->findChild<QToolButton *>(QStringLiteral("heatmapRouter"));
+    QVERIFY(router);
+    QTRY_VERIFY(router->isVisible());
+    router->click();
+    QCOMPARE(w->curves()->statistic(), QStringLiteral("load_balancing_loss"));
     // In the map, a click selects that expert's layer.
     const int other = (worst + 1) % 8;
     const int otherRow = int(heat->heatmap().layers.indexOf(m_plan.gemm + QStringLiteral(".gemm_%1").arg(other)));
@@ -158,6 +165,7 @@ void TestExperts::groupedHeatmapAndExpertsMap()
     QVERIFY(heat->expertsOf().isEmpty());
     QCOMPARE(heat->heatmap().layers.size(), 6 * 4);
     QTRY_VERIFY(!back->isVisible());
+    QVERIFY(!router->isVisible());
     // Return on the selected expert opens its GEMM's map again.
     QTest::keyClick(heat, Qt::Key_Return);
     QTRY_VERIFY_WITH_TIMEOUT(!heat->isLoading(), 60000);

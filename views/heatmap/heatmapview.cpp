@@ -13,6 +13,7 @@
 #include <QHBoxLayout>
 #include <QKeyEvent>
 #include <QLabel>
+#include <QRegularExpression>
 #include <QSpinBox>
 #include <QToolButton>
 #include <QToolTip>
@@ -162,6 +163,16 @@ void HeatmapView::setUpControls()
     connect(back, &QToolButton::clicked, this, [this] { showExpertsOf(QString()); });
     m_backAction = addControl(back);
     m_backAction->setVisible(false);
+    // Beside an experts map: the router's loss as a curve, to see whether an expert that moved was overloaded.
+    auto *router = new QToolButton(this);
+    router->setObjectName(QStringLiteral("heatmapRouter"));
+    router->setText(tr("Router loss"));
+    connect(router, &QToolButton::clicked, this, [this] {
+        if (!m_routerStat.isEmpty())
+            Q_EMIT curveRequested(m_routerStat);
+    });
+    m_routerAction = addControl(router);
+    m_routerAction->setVisible(false);
     m_expertsAction = addControl(m_expertsBox);
     m_expertsAction->setVisible(false);
     m_expertAction = addControl(m_expertBox);
@@ -504,6 +515,28 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
         m_expertsAction->setVisible(experts && m_data.expertsOf.isEmpty());
         m_expertAction->setVisible(experts && m_data.expertsOf.isEmpty() && expertRows() == ExpertRows::One);
         m_backAction->setVisible(!m_data.expertsOf.isEmpty());
+        // The router's statistic of the GEMM's layer where the run logs one per layer (moe/..._layer_<i>, Megatron
+        // numbering its MoE layers), else the run's.
+        m_routerStat.clear();
+        if (!m_data.expertsOf.isEmpty()) {
+            const QStringList stats = m_source->routerStatistics(run());
+            static const QRegularExpression layerNo(QStringLiteral(R"((?:^|\.)layers?\.(\d+)\.)"));
+            const auto m = layerNo.match(m_data.expertsOf);
+            for (const QString &s : stats) {
+                if (m.hasMatch() && s.endsWith(QStringLiteral("_layer_") + m.captured(1))
+                    && s.contains(QLatin1String("load_balancing")))
+                    m_routerStat = s;
+            }
+            for (const char *name :
+                {"load_balancing_loss", "seq_load_balancing_loss", "global_load_balancing_loss", "z_loss"}) {
+                if (m_routerStat.isEmpty() && stats.contains(QLatin1String(name)))
+                    m_routerStat = QLatin1String(name);
+            }
+        }
+        m_routerAction->setVisible(!m_routerStat.isEmpty());
+        if (auto *router = findChild<QToolButton *>(QStringLiteral("heatmapRouter")))
+            router->setToolTip(
+                tr("Draw %1 in the Curves tab: whether the router overloaded an expert").arg(m_routerStat));
         // The back button names the GEMM whose experts are shown (its last dotted parts; the whole on hover).
         if (auto *back = findChild<QToolButton *>(QStringLiteral("heatmapBack"))) {
             const QStringList parts = m_data.expertsOf.split(QLatin1Char('.'));

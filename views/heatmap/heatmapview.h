@@ -109,6 +109,8 @@ public:
 
 Q_SIGNALS:
     void heatmapChanged();
+    // The router's statistic beside an experts map, asked to be drawn as a curve (the Router button).
+    void curveRequested(const QString &stat);
 
 protected:
     void resizeEvent(QResizeEvent *event) override;
@@ -146,6 +148,8 @@ private:
     QAction *m_expertsAction = nullptr;
     QAction *m_expertAction = nullptr;
     QAction *m_backAction = nullptr; // back from an experts map
+    QAction *m_routerAction = nullptr; // the router's loss as a curve, beside an experts map
+    QString m_routerStat;
     QString m_expertsOf;
     // The run's precision map, and the rows it keeps in high precision with what says so.
     RunRef m_precisionRun;

@@ -141,6 +141,30 @@ void normalized(const StepSeries &s, const PeerFactors &g, size_t m, StepSeries 
     }
 }
 
+// The median of a run-level series before and after a step, over a window of a twentieth of the planned steps
+// (at least 3 points each side): nullopt without the series or enough points.
+std::optional<std::pair<double, double>> routerRise(
+    const std::optional<StepSeries> &router, int64_t at, std::optional<int64_t> planned)
+{
+    if (!router || router->size() < 6)
+        return std::nullopt;
+    const int64_t window = std::max<int64_t>(1, planned.value_or(router->steps.back()) / 20);
+    std::vector<double> before, after;
+    for (size_t i = 0; i < router->size(); ++i) {
+        const int64_t step = router->steps[i];
+        const double v = router->values[i];
+        if (!std::isfinite(v))
+            continue;
+        if (step < at && step >= at - window)
+            before.push_back(v);
+        else if (step >= at && step < at + window)
+            after.push_back(v);
+    }
+    if (before.size() < 3 || after.size() < 3)
+        return std::nullopt;
+    return std::make_pair(median(before), median(after));
+}
+
 // The layer signals of a run: every risk statistic's sustained change against its peers. Truncated statistics
 // are left to their own rule.
 std::vector<Signal> signalsOf(const std::vector<SeriesPoints> &risk, const OnsetOptions &base)
@@ -307,7 +331,7 @@ void layerSignals(const PairInputs &in, const TriageOptions &options, Comparison
                                 .arg(x.name.expert)
                                 .arg(*s.onset.step)
                                 .arg(when);
-            else if (expertScope == QLatin1String("one"))
+            else if (expertScope == QLatin1String("one")) {
                 f.summary = QStringLiteral("%1 of expert %2 of %3 %4 leaves its early level %5 at step %6, %7; one "
                                            "expert of %8 moved (its routing or its scale), not the GEMM")
                                 .arg(s.series.stat)
@@ -317,16 +341,28 @@ void layerSignals(const PairInputs &in, const TriageOptions &options, Comparison
                                 .arg(*s.onset.step)
                                 .arg(when)
                                 .arg(x.total);
-            else
+                // The router's loss around the onset: a rise says the router sent that expert more than its share.
+                if (const auto rise = routerRise(in.run.routerLoss, *s.onset.step, c.plannedSteps)) {
+                    expertEvidence.insert(QStringLiteral("router_loss_before"), rise->first);
+                    expertEvidence.insert(QStringLiteral("router_loss_after"), rise->second);
+                    if (rise->second > rise->first * 1.1)
+                        f.summary += QStringLiteral("; the router's load-balancing loss rose from %1 to %2 after it: "
+                                                    "the router overloads experts")
+                                         .arg(rise->first, 0, 'g', 3)
+                                         .arg(rise->second, 0, 'g', 3);
+                }
+            } else
                 f.summary += QStringLiteral("; %1 of the %2 experts of %3 moved (experts %4)")
                                  .arg(moved)
                                  .arg(x.total)
                                  .arg(x.name.gemm, movedNames.join(QStringLiteral(", ")));
-            expertEvidence = {{QStringLiteral("gemm"), x.name.gemm}, {QStringLiteral("expert"), x.name.expert},
-                {QStringLiteral("experts"), x.total},
+            const QJsonObject scopeEvidence {{QStringLiteral("gemm"), x.name.gemm},
+                {QStringLiteral("expert"), x.name.expert}, {QStringLiteral("experts"), x.total},
                 {QStringLiteral("experts_moved"), QJsonArray::fromStringList(movedNames)},
                 {QStringLiteral("expert_scope"), expertScope},
                 {QStringLiteral("experts_pattern"), expertsPattern(s.series.layer)}};
+            for (auto it = scopeEvidence.begin(); it != scopeEvidence.end(); ++it)
+                expertEvidence.insert(it.key(), it.value());
         }
         f.evidence = {{QStringLiteral("onset"), double(*s.onset.step)}, {QStringLiteral("early"), s.onset.early},
             {QStringLiteral("late"), s.onset.late}, {QStringLiteral("threshold"), s.onset.threshold},
