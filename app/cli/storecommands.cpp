@@ -405,17 +405,21 @@ int runLayers(const QStringList &args)
     QCommandLineParser parser;
     if (const int rc = parseCommand(parser, *cliCommand(u"layers"), args))
         return rc < 0 ? 0 : rc;
-    if (!parser.isSet(QStringLiteral("run"))) {
-        QTextStream(stderr) << "fp8scope-cli layers: --run is required\n";
-        return 2;
-    }
     FolderSession session;
     if (!openSession(session, parser.positionalArguments().front()))
         return 1;
     Catalog &catalog = session.catalog();
-    const auto run = findRun(catalog, parser.value(QStringLiteral("run")));
+    // A folder of one run needs no --run.
+    std::optional<Run> run;
+    if (parser.isSet(QStringLiteral("run")))
+        run = findRun(catalog, parser.value(QStringLiteral("run")));
+    else if (catalog.runs().size() == 1)
+        run = catalog.runs().front();
+    else
+        QTextStream(stderr) << "fp8scope-cli layers: the folder holds " << catalog.runs().size()
+                            << " runs: --run names one\n";
     if (!run)
-        return 1;
+        return parser.isSet(QStringLiteral("run")) ? 1 : 2;
     const PrecisionMap map = precisionMap(catalog, run->ref);
     QTextStream out(stdout);
     const auto step = [](int64_t s, bool from) {

@@ -222,7 +222,7 @@ QList<CommandSpec> makeCliCommands()
                          "statistics; each span names its source. The text lists the layers that do not run as the "
                          "run does."),
         .arguments = {folderArgument()},
-        .options = {valued("run", "run", "run name"), jsonOption()}};
+        .options = {valued("run", "run", "run name (needed where the folder holds several)"), jsonOption()}};
     commands << CommandSpec {.name = s("recompute"),
         .summary = s("FP8 metrics of every indexed dump into the store (--recipe, --backend, --mpi)"),
         .description = s("Recompute FP8 metrics for every indexed tensor dump. With --mpi, run under mpirun or "

@@ -572,6 +572,21 @@ void finish(const FinishInputs &in, Comparison *cp)
                                        "--num-layers-at-start-in-bf16 2 --num-layers-at-end-in-bf16 2");
             parts << bf16;
         }
+        // One expert that moved as the router's load-balancing loss rose: the router overloads it; balancing the
+        // router is a change of its own, beside the precision's.
+        for (const Finding &f : c.suspects) {
+            const double before = f.evidence.value(QStringLiteral("router_loss_before")).toDouble(NAN);
+            const double after = f.evidence.value(QStringLiteral("router_loss_after")).toDouble(NAN);
+            if (open(f) && f.evidence.value(QStringLiteral("expert_scope")).toString() == QLatin1String("one")
+                && after > before * 1.1) {
+                parts << QStringLiteral("balance the router, which overloads expert %1 of %2 (Megatron: a larger "
+                                        "--moe-aux-loss-coeff, or a capacity factor, moe_expert_capacity_factor, "
+                                        "that caps an expert's tokens)")
+                             .arg(f.evidence.value(QStringLiteral("expert")).toInt())
+                             .arg(f.evidence.value(QStringLiteral("gemm")).toString());
+                break;
+            }
+        }
         verdictAction = parts.isEmpty()
             ? QStringLiteral("find the layers whose statistics moved before the departure (log Transformer Engine's "
                              "statistics: underflows%, overflows%, scale_inv) and keep them in BF16")

@@ -1881,6 +1881,11 @@ void TestTriage::oneExpertOrAllExperts()
         QVERIFY2(first->summary.contains(QStringLiteral("load-balancing loss rose")), qPrintable(first->summary));
         QVERIFY(first->evidence.value(QStringLiteral("router_loss_after")).toDouble()
             > first->evidence.value(QStringLiteral("router_loss_before")).toDouble() * 1.1);
+        // ... and the next step says to balance the router as well as the precision.
+        const auto next = std::find_if(c->nextSteps.begin(), c->nextSteps.end(),
+            [](const analysis::NextStep &n) { return n.kind == analysis::FindingKind::LossDeparture; });
+        QVERIFY(next != c->nextSteps.end());
+        QVERIFY2(next->action.contains(QStringLiteral("balance the router")), qPrintable(next->action));
     }
     // One finding for the GEMM's statistic, not one per expert.
     const auto same = std::count_if(c->findings.begin(), c->findings.end(), [&](const Finding &f) {

@@ -240,6 +240,17 @@ void TestExperts::bf16LayersHatched()
     QVERIFY(qkv.isValid());
     QTRY_VERIFY_WITH_TIMEOUT(qkv.data().toString().endsWith(QStringLiteral("[BF16]")), 60000);
     QVERIFY(qkv.data(Qt::ToolTipRole).toString().contains(QStringLiteral("DisableQuantizationLayer")));
+    // The layer's node and a GEMM of experts in it, every layer under them in BF16, are marked too.
+    QVERIFY(qkv.parent().parent().data().toString().endsWith(QStringLiteral("[BF16]"))); // decoder > layers > 5
+    const QModelIndex expert = model->find(QStringLiteral("decoder.layers.5.mlp.experts.linear_fc1.gemm_0"));
+    QVERIFY(expert.isValid());
+    QVERIFY(expert.parent().data().toString().endsWith(QStringLiteral("[BF16]")));
+    QVERIFY(!model->find(QStringLiteral("decoder.layers.4.self_attention.linear_qkv"))
+                 .parent()
+                 .parent()
+                 .data()
+                 .toString()
+                 .contains(QStringLiteral("BF16")));
     QVERIFY(!model->find(QStringLiteral("decoder.layers.4.self_attention.linear_qkv"))
                  .data()
                  .toString()

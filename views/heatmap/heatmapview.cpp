@@ -763,7 +763,12 @@ void HeatmapView::updateLayerTicks()
             if (const auto e = expertOf(m_data.layers[y]))
                 names[y] = expertLabel(e->expert);
         } else if (const int n = m_data.rowExpertCount(y); n > 0) {
-            names[y] += QStringLiteral(" \u00D7%1").arg(n);
+            // One expert of each GEMM: that expert named; else how many the row stands for.
+            names[y] += expertRows() == ExpertRows::One ? QStringLiteral(" (%1)").arg(m_data.expertReduction)
+                                                        : QStringLiteral(" \u00D7%1").arg(n);
+        } else if (const auto e = expertOf(m_data.layers[y])) {
+            // A row per expert: its GEMM's name and the expert, as the experts map says it.
+            names[y] = shortNames({e->gemm}).value(0) + QLatin1Char(' ') + expertLabel(e->expert);
         }
         if (std::find(m_bf16Rows.begin(), m_bf16Rows.end(), int(y)) != m_bf16Rows.end())
             names[y] += tr(" [BF16]");

@@ -58,6 +58,8 @@ LayerTreeModel::~LayerTreeModel() = default;
 void LayerTreeModel::setLayers(const std::vector<std::pair<QString, QStringList>> &layers)
 {
     beginResetModel();
+    m_bf16Nodes.clear();
+    m_highPrecision.clear();
     m_root = std::make_unique<Node>();
     // Layers arrive in depth order, so first appearance keeps every level in depth order too.
     for (const auto &[layer, tensors] : layers) {
@@ -81,10 +83,28 @@ void LayerTreeModel::setHighPrecision(const QHash<QString, QString> &layers)
     if (layers == m_highPrecision)
         return;
     m_highPrecision = layers;
-    // Each layer's name may change; the tree stays as it is opened.
+    // A node above layers (a GEMM of experts, a transformer layer) is in BF16 where every layer under it is.
+    m_bf16Nodes.clear();
+    const std::function<std::pair<int, int>(Node *)> count = [&](Node *n) {
+        int all = 0, bf16 = 0;
+        if (!n->layer.isEmpty() && n->tensor.isEmpty()) {
+            ++all;
+            bf16 += m_highPrecision.contains(n->layer) ? 1 : 0;
+        }
+        for (const auto &c : n->children) {
+            const auto [a, b] = count(c.get());
+            all += a;
+            bf16 += b;
+        }
+        if (n->layer.isEmpty() && all > 0 && bf16 == all)
+            m_bf16Nodes.insert(n);
+        return std::make_pair(all, bf16);
+    };
+    count(m_root.get());
+    // Each name may change; the tree stays as it is opened.
     const std::function<void(Node *)> changed = [&](Node *n) {
         for (const auto &c : n->children) {
-            if (!c->layer.isEmpty() && c->tensor.isEmpty()) {
+            if (c->tensor.isEmpty()) {
                 const QModelIndex i = indexOf(c.get());
                 Q_EMIT dataChanged(i, i, {Qt::DisplayRole, Qt::ToolTipRole});
             }
@@ -153,13 +173,14 @@ QVariant LayerTreeModel::data(const QModelIndex &index, int role) const
     switch (role) {
     case Qt::DisplayRole: {
         QString name = n->experts > 0 ? tr("%1 (%n experts)", nullptr, n->experts).arg(n->name) : n->name;
-        if (n->tensor.isEmpty() && !n->layer.isEmpty() && m_highPrecision.contains(n->layer))
+        if (n->tensor.isEmpty() && (n->layer.isEmpty() ? m_bf16Nodes.contains(n) : m_highPrecision.contains(n->layer)))
             name += tr(" [BF16]");
         return name;
     }
     case Qt::ToolTipRole: {
-        const QString what
-            = !n->tensor.isEmpty() ? n->layer + QLatin1Char('/') + n->tensor : n->layer.isEmpty() ? n->path : n->layer;
+        const QString what = !n->tensor.isEmpty() ? n->layer + QLatin1Char('/') + n->tensor
+            : n->layer.isEmpty()                  ? n->path
+                                                  : n->layer;
         const auto bf16 = m_highPrecision.constFind(n->layer);
         return n->tensor.isEmpty() && bf16 != m_highPrecision.cend()
             ? tr("%1\nin BF16 for the whole run: %2").arg(what, *bf16)

@@ -4,6 +4,7 @@
 
 #include <QAbstractItemModel>
 #include <QHash>
+#include <QSet>
 
 #include <memory>
 #include <vector>
@@ -46,6 +47,7 @@ private:
 
     std::unique_ptr<Node> m_root;
     QHash<QString, QString> m_highPrecision;
+    QSet<const Node *> m_bf16Nodes; // nodes above layers whose layers are all in BF16
 };
 
 } // namespace fp8scope
