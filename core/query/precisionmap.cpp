@@ -95,7 +95,10 @@ void teDebugConfig(const Sections &sections, std::vector<Override> *out, std::ma
     static const QStringList layerFeatures {
         QStringLiteral("DisableQuantizationLayer"), QStringLiteral("DisableFP8Layer")};
     static const QStringList gemmFeatures {QStringLiteral("DisableQuantizationGEMM"), QStringLiteral("DisableFP8GEMM")};
-    for (const auto &[where, keys] : sections) {
+    for (const auto &section : sections) {
+        // Named, not bound: lambdas below capture them (clang before 16 cannot capture a structured binding).
+        const std::pair<QString, QString> &where = section.first;
+        const std::map<QString, QString> &keys = section.second;
         const auto get = [&](const QString &k) {
             const auto it = keys.find(k);
             return it == keys.end() ? QString() : it->second;
@@ -184,7 +187,9 @@ void tePrecisionConfig(const std::vector<ConfigEntry> &configs, const QString &r
                 matcherOrder[c.file] << m;
         }
     }
-    for (const auto &[file, keys] : byFile) {
+    for (const auto &entry : byFile) {
+        const QString &file = entry.first;
+        const std::map<QString, QString> &keys = entry.second;
         const auto get = [&](const QString &k) {
             const auto it = keys.find(k);
             return it == keys.end() ? QString() : it->second;
