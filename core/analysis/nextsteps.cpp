@@ -6,6 +6,7 @@
 #include "triageinputs.h"
 #include "triagerules.h"
 
+#include "core/formats/expertnames.h"
 #include "core/query/pairing.h"
 
 #include <QRegularExpression>
@@ -533,8 +534,13 @@ void finish(const FinishInputs &in, Comparison *cp)
         }
         // Measured: an open what-if on an open suspect names the best recipe (one not yet computed says how to
         // compute it, and the general advice stays until it is).
+        // (A suspect that is a GEMM's every expert is listed by its GEMM; its what-if is one expert's.)
+        const auto listed = [&](const QString &layer) {
+            const auto e = expertOf(layer);
+            return layers.contains(layer) || (e && layers.contains(e->gemm));
+        };
         const bool measured = std::any_of(c.findings.begin(), c.findings.end(), [&](const Finding &f) {
-            return f.kind == FindingKind::RecipeWhatIf && open(f) && layers.contains(f.layer)
+            return f.kind == FindingKind::RecipeWhatIf && open(f) && listed(f.layer)
                 && f.evidence.value(QStringLiteral("best")).isString();
         });
         const QString recipe = precision == PrecisionClass::Baseline || measured ? QString() : recipeAdvice(runRecipe);
@@ -597,7 +603,7 @@ void finish(const FinishInputs &in, Comparison *cp)
         }
         // The what-if acts on a suspect: not on one whose signals were all dismissed.
         for (const Finding &f : c.findings) {
-            if (f.kind == FindingKind::RecipeWhatIf && !f.suggestion.isEmpty() && open(f) && layers.contains(f.layer))
+            if (f.kind == FindingKind::RecipeWhatIf && !f.suggestion.isEmpty() && open(f) && listed(f.layer))
                 steps.push_back(stepOf(f, f.suggestion));
         }
         break;

@@ -10,19 +10,19 @@ namespace {
 // (weight<i>), and of Hugging Face models (experts.<i>.<projection>).
 const QRegularExpression &localExperts()
 {
-    static const QRegularExpression re(QStringLiteral(R"(^(.*\.experts)\.local_experts\.(\d+)\.(.+)$)"));
+    static const QRegularExpression re(QStringLiteral(R"(^(.*\.experts)\.local_experts\.([1-9]\d{0,8}|0)\.(.+)$)"));
     return re;
 }
 
 const QRegularExpression &weightExperts()
 {
-    static const QRegularExpression re(QStringLiteral(R"(^(.*\.experts\.[^.]+)\.weight(\d+)$)"));
+    static const QRegularExpression re(QStringLiteral(R"(^(.*\.experts\.[^.]+)\.weight([1-9]\d{0,8}|0)$)"));
     return re;
 }
 
 const QRegularExpression &hfExperts()
 {
-    static const QRegularExpression re(QStringLiteral(R"(^(.*\bexperts)\.(\d+)\.(.+)$)"));
+    static const QRegularExpression re(QStringLiteral(R"(^(.*\bexperts)\.([1-9]\d{0,8}|0)\.(.+)$)"));
     return re;
 }
 
@@ -31,9 +31,11 @@ const QRegularExpression &hfExperts()
 // position of ".gemm_", or -1.
 qsizetype teGemmAt(const QString &layer)
 {
+    // An index of at most 9 digits and no leading zero (gemm_01 is not gemm_1's twin): one number, one expert.
     const qsizetype at = layer.lastIndexOf(QLatin1String(".gemm_"));
     const qsizetype digits = at + 6;
-    if (at <= 0 || digits >= layer.size() || layer.size() - digits > 9)
+    if (at <= 0 || digits >= layer.size() || layer.size() - digits > 9
+        || (layer.at(digits) == QLatin1Char('0') && layer.size() - digits > 1))
         return -1;
     for (qsizetype i = digits; i < layer.size(); ++i) {
         if (layer.at(i) < QLatin1Char('0') || layer.at(i) > QLatin1Char('9'))

@@ -610,7 +610,7 @@ Heatmap Catalog::matrixOf(RunRef ref, const MatrixRequest &request) const
             return h;
         }
     }
-    const bool everyLayer = request.expertsOf.isEmpty() && request.experts != ExpertRows::One;
+    const bool everyLayer = request.expertsOf.isEmpty();
     const std::vector<LayerRow> rows = e->store.layerRows(
         ref.id, request.stat, request.tensor, h.source, h.recipe,
         everyLayer ? std::function<bool(const QString &)>()
@@ -649,9 +649,8 @@ void Catalog::acrossRanks(const RunStore &store, int64_t runId, const MatrixRequ
     std::map<int, int> layersOfRank;
     for (const QString &source : rankSources) {
         const int rank = rankOfSource(source);
-        const auto keep = request.expertsOf.isEmpty() && request.experts != ExpertRows::One
-            ? std::function<bool(const QString &)>()
-            : [&](const QString &l) { return matrixKeepsLayer(l, request); };
+        const auto keep = request.expertsOf.isEmpty() ? std::function<bool(const QString &)>()
+                                                      : [&](const QString &l) { return matrixKeepsLayer(l, request); };
         for (const LayerRow &row : store.layerRows(runId, request.stat, request.tensor, source, QString(), keep)) {
             ++layersOfRank[rank];
             auto &steps = cells[row.layer];

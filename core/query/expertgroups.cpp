@@ -32,11 +32,9 @@ std::optional<ExpertRows> expertRowsFromName(const QString &name)
 
 bool matrixKeepsLayer(const QString &layer, const MatrixRequest &request)
 {
-    if (request.expertsOf.isEmpty() && request.experts != ExpertRows::One)
+    if (request.expertsOf.isEmpty())
         return true;
     const auto e = expertOf(layer);
-    if (request.expertsOf.isEmpty())
-        return !e || e->expert == request.expert; // one expert: the others need not be read
     return e && e->gemm == request.expertsOf;
 }
 
@@ -234,8 +232,8 @@ void groupExperts(Heatmap *h, const MatrixRequest &request)
             if (n == 0)
                 continue;
             if (request.experts == ExpertRows::Mean) {
-                out[c] = sum / n;
-                cellExperts[at] = n == 1 ? from : -1;
+                out[c] = sum / n; // a mean is no one expert's, however many had a value (as the stored rows say)
+                cellExperts[at] = -1;
                 if (withRanks)
                     ranks[at] = n == 1 ? rank : -1;
             } else {

@@ -89,8 +89,13 @@ QStringList listOf(const std::map<QString, QString> &keys, const QString &prefix
     return out;
 }
 
-void teDebugConfig(const Sections &sections, std::vector<Override> *out, std::map<QString, double> *autoswitch,
-    std::function<bool(const QString &)> *autoswitchLayers)
+// AutoswitchGemm as one section of a debug config sets it: its layers and its thresholds.
+struct Autoswitch {
+    std::function<bool(const QString &)> matches;
+    std::map<QString, double> thresholds; // "underflow_pct", "mse"
+};
+
+void teDebugConfig(const Sections &sections, std::vector<Override> *out, std::vector<Autoswitch> *autoswitch)
 {
     static const QStringList layerFeatures {
         QStringLiteral("DisableQuantizationLayer"), QStringLiteral("DisableFP8Layer")};
@@ -163,11 +168,13 @@ void teDebugConfig(const Sections &sections, std::vector<Override> *out, std::ma
         if (!sw.isEmpty()
             && (!keys.count(sw + QStringLiteral("enabled")) || truthy(get(sw + QStringLiteral("enabled"))))) {
             bool ok = false;
+            Autoswitch a {matches, {}};
             if (const double u = get(sw + QStringLiteral("underflow_threshold_pct")).toDouble(&ok); ok)
-                (*autoswitch)[QStringLiteral("underflow_pct")] = u;
+                a.thresholds[QStringLiteral("underflow_pct")] = u;
             if (const double m = get(sw + QStringLiteral("mse_threshold")).toDouble(&ok); ok)
-                (*autoswitch)[QStringLiteral("mse")] = m;
-            *autoswitchLayers = matches;
+                a.thresholds[QStringLiteral("mse")] = m;
+            if (!a.thresholds.empty())
+                autoswitch->push_back(a);
         }
     }
 }
@@ -319,8 +326,16 @@ PrecisionMap precisionMap(const Catalog &catalog, RunRef run)
     Sections sections;
     static const QRegularExpression featureKey(QStringLiteral(
         R"(^([^.]+)\.((?:transformer_engine\.)?(?:DisableQuantizationLayer|DisableFP8Layer|DisableQuantizationGEMM|DisableFP8GEMM|AutoswitchGemm)\..+|layers\..+|enabled)$)"));
+    // Megatron's arguments as its log's arguments block or a command line writes them (no dots: "num_layers",
+    // "--first-last-layers-bf16") before a nested config's keys of the same last name (a vision tower's
+    // num_layers must not decide which layers are first and last).
+    for (const bool nested : {false, true}) {
+        for (const ConfigEntry &c : configs) {
+            if (c.key.contains(QLatin1Char('.')) == nested)
+                args.emplace(argumentName(c.key), c.value);
+        }
+    }
     for (const ConfigEntry &c : configs) {
-        args.emplace(argumentName(c.key), c.value);
         if (const auto m = featureKey.match(c.key); m.hasMatch())
             sections[{c.file, m.captured(1)}][m.captured(2)] = c.value;
     }
@@ -336,9 +351,8 @@ PrecisionMap precisionMap(const Catalog &catalog, RunRef run)
     // first and last layers in BF16 stay so (TransformerEngineMixedPrecision.md) and come after them.
     tePrecisionConfig(configs, r->precision, &overrides);
     megatronFlags(args, deepest, &overrides);
-    std::map<QString, double> thresholds;
-    std::function<bool(const QString &)> autoswitchLayers;
-    teDebugConfig(sections, &overrides, &thresholds, &autoswitchLayers);
+    std::vector<Autoswitch> autoswitch;
+    teDebugConfig(sections, &overrides, &autoswitch);
     const QString own = r->precision.isEmpty() ? QStringLiteral("unknown") : r->precision;
     for (const QString &layer : layers) {
         LayerPrecision lp {layer, {}};
@@ -360,9 +374,12 @@ PrecisionMap precisionMap(const Catalog &catalog, RunRef run)
         if (s.layer.isEmpty() || !m.hasMatch())
             continue;
         autoswitchSeries = true;
-        const auto threshold = thresholds.find(m.captured(2));
-        if (threshold == thresholds.end() || (autoswitchLayers && !autoswitchLayers(s.layer)))
+        // The section that sets AutoswitchGemm for this layer (each layer belongs to one section).
+        const auto section = std::find_if(autoswitch.begin(), autoswitch.end(),
+            [&](const Autoswitch &a) { return a.matches(s.layer) && a.thresholds.count(m.captured(2)); });
+        if (section == autoswitch.end())
             continue;
+        const auto threshold = section->thresholds.find(m.captured(2));
         auto lp = std::find_if(
             map.layers.begin(), map.layers.end(), [&](const LayerPrecision &l) { return l.layer == s.layer; });
         if (lp == map.layers.end())
@@ -394,7 +411,7 @@ PrecisionMap precisionMap(const Catalog &catalog, RunRef run)
         }
         close(std::numeric_limits<int64_t>::max());
     }
-    if (autoswitchSeries && thresholds.empty())
+    if (autoswitchSeries && autoswitch.empty())
         map.notes << QStringLiteral("AutoswitchGemm statistics without the thresholds of its config (its debug "
                                     "YAML in the run's folder): the switches are not known");
     return map;

@@ -702,6 +702,9 @@ bool RunStore::refreshExpertRows(QString *error)
             return false;
         }
     }
+    // The generation the rows are fresh at, read before their points are: a writer that commits meanwhile moves it
+    // past this, and the rows made from what was read before are not taken for fresh.
+    const int64_t generation = dataGeneration();
     std::vector<std::pair<Key, std::pair<QString, QByteArray>>> fresh;
     std::vector<Key> unchanged;
     for (const Key &k : keys) {
@@ -735,7 +738,6 @@ bool RunStore::refreshExpertRows(QString *error)
         fresh.push_back({k, {fingerprint, encodeExpertRows(groups)}});
     }
     Transaction t(m_db);
-    const int64_t generation = dataGeneration();
     // Runs that are gone take theirs with them.
     if (!m_db.exec("DELETE FROM expert_rows WHERE run_id NOT IN (SELECT id FROM runs)", error))
         return false;

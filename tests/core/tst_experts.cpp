@@ -52,6 +52,10 @@ void TestExperts::namesOfEachWriter_data()
     QTest::newRow("shared expert") << "model.layers.9.mlp.shared_experts.down_proj" << QString() << -1;
     QTest::newRow("router") << "decoder.layers.3.mlp.router" << QString() << -1;
     QTest::newRow("gemm in a name") << "decoder.layers.3.gemm_fusion.linear" << QString() << -1;
+    // An index that is no plain number (a leading zero, more than 9 digits) is no expert: one number, one expert.
+    QTest::newRow("leading zero") << "decoder.layers.3.mlp.experts.linear_fc1.gemm_01" << QString() << -1;
+    QTest::newRow("huge index") << "decoder.layers.3.mlp.experts.linear_fc1.gemm_12345678901" << QString() << -1;
+    QTest::newRow("huge hf index") << "model.layers.9.mlp.experts.12345678901.down_proj" << QString() << -1;
 }
 
 void TestExperts::namesOfEachWriter()
@@ -238,6 +242,67 @@ void TestExperts::expertsMapReadsOneGemm()
     // A GEMM the run does not have: nothing.
     map.expertsOf = QStringLiteral("decoder.layers.7.mlp.experts.linear_fc1");
     QVERIFY(catalog.matrix(run, map).layers.isEmpty());
+
+    // The store's reduced rows and the points give one answer: the worst and the mean, with their experts.
+    RunStore *store = CatalogTestAccess::store(catalog, run);
+    QVERIFY(store->expertRows(run.id, base.stat, base.tensor, QStringLiteral("te-debug rank 0"), QString()));
+    const auto viaPoints = [&](ExpertRows rows) {
+        Heatmap h = catalog.matrix(run, base);
+        groupExperts(&h, {.experts = rows});
+        return h;
+    };
+    for (ExpertRows rows : {ExpertRows::Max, ExpertRows::Mean}) {
+        MatrixRequest r = base;
+        r.experts = rows;
+        const Heatmap stored = catalog.matrix(run, r), points = viaPoints(rows);
+        QCOMPARE(stored.layers, points.layers);
+        QCOMPARE(stored.values, points.values);
+        QCOMPARE(stored.cellExperts, points.cellExperts);
+        QCOMPARE(stored.rowExperts, points.rowExperts);
+        QCOMPARE(stored.rowLayers, points.rowLayers);
+    }
+    // One expert: every GEMM's row, all its experts counted; a GEMM without that expert an empty row.
+    MatrixRequest one = base;
+    one.experts = ExpertRows::One;
+    one.expert = 3;
+    Heatmap three = catalog.matrix(run, one);
+    QCOMPARE(three.layers.size(), 4);
+    QCOMPARE(three.rowExperts[size_t(fc1)], 4);
+    QCOMPARE(three.at(fc1, 4), 30.0);
+    one.expert = 9;
+    const Heatmap nine = catalog.matrix(run, one);
+    QCOMPARE(nine.layers.size(), 4);
+    QVERIFY(std::isnan(nine.at(fc1, 0)));
+
+    // Stale: a change the reduced rows were not made again for (a recomputed metric moves the data generation) is
+    // not served from them; the matrix is grouped from the points, and says the same.
+    DumpRecord d;
+    d.layer = QStringLiteral("decoder.layers.0.self_attention.linear_qkv");
+    d.tensor = QStringLiteral("activation");
+    QVERIFY2(store->storeRecomputed(run.id, d, QStringLiteral("current"), {{QStringLiteral("mse"), 0.5}}, &error),
+        qPrintable(error));
+    QVERIFY(!store->expertRows(run.id, base.stat, base.tensor, QStringLiteral("te-debug rank 0"), QString()));
+    QCOMPARE(catalog.matrix(run, grouped).values, g.values);
+    // New steps of the log, ingested: the rows are made again, with them.
+    QFile more(dir.filePath(QStringLiteral("run/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log")));
+    QVERIFY(more.open(QIODevice::Append));
+    QByteArray step50;
+    for (int layer = 0; layer < 2; ++layer) {
+        for (int e = 0; e < 4; ++e)
+            step50 += "2026-11-30 12:00:00,000 - INFO - decoder.layers." + QByteArray::number(layer)
+                + ".mlp.experts.linear_fc1.gemm_" + QByteArray::number(e)
+                + "_activation_underflows% \t\t\t\t iteration=000050 \t\t\t\t value=" + QByteArray::number(40 + e)
+                + ".0000\n";
+    }
+    QVERIFY(more.write(step50) == step50.size());
+    more.close();
+    QVERIFY(store->ingest().errors.isEmpty());
+    catalog.refresh();
+    const auto again = store->expertRows(run.id, base.stat, base.tensor, QStringLiteral("te-debug rank 0"), QString());
+    QVERIFY(again.has_value());
+    QCOMPARE(again->back().steps.back(), 50);
+    QCOMPARE(again->back().worst.back(), 43.0);
+    QCOMPARE(again->back().which.back(), 3);
 }
 
 QTEST_GUILESS_MAIN(TestExperts)

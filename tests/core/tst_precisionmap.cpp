@@ -86,7 +86,9 @@ void TestPrecisionMap::initTestCase()
         "autoswitch:\n  enabled: True\n  layers:\n    layer_types: [linear_fc2]\n  transformer_engine:\n"
         "    AutoswitchGemm:\n      enabled: True\n      gemms: [fprop, dgrad, wgrad]\n      underflow_threshold_pct: "
         "5.0\n"
-        "      mse_threshold: 0.5\n"));
+        "      mse_threshold: 0.5\n"
+        "autoswitch_qkv:\n  enabled: True\n  layers:\n    layer_types: [linear_qkv]\n  transformer_engine:\n"
+        "    AutoswitchGemm:\n      enabled: True\n      underflow_threshold_pct: 1.0\n"));
     // The statistics of 4 layers' GEMMs, and AutoswitchGemm's of layer 2's fc2 (its fprop passes 5 % at step 60).
     QByteArray stats, autoswitch;
     for (int step = 10; step <= 100; step += 10) {
@@ -101,6 +103,10 @@ void TestPrecisionMap::initTestCase()
         for (const char *stat : {"nvfp4_underflows%", "nvfp4_mse"})
             stats += "2026-12-05 10:00:00,000 - INFO - decoder.layers.2.mlp.linear_fc1_activation_" + QByteArray(stat)
                 + " \t\t\t\t iteration=" + it + " \t\t\t\t value=9.5000\n";
+        // Layer 2's QKV under its own section's threshold (1 %), which the fc2 section's (5 %) would not pass.
+        autoswitch += "2026-12-05 10:00:00,000 - INFO - decoder.layers.2.self_attention.linear_qkv_wgrad_gradient_"
+                      "underflow_pct \t\t\t\t iteration="
+            + it + " \t\t\t\t value=" + QByteArray::number(step >= 40 ? 1.5 : 0.5, 'f', 8) + '\n';
         autoswitch += "2026-12-05 10:00:00,000 - INFO - decoder.layers.2.mlp.linear_fc2_fprop_activation_underflow_pct"
                       " \t\t\t\t iteration="
             + it + " \t\t\t\t value=" + QByteArray::number(step >= 60 && step < 90 ? 7.5 : 1.25, 'f', 8) + '\n';
@@ -156,6 +162,14 @@ void TestPrecisionMap::fromEachSource()
     QCOMPARE(sw->to, 80);
     QCOMPARE(sw->gemms, QStringList {QStringLiteral("fprop")});
     QVERIFY(!map.highPrecision(layer(2, "mlp.linear_fc2"), 70)); // dgrad and wgrad stayed in FP8
+    // Each section's thresholds for its own layers: layer 2's QKV wgrad switched from step 40 at 1 %.
+    const LayerPrecision *qkv = map.find(layer(2, "self_attention.linear_qkv"));
+    QVERIFY(qkv);
+    const auto qsw
+        = std::find_if(qkv->spans.begin(), qkv->spans.end(), [](const PrecisionSpan &s) { return s.automatic; });
+    QVERIFY(qsw != qkv->spans.end());
+    QCOMPARE(qsw->from, 40);
+    QCOMPARE(qsw->gemms, QStringList {QStringLiteral("wgrad")});
     QVERIFY(map.notes.isEmpty());
 }
 
@@ -182,10 +196,9 @@ void TestPrecisionMap::layersCommand()
         QCOMPARE(spans.first().toObject().value(QStringLiteral("source")).toString(),
             QStringLiteral("the run's precision and recipe"));
         for (const QJsonValue &s : spans) {
-            if (s.toObject().value(QStringLiteral("automatic")).toBool()) {
+            if (s.toObject().value(QStringLiteral("automatic")).toBool()
+                && o.value(QStringLiteral("layer")).toString() == QLatin1String("decoder.layers.2.mlp.linear_fc2")) {
                 automatic = true;
-                QCOMPARE(
-                    o.value(QStringLiteral("layer")).toString(), QStringLiteral("decoder.layers.2.mlp.linear_fc2"));
                 QCOMPARE(s.toObject().value(QStringLiteral("from")).toInt(), 60);
                 QCOMPARE(s.toObject().value(QStringLiteral("to")).toInt(), 80);
             }

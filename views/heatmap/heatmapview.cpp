@@ -949,7 +949,7 @@ QString HeatmapView::toolTipAt(const QPointF &pixel) const
     if (const int experts = m_data.rowExpertCount(layer); experts > 0) {
         // A GEMM's row: its experts, the one the value is from, and what a click opens.
         tip += tr("\n%1 experts, %2").arg(experts).arg(m_data.expertReduction);
-        if (const int e = m_data.cellExpert(layer, size_t(col)); e >= 0 && expertRows() != ExpertRows::One)
+        if (const int e = m_data.cellExpert(layer, size_t(col)); e >= 0 && expertRows() == ExpertRows::Max)
             tip += tr("\nthe worst: expert %1").arg(e);
         tip += tr("\nclick: the experts map of this GEMM");
     }

@@ -315,9 +315,11 @@ void layerSignals(const PairInputs &in, const TriageOptions &options, Comparison
             const ExpertScope &x = scope->second;
             const int moved = int(x.moved.size());
             // All: every expert, or all but a few of many (an expert no token reached logs nothing to move).
-            expertScope = moved == 1 && x.total > 1           ? QStringLiteral("one")
-                : moved >= std::max(2, (3 * x.total + 3) / 4) ? QStringLiteral("all")
-                                                              : QStringLiteral("some");
+            // All: at least three quarters and two of them (a GEMM of one expert moved whole).
+            const int allOf = std::max(std::min(2, x.total), (3 * x.total + 3) / 4);
+            expertScope = moved == 1 && x.total > 1 ? QStringLiteral("one")
+                : moved >= allOf                    ? QStringLiteral("all")
+                                                    : QStringLiteral("some");
             QStringList movedNames;
             for (int e : x.moved)
                 movedNames << QString::number(e);
