@@ -1907,6 +1907,25 @@ void TestTriage::oneExpertOrAllExperts()
         covers = covers || (planted && another == all);
     }
     QVERIFY2(covers, qPrintable(step->config));
+    // The report's heatmap: a row per GEMM (the worst expert), the suspect's GEMM row marked.
+    CpuBackend backend(1);
+    report::TriageReportOptions o;
+    o.hashFiles = false;
+    const std::optional<report::Document> doc
+        = report::buildTriageReport(catalog, c->baseline, c->run, &backend, o, &error);
+    QVERIFY2(doc, qPrintable(error));
+    const report::HeatmapFigure *heat = nullptr;
+    for (const report::Section &s : doc->sections) {
+        for (const report::Block &b : s.blocks) {
+            if (const auto *f = std::get_if<report::Figure>(&b))
+                heat = heat ? heat : std::get_if<report::HeatmapFigure>(&f->content);
+        }
+    }
+    QVERIFY(heat);
+    QCOMPARE(heat->layers.size(), 6 * 4);
+    QVERIFY(heat->scaleLabel.contains(QStringLiteral("worst expert")));
+    QVERIFY(
+        std::any_of(heat->flagged.begin(), heat->flagged.end(), [&](const auto &f) { return f.first == plan.gemm; }));
 }
 
 // A layer the run kept in BF16 (a Transformer Engine debug config in its folder) is never named as an FP8 suspect,
