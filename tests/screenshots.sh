@@ -38,3 +38,8 @@ if [ -x "$build/tests/tst_layout" ]; then
     QT_QPA_PLATFORM=offscreen FP8SCOPE_SHOT_DIR="$out" \
         "$build/tests/tst_layout" eightRunsStayApartAndKeepALegend plotsStackOnOneXAxis >/dev/null
 fi
+# A mixture-of-experts run (24 GEMM rows of 8-expert GroupedLinear GEMMs, its last layer in BF16): the grouped
+# heatmap and one GEMM's experts map, as the experts' GUI test shows them (tst_expertsview, offscreen, 1366x768).
+if [ -x "$build/tests/tst_expertsview" ]; then
+    QT_QPA_PLATFORM=offscreen FP8SCOPE_SHOT_DIR="$out" "$build/tests/tst_expertsview" groupedHeatmapAndExpertsMap >/dev/null
+fi

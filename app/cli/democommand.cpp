@@ -20,6 +20,11 @@ int runDemo(const QStringList &args)
     QTextStream err(stderr);
     if (const int rc = parseCommand(parser, *cliCommand(u"demo"), args))
         return rc < 0 ? 0 : rc;
+    if (!parser.isSet(scenarioOpt)
+        && (parser.isSet(QStringLiteral("experts")) || parser.isSet(QStringLiteral("all-experts")))) {
+        err << "fp8scope-cli demo: --experts and --all-experts go with --scenario\n";
+        return 2;
+    }
     if (parser.isSet(scenarioOpt)) {
         const std::optional<Scenario> scenario = scenarioFromName(parser.value(scenarioOpt));
         bool ok = false;
@@ -33,9 +38,22 @@ int runDemo(const QStringList &args)
             err << "fp8scope-cli demo: a scenario draws its layers and steps from its seed (no --layers, --steps)\n";
             return 2;
         }
+        ScenarioVariant variant;
+        if (parser.isSet(QStringLiteral("experts"))) {
+            variant.experts = parser.value(QStringLiteral("experts")).toInt(&ok);
+            if (!ok || variant.experts < 2 || variant.experts > 512) {
+                err << "fp8scope-cli demo: --experts takes 2..512\n";
+                return 2;
+            }
+        }
+        variant.allExperts = parser.isSet(QStringLiteral("all-experts"));
+        if (variant.allExperts && variant.experts == 0) {
+            err << "fp8scope-cli demo: --all-experts needs --experts\n";
+            return 2;
+        }
         ScenarioPlan plan;
         QString error;
-        if (!generateScenario(parser.positionalArguments().front(), *scenario, seed, &plan, &error)) {
+        if (!generateScenario(parser.positionalArguments().front(), *scenario, seed, &plan, &error, variant)) {
             err << "fp8scope-cli: " << error << '\n';
             return 1;
         }

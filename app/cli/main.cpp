@@ -66,6 +66,8 @@ int main(int argc, char **argv)
         return fp8scope::cli::runSeries(args);
     if (command == QLatin1String("heatmap"))
         return fp8scope::cli::runHeatmap(args);
+    if (command == QLatin1String("layers"))
+        return fp8scope::cli::runLayers(args);
     if (command == QLatin1String("recompute"))
         return fp8scope::cli::runRecompute(args);
     if (command == QLatin1String("triage"))

@@ -6,10 +6,12 @@
 #include "mpirecompute.h"
 
 #include "app/cudafactory.h"
+#include "core/formats/expertnames.h"
 #include "core/jobs/jobqueue.h"
 #include "core/numerics/backendselect.h"
 #include "core/numerics/metricsengine.h"
 #include "core/query/catalog.h"
+#include "core/query/precisionmap.h"
 #include "core/recompute/dumprecompute.h"
 #include "core/session/foldersession.h"
 
@@ -326,14 +328,32 @@ int runHeatmap(const QStringList &args)
     const auto run = findRun(catalog, parser.value(runOpt));
     if (!run)
         return 1;
-    const Heatmap h = catalog.matrix(run->ref,
-        {.stat = parser.value(statOpt),
-            .tensor = parser.value(tensorOpt),
-            .source = parser.value(sourceOpt),
-            .recipe = parser.value(recipeOpt)});
+    MatrixRequest request {.stat = parser.value(statOpt),
+        .tensor = parser.value(tensorOpt),
+        .source = parser.value(sourceOpt),
+        .recipe = parser.value(recipeOpt)};
+    const auto experts = expertRowsFromName(parser.value(QStringLiteral("experts")));
+    if (!experts || *experts == ExpertRows::One) {
+        QTextStream(stderr) << "fp8scope-cli heatmap: --experts takes max, mean or all\n";
+        return 2;
+    }
+    request.experts = *experts;
+    if (parser.isSet(QStringLiteral("expert"))) {
+        bool ok = false;
+        request.expert = parser.value(QStringLiteral("expert")).toInt(&ok);
+        if (!ok || request.expert < 0) {
+            QTextStream(stderr) << "fp8scope-cli heatmap: --expert takes an expert's index (0, 1, ...)\n";
+            return 2;
+        }
+        request.experts = ExpertRows::One;
+    }
+    request.expertsOf = parser.value(QStringLiteral("experts-of"));
+    const Heatmap h = catalog.matrix(run->ref, request);
     if (h.layers.isEmpty()) {
         reportStoreErrors(catalog);
         QTextStream(stderr) << "fp8scope-cli: no " << parser.value(statOpt) << " of " << parser.value(tensorOpt)
+                            << (request.expertsOf.isEmpty() ? QString()
+                                                            : QStringLiteral(" of the experts of ") + request.expertsOf)
                             << " in run " << run->name << '\n';
         return 1;
     }
@@ -359,12 +379,100 @@ int runHeatmap(const QStringList &args)
     for (int64_t s : h.steps)
         out << sep << s;
     out << '\n';
+    if (!h.expertReduction.isEmpty())
+        QTextStream(stderr) << "fp8scope-cli: experts' GEMMs one row each, " << h.expertReduction
+                            << " (--experts all: a row per expert)\n";
     for (qsizetype l = 0; l < h.layers.size(); ++l) {
         out << h.layers.at(l);
         for (size_t s = 0; s < h.steps.size(); ++s)
             out << sep << number(h.at(l, s), parser.isSet(csvOpt));
         out << '\n';
+        if (h.rowExpertCount(l) == 0)
+            continue;
+        // Which expert each value is from (empty for a mean of several, or no value).
+        out << h.layers.at(l) << " [expert]";
+        for (size_t s = 0; s < h.steps.size(); ++s) {
+            const int e = h.cellExpert(l, s);
+            out << sep << (e >= 0 ? QString::number(e) : QString());
+        }
+        out << '\n';
     }
+    return reportStoreErrors(catalog) ? 1 : 0;
+}
+
+int runLayers(const QStringList &args)
+{
+    QCommandLineParser parser;
+    if (const int rc = parseCommand(parser, *cliCommand(u"layers"), args))
+        return rc < 0 ? 0 : rc;
+    FolderSession session;
+    if (!openSession(session, parser.positionalArguments().front()))
+        return 1;
+    Catalog &catalog = session.catalog();
+    // A folder of one run needs no --run.
+    std::optional<Run> run;
+    if (parser.isSet(QStringLiteral("run")))
+        run = findRun(catalog, parser.value(QStringLiteral("run")));
+    else if (catalog.runs().size() == 1)
+        run = catalog.runs().front();
+    else
+        QTextStream(stderr) << "fp8scope-cli layers: the folder holds " << catalog.runs().size()
+                            << " runs: --run names one\n";
+    if (!run)
+        return parser.isSet(QStringLiteral("run")) ? 1 : 2;
+    const PrecisionMap map = precisionMap(catalog, run->ref);
+    QTextStream out(stdout);
+    const auto step = [](int64_t s, bool from) {
+        return (from ? s == std::numeric_limits<int64_t>::min() : s == std::numeric_limits<int64_t>::max())
+            ? QJsonValue()
+            : QJsonValue(double(s));
+    };
+    if (parser.isSet(QStringLiteral("json"))) {
+        QJsonArray layers;
+        for (const LayerPrecision &l : map.layers) {
+            QJsonArray spans;
+            for (const PrecisionSpan &s : l.spans)
+                spans.append(QJsonObject {{QStringLiteral("from"), step(s.from, true)},
+                    {QStringLiteral("to"), step(s.to, false)}, {QStringLiteral("precision"), s.precision},
+                    {QStringLiteral("recipe"), s.recipe},
+                    {QStringLiteral("gemms"), QJsonArray::fromStringList(s.gemms)},
+                    {QStringLiteral("source"), s.source}, {QStringLiteral("automatic"), s.automatic}});
+            const auto e = expertOf(l.layer);
+            layers.append(QJsonObject {{QStringLiteral("layer"), l.layer},
+                {QStringLiteral("gemm"), e ? QJsonValue(e->gemm) : QJsonValue()},
+                {QStringLiteral("expert"), e ? QJsonValue(e->expert) : QJsonValue()},
+                {QStringLiteral("high_precision_throughout"), map.highPrecisionThroughout(l.layer)},
+                {QStringLiteral("spans"), spans}});
+        }
+        out << QJsonDocument(
+            QJsonObject {{QStringLiteral("run"), run->name}, {QStringLiteral("precision"), map.precision},
+                {QStringLiteral("recipe"), map.recipe}, {QStringLiteral("layers"), layers},
+                {QStringLiteral("notes"), QJsonArray::fromStringList(map.notes)}})
+                   .toJson(QJsonDocument::Indented);
+        return reportStoreErrors(catalog) ? 1 : 0;
+    }
+    out << run->name << ": " << (map.precision.isEmpty() ? QStringLiteral("precision unknown") : map.precision)
+        << (map.recipe.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(map.recipe)) << ", " << map.layers.size()
+        << " layers\n";
+    for (const LayerPrecision &l : map.layers) {
+        // A layer that runs as the run does says nothing more.
+        if (l.spans.size() == 1)
+            continue;
+        out << l.layer << '\n';
+        for (size_t i = 1; i < l.spans.size(); ++i) {
+            const PrecisionSpan &s = l.spans[i];
+            out << "  " << s.precision << (s.recipe.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(s.recipe));
+            if (s.gemms.size() < 3)
+                out << ' ' << s.gemms.join(QLatin1Char('+'));
+            if (!s.wholeRun())
+                out << " steps "
+                    << (s.from == std::numeric_limits<int64_t>::min() ? QString() : QString::number(s.from)) << '-'
+                    << (s.to == std::numeric_limits<int64_t>::max() ? QString() : QString::number(s.to));
+            out << ": " << s.source << '\n';
+        }
+    }
+    for (const QString &n : map.notes)
+        out << "note: " << n << '\n';
     return reportStoreErrors(catalog) ? 1 : 0;
 }
 

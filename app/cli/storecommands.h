@@ -9,6 +9,7 @@ int runIngest(const QStringList &args);
 int runRuns(const QStringList &args);
 int runSeries(const QStringList &args);
 int runHeatmap(const QStringList &args);
+int runLayers(const QStringList &args);
 int runRecompute(const QStringList &args);
 
 } // namespace fp8scope::cli

@@ -163,7 +163,11 @@ QList<CommandSpec> makeCliCommands()
                             "a triage scenario instead of the demo: early-divergence, mid-run-instability, "
                             "loss-spikes, downstream-gap or none (its seed varies steps, layers, names, intervals "
                             "and noise; the truth is in OUTDIR/planted.json)"),
-                scenarioChoices())}};
+                scenarioChoices()),
+            valued("experts", "n",
+                "with --scenario: a mixture-of-experts model, its MLP GEMMs grouped GEMMs of N experts each (as "
+                "Transformer Engine names them, NAME.gemm_I); a mid-run instability moves one expert"),
+            flag("all-experts", "with --experts: a mid-run instability moves every expert of the GEMM")}};
     commands << CommandSpec {.name = s("ingest"),
         .summary = s("read a run folder (logs, evals, configs, dumps) into its store"),
         .description = s("Read a run folder into its store."),
@@ -192,15 +196,33 @@ QList<CommandSpec> makeCliCommands()
             flag("samples", "the series logged against consumed samples ('... vs samples')"),
             valued("buckets", "n", "at most N points (min/max per bucket)", "0"), flag("csv", "print CSV")}};
     commands << CommandSpec {.name = s("heatmap"),
-        .summary = s("print a layers x steps matrix (--run, --stat, --tensor, [--source], --csv)"),
-        .description = s("Print a layers x steps matrix of one statistic."),
+        .summary = s("print a layers x steps matrix (--run, --stat, --tensor, [--source], [--experts], --csv)"),
+        .description = s("Print a layers x steps matrix of one statistic. A mixture-of-experts GEMM (Transformer "
+                         "Engine's NAME.gemm_I, Megatron's local_experts.I) is one row holding the largest value "
+                         "of its experts at each step (--experts mean: their mean; --expert I: expert I's; --experts "
+                         "all: a row per expert), followed by a row 'GEMM [expert]' naming the expert each value is "
+                         "from; --experts-of GEMM prints that GEMM's experts alone."),
         .arguments = {folderArgument()},
         .options = {valued("run", "run", "run name"), valued("stat", "stat", "statistic, e.g. underflows%"),
             valued("tensor", "tensor", "tensor kind"), flag("csv", "print CSV"),
+            withSuggestions(valued("experts", "reduction", "max, mean or all (default: max)", "max"),
+                {s("max"), s("mean"), s("all")}),
+            valued("expert", "index", "one row per GEMM holding this expert's values"),
+            valued("experts-of", "gemm", "the experts x steps matrix of this GEMM"),
             valued("recipe", "recipe",
                 "for recomputed statistics, the recipe (default: the run's, else the most layers')"),
             valued(
                 "source", "source", "source (default: logged before recomputed, then the one covering most layers)")}};
+    commands << CommandSpec {.name = s("layers"),
+        .summary = s("which GEMM ran in which precision and recipe, at which steps, and what says so (--run, --json)"),
+        .description = s("Print the precision map of a run: each layer (GEMM) with the precision and recipe it ran "
+                         "in and the steps, from the run's precision, Megatron's --first-last-layers-bf16 and "
+                         "--te-precision-config-file, a Transformer Engine debug config in the run's folder "
+                         "(DisableQuantizationLayer/GEMM and their older DisableFP8 names) and AutoswitchGemm's "
+                         "statistics; each span names its source. The text lists the layers that do not run as the "
+                         "run does."),
+        .arguments = {folderArgument()},
+        .options = {valued("run", "run", "run name (needed where the folder holds several)"), jsonOption()}};
     commands << CommandSpec {.name = s("recompute"),
         .summary = s("FP8 metrics of every indexed dump into the store (--recipe, --backend, --mpi)"),
         .description = s("Recompute FP8 metrics for every indexed tensor dump. With --mpi, run under mpirun or "

@@ -1,5 +1,7 @@
 #include "mainwindow.h"
 
+#include "core/query/precisionmap.h"
+
 #include "aboutdialog.h"
 #include "app/common/version.h"
 #include "appsettings.h"
@@ -133,6 +135,11 @@ MainWindow::MainWindow(BackendChoice backend, CudaFactory cudaFactory, QWidget *
     connect(
         m_workspace, &Workspace::message, this, [this](const QString &text) { statusBar()->showMessage(text, 10000); });
     connect(m_selection, &Selection::changed, this, &MainWindow::syncTreeToSelection);
+    // The layer tree marks the layers the selected run kept in BF16.
+    connect(m_selection, &Selection::changed, this, [this](Selection::Parts parts) {
+        if (parts & Selection::Run)
+            updateLayerPrecision();
+    });
     // A run unticked leaves every view: the selection (histogram, statistics) moves to a run still shown.
     connect(m_workspace, &Workspace::changed, this, [this](Workspace::Parts parts, RunRef run) {
         if (!(parts & Workspace::Visibility))
@@ -197,6 +204,11 @@ void MainWindow::createViews()
     connect(m_startPage, &StartPage::openRecentRequested, this, [this](const QString &f) { openFolders({f}); });
     connect(m_startPage, &StartPage::demoRequested, this, [this] { openDemo(); });
     m_heatmap = new HeatmapView(m_workspace, m_selection, this);
+    // An experts map's router loss: drawn in the Curves tab.
+    connect(m_heatmap, &HeatmapView::curveRequested, this, [this](const QString &stat) {
+        m_curves->setStatistic(stat);
+        m_viewTabs->setCurrentWidget(m_curveStack);
+    });
     m_histogram = new HistogramView(m_workspace, m_selection, this);
     m_histogram->setMinimumWidth(260);
 
@@ -1061,6 +1073,29 @@ void MainWindow::updateTitle()
     setWindowTitle(what.isEmpty() ? tr("fp8scope") : tr("%1 — fp8scope").arg(what));
 }
 
+void MainWindow::updateLayerPrecision()
+{
+    const RunRef run = m_selection->run().isValid() ? m_selection->run() : m_heatmap->run();
+    if (!run.isValid()) {
+        m_layerModel->setHighPrecision({});
+        return;
+    }
+    m_workspace->query(
+        QStringLiteral("layerTreePrecision"),
+        [run](const Catalog &catalog) {
+            const PrecisionMap map = precisionMap(catalog, run);
+            QHash<QString, QString> bf16;
+            for (const LayerPrecision &l : map.layers) {
+                if (map.highPrecisionThroughout(l.layer)) {
+                    const PrecisionSpan *s = map.at(l.layer, 0);
+                    bf16.insert(l.layer, s ? s->source : QString());
+                }
+            }
+            return QVariant::fromValue(bf16);
+        },
+        this, [this](const QVariant &v) { m_layerModel->setHighPrecision(v.value<QHash<QString, QString>>()); });
+}
+
 void MainWindow::onLoaded()
 {
     bool paired = false;
@@ -1076,6 +1111,7 @@ void MainWindow::onLoaded()
     for (const LayerTensors &l : m_workspace->layerTensors())
         layers.emplace_back(l.layer, l.tensors);
     m_layerModel->setLayers(layers);
+    updateLayerPrecision();
     collapseEmptyDocks();
     // The plots stacked when the window last closed, once there are runs to draw them.
     if (!m_pendingStack.isEmpty() && m_workspace->runCount() > 0) {

@@ -137,6 +137,7 @@ private:
     void saveSettings();
     void updateRecentMenu();
     void onLoaded();
+    void updateLayerPrecision();
     void onTreeCurrentChanged();
     void syncTreeToSelection();
     void showProblemLine(const QModelIndex &index);

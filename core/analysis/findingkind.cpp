@@ -8,7 +8,7 @@ namespace {
 
 // One row per kind, in the enum's order. The ranks keep the order the findings had before the table: the
 // loss, then the suspects, then what only describes.
-constexpr std::array<FindingKindInfo, 19> kKinds {{
+constexpr std::array<FindingKindInfo, 20> kKinds {{
     {FindingKind::LossDeparture, "loss-departure", 0, FindingStep::Loss, true, false},
     {FindingKind::RunBlowUp, "run-blow-up", 1, FindingStep::Loss, true, false},
     {FindingKind::ConfigDifference, "config-difference", 2, FindingStep::Runs, false, true},
@@ -31,6 +31,8 @@ constexpr std::array<FindingKindInfo, 19> kKinds {{
     {FindingKind::Recoveries, "recoveries", 5, FindingStep::Loss, true, false},
     // What FP8 costs at the end, against the bar: after the departure it would explain.
     {FindingKind::LossGap, "loss-gap", 1, FindingStep::Loss, true, false},
+    // An automatic switch to high precision: the run itself found the GEMM fragile at that step.
+    {FindingKind::PrecisionSwitch, "precision-switch", 4, FindingStep::Class, true, true},
 }};
 
 constexpr bool inOrder()

@@ -29,6 +29,7 @@ enum class FindingKind {
     FirstNonFinite, // where a blow-up's first non-finite value came from (core/analysis/nonfinite.h)
     Recoveries, // blow-ups the run came back from only by going back to a checkpoint
     LossGap, // the loss's gap at the end against the gap the baseline accepts
+    PrecisionSwitch, // the run switched a GEMM to high precision by itself (AutoswitchGemm): it found it fragile
 };
 
 // The wizard step (views/triage) whose evidence shows a finding.

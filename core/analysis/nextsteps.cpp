@@ -6,6 +6,7 @@
 #include "triageinputs.h"
 #include "triagerules.h"
 
+#include "core/formats/expertnames.h"
 #include "core/query/pairing.h"
 
 #include <QRegularExpression>
@@ -517,15 +518,29 @@ void finish(const FinishInputs &in, Comparison *cp)
         // A run that trains in high precision has no recipe to change.
         // The what-if on the first suspect's dump, where it has one, says which recipe (or none) helps it: its
         // advice stands in for the family's general one, never beside it.
+        // A suspect that is every expert of a mixture-of-experts GEMM keeps the GEMM in BF16, all its experts.
         QStringList layers;
+        std::map<QString, QString> patternOf; // a GEMM's: the expression its experts match
         for (const Finding &s : c.suspects) {
-            if (open(s) && !layers.contains(s.layer) && layers.size() < 4)
-                layers << s.layer;
+            QString layer = s.layer;
+            if (s.evidence.value(QStringLiteral("expert_scope")).toString() == QLatin1String("all")) {
+                layer = s.evidence.value(QStringLiteral("gemm")).toString();
+                patternOf[layer] = s.evidence.value(QStringLiteral("experts_pattern")).toString();
+            }
+            // A layer in BF16 for the whole run already is no BF16 fallback to propose.
+            if (open(s) && !layers.contains(layer) && layers.size() < 4
+                && !in.precision.highPrecisionThroughout(s.layer))
+                layers << layer;
         }
         // Measured: an open what-if on an open suspect names the best recipe (one not yet computed says how to
         // compute it, and the general advice stays until it is).
+        // (A suspect that is a GEMM's every expert is listed by its GEMM; its what-if is one expert's.)
+        const auto listed = [&](const QString &layer) {
+            const auto e = expertOf(layer);
+            return layers.contains(layer) || (e && layers.contains(e->gemm));
+        };
         const bool measured = std::any_of(c.findings.begin(), c.findings.end(), [&](const Finding &f) {
-            return f.kind == FindingKind::RecipeWhatIf && open(f) && layers.contains(f.layer)
+            return f.kind == FindingKind::RecipeWhatIf && open(f) && listed(f.layer)
                 && f.evidence.value(QStringLiteral("best")).isString();
         });
         const QString recipe = precision == PrecisionClass::Baseline || measured ? QString() : recipeAdvice(runRecipe);
@@ -547,18 +562,36 @@ void finish(const FinishInputs &in, Comparison *cp)
                     += QStringLiteral("bf16_%1:\n  enabled: True\n  layers:\n    layer_name_regex_pattern: %2\n"
                                       "  transformer_engine:\n    DisableQuantizationLayer:\n      enabled: True\n")
                            .arg(QString(layer).replace(QLatin1Char('.'), QLatin1Char('_')),
-                               QRegularExpression::escape(layer));
+                               patternOf.count(layer) ? patternOf[layer] : QRegularExpression::escape(layer));
             }
+            QStringList named;
+            for (const QString &layer : layers)
+                named << (patternOf.count(layer) ? QStringLiteral("every expert of %1").arg(layer) : layer);
             QString bf16 = QStringLiteral("keep %1 in BF16 with the Transformer Engine debug config below (on "
                                           "versions without DisableQuantizationLayer its older name is "
                                           "DisableFP8Layer)")
-                               .arg(layers.join(QStringLiteral(", ")));
+                               .arg(named.join(QStringLiteral(", ")));
             config = teConfig;
             proposals.push_back({.kind = Proposal::Kind::Bf16Layers, .layers = layers});
             if (edge)
                 bf16 += QStringLiteral("; the suspects are first or last layers: Megatron --first-last-layers-bf16 "
                                        "--num-layers-at-start-in-bf16 2 --num-layers-at-end-in-bf16 2");
             parts << bf16;
+        }
+        // One expert that moved as the router's load-balancing loss rose: the router overloads it; balancing the
+        // router is a change of its own, beside the precision's.
+        for (const Finding &f : c.suspects) {
+            const double before = f.evidence.value(QStringLiteral("router_loss_before")).toDouble(NAN);
+            const double after = f.evidence.value(QStringLiteral("router_loss_after")).toDouble(NAN);
+            if (open(f) && f.evidence.value(QStringLiteral("expert_scope")).toString() == QLatin1String("one")
+                && after > before * 1.1) {
+                parts << QStringLiteral("balance the router, which overloads expert %1 of %2 (Megatron: a larger "
+                                        "--moe-aux-loss-coeff, or a capacity factor, moe_expert_capacity_factor, "
+                                        "that caps an expert's tokens)")
+                             .arg(f.evidence.value(QStringLiteral("expert")).toInt())
+                             .arg(f.evidence.value(QStringLiteral("gemm")).toString());
+                break;
+            }
         }
         verdictAction = parts.isEmpty()
             ? QStringLiteral("find the layers whose statistics moved before the departure (log Transformer Engine's "
@@ -570,7 +603,7 @@ void finish(const FinishInputs &in, Comparison *cp)
         }
         // The what-if acts on a suspect: not on one whose signals were all dismissed.
         for (const Finding &f : c.findings) {
-            if (f.kind == FindingKind::RecipeWhatIf && !f.suggestion.isEmpty() && open(f) && layers.contains(f.layer))
+            if (f.kind == FindingKind::RecipeWhatIf && !f.suggestion.isEmpty() && open(f) && listed(f.layer))
                 steps.push_back(stepOf(f, f.suggestion));
         }
         break;

@@ -35,6 +35,7 @@ void gradNormDeparture(const PairInputs &in, const TriageOptions &o, Comparison 
 void lossSpikes(const PairInputs &in, const TriageOptions &o, Comparison &c);
 void configDifferences(const PairInputs &in, const TriageOptions &o, Comparison &c);
 void layerSignals(const PairInputs &in, const TriageOptions &o, Comparison &c);
+void precisionSwitches(const PairInputs &in, const TriageOptions &o, Comparison &c);
 void recipeWhatIf(const PairInputs &in, const TriageOptions &o, Comparison &c);
 void truncatedStatistics(const PairInputs &in, const TriageOptions &o, Comparison &c);
 void evalGaps(const PairInputs &in, const TriageOptions &o, Comparison &c);

@@ -96,6 +96,7 @@ void gatherFinishCommon(const Catalog &catalog, RunRef baseline, RunRef run, Fin
         out->config = configTable(catalog, baseline, run);
     }
     out->dumps = catalog.dumps(run);
+    out->precision = precisionMap(catalog, run);
     gatherWhatIfs(catalog, run, out);
     out->fp8Format = runFp8Format(catalog, run);
     out->reviews = catalog.findingReviews(run, baseline);
@@ -215,6 +216,10 @@ RunInputs gatherRunWithLoss(
             QStringLiteral("num_warmup_steps"), QStringLiteral("warmup_iters")});
     in.gradNorm = runSeries(catalog, run, QStringLiteral("grad norm"));
     in.lossScale = runSeries(catalog, run, QStringLiteral("loss scale"));
+    for (const char *router : {"load_balancing_loss", "seq_load_balancing_loss", "global_load_balancing_loss"}) {
+        if (!in.routerLoss)
+            in.routerLoss = runSeries(catalog, run, QLatin1String(router));
+    }
     in.rewoundBlowUps = runSeries(catalog, run, QStringLiteral("rewound blow-up"));
     gatherNonFinite(catalog, run, live, &in);
     return in;

@@ -5,6 +5,7 @@
 
 #include "comparetables.h"
 #include "core/audit/checkpointaudit.h"
+#include "core/query/precisionmap.h"
 #include "nonfinite.h"
 #include "triage.h"
 
@@ -30,6 +31,9 @@ struct RunInputs {
     std::optional<StepSeries> learningRate; // as logged
     std::optional<int64_t> configuredWarmup; // lr_warmup_iters, warmup_steps, ... of its config
     std::optional<StepSeries> gradNorm, lossScale; // as logged (non-finite points kept)
+    // A mixture-of-experts router's auxiliary loss as Megatron logs it (load_balancing_loss, else its sequence or
+    // global variant): whether an expert that moved was overloaded.
+    std::optional<StepSeries> routerLoss;
     std::optional<StepSeries> rewoundBlowUps; // the "rewound blow-up" points of its Megatron log (nonfinite.h)
     // Where its loss stopped being a number for good (nonfinite.h), and the non-finite values of every series it
     // logged from nonFiniteSearchFrom on, in the order they came (orderNonFinite); while it is followed live and
@@ -67,6 +71,9 @@ struct FinishInputs {
     // The deepest layer the run has statistics or dumps of (-1: not gathered; a result read back has it in its
     // layer signals' evidence, "deepest_layer").
     int lastLayerIndex = -1;
+    // Which GEMM ran in which precision at which steps (core/query/precisionmap.h): a GEMM in BF16 is no FP8
+    // suspect there, and no BF16 fallback is proposed for one already in BF16.
+    PrecisionMap precision;
 };
 
 struct PairInputs {

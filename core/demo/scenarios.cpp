@@ -72,6 +72,8 @@ struct Shape {
     int globalBatch = 256;
     QString recipe; // delayed, tensorwise, mxfp8
     QString baseName, runName;
+    int experts = 0; // ScenarioVariant::experts
+    int64_t overloadAt = -1; // the FP8 run's load_balancing_loss rises from here (-1: never)
 };
 
 Shape drawShape(Rng &rng)
@@ -133,8 +135,23 @@ Shape drawShape(Rng &rng)
     return s;
 }
 
+// An expert of a GroupedLinear MLP GEMM (gemm 2 or 3 of a mixture-of-experts shape), as Transformer Engine names it.
+QString expertName(const Shape &s, int layer, int gemm, int expert)
+{
+    return QString::fromLatin1(kStyles[s.style].prefix).arg(layer) + QLatin1String("mlp.experts.")
+        + QLatin1String(gemm == 2 ? "linear_fc1" : "linear_fc2") + QStringLiteral(".gemm_%1").arg(expert);
+}
+
+bool isExpertGemm(const Shape &s, int gemm)
+{
+    return s.experts > 0 && gemm >= 2;
+}
+
+// A layer's GEMM; of a mixture-of-experts MLP, its first expert.
 QString layerName(const Shape &s, int layer, int gemm)
 {
+    if (isExpertGemm(s, gemm))
+        return expertName(s, layer, gemm, 0);
     return QString::fromLatin1(kStyles[s.style].prefix).arg(layer) + QLatin1String(kStyles[s.style].gemms[gemm]);
 }
 
@@ -283,10 +300,19 @@ QByteArray megatronLog(const Shape &s, const Track &t, int interval, const std::
                 + num(fp8 ? 790.0 + 40.0 * std::sin(double(step)) : 1080.0 + 40.0 * std::cos(double(step)), 1)
                 + " | learning rate: " + QByteArray::number(lr, 'E', 6)
                 + " | global batch size: " + QByteArray::number(s.globalBatch).rightJustified(5);
-            if (counted > 0)
-                l += " | lm loss: " + QByteArray::number(sum / counted, 'E', 6)
-                    + " | loss scale: 1.0 | grad norm: " + num(t.gradNorm[size_t(step)], 3);
-            else
+            if (counted > 0) {
+                l += " | lm loss: " + QByteArray::number(sum / counted, 'E', 6);
+                if (s.experts > 0) {
+                    // Megatron's MoE auxiliary loss (megatron/core/transformer/moe/moe_logging.py), near 1 when the
+                    // router balances; an overloaded expert raises it.
+                    const double overload = fp8 && s.overloadAt >= 0 && step > s.overloadAt
+                        ? 0.4 * std::min(1.0, double(step - s.overloadAt) / (0.02 * double(s.steps)))
+                        : 0.0;
+                    l += " | load_balancing_loss: "
+                        + QByteArray::number(1.02 + 0.01 * std::sin(0.37 * double(step)) + overload, 'E', 6);
+                }
+                l += " | loss scale: 1.0 | grad norm: " + num(t.gradNorm[size_t(step)], 3);
+            } else
                 l += " | loss scale: 1.0";
             l += " | number of skipped iterations: " + QByteArray::number(std::min(skipped, interval)).rightJustified(3)
                 + " | number of nan iterations:   0 |";
@@ -393,11 +419,19 @@ std::optional<Scenario> scenarioFromName(const QString &name)
     return std::nullopt;
 }
 
-bool generateScenario(const QString &outDir, Scenario scenario, uint64_t seed, ScenarioPlan *planOut, QString *error)
+bool generateScenario(const QString &outDir, Scenario scenario, uint64_t seed, ScenarioPlan *planOut, QString *error,
+    const ScenarioVariant &variant)
 {
     // Each scenario draws from its own stream, so that seed 3 of two scenarios are unrelated runs.
     Rng rng(seed * 0x9E3779B97F4A7C15ull + uint64_t(scenario) * 0x632BE59BD9B4E019ull + 17);
-    const Shape s = drawShape(rng);
+    Shape s = drawShape(rng);
+    if (variant.experts > 0) {
+        // Megatron's names, every GEMM of the layer, the MLP's as experts.
+        s.experts = variant.experts;
+        s.style = 0;
+        s.gemms = {0, 1, 2, 3};
+        s.layers = std::max(3, std::min(s.layers, variant.layers));
+    }
     ScenarioPlan plan;
     plan.scenario = scenario;
     plan.seed = seed;
@@ -527,11 +561,14 @@ bool generateScenario(const QString &outDir, Scenario scenario, uint64_t seed, S
     const QString logName = pick(rng,
         std::vector<QString> {QStringLiteral("logs/train.out"), QStringLiteral("slurm-%1.out").arg(4411000 + seed),
             QStringLiteral("stdout.log")});
-    if (!writeDemoFile(baseDir + QLatin1Char('/') + logName,
-            megatronLog(s, base, s.baseInterval, std::nullopt, baseArgumentsText, false), error)
-        || !writeDemoFile(runDir + QLatin1Char('/') + logName,
-            megatronLog(s, run, s.runInterval, restart, runArgumentsText, true), error))
-        return false;
+    // Written once the layer signals are planted (a mixture-of-experts run's router loss follows its overloaded
+    // expert); drawing nothing, so the order changes no seed.
+    const auto writeLogs = [&] {
+        return writeDemoFile(baseDir + QLatin1Char('/') + logName,
+                   megatronLog(s, base, s.baseInterval, std::nullopt, baseArgumentsText, false), error)
+            && writeDemoFile(runDir + QLatin1Char('/') + logName,
+                megatronLog(s, run, s.runInterval, restart, runArgumentsText, true), error);
+    };
 
     // Versions: a harmless difference in every scenario, the framework's in some early divergences.
     const auto freeze = [&](bool fp8) {
@@ -558,32 +595,37 @@ bool generateScenario(const QString &outDir, Scenario scenario, uint64_t seed, S
     for (int layer = 0; layer < s.layers; ++layer) {
         const bool edge = layer == 0 || layer == lastLayer;
         for (int gemm : s.gemms) {
-            for (int ti = 0; ti < 3; ++ti) {
-                const QString tensor = QLatin1String(kTensors[ti]);
-                const double amax = (ti == 0          ? 4.0
-                                            : ti == 1 ? 0.25
-                                                      : 0.004)
-                    * std::exp(0.4 * rng.normal()) * (edge ? rng.between(2.0, 4.0) : 1.0);
-                const double underflows = (ti == 0          ? rng.between(0.3, 2.0)
-                                                  : ti == 1 ? rng.between(0.05, 0.5)
-                                                            : rng.between(2.0, 12.0))
-                    * (edge ? rng.between(1.8, 3.0) : 1.0);
-                const double mse = (ti == 0 ? rng.between(1e-3, 1e-2) : 1e-7) * (edge ? rng.between(3.0, 5.0) : 1.0);
-                const double scale = amax / (ti == 2 ? 57344.0 : 448.0);
-                const double noise = rng.between(0.02, 0.06) * (edge ? 2.0 : 1.0);
-                const QString name = layerName(s, layer, gemm);
-                const auto add = [&](const char *stat, double level, double n) {
-                    series.push_back(
-                        {name, tensor, QLatin1String(stat), level, n, driftOf(tensor, QLatin1String(stat)), 4, {}});
-                };
-                add("underflows%", underflows, noise);
-                add("scale_inv_min", scale * 0.97, noise);
-                add("scale_inv_max", scale * 1.03, noise);
-                add("mse", mse, noise * 1.5);
-                if (s.tensorStats) {
-                    add("cur_amax", amax, noise);
-                    add("dynamic_range", 14.0 + 6.0 * rng.uniform() + (edge ? 3.0 : 0.0), noise * 0.3);
-                    add("std", ti == 0 ? 0.8 : ti == 1 ? 0.02 : 1e-4, noise);
+            const int experts = isExpertGemm(s, gemm) ? s.experts : 1;
+            for (int expert = 0; expert < experts; ++expert) {
+                for (int ti = 0; ti < 3; ++ti) {
+                    const QString tensor = QLatin1String(kTensors[ti]);
+                    const double amax = (ti == 0          ? 4.0
+                                                : ti == 1 ? 0.25
+                                                          : 0.004)
+                        * std::exp(0.4 * rng.normal()) * (edge ? rng.between(2.0, 4.0) : 1.0);
+                    const double underflows = (ti == 0          ? rng.between(0.3, 2.0)
+                                                      : ti == 1 ? rng.between(0.05, 0.5)
+                                                                : rng.between(2.0, 12.0))
+                        * (edge ? rng.between(1.8, 3.0) : 1.0);
+                    const double mse
+                        = (ti == 0 ? rng.between(1e-3, 1e-2) : 1e-7) * (edge ? rng.between(3.0, 5.0) : 1.0);
+                    const double scale = amax / (ti == 2 ? 57344.0 : 448.0);
+                    const double noise = rng.between(0.02, 0.06) * (edge ? 2.0 : 1.0);
+                    const QString name
+                        = isExpertGemm(s, gemm) ? expertName(s, layer, gemm, expert) : layerName(s, layer, gemm);
+                    const auto add = [&](const char *stat, double level, double n) {
+                        series.push_back(
+                            {name, tensor, QLatin1String(stat), level, n, driftOf(tensor, QLatin1String(stat)), 4, {}});
+                    };
+                    add("underflows%", underflows, noise);
+                    add("scale_inv_min", scale * 0.97, noise);
+                    add("scale_inv_max", scale * 1.03, noise);
+                    add("mse", mse, noise * 1.5);
+                    if (s.tensorStats) {
+                        add("cur_amax", amax, noise);
+                        add("dynamic_range", 14.0 + 6.0 * rng.uniform() + (edge ? 3.0 : 0.0), noise * 0.3);
+                        add("std", ti == 0 ? 0.8 : ti == 1 ? 0.02 : 1e-4, noise);
+                    }
                 }
             }
         }
@@ -646,8 +688,27 @@ bool generateScenario(const QString &outDir, Scenario scenario, uint64_t seed, S
         plan.stat = shrink ? QStringLiteral("underflows%") : QStringLiteral("scale_inv_max");
         const int64_t lead = int64_t(steps * rng.between(0.05, 0.15));
         plan.onsetStep = std::max<int64_t>(int64_t(steps * 0.3), *f.departure - lead);
-        plantOn(plan.layer, plan.tensor, *plan.onsetStep, steps * rng.between(0.01, 0.05), shrink,
-            rng.between(1.0, 3.0), -1);
+        // In the order GCC evaluated the arguments of the one call this was before (the last first): the scenarios
+        // of every seed stay as they were.
+        const double size = rng.between(1.0, 3.0);
+        const double ramp = steps * rng.between(0.01, 0.05);
+        if (s.experts > 0) {
+            // On an MLP GEMM's experts: one of them (overloaded by the router), or all.
+            const int expertGemm = 2 + int(rng.below(2));
+            plan.gemm = expertName(s, layer, expertGemm, 0).chopped(QStringLiteral(".gemm_0").size());
+            if (variant.allExperts) {
+                plan.layer = plan.gemm;
+                for (int e = 0; e < s.experts; ++e)
+                    plantOn(expertName(s, layer, expertGemm, e), plan.tensor, *plan.onsetStep, ramp, shrink, size, -1);
+            } else {
+                plan.expert = int(rng.below(s.experts));
+                plan.layer = expertName(s, layer, expertGemm, plan.expert);
+                plantOn(plan.layer, plan.tensor, *plan.onsetStep, ramp, shrink, size, -1);
+                s.overloadAt = *plan.onsetStep;
+            }
+        } else {
+            plantOn(plan.layer, plan.tensor, *plan.onsetStep, ramp, shrink, size, -1);
+        }
     }
     QByteArray te;
     te.reserve(qsizetype(series.size()) * qsizetype(s.steps / s.statInterval + 1) * 130);
@@ -665,7 +726,8 @@ bool generateScenario(const QString &outDir, Scenario scenario, uint64_t seed, S
     }
     if (!writeDemoFile(
             runDir + QStringLiteral("/rank_0/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log"), te,
-            error))
+            error)
+        || !writeLogs())
         return false;
 
     // Evals, where the scenario has them: the downstream gap and most healthy pairs.
@@ -768,7 +830,13 @@ bool generateScenario(const QString &outDir, Scenario scenario, uint64_t seed, S
         planted.insert(QStringLiteral("tensor"), plan.tensor);
         planted.insert(QStringLiteral("stat"), plan.stat);
         planted.insert(QStringLiteral("onset_step"), double(*plan.onsetStep));
+        if (s.experts > 0) {
+            planted.insert(QStringLiteral("gemm"), plan.gemm);
+            planted.insert(QStringLiteral("expert"), plan.expert >= 0 ? QJsonValue(plan.expert) : QJsonValue());
+        }
     }
+    if (s.experts > 0)
+        planted.insert(QStringLiteral("experts"), s.experts);
     if (plan.exportWritten)
         planted.insert(QStringLiteral("inference_export"),
             QJsonObject {{QStringLiteral("folder"), QString(s.runName + QStringLiteral("/inference"))},

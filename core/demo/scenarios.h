@@ -50,10 +50,26 @@ struct ScenarioPlan {
     bool exportWritten = false;
     QString exportFault; // the audit finding kind it gives ("inverted-scale", ...); empty: clean
     QString exportLayer; // the inference module it is on
+    // A mixture-of-experts run (ScenarioVariant::experts): the GEMM of the planted layer signal and its expert (-1:
+    // every expert of the GEMM moved; plan.layer is then the GEMM).
+    QString gemm;
+    int expert = -1;
+};
+
+// A variant of what the seed draws: a mixture-of-experts model whose MLP GEMMs are Transformer Engine
+// GroupedLinear modules of `experts` experts each (`decoder.layers.<l>.mlp.experts.linear_fc1.gemm_<e>`, as TE
+// names them), at most `layers` layers; a mid-run instability is planted on one expert of a GEMM or, with
+// allExperts, on every expert of it; both runs log Megatron's load_balancing_loss, which the FP8 run's rises where
+// one expert is overloaded. experts 0: the dense model the seed draws, unchanged.
+struct ScenarioVariant {
+    int experts = 0;
+    int layers = 8;
+    bool allExperts = false;
 };
 
 // Writes the pair under outDir/<baseline> and outDir/<run>, planted.json and README.md; false with *error on an I/O
 // failure.
-bool generateScenario(const QString &outDir, Scenario scenario, uint64_t seed, ScenarioPlan *plan, QString *error);
+bool generateScenario(const QString &outDir, Scenario scenario, uint64_t seed, ScenarioPlan *plan, QString *error,
+    const ScenarioVariant &variant = {});
 
 } // namespace fp8scope

@@ -1,5 +1,8 @@
 #include "catalog.h"
 
+#include "core/formats/expertnames.h"
+#include "expertgroups.h"
+
 #include "core/store/runstore.h"
 
 #include "pairing.h"
@@ -521,6 +524,7 @@ QString rankList(std::vector<int> ranks)
 Heatmap Catalog::matrix(RunRef ref, const MatrixRequest &request) const
 {
     Heatmap h = matrixOf(ref, request);
+    groupExperts(&h, request);
     // What the statistic meant under the run's Transformer Engine version, said once beside it.
     const Entry *e = entry(ref.store);
     if (!e || h.layers.isEmpty() || h.source == kRecomputed)
@@ -595,7 +599,22 @@ Heatmap Catalog::matrixOf(RunRef ref, const MatrixRequest &request) const
     h.recipe = h.recipes.contains(request.recipe) ? request.recipe
         : h.recipes.contains(runRecipe)           ? runRecipe
                                                   : h.recipes.value(0);
-    const std::vector<LayerRow> rows = e->store.layerRows(ref.id, request.stat, request.tensor, h.source, h.recipe);
+    // A row per GEMM of grouped experts: the store's reduced rows where they are as fresh as the points, beside
+    // the rows of the layers that are no experts'.
+    if ((request.experts == ExpertRows::Max || request.experts == ExpertRows::Mean) && request.expertsOf.isEmpty()
+        && h.source != kRecomputed) {
+        if (const auto groups = e->store.expertRows(ref.id, request.stat, request.tensor, h.source, h.recipe)) {
+            const std::vector<LayerRow> dense = e->store.layerRows(ref.id, request.stat, request.tensor, h.source,
+                h.recipe, [](const QString &l) { return !expertOf(l).has_value(); });
+            assembleGrouped(&h, dense, *groups, request.experts, rankOfSource(h.source));
+            return h;
+        }
+    }
+    const bool everyLayer = request.expertsOf.isEmpty();
+    const std::vector<LayerRow> rows = e->store.layerRows(
+        ref.id, request.stat, request.tensor, h.source, h.recipe,
+        everyLayer ? std::function<bool(const QString &)>()
+                   : [&](const QString &l) { return matrixKeepsLayer(l, request); });
     std::vector<int64_t> steps;
     for (const LayerRow &row : rows) {
         h.layers << row.layer;
@@ -630,7 +649,9 @@ void Catalog::acrossRanks(const RunStore &store, int64_t runId, const MatrixRequ
     std::map<int, int> layersOfRank;
     for (const QString &source : rankSources) {
         const int rank = rankOfSource(source);
-        for (const LayerRow &row : store.layerRows(runId, request.stat, request.tensor, source, QString())) {
+        const auto keep = request.expertsOf.isEmpty() ? std::function<bool(const QString &)>()
+                                                      : [&](const QString &l) { return matrixKeepsLayer(l, request); };
+        for (const LayerRow &row : store.layerRows(runId, request.stat, request.tensor, source, QString(), keep)) {
             ++layersOfRank[rank];
             auto &steps = cells[row.layer];
             for (const auto &[step, value] : row.points)

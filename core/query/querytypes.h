@@ -13,6 +13,7 @@
 #include <compare>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <vector>
 
 namespace fp8scope {
@@ -130,11 +131,22 @@ struct StatisticInfo {
 inline const QString kRanksMax = QStringLiteral("all ranks: max");
 inline const QString kRanksMean = QStringLiteral("all ranks: mean");
 
+// How the experts of a mixture-of-experts GEMM (core/formats/expertnames.h) are shown in a layer x step matrix:
+// a row per expert (as stored), or one row per GEMM holding the worst (largest) expert's value at each step, their
+// mean, or one chosen expert's.
+enum class ExpertRows { All, Max, Mean, One };
+QString expertRowsName(ExpertRows rows); // "all", "max", "mean", "one"
+std::optional<ExpertRows> expertRowsFromName(const QString &name);
+
 struct MatrixRequest {
     QString stat;
     QString tensor;
     QString source; // "" chooses: logged sources before recomputed, then the one covering most layers
     QString recipe; // "" chooses: the run's own, else the one most layers were recomputed under
+    ExpertRows experts = ExpertRows::All;
+    int expert = 0; // ExpertRows::One: the expert shown
+    // Not empty: the experts x steps map of this GEMM (its experts' rows alone, whatever `experts` says).
+    QString expertsOf;
 };
 
 // One statistic of one tensor kind over layers (depth order) and the real steps it was logged at.
@@ -158,8 +170,24 @@ struct Heatmap {
         size_t step = 0; // the column
         double value = 0;
         int rank = -1;
+        int expert = -1; // a row of grouped experts: the expert that logged it
     };
     std::vector<NonFiniteCell> nonFinite;
+    // Experts grouped (MatrixRequest::experts other than All): how many experts each row stands for (0: a layer that
+    // is no expert GEMM; empty when nothing was grouped), and for each cell the expert its value is from (-1: a
+    // mean, or a layer of no experts); the reduction said as the label says it ("max over experts").
+    std::vector<int> rowExperts;
+    std::vector<int> cellExperts;
+    std::vector<QStringList> rowLayers; // a grouped row's experts' layers, in the order of their experts
+    QString expertReduction;
+    // The experts map of one GEMM (MatrixRequest::expertsOf): the GEMM, its rows being its experts' layers.
+    QString expertsOf;
+    int rowExpertCount(qsizetype row) const { return size_t(row) < rowExperts.size() ? rowExperts[size_t(row)] : 0; }
+    int cellExpert(qsizetype row, size_t step) const
+    {
+        const size_t i = size_t(row) * steps.size() + step;
+        return i < cellExperts.size() ? cellExperts[i] : -1;
+    }
     // What the statistic meant under the run's Transformer Engine version, where that differs from now
     // (teStatisticCaveat); empty when nothing applies.
     QString caveat;

@@ -1,6 +1,7 @@
 #include "triagereport.h"
 
 #include "core/analysis/attempts.h"
+#include "core/formats/expertnames.h"
 
 #include "core/analysis/comparisondata.h"
 #include "core/analysis/storedwhatif.h"
@@ -374,16 +375,21 @@ bool addLayerSection(Document &doc, const Catalog &catalog, const analysis::Comp
             layers, 70});
     }
 
-    const Heatmap h = catalog.matrix(c.run, {.stat = first.stat, .tensor = first.tensor});
+    // A row per GEMM, a mixture-of-experts GEMM's worst expert in its row, as the window opens it.
+    const Heatmap h = catalog.matrix(c.run, {.stat = first.stat, .tensor = first.tensor, .experts = ExpertRows::Max});
     if (!h.layers.isEmpty() && !h.steps.empty()) {
         HeatmapFigure hf;
         hf.layers = h.layers;
         hf.steps = h.steps;
         hf.values = h.values;
-        hf.scaleLabel = QStringLiteral("%1 of %2").arg(first.stat, first.tensor);
+        hf.scaleLabel = QStringLiteral("%1 of %2").arg(first.stat, first.tensor)
+            + (h.expertReduction.isEmpty() ? QString() : QStringLiteral(", ") + h.expertReduction);
         for (const Finding *f : suspects) {
+            // An expert's suspect marks its GEMM's row.
+            const auto e = expertOf(f->layer);
+            const QString row = e && h.layers.contains(e->gemm) ? e->gemm : f->layer;
             if (f->stat == first.stat && f->tensor == first.tensor)
-                hf.flagged.emplace_back(f->layer, f->step ? QStringLiteral("onset %1").arg(*f->step) : QString());
+                hf.flagged.emplace_back(row, f->step ? QStringLiteral("onset %1").arg(*f->step) : QString());
         }
         s.blocks.push_back(
             Figure {QStringLiteral("%1 of %2 over layers (rows, layer 0 on top) and steps, every cell as "

@@ -1,5 +1,6 @@
 #include "runstore.h"
 
+#include "core/formats/expertnames.h"
 #include "pointchunks.h"
 #include "schema.h"
 
@@ -233,6 +234,9 @@ int RunStore::carriedReviews() const
 IngestReport RunStore::ingest(const Progress &progress)
 {
     IngestReport report = ingestFolder(m_db, m_folder, m_path, progress);
+    // The experts of mixture-of-experts GEMMs reduced again where their points changed.
+    if (QString experts; !refreshExpertRows(&experts))
+        report.errors << QStringLiteral("%1: the experts' rows: %2").arg(m_path, experts);
     // Reviews a rebuild carried over go back to the runs of their names, now ingested with new ids.
     QString error;
     Transaction t(m_db);
@@ -592,15 +596,18 @@ std::vector<std::pair<QString, QString>> RunStore::layerStatistics(int64_t runId
     return out;
 }
 
-std::vector<LayerRow> RunStore::layerRows(
-    int64_t runId, const QString &stat, const QString &tensor, const QString &source, const QString &recipe) const
+std::vector<LayerRow> RunStore::layerRows(int64_t runId, const QString &stat, const QString &tensor,
+    const QString &source, const QString &recipe, const std::function<bool(const QString &)> &keep) const
 {
     std::vector<std::pair<QString, int64_t>> layerSeries;
     Statement ids = prepare(
         "SELECT id, layer FROM series WHERE run_id=? AND stat=? AND tensor=? AND source=? AND recipe=? AND layer<>''");
     ids.bind(1, runId).bind(2, stat).bind(3, tensor).bind(4, source).bind(5, recipe);
-    while (ids.next())
-        layerSeries.emplace_back(ids.text(1), ids.int64(0));
+    while (ids.next()) {
+        QString layer = ids.text(1);
+        if (!keep || keep(layer))
+            layerSeries.emplace_back(std::move(layer), ids.int64(0));
+    }
     ok(ids);
     std::sort(layerSeries.begin(), layerSeries.end(),
         [](const auto &a, const auto &b) { return layerLess(a.first, b.first); });
@@ -621,6 +628,140 @@ std::vector<LayerRow> RunStore::layerRows(
         chunks.reset();
     }
     return rows;
+}
+
+QString RunStore::expertFingerprint(int64_t runId, const QString &stat, const QString &tensor, const QString &source,
+    const QString &recipe, std::map<QString, std::vector<std::pair<int32_t, QString>>> *gemms) const
+{
+    // Each expert series' chunks: how many, their points, their last step and the sums of their smallest and largest
+    // values, hashed in series order, with the count of the store's rewrites (a chunk written again over the same
+    // steps moves it).
+    Statement s = prepare("SELECT s.id, s.layer, COUNT(c.n), TOTAL(c.n), MAX(c.last_step), TOTAL(c.min), TOTAL(c.max) "
+                          "FROM series s LEFT JOIN point_chunks c ON c.series_id=s.id WHERE s.run_id=? AND s.stat=? "
+                          "AND s.tensor=? AND s.source=? AND s.recipe=? AND s.layer<>'' GROUP BY s.id ORDER BY s.id");
+    s.bind(1, runId).bind(2, stat).bind(3, tensor).bind(4, source).bind(5, recipe);
+    QCryptographicHash hash(QCryptographicHash::Sha1);
+    const int64_t rewrites = dataRewrites();
+    hash.addData(QByteArrayView(reinterpret_cast<const char *>(&rewrites), sizeof(rewrites)));
+    int experts = 0;
+    while (s.next()) {
+        const QString layer = s.text(1);
+        const auto e = expertOf(layer);
+        if (!e)
+            continue;
+        ++experts;
+        if (gemms)
+            (*gemms)[e->gemm].emplace_back(e->expert, layer);
+        const int64_t ids[] = {s.int64(0), s.int64(2), int64_t(s.real(3)), s.int64(4)};
+        const double sums[] = {s.real(5), s.real(6)};
+        hash.addData(QByteArrayView(reinterpret_cast<const char *>(ids), sizeof(ids)));
+        hash.addData(QByteArrayView(reinterpret_cast<const char *>(sums), sizeof(sums)));
+    }
+    ok(s);
+    return experts == 0 ? QString() : QString::fromLatin1(hash.result().toHex());
+}
+
+std::optional<std::vector<ExpertGroupRow>> RunStore::expertRows(
+    int64_t runId, const QString &stat, const QString &tensor, const QString &source, const QString &recipe) const
+{
+    // Fresh while nothing the store holds of the files changed since the last ingest found them so (the data
+    // generation moves with every file read again, every run changed).
+    Statement s = prepare("SELECT data FROM expert_rows WHERE run_id=? AND stat=? AND tensor=? AND source=? AND "
+                          "recipe=? AND generation=?");
+    s.bind(1, runId).bind(2, stat).bind(3, tensor).bind(4, source).bind(5, recipe).bind(6, dataGeneration());
+    if (!s.next()) {
+        ok(s);
+        return std::nullopt;
+    }
+    const std::string_view data = s.utf8(0);
+    const QByteArray bytes(data.data(), qsizetype(data.size()));
+    s.reset();
+    std::vector<ExpertGroupRow> rows;
+    if (!decodeExpertRows(bytes, &rows))
+        return std::nullopt;
+    return rows;
+}
+
+bool RunStore::refreshExpertRows(QString *error)
+{
+    // The (run, stat, tensor, source, recipe) whose layers may be experts' (their names say so); recomputed
+    // statistics cover a few dump steps and are grouped from their points.
+    struct Key {
+        int64_t run;
+        QString stat, tensor, source, recipe;
+    };
+    std::vector<Key> keys;
+    {
+        Statement s = prepare("SELECT DISTINCT run_id, stat, tensor, source, recipe FROM series WHERE layer<>'' AND "
+                              "source<>'recomputed' AND (layer LIKE '%.gemm!_%' ESCAPE '!' OR layer LIKE "
+                              "'%experts%')");
+        while (s.next())
+            keys.push_back({s.int64(0), s.text(1), s.text(2), s.text(3), s.text(4)});
+        if (s.failed()) {
+            *error = s.error();
+            return false;
+        }
+    }
+    // The generation the rows are fresh at, read before their points are: a writer that commits meanwhile moves it
+    // past this, and the rows made from what was read before are not taken for fresh.
+    const int64_t generation = dataGeneration();
+    std::vector<std::pair<Key, std::pair<QString, QByteArray>>> fresh;
+    std::vector<Key> unchanged;
+    for (const Key &k : keys) {
+        std::map<QString, std::vector<std::pair<int32_t, QString>>> gemms;
+        const QString fingerprint = expertFingerprint(k.run, k.stat, k.tensor, k.source, k.recipe, &gemms);
+        if (fingerprint.isEmpty())
+            continue;
+        Statement had = prepare(
+            "SELECT fingerprint FROM expert_rows WHERE run_id=? AND stat=? AND tensor=? AND source=? AND recipe=?");
+        had.bind(1, k.run).bind(2, k.stat).bind(3, k.tensor).bind(4, k.source).bind(5, k.recipe);
+        if (had.next() && had.text(0) == fingerprint) {
+            unchanged.push_back(k);
+            continue;
+        }
+        had.reset();
+        const std::vector<LayerRow> rows = layerRows(
+            k.run, k.stat, k.tensor, k.source, k.recipe, [](const QString &l) { return expertOf(l).has_value(); });
+        std::map<QString, const LayerRow *> byLayer;
+        for (const LayerRow &r : rows)
+            byLayer[r.layer] = &r;
+        std::vector<ExpertGroupRow> groups;
+        for (auto &[gemm, experts] : gemms) {
+            std::vector<const std::vector<std::pair<int64_t, double>> *> points;
+            for (const auto &[index, layer] : experts) {
+                static const std::vector<std::pair<int64_t, double>> none;
+                const auto at = byLayer.find(layer);
+                points.push_back(at == byLayer.end() ? &none : &at->second->points);
+            }
+            groups.push_back(reduceExperts(gemm, experts, points));
+        }
+        fresh.push_back({k, {fingerprint, encodeExpertRows(groups)}});
+    }
+    Transaction t(m_db);
+    // Runs that are gone take theirs with them.
+    if (!m_db.exec("DELETE FROM expert_rows WHERE run_id NOT IN (SELECT id FROM runs)", error))
+        return false;
+    for (const auto &[k, made] : fresh) {
+        Statement put = prepare("INSERT OR REPLACE INTO expert_rows(run_id, stat, tensor, source, recipe, fingerprint, "
+                                "generation, data) VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
+        put.bind(1, k.run).bind(2, k.stat).bind(3, k.tensor).bind(4, k.source).bind(5, k.recipe).bind(6, made.first);
+        put.bind(7, generation);
+        put.bindUtf8(8, std::string_view(made.second.constData(), size_t(made.second.size())));
+        if (!put.exec()) {
+            *error = put.error();
+            return false;
+        }
+    }
+    for (const Key &k : unchanged) {
+        Statement keep = prepare(
+            "UPDATE expert_rows SET generation=? WHERE run_id=? AND stat=? AND tensor=? AND source=? AND recipe=?");
+        keep.bind(1, generation).bind(2, k.run).bind(3, k.stat).bind(4, k.tensor).bind(5, k.source).bind(6, k.recipe);
+        if (!keep.exec()) {
+            *error = keep.error();
+            return false;
+        }
+    }
+    return t.commit(error);
 }
 
 std::vector<InputFileRow> RunStore::inputFiles(int64_t runId) const

@@ -17,6 +17,7 @@
 #endif
 
 #include "database.h"
+#include "expertrows.h"
 #include "ingest.h"
 #include "runinference.h"
 
@@ -29,6 +30,7 @@
 #include <QStringList>
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -165,9 +167,17 @@ public:
         int64_t layers = 0;
     };
     std::vector<LayerSource> layerSources(int64_t runId, const QString &stat, const QString &tensor) const;
-    // The per-layer series of one statistic of one tensor kind from one source and recipe, layer by layer.
-    std::vector<LayerRow> layerRows(
+    // The per-layer series of one statistic of one tensor kind from one source and recipe, layer by layer; those
+    // of the layers `keep` takes when given (their points alone are read).
+    std::vector<LayerRow> layerRows(int64_t runId, const QString &stat, const QString &tensor, const QString &source,
+        const QString &recipe, const std::function<bool(const QString &)> &keep = {}) const;
+    // A GEMM's experts reduced step by step (core/store/expertrows.h) for one statistic of one tensor kind from one
+    // source and recipe, and the layers that are no experts' left to layerRows; nullopt when the run has none, or
+    // none made from its experts' points as they are now.
+    std::optional<std::vector<ExpertGroupRow>> expertRows(
         int64_t runId, const QString &stat, const QString &tensor, const QString &source, const QString &recipe) const;
+    // Makes them again where the experts' points changed since (every ingest does); false with *error on a failure.
+    [[nodiscard]] bool refreshExpertRows(QString *error);
     std::vector<EvalRow> evals(int64_t runId) const;
     // The files read for the run (and those of no run: a workspace manifest), by path.
     std::vector<InputFileRow> inputFiles(int64_t runId) const;
@@ -232,6 +242,9 @@ private:
     // Records a failed statement's error; true when `s` did not fail.
     bool ok(const Statement &s) const;
     // Keeps a store error once and hands it to the error handler.
+    // The fingerprint of the experts' chunks of one (run, stat, tensor, source, recipe), and their layers by GEMM.
+    QString expertFingerprint(int64_t runId, const QString &stat, const QString &tensor, const QString &source,
+        const QString &recipe, std::map<QString, std::vector<std::pair<int32_t, QString>>> *gemms) const;
     void recordError(const QString &error) const;
     Statement prepare(const char *sql) const;
     // (key, value, file) rows of a statement that takes the run id.

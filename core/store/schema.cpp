@@ -238,6 +238,15 @@ CREATE TRIGGER what_ifs_changed AFTER UPDATE ON what_ifs
 // workspace manifest keyed by a run no folder is alone goes), which the ingest writes. The manifests and configs are
 // read again to fill them, and the tables (a W&B history export, a table's run column: the folder's empty run an
 // older ingest made for them goes once they are read into their own runs).
+// Version 17: each mixture-of-experts GEMM's experts reduced step by step (core/store/expertrows.h), with the
+// fingerprint of the experts' chunks they were made from and the data generation they were last found fresh at.
+const char *const kSchemaV17 = R"(
+CREATE TABLE expert_rows(
+    run_id INTEGER NOT NULL, stat TEXT NOT NULL, tensor TEXT NOT NULL, source TEXT NOT NULL, recipe TEXT NOT NULL,
+    fingerprint TEXT NOT NULL, generation INTEGER NOT NULL, data BLOB NOT NULL,
+    PRIMARY KEY(run_id, stat, tensor, source, recipe));
+)";
+
 const char *const kSchemaV16 = R"(
 ALTER TABLE files ADD COLUMN folder_run TEXT;
 ALTER TABLE runs ADD COLUMN parent TEXT NOT NULL DEFAULT '';
@@ -366,7 +375,8 @@ bool migrate(Database &db, const QString &path, QString *error)
         && (version >= 11 || db.exec(kSchemaV11, error)) && (version >= 12 || db.exec(kSchemaV12, error))
         && (version >= 13 || (addNonFiniteColumn(db, error) && db.exec(kSchemaV13Fill, error)))
         && (version >= 14 || (addLossGapBarColumn(db, error) && db.exec(kSchemaV14Reread, error)))
-        && (version >= 15 || db.exec(kSchemaV15, error)) && (version >= 16 || db.exec(kSchemaV16, error));
+        && (version >= 15 || db.exec(kSchemaV15, error)) && (version >= 16 || db.exec(kSchemaV16, error))
+        && (version >= 17 || db.exec(kSchemaV17, error));
     if (!ok)
         return false;
     Statement set = db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", error);

@@ -23,6 +23,7 @@ private Q_SLOTS:
     void auditCheckpoint();
     void ingestRecomputeAndQuery();
     void runsShowBaselineAndVersions();
+    void heatmapOfExperts();
     void usageListsEveryCommand();
 
 private:
@@ -490,6 +491,88 @@ void TestCli::runsShowBaselineAndVersions()
     QCOMPARE(fp8.value(QStringLiteral("pairing")).toString(), QStringLiteral("config"));
     QCOMPARE(fp8.value(QStringLiteral("versions")).toObject().value(QStringLiteral("torch")).toString(),
         QStringLiteral("2.4.1"));
+}
+
+// A mixture-of-experts run (demo --scenario --experts): `heatmap` prints a row per GEMM with the worst expert's
+// value and, under it, the expert each value is from; --experts mean and --expert I reduce otherwise, --experts all
+// prints a row per expert, --experts-of GEMM one GEMM's experts; a bad reduction is refused.
+void TestCli::heatmapOfExperts()
+{
+    QTemporaryDir dir;
+    const QString folder = dir.filePath(QStringLiteral("moe"));
+    Run r = cli({QStringLiteral("demo"), folder, QStringLiteral("--scenario"), QStringLiteral("mid-run-instability"),
+        QStringLiteral("--seed"), QStringLiteral("3"), QStringLiteral("--experts"), QStringLiteral("4")});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const QJsonObject planted = [&] {
+        QFile f(folder + QStringLiteral("/planted.json"));
+        return f.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(f.readAll()).object() : QJsonObject();
+    }();
+    const QString gemm = planted.value(QStringLiteral("gemm")).toString();
+    const int layers = planted.value(QStringLiteral("layers")).toInt();
+    QVERIFY(!gemm.isEmpty() && layers > 0);
+    r = cli({QStringLiteral("ingest"), folder});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const QStringList base {QStringLiteral("heatmap"), folder, QStringLiteral("--run"),
+        planted.value(QStringLiteral("run")).toString(), QStringLiteral("--stat"), QStringLiteral("underflows%"),
+        QStringLiteral("--tensor"), QStringLiteral("activation"), QStringLiteral("--csv")};
+    const auto rows = [](const QByteArray &out) {
+        QList<QList<QByteArray>> table;
+        for (const QByteArray &line : out.trimmed().split('\n'))
+            table << line.split(',');
+        return table;
+    };
+    // By default: a row per GEMM (QKV, projection, two grouped MLP GEMMs) and an expert row under each grouped one.
+    r = cli(base);
+    QVERIFY2(r.code == 0, r.err.constData());
+    QVERIFY2(r.err.contains("worst expert"), r.err.constData());
+    const auto grouped = rows(r.out);
+    QCOMPARE(grouped.size(), 1 + layers * (4 + 2));
+    qsizetype at = -1;
+    for (qsizetype i = 0; i < grouped.size(); ++i) {
+        if (grouped[i].front() == gemm.toUtf8())
+            at = i;
+    }
+    QVERIFY(at > 0);
+    QCOMPARE(grouped[at + 1].front(), gemm.toUtf8() + " [expert]");
+    // Each value is the largest of the GEMM's experts at that step, from the expert named under it.
+    r = cli(QStringList(base) << QStringLiteral("--experts-of") << gemm);
+    QVERIFY2(r.code == 0, r.err.constData());
+    const auto experts = rows(r.out);
+    QCOMPARE(experts.size(), 1 + 4);
+    for (qsizetype col = 1; col < grouped[at].size(); col += 7) {
+        const int e = grouped[at + 1][col].toInt();
+        QCOMPARE(experts[1 + e].front(), gemm.toUtf8() + ".gemm_" + QByteArray::number(e));
+        double worst = -1;
+        for (qsizetype k = 1; k < experts.size(); ++k)
+            worst = std::max(worst, experts[k][col].toDouble());
+        QCOMPARE(grouped[at][col].toDouble(), worst);
+        QCOMPARE(experts[1 + e][col].toDouble(), worst);
+    }
+    // The mean; one expert; every expert.
+    r = cli(QStringList(base) << QStringLiteral("--experts") << QStringLiteral("mean"));
+    QVERIFY2(r.code == 0, r.err.constData());
+    const auto mean = rows(r.out);
+    double sum = 0;
+    for (qsizetype k = 1; k < experts.size(); ++k)
+        sum += experts[k][1].toDouble();
+    QVERIFY(std::abs(mean[at][1].toDouble() - sum / 4) < 1e-9);
+    QVERIFY(mean[at + 1][1].isEmpty()); // a mean is no one expert's
+    r = cli(QStringList(base) << QStringLiteral("--expert") << QStringLiteral("2"));
+    QVERIFY2(r.code == 0, r.err.constData());
+    QCOMPARE(rows(r.out)[at][1].toDouble(), experts[3][1].toDouble());
+    r = cli(QStringList(base) << QStringLiteral("--experts") << QStringLiteral("all"));
+    QVERIFY2(r.code == 0, r.err.constData());
+    QCOMPARE(rows(r.out).size(), 1 + layers * (2 + 2 * 4));
+    // Refused: a reduction it does not know, an expert that is not an index, a GEMM the run does not have.
+    r = cli(QStringList(base) << QStringLiteral("--experts") << QStringLiteral("median"));
+    QCOMPARE(r.code, 2);
+    QVERIFY(r.err.contains("--experts takes max, mean or all"));
+    r = cli(QStringList(base) << QStringLiteral("--expert") << QStringLiteral("x"));
+    QCOMPARE(r.code, 2);
+    r = cli(QStringList(base) << QStringLiteral("--experts-of")
+                              << QStringLiteral("decoder.layers.99.mlp.experts.linear_fc1"));
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("of the experts of decoder.layers.99"), r.err.constData());
 }
 
 void TestCli::usageListsEveryCommand()

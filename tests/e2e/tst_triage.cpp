@@ -244,6 +244,9 @@ private Q_SLOTS:
     void attemptsOfOneBaseline();
     void changeGroups();
     void realFixtures();
+    void oneExpertOrAllExperts_data();
+    void oneExpertOrAllExperts();
+    void precisionOfTheLayers();
 };
 
 void TestTriage::scenarios_data()
@@ -1821,6 +1824,171 @@ void TestTriage::realFixtures()
         QVERIFY(skipped != r.findings.end());
         QCOMPARE(skipped->severity, Severity::Info);
         QVERIFY(skipped->evidence.value(QStringLiteral("skipped")).toDouble() > 0);
+    }
+}
+
+// A mixture-of-experts run (experts named as Transformer Engine's GroupedLinear names them): the triage names the
+// expert that moved first and says whether one expert moved (its routing or its scale) or every expert of the GEMM
+// (the GEMM, kept in BF16 whole by a pattern of all its experts), over seeds it was not written for.
+void TestTriage::oneExpertOrAllExperts_data()
+{
+    QTest::addColumn<int>("seed");
+    QTest::addColumn<bool>("all");
+    for (int seed : {3, 11, 19}) {
+        QTest::addRow("one expert, seed %d", seed) << seed << false;
+        QTest::addRow("all experts, seed %d", seed) << seed << true;
+    }
+}
+
+void TestTriage::oneExpertOrAllExperts()
+{
+    QFETCH(int, seed);
+    QFETCH(bool, all);
+    QTemporaryDir dir;
+    QString error;
+    ScenarioPlan plan;
+    QVERIFY2(generateScenario(dir.path(), Scenario::MidRunInstability, uint64_t(seed), &plan, &error,
+                 {.experts = 8, .layers = 6, .allExperts = all}),
+        qPrintable(error));
+    QCOMPARE(plan.expert >= 0, !all);
+    Catalog catalog;
+    TriageResult result;
+    QVERIFY2(openAndTriage(dir.path(), &catalog, &result, &error), qPrintable(error));
+    const auto c = std::find_if(result.comparisons.begin(), result.comparisons.end(),
+        [&](const Comparison &x) { return runNameOf(catalog, x.run) == plan.run; });
+    QVERIFY(c != result.comparisons.end());
+    QCOMPARE(c->verdict, analysis::Verdict::MidRunInstability);
+    const auto first = std::find_if(c->findings.begin(), c->findings.end(),
+        [](const Finding &f) { return f.kind == analysis::FindingKind::LayerSignal; });
+    QVERIFY(first != c->findings.end());
+    QCOMPARE(first->tensor, plan.tensor);
+    QCOMPARE(first->evidence.value(QStringLiteral("gemm")).toString(), plan.gemm);
+    QCOMPARE(first->evidence.value(QStringLiteral("experts")).toInt(), 8);
+    const QString scope = first->evidence.value(QStringLiteral("expert_scope")).toString();
+    if (all) {
+        QCOMPARE(scope, QStringLiteral("all"));
+        QVERIFY2(first->summary.contains(QStringLiteral("the GEMM moved")), qPrintable(first->summary));
+        QVERIFY(first->summary.contains(plan.gemm));
+        QVERIFY(!first->summary.contains(QStringLiteral("load-balancing loss rose")));
+    } else {
+        QCOMPARE(scope, QStringLiteral("one"));
+        QCOMPARE(first->layer, plan.layer);
+        QCOMPARE(first->evidence.value(QStringLiteral("expert")).toInt(), plan.expert);
+        QVERIFY2(first->summary.contains(QStringLiteral("expert %1 of %2").arg(plan.expert).arg(plan.gemm)),
+            qPrintable(first->summary));
+        QVERIFY(first->summary.contains(QStringLiteral("one expert of 8")));
+        // The router's loss rose with it (Megatron's load_balancing_loss): the expert was overloaded.
+        QVERIFY2(first->summary.contains(QStringLiteral("load-balancing loss rose")), qPrintable(first->summary));
+        QVERIFY(first->evidence.value(QStringLiteral("router_loss_after")).toDouble()
+            > first->evidence.value(QStringLiteral("router_loss_before")).toDouble() * 1.1);
+        // ... and the next step says to balance the router as well as the precision.
+        const auto next = std::find_if(c->nextSteps.begin(), c->nextSteps.end(),
+            [](const analysis::NextStep &n) { return n.kind == analysis::FindingKind::LossDeparture; });
+        QVERIFY(next != c->nextSteps.end());
+        QVERIFY2(next->action.contains(QStringLiteral("balance the router")), qPrintable(next->action));
+    }
+    // One finding for the GEMM's statistic, not one per expert.
+    const auto same = std::count_if(c->findings.begin(), c->findings.end(), [&](const Finding &f) {
+        return f.kind == analysis::FindingKind::LayerSignal && f.tensor == first->tensor && f.stat == first->stat
+            && f.evidence.value(QStringLiteral("gemm")) == first->evidence.value(QStringLiteral("gemm"));
+    });
+    QCOMPARE(int(same), 1);
+    // The next step keeps the expert, or every expert of the GEMM, in BF16.
+    const auto step = std::find_if(c->nextSteps.begin(), c->nextSteps.end(),
+        [](const analysis::NextStep &n) { return n.kind == analysis::FindingKind::LossDeparture; });
+    QVERIFY(step != c->nextSteps.end());
+    static const QRegularExpression patternLine(QStringLiteral("layer_name_regex_pattern: (\\S+)"));
+    bool covers = false;
+    for (auto m = patternLine.globalMatch(step->config); m.hasNext();) {
+        const QRegularExpression re(QRegularExpression::anchoredPattern(m.next().captured(1)));
+        const int moved = all ? 0 : plan.expert;
+        const bool planted = re.match(plan.gemm + QStringLiteral(".gemm_%1").arg(moved)).hasMatch();
+        const bool another = re.match(plan.gemm + QStringLiteral(".gemm_%1").arg((moved + 1) % 8)).hasMatch();
+        covers = covers || (planted && another == all);
+    }
+    QVERIFY2(covers, qPrintable(step->config));
+    // The report's heatmap: a row per GEMM (the worst expert), the suspect's GEMM row marked.
+    CpuBackend backend(1);
+    report::TriageReportOptions o;
+    o.hashFiles = false;
+    const std::optional<report::Document> doc
+        = report::buildTriageReport(catalog, c->baseline, c->run, &backend, o, &error);
+    QVERIFY2(doc, qPrintable(error));
+    const report::HeatmapFigure *heat = nullptr;
+    for (const report::Section &s : doc->sections) {
+        for (const report::Block &b : s.blocks) {
+            if (const auto *f = std::get_if<report::Figure>(&b))
+                heat = heat ? heat : std::get_if<report::HeatmapFigure>(&f->content);
+        }
+    }
+    QVERIFY(heat);
+    QCOMPARE(heat->layers.size(), 6 * 4);
+    QVERIFY(heat->scaleLabel.contains(QStringLiteral("worst expert")));
+    QVERIFY(
+        std::any_of(heat->flagged.begin(), heat->flagged.end(), [&](const auto &f) { return f.first == plan.gemm; }));
+}
+
+// A layer the run kept in BF16 (a Transformer Engine debug config in its folder) is never named as an FP8 suspect,
+// nor proposed for a BF16 fallback; a GEMM the run switched to high precision by itself (AutoswitchGemm's log and
+// the thresholds of its config) is a finding of its own, at the step it switched.
+void TestTriage::precisionOfTheLayers()
+{
+    for (const bool autoswitch : {false, true}) {
+        QTemporaryDir dir;
+        QString error;
+        ScenarioPlan plan;
+        QVERIFY2(generateScenario(dir.path(), Scenario::MidRunInstability, 3, &plan, &error), qPrintable(error));
+        const QString runDir = dir.filePath(plan.run);
+        const QString pattern = QRegularExpression::escape(plan.layer);
+        QByteArray yaml;
+        if (!autoswitch) {
+            yaml = "keep_bf16:\n  enabled: True\n  layers:\n    layer_name_regex_pattern: '" + pattern.toUtf8()
+                + "'\n  transformer_engine:\n    DisableQuantizationLayer:\n      enabled: True\n";
+        } else {
+            yaml = "switch:\n  enabled: True\n  layers:\n    layer_name_regex_pattern: '" + pattern.toUtf8()
+                + "'\n  transformer_engine:\n    AutoswitchGemm:\n      enabled: True\n      underflow_threshold_pct: "
+                  "20.0\n";
+            // Its log: the fprop GEMM's underflow passes 20 % from the onset on.
+            QByteArray log;
+            for (int64_t step = 0; step <= plan.steps; step += 50)
+                log += "2026-12-05 10:00:00,000 - INFO - " + plan.layer.toUtf8() + "_fprop_" + plan.tensor.toUtf8()
+                    + "_underflow_pct \t\t\t\t iteration=" + QByteArray::number(step).rightJustified(6, '0')
+                    + " \t\t\t\t value=" + QByteArray::number(step >= *plan.onsetStep ? 31.5 : 2.0, 'f', 8) + '\n';
+            QDir().mkpath(runDir + QStringLiteral("/nvdlfw_inspect_autoswitchgemm_logs"));
+            QFile f(runDir + QStringLiteral("/nvdlfw_inspect_autoswitchgemm_logs/nvdlfw_inspect_globalrank-0.log"));
+            QVERIFY(f.open(QIODevice::WriteOnly) && f.write(log) == log.size());
+        }
+        QFile config(runDir + QStringLiteral("/fp8_debug.yaml"));
+        QVERIFY(config.open(QIODevice::WriteOnly) && config.write(yaml) == yaml.size());
+        config.close();
+        Catalog catalog;
+        TriageResult result;
+        QVERIFY2(openAndTriage(dir.path(), &catalog, &result, &error), qPrintable(error));
+        const auto c = std::find_if(result.comparisons.begin(), result.comparisons.end(),
+            [&](const Comparison &x) { return runNameOf(catalog, x.run) == plan.run; });
+        QVERIFY(c != result.comparisons.end());
+        const auto step = std::find_if(c->nextSteps.begin(), c->nextSteps.end(),
+            [](const analysis::NextStep &n) { return n.kind == analysis::FindingKind::LossDeparture; });
+        if (!autoswitch) {
+            for (const Finding &f : c->findings)
+                QVERIFY2(f.kind != analysis::FindingKind::LayerSignal || f.layer != plan.layer, qPrintable(f.summary));
+            QVERIFY(step == c->nextSteps.end() || !step->config.contains(pattern));
+            QVERIFY(step == c->nextSteps.end() || !step->action.contains(plan.layer));
+            continue;
+        }
+        const auto sw = std::find_if(c->findings.begin(), c->findings.end(),
+            [](const Finding &f) { return f.kind == analysis::FindingKind::PrecisionSwitch; });
+        QVERIFY(sw != c->findings.end());
+        QCOMPARE(sw->layer, plan.layer);
+        QCOMPARE(sw->stat, QStringLiteral("fprop"));
+        QCOMPARE(*sw->step, (*plan.onsetStep + 49) / 50 * 50);
+        QCOMPARE(sw->severity, Severity::Warning); // before the departure
+        QVERIFY(sw->summary.contains(QStringLiteral("found this GEMM fragile")));
+        // Only its fprop switched: the layer stays a suspect, its FP8 statistics moved first.
+        const auto first = std::find_if(c->findings.begin(), c->findings.end(),
+            [](const Finding &f) { return f.kind == analysis::FindingKind::LayerSignal; });
+        QVERIFY(first != c->findings.end());
+        QCOMPARE(first->layer, plan.layer);
     }
 }
 

@@ -42,6 +42,16 @@ Heatmap combineHeatmaps(const Heatmap &baseline, const Heatmap &run, LayerCombin
         }
     }
     out.values.assign(size_t(out.layers.size()) * out.steps.size(), NAN);
+    // A GEMM's row of grouped experts stays one (its experts map opens on the run's experts).
+    out.expertReduction = run.expertReduction;
+    out.expertsOf = run.expertsOf;
+    if (!run.rowExperts.empty()) {
+        for (qsizetype i = 0; i < out.layers.size(); ++i) {
+            const qsizetype r = run.layers.indexOf(out.layers.at(i));
+            out.rowExperts.push_back(run.rowExperts[size_t(r)]);
+            out.rowLayers.push_back(run.rowLayers[size_t(r)]);
+        }
+    }
     for (qsizetype i = 0; i < out.layers.size(); ++i) {
         const qsizetype r = run.layers.indexOf(out.layers.at(i));
         for (size_t j = 0; j < out.steps.size(); ++j) {
@@ -126,15 +136,22 @@ quint64 LayerDifferenceSource::load(RunRef run, const MatrixRequest &request, co
             Heatmap r = catalog.matrix(run, request);
             // The baseline's own source (its file names differ); the recipe the run's rows were computed
             // under, so that a recomputed statistic compares like with like.
-            Heatmap b = catalog.matrix(baseline, {request.stat, request.tensor, QString(), r.recipe});
+            // A mixture-of-experts GEMM's experts grouped alike in both, so that the rows pair up.
+            const auto like = [&](const QString &source, const QString &recipe) {
+                MatrixRequest m = request;
+                m.source = source;
+                m.recipe = recipe;
+                return m;
+            };
+            Heatmap b = catalog.matrix(baseline, like(QString(), r.recipe));
             // A baseline that holds the statistic only as recomputed from its dumps (a BF16 run logs no
             // underflows%; the query layer shows a logged source first) is compared with the run's rows
             // recomputed under the same recipe, when it has them, whatever source the run showed before: not
             // with what the run logged in training.
             const QString recomputed = QStringLiteral("recomputed");
             if (b.source == recomputed && r.source != recomputed && r.sources.contains(recomputed)) {
-                r = catalog.matrix(run, {request.stat, request.tensor, recomputed, b.recipe});
-                b = catalog.matrix(baseline, {request.stat, request.tensor, recomputed, r.recipe});
+                r = catalog.matrix(run, like(recomputed, b.recipe));
+                b = catalog.matrix(baseline, like(recomputed, r.recipe));
             }
             return QVariant::fromValue(combineHeatmaps(b, r, how));
         },

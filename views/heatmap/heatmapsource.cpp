@@ -1,5 +1,7 @@
 #include "heatmapsource.h"
 
+#include <QRegularExpression>
+
 #include "core/query/pairing.h"
 #include "views/workspace/workspace.h"
 
@@ -66,6 +68,28 @@ quint64 WorkspaceHeatmapSource::load(RunRef run, const MatrixRequest &request, c
     return m_workspace->query(
         slot, [run, request](const Catalog &catalog) { return QVariant::fromValue(catalog.matrix(run, request)); },
         receiver, [done](const QVariant &value) { done(value.value<Heatmap>()); });
+}
+
+quint64 WorkspaceHeatmapSource::loadPrecision(
+    RunRef run, const QString &slot, QObject *receiver, std::function<void(const PrecisionMap &)> done)
+{
+    return m_workspace->query(
+        slot, [run](const Catalog &catalog) { return QVariant::fromValue(precisionMap(catalog, run)); }, receiver,
+        [done](const QVariant &value) { done(value.value<PrecisionMap>()); });
+}
+
+QStringList WorkspaceHeatmapSource::routerStatistics(RunRef run) const
+{
+    static const QRegularExpression router(
+        QStringLiteral(R"(^(moe/)?(seq_|global_)?(load_balancing_loss|z_loss)(_layer_\d+)?$)"));
+    QStringList out;
+    if (!m_workspace->run(run))
+        return out;
+    for (const StatisticInfo &s : m_workspace->catalog().runStatistics(run)) {
+        if (router.match(s.stat).hasMatch())
+            out << s.stat;
+    }
+    return out;
 }
 
 void WorkspaceHeatmapSource::cancel(quint64 ticket)

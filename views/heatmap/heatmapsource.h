@@ -4,6 +4,7 @@
 // draws them (as hotspot's and heaptrack's diff pages reuse their ordinary views).
 #pragma once
 
+#include "core/query/precisionmap.h"
 #include "core/query/querytypes.h"
 
 #include <QObject>
@@ -37,8 +38,26 @@ public:
         std::function<void(const Heatmap &)> done)
         = 0;
     virtual void cancel(quint64 ticket) = 0;
+    // Loads the run's precision map (core/query/precisionmap.h) the same way; 0 (and done never called) for a source
+    // that has none (a comparison's differences).
+    virtual quint64 loadPrecision(
+        RunRef run, const QString &slot, QObject *receiver, std::function<void(const PrecisionMap &)> done)
+    {
+        Q_UNUSED(run);
+        Q_UNUSED(slot);
+        Q_UNUSED(receiver);
+        Q_UNUSED(done);
+        return 0;
+    }
     // What to say when the run has no per-layer statistics at all (an invalid run: when no run has them).
     virtual QString noStatisticsText(RunRef run) const = 0;
+    // The run's mixture-of-experts router statistics (Megatron's load_balancing_loss and its variants, z_loss,
+    // moe/<name>_layer_<i> from TensorBoard), run level; none by default.
+    virtual QStringList routerStatistics(RunRef run) const
+    {
+        Q_UNUSED(run);
+        return {};
+    }
 
 Q_SIGNALS:
     void runsChanged(); // runs() changed (a folder opened or closed)
@@ -60,7 +79,10 @@ public:
     quint64 load(RunRef run, const MatrixRequest &request, const QString &slot, QObject *receiver,
         std::function<void(const Heatmap &)> done) override;
     void cancel(quint64 ticket) override;
+    quint64 loadPrecision(
+        RunRef run, const QString &slot, QObject *receiver, std::function<void(const PrecisionMap &)> done) override;
     QString noStatisticsText(RunRef run) const override;
+    QStringList routerStatistics(RunRef run) const override;
 
 private:
     Workspace *m_workspace;

@@ -1,5 +1,6 @@
 #include "heatmapview.h"
 
+#include "core/formats/expertnames.h"
 #include "views/plotting/heatgradient.h"
 
 #include "views/plotting/qcp.h"
@@ -10,7 +11,11 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QHBoxLayout>
+#include <QKeyEvent>
 #include <QLabel>
+#include <QRegularExpression>
+#include <QSpinBox>
+#include <QToolButton>
 #include <QToolTip>
 #include <QVBoxLayout>
 
@@ -60,6 +65,8 @@ HeatmapView::HeatmapView(HeatmapSource *source, Selection *selection, QWidget *p
     , m_tensorBox(new QComboBox(this))
     , m_recipeBox(new QComboBox(this))
     , m_sourceBox(new QComboBox(this))
+    , m_expertsBox(new QComboBox(this))
+    , m_expertBox(new QSpinBox(this))
     , m_logColour(new QCheckBox(tr("Log colour"), this))
     , m_threshold(new QCheckBox(tr("Above"), this))
     , m_thresholdValue(new QDoubleSpinBox(this))
@@ -74,8 +81,9 @@ HeatmapView::HeatmapView(HeatmapSource *source, Selection *selection, QWidget *p
     setUpPlot();
     connect(m_source, &HeatmapSource::runsChanged, this, &HeatmapView::fillRunBox);
     connect(m_source, &HeatmapSource::dataChanged, this, [this](RunRef r) {
-        // Recomputed statistics: new names for the pickers, new values for the matrix.
+        // Recomputed statistics: new names for the pickers, new values for the matrix (and its precision map).
         if (r == run()) {
+            m_precisionRun = {};
             reloadPickers();
             reload();
         }
@@ -134,6 +142,46 @@ void HeatmapView::setUpControls()
     m_recipeAction->setVisible(false);
     m_sourceAction = addControl(m_sourceBox);
     m_sourceAction->setVisible(false);
+    // A mixture-of-experts run's GEMMs: a row each, the reduction of their experts chosen here.
+    m_expertsBox->setObjectName(QStringLiteral("heatmapExperts"));
+    m_expertsBox->addItem(tr("Experts: worst"), int(ExpertRows::Max));
+    m_expertsBox->addItem(tr("Experts: mean"), int(ExpertRows::Mean));
+    m_expertsBox->addItem(tr("Experts: one"), int(ExpertRows::One));
+    m_expertsBox->addItem(tr("Experts: each"), int(ExpertRows::All));
+    m_expertsBox->setToolTip(tr("A GEMM's experts in one row: the worst (largest) expert's value at each step, their "
+                                "mean, or one expert's; or a row per expert. Click a GEMM's row for its experts "
+                                "map."));
+    m_expertsBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_expertBox->setObjectName(QStringLiteral("heatmapExpert"));
+    m_expertBox->setRange(0, 1 << 20);
+    m_expertBox->setPrefix(tr("expert "));
+    m_expertBox->setToolTip(tr("The expert each GEMM's row shows"));
+    auto *back = new QToolButton(this);
+    back->setObjectName(QStringLiteral("heatmapBack"));
+    back->setText(tr("\u25C0 All layers"));
+    back->setToolTip(tr("Back to every layer's row (Backspace)"));
+    connect(back, &QToolButton::clicked, this, [this] { showExpertsOf(QString()); });
+    m_backAction = addControl(back);
+    m_backAction->setVisible(false);
+    // Beside an experts map: the router's loss as a curve, to see whether an expert that moved was overloaded.
+    auto *router = new QToolButton(this);
+    router->setObjectName(QStringLiteral("heatmapRouter"));
+    router->setText(tr("Router loss"));
+    connect(router, &QToolButton::clicked, this, [this] {
+        if (!m_routerStat.isEmpty())
+            Q_EMIT curveRequested(m_routerStat);
+    });
+    m_routerAction = addControl(router);
+    m_routerAction->setVisible(false);
+    m_expertsAction = addControl(m_expertsBox);
+    m_expertsAction->setVisible(false);
+    m_expertAction = addControl(m_expertBox);
+    m_expertAction->setVisible(false);
+    connect(m_expertsBox, &QComboBox::currentIndexChanged, this, &HeatmapView::reload);
+    connect(m_expertBox, &QSpinBox::valueChanged, this, [this] {
+        if (expertRows() == ExpertRows::One)
+            reload();
+    });
     addControl(m_logColour);
     addControl(m_threshold);
     addControl(m_thresholdValue);
@@ -365,11 +413,61 @@ void HeatmapView::reload()
     const MatrixRequest request {.stat = statistic(),
         .tensor = tensor(),
         .source = m_sourceBox->currentText(),
-        .recipe = m_recipeBox->currentText()};
+        .recipe = m_recipeBox->currentText(),
+        .experts = expertRows(),
+        .expert = m_expertBox->value(),
+        .expertsOf = m_expertsOf};
     m_pending = m_source->load(r, request, m_slot, this, [this](const Heatmap &h) {
         m_pending = 0;
         setHeatmap(h);
     });
+    // The run's precision map, once per run (and again when its statistics change): which rows to hatch.
+    if (r != m_precisionRun) {
+        m_precisionRun = r;
+        m_precision = {};
+        if (m_precisionPending)
+            m_source->cancel(m_precisionPending);
+        m_precisionPending
+            = m_source->loadPrecision(r, m_slot + QStringLiteral("/precision"), this, [this](const PrecisionMap &map) {
+                  m_precisionPending = 0;
+                  m_precision = map;
+                  updateHighPrecisionRows();
+                  rebuildMap();
+                  plot()->replot(QCustomPlot::rpQueuedReplot);
+              });
+    }
+}
+
+void HeatmapView::updateHighPrecisionRows()
+{
+    // A row in high precision for the whole run: a layer, or a GEMM whose experts all are.
+    m_bf16Rows.clear();
+    m_bf16Source.assign(size_t(m_data.layers.size()), QString());
+    for (qsizetype y = 0; y < m_data.layers.size(); ++y) {
+        const QStringList members = size_t(y) < m_data.rowLayers.size() && !m_data.rowLayers[size_t(y)].isEmpty()
+            ? m_data.rowLayers[size_t(y)]
+            : QStringList {m_data.layers[y]};
+        const bool all = std::all_of(
+            members.begin(), members.end(), [&](const QString &l) { return m_precision.highPrecisionThroughout(l); });
+        if (!all)
+            continue;
+        m_bf16Rows.push_back(int(y));
+        const PrecisionSpan *s = m_precision.at(members.front(), 0);
+        m_bf16Source[size_t(y)] = s ? s->source : QString();
+    }
+    for (QCPItemRect *r : m_hatches)
+        plot()->removeItem(r);
+    m_hatches.clear();
+    const auto [lo, hi] = keyRange();
+    for (int y : m_bf16Rows) {
+        auto *rect = new QCPItemRect(plot());
+        rect->setSelectable(false);
+        rect->topLeft->setCoords(lo, y - 0.5);
+        rect->bottomRight->setCoords(hi, y + 0.5);
+        rect->setPen(Qt::NoPen);
+        rect->setBrush(QBrush(palette().color(QPalette::Mid), Qt::BDiagPattern));
+        m_hatches.push_back(rect);
+    }
 }
 
 void HeatmapView::setHeatmap(Heatmap heatmap)
@@ -406,7 +504,48 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
         : m_data.source == kRanksMean                      ? tr(", mean across ranks")
                                                            : QString();
     m_scale->axis()->setLabel(statistic() + QLatin1Char(' ') + tensor()
-        + (m_data.recipe.isEmpty() ? QString() : tr(" (%1)").arg(m_data.recipe)) + acrossRanks);
+        + (m_data.recipe.isEmpty() ? QString() : tr(" (%1)").arg(m_data.recipe)) + acrossRanks
+        + (m_data.expertReduction.isEmpty() ? QString() : QStringLiteral(", ") + m_data.expertReduction)
+        + (m_data.expertsOf.isEmpty() ? QString() : tr(", one GEMM's experts")));
+    {
+        // The experts' controls where there are experts: a grouped map, an experts map, or a row per expert.
+        const bool experts = !m_data.rowExperts.empty() || !m_data.expertsOf.isEmpty()
+            || std::any_of(
+                m_data.layers.begin(), m_data.layers.end(), [](const QString &l) { return expertOf(l).has_value(); });
+        m_expertsAction->setVisible(experts && m_data.expertsOf.isEmpty());
+        m_expertAction->setVisible(experts && m_data.expertsOf.isEmpty() && expertRows() == ExpertRows::One);
+        m_backAction->setVisible(!m_data.expertsOf.isEmpty());
+        // The router's statistic of the GEMM's layer where the run logs one per layer (moe/..._layer_<i>, Megatron
+        // numbering its MoE layers), else the run's.
+        m_routerStat.clear();
+        if (!m_data.expertsOf.isEmpty()) {
+            const QStringList stats = m_source->routerStatistics(run());
+            static const QRegularExpression layerNo(QStringLiteral(R"((?:^|\.)layers?\.(\d+)\.)"));
+            const auto m = layerNo.match(m_data.expertsOf);
+            for (const QString &s : stats) {
+                if (m.hasMatch() && s.endsWith(QStringLiteral("_layer_") + m.captured(1))
+                    && s.contains(QLatin1String("load_balancing")))
+                    m_routerStat = s;
+            }
+            for (const char *name :
+                {"load_balancing_loss", "seq_load_balancing_loss", "global_load_balancing_loss", "z_loss"}) {
+                if (m_routerStat.isEmpty() && stats.contains(QLatin1String(name)))
+                    m_routerStat = QLatin1String(name);
+            }
+        }
+        m_routerAction->setVisible(!m_routerStat.isEmpty());
+        if (auto *router = findChild<QToolButton *>(QStringLiteral("heatmapRouter")))
+            router->setToolTip(
+                tr("Draw %1 in the Curves tab: whether the router overloaded an expert").arg(m_routerStat));
+        // The back button names the GEMM whose experts are shown (its last dotted parts; the whole on hover).
+        if (auto *back = findChild<QToolButton *>(QStringLiteral("heatmapBack"))) {
+            const QStringList parts = m_data.expertsOf.split(QLatin1Char('.'));
+            const QString gemm
+                = parts.size() > 5 ? parts.mid(parts.size() - 5).join(QLatin1Char('.')) : m_data.expertsOf;
+            back->setText(tr("\u25C0 %1: all layers").arg(gemm));
+            back->setToolTip(tr("The experts of %1; back to every layer's row (Backspace)").arg(m_data.expertsOf));
+        }
+    }
     {
         const QSignalBlocker block(m_recipeBox);
         m_recipeBox->clear();
@@ -458,6 +597,7 @@ void HeatmapView::setHeatmap(Heatmap heatmap)
         }
         m_nonFiniteMarks->setData(xs, ys);
     }
+    updateHighPrecisionRows();
     updateLayerTicks();
     updateCursor();
     rebuildMap();
@@ -562,6 +702,12 @@ void HeatmapView::rebuildMap()
     }
     for (int y = 0; y < ny; ++y) {
         const double *row = m_data.values.data() + size_t(y) * size_t(nx);
+        if (std::find(m_bf16Rows.begin(), m_bf16Rows.end(), y) != m_bf16Rows.end()) {
+            // A GEMM in high precision: hatched, no colour (its statistics say nothing of an FP8 cast).
+            for (int c = 0; c < columns; ++c)
+                d->setCell(c, y, NAN);
+            continue;
+        }
         for (int c = 0; c < columns; ++c) {
             double v = row[centreStep[size_t(c)]];
             if (!std::isfinite(v))
@@ -604,13 +750,29 @@ void HeatmapView::updateLayerTicks()
     const int first = std::clamp(int(std::ceil(shown.lower)), 0, std::max(ny - 1, 0));
     const int last = std::clamp(int(std::floor(shown.upper)), 0, std::max(ny - 1, 0));
     const int every = std::max(1, (last - first + fit) / fit);
-    const int selected = int(m_data.layers.indexOf(m_selection->layer()));
+    const int selected = rowOfLayer(m_selection->layer());
     const int hot = m_hotRow < ny && m_hotRow != selected ? m_hotRow : -1;
     const auto nearNamed = [&](int y) {
         return (selected >= 0 && std::abs(y - selected) < every) || (hot >= 0 && std::abs(y - hot) < every);
     };
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();
-    const QStringList names = shortNames(m_data.layers);
+    QStringList names = shortNames(m_data.layers);
+    for (qsizetype y = 0; y < names.size(); ++y) {
+        // An experts map names its rows by expert; a GEMM's row says how many experts it stands for.
+        if (!m_data.expertsOf.isEmpty()) {
+            if (const auto e = expertOf(m_data.layers[y]))
+                names[y] = expertLabel(e->expert);
+        } else if (const int n = m_data.rowExpertCount(y); n > 0) {
+            // One expert of each GEMM: that expert named; else how many the row stands for.
+            names[y] += expertRows() == ExpertRows::One ? QStringLiteral(" (%1)").arg(m_data.expertReduction)
+                                                        : QStringLiteral(" \u00D7%1").arg(n);
+        } else if (const auto e = expertOf(m_data.layers[y])) {
+            // A row per expert: its GEMM's name and the expert, as the experts map says it.
+            names[y] = shortNames({e->gemm}).value(0) + QLatin1Char(' ') + expertLabel(e->expert);
+        }
+        if (std::find(m_bf16Rows.begin(), m_bf16Rows.end(), int(y)) != m_bf16Rows.end())
+            names[y] += tr(" [BF16]");
+    }
     for (int y = first; y <= last && ny > 0; y += every) {
         if (!nearNamed(y))
             ticker->addTick(y, names[y]);
@@ -619,7 +781,7 @@ void HeatmapView::updateLayerTicks()
         ticker->addTick(hot, names[hot]);
     // Flagged layers (a comparison's suspects) are always named, marked, with their note.
     for (const auto &[layer, note] : m_flagged) {
-        const int y = int(m_data.layers.indexOf(layer));
+        const int y = rowOfLayer(layer);
         if (y >= 0 && y != selected)
             ticker->addTick(y,
                 QStringLiteral("\u26A0 ") + names[y]
@@ -781,6 +943,16 @@ QString HeatmapView::toolTipAt(const QPointF &pixel) const
                       .arg(m_data.layers[layer])
                       .arg(m_data.steps[size_t(col)])
                       .arg(tensor(), statistic(), value);
+    if (size_t(layer) < m_bf16Source.size()
+        && std::find(m_bf16Rows.begin(), m_bf16Rows.end(), layer) != m_bf16Rows.end())
+        tip += tr("\nin BF16 for the whole run (%1): not coloured").arg(m_bf16Source[size_t(layer)]);
+    if (const int experts = m_data.rowExpertCount(layer); experts > 0) {
+        // A GEMM's row: its experts, the one the value is from, and what a click opens.
+        tip += tr("\n%1 experts, %2").arg(experts).arg(m_data.expertReduction);
+        if (const int e = m_data.cellExpert(layer, size_t(col)); e >= 0 && expertRows() == ExpertRows::Max)
+            tip += tr("\nthe worst: expert %1").arg(e);
+        tip += tr("\nclick: the experts map of this GEMM");
+    }
     const size_t cell = size_t(layer) * m_data.steps.size() + size_t(col);
     if (cell < m_data.ranks.size() && m_data.ranks[cell] >= 0 && (!std::isnan(v) || bad != m_data.nonFinite.end()))
         tip += tr("\nfrom rank %1").arg(m_data.ranks[cell]);
@@ -812,6 +984,15 @@ QString HeatmapView::csv() const
                                         : QString::number(v, 'g', QLocale::FloatingPointShortest));
         }
         out += QLatin1Char('\n');
+        if (m_data.rowExpertCount(y) == 0)
+            continue;
+        // A GEMM's row of experts: the expert each value is from, as fp8scope-cli heatmap writes it.
+        out += m_data.layers[y] + QStringLiteral(" [expert]");
+        for (size_t x = 0; x < m_data.steps.size(); ++x) {
+            const int e = m_data.cellExpert(y, x);
+            out += QLatin1Char(',') + (e >= 0 ? QString::number(e) : QString());
+        }
+        out += QLatin1Char('\n');
     }
     return out;
 }
@@ -837,7 +1018,73 @@ void HeatmapView::onMouseRelease(QMouseEvent *event)
     int layer = 0, col = 0;
     if ((event->position() - m_pressPos).manhattanLength() > 3 || !cellAt(event->position(), &layer, &col))
         return;
+    if (m_data.rowExpertCount(layer) > 0) {
+        // A GEMM's row stands for its experts: the click opens them, the worst at that step selected.
+        const int e = m_data.cellExpert(layer, size_t(col));
+        QString worst;
+        for (const QString &l : m_data.rowLayers[size_t(layer)]) {
+            if (const auto x = expertOf(l); x && x->expert == e)
+                worst = l;
+        }
+        const int64_t step = m_data.steps[size_t(col)];
+        showExpertsOf(m_data.layers[layer]);
+        if (worst.isEmpty())
+            m_selection->setStep(step);
+        else
+            m_selection->set(run(), worst, tensor(), step);
+        return;
+    }
     m_selection->set(run(), m_data.layers[layer], tensor(), m_data.steps[size_t(col)]);
+}
+
+void HeatmapView::setExpertRows(ExpertRows rows)
+{
+    m_expertsBox->setCurrentIndex(m_expertsBox->findData(int(rows)));
+}
+
+ExpertRows HeatmapView::expertRows() const
+{
+    return ExpertRows(m_expertsBox->currentData().toInt());
+}
+
+void HeatmapView::setExpert(int expert)
+{
+    m_expertBox->setValue(expert);
+}
+
+void HeatmapView::showExpertsOf(const QString &gemm)
+{
+    if (gemm == m_expertsOf)
+        return;
+    m_expertsOf = gemm;
+    reload();
+}
+
+int HeatmapView::rowOfLayer(const QString &layer) const
+{
+    if (layer.isEmpty())
+        return -1;
+    const int row = int(m_data.layers.indexOf(layer));
+    if (row >= 0 || m_data.rowExperts.empty())
+        return row;
+    const auto e = expertOf(layer);
+    return e ? int(m_data.layers.indexOf(e->gemm)) : -1;
+}
+
+void HeatmapView::keyPressEvent(QKeyEvent *event)
+{
+    if ((event->key() == Qt::Key_Backspace || event->key() == Qt::Key_Escape) && !m_expertsOf.isEmpty()) {
+        showExpertsOf(QString());
+        return;
+    }
+    if (event->key() == Qt::Key_Return || event->key() == Qt::Key_Enter) {
+        // The selected layer's GEMM, where it is an expert's.
+        if (const auto e = expertOf(m_selection->layer()); e && m_expertsOf.isEmpty()) {
+            showExpertsOf(e->gemm);
+            return;
+        }
+    }
+    PlotView::keyPressEvent(event);
 }
 
 } // namespace fp8scope

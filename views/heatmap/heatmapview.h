@@ -17,11 +17,14 @@ class QAction;
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QKeyEvent;
+class QSpinBox;
 class QLabel;
 class QCPColorMap;
 class QCPColorScale;
 class QCPGraph;
 class QCPItemStraightLine;
+class QCPItemRect;
 class QCPItemText;
 
 namespace fp8scope {
@@ -50,6 +53,20 @@ public:
     void setDataSource(const QString &source);
     void setLogColour(bool on);
     bool logColour() const;
+    // A mixture-of-experts GEMM's experts (core/formats/expertnames.h): one row per GEMM holding the worst expert
+    // (Max, the default), their mean, one expert's (setExpert), or a row per expert (All).
+    void setExpertRows(ExpertRows rows);
+    ExpertRows expertRows() const;
+    void setExpert(int expert);
+    // The experts x steps map of one GEMM ("" for the map of every layer): what a click on a GEMM's row, or Return
+    // on a selected expert, opens; Backspace or Escape (or the Back button) goes back.
+    void showExpertsOf(const QString &gemm);
+    QString expertsOf() const { return m_expertsOf; }
+    // The row that shows a layer: its own, or its GEMM's where experts are grouped (-1 for none).
+    int rowOfLayer(const QString &layer) const;
+    // The rows whose GEMMs ran in high precision for the whole run (the run's precision map): hatched, their cells
+    // not coloured (a BF16 GEMM's statistics are no FP8 underflow), the source said on hover.
+    const std::vector<int> &highPrecisionRows() const { return m_bf16Rows; }
     void setThreshold(bool on, double value);
 
     // Draws a matrix directly (benchmarks; tests of the drawing); views normally load from the store.
@@ -92,9 +109,12 @@ public:
 
 Q_SIGNALS:
     void heatmapChanged();
+    // The router's statistic beside an experts map, asked to be drawn as a curve (the Router button).
+    void curveRequested(const QString &stat);
 
 protected:
     void resizeEvent(QResizeEvent *event) override;
+    void keyPressEvent(QKeyEvent *event) override;
 
 private:
     void setUpControls();
@@ -123,6 +143,22 @@ private:
     QComboBox *m_tensorBox;
     QComboBox *m_recipeBox; // shown for recomputed statistics: the recipe the rows were computed under
     QComboBox *m_sourceBox; // shown when several sources hold the statistic (the ranks of a TE debug log)
+    QComboBox *m_expertsBox; // shown for a run with experts: how a GEMM's experts make its row
+    QSpinBox *m_expertBox; // ... the expert shown, for one expert
+    QAction *m_expertsAction = nullptr;
+    QAction *m_expertAction = nullptr;
+    QAction *m_backAction = nullptr; // back from an experts map
+    QAction *m_routerAction = nullptr; // the router's loss as a curve, beside an experts map
+    QString m_routerStat;
+    QString m_expertsOf;
+    // The run's precision map, and the rows it keeps in high precision with what says so.
+    RunRef m_precisionRun;
+    PrecisionMap m_precision;
+    quint64 m_precisionPending = 0;
+    std::vector<int> m_bf16Rows;
+    std::vector<QString> m_bf16Source; // per row ("" for a row in the run's precision)
+    std::vector<QCPItemRect *> m_hatches;
+    void updateHighPrecisionRows();
     QCheckBox *m_logColour;
     QCheckBox *m_threshold;
     QDoubleSpinBox *m_thresholdValue;

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <QAbstractItemModel>
+#include <QHash>
+#include <QSet>
 
 #include <memory>
 #include <vector>
@@ -25,6 +27,9 @@ public:
 
     // Layers in depth order, each with its tensor kinds.
     void setLayers(const std::vector<std::pair<QString, QStringList>> &layers);
+    // The layers that ran in high precision for the whole run (of the run the window shows), with what says so:
+    // marked "BF16" beside their names, the source on hover.
+    void setHighPrecision(const QHash<QString, QString> &layers);
     // The index of a layer (tensor empty) or of one of its tensors; invalid when absent.
     QModelIndex find(const QString &layer, const QString &tensor = QString()) const;
 
@@ -41,6 +46,8 @@ private:
     QModelIndex indexOf(Node *node) const;
 
     std::unique_ptr<Node> m_root;
+    QHash<QString, QString> m_highPrecision;
+    QSet<const Node *> m_bf16Nodes; // nodes above layers whose layers are all in BF16
 };
 
 } // namespace fp8scope

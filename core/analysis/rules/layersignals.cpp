@@ -1,5 +1,9 @@
 #include "core/analysis/rules.h"
 
+#include "core/formats/expertnames.h"
+
+#include <QJsonArray>
+#include <QJsonObject>
 #include <QJsonValue>
 
 #include <algorithm>
@@ -8,6 +12,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace fp8scope::analysis::rules {
@@ -136,6 +141,30 @@ void normalized(const StepSeries &s, const PeerFactors &g, size_t m, StepSeries 
     }
 }
 
+// The median of a run-level series before and after a step, over a window of a twentieth of the planned steps
+// (at least 3 points each side): nullopt without the series or enough points.
+std::optional<std::pair<double, double>> routerRise(
+    const std::optional<StepSeries> &router, int64_t at, std::optional<int64_t> planned)
+{
+    if (!router || router->size() < 6)
+        return std::nullopt;
+    const int64_t window = std::max<int64_t>(1, planned.value_or(router->steps.back()) / 20);
+    std::vector<double> before, after;
+    for (size_t i = 0; i < router->size(); ++i) {
+        const int64_t step = router->steps[i];
+        const double v = router->values[i];
+        if (!std::isfinite(v))
+            continue;
+        if (step < at && step >= at - window)
+            before.push_back(v);
+        else if (step >= at && step < at + window)
+            after.push_back(v);
+    }
+    if (before.size() < 3 || after.size() < 3)
+        return std::nullopt;
+    return std::make_pair(median(before), median(after));
+}
+
 // The layer signals of a run: every risk statistic's sustained change against its peers. Truncated statistics
 // are left to their own rule.
 std::vector<Signal> signalsOf(const std::vector<SeriesPoints> &risk, const OnsetOptions &base)
@@ -204,6 +233,10 @@ void layerSignals(const PairInputs &in, const TriageOptions &options, Comparison
     if (options.live)
         onset.plannedSteps = c.plannedSteps;
     std::vector<Signal> signals = signalsOf(in.finish.risk, onset);
+    // A GEMM that ran in high precision when its statistic moved is no FP8 suspect there (a layer Megatron or a
+    // Transformer Engine debug config kept in BF16, a GEMM the run switched itself).
+    std::erase_if(
+        signals, [&](const Signal &s) { return in.finish.precision.highPrecision(s.series.layer, *s.onset.step); });
     // The suspect first: what began to move before the loss departed (all, without a departure), then what
     // measures damage before what measures range and what only follows a scale, then what moved first, by
     // where it had made half its change (a slow drift of learning leaves its early level long before it has
@@ -217,6 +250,42 @@ void layerSignals(const PairInputs &in, const TriageOptions &options, Comparison
         };
         return key(a) < key(b);
     });
+    // A mixture-of-experts GEMM's experts: one finding per GEMM, tensor and statistic, the most suspect expert's,
+    // saying whether one expert moved (its routing or its scale) or all of them (the GEMM).
+    struct ExpertScope {
+        ExpertName name;
+        int total = 0; // the GEMM's experts with this statistic
+        QList<int> moved; // those with a signal, most suspect first
+    };
+    std::map<size_t, ExpertScope> scopes; // by the kept signal's index
+    {
+        std::map<std::tuple<QString, QString, QString, QString>, std::set<int>> experts; // gemm, tensor, stat, source
+        for (const SeriesPoints &sp : in.finish.risk) {
+            if (const auto e = expertOf(sp.series.layer))
+                experts[{e->gemm, sp.series.tensor, sp.series.stat, sp.series.source}].insert(e->expert);
+        }
+        std::map<std::tuple<QString, QString, QString, QString>, size_t> first;
+        std::vector<Signal> kept;
+        for (const Signal &s : signals) {
+            const auto e = expertOf(s.series.layer);
+            if (!e) {
+                kept.push_back(s);
+                continue;
+            }
+            const auto key = std::make_tuple(e->gemm, s.series.tensor, s.series.stat, s.series.source);
+            const auto at = first.find(key);
+            if (at == first.end()) {
+                first[key] = kept.size();
+                scopes[kept.size()] = {*e, int(experts[key].size()), {e->expert}};
+                kept.push_back(s);
+            } else if (!scopes[at->second].moved.contains(e->expert) && before(s) == before(kept[at->second])) {
+                // Experts that moved with the first: causes with a cause, consequences with a consequence (an
+                // expert that follows the loss's departure is not part of what moved before it).
+                scopes[at->second].moved << e->expert;
+            }
+        }
+        signals.swap(kept);
+    }
     for (size_t i = 0; i < signals.size() && i < 12; ++i) {
         const Signal &s = signals[i];
         Finding f;
@@ -239,6 +308,64 @@ void layerSignals(const PairInputs &in, const TriageOptions &options, Comparison
                         .arg(s.onset.early, 0, 'g', 3)
                         .arg(*s.onset.step)
                         .arg(when);
+        const auto scope = scopes.find(i);
+        QString expertScope;
+        QJsonObject expertEvidence;
+        if (scope != scopes.end()) {
+            const ExpertScope &x = scope->second;
+            const int moved = int(x.moved.size());
+            // All: every expert, or all but a few of many (an expert no token reached logs nothing to move).
+            // All: at least three quarters and two of them (a GEMM of one expert moved whole).
+            const int allOf = std::max(std::min(2, x.total), (3 * x.total + 3) / 4);
+            expertScope = moved == 1 && x.total > 1 ? QStringLiteral("one")
+                : moved >= allOf                    ? QStringLiteral("all")
+                                                    : QStringLiteral("some");
+            QStringList movedNames;
+            for (int e : x.moved)
+                movedNames << QString::number(e);
+            if (expertScope == QLatin1String("all"))
+                f.summary = QStringLiteral("%1 of %2 experts of %3 %4 leaves its early level (the first, expert "
+                                           "%5, at step %6, %7): the GEMM moved, not one expert")
+                                .arg(s.series.stat,
+                                    moved == x.total ? QStringLiteral("all %1").arg(x.total)
+                                                     : QStringLiteral("%1 of the %2").arg(moved).arg(x.total),
+                                    x.name.gemm, s.series.tensor)
+                                .arg(x.name.expert)
+                                .arg(*s.onset.step)
+                                .arg(when);
+            else if (expertScope == QLatin1String("one")) {
+                f.summary = QStringLiteral("%1 of expert %2 of %3 %4 leaves its early level %5 at step %6, %7; one "
+                                           "expert of %8 moved (its routing or its scale), not the GEMM")
+                                .arg(s.series.stat)
+                                .arg(x.name.expert)
+                                .arg(x.name.gemm, s.series.tensor)
+                                .arg(s.onset.early, 0, 'g', 3)
+                                .arg(*s.onset.step)
+                                .arg(when)
+                                .arg(x.total);
+                // The router's loss around the onset: a rise says the router sent that expert more than its share.
+                if (const auto rise = routerRise(in.run.routerLoss, *s.onset.step, c.plannedSteps)) {
+                    expertEvidence.insert(QStringLiteral("router_loss_before"), rise->first);
+                    expertEvidence.insert(QStringLiteral("router_loss_after"), rise->second);
+                    if (rise->second > rise->first * 1.1)
+                        f.summary += QStringLiteral("; the router's load-balancing loss rose from %1 to %2 after it: "
+                                                    "the router overloads experts")
+                                         .arg(rise->first, 0, 'g', 3)
+                                         .arg(rise->second, 0, 'g', 3);
+                }
+            } else
+                f.summary += QStringLiteral("; %1 of the %2 experts of %3 moved (experts %4)")
+                                 .arg(moved)
+                                 .arg(x.total)
+                                 .arg(x.name.gemm, movedNames.join(QStringLiteral(", ")));
+            const QJsonObject scopeEvidence {{QStringLiteral("gemm"), x.name.gemm},
+                {QStringLiteral("expert"), x.name.expert}, {QStringLiteral("experts"), x.total},
+                {QStringLiteral("experts_moved"), QJsonArray::fromStringList(movedNames)},
+                {QStringLiteral("expert_scope"), expertScope},
+                {QStringLiteral("experts_pattern"), expertsPattern(s.series.layer)}};
+            for (auto it = scopeEvidence.begin(); it != scopeEvidence.end(); ++it)
+                expertEvidence.insert(it.key(), it.value());
+        }
         f.evidence = {{QStringLiteral("onset"), double(*s.onset.step)}, {QStringLiteral("early"), s.onset.early},
             {QStringLiteral("late"), s.onset.late}, {QStringLiteral("threshold"), s.onset.threshold},
             {QStringLiteral("halfway"), double(s.onset.halfway.value_or(*s.onset.step))},
@@ -251,10 +378,58 @@ void layerSignals(const PairInputs &in, const TriageOptions &options, Comparison
             {QStringLiteral("deepest_layer"), double(in.finish.lastLayerIndex)},
             {QStringLiteral("lead_steps"),
                 c.departure ? QJsonValue(double(*c.departure - *s.onset.step)) : QJsonValue()}};
+        for (auto it = expertEvidence.begin(); it != expertEvidence.end(); ++it)
+            f.evidence.insert(it.key(), it.value());
         c.findings.push_back(f);
     }
     if (c.departure && !signals.empty() && *signals.front().onset.step <= *c.departure)
         c.lead = *c.departure - *signals.front().onset.step;
+}
+
+} // namespace fp8scope::analysis::rules
+
+namespace fp8scope::analysis::rules {
+
+// The run's own switches of a GEMM to high precision (AutoswitchGemm, core/query/precisionmap.h): where the run
+// found a GEMM fragile, and when; a suspect the next steps can keep in BF16 for good.
+void precisionSwitches(const PairInputs &in, const TriageOptions &, Comparison &c)
+{
+    int said = 0;
+    for (const LayerPrecision &l : in.finish.precision.layers) {
+        for (const PrecisionSpan &s : l.spans) {
+            if (!s.automatic || said >= 12)
+                continue;
+            ++said;
+            Finding f;
+            f.kind = FindingKind::PrecisionSwitch;
+            const bool before = c.departure && s.from <= *c.departure;
+            f.severity = before ? Severity::Warning : Severity::Info;
+            f.layer = l.layer;
+            f.stat = s.gemms.join(QLatin1Char('+'));
+            f.step = s.from;
+            if (s.to != std::numeric_limits<int64_t>::max())
+                f.lastStep = s.to;
+            f.summary
+                = QStringLiteral("the run switched %1 of %2 to high precision at step %3%4 (%5): it found this "
+                                 "GEMM fragile there")
+                      .arg(s.gemms.join(QStringLiteral(", ")), l.layer)
+                      .arg(s.from)
+                      .arg(s.to == std::numeric_limits<int64_t>::max() ? QString()
+                                                                       : QStringLiteral(" until step %1").arg(s.to))
+                      .arg(s.source);
+            f.evidence
+                = {{QStringLiteral("source"), s.source}, {QStringLiteral("gemms"), QJsonArray::fromStringList(s.gemms)},
+                    {QStringLiteral("from"), double(s.from)},
+                    {QStringLiteral("to"),
+                        s.to == std::numeric_limits<int64_t>::max() ? QJsonValue() : QJsonValue(double(s.to))},
+                    {QStringLiteral("before_departure"), before}};
+            f.suggestion = QStringLiteral("keep %1 in BF16 from the start (DisableQuantizationGEMM for %2 in the "
+                                          "Transformer Engine debug config), so that the run does not depend on the "
+                                          "switch")
+                               .arg(l.layer, s.gemms.join(QStringLiteral(", ")));
+            c.findings.push_back(f);
+        }
+    }
 }
 
 } // namespace fp8scope::analysis::rules

@@ -15,6 +15,8 @@ const std::vector<PairRule> &pairRules()
         {"config-differences", "config keys and key-package versions that differ, by class", rules::configDifferences},
         {"layer-signals", "per-layer statistics that moved against their peers, most suspect first",
             rules::layerSignals},
+        {"precision-switches", "GEMMs the run switched to high precision by itself (AutoswitchGemm)",
+            rules::precisionSwitches},
         {"recipe-what-if", "the first suspect's evidence dump under each recipe the run could use",
             rules::recipeWhatIf},
         {"truncated-statistics", "statistics the TE log prints too small to read", rules::truncatedStatistics},
