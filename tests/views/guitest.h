@@ -3,11 +3,14 @@
 #pragma once
 
 #include "core/demo/demogenerator.h"
+#include "views/plotting/qcp.h"
 
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QTemporaryDir>
+#include <QTest>
+#include <QWidget>
 
 namespace fp8scope::guitest {
 
@@ -33,6 +36,21 @@ inline bool generatePair(const QString &dir, int seed, int layers, int steps, De
     o.layers = layers;
     o.steps = steps;
     return generateDemo(dir, o, plan, error);
+}
+
+// FP8SCOPE_SHOT_DIR=DIR saves the window as it stands into DIR/WxH/name (tests/screenshots.sh: docs/GUI.md's
+// pictures the GUI tests take: eight runs, stacked plots, a mixture-of-experts run).
+inline void shoot(QWidget *window, const QString &name)
+{
+    const QString dir = qEnvironmentVariable("FP8SCOPE_SHOT_DIR");
+    if (dir.isEmpty())
+        return;
+    QTest::qWait(300);
+    for (QCustomPlot *p : window->findChildren<QCustomPlot *>())
+        p->replot(QCustomPlot::rpImmediateRefresh);
+    const QString sized = QStringLiteral("%1/%2x%3").arg(dir).arg(window->width()).arg(window->height());
+    QDir().mkpath(sized);
+    QVERIFY(window->grab().save(sized + QLatin1Char('/') + name));
 }
 
 } // namespace fp8scope::guitest

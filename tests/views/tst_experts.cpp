@@ -25,29 +25,6 @@
 
 using namespace fp8scope;
 
-namespace {
-
-// FP8SCOPE_SHOT_DIR=DIR saves the window as it stands into DIR/WxH/name (tests/screenshots.sh: docs/GUI.md's
-// pictures of a mixture-of-experts run), the heatmap dock given the height a user would drag it to.
-void shoot(QMainWindow *window, const QString &name)
-{
-    const QString dir = qEnvironmentVariable("FP8SCOPE_SHOT_DIR");
-    if (dir.isEmpty())
-        return;
-    if (auto *dock = window->findChild<QDockWidget *>(QStringLiteral("heatmapDock"))) {
-        QTest::qWait(50);
-        window->resizeDocks({dock}, {window->height() * 3 / 5}, Qt::Vertical);
-    }
-    QTest::qWait(300);
-    for (QCustomPlot *p : window->findChildren<QCustomPlot *>())
-        p->replot(QCustomPlot::rpImmediateRefresh);
-    const QString sized = QStringLiteral("%1/%2x%3").arg(dir).arg(window->width()).arg(window->height());
-    QDir().mkpath(sized);
-    QVERIFY(window->grab().save(sized + QLatin1Char('/') + name));
-}
-
-} // namespace
-
 class TestExperts : public QObject
 {
     Q_OBJECT
@@ -118,7 +95,7 @@ void TestExperts::groupedHeatmapAndExpertsMap()
     QVERIFY(tip.contains(QStringLiteral("8 experts")));
     // The view's CSV names the expert of each value, as the CLI's does.
     QVERIFY(heat->csv().contains(m_plan.gemm + QStringLiteral(" [expert]")));
-    shoot(w, QStringLiteral("17-moe-grouped-heatmap.png"));
+    guitest::shoot(w, QStringLiteral("17-moe-grouped-heatmap.png"));
     // The worst expert's row is told apart from its GEMM's: a selected expert marks its GEMM's row.
     QCOMPARE(heat->rowOfLayer(m_plan.layer), row);
     const QString worstLayer = m_plan.gemm + QStringLiteral(".gemm_%1").arg(worst);
@@ -139,7 +116,7 @@ void TestExperts::groupedHeatmapAndExpertsMap()
     for (qsizetype r = 0; r < map.layers.size(); ++r)
         QVERIFY(!(map.at(r, size_t(last)) > worstValue));
     QVERIFY(heat->scaleLabel().contains(QStringLiteral("one GEMM's experts")));
-    shoot(w, QStringLiteral("18-moe-experts-map.png"));
+    guitest::shoot(w, QStringLiteral("18-moe-experts-map.png"));
     auto *back = heat->findChild<QToolButton *>(QStringLiteral("heatmapBack"));
     QVERIFY(back);
     QTRY_VERIFY(back->isVisible());

@@ -67,21 +67,6 @@ QByteArray lossCsv(int points, int stride, double offset)
     return csv;
 }
 
-// FP8SCOPE_SHOT_DIR=DIR saves the window as it stands into DIR/WxH/name (tests/screenshots.sh: docs/GUI.md's
-// pictures of eight runs and of stacked plots).
-void shoot(QWidget *window, const QString &name)
-{
-    const QString dir = qEnvironmentVariable("FP8SCOPE_SHOT_DIR");
-    if (dir.isEmpty())
-        return;
-    QTest::qWait(300);
-    for (QCustomPlot *p : window->findChildren<QCustomPlot *>())
-        p->replot(QCustomPlot::rpImmediateRefresh);
-    const QString sized = QStringLiteral("%1/%2x%3").arg(dir).arg(window->width()).arg(window->height());
-    QDir().mkpath(sized);
-    QVERIFY(window->grab().save(sized + QLatin1Char('/') + name));
-}
-
 // A plot names its curves: a legend over none of their points, inside the plot, or labels at the lines' ends,
 // one a curve, none over another. Returns the rectangles of what names them.
 QList<QRectF> checkLegendKept(QCustomPlot *plot, int curves)
@@ -305,7 +290,7 @@ void TestLayout::eightRunsStayApartAndKeepALegend()
     QCustomPlot *plot = curves->plot();
     plot->replot();
     checkLegendKept(plot, 8);
-    shoot(w.get(), QStringLiteral("15-eight-runs.png"));
+    guitest::shoot(w.get(), QStringLiteral("15-eight-runs.png"));
     // The Curves tab given less height (a laptop with the heatmap open): still named, now at the lines' ends.
     curves->setFixedHeight(200);
     QTRY_VERIFY(curves->height() == 200);
@@ -514,7 +499,7 @@ void TestLayout::plotsStackOnOneXAxis()
         for (const QSize size : {QSize(1366, 768), QSize(1920, 1080)}) {
             w->resize(size);
             QTest::qWait(200);
-            shoot(w.get(), QStringLiteral("16-stacked-plots.png"));
+            guitest::shoot(w.get(), QStringLiteral("16-stacked-plots.png"));
         }
         w->resize(1366, 768);
         QTest::qWait(100);
