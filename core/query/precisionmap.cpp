@@ -255,9 +255,8 @@ void tePrecisionConfig(const std::vector<ConfigEntry> &configs, const QString &r
 
 const LayerPrecision *PrecisionMap::find(const QString &layer) const
 {
-    const auto it
-        = std::find_if(layers.begin(), layers.end(), [&](const LayerPrecision &l) { return l.layer == layer; });
-    return it == layers.end() ? nullptr : &*it;
+    const auto it = index.constFind(layer);
+    return it == index.cend() ? nullptr : &layers[size_t(*it)];
 }
 
 const PrecisionSpan *PrecisionMap::at(const QString &layer, int64_t step) const
@@ -364,6 +363,7 @@ PrecisionMap precisionMap(const Catalog &catalog, RunRef run)
             if (o.matches(layer))
                 lp.spans.push_back(o.span);
         }
+        map.index.insert(layer, qsizetype(map.layers.size()));
         map.layers.push_back(std::move(lp));
     }
     // AutoswitchGemm's statistics: a GEMM switched to high precision at the steps one passes its threshold.
@@ -380,10 +380,10 @@ PrecisionMap precisionMap(const Catalog &catalog, RunRef run)
         if (section == autoswitch.end())
             continue;
         const auto threshold = section->thresholds.find(m.captured(2));
-        auto lp = std::find_if(
-            map.layers.begin(), map.layers.end(), [&](const LayerPrecision &l) { return l.layer == s.layer; });
-        if (lp == map.layers.end())
+        const auto at = map.index.constFind(s.layer);
+        if (at == map.index.cend())
             continue;
+        LayerPrecision *lp = &map.layers[size_t(*at)];
         std::optional<PrecisionSpan> open;
         const auto close = [&](int64_t to) {
             if (open) {

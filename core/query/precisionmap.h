@@ -13,6 +13,7 @@
 
 #include "core/query/querytypes.h"
 
+#include <QHash>
 #include <QMetaType>
 #include <QStringList>
 
@@ -47,6 +48,7 @@ struct PrecisionMap {
     QString precision; // the run's ("" when nothing says)
     QString recipe;
     std::vector<LayerPrecision> layers; // depth order
+    QHash<QString, qsizetype> index; // a layer's place in `layers` (find() looks it up: a heatmap asks per row)
     QStringList notes; // what could not be read ("AutoswitchGemm statistics without the thresholds of its config")
     // The span that decides a layer's precision at a step: the last that holds it and covers all three GEMMs (the
     // run's own when none overrides it); nullptr for a layer the map does not have.

@@ -702,7 +702,7 @@ void HeatmapView::rebuildMap()
     }
     for (int y = 0; y < ny; ++y) {
         const double *row = m_data.values.data() + size_t(y) * size_t(nx);
-        if (std::find(m_bf16Rows.begin(), m_bf16Rows.end(), y) != m_bf16Rows.end()) {
+        if (std::binary_search(m_bf16Rows.begin(), m_bf16Rows.end(), y)) {
             // A GEMM in high precision: hatched, no colour (its statistics say nothing of an FP8 cast).
             for (int c = 0; c < columns; ++c)
                 d->setCell(c, y, NAN);
@@ -770,7 +770,7 @@ void HeatmapView::updateLayerTicks()
             // A row per expert: its GEMM's name and the expert, as the experts map says it.
             names[y] = shortNames({e->gemm}).value(0) + QLatin1Char(' ') + expertLabel(e->expert);
         }
-        if (std::find(m_bf16Rows.begin(), m_bf16Rows.end(), int(y)) != m_bf16Rows.end())
+        if (std::binary_search(m_bf16Rows.begin(), m_bf16Rows.end(), int(y)))
             names[y] += tr(" [BF16]");
     }
     for (int y = first; y <= last && ny > 0; y += every) {
@@ -943,8 +943,7 @@ QString HeatmapView::toolTipAt(const QPointF &pixel) const
                       .arg(m_data.layers[layer])
                       .arg(m_data.steps[size_t(col)])
                       .arg(tensor(), statistic(), value);
-    if (size_t(layer) < m_bf16Source.size()
-        && std::find(m_bf16Rows.begin(), m_bf16Rows.end(), layer) != m_bf16Rows.end())
+    if (size_t(layer) < m_bf16Source.size() && std::binary_search(m_bf16Rows.begin(), m_bf16Rows.end(), layer))
         tip += tr("\nin BF16 for the whole run (%1): not coloured").arg(m_bf16Source[size_t(layer)]);
     if (const int experts = m_data.rowExpertCount(layer); experts > 0) {
         // A GEMM's row: its experts, the one the value is from, and what a click opens.

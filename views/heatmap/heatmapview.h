@@ -66,7 +66,7 @@ public:
     int rowOfLayer(const QString &layer) const;
     // The rows whose GEMMs ran in high precision for the whole run (the run's precision map): hatched, their cells
     // not coloured (a BF16 GEMM's statistics are no FP8 underflow), the source said on hover.
-    const std::vector<int> &highPrecisionRows() const { return m_bf16Rows; }
+    const std::vector<int> &highPrecisionRows() const { return m_bf16Rows; } // ascending
     void setThreshold(bool on, double value);
 
     // Draws a matrix directly (benchmarks; tests of the drawing); views normally load from the store.
