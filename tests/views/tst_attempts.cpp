@@ -1,6 +1,7 @@
 // The window's Attempts tab: one baseline and three attempts derived from each other (the planted mid-run
 // instability, a recipe change that fixes it, an attempt that changes two things at once); the table, the
 // candidate, the warning, the plot, and a double-click that opens an attempt's comparison.
+#include "testmain.h"
 #include "app/gui/mainwindow.h"
 #include "attemptsfolder.h"
 #include "core/demo/scenarios.h"
@@ -228,6 +229,6 @@ void TestAttempts::parentSetInTheWindow()
     QCOMPARE(fallbackAttempt()->parentSource, QStringLiteral("closest earlier attempt"));
 }
 
-QTEST_MAIN(TestAttempts)
+FP8SCOPE_TEST_GUI_MAIN(TestAttempts)
 
 #include "tst_attempts.moc"

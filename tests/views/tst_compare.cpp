@@ -2,6 +2,7 @@
 // engine's step, the difference strip equal to run - baseline as the runs logged them, a finding that moves
 // the shared selection, the evaluation table marking the planted tasks and no others, the config table's
 // suspects first, and other pickers redrawing every part.
+#include "testmain.h"
 #include "app/gui/mainwindow.h"
 #include "core/analysis/triage.h"
 #include "core/demo/demogenerator.h"
@@ -807,6 +808,6 @@ void TestCompare::auditOfTheInferenceExport()
     QCOMPARE(m_window->selection()->layer(), chart->layers()[size_t(other)].training->module);
 }
 
-QTEST_MAIN(TestCompare)
+FP8SCOPE_TEST_GUI_MAIN(TestCompare)
 
 #include "tst_compare.moc"

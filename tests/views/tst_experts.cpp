@@ -2,6 +2,7 @@
 // experts reduced (the worst by default, said in the scale's label), the worst expert named on hover; a click on a
 // GEMM's row opens its experts x steps map with the worst expert selected, Backspace goes back; the experts'
 // reduction can be the mean, one expert or every expert; the layer tree holds each GEMM's experts under it.
+#include "testmain.h"
 #include "app/gui/mainwindow.h"
 #include "core/demo/scenarios.h"
 #include "core/formats/expertnames.h"
@@ -234,5 +235,5 @@ void TestExperts::bf16LayersHatched()
                  .contains(QStringLiteral("BF16")));
 }
 
-QTEST_MAIN(TestExperts)
+FP8SCOPE_TEST_GUI_MAIN(TestExperts)
 #include "tst_experts.moc"

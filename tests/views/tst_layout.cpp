@@ -92,8 +92,13 @@ QList<QRectF> checkLegendKept(QCustomPlot *plot, int curves)
             QVERIFY2(!labels.isEmpty(), "neither a legend nor labels");
             for (qsizetype i = 1; i < rects.size(); ++i)
                 QVERIFY2(!rects[i].intersects(rects[i - 1].adjusted(0, 0, 0, -0.5)), qPrintable(labels[i]));
-            for (const QRectF &r : rects)
-                QVERIFY(QRectF(plot->axisRect()->rect()).adjusted(-1, -1, 1, 1).contains(r));
+            // Right of the axes, in the plot, over none of its points.
+            const QRectF area = plot->axisRect()->rect();
+            for (const QRectF &r : rects) {
+                QVERIFY(r.left() >= area.right() && QRectF(plot->viewport()).contains(r));
+                QVERIFY(r.top() >= area.top() - 1 && r.bottom() <= area.bottom() + 1);
+                QCOMPARE(pointsInside(plot, r), 0);
+            }
         }();
     }
     [&] { QVERIFY2(names.size() >= size_t(curves), qPrintable(QString::number(names.size()))); }();
@@ -403,11 +408,11 @@ void TestLayout::focusGivesATabTheWindow()
     QTRY_VERIFY_WITH_TIMEOUT(!view->isComputing() && view->comparison(), 120000);
     QTest::qWait(50);
     const int listsWidth = view->tabs()->width();
-    QVERIFY(listsWidth < view->splitter()->width() * 40 / 100); // the lists' share, as first shown
+    QVERIFY(listsWidth < view->splitter()->width() * 47 / 100); // the lists' share, as first shown
     view->tabs()->setCurrentIndex(CompareView::kLayersTab);
-    // The maps' tab takes 45 % of the comparison's width when chosen, or as much as the plots' least width leaves.
+    // The maps' tab takes 55 % of the comparison's width when chosen, or as much as the plots' least width leaves.
     const int plotsLeast = view->splitter()->widget(0)->minimumSizeHint().width() + view->splitter()->handleWidth();
-    const int wanted = std::min(view->splitter()->width() * 44 / 100, view->splitter()->width() - plotsLeast);
+    const int wanted = std::min(view->splitter()->width() * 54 / 100, view->splitter()->width() - plotsLeast);
     QTRY_VERIFY2(view->tabs()->width() >= wanted && view->tabs()->width() > listsWidth + 30,
         qPrintable(QStringLiteral("%1 of %2 (%3 wanted, %4 before)")
                        .arg(view->tabs()->width())
@@ -428,43 +433,52 @@ void TestLayout::focusGivesATabTheWindow()
             shown << d;
     }
     QVERIFY(!shown.isEmpty());
-    // The tabs' Focus button: the docks and the plots step aside, the Layers tab has the window.
+    auto *heatDock = w->findChild<QDockWidget *>(QStringLiteral("heatmapDock"));
+    auto *problemsDock = w->findChild<QDockWidget *>(QStringLiteral("problemsDock"));
+    QVERIFY(heatDock && problemsDock);
+    // Of docks tabbed in one place, the one in front is the one drawn.
+    const auto inFront = [](QDockWidget *d) { return !d->isHidden() && !d->visibleRegion().isEmpty(); };
+    heatDock->raise();
+    QTRY_VERIFY(inFront(heatDock) && !inFront(problemsDock));
+    // One focus state: the comparison's Focus button and View > Focus on the Tab are the same, each shows it.
     auto *focus = view->findChild<QToolButton *>(QStringLiteral("compareFocus"));
-    QVERIFY(focus && focus->isVisible());
+    auto *action = w->findChild<QAction *>(QStringLiteral("focusTab"));
+    QVERIFY(focus && focus->isVisible() && action);
     focus->click();
-    QVERIFY(w->isFocusMode());
+    QVERIFY(w->isFocusMode() && focus->isChecked() && action->isChecked());
     for (QDockWidget *d : std::as_const(shown))
         QVERIFY2(d->isHidden(), qPrintable(d->objectName()));
-    QVERIFY(view->tablesFocused());
-    QTRY_VERIFY(view->tabs()->width() >= w->width() * 95 / 100);
+    // The comparison has the window: its maps are wider than they were, the plots still beside them.
+    QTRY_VERIFY(view->width() >= w->width() * 95 / 100);
+    QVERIFY(view->overlay()->isVisible());
     for (HeatmapView *h : {base, run}) {
-        h->plot()->replot();
+        QTRY_VERIFY(h->plot()->axisRect()->rect().width() > before.width());
         const QSize size = h->plot()->axisRect()->rect().size();
-        QVERIFY2(size.width() >= w->width() / 2 && size.height() >= 250,
+        QVERIFY2(size.height() >= before.height(),
             qPrintable(QStringLiteral("%1: %2x%3 (before %4x%5)")
                            .arg(h->objectName())
                            .arg(size.width())
                            .arg(size.height())
                            .arg(before.width())
                            .arg(before.height())));
-        QVERIFY(size.width() > before.width() && size.height() >= before.height());
     }
-    // View > Focus on the Tab, again: everything comes back as it was.
-    auto *action = w->findChild<QAction *>(QStringLiteral("focusTab"));
-    QVERIFY(action && action->isChecked());
+    // The menu ends it: the button follows, everything comes back as it was, the heatmap in front of the
+    // problems as before.
     action->trigger();
-    QVERIFY(!w->isFocusMode());
-    QVERIFY(!view->tablesFocused());
-    QVERIFY(!focus->isChecked());
+    QVERIFY(!w->isFocusMode() && !focus->isChecked() && !action->isChecked());
     for (QDockWidget *d : std::as_const(shown))
         QVERIFY2(!d->isHidden(), qPrintable(d->objectName()));
-    // From the menu alone: the docks step aside, the comparison keeps its plots.
+    QTRY_VERIFY(inFront(heatDock));
+    QVERIFY(!inFront(problemsDock));
+    // From the menu, ended by the button: the same state both ways.
     action->trigger();
-    QVERIFY(w->isFocusMode() && !view->tablesFocused());
-    QVERIFY(w->findChild<QDockWidget *>(QStringLiteral("heatmapDock"))->isHidden());
+    QVERIFY(w->isFocusMode() && focus->isChecked());
+    QVERIFY(heatDock->isHidden());
     QTRY_VERIFY(view->width() >= w->width() * 95 / 100);
-    action->trigger();
-    QVERIFY(!w->findChild<QDockWidget *>(QStringLiteral("heatmapDock"))->isHidden());
+    focus->click();
+    QVERIFY(!w->isFocusMode() && !action->isChecked() && !focus->isChecked());
+    QVERIFY(!heatDock->isHidden());
+    QTRY_VERIFY(inFront(heatDock) && !inFront(problemsDock));
 }
 
 void TestLayout::plotsStackOnOneXAxis()

@@ -4,6 +4,7 @@
 // the run list shows the newest step; the live triage's notice of the planted layer comes before the writer
 // reaches the departure, at the onset the engine finds on the complete data, and opens the finding. A log
 // truncated and rewritten is read again without duplicated or lost points; a run that stops writing is marked.
+#include "testmain.h"
 #include "app/gui/mainwindow.h"
 #include "core/analysis/triage.h"
 #include "core/storeaccess.h"
@@ -334,5 +335,5 @@ void TestLive::followCanBeTurnedOff()
     QTRY_COMPARE_WITH_TIMEOUT(w->workspace()->runs().front().latestStep, int64_t(400), 5000 * kSlowdown);
 }
 
-QTEST_MAIN(TestLive)
+FP8SCOPE_TEST_GUI_MAIN(TestLive)
 #include "tst_live.moc"

@@ -1,6 +1,7 @@
 // Drives the real window (offscreen) on a generated BF16/FP8 run pair: open, the layer tree, a heatmap
 // click reaching the histogram and the statistics table, the smoothing slider, a recompute under another
 // recipe, a corrupt log in the problems panel, export, drag and drop, settings and the demo.
+#include "testmain.h"
 #include "app/gui/appsettings.h"
 #include "app/gui/mainwindow.h"
 #include "core/demo/demogenerator.h"
@@ -1310,5 +1311,5 @@ void TestMainWindow::cleanupTestCase()
     m_window.reset();
 }
 
-QTEST_MAIN(TestMainWindow)
+FP8SCOPE_TEST_GUI_MAIN(TestMainWindow)
 #include "tst_mainwindow.moc"

@@ -2,6 +2,7 @@
 // `fp8scope-cli demo --scenario`, and through the demo pair for what needs tensor dumps (the histogram of the
 // first suspect, the recipe what-if, checked against `fp8scope-cli stats --what-if`), and a review that
 // survives reopening the folder.
+#include "testmain.h"
 #include "app/gui/mainwindow.h"
 #include "blowuppair.h"
 #include "blowuprun.h"
@@ -721,5 +722,5 @@ void TestTriageWizard::aBlowUpOpensOnItsFirstNonFiniteValue()
     w->close();
 }
 
-QTEST_MAIN(TestTriageWizard)
+FP8SCOPE_TEST_GUI_MAIN(TestTriageWizard)
 #include "tst_triage.moc"

@@ -4,6 +4,7 @@
 // all 0 as logged) and leaves no axes of what was drawn before; one name per run in every view; unticking
 // a run hides it everywhere; the samples axis leaves out runs without sample counts, and says so; settings
 // of a run made in the window survive a reopen; a second folder can be added.
+#include "testmain.h"
 #include "app/common/version.h"
 #include "app/gui/aboutdialog.h"
 #include "app/gui/appsettings.h"
@@ -997,5 +998,5 @@ void TestWindow::manifestPathsOpenTheirFolder()
     QCOMPARE(w->workspace()->runCount(), 1);
 }
 
-QTEST_MAIN(TestWindow)
+FP8SCOPE_TEST_GUI_MAIN(TestWindow)
 #include "tst_window.moc"

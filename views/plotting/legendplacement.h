@@ -1,9 +1,10 @@
 // Where a plot's legend goes: where the data is not. Inside the axes at the corner that covers no drawn point
 // and no region the caller keeps clear (a comparison's departure), else outside, in a row above the axes that
 // wraps its entries; and where that row would take more than a quarter of the axes' height, the names are
-// written at the curves' right ends instead (direct labels, in each curve's colour, pushed apart so that none
-// covers another), or at their starts where the ends are kept clear; where neither fits, the row above after
-// all. A legend, in one form or another, is kept at every size and never hides what it names.
+// written right of the axes instead, in a gutter of the plot's right margin at the height of each curve's end
+// (direct labels, in each curve's colour, pushed apart so that none covers another; outside the axes, none
+// covers a drawn point); where they do not fit, the row above after all. A legend, in one form or another, is
+// kept at every size and never hides what it names.
 #pragma once
 
 #include <QList>

@@ -579,10 +579,13 @@ void TriageWizard::fillLoss()
             r.spikes.begin(), r.spikes.end(), [](const analysis::Spike &s) { return s.recoveredAt.has_value(); });
         return tr("%n spike(s), %1 recovered", nullptr, int(r.spikes.size())).arg(recovered);
     };
-    lines << tr("Spikes of the loss: the baseline %1; the run %2 (marked on the plot; the %3 tab shows the "
-                "difference).")
-                 .arg(spikes(m_data->baselineSpikes), spikes(m_data->runSpikes),
-                     QStringLiteral("<a href=\"comparison:\">%1</a>").arg(tr("Comparison")));
+    if (m_data->baseline.isValid())
+        lines << tr("Spikes of the loss: the baseline %1; the run %2 (marked on the plot; the %3 tab shows the "
+                    "difference).")
+                     .arg(spikes(m_data->baselineSpikes), spikes(m_data->runSpikes),
+                         QStringLiteral("<a href=\"comparison:\">%1</a>").arg(tr("Comparison")));
+    else
+        lines << tr("Spikes of the loss: %1 (marked on the plot).").arg(spikes(m_data->runSpikes));
     if (skipped)
         lines << skipped->summary.toHtmlEscaped();
     m_verdict->setText(lines.join(QStringLiteral("<br>")));
@@ -728,7 +731,7 @@ void TriageWizard::fillClass()
         std::vector<std::pair<int64_t, QList<QStandardItem *>>> rows;
         for (const auto &[ref, report] :
             {std::pair(m_data->baseline, &m_data->baselineSpikes), std::pair(m_data->run, &m_data->runSpikes)}) {
-            const QString name = m_workspace->run(ref) ? m_workspace->run(ref)->run.label() : QString();
+            const QString name = m_workspace->runName(ref);
             for (const analysis::Spike &s : report->spikes) {
                 QList<QStandardItem *> row {item(name), integer(s.step), number(s.value), number(s.level),
                     number(s.height, 1), integer(s.recoveredAt)};
@@ -771,7 +774,7 @@ void TriageWizard::fillClass()
             m_classModel->appendRow({item(e->task), item(e->metric), item(e->inference), number(e->baseline),
                 number(e->run), number(e->difference), number(e->z, 1), item(e->significant ? tr("yes") : QString())});
         const WorkspaceRun *base = m_workspace->run(m_data->baseline), *ours = m_workspace->run(m_data->run);
-        m_evalChart->setRows(m_data->evals, base ? base->run.label() : QString(), ours ? ours->run.label() : QString(),
+        m_evalChart->setRows(m_data->evals, m_workspace->runName(m_data->baseline), m_workspace->runName(m_data->run),
             ours ? ours->colour : QColor(Qt::darkBlue));
         m_evidence->setCurrentIndex(3);
         break;

@@ -554,6 +554,12 @@ void Workspace::noteStoreErrors(const std::vector<ProblemEntry> &errors)
     }
 }
 
+QString Workspace::runName(RunRef ref) const
+{
+    const WorkspaceRun *r = run(ref);
+    return !r ? QString() : r->shortLabel.isEmpty() ? r->run.label() : r->shortLabel;
+}
+
 const WorkspaceRun *Workspace::run(RunRef ref) const
 {
     const int i = indexOf(ref);

@@ -101,6 +101,9 @@ public:
     int runCount() const { return int(m_runs.size()); }
     // nullptr for a run that is not open (a closed folder's run, an invalid ref).
     const WorkspaceRun *run(RunRef ref) const;
+    // The one name every view gives a run: its short label (what sets it apart from the other runs open), its
+    // whole label where it has none; "" for a run not open. Tooltips give the whole label.
+    QString runName(RunRef ref) const;
     int indexOf(RunRef ref) const; // -1 when not open
     RunRef runAt(int index) const
     {
