@@ -201,6 +201,9 @@ void TestLayout::shortNamesTellRunsApart()
     QCOMPARE(distinctShortNames({QStringLiteral("llama_fp8"), QStringLiteral("llama_fp8_retry")}),
         (QStringList {QStringLiteral("fp8"), QStringLiteral("retry")}));
     QCOMPARE(distinctShortNames({QStringLiteral("only_one")}), QStringList {QStringLiteral("only_one")});
+    // An empty name (a run checked alone has no baseline to name) stays empty, the other whole.
+    QCOMPARE(distinctShortNames({QString(), QStringLiteral("only_run")}),
+        (QStringList {QString(), QStringLiteral("only_run")}));
     QCOMPARE(distinctShortNames({QStringLiteral("x_a"), QStringLiteral("x_a"), QStringLiteral("x_b")}),
         (QStringList {QStringLiteral("a"), QStringLiteral("a"), QStringLiteral("b")}));
 }

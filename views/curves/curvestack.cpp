@@ -140,6 +140,9 @@ void CurveStack::removePlot(CurveView *plot)
     plot->deleteLater();
     const int h = std::max(m_scroll->viewport()->height() / int(m_plots.size()), kStackedMinimumHeight);
     m_splitter->setSizes(QList<int>(m_plots.size(), h));
+    // The stack as tall as what it still holds needs (the scroll area only grows it by itself).
+    m_splitter->resize(m_scroll->viewport()->width(),
+        std::max(m_scroll->viewport()->height(), m_splitter->minimumSizeHint().height()));
     updateStackButton();
     Q_EMIT plotsChanged();
 }

@@ -7,6 +7,7 @@
 #include <QGuiApplication>
 #include <QHeaderView>
 #include <QItemSelectionModel>
+#include <QLocale>
 #include <QMessageBox>
 #include <QSaveFile>
 #include <QStandardItem>
@@ -35,6 +36,8 @@ bool numericColumn(const QAbstractItemModel *model, int column)
         text.remove(QLatin1Char('%')).remove(QLatin1Char('x'));
         bool ok = false;
         text.toDouble(&ok);
+        if (!ok) // as the locale writes it (group separators)
+            QLocale().toDouble(text, &ok);
         if (!ok)
             return false;
         any = true;
