@@ -36,7 +36,6 @@
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QDockWidget>
-#include <QResizeEvent>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -48,6 +47,7 @@
 #include <QMimeData>
 #include <QPlainTextEdit>
 #include <QProgressBar>
+#include <QResizeEvent>
 #include <QScreen>
 #include <QScrollBar>
 #include <QSet>
@@ -605,8 +605,8 @@ void MainWindow::updateRunActions()
     compare->setEnabled(runs >= 2);
     compare->setToolTip(runs >= 2 ? tr("Compare a run with its baseline: the loss overlay, the difference, the "
                                        "findings")
-            : runs == 1          ? tr("A comparison needs two runs: open a folder with its baseline too")
-                                 : tr("Open a folder of runs first"));
+            : runs == 1           ? tr("A comparison needs two runs: open a folder with its baseline too")
+                                  : tr("Open a folder of runs first"));
     for (QAction *a : {triage, report}) {
         a->setEnabled(runs >= 1);
         a->setToolTip(runs >= 1 ? (a == triage ? tr("Walk through the triage of a run against its baseline, step "

@@ -27,8 +27,8 @@ public:
     // the folder has, each saved once ready (a minute at most), and the tour ends on every folder.
     enum class Tour { StartPage, Demo, Folder };
     // `open` opens what the window shows after the start page (nullptr: it is being opened already).
-    Screenshotter(MainWindow *window, const QString &outDir, std::function<void()> open = nullptr,
-        Tour tour = Tour::Demo);
+    Screenshotter(
+        MainWindow *window, const QString &outDir, std::function<void()> open = nullptr, Tour tour = Tour::Demo);
 
 Q_SIGNALS:
     void finished(bool ok);

@@ -1,11 +1,11 @@
 // The window's Attempts tab: one baseline and three attempts derived from each other (the planted mid-run
 // instability, a recipe change that fixes it, an attempt that changes two things at once); the table, the
 // candidate, the warning, the plot, and a double-click that opens an attempt's comparison.
-#include "testmain.h"
 #include "app/gui/mainwindow.h"
 #include "attemptsfolder.h"
 #include "core/demo/scenarios.h"
 #include "guitest.h"
+#include "testmain.h"
 #include "views/attempts/attemptschart.h"
 #include "views/attempts/attemptsview.h"
 #include "views/compare/compareview.h"

@@ -2,13 +2,13 @@
 // engine's step, the difference strip equal to run - baseline as the runs logged them, a finding that moves
 // the shared selection, the evaluation table marking the planted tasks and no others, the config table's
 // suspects first, and other pickers redrawing every part.
-#include "testmain.h"
 #include "app/gui/mainwindow.h"
 #include "core/analysis/triage.h"
 #include "core/demo/demogenerator.h"
 #include "core/demo/scenarios.h"
 #include "core/numerics/recipe.h"
 #include "guitest.h"
+#include "testmain.h"
 #include "views/compare/auditchart.h"
 #include "views/compare/compareview.h"
 #include "views/compare/evalchart.h"

@@ -19,8 +19,8 @@
 #include "views/heatmap/heatmapview.h"
 #include "views/histogram/histogramview.h"
 #include "views/models/runlistmodel.h"
-#include "views/models/tableexport.h"
 #include "views/models/statstablemodel.h"
+#include "views/models/tableexport.h"
 #include "views/plotting/legendplacement.h"
 #include "views/plotting/qcp.h"
 #include "views/triage/triagewizard.h"
@@ -160,10 +160,10 @@ void TestDayWork::initTestCase()
     QVERIFY2(testing::writeAttemptsFolder(m_attempts, &m_attemptsPlan, &error), qPrintable(error));
     // Two runs of nanochat's kind: long names that differ in their middle only.
     m_named = m_tmp.filePath(QStringLiteral("named"));
-    QVERIFY(writeFile(m_named + QStringLiteral("/d20_moe_fp8_expert_routing_retest/wandb_export.csv"),
-        lossCsv(300, 10, 0)));
-    QVERIFY(writeFile(m_named + QStringLiteral("/d20_moe_fp8_expert_gating_retest/wandb_export.csv"),
-        lossCsv(300, 10, 0.05)));
+    QVERIFY(writeFile(
+        m_named + QStringLiteral("/d20_moe_fp8_expert_routing_retest/wandb_export.csv"), lossCsv(300, 10, 0)));
+    QVERIFY(writeFile(
+        m_named + QStringLiteral("/d20_moe_fp8_expert_gating_retest/wandb_export.csv"), lossCsv(300, 10, 0.05)));
 }
 
 std::unique_ptr<MainWindow> TestDayWork::openWindow(const QStringList &folders, QSize size)
@@ -209,7 +209,20 @@ void TestDayWork::stackScrollsAndSharesItsEdges()
     for (CurveView *p : stack->plots()) {
         QTRY_VERIFY2(!p->curves().empty(), qPrintable(p->statistic()));
         QVERIFY2(p->height() >= CurveStack::kStackedMinimumHeight, qPrintable(QString::number(p->height())));
-        QVERIFY(p->plot()->axisRect()->rect().height() >= 60);
+        p->plot()->replot();
+        QVERIFY2(p->plot()->axisRect()->rect().height() >= 60,
+            qPrintable(QStringLiteral("%1: %2 of %3")
+                           .arg(p->statistic())
+                           .arg(p->plot()->axisRect()->rect().height())
+                           .arg(p->plot()->height())));
+    }
+    // The first plot names the runs; those beneath, the same runs in the same colours, leave their height to data.
+    stack->plots().front()->plot()->replot();
+    QVERIFY(
+        stack->plots().front()->plot()->legend->visible() || !directLabels(stack->plots().front()->plot()).isEmpty());
+    for (qsizetype i = 1; i < stack->plots().size(); ++i) {
+        QCustomPlot *p = stack->plots()[i]->plot();
+        QVERIFY(!p->legend->visible() && directLabels(p).isEmpty());
     }
     auto *scroll = stack->findChild<QScrollArea *>(QStringLiteral("curveStackScroll"));
     QVERIFY(scroll);
@@ -327,7 +340,8 @@ void TestDayWork::tablesShowEveryColumn()
     // A cut summary is whole in its tooltip.
     const QAbstractItemModel *findings = view->findingsTable()->model();
     const int last = findings->columnCount() - 1;
-    QVERIFY(findings->index(0, last).data(Qt::ToolTipRole).toString().contains(findings->index(0, last).data().toString()));
+    QVERIFY(
+        findings->index(0, last).data(Qt::ToolTipRole).toString().contains(findings->index(0, last).data().toString()));
     // The Evals tab: its table, the chart's bars under its legend, the audit's table beside a chart of room.
     view->tabs()->setCurrentIndex(CompareView::kEvalsTab);
     QTest::qWait(100);
@@ -439,8 +453,19 @@ void TestDayWork::oneNameARun()
     QCOMPARE(drawn.size(), size_t(2));
     for (int r = 0; r < table->model()->rowCount(); ++r)
         QVERIFY(names.count(table->model()->index(r, RunListModel::NameColumn).data().toString()));
-    // The comparison's pickers and the wizard's say the same names.
+    // The comparison's pickers and the wizard's say the same names, and so do the findings' words.
     w->showComparison();
+    QTRY_VERIFY_WITH_TIMEOUT(!w->compare()->isComputing() && w->compare()->comparison(), 120000);
+    const QAbstractItemModel *findings = w->compare()->findingsTable()->model();
+    int named = 0;
+    for (int r = 0; r < findings->rowCount(); ++r) {
+        const QString summary = findings->index(r, findings->columnCount() - 1).data().toString();
+        for (const WorkspaceRun &run : w->workspace()->runs()) {
+            QVERIFY2(!summary.contains(run.run.name + QStringLiteral("'s")), qPrintable(summary));
+            named += summary.contains(w->workspace()->runName(run.run.ref) + QStringLiteral("'s"));
+        }
+    }
+    QVERIFY(named > 0);
     for (const char *picker : {"compareBaseline", "compareRun"}) {
         auto *box = w->compare()->findChild<QComboBox *>(QLatin1String(picker));
         QVERIFY(box && box->count() == 2);
@@ -463,15 +488,16 @@ void TestDayWork::tourEndsOnEveryFolder_data()
     QTest::addColumn<QString>("folder");
     QTest::addColumn<QStringList>("expected");
     QTest::newRow("no folder") << QString() << QStringList {QStringLiteral("00-start-page.png")};
-    QTest::newRow("one run") << QStringLiteral("lone")
-                             << QStringList {QStringLiteral("01-workspace.png"), QStringLiteral("12-triage-summary.png")};
-    QTest::newRow("a pair with layers")
-        << QStringLiteral("pair")
-        << QStringList {QStringLiteral("01-workspace.png"), QStringLiteral("02-hottest-cell.png"),
-               QStringLiteral("06-comparison.png"), QStringLiteral("07-comparison-layers.png"),
-               QStringLiteral("12-triage-summary.png")};
-    QTest::newRow("attempts") << QStringLiteral("attempts")
-                              << QStringList {QStringLiteral("06-comparison.png"), QStringLiteral("12-triage-summary.png")};
+    QTest::newRow("one run") << QStringLiteral(
+        "lone") << QStringList {QStringLiteral("01-workspace.png"), QStringLiteral("12-triage-summary.png")};
+    QTest::newRow("a pair with layers") << QStringLiteral("pair")
+                                        << QStringList {QStringLiteral("01-workspace.png"),
+                                               QStringLiteral("02-hottest-cell.png"),
+                                               QStringLiteral("06-comparison.png"),
+                                               QStringLiteral("07-comparison-layers.png"),
+                                               QStringLiteral("12-triage-summary.png")};
+    QTest::newRow("attempts") << QStringLiteral(
+        "attempts") << QStringList {QStringLiteral("06-comparison.png"), QStringLiteral("12-triage-summary.png")};
 }
 
 void TestDayWork::tourEndsOnEveryFolder()
@@ -484,10 +510,13 @@ void TestDayWork::tourEndsOnEveryFolder()
     QVERIFY(QTest::qWaitForWindowExposed(&w));
     QTemporaryDir out;
     const QString path = folder.isEmpty() ? QString() : m_tmp.filePath(folder);
-    auto *shooter = new Screenshotter(&w, out.path(), [&w, path] {
-        if (!path.isEmpty())
-            w.openFolders({path});
-    }, path.isEmpty() ? Screenshotter::Tour::StartPage : Screenshotter::Tour::Folder);
+    auto *shooter = new Screenshotter(
+        &w, out.path(),
+        [&w, path] {
+            if (!path.isEmpty())
+                w.openFolders({path});
+        },
+        path.isEmpty() ? Screenshotter::Tour::StartPage : Screenshotter::Tour::Folder);
     QSignalSpy finished(shooter, &Screenshotter::finished);
     QVERIFY(finished.wait(240000));
     QVERIFY(finished.first().first().toBool());

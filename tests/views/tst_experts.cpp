@@ -2,11 +2,11 @@
 // experts reduced (the worst by default, said in the scale's label), the worst expert named on hover; a click on a
 // GEMM's row opens its experts x steps map with the worst expert selected, Backspace goes back; the experts'
 // reduction can be the mean, one expert or every expert; the layer tree holds each GEMM's experts under it.
-#include "testmain.h"
 #include "app/gui/mainwindow.h"
 #include "core/demo/scenarios.h"
 #include "core/formats/expertnames.h"
 #include "guitest.h"
+#include "testmain.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/models/layertreemodel.h"

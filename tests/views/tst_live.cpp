@@ -4,12 +4,12 @@
 // the run list shows the newest step; the live triage's notice of the planted layer comes before the writer
 // reaches the departure, at the onset the engine finds on the complete data, and opens the finding. A log
 // truncated and rewritten is read again without duplicated or lost points; a run that stops writing is marked.
-#include "testmain.h"
 #include "app/gui/mainwindow.h"
 #include "core/analysis/triage.h"
 #include "core/storeaccess.h"
 #include "guitest.h"
 #include "scenarioreplay.h"
+#include "testmain.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/models/runlistmodel.h"

@@ -1,12 +1,12 @@
 // Drives the real window (offscreen) on a generated BF16/FP8 run pair: open, the layer tree, a heatmap
 // click reaching the histogram and the statistics table, the smoothing slider, a recompute under another
 // recipe, a corrupt log in the problems panel, export, drag and drop, settings and the demo.
-#include "testmain.h"
 #include "app/gui/appsettings.h"
 #include "app/gui/mainwindow.h"
 #include "core/demo/demogenerator.h"
 #include "core/store/runstore.h"
 #include "guitest.h"
+#include "testmain.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/histogram/histogramview.h"

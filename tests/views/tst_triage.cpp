@@ -2,7 +2,6 @@
 // `fp8scope-cli demo --scenario`, and through the demo pair for what needs tensor dumps (the histogram of the
 // first suspect, the recipe what-if, checked against `fp8scope-cli stats --what-if`), and a review that
 // survives reopening the folder.
-#include "testmain.h"
 #include "app/gui/mainwindow.h"
 #include "blowuppair.h"
 #include "blowuprun.h"
@@ -11,6 +10,7 @@
 #include "core/jobs/jobqueue.h"
 #include "core/report/triagereport.h"
 #include "guitest.h"
+#include "testmain.h"
 #include "views/compare/compareview.h"
 #include "views/compare/evalchart.h"
 #include "views/curves/curveview.h"

@@ -4,7 +4,6 @@
 // all 0 as logged) and leaves no axes of what was drawn before; one name per run in every view; unticking
 // a run hides it everywhere; the samples axis leaves out runs without sample counts, and says so; settings
 // of a run made in the window survive a reopen; a second folder can be added.
-#include "testmain.h"
 #include "app/common/version.h"
 #include "app/gui/aboutdialog.h"
 #include "app/gui/appsettings.h"
@@ -13,6 +12,7 @@
 #include "app/gui/runsettingsdialog.h"
 #include "app/gui/startpage.h"
 #include "guitest.h"
+#include "testmain.h"
 #include "views/compare/compareview.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"

@@ -5,9 +5,9 @@
 #include "views/models/tableexport.h"
 #include "views/workspace/workspace.h"
 
-#include <QHash>
 #include <QComboBox>
 #include <QHBoxLayout>
+#include <QHash>
 #include <QHeaderView>
 #include <QInputDialog>
 #include <QLabel>

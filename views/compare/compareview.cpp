@@ -512,13 +512,15 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
     }
     for (const analysis::Finding &f : m_data->comparison.findings) {
         QList<QStandardItem *> row {item(analysis::severityName(f.severity)), item(analysis::findingKindName(f.kind)),
-            item(f.layer), item(f.step ? QString::number(*f.step) : QString()), item(f.summary)};
+            item(f.layer), item(f.step ? QString::number(*f.step) : QString()),
+            item(m_workspace->inRunNames(f.summary))};
         row.front()->setData(QVariant::fromValue(m_data->run), RunRole);
         row.front()->setData(f.layer, LayerRole);
         row.front()->setData(f.tensor, TensorRole);
         row.front()->setData(f.step ? QVariant(qint64(*f.step)) : QVariant(), StepRole);
         for (QStandardItem *i : row)
-            i->setToolTip(f.suggestion.isEmpty() ? f.summary : f.summary + QLatin1Char('\n') + f.suggestion);
+            i->setToolTip(m_workspace->inRunNames(
+                f.suggestion.isEmpty() ? f.summary : f.summary + QLatin1Char('\n') + f.suggestion));
         m_findingsModel->appendRow(row);
     }
     for (const analysis::EvalRow &e : m_data->evals) {
@@ -531,8 +533,7 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
         }
         m_evalModel->appendRow(row);
     }
-    m_evalChart->setRows(m_data->evals,
-        m_workspace->runName(m_data->baseline), m_workspace->runName(m_data->run),
+    m_evalChart->setRows(m_data->evals, m_workspace->runName(m_data->baseline), m_workspace->runName(m_data->run),
         m_workspace->run(m_data->run) ? m_workspace->run(m_data->run)->colour : QColor(Qt::darkBlue));
     for (const analysis::ConfigRow &c : m_data->config.rows) {
         QList<QStandardItem *> row {item(c.version ? tr("%1 (version)").arg(c.key) : c.key), item(c.baseline),

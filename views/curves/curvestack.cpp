@@ -77,7 +77,7 @@ void CurveStack::updateStackButton()
     m_addButton->setToolTip(full ? tr("The stack holds %1 plots at most: remove one to add another").arg(kMaxPlots)
             : next.isEmpty()     ? tr("Every statistic of the runs is plotted already")
                                  : tr("Add a plot of %1 beneath, on the same x axis (then pick any statistic "
-                                      "in it)")
+                                          "in it)")
                                    .arg(next));
 }
 
@@ -107,6 +107,8 @@ CurveView *CurveStack::addPlot(const QString &statistic)
     auto *plot = new CurveView(m_workspace, m_selection, this);
     plot->setObjectName(QStringLiteral("stackedCurves%1").arg(m_plots.size()));
     plot->setXAxis(first->xAxis());
+    // The same runs in the same colours: the first plot names them.
+    plot->setLegendShown(false);
     plot->setSmoothing(first->smoothingKind(), first->smoothingStrength());
     auto *remove = new QToolButton(plot);
     remove->setObjectName(QStringLiteral("removeStackedPlot"));

@@ -2,9 +2,9 @@
 // loss scale one above the other on one x axis. The Curves tab's view is the first plot; Stack Plot adds
 // another curve view of the same runs beneath it (its own statistic, smoothing and log y), and each added one
 // has a Remove button. Each plot keeps a readable height (the stack scrolls past what fits), their axes share
-// both edges (XAxisGroup), and a statistic is stacked once. A zoom or pan of any plot's x moves all of them (when they share the x axis: steps,
-// samples or tokens); the step selected is marked in every plot (the shared selection) and the mouse's
-// position in one is a line in the others.
+// both edges (XAxisGroup), and a statistic is stacked once. A zoom or pan of any plot's x moves all of them (when they
+// share the x axis: steps, samples or tokens); the step selected is marked in every plot (the shared selection) and the
+// mouse's position in one is a line in the others.
 #pragma once
 
 #include <QList>

@@ -6,13 +6,15 @@
 #include <QFileDialog>
 #include <QGuiApplication>
 #include <QHeaderView>
+#include <QHelpEvent>
 #include <QItemSelectionModel>
 #include <QLocale>
 #include <QMessageBox>
-#include <QSaveFile>
-#include <QStandardItem>
-#include <QHelpEvent>
 #include <QPointer>
+#include <QSaveFile>
+#include <QScrollBar>
+#include <QStandardItem>
+#include <QStyle>
 #include <QTableView>
 #include <QTimer>
 #include <QToolTip>
@@ -119,11 +121,16 @@ void fitColumnsToWidth(QTableView *table)
     for (int c = 0; c < columns; ++c) {
         if (table->isColumnHidden(c))
             continue;
-        natural[size_t(c)] = std::max(header->sectionSizeHint(c), static_cast<QAbstractItemView *>(table)->sizeHintForColumn(c)) + 4;
+        natural[size_t(c)]
+            = std::max(header->sectionSizeHint(c), static_cast<QAbstractItemView *>(table)->sizeHintForColumn(c)) + 4;
         keep[size_t(c)] = numericColumn(model, c);
         total += natural[size_t(c)];
     }
-    const int room = table->viewport()->width() > 0 ? table->viewport()->width() : table->width();
+    int room = table->viewport()->width() > 0 ? table->viewport()->width() : table->width();
+    // A vertical scroll bar about to appear takes its width.
+    if (!table->verticalScrollBar()->isVisible() && table->verticalScrollBarPolicy() != Qt::ScrollBarAlwaysOff
+        && model->rowCount() * std::max(1, table->verticalHeader()->defaultSectionSize()) > table->viewport()->height())
+        room -= table->style()->pixelMetric(QStyle::PM_ScrollBarExtent);
     std::vector<int> widths = natural;
     if (total > room) {
         // The widest text columns narrowed to one width `cap`, the largest that fits (water filling).
@@ -156,6 +163,8 @@ void fitColumnsToWidth(QTableView *table)
         if (!table->isColumnHidden(c) && header->sectionResizeMode(c) == QHeaderView::Interactive)
             header->resizeSection(c, widths[size_t(c)]);
     }
+    // All in view: from the first column.
+    table->horizontalScrollBar()->setValue(0);
 }
 
 QTableView *newTableView(const QString &name, QWidget *parent, bool fitWidth)

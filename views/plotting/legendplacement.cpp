@@ -157,7 +157,8 @@ bool addLabels(QCustomPlot *plot)
         for (auto it = graph->data()->findEnd(keys.upper, false); it != begin && !std::isfinite(l.y);) {
             --it;
             if (std::isfinite(it->value))
-                l.y = std::clamp(graph->valueAxis()->coordToPixel(it->value), double(area.top()), double(area.bottom()));
+                l.y = std::clamp(
+                    graph->valueAxis()->coordToPixel(it->value), double(area.top()), double(area.bottom()));
         }
         if (!std::isfinite(l.y)) // nothing in view: at the foot, still named
             l.y = area.bottom();
@@ -237,6 +238,12 @@ LegendPlacement placeLegend(QCustomPlot *plot, const QList<QRectF> &keepClear, b
         return out;
     clearLabels(plot);
     const bool wanted = plot->legend->visible();
+    if (!wanted) {
+        // Hidden: inside the axes, where it takes no room from them.
+        moveInside(plot, out.corner);
+        layOut(plot);
+        return out;
+    }
     if (!outsideOnly) {
         // Measured as it would stand inside: one entry a row.
         if (isOutside(plot))
@@ -280,6 +287,15 @@ LegendPlacement placeLegend(QCustomPlot *plot, const QList<QRectF> &keepClear, b
         plot->legend->setVisible(true);
         moveOutside(plot);
         layOut(plot);
+        // Never larger than the plot it names: a row taller than the axes it leaves goes (the caller says where
+        // the names are instead).
+        if (plot->legend->outerRect().height() > plot->axisRect()->height()) {
+            moveInside(plot, out.corner);
+            plot->legend->setVisible(false);
+            layOut(plot);
+            out.outside = false;
+            out.hidden = true;
+        }
     }
     return out;
 }

@@ -268,7 +268,11 @@ QWidget *TriageWizard::classPage()
     layerViews->addWidget(m_layerCurves);
     layerViews->addWidget(m_heatmap);
     layerViews->addWidget(m_histogram);
-    layerViews->setSizes({380, 380, 340});
+    // The map the widest (its layer names take a third of it), the curve and the histogram beside it.
+    layerViews->setStretchFactor(0, 3);
+    layerViews->setStretchFactor(1, 4);
+    layerViews->setStretchFactor(2, 3);
+    layerViews->setSizes({320, 440, 320});
     m_evidence->addWidget(new QWidget(m_evidence)); // no views: early divergence, none found
     m_evidence->addWidget(layerViews);
     m_evidence->addWidget(m_spikeView);
@@ -636,7 +640,7 @@ void TriageWizard::fillClass()
         m_classModel->setHorizontalHeaderLabels({tr("Severity"), tr("Finding"), tr("Step"), tr("Summary")});
         for (const analysis::Finding &f : c.findings)
             mark({item(analysis::severityName(f.severity)), item(analysis::findingKindName(f.kind)), integer(f.step),
-                     item(f.summary)},
+                     item(m_workspace->inRunNames(f.summary))},
                 &f);
         m_class->resizeColumnsToContents();
         return;
@@ -657,7 +661,8 @@ void TriageWizard::fillClass()
                       .arg(f.step.value_or(0))
                       .toHtmlEscaped());
             mark({item(analysis::severityName(f.severity)), item(tr("first non-finite value")), item(QString()),
-                     item(QStringLiteral("%1 %2 %3").arg(f.layer, f.tensor, f.stat)), item(f.summary)},
+                     item(QStringLiteral("%1 %2 %3").arg(f.layer, f.tensor, f.stat)),
+                     item(m_workspace->inRunNames(f.summary))},
                 &f);
             showSuspectHeatmap(f, {{f.layer, f.step ? tr("non-finite at %1").arg(*f.step) : QString()}});
         }
@@ -671,7 +676,9 @@ void TriageWizard::fillClass()
                     ours = r.run;
                 }
             }
-            mark({item(analysis::severityName(f.severity)), item(f.key), item(base), item(ours), item(f.summary)}, &f);
+            mark({item(analysis::severityName(f.severity)), item(f.key), item(base), item(ours),
+                     item(m_workspace->inRunNames(f.summary))},
+                &f);
         }
         break;
     }
@@ -760,7 +767,7 @@ void TriageWizard::fillClass()
                            "significant drops first.");
         for (const analysis::Finding &f : c.findings) {
             if (f.kind == analysis::FindingKind::InferencePrecision || f.kind == analysis::FindingKind::EvalDrop)
-                title += QStringLiteral("<br>") + f.summary.toHtmlEscaped();
+                title += QStringLiteral("<br>") + m_workspace->inRunNames(f.summary).toHtmlEscaped();
         }
         m_classTitle->setText(title);
         m_classModel->setHorizontalHeaderLabels({tr("Task"), tr("Metric"), tr("Inference"), tr("Baseline"), tr("Run"),
@@ -788,7 +795,7 @@ void TriageWizard::fillClass()
                            "whether the run parts from its baseline.");
         for (const analysis::Finding &f : c.findings) {
             if (f.kind == analysis::FindingKind::NoCommonLoss)
-                title += QStringLiteral("<br>") + f.summary.toHtmlEscaped();
+                title += QStringLiteral("<br>") + m_workspace->inRunNames(f.summary).toHtmlEscaped();
         }
         m_classTitle->setText(title);
         break;
@@ -989,8 +996,10 @@ void TriageWizard::fillSummary()
                 reviewStateName(review != reviews.end() ? review->second.state : ReviewState::Open));
             auto *note = new QStandardItem(review != reviews.end() ? review->second.note : QString());
             QList<QStandardItem *> row {item(analysis::severityName(f.severity)),
-                item(analysis::findingKindName(f.kind)), item(f.layer), integer(f.step), item(f.summary), state, note};
-            row[4]->setToolTip(f.suggestion.isEmpty() ? f.summary : f.summary + QLatin1Char('\n') + f.suggestion);
+                item(analysis::findingKindName(f.kind)), item(f.layer), integer(f.step),
+                item(m_workspace->inRunNames(f.summary)), state, note};
+            row[4]->setToolTip(m_workspace->inRunNames(
+                f.suggestion.isEmpty() ? f.summary : f.summary + QLatin1Char('\n') + f.suggestion));
             row.front()->setData(identity, IdentityRole);
             row.front()->setData(int(f.kind), KindRole);
             row.front()->setData(QVariant::fromValue(m_data->run), RunRole);

@@ -1,5 +1,7 @@
 #include "workspace.h"
 
+#include <QRegularExpression>
+
 #include "core/formats/shortnames.h"
 #include "core/jobs/folderwatcher.h"
 #include "core/session/foldersession.h"
@@ -8,6 +10,7 @@
 #include <QFileInfo>
 #include <QLoggingCategory>
 #include <QPointer>
+#include <QRegularExpression>
 
 #include <atomic>
 #include <mutex>
@@ -552,6 +555,28 @@ void Workspace::noteStoreErrors(const std::vector<ProblemEntry> &errors)
         Q_EMIT changed(Problems, {});
         Q_EMIT problemsAdded();
     }
+}
+
+QString Workspace::inRunNames(QString text) const
+{
+    if (!text.contains(QLatin1String("'s")))
+        return text;
+    // Longest names first: one run's name may begin another's.
+    std::vector<std::pair<QString, QString>> names;
+    for (const WorkspaceRun &r : m_runs) {
+        const QString shown = runName(r.run.ref);
+        for (const QString &own : {r.run.name, r.run.label()}) {
+            if (!own.isEmpty() && own != shown)
+                names.emplace_back(own, shown);
+        }
+    }
+    std::sort(names.begin(), names.end(), [](const auto &a, const auto &b) { return a.first.size() > b.first.size(); });
+    for (const auto &[own, shown] : names) {
+        // Only as a whole word before "'s".
+        const QRegularExpression word(QStringLiteral("(?<![\\w.-])%1's").arg(QRegularExpression::escape(own)));
+        text.replace(word, shown + QStringLiteral("'s"));
+    }
+    return text;
 }
 
 QString Workspace::runName(RunRef ref) const
