@@ -68,6 +68,10 @@ if [ -x "$build/tests/tst_layout" ]; then
     QT_QPA_PLATFORM=offscreen FP8SCOPE_SHOT_DIR="$out" \
         "$build/tests/tst_layout" eightRunsStayApartAndKeepALegend plotsStackOnOneXAxis >/dev/null
 fi
+# Every statistic stacked (scrolled, the axes on one edge, Stack Plot disabled), at both sizes (tst_daywork).
+if [ -x "$build/tests/tst_daywork" ]; then
+    QT_QPA_PLATFORM=offscreen FP8SCOPE_SHOT_DIR="$out" "$build/tests/tst_daywork" stackScrollsAndSharesItsEdges >/dev/null
+fi
 # A mixture-of-experts run (24 GEMM rows of 8-expert GroupedLinear GEMMs, its last layer in BF16): the grouped
 # heatmap and one GEMM's experts map, as the experts' GUI test shows them (tst_expertsview, offscreen, 1366x768).
 if [ -x "$build/tests/tst_expertsview" ]; then

@@ -236,7 +236,7 @@ void TestDayWork::stackScrollsAndSharesItsEdges()
     // Log y on one (tick labels of another width): still one edge.
     stack->plots()[1]->setLogY(true);
     checkSharedEdges(plots, 500);
-    guitest::shoot(w.get(), QStringLiteral("16-stacked-plots.png"));
+    guitest::shoot(w.get(), QStringLiteral("19-stack-of-every-statistic.png"));
     // Removing them mends the stack: the first plot has the height again.
     while (stack->plots().size() > 1)
         stack->removePlot(stack->plots().back());
