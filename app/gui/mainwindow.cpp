@@ -388,6 +388,15 @@ void MainWindow::collapseEmptyDocks()
                 dock->raise();
         }
     }
+    // The problems alone in the bottom place (no heatmap): as tall as their rows, not the heatmap's share.
+    auto *heat = findChild<QDockWidget *>(QStringLiteral("heatmapDock"));
+    auto *problems = findChild<QDockWidget *>(QStringLiteral("problemsDock"));
+    if (heat && problems && heat->isHidden() && !problems->isHidden() && !problems->isFloating() && isVisible()) {
+        const int rows = m_problemsModel->rowCount();
+        const int wanted = m_problemsTable->horizontalHeader()->height()
+            + std::max(2, rows + 1) * m_problemsTable->verticalHeader()->defaultSectionSize() + 40;
+        resizeDocks({problems}, {std::clamp(wanted, 100, height() * 30 / 100)}, Qt::Vertical);
+    }
 }
 
 void MainWindow::setFocusMode(bool on)
