@@ -274,6 +274,24 @@ void TestLayout::legendGoesWhereTheDataIsNot()
     p = placeLegend(&plot);
     QVERIFY(!p.outside);
     QVERIFY(plot.axisRect()->rect().contains(legendRect(&plot).toRect()));
+    // Data in every corner and a name longer than the plot is wide: a row above would be cut, so the name is
+    // written right of the axes, elided, over none of the points, within the plot.
+    QCPGraph *everywhere = plot.addGraph();
+    everywhere->setName(QStringLiteral("decoder.layers.9.mlp.linear_fc2 activation of the run fp8_with_a_name_that_"
+                                       "goes_on_and_on_past_the_plot"));
+    for (int i = 0; i <= 100; ++i) {
+        everywhere->addData(i, 2);
+        everywhere->addData(i, 98);
+    }
+    g->setVisible(false);
+    plot.legend->setVisible(true);
+    p = placeLegend(&plot);
+    QVERIFY(p.labels && !p.outside);
+    QList<QRectF> rects;
+    QCOMPARE(directLabels(&plot, &rects).size(), 1);
+    QVERIFY(QRectF(plot.viewport()).contains(rects.front()));
+    QVERIFY(rects.front().left() >= plot.axisRect()->rect().right());
+    QCOMPARE(pointsInside(&plot, rects.front()), 0);
 }
 
 void TestLayout::eightRunsStayApartAndKeepALegend_data()

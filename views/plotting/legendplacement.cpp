@@ -271,10 +271,12 @@ LegendPlacement placeLegend(QCustomPlot *plot, const QList<QRectF> &keepClear, b
     moveOutside(plot);
     out.outside = true;
     layOut(plot);
-    // Above the axes, but not at the cost of the plot: past a quarter of the height the axes had, names right of
-    // the axes at the lines' ends; where they do not fit, above the axes after all.
+    // Above the axes, but not at the cost of the plot: past a quarter of the height the axes had (or wider than
+    // the plot), names right of the axes at the lines' ends; where they do not fit, above the axes after all.
     const int legendHeight = plot->legend->outerRect().height();
-    if (!outsideOnly && wanted && legendHeight * 4 > legendHeight + plot->axisRect()->height()) {
+    // A row wider than the plot (one name longer than the plot is wide) would be cut: labels, elided, instead.
+    const bool tooWide = plot->legend->minimumOuterSizeHint().width() > plot->viewport().width();
+    if (!outsideOnly && wanted && (tooWide || legendHeight * 4 > legendHeight + plot->axisRect()->height())) {
         moveInside(plot, out.corner);
         plot->legend->setVisible(false); // the caller shows it again before placing it again
         layOut(plot);
