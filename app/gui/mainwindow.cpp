@@ -612,6 +612,8 @@ void MainWindow::updateRunActions()
     const int runs = isStartPageShown() ? 0 : int(m_workspace->runCount());
     const auto [compare, triage, report] = std::tuple(m_runActions[0], m_runActions[1], m_runActions[2]);
     compare->setEnabled(runs >= 2);
+    if (m_focusAction) // nothing to give the window to on the start page
+        m_focusAction->setEnabled(runs >= 1);
     compare->setToolTip(runs >= 2 ? tr("Compare a run with its baseline: the loss overlay, the difference, the "
                                        "findings")
             : runs == 1           ? tr("A comparison needs two runs: open a folder with its baseline too")

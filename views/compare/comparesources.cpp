@@ -127,7 +127,11 @@ QString PairCurveSource::legendName(RunRef run) const
 {
     if (run == bandRef())
         return runName(run);
-    return m_data && run == m_data->baseline ? tr("%1 (baseline)").arg(pairName(run)) : pairName(run);
+    // "(baseline)" where the name does not say it already ("BF16 baseline", "bf16_baseline").
+    const QString name = pairName(run);
+    return m_data && run == m_data->baseline && !name.contains(QLatin1String("baseline"), Qt::CaseInsensitive)
+        ? tr("%1 (baseline)").arg(name)
+        : name;
 }
 
 std::optional<CurveSource::Curve> PairCurveSource::curve(RunRef run, const Request &request) const

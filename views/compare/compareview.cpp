@@ -308,6 +308,10 @@ void CompareView::setUpLayers()
     layers->setObjectName(QStringLiteral("compareLayers"));
     layers->addWidget(m_baseHeat);
     layers->addWidget(m_runHeat);
+    // One step at one pixel in both maps: their axes share both edges (their layer names differ in width).
+    auto *mapGroup = new XAxisGroup(this);
+    for (HeatmapView *map : {m_baseHeat, m_runHeat})
+        mapGroup->add(map->plot());
     layers->addWidget(m_diffHeat);
     m_diffHeat->hide();
     auto *layerPane = new QWidget(this);
@@ -518,9 +522,13 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
         row.front()->setData(f.layer, LayerRole);
         row.front()->setData(f.tensor, TensorRole);
         row.front()->setData(f.step ? QVariant(qint64(*f.step)) : QVariant(), StepRole);
-        for (QStandardItem *i : row)
-            i->setToolTip(m_workspace->inRunNames(
-                f.suggestion.isEmpty() ? f.summary : f.summary + QLatin1Char('\n') + f.suggestion));
+        // On hover: the cell's own text whole (a layer's name is cut first), then what the finding says.
+        const QString says = m_workspace->inRunNames(
+            f.suggestion.isEmpty() ? f.summary : f.summary + QLatin1Char('\n') + f.suggestion);
+        for (QStandardItem *i : row) {
+            const QString own = i->text();
+            i->setToolTip(own.isEmpty() || i == row.back() ? says : own + QStringLiteral("\n\n") + says);
+        }
         m_findingsModel->appendRow(row);
     }
     for (const analysis::EvalRow &e : m_data->evals) {

@@ -435,6 +435,8 @@ void CurveView::updateLegend()
 void CurveView::resizeEvent(QResizeEvent *event)
 {
     PlotView::resizeEvent(event);
+    // About one x tick a 110 pixels: step numbers of five digits never run into each other.
+    plot()->xAxis->ticker()->setTickCount(std::clamp(width() / 110, 2, 10));
     updateLegend();
     // Buckets are one per pixel column: a wider or narrower plot asks again.
     if (m_haveRange)

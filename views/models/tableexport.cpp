@@ -55,9 +55,10 @@ public:
     explicit ColumnFitter(QTableView *table)
         : QObject(table)
         , m_table(table)
+        , m_viewport(table->viewport())
     {
         table->installEventFilter(this);
-        table->viewport()->installEventFilter(this);
+        m_viewport->installEventFilter(this);
         m_timer.setSingleShot(true);
         m_timer.setInterval(0);
         connect(&m_timer, &QTimer::timeout, this, [this] { fitColumnsToWidth(m_table); });
@@ -85,7 +86,8 @@ public:
         if (watched == m_table && (event->type() == QEvent::Resize || event->type() == QEvent::Show)) {
             follow(m_table->model());
             m_timer.start();
-        } else if (watched == m_table->viewport() && event->type() == QEvent::ToolTip) {
+        } else if (watched == m_viewport && event->type() == QEvent::ToolTip) {
+            // (Compared by the pointer kept: the viewport's events go on while the table is being destroyed.)
             auto *help = static_cast<QHelpEvent *>(event);
             const QModelIndex index = m_table->indexAt(help->pos());
             if (index.isValid() && !index.data(Qt::ToolTipRole).isValid()) {
@@ -102,6 +104,7 @@ public:
 
 private:
     QTableView *m_table;
+    QObject *m_viewport;
     QPointer<QAbstractItemModel> m_model;
     QTimer m_timer;
 };
@@ -157,6 +160,18 @@ void fitColumnsToWidth(QTableView *table)
         for (int c = 0; c < columns; ++c) {
             if (!keep[size_t(c)])
                 widths[size_t(c)] = std::min(natural[size_t(c)], std::max(cap, kLeastColumnWidth));
+        }
+        // Still too wide (many numbers): the numbers' columns as wide as their values, their headers cut.
+        int sum = 0;
+        for (int c = 0; c < columns; ++c)
+            sum += table->isColumnHidden(c) ? 0 : widths[size_t(c)];
+        for (int c = 0; c < columns && sum > room; ++c) {
+            if (table->isColumnHidden(c) || !keep[size_t(c)])
+                continue;
+            const int values = static_cast<QAbstractItemView *>(table)->sizeHintForColumn(c) + 4;
+            const int narrower = std::max(values, widths[size_t(c)] - (sum - room));
+            sum -= widths[size_t(c)] - std::min(narrower, widths[size_t(c)]);
+            widths[size_t(c)] = std::min(narrower, widths[size_t(c)]);
         }
     }
     for (int c = 0; c < columns; ++c) {

@@ -21,8 +21,9 @@ QTableView *newTableView(const QString &name, QWidget *parent, bool fitWidth = t
 
 // Sizes the columns to what they hold, and where that is wider than the view, narrows the widest text columns
 // (to one width, as far as needed, no narrower than kLeastColumnWidth) so that every column is in view without
-// scrolling: numbers are never cut (a column whose every cell is a number keeps its width); text is elided,
-// whole on hover. The last column takes what is left.
+// scrolling: numbers are never cut (a column whose every cell is a number keeps its values' width; only its
+// header may be cut where the numbers alone are too wide); text is elided, whole on hover. The last column takes
+// what is left.
 void fitColumnsToWidth(QTableView *table);
 inline constexpr int kLeastColumnWidth = 44;
 

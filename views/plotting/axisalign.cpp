@@ -30,22 +30,32 @@ XAxisGroup::XAxisGroup(QObject *parent)
 {
 }
 
+XAxisGroup::~XAxisGroup()
+{
+    for (const auto &[key, plot] : std::as_const(m_plots))
+        plot->setProperty(kGroupProperty, QVariant());
+}
+
 void XAxisGroup::add(QCustomPlot *plot)
 {
     if (!plot || plots().contains(plot))
         return;
-    m_plots << plot;
+    QObject *key = plot;
+    m_plots.push_back({key, plot});
     plot->setProperty(kGroupProperty, QVariant::fromValue(static_cast<QObject *>(this)));
     connect(plot, &QCustomPlot::beforeReplot, this, [this, plot] { align(plot); });
-    connect(plot, &QObject::destroyed, this, [this] { align(); });
+    // A plot destroyed without leaving (not in a PlotView): gone from the list, by its key alone.
+    connect(plot, &QObject::destroyed, this, [this, key] {
+        m_plots.removeIf([key](const std::pair<QObject *, QCustomPlot *> &e) { return e.first == key; });
+    });
     align();
 }
 
 void XAxisGroup::remove(QCustomPlot *plot)
 {
-    if (!plot)
+    if (!plot || !plots().contains(plot))
         return;
-    m_plots.removeAll(plot);
+    m_plots.removeIf([plot](const std::pair<QObject *, QCustomPlot *> &e) { return e.second == plot; });
     disconnect(plot, nullptr, this, nullptr);
     plot->setProperty(kGroupProperty, QVariant());
     // By itself again: its own margins (and its gutter).
@@ -58,11 +68,15 @@ void XAxisGroup::remove(QCustomPlot *plot)
 QList<QCustomPlot *> XAxisGroup::plots() const
 {
     QList<QCustomPlot *> out;
-    for (const QPointer<QCustomPlot> &p : m_plots) {
-        if (p)
-            out << p.data();
-    }
+    for (const auto &[key, plot] : m_plots)
+        out << plot;
     return out;
+}
+
+void leaveXAxisGroup(QCustomPlot *plot)
+{
+    if (auto *group = qobject_cast<XAxisGroup *>(plot->property(kGroupProperty).value<QObject *>()))
+        group->remove(plot);
 }
 
 void XAxisGroup::align(QCustomPlot *replotting)

@@ -7,7 +7,7 @@
 
 #include <QList>
 #include <QObject>
-#include <QPointer>
+#include <utility>
 
 class QCustomPlot;
 
@@ -18,6 +18,7 @@ class XAxisGroup : public QObject
     Q_OBJECT
 public:
     explicit XAxisGroup(QObject *parent = nullptr);
+    ~XAxisGroup() override;
 
     void add(QCustomPlot *plot);
     void remove(QCustomPlot *plot);
@@ -26,8 +27,13 @@ public:
     void align(QCustomPlot *replotting = nullptr);
 
 private:
-    QList<QPointer<QCustomPlot>> m_plots;
+    // The plots, by the QObject each is too (compared as a key when one is destroyed: a plot half destroyed is
+    // never used as one; PlotView takes its plot out of its group first, see leaveXAxisGroup).
+    QList<std::pair<QObject *, QCustomPlot *>> m_plots;
 };
+
+// Takes a plot out of the group it is in (PlotView's destructor: while the plot is whole).
+void leaveXAxisGroup(QCustomPlot *plot);
 
 // The width a plot keeps right of its axes for direct labels (legendplacement): the right margin is at least
 // this; in a group, every plot of the group keeps the widest.

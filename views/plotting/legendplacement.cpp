@@ -117,7 +117,7 @@ void clearLabels(QCustomPlot *plot)
 }
 
 // Each curve the legend names (lines, not marks), named right of the axes, in a gutter of the plot's margin, at
-// the height of its last point in view; the names pushed apart to a line each, elided to a fifth of the plot's
+// the height of its last point in view; the names pushed apart to a line each, elided to a quarter of the plot's
 // width. Outside the axes, a name covers no drawn point and no region kept clear. Written only where all fit
 // in the axes' height and the gutter is wide enough to read; returns whether they were.
 bool addLabels(QCustomPlot *plot)
@@ -142,7 +142,7 @@ bool addLabels(QCustomPlot *plot)
     constexpr double kMinLabelWidth = 60;
     const double widest = std::accumulate(labels.begin(), labels.end(), 0.0,
         [&](double w, const Label &l) { return std::max(w, metrics.horizontalAdvance(l.text)); });
-    const double room = std::min(widest, plot->viewport().width() / 5.0);
+    const double room = std::min(widest, plot->viewport().width() / 4.0);
     if (labels.empty() || room < kMinLabelWidth)
         return false;
     setRightGutter(plot, int(std::ceil(room)) + 10);
@@ -162,7 +162,9 @@ bool addLabels(QCustomPlot *plot)
         }
         if (!std::isfinite(l.y)) // nothing in view: at the foot, still named
             l.y = area.bottom();
-        l.text = metrics.elidedText(l.text, Qt::ElideMiddle, room);
+        // A layer's path keeps its end (its index and GEMM); a run's name both its ends.
+        const bool path = l.text.count(QLatin1Char('.')) >= 2 && !l.text.contains(QLatin1Char(' '));
+        l.text = metrics.elidedText(l.text, path ? Qt::ElideLeft : Qt::ElideMiddle, room);
     }
     std::sort(labels.begin(), labels.end(), [](const Label &a, const Label &b) { return a.y < b.y; });
     const double top = area.top() + h / 2, bottom = area.bottom() - h / 2;

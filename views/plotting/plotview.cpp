@@ -1,5 +1,6 @@
 #include "plotview.h"
 
+#include "axisalign.h"
 #include "qcp.h"
 #include "textwrap.h"
 
@@ -69,6 +70,12 @@ PlotView::PlotView(const QString &name, QWidget *parent)
     m_spacerAction = m_controls->addWidget(spacer);
     m_controls->addWidget(exportButton);
     applyPalette();
+}
+
+PlotView::~PlotView()
+{
+    // Out of its axis group while the plot is whole (the group would align it as it is being destroyed).
+    leaveXAxisGroup(m_plot);
 }
 
 QAction *PlotView::addControl(QWidget *widget, bool expanding)

@@ -459,6 +459,8 @@ void TriageWizard::display(std::shared_ptr<const ComparisonData> data)
     fillClass();
     fillNext();
     fillSummary();
+    // The class page's words by the run list's names.
+    m_classTitle->setText(m_workspace->inRunNames(m_classTitle->text()));
     if (m_data)
         m_status->setText(tr("Verdict: %1").arg(analysis::verdictName(m_data->comparison.verdict)));
     Q_EMIT computed();
@@ -592,7 +594,7 @@ void TriageWizard::fillLoss()
         lines << tr("Spikes of the loss: %1 (marked on the plot).").arg(spikes(m_data->runSpikes));
     if (skipped)
         lines << skipped->summary.toHtmlEscaped();
-    m_verdict->setText(lines.join(QStringLiteral("<br>")));
+    m_verdict->setText(m_workspace->inRunNames(lines.join(QStringLiteral("<br>"))));
 }
 
 void TriageWizard::showSuspectHeatmap(
@@ -844,7 +846,9 @@ void TriageWizard::fillNextText()
     m_copyNext->setEnabled(std::any_of(m_data->comparison.nextSteps.begin(), m_data->comparison.nextSteps.end(),
         [](const analysis::NextStep &ns) { return !ns.config.isEmpty(); }));
     for (const analysis::NextStep &ns : m_data->comparison.nextSteps) {
-        QString step = QStringLiteral("%1. %2\n   %3").arg(++n).arg(ns.what, ns.action);
+        QString step = QStringLiteral("%1. %2\n   %3")
+                           .arg(++n)
+                           .arg(m_workspace->inRunNames(ns.what), m_workspace->inRunNames(ns.action));
         if (!ns.config.isEmpty())
             step += QStringLiteral("\n\n") + ns.config.trimmed();
         // What the baseline's other attempts already tried of it, and how it came out.

@@ -559,8 +559,6 @@ void Workspace::noteStoreErrors(const std::vector<ProblemEntry> &errors)
 
 QString Workspace::inRunNames(QString text) const
 {
-    if (!text.contains(QLatin1String("'s")))
-        return text;
     // Longest names first: one run's name may begin another's.
     std::vector<std::pair<QString, QString>> names;
     for (const WorkspaceRun &r : m_runs) {
@@ -572,9 +570,13 @@ QString Workspace::inRunNames(QString text) const
     }
     std::sort(names.begin(), names.end(), [](const auto &a, const auto &b) { return a.first.size() > b.first.size(); });
     for (const auto &[own, shown] : names) {
-        // Only as a whole word before "'s".
-        const QRegularExpression word(QStringLiteral("(?<![\\w.-])%1's").arg(QRegularExpression::escape(own)));
-        text.replace(word, shown + QStringLiteral("'s"));
+        // As a whole word before "'s" ("bf16's band"); anywhere as a whole word where the name reads as a folder's
+        // (it has a '_', '-' or '.' and is not short), never inside another word or a path.
+        const QString escaped = QRegularExpression::escape(own);
+        const bool folderLike = own.size() >= 6 && own.contains(QRegularExpression(QStringLiteral("[_.-]")));
+        const QRegularExpression word(folderLike ? QStringLiteral("(?<![\\w./-])%1(?![\\w/-]|\\.\\w)").arg(escaped)
+                                                 : QStringLiteral("(?<![\\w./-])%1(?='s)").arg(escaped));
+        text.replace(word, shown);
     }
     return text;
 }

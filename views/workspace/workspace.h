@@ -104,8 +104,9 @@ public:
     // The one name every view gives a run: its short label (what sets it apart from the other runs open), its
     // whole label where it has none; "" for a run not open. Tooltips give the whole label.
     QString runName(RunRef ref) const;
-    // A finding's text (the analysis names runs by their folder) with "NAME's" of each open run written with its
-    // runName, so a view's words match its run list ("bf16's band" reads "BF16 baseline's band").
+    // A finding's text (the analysis names runs by their folder) with each open run's name written as its
+    // runName, so a view's words match its run list: "NAME's" always ("bf16's band" reads "BF16 baseline's
+    // band"), a folder-like name (6 characters or more with a '_', '-' or '.') wherever it is a whole word.
     QString inRunNames(QString text) const;
     int indexOf(RunRef ref) const; // -1 when not open
     RunRef runAt(int index) const
