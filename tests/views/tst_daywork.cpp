@@ -26,6 +26,7 @@
 #include "views/triage/triagewizard.h"
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
+#include "windowtest.h"
 
 #include <QAction>
 #include <QDockWidget>
@@ -42,6 +43,7 @@
 #include <set>
 
 using namespace fp8scope;
+using guitest::openWindow;
 using guitest::writeFile;
 
 namespace {
@@ -142,7 +144,6 @@ private:
         QTest::newRow("1366x768") << QSize(1366, 768);
         QTest::newRow("1920x1080") << QSize(1920, 1080);
     }
-    std::unique_ptr<MainWindow> openWindow(const QStringList &folders, QSize size);
 
     QTemporaryDir m_tmp;
     QString m_pair, m_lone, m_attempts, m_named, m_long;
@@ -170,21 +171,6 @@ void TestDayWork::initTestCase()
         m_named + QStringLiteral("/d20_moe_fp8_expert_routing_retest/wandb_export.csv"), lossCsv(300, 10, 0)));
     QVERIFY(writeFile(
         m_named + QStringLiteral("/d20_moe_fp8_expert_gating_retest/wandb_export.csv"), lossCsv(300, 10, 0.05)));
-}
-
-std::unique_ptr<MainWindow> TestDayWork::openWindow(const QStringList &folders, QSize size)
-{
-    auto w = std::make_unique<MainWindow>(BackendChoice::Cpu, nullptr);
-    w->resize(size);
-    w->show();
-    if (!QTest::qWaitForWindowExposed(w.get()))
-        return nullptr;
-    QSignalSpy ready(w.get(), &MainWindow::ready);
-    w->openFolders(folders);
-    if (!ready.wait(120000))
-        return nullptr;
-    QTest::qWait(50);
-    return w;
 }
 
 void TestDayWork::stackScrollsAndSharesItsEdges()

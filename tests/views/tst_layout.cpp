@@ -24,6 +24,7 @@
 #include "views/triage/triagewizard.h"
 #include "views/workspace/selection.h"
 #include "views/workspace/workspace.h"
+#include "windowtest.h"
 
 #include <QDockWidget>
 #include <QRegularExpression>
@@ -39,6 +40,7 @@
 #include <set>
 
 using namespace fp8scope;
+using guitest::openWindow;
 using guitest::writeFile;
 
 namespace {
@@ -159,8 +161,6 @@ private Q_SLOTS:
     void skippedFilesAreListed();
 
 private:
-    std::unique_ptr<MainWindow> openWindow(const QStringList &folders, QSize size);
-
     QTemporaryDir m_tmp;
     QString m_eight;
     ScenarioPlan m_mid;
@@ -178,21 +178,6 @@ void TestLayout::initTestCase()
     QString error;
     QVERIFY2(generateScenario(m_tmp.filePath(QStringLiteral("mid")), Scenario::MidRunInstability, 11, &m_mid, &error),
         qPrintable(error));
-}
-
-std::unique_ptr<MainWindow> TestLayout::openWindow(const QStringList &folders, QSize size)
-{
-    auto w = std::make_unique<MainWindow>(BackendChoice::Cpu, nullptr);
-    w->resize(size);
-    w->show();
-    if (!QTest::qWaitForWindowExposed(w.get()))
-        return nullptr;
-    QSignalSpy ready(w.get(), &MainWindow::ready);
-    w->openFolders(folders);
-    if (!ready.wait(120000))
-        return nullptr;
-    QTest::qWait(50);
-    return w;
 }
 
 void TestLayout::shortNamesTellRunsApart()
