@@ -3,6 +3,11 @@
 # OUTDIR/1366x768 and OUTDIR/1920x1080: under Xvfb (a real X server), fp8scope shows its start page, then
 # opens the demo run pair (generated once into the user cache) and walks through the states
 # app/gui/screenshotter.cpp lists. Settings come from a fresh folder so the default layout is shown.
+# Then the tour of a folder (Screenshotter's Folder tour: the window, its hottest cell, the comparison and its
+# layers, the triage's summary, as far as the folder has them) on three kinds of folder, into
+# OUTDIR/<size>/<kind>/: Megatron's weekly golden values and a W&B history export (../shared/fixtures/real,
+# copied first: the store is written beside the runs; skipped without ../shared), and a mixture-of-experts run
+# pair (fp8scope-cli demo --scenario mid-run-instability --experts 8).
 # Usage: tests/screenshots.sh OUTDIR [BUILD_DIR]   (BUILD_DIR defaults to build/default)
 set -euo pipefail
 if [ $# -lt 1 ]; then
@@ -18,13 +23,38 @@ if [ ! -x "$app" ]; then
     exit 1
 fi
 command -v xvfb-run >/dev/null || { echo "screenshots.sh: xvfb-run missing (packaging/install-deps.sh)" >&2; exit 1; }
-for size in 1366x768 1920x1080; do
-    mkdir -p "$out/$size"
+# The folders of the folder tours, in a scratch folder of their own.
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+folders=()
+real="$here/../shared/fixtures/real"
+if [ -d "$real" ]; then
+    cp -r "$real/megatron_golden_values" "$scratch/weekly"
+    cp -r "$real/wandb_csv" "$scratch/wandb"
+    chmod -R u+w "$scratch"
+    folders+=(weekly wandb)
+fi
+if "$build/app/fp8scope-cli" demo --scenario mid-run-instability --seed 4 --experts 8 "$scratch/moe" >/dev/null; then
+    folders+=(moe)
+fi
+# One tour: the screen is the size named; the window fills it (-qwindowgeometry), as a maximised window would;
+# settings from a fresh folder (the default layout).
+tour() {
+    local size="$1" dir="$2"
+    shift 2
+    mkdir -p "$dir"
+    local config
     config="$(mktemp -d)"
-    # The screen is the size named; the window fills it (-qwindowgeometry), as a maximised window would.
-    XDG_CONFIG_HOME="$config" QT_QPA_PLATFORM=xcb timeout 300 \
-        xvfb-run -a -s "-screen 0 ${size}x24" "$app" --demo --screenshots "$out/$size" -qwindowgeometry "$size+0+0"
+    XDG_CONFIG_HOME="$config" QT_QPA_PLATFORM=xcb timeout 400 \
+        xvfb-run -a -s "-screen 0 ${size}x24" "$app" "$@" --screenshots "$dir" -qwindowgeometry "$size+0+0"
     rm -rf "$config"
+}
+for size in 1366x768 1920x1080; do
+    tour "$size" "$out/$size" --demo
+    for kind in "${folders[@]}"; do
+        tour "$size" "$out/$size/$kind" "$scratch/$kind"
+        rm -f "$out/$size/$kind/00-start-page.png" # the same start page as the demo's
+    done
 done
 # The Attempts tab on a baseline with four attempts (tests/attemptsfolder.h), as its GUI test shows it (a window
 # of 1600x1000, offscreen).
@@ -37,6 +67,10 @@ fi
 if [ -x "$build/tests/tst_layout" ]; then
     QT_QPA_PLATFORM=offscreen FP8SCOPE_SHOT_DIR="$out" \
         "$build/tests/tst_layout" eightRunsStayApartAndKeepALegend plotsStackOnOneXAxis >/dev/null
+fi
+# Every statistic stacked (scrolled, the axes on one edge, Stack Plot disabled), at both sizes (tst_daywork).
+if [ -x "$build/tests/tst_daywork" ]; then
+    QT_QPA_PLATFORM=offscreen FP8SCOPE_SHOT_DIR="$out" "$build/tests/tst_daywork" stackScrollsAndSharesItsEdges >/dev/null
 fi
 # A mixture-of-experts run (24 GEMM rows of 8-expert GroupedLinear GEMMs, its last layer in BF16): the grouped
 # heatmap and one GEMM's experts map, as the experts' GUI test shows them (tst_expertsview, offscreen, 1366x768).

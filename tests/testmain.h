@@ -57,6 +57,49 @@ template <class T> int runTests(int argc, char **argv)
 
 #ifdef QT_WIDGETS_LIB
 #include <QApplication>
+#include <QTextStream>
+
+namespace fp8scope::testing {
+
+// A plot painted into nothing (QCustomPlot's "inactive painter", QPainter's "engine == 0") fails a GUI test's run:
+// the handler names the test function it came in, and the executable exits with a failure.
+inline int &painterWarnings()
+{
+    static int count = 0;
+    return count;
+}
+
+inline QtMessageHandler &previousHandler()
+{
+    static QtMessageHandler handler = nullptr;
+    return handler;
+}
+
+inline void failOnPainterWarnings(QtMsgType type, const QMessageLogContext &context, const QString &message)
+{
+    if (type == QtWarningMsg
+        && (message.contains(QLatin1String("inactive painter"))
+            || message.contains(QLatin1String("Paint device returned engine == 0")))) {
+        if (++painterWarnings() <= 5)
+            QTextStream(stderr) << "FAIL: a painter warning in " << QTest::currentTestFunction() << ": " << message
+                                << '\n';
+    }
+    if (QtMessageHandler previous = previousHandler())
+        previous(type, context, message);
+}
+
+template <class T> int runGuiTests(int argc, char **argv)
+{
+    previousHandler() = qInstallMessageHandler(failOnPainterWarnings);
+    const int result = runTests<T>(argc, argv);
+    if (painterWarnings() > 0) {
+        QTextStream(stderr) << "FAIL: " << painterWarnings() << " painter warnings (plots painted at no size)\n";
+        return result == 0 ? 1 : result;
+    }
+    return result;
+}
+
+} // namespace fp8scope::testing
 
 #define FP8SCOPE_TEST_GUI_MAIN(TestObject)                                                                             \
     int main(int argc, char **argv)                                                                                    \
@@ -64,6 +107,6 @@ template <class T> int runTests(int argc, char **argv)
         QApplication app(argc, argv);                                                                                  \
         app.setAttribute(Qt::AA_Use96Dpi, true);                                                                       \
         QTEST_SET_MAIN_SOURCE_PATH                                                                                     \
-        return fp8scope::testing::runTests<TestObject>(argc, argv);                                                    \
+        return fp8scope::testing::runGuiTests<TestObject>(argc, argv);                                                 \
     }
 #endif

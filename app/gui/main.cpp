@@ -96,7 +96,10 @@ int main(int argc, char **argv)
     window.show();
     if (parser.isSet(QStringLiteral("screenshots"))) {
         // The start page first, then what was asked for.
-        auto *shooter = new Screenshotter(&window, parser.value(QStringLiteral("screenshots")), open);
+        const auto tour = demo ? Screenshotter::Tour::Demo
+            : paths.isEmpty()  ? Screenshotter::Tour::StartPage
+                               : Screenshotter::Tour::Folder;
+        auto *shooter = new Screenshotter(&window, parser.value(QStringLiteral("screenshots")), open, tour);
         QObject::connect(shooter, &Screenshotter::finished, &app, [](bool ok) { QApplication::exit(ok ? 0 : 1); });
     } else {
         open();

@@ -47,6 +47,7 @@
 #include <QMimeData>
 #include <QPlainTextEdit>
 #include <QProgressBar>
+#include <QResizeEvent>
 #include <QScreen>
 #include <QScrollBar>
 #include <QSet>
@@ -65,6 +66,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <tuple>
 
 namespace fp8scope {
 
@@ -214,7 +216,7 @@ void MainWindow::createViews()
 
     m_runModel = new RunListModel(this);
     m_runModel->follow(m_workspace);
-    m_runTable = newTableView(QStringLiteral("runTable"), this);
+    m_runTable = newTableView(QStringLiteral("runTable"), this, false); // its own fit (onLoaded)
     m_runTable->setModel(m_runModel);
     m_runTable->setMinimumWidth(180);
     // Cluster job names run long; their two ends tell runs apart (..._bf16_baseline, ..._fp8_...).
@@ -348,7 +350,7 @@ void MainWindow::layoutDocks()
     auto *histogramDock = findChild<QDockWidget *>(QStringLiteral("histogramDock"));
     resizeDocks({heat}, {size.height() * 38 / 100}, Qt::Vertical);
     resizeDocks({histogramDock}, {size.height() * 42 / 100}, Qt::Vertical);
-    const int histogramWidth = std::max(360, size.width() * 28 / 100);
+    const int histogramWidth = std::max(360, size.width() * 25 / 100);
     resizeDocks({histogramDock}, {histogramWidth}, Qt::Horizontal);
     // The run list as wide as the curves' controls (about 660 px) leave, up to a sixth of the window.
     resizeDocks({findChild<QDockWidget *>(QStringLiteral("runsDock"))},
@@ -386,6 +388,15 @@ void MainWindow::collapseEmptyDocks()
                 dock->raise();
         }
     }
+    // The problems alone in the bottom place (no heatmap): as tall as their rows, not the heatmap's share.
+    auto *heat = findChild<QDockWidget *>(QStringLiteral("heatmapDock"));
+    auto *problems = findChild<QDockWidget *>(QStringLiteral("problemsDock"));
+    if (heat && problems && heat->isHidden() && !problems->isHidden() && !problems->isFloating() && isVisible()) {
+        const int rows = m_problemsModel->rowCount();
+        const int wanted = m_problemsTable->horizontalHeader()->height()
+            + std::max(2, rows + 1) * m_problemsTable->verticalHeader()->defaultSectionSize() + 40;
+        resizeDocks({problems}, {std::clamp(wanted, 100, height() * 30 / 100)}, Qt::Vertical);
+    }
 }
 
 void MainWindow::setFocusMode(bool on)
@@ -393,8 +404,12 @@ void MainWindow::setFocusMode(bool on)
     if (isStartPageShown())
         on = false;
     if (on && !m_focusMode) {
+        // The tab of a tabbed place in front (the heatmap or the problems) comes back in front.
+        m_frontDocks.clear();
         for (QDockWidget *dock : findChildren<QDockWidget *>()) {
             if (!dock->isHidden() && !dock->isFloating()) {
+                if (!tabifiedDockWidgets(dock).isEmpty() && !dock->visibleRegion().isEmpty())
+                    m_frontDocks << dock;
                 m_focusedDocks << dock;
                 dock->hide();
             }
@@ -403,10 +418,13 @@ void MainWindow::setFocusMode(bool on)
         for (QDockWidget *dock : std::as_const(m_focusedDocks))
             dock->show();
         m_focusedDocks.clear();
+        for (QDockWidget *dock : std::as_const(m_frontDocks))
+            dock->raise();
+        m_frontDocks.clear();
     }
     m_focusMode = on;
-    // The comparison's tables follow when their Focus button asked: they have the plots' room too.
-    m_compare->setTablesFocused(on && m_viewTabs->currentWidget() == m_compare && m_compare->tablesFocusWanted());
+    // One state: the comparison's Focus button shows it too.
+    m_compare->setFocusChecked(on);
     const QSignalBlocker block(m_focusAction);
     m_focusAction->setChecked(on);
 }
@@ -442,6 +460,34 @@ void MainWindow::showEvent(QShowEvent *event)
         m_layoutPending = false;
         layoutDocks();
     }
+}
+
+void MainWindow::resizeEvent(QResizeEvent *event)
+{
+    QMainWindow::resizeEvent(event);
+    const QSize before = event->oldSize(), after = event->size();
+    if (!before.isValid() || before.isEmpty() || m_layoutPending || isStartPageShown())
+        return;
+    // Each docked panel keeps its share: the side ones of the width, the bottom ones of the height.
+    QList<QDockWidget *> sides, bottoms;
+    QList<int> widths, heights;
+    for (QDockWidget *dock : findChildren<QDockWidget *>()) {
+        if (dock->isHidden() || dock->isFloating())
+            continue;
+        const Qt::DockWidgetArea area = dockWidgetArea(dock);
+        if ((area == Qt::LeftDockWidgetArea || area == Qt::RightDockWidgetArea) && after.width() != before.width()) {
+            sides << dock;
+            widths << std::max(dock->minimumSizeHint().width(), dock->width() * after.width() / before.width());
+        } else if ((area == Qt::BottomDockWidgetArea || area == Qt::TopDockWidgetArea)
+            && after.height() != before.height()) {
+            bottoms << dock;
+            heights << std::max(dock->minimumSizeHint().height(), dock->height() * after.height() / before.height());
+        }
+    }
+    if (!sides.isEmpty())
+        resizeDocks(sides, widths, Qt::Horizontal);
+    if (!bottoms.isEmpty())
+        resizeDocks(bottoms, heights, Qt::Vertical);
 }
 
 void MainWindow::createMenus()
@@ -548,11 +594,37 @@ void MainWindow::createMenus()
     bar->addAction(triage);
     bar->addAction(report);
 
+    m_runActions = {compare, triage, report};
+    updateRunActions();
+
     QMenu *help = menuBar()->addMenu(tr("&Help"));
     QAction *about = help->addAction(tr("&About fp8scope"), this, &MainWindow::showAbout);
     about->setObjectName(QStringLiteral("showAbout"));
     about->setMenuRole(QAction::AboutRole);
     updateRecentMenu();
+}
+
+void MainWindow::updateRunActions()
+{
+    if (m_runActions.size() != 3)
+        return;
+    // What needs runs waits for them: a comparison two, a triage or its report one.
+    const int runs = isStartPageShown() ? 0 : int(m_workspace->runCount());
+    const auto [compare, triage, report] = std::tuple(m_runActions[0], m_runActions[1], m_runActions[2]);
+    compare->setEnabled(runs >= 2);
+    if (m_focusAction) // nothing to give the window to on the start page
+        m_focusAction->setEnabled(runs >= 1);
+    compare->setToolTip(runs >= 2 ? tr("Compare a run with its baseline: the loss overlay, the difference, the "
+                                       "findings")
+            : runs == 1           ? tr("A comparison needs two runs: open a folder with its baseline too")
+                                  : tr("Open a folder of runs first"));
+    for (QAction *a : {triage, report}) {
+        a->setEnabled(runs >= 1);
+        a->setToolTip(runs >= 1 ? (a == triage ? tr("Walk through the triage of a run against its baseline, step "
+                                                    "by step")
+                                               : tr("Export the triage of a run as a PDF report"))
+                                : tr("Open a folder of runs first"));
+    }
 }
 
 void MainWindow::showAbout()
@@ -850,8 +922,9 @@ void MainWindow::showStartPage(bool on)
             const QSignalBlocker block(m_focusAction);
             m_focusAction->setChecked(false);
         }
-        m_compare->setTablesFocused(false);
+        m_compare->setFocusChecked(false);
         m_central->setCurrentWidget(m_startPage);
+        updateRunActions();
     } else {
         m_central->setCurrentWidget(m_viewTabs);
         if (m_dockState.isEmpty() || !restoreState(m_dockState, AppSettings::kWindowStateVersion)) {
@@ -1165,6 +1238,7 @@ void MainWindow::onLoaded()
         }
     }
     updateTitle();
+    updateRunActions();
     // Ready once the heatmap's matrix has arrived from the query thread too.
     auto emitReady = [this] { QTimer::singleShot(0, this, [this] { Q_EMIT ready(); }); };
     if (m_heatmap->isLoading())

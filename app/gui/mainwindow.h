@@ -125,6 +125,8 @@ Q_SIGNALS:
 protected:
     void closeEvent(QCloseEvent *event) override;
     void showEvent(QShowEvent *event) override;
+    // The docks keep their share of the window as it is resized (the views in the middle are not squeezed).
+    void resizeEvent(QResizeEvent *event) override;
     void dragEnterEvent(QDragEnterEvent *event) override;
     void dropEvent(QDropEvent *event) override;
 
@@ -190,7 +192,10 @@ private:
     bool m_shownViews = false; // the views have been shown (their dock state is worth keeping)
     QList<QDockWidget *> m_collapsedDocks; // hidden by collapseEmptyDocks, to be shown again
     QList<QDockWidget *> m_focusedDocks; // hidden by the focus mode, to be shown again
+    QList<QDockWidget *> m_frontDocks; // of those, the tabbed ones in front, in front again after it
     QAction *m_focusAction = nullptr;
+    QList<QAction *> m_runActions; // Compare, Triage, Report: enabled when there are runs for them
+    void updateRunActions();
     bool m_focusMode = false;
     CurveStack *m_curveStack = nullptr;
     QStringList m_pendingStack; // the stacked plots to restore once a folder is open

@@ -7,6 +7,7 @@
 #include "views/histogram/histogramview.h"
 #include "views/triage/triagewizard.h"
 #include "views/workspace/selection.h"
+#include "views/workspace/workspace.h"
 
 #include <QDir>
 #include <QDockWidget>
@@ -16,16 +17,25 @@
 #include <QTextStream>
 #include <QTimer>
 
+#include <algorithm>
 #include <cmath>
 
 namespace fp8scope {
 
-Screenshotter::Screenshotter(MainWindow *window, const QString &outDir, std::function<void()> open)
+Screenshotter::Screenshotter(MainWindow *window, const QString &outDir, std::function<void()> open, Tour tour)
     : QObject(window)
     , m_window(window)
     , m_outDir(outDir)
 {
     QDir().mkpath(outDir);
+    if (tour == Tour::StartPage) {
+        // Nothing to open: the start page is the tour.
+        QTimer::singleShot(500, this, [this] {
+            save(QStringLiteral("00-start-page.png"));
+            Q_EMIT finished(m_ok);
+        });
+        return;
+    }
     if (open) {
         // What a new user sees first, then what they open.
         QTimer::singleShot(500, this, [this, open] {
@@ -33,20 +43,32 @@ Screenshotter::Screenshotter(MainWindow *window, const QString &outDir, std::fun
             open();
         });
     }
+    // A folder that never gets ready (nothing in it could be read) still ends the tour, with what is shown.
+    m_giveUp = new QTimer(this);
+    m_giveUp->setSingleShot(true);
+    m_giveUp->setInterval(180000);
+    connect(m_giveUp, &QTimer::timeout, this, [this] {
+        QTextStream(stderr) << "fp8scope: the window never got ready; the tour ends here\n";
+        m_ok = false;
+        save(QStringLiteral("01-workspace.png"));
+        Q_EMIT finished(false);
+    });
+    m_giveUp->start();
+    const bool demo = tour == Tour::Demo;
     m_steps.push_back([this] {
         save(QStringLiteral("01-workspace.png"));
         next();
     });
-    m_steps.push_back([this] {
-        // What a user does first: click the hottest cell of the heatmap.
+    m_steps.push_back([this, demo] {
+        // What a user does first: click the hottest cell of the heatmap (where the runs have one).
         const Heatmap &h = m_window->heatmap()->heatmap();
         size_t best = 0;
         for (size_t i = 0; i < h.values.size(); ++i) {
             if (std::isfinite(h.values[i]) && (!std::isfinite(h.values[best]) || h.values[i] > h.values[best]))
                 best = i;
         }
-        if (h.values.empty()) {
-            m_ok = false;
+        if (std::none_of(h.values.begin(), h.values.end(), [](double v) { return std::isfinite(v); })) {
+            m_ok = m_ok && !demo; // the demo has one
             next();
             return;
         }
@@ -59,14 +81,18 @@ Screenshotter::Screenshotter(MainWindow *window, const QString &outDir, std::fun
             next();
         });
     });
-    m_steps.push_back([this] {
+    m_steps.push_back([this, demo] {
+        if (!demo)
+            return next();
         m_window->histogram()->setRecipe(QStringLiteral("mxfp8"));
         afterHistogram([this] {
             save(QStringLiteral("03-mxfp8-what-if.png"));
             next();
         });
     });
-    m_steps.push_back([this] {
+    m_steps.push_back([this, demo] {
+        if (!demo)
+            return next();
         // The recipe most FP8 runs train with: its scale comes from the dump's amax history.
         m_window->histogram()->setRecipe(QStringLiteral("delayed"));
         afterHistogram([this] {
@@ -74,7 +100,9 @@ Screenshotter::Screenshotter(MainWindow *window, const QString &outDir, std::fun
             next();
         });
     });
-    m_steps.push_back([this] {
+    m_steps.push_back([this, demo] {
+        if (!demo)
+            return next();
         m_window->heatmap()->setThreshold(true, 2.0);
         m_window->curves()->setStatistic(QStringLiteral("lm loss"));
         QTimer::singleShot(200, this, [this] {
@@ -83,7 +111,10 @@ Screenshotter::Screenshotter(MainWindow *window, const QString &outDir, std::fun
         });
     });
     m_steps.push_back([this] {
-        // The FP8 run against its baseline: the overlay, the difference strip, the findings.
+        // The FP8 run against its baseline: the overlay, the difference strip, the findings (a folder of one run
+        // has none).
+        if (m_window->workspace()->runCount() < 2)
+            return next();
         m_window->showComparison();
         saveWhen([this] { return !m_window->compare()->isComputing() && m_window->compare()->comparison(); },
             QStringLiteral("06-comparison.png"));
@@ -91,6 +122,8 @@ Screenshotter::Screenshotter(MainWindow *window, const QString &outDir, std::fun
     m_steps.push_back([this] {
         // Its layers: run − baseline of a statistic both runs log, the suspect layer flagged.
         CompareView *compare = m_window->compare();
+        if (!compare->comparison() || m_window->heatmap()->heatmap().layers.isEmpty())
+            return next();
         compare->tabs()->setCurrentIndex(CompareView::kLayersTab);
         compare->setLayerMode(CompareView::LayerMode::Difference);
         saveWhen([compare] { return !compare->differenceHeatmap()->isLoading(); },
@@ -101,8 +134,13 @@ Screenshotter::Screenshotter(MainWindow *window, const QString &outDir, std::fun
         {TriageWizard::LossStep, "09-triage-loss.png"}, {TriageWizard::ClassStep, "10-triage-class.png"},
         {TriageWizard::NextStep, "11-triage-next.png"}, {TriageWizard::SummaryStep, "12-triage-summary.png"}};
     for (const auto &[step, name] : steps) {
+        // A folder's tour: its answer, the summary.
+        if (!demo && step != TriageWizard::SummaryStep)
+            continue;
         m_steps.push_back([this, step = step, name = QString::fromLatin1(name)] {
-            if (step == TriageWizard::RunsStep)
+            if (m_window->workspace()->runCount() == 0)
+                return next();
+            if (step == TriageWizard::RunsStep || !m_window->triage())
                 m_window->showTriage();
             TriageWizard *wizard = m_window->triage();
             wizard->setStep(step);
@@ -115,10 +153,12 @@ Screenshotter::Screenshotter(MainWindow *window, const QString &outDir, std::fun
                 name, wizard);
         });
     }
-    m_steps.push_back([this] {
+    m_steps.push_back([this, demo] {
         // Back in the window: the evaluations, and beneath them the audit of the FP8 run's inference export.
         if (m_window->triage())
             m_window->triage()->close();
+        if (!demo)
+            return next();
         m_window->showComparison();
         CompareView *compare = m_window->compare();
         compare->tabs()->setCurrentIndex(CompareView::kEvalsTab);
@@ -146,7 +186,13 @@ Screenshotter::Screenshotter(MainWindow *window, const QString &outDir, std::fun
         m_hiddenDocks.clear();
         next();
     });
-    connect(window, &MainWindow::ready, this, [this] { QTimer::singleShot(300, this, &Screenshotter::next); });
+    connect(window, &MainWindow::ready, this, [this] {
+        if (m_started)
+            return; // a folder that changes on disk makes the window ready again: the tour goes on as it was
+        m_started = true;
+        m_giveUp->stop();
+        QTimer::singleShot(300, this, &Screenshotter::next);
+    });
 }
 
 void Screenshotter::saveWhen(std::function<bool()> ready, const QString &name, QWidget *what)

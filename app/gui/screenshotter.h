@@ -8,6 +8,7 @@
 #include <QString>
 
 class QDockWidget;
+class QTimer;
 class QWidget;
 
 #include <functional>
@@ -21,8 +22,13 @@ class Screenshotter : public QObject
 {
     Q_OBJECT
 public:
+    // What is shown: the start page alone (nothing to open), the demo's every state, or a folder's (the window,
+    // its hottest cell, the comparison and its layers where it has a pair, the triage's summary): the states
+    // the folder has, each saved once ready (a minute at most), and the tour ends on every folder.
+    enum class Tour { StartPage, Demo, Folder };
     // `open` opens what the window shows after the start page (nullptr: it is being opened already).
-    Screenshotter(MainWindow *window, const QString &outDir, std::function<void()> open = nullptr);
+    Screenshotter(
+        MainWindow *window, const QString &outDir, std::function<void()> open = nullptr, Tour tour = Tour::Demo);
 
 Q_SIGNALS:
     void finished(bool ok);
@@ -40,8 +46,10 @@ private:
     QString m_outDir;
     std::vector<std::function<void()>> m_steps;
     std::vector<QDockWidget *> m_hiddenDocks; // hidden for the comparison's shot
+    QTimer *m_giveUp = nullptr; // the tour ends if the window never gets ready
     size_t m_at = 0;
     bool m_ok = true;
+    bool m_started = false;
 };
 
 } // namespace fp8scope

@@ -75,6 +75,10 @@ QStringList distinctShortNames(const QStringList &names, int maxChars)
     QStringList shortNames;
     for (const QStringList &w : split) {
         const qsizetype n = w.size();
+        if (n == 0) { // an empty name (a run not open) stays empty
+            shortNames << QString();
+            continue;
+        }
         qsizetype from = qsizetype(prefix), to = n - qsizetype(suffix); // [from, to)
         if (from >= to) { // all shared: its last word
             from = n - 1;

@@ -5,6 +5,7 @@
 #include "attemptsfolder.h"
 #include "core/demo/scenarios.h"
 #include "guitest.h"
+#include "testmain.h"
 #include "views/attempts/attemptschart.h"
 #include "views/attempts/attemptsview.h"
 #include "views/compare/compareview.h"
@@ -228,6 +229,6 @@ void TestAttempts::parentSetInTheWindow()
     QCOMPARE(fallbackAttempt()->parentSource, QStringLiteral("closest earlier attempt"));
 }
 
-QTEST_MAIN(TestAttempts)
+FP8SCOPE_TEST_GUI_MAIN(TestAttempts)
 
 #include "tst_attempts.moc"

@@ -8,6 +8,7 @@
 #include "core/demo/scenarios.h"
 #include "core/numerics/recipe.h"
 #include "guitest.h"
+#include "testmain.h"
 #include "views/compare/auditchart.h"
 #include "views/compare/compareview.h"
 #include "views/compare/evalchart.h"
@@ -807,6 +808,6 @@ void TestCompare::auditOfTheInferenceExport()
     QCOMPARE(m_window->selection()->layer(), chart->layers()[size_t(other)].training->module);
 }
 
-QTEST_MAIN(TestCompare)
+FP8SCOPE_TEST_GUI_MAIN(TestCompare)
 
 #include "tst_compare.moc"

@@ -6,6 +6,7 @@
 #include "core/demo/scenarios.h"
 #include "core/formats/expertnames.h"
 #include "guitest.h"
+#include "testmain.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/models/layertreemodel.h"
@@ -234,5 +235,5 @@ void TestExperts::bf16LayersHatched()
                  .contains(QStringLiteral("BF16")));
 }
 
-QTEST_MAIN(TestExperts)
+FP8SCOPE_TEST_GUI_MAIN(TestExperts)
 #include "tst_experts.moc"

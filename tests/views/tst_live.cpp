@@ -9,6 +9,7 @@
 #include "core/storeaccess.h"
 #include "guitest.h"
 #include "scenarioreplay.h"
+#include "testmain.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/models/runlistmodel.h"
@@ -334,5 +335,5 @@ void TestLive::followCanBeTurnedOff()
     QTRY_COMPARE_WITH_TIMEOUT(w->workspace()->runs().front().latestStep, int64_t(400), 5000 * kSlowdown);
 }
 
-QTEST_MAIN(TestLive)
+FP8SCOPE_TEST_GUI_MAIN(TestLive)
 #include "tst_live.moc"

@@ -6,6 +6,7 @@
 #include "core/demo/demogenerator.h"
 #include "core/store/runstore.h"
 #include "guitest.h"
+#include "testmain.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/histogram/histogramview.h"
@@ -1310,5 +1311,5 @@ void TestMainWindow::cleanupTestCase()
     m_window.reset();
 }
 
-QTEST_MAIN(TestMainWindow)
+FP8SCOPE_TEST_GUI_MAIN(TestMainWindow)
 #include "tst_mainwindow.moc"

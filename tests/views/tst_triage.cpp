@@ -10,6 +10,7 @@
 #include "core/jobs/jobqueue.h"
 #include "core/report/triagereport.h"
 #include "guitest.h"
+#include "testmain.h"
 #include "views/compare/compareview.h"
 #include "views/compare/evalchart.h"
 #include "views/curves/curveview.h"
@@ -721,5 +722,5 @@ void TestTriageWizard::aBlowUpOpensOnItsFirstNonFiniteValue()
     w->close();
 }
 
-QTEST_MAIN(TestTriageWizard)
+FP8SCOPE_TEST_GUI_MAIN(TestTriageWizard)
 #include "tst_triage.moc"

@@ -12,6 +12,7 @@
 #include "app/gui/runsettingsdialog.h"
 #include "app/gui/startpage.h"
 #include "guitest.h"
+#include "testmain.h"
 #include "views/compare/compareview.h"
 #include "views/curves/curveview.h"
 #include "views/heatmap/heatmapview.h"
@@ -997,5 +998,5 @@ void TestWindow::manifestPathsOpenTheirFolder()
     QCOMPARE(w->workspace()->runCount(), 1);
 }
 
-QTEST_MAIN(TestWindow)
+FP8SCOPE_TEST_GUI_MAIN(TestWindow)
 #include "tst_window.moc"

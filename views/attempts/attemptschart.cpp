@@ -1,6 +1,9 @@
 #include "attemptschart.h"
 
+#include "views/plotting/legendplacement.h"
 #include "views/plotting/qcp.h"
+
+#include <QTimer>
 
 #include <cmath>
 
@@ -12,10 +15,12 @@ AttemptsChart::AttemptsChart(QWidget *parent)
     : PlotView(QStringLiteral("attemptsChart"), parent)
 {
     plot()->xAxis->setLabel(tr("step"));
-    plot()->yAxis->setLabel(tr("lm loss − baseline (smoothed)"));
+    // Short enough for the plot's height at a laptop's size (the title and the tooltip say the rest).
+    plot()->yAxis->setLabel(tr("loss − baseline"));
+    plot()->setToolTip(tr("Each attempt's loss minus the baseline's, both smoothed, by step; the attempt selected "
+                          "in colour with what the baseline's band allows (dashed) and its departure (dotted)"));
     plot()->legend->setVisible(true);
-    plot()->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
-    plot()->setMinimumSize(160, 80);
+    plot()->setMinimumSize(160, 150);
 }
 
 void AttemptsChart::setAttempts(const AttemptsResult &result)
@@ -84,8 +89,21 @@ void AttemptsChart::rebuild()
         }
     }
     plot()->rescaleAxes();
+    placeAndReplot();
+}
+
+void AttemptsChart::placeAndReplot()
+{
     plot()->legend->setVisible(m_attemptGraphs > 0);
+    placeLegend(plot());
     plot()->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void AttemptsChart::resizeEvent(QResizeEvent *event)
+{
+    PlotView::resizeEvent(event);
+    // Once the plot has its new size.
+    QTimer::singleShot(0, this, &AttemptsChart::placeAndReplot);
 }
 
 QString AttemptsChart::title() const

@@ -23,8 +23,13 @@ public:
     QString csv() const override;
     QString title() const override;
 
+protected:
+    void resizeEvent(QResizeEvent *event) override;
+
 private:
     void rebuild();
+    // The legend where it covers no curve (legendplacement), then a replot.
+    void placeAndReplot();
 
     analysis::AttemptsResult m_result;
     int m_highlighted = -1;

@@ -7,6 +7,7 @@
 
 #include <QComboBox>
 #include <QHBoxLayout>
+#include <QHash>
 #include <QHeaderView>
 #include <QInputDialog>
 #include <QLabel>
@@ -150,7 +151,7 @@ void AttemptsView::reloadBaselines()
     m_baselineBox->clear();
     for (const RunRef &b : baselinesWithAttempts(m_workspace->catalog())) {
         const WorkspaceRun *w = m_workspace->run(b);
-        m_baselineBox->addItem(w ? w->run.label() : QString(), QVariant::fromValue(b));
+        m_baselineBox->addItem(w ? m_workspace->runName(b) : QString(), QVariant::fromValue(b));
     }
     const int i = m_baselineBox->findData(QVariant::fromValue(current));
     m_baselineBox->setCurrentIndex(i >= 0 ? i : 0);
@@ -214,9 +215,25 @@ void AttemptsView::recompute()
         });
 }
 
-void AttemptsView::display(const AttemptsResult &result)
+void AttemptsView::display(const AttemptsResult &stored)
 {
-    m_result = result;
+    m_result = stored;
+    // Shown by the names the run list gives them (the result keeps the runs' own, which choices are stored by).
+    AttemptsResult result = stored;
+    QHash<QString, QString> names;
+    for (Attempt &a : result.attempts) {
+        const QString shown = m_workspace->runName(a.run);
+        if (!shown.isEmpty()) {
+            names.insert(a.name, shown);
+            a.name = shown;
+        }
+    }
+    for (Attempt &a : result.attempts) {
+        const QString parent = a.parent.isValid() ? m_workspace->runName(a.parent) : QString();
+        a.parentName = !parent.isEmpty() ? parent : names.value(a.parentName, a.parentName);
+    }
+    if (const QString base = m_workspace->runName(result.baseline); !base.isEmpty())
+        result.baselineName = base;
     m_model->clear();
     m_model->setHorizontalHeaderLabels({tr("Attempt"), tr("Parent"), tr("Changed from parent"), tr("Verdict"),
         tr("Departure"), tr("End gap"), tr("Eval gaps"), tr("Checkpoint"), tr("Fixes parent"), tr("Candidate")});

@@ -92,15 +92,22 @@ std::vector<CurveSource::Event> PairCurveSource::events(RunRef run) const
     return out;
 }
 
+bool PairCurveSource::alone() const
+{
+    return m_data && !m_data->baseline.isValid() && m_data->run.isValid();
+}
+
 std::vector<CurveSource::Statistic> PairCurveSource::statistics() const
 {
-    if (!m_data || !m_data->statistic.found)
+    if (!m_data || (!m_data->statistic.found && !alone()))
         return {};
     return {{m_data->stat, false, {}}};
 }
 
 std::vector<RunRef> PairCurveSource::runs() const
 {
+    if (alone()) // a run checked on its own: its own curve, no band
+        return {m_data->run};
     if (!m_data || !m_data->statistic.found)
         return {};
     if (m_data->bandLow.empty())
@@ -120,13 +127,23 @@ QString PairCurveSource::legendName(RunRef run) const
 {
     if (run == bandRef())
         return runName(run);
-    return m_data && run == m_data->baseline ? tr("%1 (baseline)").arg(pairName(run)) : pairName(run);
+    // "(baseline)" where the name does not say it already ("BF16 baseline", "bf16_baseline").
+    const QString name = pairName(run);
+    return m_data && run == m_data->baseline && !name.contains(QLatin1String("baseline"), Qt::CaseInsensitive)
+        ? tr("%1 (baseline)").arg(name)
+        : name;
 }
 
 std::optional<CurveSource::Curve> PairCurveSource::curve(RunRef run, const Request &request) const
 {
     if (!m_data || request.stat != m_data->stat || request.tensorLevel)
         return std::nullopt;
+    if (alone()) {
+        std::optional<Curve> c = run == m_data->run ? m_runs->curve(run, request) : std::nullopt;
+        if (c)
+            c->name = legendName(run);
+        return c;
+    }
     const analysis::StatComparison &s = m_data->statistic;
     if (run == bandRef()) {
         // Its low and high edges bucketed alike, drawn as one envelope (each point a two-sided range).

@@ -67,6 +67,10 @@ public:
 
 protected:
     RunRef countsOf(RunRef run) const override;
+
+private:
+    // A run checked on its own (no baseline): its own series, from the open runs, no band.
+    bool alone() const;
 };
 
 // run - baseline, and the edge its running median must stay above for a departure.

@@ -9,6 +9,7 @@
 #include "views/heatmap/heatmapsource.h"
 #include "views/heatmap/heatmapview.h"
 #include "views/models/tableexport.h"
+#include "views/plotting/axisalign.h"
 #include "views/plotting/qcp.h"
 #include "views/workspace/pairpickers.h"
 #include "views/workspace/selection.h"
@@ -124,6 +125,10 @@ CompareView::CompareView(Workspace *workspace, Selection *selection, QWidget *pa
     m_plots->setObjectName(QStringLiteral("comparePlots"));
     m_plots->addWidget(m_overlay);
     m_plots->addWidget(m_difference);
+    // A step at one pixel in both: their axes share both edges.
+    auto *xGroup = new XAxisGroup(this);
+    xGroup->add(m_overlay->plot());
+    xGroup->add(m_difference->plot());
     m_splitter->setObjectName(QStringLiteral("compareSplitter"));
     m_splitter->addWidget(m_plots);
     m_splitter->addWidget(m_tabs);
@@ -243,32 +248,43 @@ void CompareView::setUpTables()
     evalPane->setStretchFactor(0, 2);
     evalPane->setStretchFactor(1, 2);
     evalPane->setStretchFactor(2, 3);
+    // Each part keeps what it needs to be read (a few rows, the legend and two tasks' bars, the audit's table
+    // beside its chart); a tab shorter or narrower than that scrolls, never squeezes them.
+    evalPane->setChildrenCollapsible(false);
+    m_evals->setMinimumHeight(90);
+    evalScroll->setMinimumHeight(150);
+    auditPane->setMinimumHeight(200);
+    m_auditTable->setMinimumWidth(200);
+    m_auditChart->setMinimumWidth(260);
+    auto *evalTab = new QScrollArea(this);
+    evalTab->setObjectName(QStringLiteral("compareEvalTab"));
+    evalTab->setWidgetResizable(true);
+    evalTab->setFrameShape(QFrame::NoFrame);
+    evalTab->setWidget(evalPane);
     connect(m_auditTable, &QTableView::clicked, this,
         [this](const QModelIndex &index) { selectAuditLayer(m_auditModel->index(index.row(), 0).data().toString()); });
     connect(m_auditChart, &AuditChart::layerClicked, this, &CompareView::selectAuditLayer);
-    // At the end of the pickers' row: the table tab in view given the whole window (the focus mode), and back.
+    // At the end of the pickers' row: the window's focus (View > Focus on the Tab), one state with it.
     m_focusButton = new QToolButton(this);
     m_focusButton->setObjectName(QStringLiteral("compareFocus"));
     m_focusButton->setText(tr("Focus"));
     m_focusButton->setCheckable(true);
     m_focusButton->setAutoRaise(true);
     m_focusButton->setToolTip(
-        tr("Give the table tab in view (Findings, Evals, Config, Layers) the whole window; again to give it back"));
-    connect(m_focusButton, &QToolButton::toggled, this, [this](bool on) {
-        m_tablesFocusWanted = on;
-        Q_EMIT focusRequested(on);
-    });
-    m_tabs->addTab(evalPane, tr("Evals"));
+        tr("Give the comparison the whole window (the panels step aside; View > Focus on the Tab, Ctrl+Shift+F); "
+           "again to give it back"));
+    connect(m_focusButton, &QToolButton::toggled, this, &CompareView::focusRequested);
+    m_tabs->addTab(evalTab, tr("Evals"));
     m_tabs->addTab(configPane, tr("Config"));
-    // The maps and the charts need room the lists do not: their tabs take 45 % of the width when chosen (as far
+    // The maps and the charts need room the lists do not: their tabs take 55 % of the width when chosen (as far
     // as the plots' least width allows; the Focus button gives them everything).
     connect(m_tabs, &QTabWidget::currentChanged, this, [this](int index) {
         if (index != kEvalsTab && index != kLayersTab)
             return;
         const QList<int> sizes = m_splitter->sizes();
         const int total = sizes.value(0) + sizes.value(1);
-        if (sizes.size() == 2 && total > 0 && sizes[1] < total * 45 / 100)
-            m_splitter->setSizes({total - total * 45 / 100, total * 45 / 100});
+        if (sizes.size() == 2 && total > 0 && sizes[1] < total * 55 / 100)
+            m_splitter->setSizes({total - total * 55 / 100, total * 55 / 100});
     });
     m_tabs->setTabToolTip(1, tr("Evaluation scores of both runs, the gap against its standard error"));
     m_tabs->setTabToolTip(2, tr("Config keys and package versions of both runs"));
@@ -292,6 +308,10 @@ void CompareView::setUpLayers()
     layers->setObjectName(QStringLiteral("compareLayers"));
     layers->addWidget(m_baseHeat);
     layers->addWidget(m_runHeat);
+    // One step at one pixel in both maps: their axes share both edges (their layer names differ in width).
+    auto *mapGroup = new XAxisGroup(this);
+    for (HeatmapView *map : {m_baseHeat, m_runHeat})
+        mapGroup->add(map->plot());
     layers->addWidget(m_diffHeat);
     m_diffHeat->hide();
     auto *layerPane = new QWidget(this);
@@ -496,13 +516,19 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
     }
     for (const analysis::Finding &f : m_data->comparison.findings) {
         QList<QStandardItem *> row {item(analysis::severityName(f.severity)), item(analysis::findingKindName(f.kind)),
-            item(f.layer), item(f.step ? QString::number(*f.step) : QString()), item(f.summary)};
+            item(f.layer), item(f.step ? QString::number(*f.step) : QString()),
+            item(m_workspace->inRunNames(f.summary))};
         row.front()->setData(QVariant::fromValue(m_data->run), RunRole);
         row.front()->setData(f.layer, LayerRole);
         row.front()->setData(f.tensor, TensorRole);
         row.front()->setData(f.step ? QVariant(qint64(*f.step)) : QVariant(), StepRole);
-        for (QStandardItem *i : row)
-            i->setToolTip(f.suggestion.isEmpty() ? f.summary : f.summary + QLatin1Char('\n') + f.suggestion);
+        // On hover: the cell's own text whole (a layer's name is cut first), then what the finding says.
+        const QString says = m_workspace->inRunNames(
+            f.suggestion.isEmpty() ? f.summary : f.summary + QLatin1Char('\n') + f.suggestion);
+        for (QStandardItem *i : row) {
+            const QString own = i->text();
+            i->setToolTip(own.isEmpty() || i == row.back() ? says : own + QStringLiteral("\n\n") + says);
+        }
         m_findingsModel->appendRow(row);
     }
     for (const analysis::EvalRow &e : m_data->evals) {
@@ -515,9 +541,7 @@ void CompareView::display(std::shared_ptr<const ComparisonData> data)
         }
         m_evalModel->appendRow(row);
     }
-    m_evalChart->setRows(m_data->evals,
-        m_workspace->run(m_data->baseline) ? m_workspace->run(m_data->baseline)->run.label() : QString(),
-        m_workspace->run(m_data->run) ? m_workspace->run(m_data->run)->run.label() : QString(),
+    m_evalChart->setRows(m_data->evals, m_workspace->runName(m_data->baseline), m_workspace->runName(m_data->run),
         m_workspace->run(m_data->run) ? m_workspace->run(m_data->run)->colour : QColor(Qt::darkBlue));
     for (const analysis::ConfigRow &c : m_data->config.rows) {
         QList<QStandardItem *> row {item(c.version ? tr("%1 (version)").arg(c.key) : c.key), item(c.baseline),
@@ -606,31 +630,28 @@ void CompareView::showEvent(QShowEvent *event)
 {
     QWidget::showEvent(event);
     if (!m_sized) {
-        // Once laid out: 60 % of the height the overlay, the rest the difference; 62 % of the width the plots,
+        // Once laid out: 60 % of the height the overlay, the rest the difference; 55 % of the width the plots,
         // the rest the tables (their size hints would take more). The user's drags hold from then on.
         m_sized = true;
         QTimer::singleShot(0, this, [this] {
             const int h = m_plots->height(), w = m_splitter->width();
             m_plots->setSizes({h * 60 / 100, h - h * 60 / 100});
-            m_splitter->setSizes({w * 62 / 100, w - w * 62 / 100});
+            m_splitter->setSizes({w * 55 / 100, w - w * 55 / 100});
         });
     }
     if (m_stale)
         recompute();
 }
 
-void CompareView::setTablesFocused(bool on)
+void CompareView::setFocusChecked(bool on)
 {
-    m_plots->setVisible(!on);
     const QSignalBlocker block(m_focusButton);
     m_focusButton->setChecked(on);
-    if (!on)
-        m_tablesFocusWanted = false;
 }
 
-bool CompareView::tablesFocused() const
+bool CompareView::isFocusChecked() const
 {
-    return m_plots->isHidden();
+    return m_focusButton->isChecked();
 }
 
 double CompareView::departureMarkerX() const

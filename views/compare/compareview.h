@@ -77,11 +77,10 @@ public:
     QSplitter *splitter() const { return m_splitter; }
     // The tabs beside the plots: Findings, Evals, Config, Layers.
     QTabWidget *tabs() const { return m_tabs; }
-    // The tables' tab given the plots' room too (the window's focus mode, from the tabs' Focus button).
-    void setTablesFocused(bool on);
-    bool tablesFocused() const;
-    // Whether the Focus button asked for it (the View menu's focus leaves the plots in place).
-    bool tablesFocusWanted() const { return m_tablesFocusWanted; }
+    // The Focus button shows the window's one focus state (View > Focus on the Tab): the window sets it; a
+    // click asks for the other state (focusRequested).
+    void setFocusChecked(bool on);
+    bool isFocusChecked() const;
     static constexpr int kEvalsTab = 1;
     static constexpr int kLayersTab = 3;
     // The layer view: the baseline's and the run's per-layer statistic on one colour scale, the suspect layers
@@ -165,7 +164,6 @@ private:
     quint64 m_ticket = 0;
     bool m_syncingRange = false;
     bool m_sized = false; // the splitter's first shares were set
-    bool m_tablesFocusWanted = false;
     QToolButton *m_focusButton = nullptr;
     bool m_stale = false; // the pickers changed while the view was hidden: compute when it is shown
     QString m_wantedStatistic; // restored, chosen when a pair has it

@@ -107,8 +107,9 @@ std::vector<HeatmapSource::RunChoice> LayerDifferenceSource::runs() const
     if (!b || !r)
         return {};
     return {{m_run,
-        m_how == LayerCombination::Difference ? tr("%1 − %2").arg(r->run.label(), b->run.label())
-                                              : tr("%1 / %2").arg(r->run.label(), b->run.label())}};
+        m_how == LayerCombination::Difference
+            ? tr("%1 − %2").arg(m_workspace->runName(m_run), m_workspace->runName(m_baseline))
+            : tr("%1 / %2").arg(m_workspace->runName(m_run), m_workspace->runName(m_baseline))}};
 }
 
 std::vector<std::pair<QString, QString>> LayerDifferenceSource::statistics(RunRef run) const

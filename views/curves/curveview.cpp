@@ -134,6 +134,16 @@ void CurveView::setUpControls()
     addControl(m_logY);
     addControl(m_xAxis);
     addControl(reset);
+    // Where no legend fits the plot (a short plot of many runs): the names on demand, over the curves.
+    // A button in the plot's top right corner (a tool bar this narrow may have no room left for it).
+    m_namesButton = new QToolButton(plot());
+    m_namesButton->setObjectName(QStringLiteral("curveNames"));
+    m_namesButton->setText(tr("Names"));
+    m_namesButton->setCheckable(true);
+    m_namesButton->setToolTip(tr("The plot is too short for a legend of its runs beside the curves: show it over "
+                                 "them (the Runs panel names them in the same colours)"));
+    m_namesButton->hide();
+    connect(m_namesButton, &QToolButton::toggled, this, &CurveView::updateLegend);
 
     connect(m_statBox, &QComboBox::currentIndexChanged, this, [this](int index) {
         if (m_statBox->itemData(index).toString().isEmpty() && index >= 0) {
@@ -397,15 +407,36 @@ void CurveView::reloadStatistics()
 
 void CurveView::updateLegend()
 {
-    // Kept at every size: inside where no curve or mark is, else above the axes.
-    plot()->legend->setVisible(!m_curves.empty());
-    placeLegend(plot());
+    // Kept at every size: inside where no curve or mark is, else above the axes or at the lines' ends; where
+    // none fits (a short plot of many runs), the run list's colours name them, and the hover's tooltip.
+    plot()->legend->setVisible(m_legendShown && !m_curves.empty());
+    const LegendPlacement placed = placeLegend(plot());
+    m_namesButton->setVisible(placed.hidden);
+    if (placed.hidden) {
+        m_namesButton->adjustSize();
+        m_namesButton->move(plot()->width() - m_namesButton->width() - 4, 2);
+        m_namesButton->raise();
+        if (m_namesButton->isChecked() && plot()->legend->itemCount() > 0) {
+            // Asked for: over the curves, in a corner, in as many columns as keep it within the axes' height.
+            QCPLegend *legend = plot()->legend;
+            plot()->plotLayout()->update(QCPLayoutElement::upPreparation);
+            const int item = legend->item(0)->minimumOuterSizeHint().height() + legend->rowSpacing();
+            const int rows = std::max(1, (plot()->axisRect()->height() - 12) / std::max(1, item));
+            legend->setFillOrder(QCPLayoutGrid::foRowsFirst, false);
+            legend->setWrap(rows);
+            legend->setFillOrder(QCPLayoutGrid::foRowsFirst, true);
+            legend->setVisible(true);
+            plot()->plotLayout()->update(QCPLayoutElement::upLayout);
+        }
+    }
     plot()->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void CurveView::resizeEvent(QResizeEvent *event)
 {
     PlotView::resizeEvent(event);
+    // About one x tick a 110 pixels: step numbers of five digits never run into each other.
+    plot()->xAxis->ticker()->setTickCount(std::clamp(width() / 110, 2, 10));
     updateLegend();
     // Buckets are one per pixel column: a wider or narrower plot asks again.
     if (m_haveRange)

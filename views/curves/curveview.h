@@ -21,6 +21,7 @@ class QAction;
 class QCheckBox;
 class QLabel;
 class QComboBox;
+class QToolButton;
 class QSlider;
 class QTimer;
 class QCPGraph;
@@ -119,6 +120,13 @@ public:
     // Places the legend where the curves and the marked regions are not (views/plotting/legendplacement.h);
     // a view that marks the plot calls it once its marks moved.
     void updateLegend();
+    // Whether the plot names its curves (a plot stacked beneath another of the same runs leaves it to the first).
+    void setLegendShown(bool on)
+    {
+        m_legendShown = on;
+        updateLegend();
+    }
+    bool legendShown() const { return m_legendShown; }
     // Replots now (benchmarks, tests); normal updates are coalesced.
     void refetchNow();
     // Off: while hidden (another page of a wizard, a closed window) the view reads nothing; it reads what it
@@ -168,6 +176,7 @@ private:
     QLabel *m_strengthValue;
     QAction *m_sourceAction = nullptr;
     QAction *m_statAction = nullptr;
+    QToolButton *m_namesButton = nullptr; // where no legend fits: the legend on demand
     QCheckBox *m_logY;
     QComboBox *m_xAxis;
     QTimer *m_refetch;
@@ -190,6 +199,7 @@ private:
     bool m_haveRange = false;
     bool m_inRebuild = false;
     bool m_fetchWhileHidden = true;
+    bool m_legendShown = true;
     bool m_fetchPending = false; // a fetch skipped while hidden
     QPoint m_pressPos;
 };

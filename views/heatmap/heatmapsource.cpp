@@ -25,7 +25,7 @@ std::vector<HeatmapSource::RunChoice> WorkspaceHeatmapSource::runs() const
     // The visible runs, by the name every view gives them.
     for (const WorkspaceRun &r : m_workspace->runs()) {
         if (r.visible)
-            out.push_back({r.run.ref, r.run.label()});
+            out.push_back({r.run.ref, m_workspace->runName(r.run.ref)});
     }
     return out;
 }
@@ -107,7 +107,7 @@ QString WorkspaceHeatmapSource::noStatisticsText(RunRef run) const
     const WorkspaceRun *r = m_workspace->run(run);
     return tr("%1 has no per-layer statistics.\nThey come from Transformer Engine debug statistics logs\n"
               "and from tensor dumps recomputed under a recipe.")
-        .arg(r ? r->run.label() : tr("This run"));
+        .arg(r ? m_workspace->runName(run) : tr("This run"));
 }
 
 SingleRunHeatmapSource::SingleRunHeatmapSource(Workspace *workspace, QObject *parent)
@@ -133,7 +133,7 @@ std::vector<HeatmapSource::RunChoice> SingleRunHeatmapSource::runs() const
     const WorkspaceRun *r = m_workspace->run(m_run);
     if (!r)
         return {};
-    return {{m_run, r->run.label()}};
+    return {{m_run, m_workspace->runName(m_run)}};
 }
 
 } // namespace fp8scope

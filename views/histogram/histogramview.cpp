@@ -349,7 +349,10 @@ void HistogramView::redraw()
     plot()->yAxis->setRange(0, ymax * 1.15);
 
     const QColor text = palette().color(QPalette::Text);
-    // The label hangs from the plot's edge into the middle, so a narrow region never clips it.
+    // The label sits above the axes, from the plot's edge into the middle: over no bar and no line, and a narrow
+    // region never clips it.
+    const int labelHeight = QFontMetrics(plot()->font()).height() + 4;
+    plot()->axisRect()->setMinimumMargins(QMargins(0, showRange && m.format != Format::BF16 ? labelHeight : 0, 0, 0));
     auto shade = [&](double a, double b, const QColor &colour, const QString &label, Qt::Alignment side) {
         auto *rect = new QCPItemRect(plot());
         rect->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
@@ -362,8 +365,9 @@ void HistogramView::redraw()
         rect->setPen(Qt::NoPen);
         auto *t = new QCPItemText(plot());
         t->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-        t->position->setCoords(side == Qt::AlignLeft ? a : b, 0.04);
-        t->setPositionAlignment(side | Qt::AlignTop);
+        t->position->setCoords(side == Qt::AlignLeft ? a : b, 0);
+        t->setPositionAlignment(side | Qt::AlignBottom);
+        t->setClipToAxisRect(false);
         t->setPadding(QMargins(4, 0, 4, 0));
         t->setText(label);
         t->setColor(colour.darker(120));

@@ -57,7 +57,7 @@ void RunListModel::follow(Workspace *workspace)
         rows.reserve(workspace->runs().size());
         for (const WorkspaceRun &r : workspace->runs()) {
             const WorkspaceRun *b = workspace->run(r.pairing.baseline);
-            rows.push_back({r, b ? b->run.label() : QString(), workspace->stallThresholdMs(r.run.ref)});
+            rows.push_back({r, b ? workspace->runName(b->run.ref) : QString(), workspace->stallThresholdMs(r.run.ref)});
         }
         setRows(std::move(rows));
     };

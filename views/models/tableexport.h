@@ -14,8 +14,18 @@ class QWidget;
 
 namespace fp8scope {
 
-// A read-only table view of one selected row at a time, named `name` (object name).
-QTableView *newTableView(const QString &name, QWidget *parent);
+// A read-only table view of one selected row at a time, named `name` (object name). Its columns fit its width
+// (fitColumnsToWidth, again as it is resized or its rows change) unless fitWidth is false; a cell whose text is
+// cut shows the whole of it on hover.
+QTableView *newTableView(const QString &name, QWidget *parent, bool fitWidth = true);
+
+// Sizes the columns to what they hold, and where that is wider than the view, narrows the widest text columns
+// (to one width, as far as needed, no narrower than kLeastColumnWidth) so that every column is in view without
+// scrolling: numbers are never cut (a column whose every cell is a number keeps its values' width; only its
+// header may be cut where the numbers alone are too wide); text is elided, whole on hover. The last column takes
+// what is left.
+void fitColumnsToWidth(QTableView *table);
+inline constexpr int kLeastColumnWidth = 44;
 
 // Cells of a QStandardItemModel for these tables, read-only: text with itself as its tooltip; a number shown
 // to six significant digits (or `decimals` places), held exactly in Qt::UserRole, right-aligned, its tooltip

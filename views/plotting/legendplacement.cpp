@@ -1,11 +1,13 @@
 #include "legendplacement.h"
 
+#include "axisalign.h"
 #include "qcp.h"
 
 #include <QFontMetricsF>
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace fp8scope {
 
@@ -111,21 +113,23 @@ void clearLabels(QCustomPlot *plot)
         if (plot->item(i)->property(kDirectLabelProperty).toBool())
             plot->removeItem(i);
     }
+    setRightGutter(plot, 0);
 }
 
-// Each curve the legend names (lines, not marks), named at its last point in view at the right edge of the axes
-// (atEnd) or at its first at the left edge; the names pushed apart to a line each. Written only where all fit in
-// the axes' height and none covers a region kept clear; returns whether they were.
-bool addLabels(QCustomPlot *plot, bool atEnd, const QList<QRectF> &clearOf)
+// Each curve the legend names (lines, not marks), named right of the axes, in a gutter of the plot's margin, at
+// the height of its last point in view; the names pushed apart to a line each, elided to a quarter of the plot's
+// width. Outside the axes, a name covers no drawn point and no region kept clear. Written only where all fit
+// in the axes' height and the gutter is wide enough to read; returns whether they were.
+bool addLabels(QCustomPlot *plot)
 {
-    const QRect area = plot->axisRect()->rect();
     const QFont font = plot->legend->font();
     const QFontMetricsF metrics(font);
     const double h = metrics.height() + 1;
     struct Label {
         QString text;
         QColor colour;
-        double y;
+        QCPGraph *graph;
+        double y = NAN;
     };
     std::vector<Label> labels;
     for (int i = 0; i < plot->legend->itemCount(); ++i) {
@@ -133,49 +137,42 @@ bool addLabels(QCustomPlot *plot, bool atEnd, const QList<QRectF> &clearOf)
         auto *graph = item ? qobject_cast<QCPGraph *>(item->plottable()) : nullptr;
         if (!graph || !graph->visible() || graph->lineStyle() == QCPGraph::lsNone || graph->data()->isEmpty())
             continue;
+        labels.push_back({graph->name(), graph->pen().color(), graph});
+    }
+    constexpr double kMinLabelWidth = 60;
+    const double widest = std::accumulate(labels.begin(), labels.end(), 0.0,
+        [&](double w, const Label &l) { return std::max(w, metrics.horizontalAdvance(l.text)); });
+    const double room = std::min(widest, plot->viewport().width() / 4.0);
+    if (labels.empty() || room < kMinLabelWidth)
+        return false;
+    setRightGutter(plot, int(std::ceil(room)) + 10);
+    layOut(plot);
+    const QRect area = plot->axisRect()->rect();
+    if (double(labels.size()) * h > area.height())
+        return false;
+    for (Label &l : labels) {
+        QCPGraph *graph = l.graph;
         const QCPRange keys = graph->keyAxis()->range();
         const auto begin = graph->data()->findBegin(keys.lower, false);
-        const auto end = graph->data()->findEnd(keys.upper, false);
-        double y = NAN;
-        if (atEnd) {
-            for (auto it = end; it != begin && !std::isfinite(y);) {
-                --it;
-                if (std::isfinite(it->value))
-                    y = graph->valueAxis()->coordToPixel(it->value);
-            }
-        } else {
-            for (auto it = begin; it != end && !std::isfinite(y); ++it) {
-                if (std::isfinite(it->value))
-                    y = graph->valueAxis()->coordToPixel(it->value);
-            }
+        for (auto it = graph->data()->findEnd(keys.upper, false); it != begin && !std::isfinite(l.y);) {
+            --it;
+            if (std::isfinite(it->value))
+                l.y = std::clamp(
+                    graph->valueAxis()->coordToPixel(it->value), double(area.top()), double(area.bottom()));
         }
-        if (std::isfinite(y))
-            labels.push_back({graph->name(), graph->pen().color(), y});
+        if (!std::isfinite(l.y)) // nothing in view: at the foot, still named
+            l.y = area.bottom();
+        // A layer's path keeps its end (its index and GEMM); a run's name both its ends.
+        const bool path = l.text.count(QLatin1Char('.')) >= 2 && !l.text.contains(QLatin1Char(' '));
+        l.text = metrics.elidedText(l.text, path ? Qt::ElideLeft : Qt::ElideMiddle, room);
     }
-    if (labels.empty() || double(labels.size()) * h > area.height())
-        return false;
     std::sort(labels.begin(), labels.end(), [](const Label &a, const Label &b) { return a.y < b.y; });
     const double top = area.top() + h / 2, bottom = area.bottom() - h / 2;
     for (size_t i = 0; i < labels.size(); ++i)
         labels[i].y = std::max(i == 0 ? top : labels[i - 1].y + h, std::min(labels[i].y, bottom));
     for (size_t i = labels.size(); i-- > 0;)
         labels[i].y = std::min(labels[i].y, i + 1 == labels.size() ? bottom : labels[i + 1].y - h);
-    const double x = atEnd ? area.right() - 3 : area.left() + 3;
-    // The width up to the nearest region kept clear (a departure): names longer than that are elided to it,
-    // and a side with less than kMinLabelWidth is no place for them.
-    double room = area.width() - 6;
-    for (const QRectF &k : clearOf) {
-        if (k.right() < area.left() || k.left() > area.right())
-            continue;
-        room = std::min(room, atEnd ? x - k.right() - 2 : k.left() - x - 2);
-    }
-    constexpr double kMinLabelWidth = 60;
-    if (room < kMinLabelWidth)
-        return false;
-    for (Label &l : labels)
-        l.text = metrics.elidedText(l.text, Qt::ElideMiddle, room - 4);
-    QColor back = plot->palette().color(QPalette::Base);
-    back.setAlpha(200);
+    const double x = area.right() + 4;
     for (const Label &l : labels) {
         auto *text = new QCPItemText(plot);
         text->setProperty(kDirectLabelProperty, true);
@@ -183,11 +180,10 @@ bool addLabels(QCustomPlot *plot, bool atEnd, const QList<QRectF> &clearOf)
         text->setClipToAxisRect(false);
         text->position->setType(QCPItemPosition::ptAbsolute);
         text->position->setCoords(x, l.y);
-        text->setPositionAlignment((atEnd ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter);
+        text->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
         text->setFont(font);
         text->setText(l.text);
         text->setColor(l.colour.darker(115));
-        text->setBrush(back);
         text->setPadding(QMargins(2, 0, 2, 0));
     }
     return true;
@@ -244,6 +240,12 @@ LegendPlacement placeLegend(QCustomPlot *plot, const QList<QRectF> &keepClear, b
         return out;
     clearLabels(plot);
     const bool wanted = plot->legend->visible();
+    if (!wanted) {
+        // Hidden: inside the axes, where it takes no room from them.
+        moveInside(plot, out.corner);
+        layOut(plot);
+        return out;
+    }
     if (!outsideOnly) {
         // Measured as it would stand inside: one entry a row.
         if (isOutside(plot))
@@ -271,22 +273,33 @@ LegendPlacement placeLegend(QCustomPlot *plot, const QList<QRectF> &keepClear, b
     moveOutside(plot);
     out.outside = true;
     layOut(plot);
-    // Above the axes, but not at the cost of the plot: past a quarter of the height the axes had, names at the
-    // lines' ends (or starts, where the ends are kept clear); where they fit neither way, above the axes after all.
+    // Above the axes, but not at the cost of the plot: past a quarter of the height the axes had (or wider than
+    // the plot), names right of the axes at the lines' ends; where they do not fit, above the axes after all.
     const int legendHeight = plot->legend->outerRect().height();
-    if (!outsideOnly && wanted && legendHeight * 4 > legendHeight + plot->axisRect()->height()) {
+    // A row wider than the plot (one name longer than the plot is wide) would be cut: labels, elided, instead.
+    const bool tooWide = plot->legend->minimumOuterSizeHint().width() > plot->viewport().width();
+    if (!outsideOnly && wanted && (tooWide || legendHeight * 4 > legendHeight + plot->axisRect()->height())) {
         moveInside(plot, out.corner);
         plot->legend->setVisible(false); // the caller shows it again before placing it again
         layOut(plot);
-        const QList<QRectF> clearOf = keepClear + markedRegions(plot);
-        if (addLabels(plot, true, clearOf) || addLabels(plot, false, clearOf)) {
+        if (addLabels(plot)) {
             out.outside = false;
             out.labels = true;
             return out;
         }
+        clearLabels(plot);
         plot->legend->setVisible(true);
         moveOutside(plot);
         layOut(plot);
+        // Never larger than the plot it names: a row taller than the axes it leaves goes (the caller says where
+        // the names are instead).
+        if (plot->legend->outerRect().height() > plot->axisRect()->height()) {
+            moveInside(plot, out.corner);
+            plot->legend->setVisible(false);
+            layOut(plot);
+            out.outside = false;
+            out.hidden = true;
+        }
     }
     return out;
 }

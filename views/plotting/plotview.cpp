@@ -1,5 +1,6 @@
 #include "plotview.h"
 
+#include "axisalign.h"
 #include "qcp.h"
 #include "textwrap.h"
 
@@ -7,6 +8,7 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QRegularExpression>
+#include <QResizeEvent>
 #include <QSaveFile>
 #include <QScopeGuard>
 #include <QSvgGenerator>
@@ -16,6 +18,25 @@
 
 namespace fp8scope {
 
+namespace {
+
+// A plot laid out to nothing (a tab not in view, a dock collapsed, a window grabbed with hidden parts) keeps
+// the size it had: QCustomPlot would otherwise replot into an empty buffer (an "inactive painter" warning
+// a layer) and draw nothing worth keeping. It gets its real size with the next resize that has one.
+class KeepSizeWhenEmpty : public QObject
+{
+public:
+    using QObject::QObject;
+    bool eventFilter(QObject *watched, QEvent *event) override
+    {
+        if (event->type() == QEvent::Resize && static_cast<QResizeEvent *>(event)->size().isEmpty())
+            return true;
+        return QObject::eventFilter(watched, event);
+    }
+};
+
+} // namespace
+
 PlotView::PlotView(const QString &name, QWidget *parent)
     : QWidget(parent)
     , m_controls(new QToolBar(this))
@@ -24,6 +45,7 @@ PlotView::PlotView(const QString &name, QWidget *parent)
     setObjectName(name);
     m_plot->setObjectName(name + QStringLiteral("Plot"));
     m_plot->setNoAntialiasingOnDrag(true);
+    m_plot->installEventFilter(new KeepSizeWhenEmpty(m_plot));
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
     layout->setSpacing(2);
@@ -48,6 +70,12 @@ PlotView::PlotView(const QString &name, QWidget *parent)
     m_spacerAction = m_controls->addWidget(spacer);
     m_controls->addWidget(exportButton);
     applyPalette();
+}
+
+PlotView::~PlotView()
+{
+    // Out of its axis group while the plot is whole (the group would align it as it is being destroyed).
+    leaveXAxisGroup(m_plot);
 }
 
 QAction *PlotView::addControl(QWidget *widget, bool expanding)

@@ -17,6 +17,7 @@ class PlotView : public QWidget
     Q_OBJECT
 public:
     explicit PlotView(const QString &name, QWidget *parent = nullptr);
+    ~PlotView() override;
 
     QCustomPlot *plot() const { return m_plot; }
     // Writes the plot as PNG, SVG or PDF, chosen by the suffix of path, at `size` (empty: the plot's size on

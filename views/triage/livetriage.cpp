@@ -148,7 +148,8 @@ void LiveTriage::take(const std::vector<Comparison> &comparisons, bool tell)
             m_told.insert(key, rank(f.severity));
             if (!tell || rank(f.severity) < 1 || !findingKindInfo(f.kind).change || isDismissed(reviews, f))
                 continue;
-            m_notices.push_back({c.baseline, c.run, run->run.label(), base->run.label(), f, run->latestStep});
+            m_notices.push_back(
+                {c.baseline, c.run, m_workspace->runName(c.run), m_workspace->runName(c.baseline), f, run->latestStep});
             Q_EMIT noticed(int(m_notices.size()) - 1);
         }
     }

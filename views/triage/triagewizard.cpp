@@ -268,7 +268,11 @@ QWidget *TriageWizard::classPage()
     layerViews->addWidget(m_layerCurves);
     layerViews->addWidget(m_heatmap);
     layerViews->addWidget(m_histogram);
-    layerViews->setSizes({380, 380, 340});
+    // The map the widest (its layer names take a third of it), the curve and the histogram beside it.
+    layerViews->setStretchFactor(0, 3);
+    layerViews->setStretchFactor(1, 4);
+    layerViews->setStretchFactor(2, 3);
+    layerViews->setSizes({320, 440, 320});
     m_evidence->addWidget(new QWidget(m_evidence)); // no views: early divergence, none found
     m_evidence->addWidget(layerViews);
     m_evidence->addWidget(m_spikeView);
@@ -455,6 +459,8 @@ void TriageWizard::display(std::shared_ptr<const ComparisonData> data)
     fillClass();
     fillNext();
     fillSummary();
+    // The class page's words by the run list's names.
+    m_classTitle->setText(m_workspace->inRunNames(m_classTitle->text()));
     if (m_data)
         m_status->setText(tr("Verdict: %1").arg(analysis::verdictName(m_data->comparison.verdict)));
     Q_EMIT computed();
@@ -579,13 +585,16 @@ void TriageWizard::fillLoss()
             r.spikes.begin(), r.spikes.end(), [](const analysis::Spike &s) { return s.recoveredAt.has_value(); });
         return tr("%n spike(s), %1 recovered", nullptr, int(r.spikes.size())).arg(recovered);
     };
-    lines << tr("Spikes of the loss: the baseline %1; the run %2 (marked on the plot; the %3 tab shows the "
-                "difference).")
-                 .arg(spikes(m_data->baselineSpikes), spikes(m_data->runSpikes),
-                     QStringLiteral("<a href=\"comparison:\">%1</a>").arg(tr("Comparison")));
+    if (m_data->baseline.isValid())
+        lines << tr("Spikes of the loss: the baseline %1; the run %2 (marked on the plot; the %3 tab shows the "
+                    "difference).")
+                     .arg(spikes(m_data->baselineSpikes), spikes(m_data->runSpikes),
+                         QStringLiteral("<a href=\"comparison:\">%1</a>").arg(tr("Comparison")));
+    else
+        lines << tr("Spikes of the loss: %1 (marked on the plot).").arg(spikes(m_data->runSpikes));
     if (skipped)
         lines << skipped->summary.toHtmlEscaped();
-    m_verdict->setText(lines.join(QStringLiteral("<br>")));
+    m_verdict->setText(m_workspace->inRunNames(lines.join(QStringLiteral("<br>"))));
 }
 
 void TriageWizard::showSuspectHeatmap(
@@ -633,7 +642,7 @@ void TriageWizard::fillClass()
         m_classModel->setHorizontalHeaderLabels({tr("Severity"), tr("Finding"), tr("Step"), tr("Summary")});
         for (const analysis::Finding &f : c.findings)
             mark({item(analysis::severityName(f.severity)), item(analysis::findingKindName(f.kind)), integer(f.step),
-                     item(f.summary)},
+                     item(m_workspace->inRunNames(f.summary))},
                 &f);
         m_class->resizeColumnsToContents();
         return;
@@ -654,7 +663,8 @@ void TriageWizard::fillClass()
                       .arg(f.step.value_or(0))
                       .toHtmlEscaped());
             mark({item(analysis::severityName(f.severity)), item(tr("first non-finite value")), item(QString()),
-                     item(QStringLiteral("%1 %2 %3").arg(f.layer, f.tensor, f.stat)), item(f.summary)},
+                     item(QStringLiteral("%1 %2 %3").arg(f.layer, f.tensor, f.stat)),
+                     item(m_workspace->inRunNames(f.summary))},
                 &f);
             showSuspectHeatmap(f, {{f.layer, f.step ? tr("non-finite at %1").arg(*f.step) : QString()}});
         }
@@ -668,7 +678,9 @@ void TriageWizard::fillClass()
                     ours = r.run;
                 }
             }
-            mark({item(analysis::severityName(f.severity)), item(f.key), item(base), item(ours), item(f.summary)}, &f);
+            mark({item(analysis::severityName(f.severity)), item(f.key), item(base), item(ours),
+                     item(m_workspace->inRunNames(f.summary))},
+                &f);
         }
         break;
     }
@@ -728,7 +740,7 @@ void TriageWizard::fillClass()
         std::vector<std::pair<int64_t, QList<QStandardItem *>>> rows;
         for (const auto &[ref, report] :
             {std::pair(m_data->baseline, &m_data->baselineSpikes), std::pair(m_data->run, &m_data->runSpikes)}) {
-            const QString name = m_workspace->run(ref) ? m_workspace->run(ref)->run.label() : QString();
+            const QString name = m_workspace->runName(ref);
             for (const analysis::Spike &s : report->spikes) {
                 QList<QStandardItem *> row {item(name), integer(s.step), number(s.value), number(s.level),
                     number(s.height, 1), integer(s.recoveredAt)};
@@ -757,7 +769,7 @@ void TriageWizard::fillClass()
                            "significant drops first.");
         for (const analysis::Finding &f : c.findings) {
             if (f.kind == analysis::FindingKind::InferencePrecision || f.kind == analysis::FindingKind::EvalDrop)
-                title += QStringLiteral("<br>") + f.summary.toHtmlEscaped();
+                title += QStringLiteral("<br>") + m_workspace->inRunNames(f.summary).toHtmlEscaped();
         }
         m_classTitle->setText(title);
         m_classModel->setHorizontalHeaderLabels({tr("Task"), tr("Metric"), tr("Inference"), tr("Baseline"), tr("Run"),
@@ -771,7 +783,7 @@ void TriageWizard::fillClass()
             m_classModel->appendRow({item(e->task), item(e->metric), item(e->inference), number(e->baseline),
                 number(e->run), number(e->difference), number(e->z, 1), item(e->significant ? tr("yes") : QString())});
         const WorkspaceRun *base = m_workspace->run(m_data->baseline), *ours = m_workspace->run(m_data->run);
-        m_evalChart->setRows(m_data->evals, base ? base->run.label() : QString(), ours ? ours->run.label() : QString(),
+        m_evalChart->setRows(m_data->evals, m_workspace->runName(m_data->baseline), m_workspace->runName(m_data->run),
             ours ? ours->colour : QColor(Qt::darkBlue));
         m_evidence->setCurrentIndex(3);
         break;
@@ -785,7 +797,7 @@ void TriageWizard::fillClass()
                            "whether the run parts from its baseline.");
         for (const analysis::Finding &f : c.findings) {
             if (f.kind == analysis::FindingKind::NoCommonLoss)
-                title += QStringLiteral("<br>") + f.summary.toHtmlEscaped();
+                title += QStringLiteral("<br>") + m_workspace->inRunNames(f.summary).toHtmlEscaped();
         }
         m_classTitle->setText(title);
         break;
@@ -834,7 +846,9 @@ void TriageWizard::fillNextText()
     m_copyNext->setEnabled(std::any_of(m_data->comparison.nextSteps.begin(), m_data->comparison.nextSteps.end(),
         [](const analysis::NextStep &ns) { return !ns.config.isEmpty(); }));
     for (const analysis::NextStep &ns : m_data->comparison.nextSteps) {
-        QString step = QStringLiteral("%1. %2\n   %3").arg(++n).arg(ns.what, ns.action);
+        QString step = QStringLiteral("%1. %2\n   %3")
+                           .arg(++n)
+                           .arg(m_workspace->inRunNames(ns.what), m_workspace->inRunNames(ns.action));
         if (!ns.config.isEmpty())
             step += QStringLiteral("\n\n") + ns.config.trimmed();
         // What the baseline's other attempts already tried of it, and how it came out.
@@ -986,8 +1000,10 @@ void TriageWizard::fillSummary()
                 reviewStateName(review != reviews.end() ? review->second.state : ReviewState::Open));
             auto *note = new QStandardItem(review != reviews.end() ? review->second.note : QString());
             QList<QStandardItem *> row {item(analysis::severityName(f.severity)),
-                item(analysis::findingKindName(f.kind)), item(f.layer), integer(f.step), item(f.summary), state, note};
-            row[4]->setToolTip(f.suggestion.isEmpty() ? f.summary : f.summary + QLatin1Char('\n') + f.suggestion);
+                item(analysis::findingKindName(f.kind)), item(f.layer), integer(f.step),
+                item(m_workspace->inRunNames(f.summary)), state, note};
+            row[4]->setToolTip(m_workspace->inRunNames(
+                f.suggestion.isEmpty() ? f.summary : f.summary + QLatin1Char('\n') + f.suggestion));
             row.front()->setData(identity, IdentityRole);
             row.front()->setData(int(f.kind), KindRole);
             row.front()->setData(QVariant::fromValue(m_data->run), RunRole);

@@ -25,7 +25,7 @@ void PairPickers::fill(const Workspace &workspace) const
     run->clear();
     for (const WorkspaceRun &r : workspace.runs()) {
         for (QComboBox *box : {baseline, run}) {
-            box->addItem(r.run.label(), QVariant::fromValue(r.run.ref));
+            box->addItem(workspace.runName(r.run.ref), QVariant::fromValue(r.run.ref));
             box->setItemData(box->count() - 1, r.run.label(), Qt::ToolTipRole);
         }
     }

@@ -1,5 +1,7 @@
 #include "workspace.h"
 
+#include <QRegularExpression>
+
 #include "core/formats/shortnames.h"
 #include "core/jobs/folderwatcher.h"
 #include "core/session/foldersession.h"
@@ -8,6 +10,7 @@
 #include <QFileInfo>
 #include <QLoggingCategory>
 #include <QPointer>
+#include <QRegularExpression>
 
 #include <atomic>
 #include <mutex>
@@ -552,6 +555,36 @@ void Workspace::noteStoreErrors(const std::vector<ProblemEntry> &errors)
         Q_EMIT changed(Problems, {});
         Q_EMIT problemsAdded();
     }
+}
+
+QString Workspace::inRunNames(QString text) const
+{
+    // Longest names first: one run's name may begin another's.
+    std::vector<std::pair<QString, QString>> names;
+    for (const WorkspaceRun &r : m_runs) {
+        const QString shown = runName(r.run.ref);
+        for (const QString &own : {r.run.name, r.run.label()}) {
+            if (!own.isEmpty() && own != shown)
+                names.emplace_back(own, shown);
+        }
+    }
+    std::sort(names.begin(), names.end(), [](const auto &a, const auto &b) { return a.first.size() > b.first.size(); });
+    for (const auto &[own, shown] : names) {
+        // As a whole word before "'s" ("bf16's band"); anywhere as a whole word where the name reads as a folder's
+        // (it has a '_', '-' or '.' and is not short), never inside another word or a path.
+        const QString escaped = QRegularExpression::escape(own);
+        const bool folderLike = own.size() >= 6 && own.contains(QRegularExpression(QStringLiteral("[_.-]")));
+        const QRegularExpression word(folderLike ? QStringLiteral("(?<![\\w./-])%1(?![\\w/-]|\\.\\w)").arg(escaped)
+                                                 : QStringLiteral("(?<![\\w./-])%1(?='s)").arg(escaped));
+        text.replace(word, shown);
+    }
+    return text;
+}
+
+QString Workspace::runName(RunRef ref) const
+{
+    const WorkspaceRun *r = run(ref);
+    return !r ? QString() : r->shortLabel.isEmpty() ? r->run.label() : r->shortLabel;
 }
 
 const WorkspaceRun *Workspace::run(RunRef ref) const

@@ -101,6 +101,13 @@ public:
     int runCount() const { return int(m_runs.size()); }
     // nullptr for a run that is not open (a closed folder's run, an invalid ref).
     const WorkspaceRun *run(RunRef ref) const;
+    // The one name every view gives a run: its short label (what sets it apart from the other runs open), its
+    // whole label where it has none; "" for a run not open. Tooltips give the whole label.
+    QString runName(RunRef ref) const;
+    // A finding's text (the analysis names runs by their folder) with each open run's name written as its
+    // runName, so a view's words match its run list: "NAME's" always ("bf16's band" reads "BF16 baseline's
+    // band"), a folder-like name (6 characters or more with a '_', '-' or '.') wherever it is a whole word.
+    QString inRunNames(QString text) const;
     int indexOf(RunRef ref) const; // -1 when not open
     RunRef runAt(int index) const
     {
