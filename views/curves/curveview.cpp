@@ -438,6 +438,9 @@ void CurveView::resizeEvent(QResizeEvent *event)
     // About one x tick a 110 pixels: step numbers of five digits never run into each other.
     plot()->xAxis->ticker()->setTickCount(std::clamp(width() / 110, 2, 10));
     updateLegend();
+    // Again once the plot has its own new size (a view shown after it was sized gets its resize before its
+    // plot does: the legend was placed for the old width).
+    QTimer::singleShot(0, this, &CurveView::updateLegend);
     // Buckets are one per pixel column: a wider or narrower plot asks again.
     if (m_haveRange)
         scheduleRefetch();
