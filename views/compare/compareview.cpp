@@ -649,11 +649,6 @@ void CompareView::setFocusChecked(bool on)
     m_focusButton->setChecked(on);
 }
 
-bool CompareView::isFocusChecked() const
-{
-    return m_focusButton->isChecked();
-}
-
 double CompareView::departureMarkerX() const
 {
     return m_marks[0]->x();

@@ -80,7 +80,6 @@ public:
     // The Focus button shows the window's one focus state (View > Focus on the Tab): the window sets it; a
     // click asks for the other state (focusRequested).
     void setFocusChecked(bool on);
-    bool isFocusChecked() const;
     static constexpr int kEvalsTab = 1;
     static constexpr int kLayersTab = 3;
     // The layer view: the baseline's and the run's per-layer statistic on one colour scale, the suspect layers

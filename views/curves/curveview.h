@@ -126,7 +126,6 @@ public:
         m_legendShown = on;
         updateLegend();
     }
-    bool legendShown() const { return m_legendShown; }
     // Replots now (benchmarks, tests); normal updates are coalesced.
     void refetchNow();
     // Off: while hidden (another page of a wizard, a closed window) the view reads nothing; it reads what it
