@@ -20,6 +20,7 @@ import json
 import os
 import sys
 import types
+import zipfile
 
 try:
     import torch
@@ -211,13 +212,15 @@ def mxfp8(hp):
 
 
 def blockwise_rowwise(x, two_d):
-    """Float8BlockQuantizer's GEMM-ready layouts, scale = amax / 448 per block (as write_torch_dumps.py):
-    128x128 as (ceil(M/128), roundup(ceil(K/128),4)); 1x128 transposed, [block col, row], as
-    (ceil(K/128), roundup(M,4)). Zero padding."""
+    """Float8BlockQuantizer's GEMM-ready layouts, as its kernel scales: scale = 448 / amax per block (float32),
+    scale_inv = 1 / scale, codes = cast(x * scale) (NUMERICS.md's FP32 block rule); 128x128 as
+    (ceil(M/128), roundup(ceil(K/128),4)); 1x128 transposed, [block col, row], as (ceil(K/128), roundup(M,4)).
+    Zero padding."""
     rows, cols = x.shape
     br, bc = (128, 128) if two_d else (1, 128)
-    grid = block_amax(x, br, bc).clamp(min=1e-30) / 448.0
-    codes = e4m3_codes(x / spread(grid, br, bc, rows, cols))
+    scale = f32(448.0) / block_amax(x, br, bc).clamp(min=1e-30)
+    grid = f32(1.0) / scale
+    codes = e4m3_codes(x * spread(scale, br, bc, rows, cols))
     if two_d:
         stored = pad_to(grid, (grid.shape[0], up(grid.shape[1], 4)), 0.0, F32)
     else:
@@ -332,6 +335,23 @@ save("nvfp4-new", "NVFP4Tensor", "new", hp, q)
 save("nvfp4-old", "NVFP4Tensor", "old", hp, q)
 bad = nvfp4(hp, amax_row=q["amax_col"][0] * f32(1000.0))  # a kernel handed the wrong amax, used consistently
 save("nvfp4-badamax", "NVFP4Tensor", "new", hp, bad, kind="amax")
+
+# Hostile dumps (refused with why, never read past their data): a scale tensor too small for its grid, and a
+# storage that lies (the pickle declares more bytes than the archive holds).
+q = mxfp8(hp)
+bad = dict(q, row_scale=q["row_scale"][:4, :4].clone())
+save("hostile-scale-shape", "MXFP8Tensor", "new", hp, bad, kind="refused")
+expected["hostile-scale-shape.pt"]["refused"] = "does not cover"
+save("hostile-lying-storage", "MXFP8Tensor", "new", hp, q, kind="refused")
+path = os.path.join(out, "hostile-lying-storage.pt")
+with zipfile.ZipFile(path) as z:
+    entries = [(i.filename, z.read(i.filename)) for i in z.infolist()]
+# The row-wise codes' storage (the first of 256 x 384 bytes after the bfloat16 tensor's) cut to half its bytes.
+largest = next(e for e in entries if "/data/" in e[0] and len(e[1]) == 256 * 384)
+with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+    for name, data in entries:
+        z.writestr(name, data[: len(data) // 2] if name == largest[0] else data)
+expected["hostile-lying-storage.pt"]["refused"] = "smaller than"
 
 with open(os.path.join(out, "expected.json"), "w") as f:
     json.dump(expected, f, indent=1)
