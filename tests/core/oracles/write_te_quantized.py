@@ -290,7 +290,9 @@ def bump(codes, row, col, steps, sign_bit):
     codes[row, col] = (code & sign_bit) | mag
 
 
-hp = make_hp(256, 384)
+# FP8SCOPE_TE_SHAPE=ROWSxCOLS writes smaller files (the fuzz corpus's seeds); the planted faults need 256x384.
+shape = [int(v) for v in os.environ.get("FP8SCOPE_TE_SHAPE", "256x384").split("x")]
+hp = make_hp(*shape)
 hp_small = make_hp(200, 320)  # pads every scale grid: rows to 128 / 4, block columns to 4, columns to 128
 expected = {}
 
@@ -324,7 +326,7 @@ save("mxfp8-badscale", "MXFP8Tensor", "new", hp, bad, kind="scale", row=9, col=2
 q = blockwise(hp, True)
 save("blockwise2d-new", "Float8BlockwiseQTensor", "new", hp, q)
 bad = dict(q, row_scale=q["row_scale"].clone())
-bad["row_scale"][1, 1] *= 2  # block rows 128..255, columns 128..255; its codes stay as computed
+bad["row_scale"][min(1, bad["row_scale"].shape[0] - 1), 1] *= 2  # block rows 128..255, columns 128..255; its codes stay as computed
 save("blockwise2d-badscale", "Float8BlockwiseQTensor", "new", hp, bad, kind="scale", row=1, col=1)
 q = blockwise(hp, False)
 save("blockwise1d-new", "Float8BlockwiseQTensor", "new", hp, q)
@@ -347,11 +349,11 @@ path = os.path.join(out, "hostile-lying-storage.pt")
 with zipfile.ZipFile(path) as z:
     entries = [(i.filename, z.read(i.filename)) for i in z.infolist()]
 # The row-wise codes' storage (the first of 256 x 384 bytes after the bfloat16 tensor's) cut to half its bytes.
-largest = next(e for e in entries if "/data/" in e[0] and len(e[1]) == 256 * 384)
+largest = next(e for e in entries if "/data/" in e[0] and len(e[1]) == shape[0] * shape[1])
 with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
     for name, data in entries:
         z.writestr(name, data[: len(data) // 2] if name == largest[0] else data)
-expected["hostile-lying-storage.pt"]["refused"] = "smaller than"
+expected["hostile-lying-storage.pt"]["refused"] = "fewer than"
 
 with open(os.path.join(out, "expected.json"), "w") as f:
     json.dump(expected, f, indent=1)
