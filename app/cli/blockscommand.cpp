@@ -46,8 +46,9 @@ void printMap(QTextStream &out, const BlockMap &m, int64_t top)
         << QStringLiteral("rel err").rightJustified(10) << "  flagged\n";
     for (int64_t i : m.ranked(top)) {
         const std::optional<int> e = m.scaleExponent(i);
-        out << "  " << QString::number(i / m.gridCols).rightJustified(7) << QString::number(i % m.gridCols).rightJustified(7)
-            << QString::number(m.firstRow(i)).rightJustified(11) << QString::number(m.firstCol(i)).rightJustified(11)
+        out << "  " << QString::number(i / m.gridCols).rightJustified(7)
+            << QString::number(i % m.gridCols).rightJustified(7) << QString::number(m.firstRow(i)).rightJustified(11)
+            << QString::number(m.firstCol(i)).rightJustified(11)
             << (e ? QStringLiteral("2^%1").arg(*e) : num(m.scale[size_t(i)])).rightJustified(12)
             << num(m.amax[size_t(i)]).rightJustified(12) << num(m.underflowPct(i)).rightJustified(10)
             << num(m.saturatedPct(i)).rightJustified(11) << num(m.relError(i)).rightJustified(10)
@@ -72,8 +73,8 @@ void printCheck(QTextStream &out, const TeCheck &check, int64_t top)
                 << (d.kind == TeDifference::Kind::Scale ? QStringLiteral("scale of block") : QStringLiteral("code at"))
                 << " (" << d.row << ", " << d.col << "): TE " << num(d.te) << ", reference " << num(d.reference)
                 << (d.kind != TeDifference::Kind::Scale ? QStringLiteral(" (%1 code steps)").arg(d.by)
-                        : std::isfinite(d.by)          ? QStringLiteral(" (%1 binades)").arg(num(d.by))
-                                                       : QStringLiteral(" (a zero scale)"))
+                           : std::isfinite(d.by)        ? QStringLiteral(" (%1 binades)").arg(num(d.by))
+                                                        : QStringLiteral(" (a zero scale)"))
                 << '\n';
         }
     }
@@ -219,8 +220,8 @@ int runBlocks(const QStringList &args)
             {QStringLiteral("map"), map->toJson(top)}};
         if (fp32)
             doc.insert(QStringLiteral("fp32_scales"),
-                QJsonObject {{QStringLiteral("recipe"), counterpart->name()}, {QStringLiteral("what_if"),
-                                                                                  compareBlockScales(*map, *fp32).toJson()}});
+                QJsonObject {{QStringLiteral("recipe"), counterpart->name()},
+                    {QStringLiteral("what_if"), compareBlockScales(*map, *fp32).toJson()}});
         if (check)
             doc.insert(QStringLiteral("te_check"), check->toJson(int(top == 0 ? -1 : top)));
         else if (!checkError.isEmpty())

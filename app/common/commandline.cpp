@@ -161,8 +161,10 @@ QList<CommandSpec> makeCliCommands()
             withChoices(
                 valued("format", "format", "e4m3, e5m2, e4m3fnuz, e5m2fnuz, e2m1, bf16 (default: the recipe's)"),
                 formatChoices()),
-            jsonOption(), flag("csv", "the ranked blocks as CSV (row, col, first_row, first_col, scale, amax, "
-                                      "underflow_pct, saturated_pct, rel_error, flagged)"),
+            jsonOption(),
+            flag("csv",
+                "the ranked blocks as CSV (row, col, first_row, first_col, scale, amax, "
+                "underflow_pct, saturated_pct, rel_error, flagged)"),
             valued("top", "n", "how many of the worst blocks (and of TE's differences) to list; 0: all (default 20)",
                 "20"),
             valued("threads", "n", "CPU threads (default: all)", "0"),

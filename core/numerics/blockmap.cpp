@@ -565,7 +565,7 @@ std::optional<BlockMap> computeBlockMap(
 }
 
 std::optional<std::vector<float>> blockValues(
-    TensorReader &reader, const BlockMap &map, int64_t index, Problem *problem)
+    TensorReader &reader, const BlockMap &map, int64_t index, Problem *problem, bool transposed)
 {
     if (index < 0 || index >= map.blocks()) {
         *problem = {reader.info().file, -1, QStringLiteral("block %1 is not in the map").arg(index)};
@@ -575,17 +575,32 @@ std::optional<std::vector<float>> blockValues(
     const int64_t c0 = map.firstCol(index);
     const int64_t nr = std::min(map.blockRows, map.rows - r0);
     const int64_t nc = std::min(map.blockCols, map.cols - c0);
-    std::vector<float> out;
-    out.reserve(size_t(nr * nc));
-    std::vector<float> line(static_cast<size_t>(nc));
+    // In the tensor: the block's rows and columns (swapped for a transposed view).
+    const int64_t tr0 = transposed ? c0 : r0, tc0 = transposed ? r0 : c0;
+    const int64_t tnr = transposed ? nc : nr, tnc = transposed ? nr : nc;
+    const int64_t tensorCols = transposed ? map.rows : map.cols;
     const DType dtype = reader.info().dtype;
-    std::vector<char> raw(size_t(nc * dtypeSize(dtype)));
-    for (int64_t r = r0; r < r0 + nr; ++r) {
-        if (!reader.read(r * map.cols + c0, nc, raw.data(), problem))
+    const int size = dtypeSize(dtype);
+    // Readers read whole units of their alignment (an HDF5 dataset's rows): the span around each row's part.
+    const int64_t unit = std::max<int64_t>(reader.alignment(), 1);
+    const int64_t numel = reader.info().numel;
+    std::vector<float> block(static_cast<size_t>(tnr * tnc));
+    std::vector<char> raw;
+    for (int64_t r = 0; r < tnr; ++r) {
+        const int64_t first = (tr0 + r) * tensorCols + tc0;
+        const int64_t a0 = first / unit * unit;
+        const int64_t a1 = std::min(numel, (first + tnc + unit - 1) / unit * unit);
+        raw.resize(size_t((a1 - a0) * size));
+        if (!reader.read(a0, a1 - a0, raw.data(), problem))
             return std::nullopt;
-        widenToFloat(raw.data(), dtype, size_t(nc), line.data());
-        out.insert(out.end(), line.begin(), line.end());
+        widenToFloat(raw.data() + (first - a0) * size, dtype, size_t(tnc), block.data() + r * tnc);
     }
+    if (!transposed)
+        return block;
+    std::vector<float> out(block.size());
+    for (int64_t r = 0; r < tnr; ++r)
+        for (int64_t c = 0; c < tnc; ++c)
+            out[size_t(c * tnr + r)] = block[size_t(r * tnc + c)];
     return out;
 }
 

@@ -94,9 +94,10 @@ struct BlockMap {
 std::optional<BlockMap> computeBlockMap(TensorReader &reader, const Recipe &recipe, Problem *problem, int threads = 0,
     const MetricsEngine::Progress &progress = {});
 
-// The values of one block of a map (row-major within the block), read from the tensor.
+// The values of one block of a map (row-major within the block), read from the tensor; `transposed`: the map's
+// view is the tensor's transpose (a column-wise copy of Transformer Engine's).
 std::optional<std::vector<float>> blockValues(
-    TensorReader &reader, const BlockMap &map, int64_t index, Problem *problem);
+    TensorReader &reader, const BlockMap &map, int64_t index, Problem *problem, bool transposed = false);
 
 // A block recipe's E8M0 (or E4M3) scales against FP32 scales on the same blocks (the what-if per block): the
 // recipe with exact float32 block scales; nothing for a recipe whose scales are FP32 already or per tensor.

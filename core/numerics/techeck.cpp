@@ -169,9 +169,9 @@ public:
                         const int steps = ordinal(teCode, f) - ordinal(refCode, f);
                         c.maxCodeSteps = std::max(c.maxCodeSteps, std::abs(steps));
                         if (c.differences.size() < kDifferencesKept)
-                            c.differences.push_back({TeDifference::Kind::Code, r, col,
-                                double(decodeCode(teCode, f)) * ref.decode, double(decodeCode(refCode, f)) * ref.decode,
-                                double(steps)});
+                            c.differences.push_back(
+                                {TeDifference::Kind::Code, r, col, double(decodeCode(teCode, f)) * ref.decode,
+                                    double(decodeCode(refCode, f)) * ref.decode, double(steps)});
                     }
                 }
                 c.blocksDiffering += differs ? 1 : 0;
@@ -200,7 +200,8 @@ private:
 
     ScaleFound scaleAt(const StoredCopy &s, int64_t br, int64_t bc, float amax, bool tensorMode) const
     {
-        const int64_t index = tensorMode ? 0 : (s.scaleTransposed ? bc * s.scaleStoredCols + br : br * s.scaleStoredCols + bc);
+        const int64_t index
+            = tensorMode ? 0 : (s.scaleTransposed ? bc * s.scaleStoredCols + br : br * s.scaleStoredCols + bc);
         const char *p = s.scale.constData();
         switch (s.scaleType) {
         case StoredCopy::ScaleType::E8M0: {
@@ -331,10 +332,9 @@ QJsonObject TeCopyCheck::toJson() const
         {QStringLiteral("blocks"), double(blocks)}, {QStringLiteral("scales_compared"), double(scalesCompared)},
         {QStringLiteral("scales_differing"), double(scalesDiffering)}, {QStringLiteral("codes"), double(codes)},
         {QStringLiteral("codes_differing"), double(codesDiffering)},
-        {QStringLiteral("blocks_differing"), double(blocksDiffering)},
-        {QStringLiteral("max_code_steps"), maxCodeSteps}, {QStringLiteral("max_scale_binades"), maxScaleBinades},
-        {QStringLiteral("equal"), equal()}, {QStringLiteral("differences"), diffs},
-        {QStringLiteral("te_map"), map.toJson(5)}};
+        {QStringLiteral("blocks_differing"), double(blocksDiffering)}, {QStringLiteral("max_code_steps"), maxCodeSteps},
+        {QStringLiteral("max_scale_binades"), maxScaleBinades}, {QStringLiteral("equal"), equal()},
+        {QStringLiteral("differences"), diffs}, {QStringLiteral("te_map"), map.toJson(5)}};
 }
 
 bool TeCheck::equal() const
@@ -401,8 +401,10 @@ QJsonObject TeCheck::toJson(int top) const
     }
     QJsonArray amax;
     for (const TeDifference &d : tensorScale)
-        amax.append(QJsonObject {{QStringLiteral("copy"), d.row == 0 ? QStringLiteral("rowwise") : QStringLiteral("columnwise")},
-            {QStringLiteral("te"), d.te}, {QStringLiteral("tensor"), d.reference}, {QStringLiteral("equal"), d.te == d.reference}});
+        amax.append(QJsonObject {
+            {QStringLiteral("copy"), d.row == 0 ? QStringLiteral("rowwise") : QStringLiteral("columnwise")},
+            {QStringLiteral("te"), d.te}, {QStringLiteral("tensor"), d.reference},
+            {QStringLiteral("equal"), d.te == d.reference}});
     return {{QStringLiteral("file"), file}, {QStringLiteral("entry"), entry},
         {QStringLiteral("high_precision"), highPrecision}, {QStringLiteral("class"), teClass},
         {QStringLiteral("reference_recipe"), recipe.name()}, {QStringLiteral("format"), formatName(recipe.format)},
@@ -429,7 +431,9 @@ std::optional<Recipe> teRecipe(const QString &file, const QString &entry, Proble
         return std::nullopt;
     const TeQuantized *q = findQuantized(archive->contents(), entry);
     if (!q) {
-        *problem = {file, -1, QStringLiteral("no Transformer Engine quantized tensor%1").arg(entry.isEmpty() ? QString() : QStringLiteral(" '%1'").arg(entry))};
+        *problem = {file, -1,
+            QStringLiteral("no Transformer Engine quantized tensor%1")
+                .arg(entry.isEmpty() ? QString() : QStringLiteral(" '%1'").arg(entry))};
         return std::nullopt;
     }
     QString why;
@@ -467,9 +471,11 @@ std::optional<TeCheck> checkTeQuantized(const QString &file, const QString &entr
         return fail(QStringLiteral("%1 (%2): its scales are in the GEMM's swizzled layout, which is not compared")
                         .arg(q->name, q->teClass));
     if (q->rowScaled || q->fourOverSix)
-        return fail(QStringLiteral("%1: NVFP4 with %2 is not compared (one FP32 tensor scale and E4M3 1x16 block "
-                                   "scales are)")
-                        .arg(q->name, q->rowScaled ? QStringLiteral("a scale per row") : QStringLiteral("4-over-6 block scaling")));
+        return fail(
+            QStringLiteral("%1: NVFP4 with %2 is not compared (one FP32 tensor scale and E4M3 1x16 block "
+                           "scales are)")
+                .arg(q->name,
+                    q->rowScaled ? QStringLiteral("a scale per row") : QStringLiteral("4-over-6 block scaling")));
     QString why;
     const std::optional<Recipe> recipe = recipeOf(*q, *archive, &why);
     if (!recipe)
@@ -479,7 +485,8 @@ std::optional<TeCheck> checkTeQuantized(const QString &file, const QString &entr
     // The high-precision tensor, whole, as float32.
     std::unique_ptr<TensorReader> hp = TorchReader::open(file, check.highPrecision, problem);
     if (!hp) {
-        problem->message = QStringLiteral("%1 has no high_precision tensor to compare with: %2").arg(q->name, problem->message);
+        problem->message
+            = QStringLiteral("%1 has no high_precision tensor to compare with: %2").arg(q->name, problem->message);
         return std::nullopt;
     }
     TensorInfo logical;
@@ -487,13 +494,16 @@ std::optional<TeCheck> checkTeQuantized(const QString &file, const QString &entr
     finishTensorInfo(logical);
     const TensorInfo &info = hp->info();
     if (info.numel != logical.numel || info.cols != logical.cols)
-        return fail(QStringLiteral("%1 is %2, its high_precision tensor %3").arg(q->name, dims(q->shape), dims(info.shape)));
+        return fail(
+            QStringLiteral("%1 is %2, its high_precision tensor %3").arg(q->name, dims(q->shape), dims(info.shape)));
     const int64_t rows = std::max<int64_t>(info.rows, 1);
     const int64_t cols = info.rows > 1 ? info.cols : info.numel;
     check.rows = rows;
     check.cols = cols;
     if (rows * cols > (int64_t(1) << 31))
-        return fail(QStringLiteral("%1: a tensor of %2 elements is more than the check reads at once").arg(q->name).arg(rows * cols));
+        return fail(QStringLiteral("%1: a tensor of %2 elements is more than the check reads at once")
+                        .arg(q->name)
+                        .arg(rows * cols));
     std::vector<float> x(size_t(rows * cols));
     {
         std::vector<char> raw(size_t(rows * cols * dtypeSize(info.dtype)));
@@ -517,7 +527,8 @@ std::optional<TeCheck> checkTeQuantized(const QString &file, const QString &entr
     const bool blockwise = q->teClass == QLatin1String("Float8BlockwiseQTensor");
     const bool oneD = blockwise && recipe->blockRows == 1;
     if (q->rowwiseData >= 0 && q->rowwiseScale >= 0)
-        plans.push_back({QStringLiteral("rowwise"), q->rowwiseData, q->rowwiseScale, q->amaxRowwise, false, false, oneD});
+        plans.push_back(
+            {QStringLiteral("rowwise"), q->rowwiseData, q->rowwiseScale, q->amaxRowwise, false, false, oneD});
     if (q->columnwiseData >= 0 && q->columnwiseScale >= 0)
         plans.push_back({QStringLiteral("columnwise"), q->columnwiseData, q->columnwiseScale, q->amaxColumnwise, true,
             mx, oneD || mx});
@@ -558,7 +569,8 @@ std::optional<TeCheck> checkTeQuantized(const QString &file, const QString &entr
         const int64_t gc = (vc + bc - 1) / bc;
         const int64_t needRows = p.scaleTransposed ? gc : gr;
         const int64_t needCols = p.scaleTransposed ? gr : gc;
-        s.scaleType = mx ? StoredCopy::ScaleType::E8M0 : (fp4 ? StoredCopy::ScaleType::E4M3 : StoredCopy::ScaleType::F32);
+        s.scaleType
+            = mx ? StoredCopy::ScaleType::E8M0 : (fp4 ? StoredCopy::ScaleType::E4M3 : StoredCopy::ScaleType::F32);
         const int wantSize = s.scaleType == StoredCopy::ScaleType::F32 ? 4 : 1;
         const bool grid = r.kind != RecipeKind::Current;
         const bool fits = scale.elementSize == wantSize
@@ -577,7 +589,8 @@ std::optional<TeCheck> checkTeQuantized(const QString &file, const QString &entr
                             .arg(p.scaleTransposed ? QStringLiteral(" (stored transposed)") : QString()));
         s.scaleStoredCols = grid ? scale.shape[1] : 1;
 
-        CopyComparer comparer(p.transposed ? (xt.empty() ? (xt = transposed(x, rows, cols)) : xt) : x, vr, vc, r, tensorAmax);
+        CopyComparer comparer(
+            p.transposed ? (xt.empty() ? (xt = transposed(x, rows, cols)) : xt) : x, vr, vc, r, tensorAmax);
         if (fp4) {
             // The FP32 tensor scale TE used comes from the amax it stored beside the copy.
             float teAmax = tensorAmax;
@@ -587,7 +600,8 @@ std::optional<TeCheck> checkTeQuantized(const QString &file, const QString &entr
                 if (!readBuffer(*archive, ae, &a, &why))
                     return fail(why);
                 if (ae.elementSize != 4 || a.size() != 4)
-                    return fail(QStringLiteral("%1's %2 amax is %3 %4, not one float32").arg(q->name, p.copy, ae.dtypeName, dims(ae.shape)));
+                    return fail(QStringLiteral("%1's %2 amax is %3 %4, not one float32")
+                                    .arg(q->name, p.copy, ae.dtypeName, dims(ae.shape)));
                 std::memcpy(&teAmax, a.constData(), 4);
                 check.tensorScale.push_back({TeDifference::Kind::Amax, p.transposed ? 1 : 0, 0, double(teAmax),
                     double(tensorAmax), tensorAmax > 0 ? double(teAmax) / double(tensorAmax) - 1.0 : NAN});
@@ -602,13 +616,17 @@ std::optional<TeCheck> checkTeQuantized(const QString &file, const QString &entr
             const bool isCurrent = floatBits(1.0f / current) == floatBits(teDecode);
             comparer.setTensorScale(isCurrent ? current : 1.0f / teDecode, teDecode, false);
             if (check.notes.isEmpty())
-                check.notes << (isCurrent ? QStringLiteral("scale_inv %1 is current scaling's for this tensor (%2 / amax %3): codes compared under it")
-                                                .arg(double(teDecode), 0, 'g', 6)
-                                                .arg(double(fmax))
-                                                .arg(double(tensorAmax), 0, 'g', 6)
-                                          : QStringLiteral("scale_inv %1 is not current scaling's for this tensor (%2): delayed scaling's comes from an amax history the dump does not hold; codes compared under TE's scale")
-                                                .arg(double(teDecode), 0, 'g', 6)
-                                                .arg(double(1.0f / current), 0, 'g', 6));
+                check.notes << (isCurrent
+                        ? QStringLiteral(
+                            "scale_inv %1 is current scaling's for this tensor (%2 / amax %3): codes compared under it")
+                              .arg(double(teDecode), 0, 'g', 6)
+                              .arg(double(fmax))
+                              .arg(double(tensorAmax), 0, 'g', 6)
+                        : QStringLiteral(
+                            "scale_inv %1 is not current scaling's for this tensor (%2): delayed scaling's comes from "
+                            "an amax history the dump does not hold; codes compared under TE's scale")
+                              .arg(double(teDecode), 0, 'g', 6)
+                              .arg(double(1.0f / current), 0, 'g', 6));
         }
         check.copies.push_back(comparer.compare(s));
         check.copies.back().map.tensor = q->name + QLatin1Char('.') + p.copy;

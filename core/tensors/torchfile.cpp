@@ -355,7 +355,9 @@ private:
         else if (dt.integer == 10 && v.name == QLatin1String("NVFP4Tensor"))
             q.element = DType::F4E2M1;
         else {
-            *why = QStringLiteral("%1 of Transformer Engine DType %2, not FP8 (7, 8) or FP4 (10)").arg(v.name).arg(dt.integer);
+            *why = QStringLiteral("%1 of Transformer Engine DType %2, not FP8 (7, 8) or FP4 (10)")
+                       .arg(v.name)
+                       .arg(dt.integer);
             return false;
         }
         q.rowwiseData = buffer(arg(slots.rowData), name + QStringLiteral(".rowwise_data"), why);
@@ -366,8 +368,8 @@ private:
             q.amaxRowwise = buffer(arg(5), name + QStringLiteral(".amax_rowwise"), why);
             q.amaxColumnwise = buffer(arg(6), name + QStringLiteral(".amax_columnwise"), why);
         }
-        for (int i : {q.rowwiseData, q.rowwiseScale, q.columnwiseData, q.columnwiseScale, q.amaxRowwise,
-                 q.amaxColumnwise}) {
+        for (int i :
+            {q.rowwiseData, q.rowwiseScale, q.columnwiseData, q.columnwiseScale, q.amaxRowwise, q.amaxColumnwise}) {
             if (i == -2)
                 return false;
         }

@@ -27,8 +27,9 @@ private Q_SLOTS:
             QSKIP("no test Python (packaging/install-deps.sh --python-venv build/venv makes one)");
         QVERIFY(m_dir.isValid());
         QProcess p;
-        p.start(python, {qEnvironmentVariable("FP8SCOPE_SOURCE_DIR") + QStringLiteral("/tests/core/oracles/write_te_quantized.py"),
-                            m_dir.path()});
+        p.start(python,
+            {qEnvironmentVariable("FP8SCOPE_SOURCE_DIR") + QStringLiteral("/tests/core/oracles/write_te_quantized.py"),
+                m_dir.path()});
         QVERIFY(p.waitForFinished(600000));
         if (p.exitCode() == 3)
             QSKIP("torch is not importable in the test Python");
@@ -75,8 +76,8 @@ private Q_SLOTS:
     // One code three steps up at (5, 70) of the row-wise copy: found there, by +3, nowhere else.
     void plantedCodeFound()
     {
-        for (const auto &[file, row, col, steps] : {std::tuple {"mxfp8-badcode.pt", 5, 70, 3},
-                 std::tuple {"float8-badcode.pt", 0, 0, 1}}) {
+        for (const auto &[file, row, col, steps] :
+            {std::tuple {"mxfp8-badcode.pt", 5, 70, 3}, std::tuple {"float8-badcode.pt", 0, 0, 1}}) {
             Problem problem;
             const std::optional<TeCheck> c = checkTeQuantized(path(QLatin1String(file)), {}, &problem);
             QVERIFY2(c, qPrintable(problem.message));
@@ -152,7 +153,8 @@ private Q_SLOTS:
     // why, with the file.
     void hostileDumpsRefused()
     {
-        for (const QString &name : {QStringLiteral("hostile-scale-shape.pt"), QStringLiteral("hostile-lying-storage.pt")}) {
+        for (const QString &name :
+            {QStringLiteral("hostile-scale-shape.pt"), QStringLiteral("hostile-lying-storage.pt")}) {
             Problem problem;
             QVERIFY(!checkTeQuantized(path(name), {}, &problem));
             const QString why = m_expected.value(name).toObject().value(QLatin1String("refused")).toString();
@@ -175,7 +177,8 @@ private Q_SLOTS:
         TorchReader::names(path(QStringLiteral("nvfp4-new.pt")), &problem, nullptr, &refused);
         QCOMPARE(refused.size(), size_t(1));
         QVERIFY(refused.front().why.contains(QLatin1String("compared")));
-        QCOMPARE(teQuantizedEntries(path(QStringLiteral("nvfp4-new.pt")), &problem), QStringList {QStringLiteral("quantized")});
+        QCOMPARE(teQuantizedEntries(path(QStringLiteral("nvfp4-new.pt")), &problem),
+            QStringList {QStringLiteral("quantized")});
     }
 
 private:

@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         archive->readStorage(e.storageKey, 0, bytesCount, buffer.data(), &problem);
     }
     for (const fp8scope::TeQuantized &q : archive->contents().quantized) {
-        for (int i : {q.rowwiseData, q.rowwiseScale, q.columnwiseData, q.columnwiseScale, q.amaxRowwise, q.amaxColumnwise}) {
+        for (int i :
+            {q.rowwiseData, q.rowwiseScale, q.columnwiseData, q.columnwiseScale, q.amaxRowwise, q.amaxColumnwise}) {
             if (i < 0)
                 continue;
             const fp8scope::TorchEntry &e = archive->contents().buffers.at(size_t(i));
