@@ -668,3 +668,82 @@ QJsonObject BlockScaleWhatIf::toJson() const
 }
 
 } // namespace fp8scope
+
+namespace fp8scope {
+
+BlockCensus BlockMap::census() const
+{
+    BlockCensus c;
+    c.blocks = blocks();
+    for (int64_t i = 0; i < blocks(); ++i) {
+        const size_t k = size_t(i);
+        c.zeroBlocks += amax[k] > 0.0f ? 0 : 1;
+        c.clippingBlocks += saturated[k] > 0 ? 1 : 0;
+        c.underflowingBlocks += lost[k] > 0 ? 1 : 0;
+        c.flushedBlocks += nonzero[k] > 0 && lost[k] == nonzero[k] ? 1 : 0;
+        c.saturatedElements += int64_t(saturated[k]);
+        c.underflowedElements += int64_t(lost[k]);
+    }
+    c.scaleLog2 = scaleHistogram(&c.zeroScaleBlocks);
+    return c;
+}
+
+BlockEvidence blockEvidence(const BlockMap &map, const BlockMap *fp32)
+{
+    BlockEvidence e;
+    e.pattern = blockPatternName(map.pattern());
+    e.text = map.patternText();
+    e.blocks = map.blocks();
+    e.flagged = map.flaggedCount();
+    for (int64_t i : map.ranked(3))
+        e.worst.append(map.blockJson(i));
+    if (fp32) {
+        e.fp32Recipe = fp32->recipe.name();
+        e.fp32 = compareBlockScales(map, *fp32);
+    }
+    return e;
+}
+
+QString BlockEvidence::sentence() const
+{
+    return fp32 ? QStringLiteral("%1; %2 (%3)").arg(text, fp32->text(), fp32Recipe) : text;
+}
+
+QJsonObject BlockEvidence::toJson() const
+{
+    QJsonObject o {{QStringLiteral("pattern"), pattern}, {QStringLiteral("text"), text},
+        {QStringLiteral("blocks"), double(blocks)}, {QStringLiteral("flagged"), double(flagged)},
+        {QStringLiteral("worst"), worst}};
+    if (fp32) {
+        QJsonObject w = fp32->toJson();
+        w.insert(QStringLiteral("recipe"), fp32Recipe);
+        o.insert(QStringLiteral("fp32_scales"), w);
+    }
+    return o;
+}
+
+std::optional<BlockEvidence> BlockEvidence::fromJson(const QJsonObject &o)
+{
+    if (!o.contains(QStringLiteral("pattern")))
+        return std::nullopt;
+    BlockEvidence e;
+    e.pattern = o.value(QStringLiteral("pattern")).toString();
+    e.text = o.value(QStringLiteral("text")).toString();
+    e.blocks = int64_t(o.value(QStringLiteral("blocks")).toDouble());
+    e.flagged = int64_t(o.value(QStringLiteral("flagged")).toDouble());
+    e.worst = o.value(QStringLiteral("worst")).toArray();
+    if (o.contains(QStringLiteral("fp32_scales"))) {
+        const QJsonObject w = o.value(QStringLiteral("fp32_scales")).toObject();
+        BlockScaleWhatIf f;
+        f.flagged = int64_t(w.value(QStringLiteral("flagged")).toDouble());
+        f.flaggedWithFp32 = int64_t(w.value(QStringLiteral("flagged_with_fp32")).toDouble());
+        f.repaired = int64_t(w.value(QStringLiteral("repaired")).toDouble());
+        f.meanRelError = w.value(QStringLiteral("mean_rel_error")).toDouble();
+        f.meanRelErrorWithFp32 = w.value(QStringLiteral("mean_rel_error_with_fp32")).toDouble();
+        e.fp32 = f;
+        e.fp32Recipe = w.value(QStringLiteral("recipe")).toString();
+    }
+    return e;
+}
+
+} // namespace fp8scope

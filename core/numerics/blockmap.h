@@ -6,9 +6,11 @@
 // block's statistics: vector kernels for 1 x N blocks (cpukernels.h), the scalar definition for tiles.
 #pragma once
 
+#include "core/numerics/blockcensus.h"
 #include "core/numerics/metricsengine.h"
 #include "core/numerics/recipe.h"
 
+#include <QJsonArray>
 #include <QJsonObject>
 #include <QStringList>
 
@@ -87,6 +89,8 @@ struct BlockMap {
     // The summary (shape, counts, scale histogram, pattern) and the `top` worst blocks (<= 0: all).
     QJsonObject toJson(int64_t top) const;
     QJsonObject blockJson(int64_t index) const;
+    // The census of the same blocks (blockcensus.h), counted from the map.
+    BlockCensus census() const;
 };
 
 // The block map of `recipe` over the tensor; threads <= 0: one per hardware thread. nullopt with *problem set
@@ -114,5 +118,22 @@ struct BlockScaleWhatIf {
     QJsonObject toJson() const;
 };
 BlockScaleWhatIf compareBlockScales(const BlockMap &recipe, const BlockMap &fp32);
+
+// What the triage and the what-if say of a block recipe's blocks: where the flagged ones lie, the worst ones,
+// and (where blocks are flagged and the recipe's scales are not FP32) the same blocks with FP32 scales.
+struct BlockEvidence {
+    QString pattern; // blockPatternName
+    QString text; // BlockMap::patternText
+    int64_t blocks = 0;
+    int64_t flagged = 0;
+    QJsonArray worst; // the three worst blocks, BlockMap::blockJson
+    QString fp32Recipe;
+    std::optional<BlockScaleWhatIf> fp32;
+    // The text, then the FP32 what-if's.
+    QString sentence() const;
+    QJsonObject toJson() const;
+    static std::optional<BlockEvidence> fromJson(const QJsonObject &o);
+};
+BlockEvidence blockEvidence(const BlockMap &map, const BlockMap *fp32);
 
 } // namespace fp8scope

@@ -4,7 +4,9 @@
 // that per-tensor scaling flushes and block scales keep, a band NVFP4's global scale flushes.
 #include "core/numerics/blockcensus.h"
 #include "core/numerics/blockmap.h"
+#include "core/numerics/cpubackend.h"
 #include "core/numerics/scalarkernels.h"
+#include "core/numerics/whatif.h"
 #include "memoryreader.h"
 #include "testmain.h"
 
@@ -199,20 +201,19 @@ private Q_SLOTS:
                                          .arg(double(ref.relErrSum[i]))));
             }
         }
-        // The census counts the same blocks.
+        // The census counts the same blocks as the scalar definition does.
         MemoryReader reader(DType(dtype), {rows, cols}, bytes);
         Problem problem;
         const std::optional<BlockCensus> census = blockCensus(reader, r, &problem);
         QVERIFY2(census, qPrintable(problem.message));
-        const std::optional<BlockMap> m = mapOf(DType(dtype), rows, cols, bytes, r);
         int64_t clipping = 0, underflowing = 0, lost = 0, saturated = 0;
-        for (int64_t b = 0; b < m->blocks(); ++b) {
-            clipping += m->saturated[size_t(b)] > 0;
-            underflowing += m->lost[size_t(b)] > 0;
-            lost += int64_t(m->lost[size_t(b)]);
-            saturated += int64_t(m->saturated[size_t(b)]);
+        for (int64_t b = 0; b < ref.blocks(); ++b) {
+            clipping += ref.saturated[size_t(b)] > 0;
+            underflowing += ref.lost[size_t(b)] > 0;
+            lost += int64_t(ref.lost[size_t(b)]);
+            saturated += int64_t(ref.saturated[size_t(b)]);
         }
-        QCOMPARE(census->blocks, m->blocks());
+        QCOMPARE(census->blocks, ref.blocks());
         QCOMPARE(census->clippingBlocks, clipping);
         QCOMPARE(census->underflowingBlocks, underflowing);
         QCOMPARE(census->underflowedElements, lost);
@@ -291,6 +292,36 @@ private Q_SLOTS:
             QCOMPARE(nv->underflowPct(b), 100.0);
         }
         QVERIFY(nv->patternText().contains(QLatin1String("block rows 100-131")));
+    }
+
+    // The what-if of block recipes carries each one's block evidence (the census counted from the same map),
+    // stored and read back alike; a per-tensor recipe has none.
+    void whatIfCarriesBlockEvidence()
+    {
+        const int64_t rows = 128, cols = 512;
+        std::vector<float> x = gaussian(size_t(rows * cols), 11, 0.01f);
+        x[size_t(37 * cols + 300)] = 5000.0f;
+        MemoryReader reader(DType::BF16, {rows, cols}, bf16Bytes(x));
+        CpuBackend backend(1);
+        Problem problem;
+        const std::optional<WhatIfResult> w
+            = computeWhatIf(reader, {recipe("current"), recipe("mxfp8"), recipe("nvfp4")}, backend, &problem);
+        QVERIFY2(w, qPrintable(problem.message));
+        QVERIFY(!w->rows[0].blocks);
+        const WhatIfRow &mx = w->rows[1];
+        QVERIFY(mx.blocks && mx.census);
+        QCOMPARE(mx.blocks->flagged, int64_t(1));
+        QCOMPARE(mx.blocks->pattern, QStringLiteral("isolated"));
+        QCOMPARE(mx.blocks->worst.at(0).toObject().value(QLatin1String("row")).toInt(), 37);
+        QVERIFY(mx.blocks->fp32); // flagged blocks: the same blocks with FP32 scales
+        QCOMPARE(mx.blocks->fp32Recipe, QStringLiteral("block1x32-fp32"));
+        QCOMPARE(mx.census->underflowingBlocks >= 1, true);
+        QString error;
+        const std::optional<WhatIfResult> back = whatIfFromJson(whatIfToJson(*w), &error);
+        QVERIFY2(back, qPrintable(error));
+        QVERIFY(back->rows[1].blocks);
+        QCOMPARE(back->rows[1].blocks->sentence(), mx.blocks->sentence());
+        QCOMPARE(back->rows[2].blocks->pattern, w->rows[2].blocks->pattern);
     }
 
     // The values of one block, read back for its histogram.
