@@ -440,11 +440,14 @@ QString BlockMap::patternText() const
     const std::vector<int64_t> worst = ranked(1);
     const QString at = worst.empty()
         ? QString()
-        : QStringLiteral("the worst at block (%1, %2): rows %3-%4, columns %5-%6, mean relative error %7")
+        : QStringLiteral("the worst at block (%1, %2): %3, columns %4-%5, mean relative error %6")
               .arg(worst[0] / gridCols)
               .arg(worst[0] % gridCols)
-              .arg(firstRow(worst[0]))
-              .arg(std::min(rows, firstRow(worst[0]) + blockRows) - 1)
+              .arg(std::min(rows, firstRow(worst[0]) + blockRows) - 1 == firstRow(worst[0])
+                      ? QStringLiteral("row %1").arg(firstRow(worst[0]))
+                      : QStringLiteral("rows %1-%2")
+                            .arg(firstRow(worst[0]))
+                            .arg(std::min(rows, firstRow(worst[0]) + blockRows) - 1))
               .arg(firstCol(worst[0]))
               .arg(std::min(cols, firstCol(worst[0]) + blockCols) - 1)
               .arg(number(relError(worst[0])));
@@ -653,9 +656,9 @@ BlockScaleWhatIf compareBlockScales(const BlockMap &recipe, const BlockMap &fp32
 QString BlockScaleWhatIf::text() const
 {
     const QLocale c = QLocale::c();
-    return QStringLiteral("with FP32 scales on the same blocks: %1 flagged instead of %2 (%3 repaired), mean relative "
-                          "error %4 instead of %5")
-        .arg(c.toString(qlonglong(flaggedWithFp32)), c.toString(qlonglong(flagged)), c.toString(qlonglong(repaired)),
+    return QStringLiteral("with FP32 scales on the same blocks: %1 of the %2 flagged repaired, %3 flagged in all; mean "
+                          "relative error %4 instead of %5")
+        .arg(c.toString(qlonglong(repaired)), c.toString(qlonglong(flagged)), c.toString(qlonglong(flaggedWithFp32)),
             number(meanRelErrorWithFp32), number(meanRelError));
 }
 
