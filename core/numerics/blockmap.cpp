@@ -325,7 +325,8 @@ double BlockMap::roundingBound() const
 
 bool BlockMap::flagged(int64_t index) const
 {
-    return underflowPct(index) >= kBlockFlagPct || saturatedPct(index) >= kBlockFlagPct;
+    return underflowPct(index) >= kBlockFlagPct || saturatedPct(index) >= kBlockFlagPct
+        || relError(index) >= kBlockFlagRelError;
 }
 
 int64_t BlockMap::flaggedCount() const
@@ -460,14 +461,28 @@ QString BlockMap::patternText() const
             "scales confine such an outlier where a per-tensor scale would spread it")
             .arg(head, at);
     case BlockPattern::RowBand:
-        return QStringLiteral("%1, a band of rows (block rows %2): whole rows of small values the scales cannot reach, "
-                              "not a few outliers; scales of their own per row or per 1xN block keep them (a tensor "
-                              "or 128x128 scale shared with larger rows flushes them)")
-            .arg(head, rangesText(lines));
-    case BlockPattern::ColumnBand:
-        return QStringLiteral("%1, a band of columns (block columns %2): channels of small values the scales cannot "
-                              "reach; scales along the rows (1xN blocks) keep them")
-            .arg(head, rangesText(lines));
+    case BlockPattern::ColumnBand: {
+        const bool rowsBand = p == BlockPattern::RowBand;
+        const QString what = rowsBand ? QStringLiteral("a band of rows (block rows %1): whole rows")
+                                      : QStringLiteral("a band of columns (block columns %1): whole columns");
+        // The remedy by what shares a scale with the band: NVFP4's FP32 tensor scale, a tile, or the tensor.
+        QString why;
+        if (recipe.kind == RecipeKind::NvFp4)
+            why = QStringLiteral("their E4M3 block scales fall below E4M3's range under the FP32 tensor scale the "
+                                 "tensor's largest values set; a scale per row (row-scaled NVFP4) or BF16 for this "
+                                 "layer keeps them");
+        else if (blockRows > 1 && blockCols > 1)
+            why = QStringLiteral("they share %1 tiles with larger values; 1x%2 blocks keep them")
+                      .arg(blockShape())
+                      .arg(blockCols);
+        else if (blocks() == 1)
+            why = QStringLiteral("one scale for the tensor cannot reach them; per-block scales keep them");
+        else
+            why = QStringLiteral("even their own block scales cannot reach them (the format's range is too narrow "
+                                 "for these values)");
+        return QStringLiteral("%1, %2 of small values, not a few outliers: %3")
+            .arg(head, what.arg(rangesText(lines)), why);
+    }
     case BlockPattern::Scattered:
         return QStringLiteral("%1, scattered through the tensor (%2): the recipe fits the values badly in general "
                               "(its format or block size), not a few blocks")

@@ -38,6 +38,7 @@ enum class BlockPattern : uint8_t {
 QString blockPatternName(BlockPattern pattern); // "none", "isolated", "row-band", ...
 
 constexpr double kBlockFlagPct = 50.0;
+constexpr double kBlockFlagRelError = 0.75;
 
 struct BlockMap {
     QString tensor;
@@ -67,10 +68,11 @@ struct BlockMap {
     // The relative error no element in the format's normal range can exceed (2^-(mantissa bits + 1)), for
     // reading a block's mean error: above it, values fell below the normal range or saturated.
     double roundingBound() const;
-    // At least kBlockFlagPct of the block's non-zero values flushed to zero, or of its elements saturated: the
-    // block's codes no longer stand for its values. Rounding, subnormal steps (NVFP4 keeps a quarter of a
-    // bell-shaped block there) and the OCP rule's clipping of a binade's top (504 to 448 for E4M3) do not
-    // reach it; an outlier that sets its block's scale, or a scale the format cannot hold, does.
+    // At least kBlockFlagPct of the block's non-zero values flushed to zero, or of its elements saturated, or a
+    // mean relative error of at least kBlockFlagRelError (a scale off by 2x gives 1): the block's codes no
+    // longer stand for its values. Rounding, subnormal steps (NVFP4 keeps a quarter of a bell-shaped block
+    // there: its mean error stays under 0.5) and the OCP rule's clipping of a binade's top (504 to 448 for
+    // E4M3) do not reach it; an outlier that sets its block's scale, or a scale the format cannot hold, does.
     bool flagged(int64_t index) const;
     int64_t flaggedCount() const;
     // Blocks by damage, the worst first: mean relative error, then underflow, saturation, amax; `limit` <= 0

@@ -123,14 +123,16 @@ std::optional<Recipe> Recipe::parse(const QString &text, std::optional<Format> f
         }
     } else if (head.startsWith(QLatin1String("block"))) {
         // blockRxC[-pow2|-fp32]: Transformer Engine's 1x128 and 128x128, or any block shape the what-if per
-        // block compares (block1x32-fp32: MXFP8's blocks with FP32 scales).
-        static const QRegularExpression shape(QStringLiteral("^block(\\d{1,4})x(\\d{1,4})(-pow2|-fp32)?$"));
+        // block compares (block1x32-fp32: MXFP8's blocks with FP32 scales). R and C are powers of two up to
+        // 128, so that no block or tile crosses the engine's chunks (128-row bands, 128-element runs).
+        static const QRegularExpression shape(QStringLiteral("^block(\\d{1,3})x(\\d{1,3})(-pow2|-fp32)?$"));
         const QRegularExpressionMatch m = shape.match(head);
         const int rows = m.hasMatch() ? m.captured(1).toInt() : 0;
         const int cols = m.hasMatch() ? m.captured(2).toInt() : 0;
-        if (rows < 1 || cols < 1 || rows > 1024 || cols > 1024) {
-            *error = QStringLiteral("unknown block recipe '%1' (blockRxC[-pow2|-fp32], R and C 1 to 1024: block1x128, "
-                                    "block128x128)")
+        const auto powerOfTwo = [](int v) { return v >= 1 && v <= 128 && (v & (v - 1)) == 0; };
+        if (!powerOfTwo(rows) || !powerOfTwo(cols)) {
+            *error = QStringLiteral("unknown block recipe '%1' (blockRxC[-pow2|-fp32], R and C powers of two up to "
+                                    "128: block1x128, block128x128)")
                          .arg(head);
             return std::nullopt;
         }

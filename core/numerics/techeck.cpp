@@ -382,8 +382,9 @@ QString TeCheck::summary() const
                 ? QStringLiteral("; first at block (%1, %2)").arg(d.row).arg(d.col)
                 : QStringLiteral("; first at element (%1, %2)").arg(d.row).arg(d.col);
         }
-        parts << QStringLiteral("%1: %2 in %3 blocks%4")
-                     .arg(k.copy, what.join(QStringLiteral(", ")), c.toString(qlonglong(k.blocksDiffering)), first);
+        parts << QStringLiteral("%1: %2 in %3 %4%5")
+                     .arg(k.copy, what.join(QStringLiteral(", ")), c.toString(qlonglong(k.blocksDiffering)),
+                         k.blocksDiffering == 1 ? QStringLiteral("block") : QStringLiteral("blocks"), first);
         if (k.map.flaggedCount() > 0)
             parts << QStringLiteral("as TE quantized the %1 copy: %2").arg(k.copy, k.map.patternText());
     }

@@ -354,6 +354,14 @@ private Q_SLOTS:
         QCOMPARE(fp32ScaledCounterpart(recipe("nvfp4"))->name(), QStringLiteral("block1x16-fp32"));
         QCOMPARE(fp32ScaledCounterpart(recipe("nvfp4"))->format, fp8math::Format::E2M1);
         QVERIFY(!fp32ScaledCounterpart(recipe("current")));
+        // Counterparts parse back; block shapes are powers of two up to 128 (no tile crosses a chunk).
+        QString error;
+        QCOMPARE(Recipe::parse(QStringLiteral("block1x32-fp32"), std::nullopt, &error)->blockCols, 32);
+        QVERIFY(Recipe::parse(QStringLiteral("block1x128"), std::nullopt, &error)->pow2);
+        QVERIFY(!Recipe::parse(QStringLiteral("block3x5"), std::nullopt, &error));
+        QVERIFY(error.contains(QLatin1String("powers of two")));
+        QVERIFY(!Recipe::parse(QStringLiteral("block256x1"), std::nullopt, &error));
+        QVERIFY(!Recipe::parse(QStringLiteral("block1x128-fp16"), std::nullopt, &error));
         QVERIFY(!fp32ScaledCounterpart(recipe("block1x128-fp32")));
 
         // Blocks whose amax is just above 448: E8M0 (rounded up) puts it at 226, a binade lower than an FP32

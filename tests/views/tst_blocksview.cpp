@@ -23,6 +23,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <random>
 
 using namespace fp8scope;
@@ -148,10 +149,26 @@ private Q_SLOTS:
         const QSize full = m_blocks->cellCount();
         QCOMPARE(full.width(), 32);
         QCOMPARE(full.height(), std::min(int(kRows), plot->axisRect()->height()));
+        // Whole cells centred on their blocks: the first at 0, the last at N - 1, each drawn whole (no tight
+        // boundary halving the edge cells), so the map covers -0.5 to N - 0.5 in block units.
+        auto *map = qobject_cast<QCPColorMap *>(plot->plottable(0));
+        QVERIFY(map);
+        QVERIFY(!map->tightBoundary());
+        QCOMPARE(map->data()->keyRange().lower, 0.0);
+        QCOMPARE(map->data()->keyRange().upper, 31.0);
         plot->xAxis->setRange(3.5, 9.5);
         plot->yAxis->setRange(30.5, 40.5);
         plot->replot();
         QCOMPARE(m_blocks->cellCount(), QSize(6, 10));
+        // A double-click shows the whole tensor again.
+        QTest::mouseDClick(plot, Qt::LeftButton, {}, plot->axisRect()->rect().center());
+        QCOMPARE(plot->xAxis->range().lower, -0.5);
+        QCOMPARE(plot->yAxis->range().upper, double(kRows) - 0.5);
+        // The colour bar names what the cells show, as soon as it changes.
+        m_blocks->setField(BlockField::Scale);
+        QCOMPARE(plot->findChild<QCPColorScale *>() ? plot->findChild<QCPColorScale *>()->axis()->label() : QString(),
+            QStringLiteral("log2 scale_inv"));
+        m_blocks->setField(BlockField::RelError);
     }
 
     // The recipe picker recomputes the map under another recipe; another layer's dump is mapped when selected.
@@ -171,6 +188,8 @@ private Q_SLOTS:
                 && m_blocks->shownMap()->blockShape() == QLatin1String("128x128"),
             60000);
         QCOMPARE(m_blocks->shownMap()->gridRows, int64_t(2));
+        // A map of one row of blocks (the demo's 64x256 tensors in 128x128 tiles) is drawn: at least two cells
+        // a dimension, covering the whole tile.
         // A demo dump of another layer (64x256).
         const QString dumpStep = m_plan.dumpSteps.front();
         m_window->selection()->set(m_fp8, m_plan.plantedLayerName, QStringLiteral("weight"), dumpStep.toLongLong());
@@ -178,6 +197,13 @@ private Q_SLOTS:
                 && m_blocks->dump()->record.tensor == QLatin1String("weight") && m_blocks->shownMap(),
             60000);
         QCOMPARE(m_blocks->shownMap()->rows, int64_t(64));
+        QCOMPARE(m_blocks->shownMap()->gridRows, int64_t(1));
+        QVERIFY(m_blocks->cellCount().height() >= 2 && m_blocks->cellCount().width() >= 2);
+        // Two cells of half a block each, centred at -0.25 and 0.25: drawn whole, -0.5 to 0.5.
+        auto *map = qobject_cast<QCPColorMap *>(m_blocks->plot()->plottable(0));
+        QCOMPARE(map->data()->valueSize(), 2);
+        QCOMPARE(map->data()->valueRange().lower, -0.25);
+        QCOMPARE(map->data()->valueRange().upper, 0.25);
         QCOMPARE(m_blocks->selectedBlock(), int64_t(-1));
     }
 
@@ -203,22 +229,51 @@ private Q_SLOTS:
         QVERIFY(QDir().mkpath(iter));
         QVERIFY(
             QFile::copy(out + QStringLiteral("/te/mxfp8-badscale.pt"), iter + QStringLiteral("/fc1_activation.pt")));
+        QVERIFY(QFile::copy(out + QStringLiteral("/te/nvfp4-badamax.pt"), iter + QStringLiteral("/fc2_activation.pt")));
         QSignalSpy ready(m_window.get(), &MainWindow::ready);
         m_window->openFolders({run});
         QVERIFY(ready.wait(120000));
         const RunRef te = m_window->workspace()->findRun(QStringLiteral("terun"));
         QVERIFY(te.isValid());
-        QVERIFY(!m_window->workspace()->catalog().dumps(te).empty());
+        // Both files' high-precision tensors (the ingest may still be on the second when the window is ready).
+        const auto hp = [&] {
+            const std::vector<Dump> all = m_window->workspace()->catalog().dumps(te);
+            return std::count_if(all.begin(), all.end(),
+                [](const Dump &d) { return d.record.dataset == QLatin1String("high_precision"); });
+        };
+        QTRY_COMPARE_WITH_TIMEOUT(hp(), 2, 60000);
         const std::vector<Dump> dumps = m_window->workspace()->catalog().dumps(te);
+        QStringList layers;
+        for (const Dump &d : dumps)
+            layers << d.record.layer + QLatin1Char('/') + d.record.tensor + QLatin1Char('/') + d.record.dataset;
+        const auto dumpOf = [&](const char *layer) {
+            const auto it = std::find_if(dumps.begin(), dumps.end(), [&](const Dump &d) {
+                return d.record.layer.startsWith(QLatin1String(layer))
+                    && d.record.dataset.endsWith(QLatin1String("high_precision"));
+            });
+            if (it == dumps.end())
+                qFatal("no dump of %s among %s", layer, qPrintable(layers.join(QStringLiteral(", "))));
+            return *it;
+        };
+        // The NVFP4 dump is mapped under the recipe TE quantized it with, whatever the picker held.
         m_blocks->setRecipe(QStringLiteral("mxfp8"));
-        m_window->selection()->set(te, dumps.front().record.layer, dumps.front().record.tensor, 100);
+        m_window->selection()->set(te, dumpOf("fc2").record.layer, dumpOf("fc2").record.tensor, 100);
+        QTRY_VERIFY_WITH_TIMEOUT(!m_blocks->isComputing() && m_blocks->result() && m_blocks->result()->te, 60000);
+        QCOMPARE(m_blocks->shownMap()->recipe.name(), QStringLiteral("nvfp4"));
+        m_window->selection()->set(te, dumpOf("fc1").record.layer, dumpOf("fc1").record.tensor, 100);
         QTRY_VERIFY_WITH_TIMEOUT(!m_blocks->isComputing() && m_blocks->result() && m_blocks->result()->te, 60000);
         QCOMPARE(m_blocks->sources(),
             (QStringList {QStringLiteral("recipe"), QStringLiteral("rowwise"), QStringLiteral("columnwise")}));
         QVERIFY(!m_blocks->result()->te->equal());
         QVERIFY(m_blocks->statusText().contains(QLatin1String("Transformer Engine's quantization")));
+        QTRY_VERIFY_WITH_TIMEOUT(m_blocks->result()->map.recipe.name() == QLatin1String("mxfp8"), 60000);
         m_blocks->setSource(QStringLiteral("rowwise"));
         QCOMPARE(m_blocks->shownMap(), &m_blocks->result()->te->copies.front().map);
+        // TE's block (9, 2) decodes with twice its scale: every value off by its own size, flagged and first.
+        const BlockMap *row = m_blocks->shownMap();
+        QCOMPARE(row->ranked(1).front(), 9 * row->gridCols + 2);
+        QVERIFY(row->flagged(9 * row->gridCols + 2));
+        QCOMPARE(row->flaggedCount(), int64_t(1));
         m_blocks->setSource(QStringLiteral("columnwise"));
         const BlockMap *col = m_blocks->shownMap();
         QCOMPARE(col->rows, int64_t(384)); // the transpose's view

@@ -81,8 +81,8 @@ BlockMapView::BlockMapView(Workspace *workspace, Selection *selection, QWidget *
     m_tabs->setObjectName(QStringLiteral("blocksTabs"));
     m_blockPlot->setObjectName(QStringLiteral("blockValuesPlot"));
     m_scalePlot->setObjectName(QStringLiteral("blockScalesPlot"));
-    for (const char *name :
-        {"mxfp8", "mxfp8-ocp", "mxfp8-col", "nvfp4", "block1x128", "block128x128", "current", "delayed"})
+    for (const char *name : {"mxfp8", "mxfp8-ocp", "mxfp8-col", "nvfp4", "block1x128", "block128x128",
+             "block1x128-fp32", "block128x128-fp32", "current", "delayed"})
         m_recipeBox->addItem(QString::fromLatin1(name));
     m_recipeBox->setToolTip(tr("The block recipe the tensor's blocks are scaled under (a per-tensor recipe is one "
                                "block, for comparison)"));
@@ -106,11 +106,24 @@ BlockMapView::BlockMapView(Workspace *workspace, Selection *selection, QWidget *
     m_colorMap->setColorScale(m_colorScale);
     m_colorMap->setGradient(heatGradient());
     m_colorMap->setInterpolate(false);
-    m_colorMap->setTightBoundary(true);
+    // Each cell drawn whole, from -0.5 to N - 0.5 in block units (a tight boundary halves the edge cells).
+    m_colorMap->setTightBoundary(false);
+    for (QCPAxis *axis : {plot()->xAxis, plot()->yAxis}) {
+        QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
+        ticker->setTickStep(1.0);
+        ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+        axis->setTicker(ticker);
+    }
+    plot()->setToolTip(tr("Wheel: zoom; drag: pan; double-click: the whole tensor; click a block to select it"));
     m_mark->setPen(QPen(QColor(230, 30, 30), 2));
     m_mark->setBrush(Qt::NoBrush);
     m_mark->setVisible(false);
     plot()->installEventFilter(this);
+    m_empty = new QCPItemText(plot());
+    m_empty->position->setType(QCPItemPosition::ptAxisRectRatio);
+    m_empty->position->setCoords(0.5, 0.5);
+    m_empty->setClipToAxisRect(false);
+    m_empty->setColor(palette().color(QPalette::Text));
     plot()->setMouseTracking(true);
 
     // Below the map: the worst blocks, the selected block's values, the scales.
@@ -126,6 +139,9 @@ BlockMapView::BlockMapView(Workspace *workspace, Selection *selection, QWidget *
         p->yAxis->setLabel(tr("blocks"));
     }
     m_blockPlot->xAxis->setLabel(tr("log2 |x × block scale| (the value cast)"));
+    m_blockPlot->plotLayout()->insertRow(0);
+    m_blockTitle = new QCPTextElement(m_blockPlot, tr("Click a block on the map, or a row of the list"));
+    m_blockPlot->plotLayout()->addElement(0, 0, m_blockTitle);
     m_blockPlot->yAxis->setLabel(tr("elements"));
     m_scalePlot->xAxis->setLabel(tr("log2 scale_inv"));
     for (QCPBars *b : {m_blockBars, m_scaleBars}) {
@@ -140,11 +156,12 @@ BlockMapView::BlockMapView(Workspace *workspace, Selection *selection, QWidget *
     m_status->setMargin(6);
     m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
     auto *box = static_cast<QVBoxLayout *>(layout());
-    box->addWidget(m_tabs, 2);
-    box->setStretchFactor(plot(), 3);
+    box->addWidget(m_tabs, 1);
+    box->setStretchFactor(plot(), 1);
 
     connect(m_recipeBox, &QComboBox::currentIndexChanged, this, &BlockMapView::request);
     connect(m_fieldBox, &QComboBox::currentIndexChanged, this, [this] {
+        updateScaleLabel();
         rebuildCells();
         plot()->replot();
     });
@@ -280,6 +297,24 @@ void BlockMapView::selectionChanged()
         && pick->record.dataset == m_dump->record.dataset;
     if (same && (m_result || m_ticket))
         return;
+    // A DumpTensors file: the recipe TE quantized it under, as the CLI takes it.
+    if (pick && isTeDumpFile(*pick)) {
+        const QString dataset = pick->record.dataset;
+        const QString base = dataset.left(dataset.lastIndexOf(QLatin1Char('.')) + 1);
+        Problem problem;
+        for (const QString &q : teQuantizedEntries(pick->path, &problem)) {
+            if (q.left(q.lastIndexOf(QLatin1Char('.')) + 1) != base)
+                continue;
+            if (const std::optional<Recipe> r = teRecipe(pick->path, q, &problem)) {
+                const int i = m_recipeBox->findText(r->name());
+                if (i >= 0 && i != m_recipeBox->currentIndex()) {
+                    const QSignalBlocker block(m_recipeBox);
+                    m_recipeBox->setCurrentIndex(i);
+                }
+            }
+            break;
+        }
+    }
     m_dump = pick;
     request();
 }
@@ -390,6 +425,12 @@ void BlockMapView::computed(std::shared_ptr<BlockMapResult> result)
     Q_EMIT mapChanged();
 }
 
+QString BlockMapView::recipeShown() const
+{
+    const BlockMap *m = shownMap();
+    return m ? m->recipe.name() : m_recipeBox->currentText();
+}
+
 QSize BlockMapView::cellCount() const
 {
     return {m_colorMap->data()->keySize(), m_colorMap->data()->valueSize()};
@@ -412,8 +453,9 @@ void BlockMapView::rebuildCells()
     // outlier block stays visible at any zoom.
     const QRect area = plot()->axisRect()->rect();
     m_cellArea = area.size();
-    const int nx = int(std::min<int64_t>(c1 - c0, std::max(area.width(), 16)));
-    const int ny = int(std::min<int64_t>(r1 - r0, std::max(area.height(), 16)));
+    // At least two cells a dimension (QCustomPlot draws a single one with no width): one block then spans two.
+    const int nx = int(std::max<int64_t>(2, std::min<int64_t>(c1 - c0, std::max(area.width(), 16))));
+    const int ny = int(std::max<int64_t>(2, std::min<int64_t>(r1 - r0, std::max(area.height(), 16))));
     const BlockField f = field();
     std::vector<double> cells(size_t(nx) * size_t(ny), std::numeric_limits<double>::quiet_NaN());
     for (int64_t r = r0; r < r1; ++r) {
@@ -424,6 +466,17 @@ void BlockMapView::rebuildCells()
             const double v = shown(*m, f, r * m->gridCols + c);
             if (std::isnan(cell) || v > cell)
                 cell = v;
+        }
+    }
+    // Cells finer than the blocks (a dimension of one block) take the block at their centre.
+    for (int y = 0; y < ny; ++y) {
+        for (int x = 0; x < nx; ++x) {
+            double &cell = cells[size_t(y) * size_t(nx) + size_t(x)];
+            if (!std::isnan(cell))
+                continue;
+            const int64_t c = c0 + int64_t((x + 0.5) * double(c1 - c0) / nx);
+            const int64_t r = r0 + int64_t((y + 0.5) * double(r1 - r0) / ny);
+            cell = shown(*m, f, std::min(r, r1 - 1) * m->gridCols + std::min(c, c1 - 1));
         }
     }
     m_rebuilding = true;
@@ -482,6 +535,38 @@ void BlockMapView::redraw()
     drawBlockHistogram();
     updateStatus();
     plot()->replot();
+}
+
+void BlockMapView::resetZoom()
+{
+    const BlockMap *m = shownMap();
+    if (!m)
+        return;
+    m_rebuilding = true;
+    plot()->xAxis->setRange(-0.5, double(m->gridCols) - 0.5);
+    plot()->yAxis->setRange(-0.5, double(m->gridRows) - 0.5);
+    m_rebuilding = false;
+    rebuildCells();
+}
+
+bool BlockMapView::shownTransposed() const
+{
+    const BlockMap *m = shownMap();
+    if (!m || !m_result || !m_result->te || m == &m_result->map)
+        return false;
+    for (const TeCopyCheck &c : m_result->te->copies) {
+        if (&c.map == m)
+            return c.transposed;
+    }
+    return false;
+}
+
+void BlockMapView::updateScaleLabel()
+{
+    const BlockField f = field();
+    m_colorScale->axis()->setLabel(f == BlockField::Scale ? tr("log2 scale_inv")
+            : f == BlockField::Amax                       ? tr("log2 amax")
+                                                          : blockFieldTitle(f));
 }
 
 void BlockMapView::fillTable()
@@ -543,6 +628,7 @@ void BlockMapView::drawBlockHistogram()
     m_blockPlot->xAxis->setTickLabels(drawn);
     m_blockPlot->yAxis->setTickLabels(drawn);
     if (!drawn) {
+        m_blockTitle->setText(m ? tr("Click a block on the map, or a row of the list") : QString());
         m_blockPlot->replot();
         return;
     }
@@ -585,12 +671,15 @@ void BlockMapView::drawBlockHistogram()
             ++flushed;
     }
     m_blockBars->setName(tr("%1 values, %2 flushed to zero").arg(values->size()).arg(flushed));
-    auto *count = new QCPItemText(m_blockPlot);
-    count->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
-    count->position->setType(QCPItemPosition::ptAxisRectRatio);
-    count->position->setCoords(0.99, 0.02);
-    count->setText(m_blockBars->name());
-    count->setColor(palette().color(QPalette::Text));
+    m_blockTitle->setText(
+        tr("Block (%1, %2): %3 values, %4 flushed to zero, scale %5\nlines: min subnormal (dotted), min normal "
+           "(dashed), max %6 (solid)")
+            .arg(m_selected / m->gridCols)
+            .arg(m_selected % m->gridCols)
+            .arg(values->size())
+            .arg(flushed)
+            .arg(m->scaleExponent(m_selected) ? QStringLiteral("2^%1").arg(*m->scaleExponent(m_selected)) : num(scale))
+            .arg(double(fp8math::formatSpec(m->recipe.format).maxFinite), 0, 'g', 6));
     const fp8math::FormatSpec spec = fp8math::formatSpec(m->recipe.format);
     const double lSub = std::log2(spec.minSubnormal), lMax = std::log2(spec.maxFinite);
     double xlo = std::min(keys.isEmpty() ? lSub : keys.front() - 1.5, lSub - 2);
@@ -603,12 +692,9 @@ void BlockMapView::drawBlockHistogram()
         l->point1->setCoords(x, 0);
         l->point2->setCoords(x, 1);
         l->setPen(QPen(text, 1, style));
-        auto *t = new QCPItemText(m_blockPlot);
-        t->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-        t->position->setCoords(x, 0.05);
-        t->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
-        t->setText(label);
-        t->setColor(text);
+        // Named in the title, not beside the line: a short plot has no room for upright labels, and lines a
+        // binade or two apart would overlap level ones.
+        (void)label;
     };
     line(lSub, tr("min subnormal"), Qt::DotLine);
     line(std::log2(spec.minNormal), tr("min normal"), Qt::DashLine);
@@ -673,23 +759,33 @@ bool BlockMapView::eventFilter(QObject *watched, QEvent *event)
                     m_tabs->setCurrentWidget(m_blockPlot);
                 }
             }
+        } else if (event->type() == QEvent::MouseButtonDblClick) {
+            resetZoom();
+            plot()->replot();
+            return true;
         } else if (event->type() == QEvent::MouseMove) {
             const QPoint at = static_cast<QMouseEvent *>(event)->pos();
             const int64_t b = blockAt(at);
             const BlockMap *m = shownMap();
-            if (b >= 0 && m)
+            if (b >= 0 && m) {
+                // In the tensor's own rows and columns (a column-wise copy's view is its transpose).
+                const int64_t r0 = m->firstRow(b), r1 = std::min(m->rows, r0 + m->blockRows) - 1;
+                const int64_t c0 = m->firstCol(b), c1 = std::min(m->cols, c0 + m->blockCols) - 1;
+                const bool t = shownTransposed();
+                const auto span = [](int64_t a, int64_t z) {
+                    return a == z ? QString::number(a) : QStringLiteral("%1-%2").arg(a).arg(z);
+                };
+                const std::optional<int> e = m->scaleExponent(b);
                 QToolTip::showText(plot()->mapToGlobal(at),
-                    tr("block (%1, %2): rows %3-%4, columns %5-%6\nscale %7, amax %8\nflushed %9 %, saturated %10 %, "
-                       "mean relative error %11")
+                    tr("block (%1, %2): tensor rows %3, columns %4\nscale %5, amax %6\nflushed %7 %, saturated %8 %, "
+                       "mean relative error %9")
                         .arg(b / m->gridCols)
                         .arg(b % m->gridCols)
-                        .arg(m->firstRow(b))
-                        .arg(std::min(m->rows, m->firstRow(b) + m->blockRows) - 1)
-                        .arg(m->firstCol(b))
-                        .arg(std::min(m->cols, m->firstCol(b) + m->blockCols) - 1)
-                        .arg(num(m->scale[size_t(b)]), num(m->amax[size_t(b)]), num(m->underflowPct(b)),
-                            num(m->saturatedPct(b)), num(m->relError(b))),
+                        .arg(t ? span(c0, c1) : span(r0, r1), t ? span(r0, r1) : span(c0, c1),
+                            e ? QStringLiteral("2^%1").arg(*e) : num(m->scale[size_t(b)]), num(m->amax[size_t(b)]),
+                            num(m->underflowPct(b)), num(m->saturatedPct(b)), num(m->relError(b))),
                     plot());
+            }
         }
     }
     return PlotView::eventFilter(watched, event);
@@ -697,6 +793,17 @@ bool BlockMapView::eventFilter(QObject *watched, QEvent *event)
 
 void BlockMapView::updateStatus()
 {
+    // Where there is no map, its reason on the map itself too (the Summary may not be the tab in view).
+    const auto showOnMap = [this] {
+        if (m_empty) {
+            m_empty->setText(shownMap() ? QString() : m_status->text().section(QLatin1Char('\n'), 0, 0));
+            m_empty->setVisible(!shownMap());
+        }
+    };
+    struct OnExit {
+        std::function<void()> f;
+        ~OnExit() { f(); }
+    } onExit {showOnMap};
     if (!m_dump) {
         const auto dumps = m_dumps.find(m_selection->run());
         const bool runHasDumps = dumps == m_dumps.end() || !dumps->second.empty();
@@ -746,8 +853,9 @@ QString BlockMapView::title() const
     const BlockMap *m = shownMap();
     if (!m || !m_dump)
         return tr("blocks");
-    return tr("blocks of %1 %2 — %3 (%4 blocks), coloured by %5")
-        .arg(m_dump->record.layer, m_dump->record.tensor, m->recipe.name(), m->blockShape(), blockFieldTitle(field()));
+    return tr("%1 %2, %3 %4 blocks, %5")
+        .arg(m_dump->record.layer, m_dump->record.tensor, m->recipe.name(), m->blockShape(),
+            blockFieldName(field()).replace(QLatin1Char('_'), QLatin1Char(' ')));
 }
 
 QString BlockMapView::csv() const

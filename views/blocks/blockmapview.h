@@ -27,6 +27,8 @@ class QCPBars;
 class QCPColorMap;
 class QCPColorScale;
 class QCPItemRect;
+class QCPItemText;
+class QCPTextElement;
 
 namespace fp8scope {
 
@@ -71,6 +73,8 @@ public:
     // Cells of the colour map now (the plot's resolution caps them; a zoom in shows each block).
     QSize cellCount() const;
     QString statusText() const;
+    // The recipe of the map shown (a TE copy's own, where one is shown).
+    QString recipeShown() const;
     QString title() const override;
     QString csv() const override;
 
@@ -93,6 +97,10 @@ private:
     void drawScaleHistogram();
     void drawBlockHistogram();
     void updateStatus();
+    void updateScaleLabel();
+    void resetZoom();
+    // A copy of TE's whose view is the tensor's transpose is shown.
+    bool shownTransposed() const;
 
     Workspace *m_workspace;
     Selection *m_selection;
@@ -110,6 +118,8 @@ private:
     QCPColorMap *m_colorMap;
     QCPColorScale *m_colorScale;
     QCPItemRect *m_mark;
+    QCPItemText *m_empty = nullptr; // why there is no map, over it
+    QCPTextElement *m_blockTitle = nullptr;
     std::map<RunRef, std::vector<Dump>> m_dumps;
     std::optional<Dump> m_dump;
     std::shared_ptr<BlockMapResult> m_result;
