@@ -561,6 +561,10 @@ std::optional<BlockMap> computeBlockMap(
     map.gridRows = (map.rows + map.blockRows - 1) / map.blockRows;
     map.gridCols = (map.cols + map.blockCols - 1) / map.blockCols;
     const size_t n = size_t(map.blocks());
+    if (n == 0 || info.numel == 0) {
+        *problem = {info.file, -1, QStringLiteral("%1 is empty: it has no blocks").arg(info.name)};
+        return std::nullopt;
+    }
     try {
         map.scale.assign(n, 0.0f);
         map.amax.assign(n, 0.0f);
@@ -597,11 +601,19 @@ std::optional<std::vector<float>> blockValues(
     const int64_t tr0 = transposed ? c0 : r0, tc0 = transposed ? r0 : c0;
     const int64_t tnr = transposed ? nc : nr, tnc = transposed ? nr : nc;
     const int64_t tensorCols = transposed ? map.rows : map.cols;
+    const int64_t numel = reader.info().numel;
+    if (map.rows * map.cols != numel || (tr0 + tnr - 1) * tensorCols + tc0 + tnc > numel) {
+        *problem = {reader.info().file, -1,
+            QStringLiteral("the map (%1x%2) is not of this tensor (%3 elements)")
+                .arg(map.rows)
+                .arg(map.cols)
+                .arg(numel)};
+        return std::nullopt;
+    }
     const DType dtype = reader.info().dtype;
     const int size = dtypeSize(dtype);
     // Readers read whole units of their alignment (an HDF5 dataset's rows): the span around each row's part.
     const int64_t unit = std::max<int64_t>(reader.alignment(), 1);
-    const int64_t numel = reader.info().numel;
     std::vector<float> block(static_cast<size_t>(tnr * tnc));
     std::vector<char> raw;
     for (int64_t r = 0; r < tnr; ++r) {

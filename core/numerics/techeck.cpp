@@ -134,6 +134,7 @@ public:
                 // TE's decode scale of the block, for its map (Float8Tensor: its one scale_inv).
                 const double teDecode = tensorMode ? double(m_plan.tensorScaleInv) : scaleAt(s, br, bc, amax, false).te;
                 map.scale[block] = float(teDecode);
+                double blockRel = 0.0; // in double: Float8Tensor's one block is the whole tensor
                 if (!tensorMode || m_tensorScaleCompared) {
                     if (!tensorMode)
                         ref = blockScaleFor(amax, m_plan);
@@ -159,7 +160,7 @@ public:
                             const double q = double(decodeCode(teCode, f)) * teDecode;
                             ++map.nonzero[block];
                             map.lost[block] += q == 0.0 ? 1 : 0;
-                            map.relErrSum[block] += float(std::fabs(double(x) - q) / double(ax));
+                            blockRel += std::fabs(double(x) - q) / double(ax);
                         }
                         map.saturated[block] += double(ax) > double(fmax) * teDecode ? 1 : 0;
                         if (teCode == refCode)
@@ -174,6 +175,7 @@ public:
                                     double(decodeCode(refCode, f)) * ref.decode, double(steps)});
                     }
                 }
+                map.relErrSum[block] = float(blockRel);
                 c.blocksDiffering += differs ? 1 : 0;
             }
         }
@@ -262,15 +264,43 @@ const TeQuantized *findQuantized(const TorchContents &contents, const QString &e
     return nullptr;
 }
 
-bool powersOfTwo(const QByteArray &scale)
+// Which of Float8BlockQuantizer's layouts a scale of this shape is for a view of m rows and k columns
+// (get_scale_shape): 128x128 as (ceil(m/128), ceil(k/128) up to 4); 1x128 as the GEMM takes it, transposed,
+// (ceil(k/128), m up to 4); 1x128 compact (all-gather) as (m, ceil(k/128)). Exact shapes only; `is2D` narrows;
+// none or more than one fitting is nothing.
+struct BlockwiseLayout {
+    bool twoD;
+    bool transposed;
+};
+
+std::optional<BlockwiseLayout> blockwiseLayoutOf(
+    const std::vector<int64_t> &scale, int64_t m, int64_t k, std::optional<bool> is2D)
 {
-    const auto *f = reinterpret_cast<const float *>(scale.constData());
-    for (qsizetype i = 0; i < scale.size() / 4; ++i) {
-        const uint32_t b = floatBits(f[i]);
-        if (f[i] != 0.0f && (b & 0x7FFFFFu) != 0)
-            return false;
+    const auto up4 = [](int64_t x) { return (x + 3) / 4 * 4; };
+    const int64_t kb = (k + 127) / 128;
+    const struct {
+        BlockwiseLayout layout;
+        std::vector<int64_t> shape;
+    } layouts[]
+        = {{{true, false}, {(m + 127) / 128, up4(kb)}}, {{false, true}, {kb, up4(m)}}, {{false, false}, {m, kb}}};
+    std::optional<BlockwiseLayout> found;
+    int fits = 0;
+    for (const auto &l : layouts) {
+        if (scale == l.shape && (!is2D || *is2D == l.layout.twoD)) {
+            found = l.layout;
+            ++fits;
+        }
     }
-    return true;
+    return fits == 1 ? found : std::nullopt;
+}
+
+// The rows and columns of the 2-D view of a shape.
+std::pair<int64_t, int64_t> view2D(const std::vector<int64_t> &shape)
+{
+    TensorInfo info;
+    info.shape = shape;
+    finishTensorInfo(info);
+    return {std::max<int64_t>(info.rows, 1), info.rows > 1 ? info.cols : info.numel};
 }
 
 std::optional<Recipe> recipeOf(const TeQuantized &q, TorchArchive &archive, QString *why)
@@ -283,25 +313,46 @@ std::optional<Recipe> recipeOf(const TeQuantized &q, TorchArchive &archive, QStr
         r.kind = RecipeKind::MxFp8;
         r.blockCols = 32;
     } else if (q.teClass == QLatin1String("NVFP4Tensor")) {
+        if (q.element != DType::F4E2M1) {
+            *why = QStringLiteral("an NVFP4Tensor whose fp4_dtype is not Transformer Engine's kFloat4E2M1 (10)");
+            return std::nullopt;
+        }
         r.kind = RecipeKind::NvFp4;
     } else if (q.teClass == QLatin1String("Float8BlockwiseQTensor")) {
         r.kind = RecipeKind::Block;
-        const int scale = q.rowwiseScale >= 0 ? q.rowwiseScale : q.columnwiseScale;
-        const TorchEntry &s = archive.contents().buffers[size_t(scale)];
+        const bool rowwise = q.rowwiseScale >= 0;
+        const TorchEntry &s = archive.contents().buffers[size_t(rowwise ? q.rowwiseScale : q.columnwiseScale)];
+        const auto [m, k] = view2D(q.shape);
+        // The column-wise copy's scales are those of the transpose's view.
+        const std::optional<BlockwiseLayout> layout
+            = blockwiseLayoutOf(s.shape, rowwise ? m : k, rowwise ? k : m, q.is2D);
+        if (!layout) {
+            *why = QStringLiteral("its scale_inv %1 fits none, or more than one, of Transformer Engine's block layouts "
+                                  "for a %2x%3 view")
+                       .arg(dims(s.shape))
+                       .arg(rowwise ? m : k)
+                       .arg(rowwise ? k : m);
+            return std::nullopt;
+        }
+        r.blockRows = layout->twoD ? 128 : 1;
+        r.blockCols = 128;
+        // Power-of-two scales where every scale of the grid is one (the padding is not read).
         QByteArray bytes;
         if (!readBuffer(archive, s, &bytes, why))
             return std::nullopt;
-        r.pow2 = powersOfTwo(bytes);
-        // 128x128 where the pickle says so or the scale grid has a row per 128 rows.
-        bool twoD = q.is2D.value_or(false);
-        if (!q.is2D && q.rowwiseScale >= 0 && !q.shape.empty()) {
-            int64_t rows = 1;
-            for (size_t i = 0; i + 1 < q.shape.size(); ++i)
-                rows *= q.shape[i];
-            twoD = s.shape.size() == 2 && s.shape[0] == (rows + 127) / 128;
+        const int64_t vr = rowwise ? m : k, vc = rowwise ? k : m;
+        const int64_t gr = (vr + r.blockRows - 1) / r.blockRows, gc = (vc + 127) / 128;
+        const int64_t storedCols = s.shape.size() == 2 ? s.shape[1] : 1;
+        bool pow2 = true;
+        for (int64_t i = 0; i < gr && pow2; ++i) {
+            for (int64_t j = 0; j < gc && pow2; ++j) {
+                const int64_t at = layout->transposed ? j * storedCols + i : i * storedCols + j;
+                float v = 0.0f;
+                std::memcpy(&v, bytes.constData() + at * 4, 4);
+                pow2 = v == 0.0f || (floatBits(v) & 0x7FFFFFu) == 0;
+            }
         }
-        r.blockRows = twoD ? 128 : 1;
-        r.blockCols = 128;
+        r.pow2 = pow2;
     } else {
         *why = QStringLiteral("%1 is not compared").arg(q.teClass);
         return std::nullopt;
@@ -501,6 +552,8 @@ std::optional<TeCheck> checkTeQuantized(const QString &file, const QString &entr
     const int64_t cols = info.rows > 1 ? info.cols : info.numel;
     check.rows = rows;
     check.cols = cols;
+    if (rows * cols == 0)
+        return fail(QStringLiteral("%1 is empty (%2): nothing to compare").arg(q->name, dims(q->shape)));
     if (rows * cols > (int64_t(1) << 31))
         return fail(QStringLiteral("%1: a tensor of %2 elements is more than the check reads at once")
                         .arg(q->name)

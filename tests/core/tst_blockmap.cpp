@@ -402,6 +402,15 @@ private Q_SLOTS:
         const BlockMap ref = referenceMap(x, 1, 1000, recipe("mxfp8"));
         QCOMPARE(m->nonzero, ref.nonzero);
         QCOMPARE(m->scale, ref.scale);
+        // An empty tensor has no blocks: said, under a block recipe and a per-tensor one alike.
+        for (const char *name : {"mxfp8", "current"}) {
+            MemoryReader empty(DType::BF16, {0, 32}, QByteArray());
+            QVERIFY(!computeBlockMap(empty, recipe(name), &problem, 1));
+            QVERIFY2(problem.message.contains(QLatin1String("empty")), qPrintable(problem.message));
+        }
+        // A map is not read against another tensor.
+        MemoryReader other(DType::F32, {10}, QByteArray(40, 0));
+        QVERIFY(!blockValues(other, *m, 31, &problem));
     }
 };
 

@@ -183,6 +183,12 @@ private Q_SLOTS:
         // E4M3 scale falls below E4M3's range under that tensor scale.
         QVERIFY(m_blocks->shownMap()->flagged(kOutlierRow * (kCols / 16) + kOutlierCol / 16));
         QVERIFY(m_blocks->shownMap()->flaggedCount() > 1);
+        // A what-if row in E5M2 (a gradient's) is mapped in E5M2; NVFP4 keeps E2M1.
+        m_blocks->setRecipe(QStringLiteral("mxfp8"), QStringLiteral("e5m2"));
+        QTRY_VERIFY_WITH_TIMEOUT(!m_blocks->isComputing() && m_blocks->shownMap()
+                && m_blocks->shownMap()->recipe.name() == QLatin1String("mxfp8"),
+            60000);
+        QCOMPARE(m_blocks->shownMap()->recipe.format, fp8math::Format::E5M2);
         m_blocks->setRecipe(QStringLiteral("block128x128"));
         QTRY_VERIFY_WITH_TIMEOUT(!m_blocks->isComputing() && m_blocks->shownMap()
                 && m_blocks->shownMap()->blockShape() == QLatin1String("128x128"),

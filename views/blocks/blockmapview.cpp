@@ -208,10 +208,13 @@ BlockMapView::~BlockMapView()
 
 void BlockMapView::setRecipe(const QString &recipe, const QString &format)
 {
-    (void)format; // each recipe's own element format (E4M3 for the block recipes, E2M1 for NVFP4)
+    // The element format where the recipe takes one (a gradient's E5M2); NVFP4 and BF16 keep their own.
+    m_format = format.isEmpty() ? std::nullopt : formatFromName(format.toLower());
     const int i = m_recipeBox->findText(recipe.section(QLatin1Char(':'), 0, 0));
     if (i >= 0 && i != m_recipeBox->currentIndex())
         m_recipeBox->setCurrentIndex(i);
+    else
+        request();
 }
 
 void BlockMapView::setField(BlockField field)
@@ -266,6 +269,7 @@ void BlockMapView::selectionChanged()
     // The recipe follows the run's own where it scales by blocks; a pick in the box holds for the run.
     if (r != m_recipeRun) {
         m_recipeRun = r;
+        m_format.reset();
         if (const WorkspaceRun *run = m_workspace->run(r)) {
             const QString name
                 = tensorRecipe(run->run.recipe, m_selection->tensor()).section(QLatin1Char(':'), 0, 0).trimmed();
@@ -306,6 +310,7 @@ void BlockMapView::selectionChanged()
             if (q.left(q.lastIndexOf(QLatin1Char('.')) + 1) != base)
                 continue;
             if (const std::optional<Recipe> r = teRecipe(pick->path, q, &problem)) {
+                m_format = r->format;
                 const int i = m_recipeBox->findText(r->name());
                 if (i >= 0 && i != m_recipeBox->currentIndex()) {
                     const QSignalBlocker block(m_recipeBox);
@@ -340,7 +345,9 @@ void BlockMapView::request()
     m_selected = -1;
     m_error.clear();
     QString error;
-    const std::optional<Recipe> recipe = Recipe::parse(m_recipeBox->currentText(), std::nullopt, &error);
+    const QString name = m_recipeBox->currentText();
+    const bool ownFormat = name == QLatin1String("nvfp4") || name == QLatin1String("bf16");
+    const std::optional<Recipe> recipe = Recipe::parse(name, ownFormat ? std::nullopt : m_format, &error);
     if (!m_dump || !recipe) {
         redraw();
         Q_EMIT mapChanged();
@@ -828,6 +835,10 @@ void BlockMapView::updateStatus()
     if (!m)
         return;
     QStringList lines {tr("%1: %2.").arg(where, m->patternText())};
+    int64_t zeroScale = 0;
+    m->scaleHistogram(&zeroScale);
+    if (zeroScale > 0)
+        lines << tr("%n block(s) with scale 0 (every value of them lost).", nullptr, int(zeroScale));
     if (m == &m_result->map && m_result->fp32)
         lines << tr("What if: %1.").arg(compareBlockScales(m_result->map, *m_result->fp32).text());
     if (m_result->te)

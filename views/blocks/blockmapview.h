@@ -132,6 +132,7 @@ private:
     bool m_rebuilding = false;
     QPoint m_pressAt;
     QSize m_cellArea; // the axes' size the cells were made for
+    std::optional<Format> m_format; // the element format asked for (setRecipe, a TE dump's), where one was
 };
 
 } // namespace fp8scope

@@ -332,6 +332,18 @@ q = blockwise(hp, False)
 save("blockwise1d-new", "Float8BlockwiseQTensor", "new", hp, q)
 save("blockwise1d-old", "Float8BlockwiseQTensor", "old", hp, q)
 
+# The oldest blockwise reduce form, before the shape and is_2D_scaled were added: (rowwise_data,
+# rowwise_scale_inv, columnwise_data, columnwise_scale_inv, fp8_dtype, dtype). On a square tensor the 1x128
+# scale's first dimension equals the 128x128 one's: only its whole shape tells them apart.
+square = make_hp(256, 256)
+q = blockwise(square, False)
+args = tuple(own(a) if isinstance(a, torch.Tensor) else a
+             for a in (q["row"], q["row_scale"], q["col"], q["col_scale"], DType(E4M3), torch.bfloat16))
+torch.save({"high_precision": square, "quantized": Reduced(MAKERS["Float8BlockwiseQTensor"][0], args)},
+           os.path.join(out, "blockwise1d-square-oldest.pt"))
+expected["blockwise1d-square-oldest.pt"] = {"class": "Float8BlockwiseQTensor", "form": "oldest", "shape": [256, 256],
+                                            "copies": ["rowwise", "columnwise"], "planted": None}
+
 q = nvfp4(hp)
 save("nvfp4-new", "NVFP4Tensor", "new", hp, q)
 save("nvfp4-old", "NVFP4Tensor", "old", hp, q)
@@ -354,6 +366,12 @@ with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
     for name, data in entries:
         z.writestr(name, data[: len(data) // 2] if name == largest[0] else data)
 expected["hostile-lying-storage.pt"]["refused"] = "fewer than"
+# An empty tensor (0 rows): nothing to compare, said so (a block of no columns once divided by zero).
+empty = torch.zeros(0, 16, dtype=torch.bfloat16)
+codes = torch.zeros(0, 16, dtype=torch.uint8)
+save("hostile-empty", "Float8Tensor", "new", empty,
+     {"data": codes, "scale_inv": torch.ones(1, dtype=F32), "data_t": codes.t()}, kind="refused")
+expected["hostile-empty.pt"]["refused"] = "empty"
 
 with open(os.path.join(out, "expected.json"), "w") as f:
     json.dump(expected, f, indent=1)
