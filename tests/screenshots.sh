@@ -73,6 +73,11 @@ if [ -x "$build/tests/tst_daywork" ]; then
     QT_QPA_PLATFORM=offscreen FP8SCOPE_SHOT_DIR="$out" "$build/tests/tst_daywork" stackScrollsAndSharesItsEdges >/dev/null
 fi
 # A mixture-of-experts run (24 GEMM rows of 8-expert GroupedLinear GEMMs, its last layer in BF16): the grouped
+# The Blocks tab: a dump's block map with its outlier block listed first, then that block's values
+# (tst_blocksview, offscreen, 1366x768).
+if [ -x "$build/tests/tst_blocksview" ]; then
+    QT_QPA_PLATFORM=offscreen FP8SCOPE_SHOT_DIR="$out" "$build/tests/tst_blocksview" mapsTheSelectedDump clickAndListSelect >/dev/null
+fi
 # heatmap and one GEMM's experts map, as the experts' GUI test shows them (tst_expertsview, offscreen, 1366x768).
 if [ -x "$build/tests/tst_expertsview" ]; then
     QT_QPA_PLATFORM=offscreen FP8SCOPE_SHOT_DIR="$out" "$build/tests/tst_expertsview" groupedHeatmapAndExpertsMap >/dev/null

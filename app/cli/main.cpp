@@ -5,6 +5,7 @@
 #include "app/cudafactory.h"
 #include "attemptscommand.h"
 #include "auditcommand.h"
+#include "blockscommand.h"
 #include "democommand.h"
 #include "generatecommand.h"
 #include "reportcommand.h"
@@ -56,6 +57,8 @@ int main(int argc, char **argv)
     const QString command = args.takeAt(1);
     if (command == QLatin1String("stats"))
         return fp8scope::cli::runStats(args);
+    if (command == QLatin1String("blocks"))
+        return fp8scope::cli::runBlocks(args);
     if (command == QLatin1String("generate"))
         return fp8scope::cli::runGenerate(args);
     if (command == QLatin1String("ingest"))

@@ -79,7 +79,8 @@ void printTable(QTextStream &out, const TensorInfo &info, const TensorMetrics &m
 }
 
 void printWhatIf(QTextStream &out, const TensorInfo &info, const std::vector<TensorMetrics> &all,
-    const std::vector<std::optional<BlockCensus>> &censuses, std::optional<size_t> best)
+    const std::vector<std::optional<BlockCensus>> &censuses, const std::vector<std::optional<BlockEvidence>> &blocks,
+    std::optional<size_t> best)
 {
     out << "tensor   " << info.file << (info.name.isEmpty() ? QString() : QStringLiteral(":") + info.name) << "  ("
         << dtypeName(info.storedDtype) << ", " << info.numel << " elements)\n";
@@ -127,6 +128,11 @@ void printWhatIf(QTextStream &out, const TensorInfo &info, const std::vector<Ten
     }
     out << "  (clipping: a block with a saturated element; underflow: with a non-zero element quantized to 0; "
            "flushed: every non-zero element lost)\n";
+    // Where the blocks that lost half their values lie, and the same blocks with FP32 scales.
+    for (size_t i = 0; i < blocks.size(); ++i) {
+        if (blocks[i] && blocks[i]->flagged > 0)
+            out << "\n  " << all[i].recipe << ": " << blocks[i]->sentence() << '\n';
+    }
 }
 
 } // namespace
@@ -245,6 +251,7 @@ int runStats(const QStringList &args)
     // backend, as in the GUI; this thread waits in an event loop and shows progress on a terminal.
     std::optional<std::vector<TensorMetrics>> results;
     std::vector<std::optional<BlockCensus>> censuses; // the what-if's block recipes
+    std::vector<std::optional<BlockEvidence>> blocks;
     std::optional<size_t> best; // the what-if's best FP8 recipe
     QString backendError;
     const QString jobError = runJob([&](JobContext &ctx) {
@@ -272,6 +279,7 @@ int runStats(const QStringList &args)
                 }
                 results->push_back(row.metrics);
                 censuses.push_back(row.census);
+                blocks.push_back(row.blocks);
             }
             best = w->best;
             return;
@@ -307,6 +315,8 @@ int runStats(const QStringList &args)
                 QJsonObject row = (*results)[i].toJson();
                 if (i < censuses.size() && censuses[i])
                     row.insert(QStringLiteral("block_census"), censuses[i]->toJson());
+                if (i < blocks.size() && blocks[i])
+                    row.insert(QStringLiteral("block_evidence"), blocks[i]->toJson());
                 rows.append(row);
             }
             doc.insert(QStringLiteral("what_if"), rows);
@@ -317,7 +327,7 @@ int runStats(const QStringList &args)
         }
         out << QJsonDocument(doc).toJson(QJsonDocument::Indented);
     } else if (parser.isSet(whatIfOpt)) {
-        printWhatIf(out, info, *results, censuses, best);
+        printWhatIf(out, info, *results, censuses, blocks, best);
     } else {
         printTable(out, info, results->front());
     }

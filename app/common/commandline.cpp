@@ -139,6 +139,37 @@ QList<CommandSpec> makeCliCommands()
                 "tensor, if any), none (the codes' values), a number, or the name of a tensor in FILE holding one "
                 "scale per tensor, row or block (default: auto)",
                 "auto")}};
+    commands << CommandSpec {.name = s("blocks"),
+        .summary = s("the block map of one tensor under a block recipe, the worst blocks first (--recipe, --json, "
+                     "--csv); Transformer Engine's own quantization compared bit for bit"),
+        .description = s("The blocks of one tensor under a block recipe (MXFP8 1x32 or 32x1, NVFP4 1x16, blockwise "
+                         "1x128 or 128x128; a per-tensor recipe is one block): each block's scale (its exponent for "
+                         "E8M0), amax, share of non-zero values flushed to zero, share saturated and mean relative "
+                         "error, ranked by damage, where the damaged blocks lie (a few outliers, a band of rows or "
+                         "columns), and the same blocks with FP32 scales. On a Transformer Engine DumpTensors file "
+                         "(high_precision and quantized) the map is of the high-precision tensor under the quantized "
+                         "tensor's recipe, and TE's codes and scales are compared with the reference quantization "
+                         "of the high-precision tensor, bit for bit."),
+        .arguments = {{.name = s("tensor"),
+            .syntax = s("FILE[:DATASET]"),
+            .description = s("FILE or FILE:DATASET"),
+            .kind = ValueKind::File}},
+        .options = {withSuggestions(valued("recipe", "recipe",
+                                        FP8SCOPE_RECIPE_GRAMMAR " (default: the dump's Transformer Engine recipe, "
+                                                                "else mxfp8)"),
+                        recipeChoices()),
+            withChoices(
+                valued("format", "format", "e4m3, e5m2, e4m3fnuz, e5m2fnuz, e2m1, bf16 (default: the recipe's)"),
+                formatChoices()),
+            jsonOption(),
+            flag("csv",
+                "the ranked blocks as CSV (row, col, first_row, first_col, scale, amax, "
+                "underflow_pct, saturated_pct, rel_error, flagged)"),
+            valued("top", "n", "how many of the worst blocks (and of TE's differences) to list; 0: all (default 20)",
+                "20"),
+            valued("threads", "n", "CPU threads (default: all)", "0"),
+            valued("scale-inv", "scale",
+                "FP8 tensors: the decode scale their codes are multiplied by, as for stats (default: auto)", "auto")}};
     commands << CommandSpec {.name = s("generate"),
         .summary = s("write a synthetic tensor dump in the fp8scope-dump HDF5 layout"),
         .description = s("Writes a synthetic fp8scope-dump HDF5 file: activations with outliers (saturation under "

@@ -11,6 +11,7 @@
 
 #include "core/report/triagereport.h"
 #include "views/attempts/attemptsview.h"
+#include "views/blocks/blockmapview.h"
 #include "views/compare/compareview.h"
 #include "views/curves/curvesource.h"
 #include "views/curves/curvestack.h"
@@ -186,6 +187,9 @@ void MainWindow::createViews()
         if (!setRunParent(run, parent, &error))
             QMessageBox::warning(this, tr("Set the Parent"), error);
     });
+    // The selected tensor's blocks under a block recipe (and, on a DumpTensors file, as TE quantized them).
+    m_blocks = new BlockMapView(m_workspace, m_selection, this);
+    m_viewTabs->addTab(m_blocks, tr("Blocks"));
     m_startPage = new StartPage(this);
     m_central = new QStackedWidget(this);
     m_central->addWidget(m_viewTabs);
@@ -740,6 +744,7 @@ void MainWindow::showTriage(RunRef baseline, RunRef run)
         // A what-if row: the window's histogram under that recipe.
         connect(m_triage, &TriageWizard::recipeRequested, this, [this](const QString &recipe, const QString &format) {
             m_histogram->setRecipe(recipe, format);
+            m_blocks->setRecipe(recipe, format);
             if (auto *dock = findChild<QDockWidget *>(QStringLiteral("histogramDock"))) {
                 dock->show();
                 dock->raise();

@@ -37,6 +37,7 @@ class LiveTriage;
 class CurveView;
 class HeatmapView;
 class HistogramView;
+class BlockMapView;
 class LayerTreeModel;
 class ProblemsModel;
 class RunListModel;
@@ -96,6 +97,7 @@ public:
     QToolButton *triageOffer() const { return m_triageOffer; }
     HeatmapView *heatmap() const { return m_heatmap; }
     HistogramView *histogram() const { return m_histogram; }
+    BlockMapView *blocks() const { return m_blocks; }
     QTreeView *layerTree() const { return m_layerTree; }
     QTableView *statsTable() const { return m_statsTable; }
     QTableView *problemsTable() const { return m_problemsTable; }
@@ -166,6 +168,7 @@ private:
     QTabWidget *m_viewTabs = nullptr; // the curves and the comparison, in the middle
     HeatmapView *m_heatmap = nullptr;
     HistogramView *m_histogram = nullptr;
+    BlockMapView *m_blocks = nullptr;
     RunListModel *m_runModel = nullptr;
     LayerTreeModel *m_layerModel = nullptr;
     QSortFilterProxyModel *m_layerProxy = nullptr;

@@ -134,8 +134,13 @@ void gatherWhatIfs(const Catalog &catalog, RunRef run, FinishInputs *out)
         for (const StoredWhatIf &w : stored) {
             if (w.dump != key || w.recipes != recipes || w.step != d.record.step)
                 continue;
-            if (const auto r = parseFresh(w, d))
+            if (const auto r = parseFresh(w, d)) {
                 out->whatIfs[key] = whatIfTableOf(*r);
+                for (const WhatIfRow &row : r->rows) {
+                    if (row.blocks)
+                        out->blockEvidence[key][whatIfLabel(row.recipe)] = row.blocks->toJson();
+                }
+            }
         }
     }
 }

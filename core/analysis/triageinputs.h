@@ -3,6 +3,8 @@
 // it only reads.
 #pragma once
 
+#include <QJsonObject>
+
 #include "comparetables.h"
 #include "core/audit/checkpointaudit.h"
 #include "core/query/precisionmap.h"
@@ -66,6 +68,8 @@ struct FinishInputs {
     // The run's stored recipe what-ifs (core/analysis/storedwhatif.h) of dumps as they are now, by dump
     // (whatIfDumpKey): recipe label -> statistic -> value.
     std::map<QString, std::map<QString, std::map<QString, double>>> whatIfs;
+    // Of the same what-ifs, each block recipe's block evidence (BlockEvidence::toJson): dump -> recipe label.
+    std::map<QString, std::map<QString, QJsonObject>> blockEvidence;
     QString fp8Format; // runFp8Format of the run
 
     // The deepest layer the run has statistics or dumps of (-1: not gathered; a result read back has it in its

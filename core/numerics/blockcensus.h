@@ -2,8 +2,9 @@
 // (an element saturates: the block's scale could not bring its amax within the format, as the OCP MX rule
 // does for the top of a binade), how many underflow (a non-zero element becomes zero) or are flushed whole
 // (every non-zero element does: a block scale too small for its format, NVFP4's E4M3), and the distribution
-// of the decode scales (scale_inv) by binade. Every element is judged by the scalar kernel the backends are
-// tested against (scalarkernels.h), block by block; the totals equal the fused pass's counts exactly.
+// of the decode scales (scale_inv) by binade. Counted from the block map (blockmap.h), whose kernels judge
+// every block on its own as the scalar definition does (scalarkernels.h); the totals equal the fused pass's
+// counts exactly.
 // A what-if of block recipes (the triage wizard's, `fp8scope-cli stats --what-if`) shows it beside the
 // tensor's metrics: two recipes of equal MSE may differ in how many blocks they lose.
 #pragma once

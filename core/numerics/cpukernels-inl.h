@@ -105,6 +105,20 @@ void AccumulateTiles(
     scratch.work.resize(2 * rowLen);
     scalarAccumulateTiles(v.data(), rowLen, rows, plan, m, scratch.work.data(), scratch.work.data() + rowLen);
 }
+void RowBlockStats(const void *x, Input in, size_t rowLen, size_t rows, const QuantPlan &plan, const BlockStatsOut &out)
+{
+    const std::vector<float> v = widenAll(x, in, rowLen * rows);
+    const size_t b = size_t(plan.blockCols);
+    const size_t perRow = (rowLen + b - 1) / b;
+    for (size_t r = 0; r < rows; ++r) {
+        for (size_t c = 0; c < rowLen; c += b) {
+            const size_t len = std::min(b, rowLen - c);
+            const float *p = v.data() + r * rowLen + c;
+            const float amax = scalarAmax(p, len);
+            scalarBlockStats(p, rowLen, 1, len, amax, blockScaleFor(amax, plan), plan.format, out, r * perRow + c / b);
+        }
+    }
+}
 double SumFloat(const float *x, size_t n)
 {
     double s = 0.0;
@@ -895,6 +909,118 @@ void tilesImpl(const void *x, size_t rowLen, size_t rows, const QuantPlan &plan,
     st.flushInto(m);
 }
 
+// Per-block statistics of row blocks (the block map): a vector of blocks at a time, their amaxes and
+// scales as in rowBlocksImpl, then each block's counts and relative errors in lanes, folded so that lane j
+// holds block j's sums (one fold per halving instead of a horizontal sum per block and statistic).
+template <Input kIn, bool kBf16Fmt>
+void rowBlockStatsImpl(const void *x, size_t rowLen, size_t rows, const QuantPlan &plan, const BlockStatsOut &out)
+{
+    const DF df;
+    const DU du;
+    const size_t lanes = hn::Lanes(df);
+    const size_t b = size_t(plan.blockCols);
+    const size_t perRow = (rowLen + b - 1) / b;
+    std::vector<float> buffer(b);
+    const auto scalarBlock = [&](size_t r, size_t c) {
+        const float *p = widen<kIn>(x, r * rowLen + c, std::min(b, rowLen - c), buffer.data());
+        const size_t len = std::min(b, rowLen - c);
+        const float amax = scalarAmax(p, len);
+        scalarBlockStats(p, len, 1, len, amax, blockScaleFor(amax, plan), plan.format, out, r * perRow + c / b);
+    };
+    if (b % lanes != 0) {
+        for (size_t r = 0; r < rows; ++r) {
+            for (size_t c = 0; c < rowLen; c += b)
+                scalarBlock(r, c);
+        }
+        return;
+    }
+    const FormatConsts fc(plan.format);
+    // blockScales gathers NVFP4's log2 table for statistics the map does not keep: zeros serve.
+    const std::vector<double> log2Table(plan.rule == BlockRule::Nvfp4 ? KernelScratch::kNvfp4Log2Size : 0, 0.0);
+    const ScaleRule rule(plan, log2Table.empty() ? nullptr : log2Table.data());
+    const VU absMask = hn::Set(du, kAbsMask);
+    const VU infBits = hn::Set(du, kInfBits);
+    HWY_ALIGN float enc[hn::MaxLanes(df)];
+    HWY_ALIGN float dec[hn::MaxLanes(df)];
+    HWY_ALIGN float am[hn::MaxLanes(df)];
+    HWY_ALIGN uint32_t lanesOut[hn::MaxLanes(du)];
+    VU nz[hn::MaxLanes(du)], lo[hn::MaxLanes(du)], sat[hn::MaxLanes(du)];
+    VF rel[hn::MaxLanes(df)];
+    const auto foldU = [&](VU *part) {
+        for (size_t w = lanes; w > 1; w /= 2) {
+            for (size_t j = 0; j < w / 2; ++j)
+                part[j] = hn::Add(
+                    hn::ConcatEven(du, part[2 * j + 1], part[2 * j]), hn::ConcatOdd(du, part[2 * j + 1], part[2 * j]));
+        }
+        return part[0];
+    };
+    const auto foldF = [&](VF *part) {
+        for (size_t w = lanes; w > 1; w /= 2) {
+            for (size_t j = 0; j < w / 2; ++j)
+                part[j] = hn::Add(
+                    hn::ConcatEven(df, part[2 * j + 1], part[2 * j]), hn::ConcatOdd(df, part[2 * j + 1], part[2 * j]));
+        }
+        return part[0];
+    };
+    for (size_t r = 0; r < rows; ++r) {
+        const size_t row = r * rowLen;
+        const size_t full = rowLen / b;
+        for (size_t g = 0; g < full; g += lanes) {
+            const size_t ng = std::min(lanes, full - g);
+            BlockStats st;
+            VF e, d;
+            VF amax;
+            if constexpr (kIn == Input::F32)
+                amax = groupAmax<kIn>(x, row + g * b, b, ng);
+            else
+                amax = b % (2 * lanes) == 0 ? groupAmax16<kIn>(x, row + g * b, b, ng)
+                                            : groupAmax<kIn>(x, row + g * b, b, ng);
+            blockScales(amax, ng, rule, st, e, d);
+            hn::Store(e, df, enc);
+            hn::Store(d, df, dec);
+            hn::Store(amax, df, am);
+            for (size_t j = 0; j < lanes; ++j) {
+                nz[j] = lo[j] = sat[j] = hn::Zero(du);
+                rel[j] = hn::Zero(df);
+                if (j >= ng)
+                    continue;
+                const size_t first = row + (g + j) * b;
+                const VF scaleV = hn::Set(df, enc[j]);
+                const VF decV = hn::Set(df, dec[j]);
+                for (size_t k = 0; k < b; k += lanes) {
+                    const VF v = loadVec<kIn>(x, first + k);
+                    const VU ab = hn::And(hn::BitCast(du, v), absMask);
+                    const VU sab = hn::And(hn::BitCast(du, hn::Mul(v, scaleV)), absMask);
+                    const auto live = hn::And(hn::Lt(ab, infBits), hn::Ne(ab, hn::Zero(du)));
+                    sat[j] = count(sat[j], hn::RebindMask(du, hn::Gt(hn::BitCast(df, sab), fc.maxFinite)));
+                    const VU qb = quantizeAbs<kBf16Fmt>(sab, fc);
+                    nz[j] = count(nz[j], live);
+                    lo[j] = count(lo[j], hn::And(live, hn::Eq(qb, hn::Zero(du))));
+                    const VF axf = hn::BitCast(df, ab);
+                    const VF err = hn::Abs(hn::NegMulAdd(hn::BitCast(df, qb), decV, axf));
+                    const VF safe = hn::IfThenElse(hn::RebindMask(df, live), axf, hn::Set(df, 1.0f));
+                    rel[j] = hn::Add(rel[j], hn::IfThenElseZero(hn::RebindMask(df, live), hn::Div(err, safe)));
+                }
+            }
+            const size_t base = r * perRow + g;
+            const auto store = [&](VU v, uint32_t *to) {
+                hn::Store(v, du, lanesOut);
+                std::copy(lanesOut, lanesOut + ng, to + base);
+            };
+            store(foldU(nz), out.nonzero);
+            store(foldU(lo), out.lost);
+            store(foldU(sat), out.saturated);
+            HWY_ALIGN float relOut[hn::MaxLanes(df)];
+            hn::Store(foldF(rel), df, relOut);
+            std::copy(relOut, relOut + ng, out.relErr + base);
+            std::copy(dec, dec + ng, out.decode + base);
+            std::copy(am, am + ng, out.amax + base);
+        }
+        if (full * b < rowLen)
+            scalarBlock(r, full * b);
+    }
+}
+
 // Calls kernel.template operator()<kIn, kBf16Fmt>() for the input type and whether the element format is BF16
 // (the kernels are instantiated for the six combinations).
 template <class Kernel> void dispatch(Input in, Format f, Kernel &&kernel)
@@ -941,6 +1067,12 @@ void AccumulateTiles(
 {
     dispatch(in, plan.format,
         [&]<Input kIn, bool kBf16Fmt>() { tilesImpl<kIn, kBf16Fmt>(x, rowLen, rows, plan, m, scratch); });
+}
+
+void RowBlockStats(const void *x, Input in, size_t rowLen, size_t rows, const QuantPlan &plan, const BlockStatsOut &out)
+{
+    dispatch(in, plan.format,
+        [&]<Input kIn, bool kBf16Fmt>() { rowBlockStatsImpl<kIn, kBf16Fmt>(x, rowLen, rows, plan, out); });
 }
 
 double SumFloat(const float *x, size_t n)
@@ -998,6 +1130,8 @@ void AccumulateRowBlocks(
     const void *x, Input in, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch);
 void AccumulateTiles(
     const void *x, Input in, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch);
+void RowBlockStats(
+    const void *x, Input in, size_t rowLen, size_t rows, const QuantPlan &plan, const fp8math::BlockStatsOut &out);
 double SumFloat(const float *x, size_t n);
 double SumBf16(const uint16_t *x, size_t n);
 const char *SimdTarget();

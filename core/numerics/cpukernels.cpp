@@ -18,6 +18,7 @@ HWY_EXPORT(AccumulateUniform);
 HWY_EXPORT(AccumulateRowBlocks);
 HWY_EXPORT(AccumulateTiles);
 HWY_EXPORT(AmaxAbs);
+HWY_EXPORT(RowBlockStats);
 HWY_EXPORT(SumFloat);
 HWY_EXPORT(SumBf16);
 HWY_EXPORT(SimdTarget);
@@ -122,6 +123,12 @@ void accumulateTiles(
         flushIfNeeded(scratch, m, nr * rowLen);
         HWY_DYNAMIC_DISPATCH(AccumulateTiles)(advance(x, in, r * rowLen), in, rowLen, nr, plan, m, scratch);
     }
+}
+
+void rowBlockStats(
+    const void *x, Input in, size_t rowLen, size_t rows, const QuantPlan &plan, const fp8math::BlockStatsOut &out)
+{
+    HWY_DYNAMIC_DISPATCH(RowBlockStats)(x, in, rowLen, rows, plan, out);
 }
 
 void countPatterns16(const uint16_t *src, size_t n, uint32_t *counts)

@@ -69,6 +69,12 @@ void accumulateRowBlocks(
 void accumulateTiles(
     const void *x, Input in, size_t rowLen, size_t rows, const QuantPlan &plan, MetricSums &m, KernelScratch &scratch);
 
+// Each 1 x plan.blockCols block of `rows` rows of `rowLen` elements on its own: its statistics to `out`, block
+// r * ceil(rowLen / blockCols) + j for the j-th block of row r (the block map). Agrees with
+// fp8math::scalarBlockStats block by block (relative errors to float32 rounding).
+void rowBlockStats(
+    const void *x, Input in, size_t rowLen, size_t rows, const QuantPlan &plan, const fp8math::BlockStatsOut &out);
+
 // Adds the bit patterns of n 16-bit elements to `counts`: kPatternCopies tables of 65536 counters one after
 // the other (consecutive elements alternate tables, so that runs of one pattern do not wait on one
 // counter). PatternCounts::take() collects and clears them.

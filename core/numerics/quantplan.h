@@ -52,4 +52,17 @@ FP8_HD BlockScale blockScaleFor(float amax, const QuantPlan &plan)
     return {1.0f, 1.0f};
 }
 
+// Where a per-block pass writes each block's statistics (block i of a grid, row-major): its decode scale
+// (scale_inv) and finite amax, how many of its elements are finite and non-zero, how many of those quantize
+// to zero (underflow), how many saturate (|x * scale| above the format's largest value, inf inputs included),
+// and the sum of |x - q| / |x| over its finite non-zero elements.
+struct BlockStatsOut {
+    float *decode = nullptr;
+    float *amax = nullptr;
+    uint32_t *nonzero = nullptr;
+    uint32_t *lost = nullptr;
+    uint32_t *saturated = nullptr;
+    float *relErr = nullptr;
+};
+
 } // namespace fp8scope::fp8math

@@ -1,5 +1,6 @@
 #include "recipe.h"
 
+#include <QRegularExpression>
 #include <QStringList>
 
 #include <algorithm>
@@ -120,16 +121,25 @@ std::optional<Recipe> Recipe::parse(const QString &text, std::optional<Format> f
                 return std::nullopt;
             }
         }
-    } else if (head.startsWith(QLatin1String("block1x128")) || head.startsWith(QLatin1String("block128x128"))) {
-        r.kind = RecipeKind::Block;
-        r.pow2 = !head.endsWith(QLatin1String("-fp32"));
-        r.blockRows = head.startsWith(QLatin1String("block1x128")) ? 1 : 128;
-        r.blockCols = 128;
-        const QString rest = head.mid(r.blockRows == 1 ? 10 : 12);
-        if (!rest.isEmpty() && rest != QLatin1String("-fp32") && rest != QLatin1String("-pow2")) {
-            *error = QStringLiteral("unknown block variant '%1' (-pow2, -fp32)").arg(rest);
+    } else if (head.startsWith(QLatin1String("block"))) {
+        // blockRxC[-pow2|-fp32]: Transformer Engine's 1x128 and 128x128, or any block shape the what-if per
+        // block compares (block1x32-fp32: MXFP8's blocks with FP32 scales). R and C are powers of two up to
+        // 128, so that no block or tile crosses the engine's chunks (128-row bands, 128-element runs).
+        static const QRegularExpression shape(QStringLiteral("^block(\\d{1,3})x(\\d{1,3})(-pow2|-fp32)?$"));
+        const QRegularExpressionMatch m = shape.match(head);
+        const int rows = m.hasMatch() ? m.captured(1).toInt() : 0;
+        const int cols = m.hasMatch() ? m.captured(2).toInt() : 0;
+        const auto powerOfTwo = [](int v) { return v >= 1 && v <= 128 && (v & (v - 1)) == 0; };
+        if (!powerOfTwo(rows) || !powerOfTwo(cols)) {
+            *error = QStringLiteral("unknown block recipe '%1' (blockRxC[-pow2|-fp32], R and C powers of two up to "
+                                    "128: block1x128, block128x128)")
+                         .arg(head);
             return std::nullopt;
         }
+        r.kind = RecipeKind::Block;
+        r.pow2 = m.captured(3) != QLatin1String("-fp32");
+        r.blockRows = rows;
+        r.blockCols = cols;
     } else if (head == QLatin1String("nvfp4")) {
         r.kind = RecipeKind::NvFp4;
         r.format = Format::E2M1;

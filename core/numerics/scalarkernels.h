@@ -75,4 +75,31 @@ FP8_HD void scalarAccumulateTiles(const float *x, size_t rowLen, size_t rows, co
     }
 }
 
+// The statistics of one block of nr x nc elements (rows rowStride apart) under its scale, written to
+// block `index` of `out`: the definition the vector per-block kernel reproduces (its relative errors are
+// summed in float32, these in double and rounded once).
+FP8_HD void scalarBlockStats(const float *x, size_t rowStride, size_t nr, size_t nc, float amax, const BlockScale &s,
+    Format f, const BlockStatsOut &out, size_t index)
+{
+    uint32_t nonzero = 0, lost = 0, saturated = 0;
+    double rel = 0.0;
+    for (size_t r = 0; r < nr; ++r) {
+        for (size_t c = 0; c < nc; ++c) {
+            const ElementEval e = evaluateElement(x[r * rowStride + c], s.encode, s.decode, f);
+            saturated += e.saturated ? 1u : 0u;
+            if (!e.finite || e.zero)
+                continue;
+            ++nonzero;
+            lost += e.nonzeroQ ? 0u : 1u;
+            rel += (e.x > e.q ? e.x - e.q : e.q - e.x) / double(e.absX);
+        }
+    }
+    out.decode[index] = s.decode;
+    out.amax[index] = amax;
+    out.nonzero[index] = nonzero;
+    out.lost[index] = lost;
+    out.saturated[index] = saturated;
+    out.relErr[index] = float(rel);
+}
+
 } // namespace fp8scope::fp8math

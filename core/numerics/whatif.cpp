@@ -157,6 +157,8 @@ QJsonObject whatIfToJson(const WhatIfResult &result)
             row.insert(QStringLiteral("block_census"), r.census->toJson());
         if (!r.censusError.isEmpty())
             row.insert(QStringLiteral("census_error"), r.censusError);
+        if (r.blocks)
+            row.insert(QStringLiteral("block_evidence"), r.blocks->toJson());
         rows.append(row);
     }
     return {{QStringLiteral("rows"), rows},
@@ -223,6 +225,9 @@ std::optional<WhatIfResult> whatIfFromJson(const QJsonObject &json, QString *err
             }
             r.census = census;
         }
+        if (row.contains(QStringLiteral("block_evidence"))) {
+            r.blocks = BlockEvidence::fromJson(row.value(QStringLiteral("block_evidence")).toObject());
+        }
         out.rows.push_back(std::move(r));
     }
     if (out.rows.empty()) {
@@ -258,10 +263,21 @@ std::optional<WhatIfResult> computeWhatIf(TensorReader &reader, std::vector<Reci
     for (size_t i = 0; i < recipes.size() && i < metrics->size(); ++i) {
         WhatIfRow row {recipes[i], (*metrics)[i], std::nullopt, {}};
         if (hasBlockScales(recipes[i])) {
+            // The block map gives the census and the evidence; where blocks are flagged, the same blocks with
+            // FP32 scales (a map more, in the same share of the progress).
             Problem censusProblem;
-            row.census = blockCensus(reader, recipes[i], &censusProblem, [&](int64_t done, int64_t) {
+            const auto mapProgress = [&](int64_t done, int64_t) {
                 return !progress || progress(metricsTotal + censusDone + done, metricsTotal + censuses * elements);
-            });
+            };
+            const std::optional<BlockMap> map = computeBlockMap(reader, recipes[i], &censusProblem, 0, mapProgress);
+            if (map) {
+                row.census = map->census();
+                std::optional<BlockMap> fp32;
+                const std::optional<Recipe> counterpart = fp32ScaledCounterpart(recipes[i]);
+                if (counterpart && map->flaggedCount() > 0)
+                    fp32 = computeBlockMap(reader, *counterpart, &censusProblem, 0, mapProgress);
+                row.blocks = blockEvidence(*map, fp32 ? &*fp32 : nullptr);
+            }
             censusDone += elements;
             if (!row.census)
                 row.censusError = censusProblem.toString();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/numerics/blockcensus.h"
+#include "core/numerics/blockmap.h"
 #include "core/numerics/metricsengine.h"
 #include "core/numerics/recipe.h"
 
@@ -62,6 +63,7 @@ struct WhatIfRow {
     TensorMetrics metrics;
     std::optional<BlockCensus> census; // block recipes only
     QString censusError; // a block recipe whose census could not be made
+    std::optional<BlockEvidence> blocks; // block recipes: where the flagged blocks lie, FP32 scales on them
 };
 
 struct WhatIfResult {

@@ -533,6 +533,11 @@ bool addLayerSection(Document &doc, const Catalog &catalog, const analysis::Comp
     if (m->best)
         t2.highlighted.push_back(*m->best);
     w.blocks.push_back(t2);
+    // The block recipes whose blocks lost values: which blocks, where, and the same blocks with FP32 scales.
+    for (const WhatIfRow &r : m->rows) {
+        if (r.blocks && r.blocks->flagged > 0)
+            w.blocks.push_back(body(QStringLiteral("%1: %2.").arg(r.metrics.recipe, r.blocks->sentence())));
+    }
     if (m->best)
         w.blocks.push_back(body(QStringLiteral("The best FP8/FP4 recipe on this dump, highlighted: %1 (%2); chosen by "
                                                "%3.")

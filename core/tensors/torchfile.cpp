@@ -264,6 +264,133 @@ private:
         return true;
     }
 
+    // A buffer of a quantized tensor, checked against its storage; -1 where the argument is not a tensor.
+    int buffer(const Value &v, const QString &name, QString *why)
+    {
+        if (v.kind != Kind::Tensor)
+            return -1;
+        TorchEntry e;
+        if (!tensorEntry(v, name, &e, why))
+            return -2;
+        m_out->buffers.push_back(std::move(e));
+        return int(m_out->buffers.size() - 1);
+    }
+
+    static std::optional<std::vector<int64_t>> sizeOf(const Program &p, const Value &v)
+    {
+        if (v.kind != Kind::Tuple && v.kind != Kind::List)
+            return std::nullopt;
+        std::vector<int64_t> out;
+        for (int32_t i : v.items) {
+            if (p.at(i).kind != Kind::Int || p.at(i).integer < 0)
+                return std::nullopt;
+            out.push_back(p.at(i).integer);
+        }
+        return out;
+    }
+
+    // The quantized tensor's buffers as its class's reduce form orders them (Transformer Engine's
+    // transformer_engine/pytorch/tensor/*.py, the classmethod form and the module-level one of 2.15, which
+    // appends arguments), into contents.quantized; false with *why when they cannot be listed.
+    bool recordQuantized(const Value &v, const QString &name, QString *why)
+    {
+        auto arg = [&](size_t i) -> const Value & {
+            static const Value none;
+            return i < v.items.size() ? m_program.at(v.items[i]) : none;
+        };
+        TeQuantized q;
+        q.name = name;
+        q.teClass = v.name;
+        const auto flag = [&](size_t i) { return arg(i).kind == Kind::Bool && arg(i).integer != 0; };
+        size_t dtypeArg = 0;
+        std::optional<std::vector<int64_t>> shape;
+        struct Slots {
+            size_t rowData, rowScale, colData, colScale;
+        } slots {};
+        if (v.name == QLatin1String("Float8Tensor")) {
+            // (data, fp8_dtype, scale_inv, dtype[, shape, data_transpose])
+            slots = {0, 2, 5, 2};
+            dtypeArg = 1;
+            shape = sizeOf(m_program, arg(4));
+        } else if (v.name == QLatin1String("MXFP8Tensor")) {
+            // (rowwise_data, rowwise_scale_inv, columnwise_data, columnwise_scale_inv, fp8_dtype, dtype, shape,
+            // quantizer[, with_gemm_swizzled_scales])
+            slots = {0, 1, 2, 3};
+            dtypeArg = 4;
+            shape = sizeOf(m_program, arg(6));
+            q.swizzledScales = flag(8);
+        } else if (v.name == QLatin1String("Float8BlockwiseQTensor")) {
+            // ([shape,] rowwise_data, rowwise_scale_inv, columnwise_data, columnwise_scale_inv, fp8_dtype, dtype,
+            // quantizer, is_2D_scaled, data_format)
+            const size_t at = arg(0).kind == Kind::Tuple ? 1 : 0;
+            if (at == 1)
+                shape = sizeOf(m_program, arg(0));
+            slots = {at, at + 1, at + 2, at + 3};
+            dtypeArg = at + 4;
+            if (arg(at + 7).kind == Kind::Bool)
+                q.is2D = arg(at + 7).integer != 0;
+        } else if (v.name == QLatin1String("NVFP4Tensor")) {
+            // (shape, rowwise_data, rowwise_scale_inv, columnwise_data, columnwise_scale_inv, amax_rowwise,
+            // amax_columnwise, fp4_dtype, dtype, quantizer, with_gemm_swizzled_scales[, row_scaled_nvfp4,
+            // nvfp4_use_4over6, nvfp4_e4m3_max])
+            shape = sizeOf(m_program, arg(0));
+            slots = {1, 2, 3, 4};
+            dtypeArg = 7;
+            q.swizzledScales = flag(10);
+            q.rowScaled = flag(11);
+            q.fourOverSix = flag(12);
+        } else {
+            *why = QStringLiteral("Transformer Engine %1: its reduce form is not read (Float8Tensor, MXFP8Tensor, "
+                                  "Float8BlockwiseQTensor and NVFP4Tensor are)")
+                       .arg(v.name);
+            return false;
+        }
+        const Value &dt = arg(dtypeArg);
+        if (dt.kind != Kind::TeDType && dt.kind != Kind::Int) {
+            *why = QStringLiteral("%1 without a Transformer Engine DType").arg(v.name);
+            return false;
+        }
+        if (dt.integer == 7 || dt.integer == 8)
+            q.element = dt.integer == 7 ? DType::F8E4M3 : DType::F8E5M2;
+        else if (dt.integer == 10 && v.name == QLatin1String("NVFP4Tensor"))
+            q.element = DType::F4E2M1;
+        else {
+            *why = QStringLiteral("%1 of Transformer Engine DType %2, not FP8 (7, 8) or FP4 (10)")
+                       .arg(v.name)
+                       .arg(dt.integer);
+            return false;
+        }
+        q.rowwiseData = buffer(arg(slots.rowData), name + QStringLiteral(".rowwise_data"), why);
+        q.rowwiseScale = buffer(arg(slots.rowScale), name + QStringLiteral(".rowwise_scale_inv"), why);
+        q.columnwiseData = buffer(arg(slots.colData), name + QStringLiteral(".columnwise_data"), why);
+        q.columnwiseScale = buffer(arg(slots.colScale), name + QStringLiteral(".columnwise_scale_inv"), why);
+        if (v.name == QLatin1String("NVFP4Tensor")) {
+            q.amaxRowwise = buffer(arg(5), name + QStringLiteral(".amax_rowwise"), why);
+            q.amaxColumnwise = buffer(arg(6), name + QStringLiteral(".amax_columnwise"), why);
+        }
+        for (int i :
+            {q.rowwiseData, q.rowwiseScale, q.columnwiseData, q.columnwiseScale, q.amaxRowwise, q.amaxColumnwise}) {
+            if (i == -2)
+                return false;
+        }
+        if ((q.rowwiseData < 0 || q.rowwiseScale < 0) && (q.columnwiseData < 0 || q.columnwiseScale < 0)) {
+            *why = QStringLiteral("%1 without data and scale_inv tensors").arg(v.name);
+            return false;
+        }
+        if (shape)
+            q.shape = *shape;
+        else if (q.rowwiseData >= 0)
+            q.shape = m_out->buffers[size_t(q.rowwiseData)].shape;
+        else if (v.name == QLatin1String("MXFP8Tensor"))
+            q.shape = m_out->buffers[size_t(q.columnwiseData)].shape;
+        else {
+            *why = QStringLiteral("%1 with only its column-wise copy and no shape").arg(v.name);
+            return false;
+        }
+        m_out->quantized.push_back(std::move(q));
+        return true;
+    }
+
     void quantizedEntry(const Value &v, const QString &name)
     {
         auto arg = [&](size_t i) -> const Value & {
@@ -271,6 +398,10 @@ private:
             return i < v.items.size() ? m_program.at(v.items[i]) : none;
         };
         QString why;
+        if (!recordQuantized(v, name, &why)) {
+            m_out->refused.push_back({name, why});
+            return;
+        }
         TorchEntry data;
         TorchEntry scale;
         std::optional<DType> fp8;
@@ -285,23 +416,24 @@ private:
                 && tensorEntry(arg(2), name + QStringLiteral(".scale_inv"), &scale, &why))
                 fp8 = teFp8(arg(1), &why);
         } else if (v.name == QLatin1String("MXFP8Tensor")) {
-            // (rowwise_data, rowwise_scale_inv, columnwise_data, columnwise_scale_inv, fp8_dtype, dtype, shape,
-            // quantizer): the rowwise copy when there is one (1x32 blocks), else the columnwise (32x1).
-            const bool rowwise = arg(0).kind == Kind::Tensor;
-            const Value &codes = rowwise ? arg(0) : arg(2);
-            const Value &scales = rowwise ? arg(1) : arg(3);
-            if (codes.kind != Kind::Tensor || scales.kind != Kind::Tensor)
-                why = QStringLiteral("MXFP8Tensor without data and scale_inv tensors");
-            else if (tensorEntry(codes, name, &data, &why)
-                && tensorEntry(scales, name + QStringLiteral(".scale_inv"), &scale, &why))
-                fp8 = teFp8(arg(4), &why);
-            blockRows = rowwise ? 1 : 32;
-            blockCols = rowwise ? 32 : 1;
+            // The rowwise copy when there is one (1x32 blocks), else the columnwise (32x1).
+            if (m_out->quantized.back().swizzledScales) {
+                why = QStringLiteral("MXFP8Tensor with its scales in the GEMM's swizzled layout: its values are not "
+                                     "read (fp8scope-cli blocks compares it with its high_precision tensor)");
+            } else {
+                const bool rowwise = arg(0).kind == Kind::Tensor;
+                const Value &codes = rowwise ? arg(0) : arg(2);
+                const Value &scales = rowwise ? arg(1) : arg(3);
+                if (codes.kind != Kind::Tensor || scales.kind != Kind::Tensor)
+                    why = QStringLiteral("MXFP8Tensor without data and scale_inv tensors");
+                else if (tensorEntry(codes, name, &data, &why)
+                    && tensorEntry(scales, name + QStringLiteral(".scale_inv"), &scale, &why))
+                    fp8 = teFp8(arg(4), &why);
+                blockRows = rowwise ? 1 : 32;
+                blockCols = rowwise ? 32 : 1;
+            }
         } else if (v.name == QLatin1String("Float8BlockwiseQTensor")) {
-            // (shape, rowwise_data, rowwise_scale_inv, columnwise_data, columnwise_scale_inv, fp8_dtype, dtype,
-            // quantizer, is_2D_scaled[, data_format]), or before the shape was added (rowwise_data,
-            // rowwise_scale_inv, columnwise_data, columnwise_scale_inv, fp8_dtype, dtype). The rowwise copy
-            // (the columnwise one is transposed for the GEMM).
+            // The rowwise copy (the columnwise one is transposed for the GEMM).
             const size_t at = arg(0).kind == Kind::Tuple ? 1 : 0;
             const Value &is2D = at == 1 ? arg(8) : arg(99);
             if (arg(at).kind != Kind::Tensor || arg(at + 1).kind != Kind::Tensor)
@@ -314,9 +446,10 @@ private:
                     &blockCols, &transposed, &why))
                 fp8 = teFp8(arg(at + 4), &why);
         } else {
-            why = QStringLiteral("Transformer Engine %1: its reduce form is not read (Float8Tensor, MXFP8Tensor and "
-                                 "Float8BlockwiseQTensor are)")
-                      .arg(v.name);
+            // NVFP4Tensor: two FP4 codes a byte under E4M3 block scales and an FP32 tensor scale; compared with
+            // its high_precision tensor, not opened as values.
+            why = QStringLiteral("NVFP4Tensor: its FP4 codes and scales are compared with the high_precision tensor "
+                                 "(fp8scope-cli blocks, the block map), not opened as values");
         }
         if (!fp8) {
             m_out->refused.push_back({name, why});
@@ -539,6 +672,23 @@ std::unique_ptr<TorchArchive> TorchArchive::finishOpen(std::unique_ptr<TorchArch
         }
         contents.refused.push_back({it->name, bad});
         it = contents.tensors.erase(it);
+    }
+    // The same for every buffer of a quantized tensor (what a check of its quantization reads).
+    for (auto it = contents.quantized.begin(); it != contents.quantized.end();) {
+        QString bad;
+        for (int i : {it->rowwiseData, it->rowwiseScale, it->columnwiseData, it->columnwiseScale, it->amaxRowwise,
+                 it->amaxColumnwise}) {
+            if (i >= 0 && bad.isEmpty())
+                bad = check(contents.buffers[size_t(i)]);
+        }
+        if (bad.isEmpty()) {
+            ++it;
+            continue;
+        }
+        if (std::none_of(contents.refused.begin(), contents.refused.end(),
+                [&](const TorchRefusal &r) { return r.name == it->name; }))
+            contents.refused.push_back({it->name, bad});
+        it = contents.quantized.erase(it);
     }
     archive->m_contents = std::move(contents);
     return archive;

@@ -34,6 +34,27 @@ struct TorchEntry {
     bool scaleTransposed = false;
 };
 
+// A Transformer Engine quantized tensor as its reduce form holds it (DumpTensors' `quantized`): each copy's
+// buffers (indices into TorchContents::buffers; -1 where the copy is absent) and what the class says of them.
+// The row-wise copy is the tensor's 2-D view; the column-wise one is the same view (MXFP8: blocks of 32
+// rows) or its transpose, quantized row-wise (Float8Tensor's transpose, Float8BlockwiseQTensor, NVFP4Tensor).
+struct TeQuantized {
+    QString name; // the entry ("quantized", "layer.quantized")
+    QString teClass; // Float8Tensor, MXFP8Tensor, Float8BlockwiseQTensor, NVFP4Tensor
+    DType element = DType::F8E4M3; // F8E4M3, F8E5M2, or F4E2M1 (NVFP4: two codes a byte, the first low)
+    std::vector<int64_t> shape; // the logical shape (the pickle's, or the row-wise data's)
+    int rowwiseData = -1;
+    int rowwiseScale = -1;
+    int columnwiseData = -1;
+    int columnwiseScale = -1;
+    int amaxRowwise = -1; // NVFP4: the tensor amax its FP32 scale came from
+    int amaxColumnwise = -1;
+    std::optional<bool> is2D; // Float8BlockwiseQTensor: 128x128 blocks rather than 1x128
+    bool swizzledScales = false; // scales in the GEMM's swizzled layout
+    bool rowScaled = false; // NVFP4 with a scale per row
+    bool fourOverSix = false; // NVFP4's 4-over-6 block scaling
+};
+
 struct TorchRefusal {
     QString name; // the entry it stood at
     QString why;
@@ -43,6 +64,8 @@ struct TorchContents {
     std::vector<TorchEntry> tensors;
     std::vector<TorchEntry> scales; // scale_inv tensors of quantized entries
     std::vector<TorchRefusal> refused; // entries not read, and why (a global not allowed, ...)
+    std::vector<TeQuantized> quantized; // every quantized tensor whose buffers could be listed
+    std::vector<TorchEntry> buffers; // their buffers, checked against their storages
 };
 
 // Interprets a data.pkl and lists its tensors, checking each view against its storage's declared size.

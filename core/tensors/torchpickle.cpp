@@ -42,6 +42,21 @@ bool isTeTensorClass(const QString &module, const QString &name)
     return module.startsWith(QLatin1String("transformer_engine.")) && classes.contains(name);
 }
 
+QString teMakerClass(const QString &module, const QString &name)
+{
+    // Transformer Engine 2.15 and later reduce to a module-level function (one GLOBAL in the pickle) instead of
+    // the classmethod; its arguments start as the classmethod's did.
+    static const QHash<QString, QString> makers {
+        {QStringLiteral("_make_float8_tensor_in_reduce_ex"), QStringLiteral("Float8Tensor")},
+        {QStringLiteral("_make_mxfp8_tensor_in_reduce_ex"), QStringLiteral("MXFP8Tensor")},
+        {QStringLiteral("_make_float8_blockwise_tensor_in_reduce_ex"), QStringLiteral("Float8BlockwiseQTensor")},
+        {QStringLiteral("_make_nvfp4_tensor_in_reduce_ex"), QStringLiteral("NVFP4Tensor")},
+        {QStringLiteral("_make_mxfp4_tensor_in_reduce_ex"), QStringLiteral("MXFP4Tensor")}};
+    if (!module.startsWith(QLatin1String("transformer_engine.")))
+        return {};
+    return makers.value(name);
+}
+
 bool isTeDType(const QString &module, const QString &name)
 {
     return name == QLatin1String("DType")
@@ -131,6 +146,8 @@ QString allowedGlobal(const QString &module, const QString &name)
         return QStringLiteral("storage by value");
     if (isTeTensorClass(module, name))
         return QStringLiteral("Transformer Engine tensor class");
+    if (!teMakerClass(module, name).isEmpty())
+        return QStringLiteral("Transformer Engine tensor maker");
     if (isTeDType(module, name))
         return QStringLiteral("Transformer Engine dtype");
     return {};
@@ -160,6 +177,10 @@ int32_t Program::global(const QString &module, const QString &name)
     v.kind = Kind::Global;
     v.module = module;
     v.name = name;
+    if (const QString cls = teMakerClass(module, name); !cls.isEmpty()) {
+        v.kind = Kind::TeMaker;
+        v.name = cls;
+    }
     return add(std::move(v));
 }
 

@@ -3,9 +3,13 @@
 // and the comparability aspects of keys.
 #include "core/analysis/findingkind.h"
 #include "core/analysis/rules.h"
+#include "core/analysis/storedwhatif.h"
 #include "core/analysis/triage.h"
 #include "core/analysis/triageinputs.h"
+#include "core/analysis/triagerules.h"
+#include "core/numerics/blockmap.h"
 #include "core/numerics/whatif.h"
+#include "memoryreader.h"
 
 #include "testmain.h"
 
@@ -100,6 +104,71 @@ class TestTriageRules : public QObject
 {
     Q_OBJECT
 private Q_SLOTS:
+    // A block-scaled layer's what-if names its worst blocks and where they lie, and the same blocks with FP32
+    // scales: one outlier block under MXFP8 (isolated) against a band of rows NVFP4's tensor scale flushes.
+    void whatIfNamesTheWorstBlocks()
+    {
+        const int64_t rows = 256, cols = 512;
+        std::mt19937 gen(2);
+        std::normal_distribution<float> d(0.0f, 0.01f);
+        std::vector<float> x(size_t(rows * cols));
+        for (float &v : x)
+            v = d(gen);
+        x[size_t(37 * cols + 300)] = 5000.0f;
+        for (int64_t r = 100; r < 116; ++r)
+            for (int64_t c = 0; c < cols; ++c)
+                x[size_t(r * cols + c)] *= 1e-9f;
+        const auto mapOf = [&](const char *name) {
+            QString error;
+            Problem problem;
+            MemoryReader reader(DType::F32, {rows, cols},
+                QByteArray(reinterpret_cast<const char *>(x.data()), qsizetype(x.size() * 4)));
+            const std::optional<Recipe> recipe = Recipe::parse(QLatin1String(name), std::nullopt, &error);
+            if (!recipe)
+                qFatal("%s", qPrintable(error));
+            return *computeBlockMap(reader, *recipe, &problem, 1);
+        };
+        const BlockMap mx = mapOf("mxfp8");
+        const BlockMap mx32 = mapOf("block1x32-fp32");
+        const BlockMap nv = mapOf("nvfp4");
+        FinishInputs in;
+        Dump dump;
+        dump.file = QStringLiteral("dumps/iter_000100.h5");
+        dump.record.dataset = QStringLiteral("/iter_000100/layer/activation");
+        dump.record.layer = QStringLiteral("layer");
+        dump.record.tensor = QStringLiteral("activation");
+        dump.record.step = 100;
+        in.dumps = {dump};
+        const QString key = whatIfDumpKey(dump);
+        in.whatIfs[key]
+            = {{QStringLiteral("mxfp8"), {{QStringLiteral("damage%"), 0.01}, {QStringLiteral("mse"), 1e-6}}},
+                {QStringLiteral("nvfp4"), {{QStringLiteral("damage%"), 5.0}, {QStringLiteral("mse"), 1e-5}}}};
+        in.blockEvidence[key] = {{QStringLiteral("mxfp8"), blockEvidence(mx, &mx32).toJson()},
+            {QStringLiteral("nvfp4"), blockEvidence(nv, nullptr).toJson()}};
+        EvidenceDump evidence;
+        evidence.dump = dump;
+        evidence.stat = QStringLiteral("underflows%");
+        evidence.onset = 90;
+        const std::optional<Finding> f = recipeWhatIfFinding(in, evidence, QStringLiteral("mxfp8"));
+        QVERIFY(f);
+        // The run's own recipe first: its one outlier block, named; then NVFP4's band.
+        const qsizetype mine = f->summary.indexOf(QLatin1String("mxfp8's blocks: 1 of 4096 1x32 blocks flagged"));
+        const qsizetype band = f->summary.indexOf(QLatin1String("nvfp4's blocks:"));
+        QVERIFY2(mine > 0 && band > mine, qPrintable(f->summary));
+        QVERIFY(f->summary.contains(QLatin1String("isolated (the worst at block (37, 9)")));
+        QVERIFY(f->summary.contains(QLatin1String("a band of rows (block rows 100-115)")));
+        QVERIFY(f->summary.contains(QLatin1String("with FP32 scales on the same blocks")));
+        const QJsonObject blocks = f->evidence.value(QLatin1String("blocks")).toObject();
+        QCOMPARE(blocks.value(QLatin1String("mxfp8")).toObject().value(QLatin1String("pattern")).toString(),
+            QStringLiteral("isolated"));
+        QCOMPARE(blocks.value(QLatin1String("nvfp4")).toObject().value(QLatin1String("pattern")).toString(),
+            QStringLiteral("row-band"));
+        // Read back, the evidence says the same.
+        const std::optional<BlockEvidence> back = BlockEvidence::fromJson(blockEvidence(mx, &mx32).toJson());
+        QVERIFY(back && back->fp32);
+        QCOMPARE(back->sentence(), blockEvidence(mx, &mx32).sentence());
+    }
+
     void findingKindsRoundTrip()
     {
         std::set<QString> names;

@@ -24,6 +24,7 @@ private Q_SLOTS:
     void ingestRecomputeAndQuery();
     void runsShowBaselineAndVersions();
     void heatmapOfExperts();
+    void blocksMapAndTeCheck();
     void usageListsEveryCommand();
 
 private:
@@ -84,6 +85,75 @@ void TestCli::statsJson()
     QVERIFY(m.value(QStringLiteral("hist_log2_abs")).toObject().value(QStringLiteral("count")).toArray().size() > 20);
     QCOMPARE(doc.value(QStringLiteral("tensor")).toObject().value(QStringLiteral("dtype")).toString(),
         QStringLiteral("float32"));
+}
+
+// `blocks`: the map's summary and the blocks ranked by damage, as JSON, CSV and a table; the recipe's own
+// blocks against FP32 ones; on a DumpTensors file TE's quantization compared (where the test Python has torch).
+void TestCli::blocksMapAndTeCheck()
+{
+    const Run r = cli({QStringLiteral("blocks"), m_dump + m_grad, QStringLiteral("--recipe"), QStringLiteral("mxfp8"),
+        QStringLiteral("--json"), QStringLiteral("--top"), QStringLiteral("4")});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const QJsonObject doc = QJsonDocument::fromJson(r.out).object();
+    const QJsonObject map = doc.value(QStringLiteral("map")).toObject();
+    QCOMPARE(map.value(QStringLiteral("block")).toString(), QStringLiteral("1x32"));
+    QCOMPARE(map.value(QStringLiteral("blocks")).toDouble(), 256.0 * 12.0);
+    const QJsonArray worst = map.value(QStringLiteral("worst")).toArray();
+    QCOMPARE(worst.size(), 4);
+    // Ranked by damage: the mean relative error never rises down the list.
+    for (qsizetype i = 1; i < worst.size(); ++i)
+        QVERIFY(worst.at(i - 1).toObject().value(QStringLiteral("rel_error")).toDouble()
+            >= worst.at(i).toObject().value(QStringLiteral("rel_error")).toDouble());
+    QVERIFY(worst.at(0).toObject().contains(QStringLiteral("scale_exponent"))); // E8M0
+    QCOMPARE(doc.value(QStringLiteral("fp32_scales")).toObject().value(QStringLiteral("recipe")).toString(),
+        QStringLiteral("block1x32-fp32"));
+    const Run csv = cli({QStringLiteral("blocks"), m_dump + m_grad, QStringLiteral("--recipe"), QStringLiteral("nvfp4"),
+        QStringLiteral("--csv"), QStringLiteral("--top"), QStringLiteral("0")});
+    QVERIFY2(csv.code == 0, csv.err.constData());
+    const QList<QByteArray> lines = csv.out.trimmed().split('\n');
+    QCOMPARE(lines.front(),
+        QByteArray("row,col,first_row,first_col,scale,amax,underflow_pct,saturated_pct,rel_error,flagged"));
+    QCOMPARE(lines.size(), 1 + 256 * 24); // every 1x16 block
+    const Run table
+        = cli({QStringLiteral("blocks"), m_dump + m_grad, QStringLiteral("--recipe"), QStringLiteral("current")});
+    QVERIFY2(table.code == 0, table.err.constData());
+    QVERIFY2(table.out.contains("blocks 256x384, grid 1 x 1 = 1 blocks"), table.out.constData());
+    const Run bad = cli({QStringLiteral("blocks"), m_dump + m_grad, QStringLiteral("--top"), QStringLiteral("-1")});
+    QCOMPARE(bad.code, 2);
+
+    const QString python = qEnvironmentVariable("FP8SCOPE_TEST_PYTHON");
+    if (python.isEmpty() || !QFile::exists(python))
+        return;
+    QProcess p;
+    p.start(python,
+        {qEnvironmentVariable("FP8SCOPE_SOURCE_DIR") + QStringLiteral("/tests/core/oracles/write_te_quantized.py"),
+            m_dir.filePath(QStringLiteral("te"))});
+    QVERIFY(p.waitForFinished(600000));
+    if (p.exitCode() == 3)
+        return; // torch is not importable
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    const QString te = m_dir.filePath(QStringLiteral("te/te/"));
+    const Run code = cli({QStringLiteral("blocks"), te + QStringLiteral("mxfp8-badcode.pt"), QStringLiteral("--json")});
+    QVERIFY2(code.code == 0, code.err.constData());
+    const QJsonObject check = QJsonDocument::fromJson(code.out).object().value(QStringLiteral("te_check")).toObject();
+    QCOMPARE(check.value(QStringLiteral("equal")).toBool(), false);
+    const QJsonObject rowwise = check.value(QStringLiteral("copies")).toArray().at(0).toObject();
+    QCOMPARE(rowwise.value(QStringLiteral("codes_differing")).toDouble(), 1.0);
+    QCOMPARE(
+        rowwise.value(QStringLiteral("differences")).toArray().at(0).toObject().value(QStringLiteral("row")).toDouble(),
+        5.0);
+    // The map is of the high-precision tensor under the dump's own recipe.
+    QCOMPARE(QJsonDocument::fromJson(code.out)
+                 .object()
+                 .value(QStringLiteral("map"))
+                 .toObject()
+                 .value(QStringLiteral("recipe"))
+                 .toString(),
+        QStringLiteral("mxfp8"));
+    const Run equal = cli({QStringLiteral("blocks"), te + QStringLiteral("nvfp4-new.pt")});
+    QVERIFY2(equal.out.contains("equal, bit for bit"), equal.out.constData());
+    const Run hostile = cli({QStringLiteral("blocks"), te + QStringLiteral("hostile-scale-shape.pt")});
+    QVERIFY2(hostile.out.contains("not compared") && hostile.out.contains("does not cover"), hostile.out.constData());
 }
 
 void TestCli::whatIf()

@@ -967,6 +967,11 @@ void TriageWizard::showWhatIf(const WhatIfResult &result, const QString &title)
         auto *cell = item(binades);
         cell->setToolTip(histogram.join(QLatin1Char('\n')));
         m_whatIfModel->setItem(row, kBlocksColumn + 4, cell);
+        // Where the damaged blocks lie and the same blocks with FP32 scales, on the census's cells.
+        if (w.blocks) {
+            for (int col = kBlocksColumn; col <= kBlocksColumn + 3; ++col)
+                m_whatIfModel->item(row, col)->setToolTip(w.blocks->sentence());
+        }
     }
     if (result.best) {
         const int row = int(*result.best);

@@ -1,4 +1,5 @@
 #include "core/analysis/rules.h"
+#include "core/analysis/storedwhatif.h"
 #include "core/analysis/triagerules.h"
 
 #include <QJsonObject>
@@ -84,6 +85,27 @@ std::optional<Finding> recipeWhatIfFinding(
                     .arg(step)
                     .arg(evidence.why)
                     .arg(parts.join(QStringLiteral("; ")));
+    // The block recipes' blocks: the worst ones and where they lie (a few outliers or a band of rows want
+    // different remedies), and the same blocks with FP32 scales; the run's own recipe's first.
+    const auto blocks = in.blockEvidence.find(whatIfDumpKey(dump));
+    if (blocks != in.blockEvidence.end()) {
+        QJsonObject all;
+        QStringList flagged;
+        for (const auto &[recipe, ev] : blocks->second) {
+            all.insert(recipe, ev);
+            const std::optional<BlockEvidence> e = BlockEvidence::fromJson(ev);
+            if (!e || e->flagged == 0)
+                continue;
+            const QString line = QStringLiteral("%1's blocks: %2").arg(recipe, e->sentence());
+            if (sameRecipe(recipe, runRecipe))
+                flagged.prepend(line);
+            else
+                flagged << line;
+        }
+        f.evidence.insert(QStringLiteral("blocks"), all);
+        if (!flagged.isEmpty())
+            f.summary += QStringLiteral(". ") + flagged.join(QStringLiteral(". "));
+    }
     if (best) {
         const QString name = scores[*best].recipe;
         // What the suggestion proposes, typed (nextsteps.cpp proposalsOf): the best recipe, or BF16 where the run's
