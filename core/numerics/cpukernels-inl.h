@@ -731,6 +731,17 @@ template <Input kIn> HWY_INLINE VF groupAmax16(const void *x, size_t first, size
         return hn::PromoteTo(df, hn::BitCast(DF16(), hn::DemoteTo(D16(), hn::BitCast(DI(), part[0]))));
 }
 
+// The amaxes of a vector's worth of blocks of b elements: on the 16-bit patterns where a block holds whole
+// pairs of vectors of bfloat16 or float16, else widened.
+template <Input kIn> HWY_INLINE VF blockGroupAmax(const void *x, size_t first, size_t b, size_t count)
+{
+    if constexpr (kIn == Input::F32)
+        return groupAmax<kIn>(x, first, b, count);
+    else
+        return b % (2 * hn::Lanes(DF())) == 0 ? groupAmax16<kIn>(x, first, b, count)
+                                              : groupAmax<kIn>(x, first, b, count);
+}
+
 // One block through the scalar definition (short blocks at the end of a row).
 template <Input kIn>
 void scalarBlock(const void *x, size_t i, size_t len, const QuantPlan &plan, MetricSums &m, float *buffer)
@@ -774,12 +785,7 @@ void rowBlocksImpl(
         for (size_t g = 0; g < full; g += lanes) {
             const size_t ng = std::min(lanes, full - g);
             VF e, d;
-            VF amax;
-            if constexpr (kIn == Input::F32)
-                amax = groupAmax<kIn>(x, row + g * b, b, ng);
-            else
-                amax = b % (2 * lanes) == 0 ? groupAmax16<kIn>(x, row + g * b, b, ng)
-                                            : groupAmax<kIn>(x, row + g * b, b, ng);
+            const VF amax = blockGroupAmax<kIn>(x, row + g * b, b, ng);
             blockScales(amax, ng, rule, st, e, d);
             a.amax = hn::Max(a.amax, hn::BitCast(DU(), amax));
             hn::Store(e, df, enc);
@@ -969,12 +975,7 @@ void rowBlockStatsImpl(const void *x, size_t rowLen, size_t rows, const QuantPla
             const size_t ng = std::min(lanes, full - g);
             BlockStats st;
             VF e, d;
-            VF amax;
-            if constexpr (kIn == Input::F32)
-                amax = groupAmax<kIn>(x, row + g * b, b, ng);
-            else
-                amax = b % (2 * lanes) == 0 ? groupAmax16<kIn>(x, row + g * b, b, ng)
-                                            : groupAmax<kIn>(x, row + g * b, b, ng);
+            const VF amax = blockGroupAmax<kIn>(x, row + g * b, b, ng);
             blockScales(amax, ng, rule, st, e, d);
             hn::Store(e, df, enc);
             hn::Store(d, df, dec);

@@ -283,20 +283,8 @@ void BlockMapView::selectionChanged()
         }
     }
     std::optional<Dump> pick;
-    const auto dumps = m_dumps.find(r);
-    if (dumps != m_dumps.end() && !m_selection->layer().isEmpty()) {
-        int64_t best = std::numeric_limits<int64_t>::max();
-        for (const Dump &d : dumps->second) {
-            if (d.record.layer != m_selection->layer()
-                || (d.record.tensor != m_selection->tensor() && !m_selection->tensor().isEmpty()))
-                continue;
-            const int64_t distance = std::abs(d.record.step - m_selection->step());
-            if (distance < best) {
-                best = distance;
-                pick = d;
-            }
-        }
-    }
+    if (const auto dumps = m_dumps.find(r); dumps != m_dumps.end())
+        pick = Workspace::dumpNearest(dumps->second, m_selection->layer(), m_selection->tensor(), m_selection->step());
     const bool same = pick && m_dump && pick->run == m_dump->run && pick->file == m_dump->file
         && pick->record.dataset == m_dump->record.dataset;
     if (same && (m_result || m_ticket))

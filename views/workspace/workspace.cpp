@@ -165,6 +165,25 @@ Workspace::~Workspace()
     m_jobs.reset();
 }
 
+std::optional<Dump> Workspace::dumpNearest(
+    const std::vector<Dump> &dumps, const QString &layer, const QString &tensor, int64_t step)
+{
+    std::optional<Dump> pick;
+    if (layer.isEmpty())
+        return pick;
+    int64_t best = std::numeric_limits<int64_t>::max();
+    for (const Dump &d : dumps) {
+        if (d.record.layer != layer || (d.record.tensor != tensor && !tensor.isEmpty()))
+            continue;
+        const int64_t distance = std::abs(d.record.step - step);
+        if (distance < best) {
+            best = distance;
+            pick = d;
+        }
+    }
+    return pick;
+}
+
 QString Workspace::newSlot(const QString &kind)
 {
     static std::atomic<quint64> next {1};

@@ -149,6 +149,10 @@ public:
     // A request slot of its own for one view instance ("heatmap#3"), so that two views of one kind (the
     // two heatmaps of a comparison) never replace each other's requests.
     static QString newSlot(const QString &kind);
+    // Of a run's dumps, the one of `layer` (and `tensor`, unless empty) nearest `step` (a checkpoint's, of no
+    // step, too): what the histogram and the block map show for a selection. Nothing without a layer.
+    static std::optional<Dump> dumpNearest(
+        const std::vector<Dump> &dumps, const QString &layer, const QString &tensor, int64_t step);
 
     // Store reads too large for the GUI thread (a layer x step matrix can hold millions of values) run on
     // a second queue with its own Catalog over the same folders and serials, so they never wait behind a
