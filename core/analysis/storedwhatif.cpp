@@ -26,7 +26,11 @@ std::optional<WhatIfResult> parseFresh(const StoredWhatIf &w, const Dump &dump)
     if (size < 0 || w.fileSize != size || w.fileMtime != mtime)
         return std::nullopt;
     QString error;
-    return whatIfFromJson(QJsonDocument::fromJson(w.result.toUtf8()).object(), &error);
+    std::optional<WhatIfResult> r = whatIfFromJson(QJsonDocument::fromJson(w.result.toUtf8()).object(), &error);
+    // One stored by an older fp8scope says less than a fresh one (no block evidence): computed again.
+    if (r && !whatIfIsCurrent(*r))
+        return std::nullopt;
+    return r;
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 
 #include <QJsonArray>
 
+#include <algorithm>
 #include <cmath>
 
 namespace fp8scope {
@@ -236,6 +237,12 @@ std::optional<WhatIfResult> whatIfFromJson(const QJsonObject &json, QString *err
     }
     out.best = bestWhatIfRecipe(whatIfScoresOf(out));
     return out;
+}
+
+bool whatIfIsCurrent(const WhatIfResult &result)
+{
+    return std::none_of(
+        result.rows.begin(), result.rows.end(), [](const WhatIfRow &r) { return r.census && !r.blocks; });
 }
 
 std::optional<WhatIfResult> computeWhatIf(TensorReader &reader, std::vector<Recipe> recipes, MetricsBackend &backend,

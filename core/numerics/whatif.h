@@ -76,6 +76,9 @@ struct WhatIfResult {
 QJsonObject whatIfToJson(const WhatIfResult &result);
 std::optional<WhatIfResult> whatIfFromJson(const QJsonObject &json, QString *error);
 std::vector<WhatIfScore> whatIfScoresOf(const WhatIfResult &result);
+// Whether a what-if read back says all a fresh one does: one stored before block recipes carried their block
+// evidence (a census without it) is not, and is computed again rather than shown with less.
+bool whatIfIsCurrent(const WhatIfResult &result);
 
 // The what-if of `reader` under `recipes` (each without an amax history of its own given the dump's): one engine
 // pass for all the metrics, then each block recipe's census. nullopt with *problem set when the tensor cannot

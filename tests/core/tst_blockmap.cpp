@@ -322,6 +322,18 @@ private Q_SLOTS:
         QVERIFY(back->rows[1].blocks);
         QCOMPARE(back->rows[1].blocks->sentence(), mx.blocks->sentence());
         QCOMPARE(back->rows[2].blocks->pattern, w->rows[2].blocks->pattern);
+        QVERIFY(whatIfIsCurrent(*back));
+        // A what-if stored before block evidence existed is not current (it is computed again).
+        QJsonObject old = whatIfToJson(*w);
+        QJsonArray stored = old.value(QLatin1String("rows")).toArray();
+        for (qsizetype i = 0; i < stored.size(); ++i) {
+            QJsonObject row = stored.at(i).toObject();
+            row.remove(QLatin1String("block_evidence"));
+            stored.replace(i, row);
+        }
+        old.insert(QLatin1String("rows"), stored);
+        const std::optional<WhatIfResult> stale = whatIfFromJson(old, &error);
+        QVERIFY(stale && !whatIfIsCurrent(*stale));
     }
 
     // The values of one block, read back for its histogram.
