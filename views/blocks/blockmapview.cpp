@@ -638,7 +638,10 @@ void BlockMapView::drawBlockHistogram()
     const std::optional<std::vector<float>> values
         = reader ? blockValues(*reader, *m, m_selected, &problem, transposed) : std::nullopt;
     if (!values) {
-        m_blockBars->setName(problem.message);
+        m_blockTitle->setText(tr("The values of block (%1, %2) could not be read: %3")
+                                  .arg(m_selected / m->gridCols)
+                                  .arg(m_selected % m->gridCols)
+                                  .arg(problem.message));
         m_blockPlot->replot();
         return;
     }
