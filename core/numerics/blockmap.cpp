@@ -271,6 +271,23 @@ QString blockPatternName(BlockPattern pattern)
     return {};
 }
 
+void BlockMap::setGrid(int64_t viewRows, int64_t viewCols, int64_t rowsPerBlock, int64_t colsPerBlock)
+{
+    rows = viewRows;
+    cols = viewCols;
+    blockRows = rowsPerBlock;
+    blockCols = colsPerBlock;
+    gridRows = (rows + blockRows - 1) / blockRows;
+    gridCols = (cols + blockCols - 1) / blockCols;
+    const size_t n = size_t(blocks());
+    scale.assign(n, 0.0f);
+    amax.assign(n, 0.0f);
+    nonzero.assign(n, 0);
+    lost.assign(n, 0);
+    saturated.assign(n, 0);
+    relErrSum.assign(n, 0.0f);
+}
+
 int64_t BlockMap::elements(int64_t index) const
 {
     const int64_t r = firstRow(index);
@@ -548,32 +565,21 @@ std::optional<BlockMap> computeBlockMap(
     BlockMap map;
     map.tensor = info.name;
     map.recipe = recipe;
-    map.rows = std::max<int64_t>(info.rows, 1);
-    map.cols = info.rows > 1 ? info.cols : info.numel;
-    const QuantPlan plan = MetricsEngine::planFor(recipe, 1.0f);
-    if (plan.mode == ScaleMode::Tensor) {
-        map.blockRows = map.rows;
-        map.blockCols = std::max<int64_t>(map.cols, 1);
-    } else {
-        map.blockRows = plan.mode == ScaleMode::TileBlocks && map.rows > 1 ? plan.blockRows : 1;
-        map.blockCols = plan.blockCols;
-    }
-    map.gridRows = (map.rows + map.blockRows - 1) / map.blockRows;
-    map.gridCols = (map.cols + map.blockCols - 1) / map.blockCols;
-    const size_t n = size_t(map.blocks());
-    if (n == 0 || info.numel == 0) {
+    const int64_t rows = std::max<int64_t>(info.rows, 1);
+    const int64_t cols = info.rows > 1 ? info.cols : info.numel;
+    if (info.numel == 0) {
         *problem = {info.file, -1, QStringLiteral("%1 is empty: it has no blocks").arg(info.name)};
         return std::nullopt;
     }
+    const QuantPlan plan = MetricsEngine::planFor(recipe, 1.0f);
+    const bool perTensor = plan.mode == ScaleMode::Tensor;
     try {
-        map.scale.assign(n, 0.0f);
-        map.amax.assign(n, 0.0f);
-        map.nonzero.assign(n, 0);
-        map.lost.assign(n, 0);
-        map.saturated.assign(n, 0);
-        map.relErrSum.assign(n, 0.0f);
+        map.setGrid(rows, cols,
+            perTensor ? rows : (plan.mode == ScaleMode::TileBlocks && rows > 1 ? plan.blockRows : 1),
+            perTensor ? cols : plan.blockCols);
     } catch (const std::bad_alloc &) {
-        *problem = {info.file, -1, QStringLiteral("the block map of %1 blocks does not fit in memory").arg(n)};
+        *problem
+            = {info.file, -1, QStringLiteral("the block map of %1 blocks does not fit in memory").arg(map.blocks())};
         return std::nullopt;
     }
     const int workers = threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()));

@@ -58,6 +58,9 @@ struct BlockMap {
     std::vector<float> relErrSum; // sum of |x - q| / |x| over the finite non-zero elements
 
     int64_t blocks() const { return gridRows * gridCols; }
+    // Sets the view and block shape, the grid they make, and every block's statistics to zero (std::bad_alloc
+    // where they do not fit).
+    void setGrid(int64_t viewRows, int64_t viewCols, int64_t rowsPerBlock, int64_t colsPerBlock);
     int64_t elements(int64_t index) const; // the block's element count (edge blocks are cut short)
     double underflowPct(int64_t index) const; // share of the non-zero elements flushed to zero
     double saturatedPct(int64_t index) const; // share of the elements saturated

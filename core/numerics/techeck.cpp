@@ -105,20 +105,8 @@ public:
         const Format f = m_recipe.format;
         BlockMap &map = c.map;
         map.recipe = m_recipe;
-        map.rows = m_rows;
-        map.cols = m_cols;
-        map.blockRows = c.blockRows;
-        map.blockCols = c.blockCols;
-        map.gridRows = gridRows;
-        map.gridCols = gridCols;
+        map.setGrid(m_rows, m_cols, c.blockRows, c.blockCols);
         map.globalDecode = s.scaleType == StoredCopy::ScaleType::E4M3 ? s.teGlobalDecode : 0.0f;
-        const size_t nb = size_t(c.blocks);
-        map.scale.assign(nb, 0.0f);
-        map.amax.assign(nb, 0.0f);
-        map.nonzero.assign(nb, 0);
-        map.lost.assign(nb, 0);
-        map.saturated.assign(nb, 0);
-        map.relErrSum.assign(nb, 0.0f);
         const float fmax = formatSpec(f).maxFinite;
         for (int64_t br = 0; br < gridRows; ++br) {
             for (int64_t bc = 0; bc < gridCols; ++bc) {
@@ -264,36 +252,6 @@ const TeQuantized *findQuantized(const TorchContents &contents, const QString &e
     return nullptr;
 }
 
-// Which of Float8BlockQuantizer's layouts a scale of this shape is for a view of m rows and k columns
-// (get_scale_shape): 128x128 as (ceil(m/128), ceil(k/128) up to 4); 1x128 as the GEMM takes it, transposed,
-// (ceil(k/128), m up to 4); 1x128 compact (all-gather) as (m, ceil(k/128)). Exact shapes only; `is2D` narrows;
-// none or more than one fitting is nothing.
-struct BlockwiseLayout {
-    bool twoD;
-    bool transposed;
-};
-
-std::optional<BlockwiseLayout> blockwiseLayoutOf(
-    const std::vector<int64_t> &scale, int64_t m, int64_t k, std::optional<bool> is2D)
-{
-    const auto up4 = [](int64_t x) { return (x + 3) / 4 * 4; };
-    const int64_t kb = (k + 127) / 128;
-    const struct {
-        BlockwiseLayout layout;
-        std::vector<int64_t> shape;
-    } layouts[]
-        = {{{true, false}, {(m + 127) / 128, up4(kb)}}, {{false, true}, {kb, up4(m)}}, {{false, false}, {m, kb}}};
-    std::optional<BlockwiseLayout> found;
-    int fits = 0;
-    for (const auto &l : layouts) {
-        if (scale == l.shape && (!is2D || *is2D == l.layout.twoD)) {
-            found = l.layout;
-            ++fits;
-        }
-    }
-    return fits == 1 ? found : std::nullopt;
-}
-
 // The rows and columns of the 2-D view of a shape.
 std::pair<int64_t, int64_t> view2D(const std::vector<int64_t> &shape)
 {
@@ -324,8 +282,8 @@ std::optional<Recipe> recipeOf(const TeQuantized &q, TorchArchive &archive, QStr
         const TorchEntry &s = archive.contents().buffers[size_t(rowwise ? q.rowwiseScale : q.columnwiseScale)];
         const auto [m, k] = view2D(q.shape);
         // The column-wise copy's scales are those of the transpose's view.
-        const std::optional<BlockwiseLayout> layout
-            = blockwiseLayoutOf(s.shape, rowwise ? m : k, rowwise ? k : m, q.is2D);
+        const std::optional<TeBlockwiseLayout> layout
+            = teBlockwiseLayout(s.shape, rowwise ? m : k, rowwise ? k : m, q.is2D);
         if (!layout) {
             *why = QStringLiteral("its scale_inv %1 fits none, or more than one, of Transformer Engine's block layouts "
                                   "for a %2x%3 view")

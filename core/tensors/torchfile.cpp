@@ -214,11 +214,8 @@ private:
         return std::nullopt;
     }
 
-    // Which of Transformer Engine's blockwise scale layouts a float32 scale_inv of this shape is
-    // (Float8BlockQuantizer.get_scale_shape, rows M and columns K of the 2-D view): 128x128 blocks as
-    // (ceil(M/128), ceil(K/128) rounded up to 4); 1x128 as the GEMM takes them, transposed,
-    // (ceil(K/128), M rounded up to 4); 1x128 compact (all-gather) as (M, ceil(K/128)). is2D, where the
-    // pickle says it, narrows the choice; a shape that fits none or more than one is refused.
+    // The layout a Float8BlockwiseQTensor's float32 scale_inv has for its data (teBlockwiseLayout); a shape
+    // that fits none or more than one is refused.
     static bool blockwiseLayout(const TorchEntry &data, const TorchEntry &scale, std::optional<bool> is2D,
         int64_t *blockRows, int64_t *blockCols, bool *transposed, QString *why)
     {
@@ -227,29 +224,12 @@ private:
         finishTensorInfo(info);
         const int64_t m = info.rows;
         const int64_t k = info.cols;
-        auto up4 = [](int64_t x) { return (x + 3) / 4 * 4; };
-        const int64_t kb = (k + 127) / 128;
-        const std::vector<int64_t> &s = scale.shape;
-        struct Layout {
-            int64_t rows, cols;
-            bool transposed;
-            bool twoD;
-            std::vector<int64_t> shape;
-        };
-        const Layout layouts[] = {{128, 128, false, true, {(m + 127) / 128, up4(kb)}},
-            {1, 128, true, false, {kb, up4(m)}}, {1, 128, false, false, {m, kb}}};
-        const Layout *found = nullptr;
         int fits = 0;
-        for (const Layout &l : layouts) {
-            if (s == l.shape && (!is2D || *is2D == l.twoD)) {
-                found = &l;
-                ++fits;
-            }
-        }
-        QStringList dims;
-        for (int64_t d : s)
-            dims << QString::number(d);
-        if (scale.dtype != DType::F32 || fits != 1) {
+        const std::optional<TeBlockwiseLayout> layout = teBlockwiseLayout(scale.shape, m, k, is2D, &fits);
+        if (scale.dtype != DType::F32 || !layout) {
+            QStringList dims;
+            for (int64_t d : scale.shape)
+                dims << QString::number(d);
             *why = QStringLiteral("Float8BlockwiseQTensor scale_inv %1 %2 fits %3 of Transformer Engine's block "
                                   "layouts for a %4x%5 tensor")
                        .arg(scale.dtypeName, dims.join(QLatin1Char('x')))
@@ -258,9 +238,9 @@ private:
                        .arg(k);
             return false;
         }
-        *blockRows = found->rows;
-        *blockCols = found->cols;
-        *transposed = found->transposed;
+        *blockRows = layout->twoD ? 128 : 1;
+        *blockCols = 128;
+        *transposed = layout->transposed;
         return true;
     }
 
@@ -490,6 +470,29 @@ QString zipMessage(zip_t *zip)
 }
 
 } // namespace
+
+std::optional<TeBlockwiseLayout> teBlockwiseLayout(
+    const std::vector<int64_t> &scaleShape, int64_t m, int64_t k, std::optional<bool> is2D, int *fitting)
+{
+    const auto up4 = [](int64_t x) { return (x + 3) / 4 * 4; };
+    const int64_t kb = (k + 127) / 128;
+    const struct {
+        TeBlockwiseLayout layout;
+        std::vector<int64_t> shape;
+    } layouts[]
+        = {{{true, false}, {(m + 127) / 128, up4(kb)}}, {{false, true}, {kb, up4(m)}}, {{false, false}, {m, kb}}};
+    std::optional<TeBlockwiseLayout> found;
+    int fits = 0;
+    for (const auto &l : layouts) {
+        if (scaleShape == l.shape && (!is2D || *is2D == l.layout.twoD)) {
+            found = l.layout;
+            ++fits;
+        }
+    }
+    if (fitting)
+        *fitting = fits;
+    return fits == 1 ? found : std::nullopt;
+}
 
 bool parseTorchPickle(const QByteArray &pickle, TorchContents *contents, QString *error, int64_t *offset)
 {

@@ -55,6 +55,18 @@ struct TeQuantized {
     bool fourOverSix = false; // NVFP4's 4-over-6 block scaling
 };
 
+// Which of Transformer Engine's blockwise scale layouts (Float8BlockQuantizer.get_scale_shape) a float32
+// scale_inv of `scaleShape` is for a view of m rows and k columns: 128x128 blocks as (ceil(m/128), ceil(k/128)
+// rounded up to 4); 1x128 as the GEMM takes them, transposed, (ceil(k/128), m rounded up to 4); 1x128 compact
+// (all-gather) as (m, ceil(k/128)). Whole shapes only; `is2D` narrows where the pickle says it. Nothing where none
+// or more than one fits (*fitting: how many did).
+struct TeBlockwiseLayout {
+    bool twoD = false;
+    bool transposed = false;
+};
+std::optional<TeBlockwiseLayout> teBlockwiseLayout(
+    const std::vector<int64_t> &scaleShape, int64_t m, int64_t k, std::optional<bool> is2D, int *fitting = nullptr);
+
 struct TorchRefusal {
     QString name; // the entry it stood at
     QString why;
