@@ -7,6 +7,9 @@
 #include "core/importers/wandblog.h"
 #include "testmain.h"
 
+#include <QDirIterator>
+#include <QProcess>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <zlib.h>
@@ -141,6 +144,48 @@ private Q_SLOTS:
                 QCOMPARE(read.size() + rest.size(), written.size());
             }
         }
+    }
+
+    // A log the real wandb package writes in offline mode (where the test Python has it): its header, every
+    // record framed as read here, the whole file consumed.
+    void realWriterLog()
+    {
+        const QString python = qEnvironmentVariable("FP8SCOPE_TEST_PYTHON");
+        if (python.isEmpty() || !QFile::exists(python))
+            QSKIP("no test Python");
+        QTemporaryDir dir;
+        QProcess p;
+        p.setWorkingDirectory(dir.path());
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("WANDB_SILENT"), QStringLiteral("true"));
+        env.insert(QStringLiteral("WANDB_MODE"), QStringLiteral("offline"));
+        p.setProcessEnvironment(env);
+        p.start(python,
+            {QStringLiteral("-c"),
+                QStringLiteral("import sys\ntry:\n    import wandb\nexcept Exception:\n    sys.exit(3)\n"
+                               "r = wandb.init(mode='offline', dir=sys.argv[1], project='p', name='fp8-run')\n"
+                               "for i in range(3000):\n    r.log({'loss': 3.0 - i * 0.001, 'text': 'x' * (i % 700)})\n"
+                               "r.finish()\n"),
+                dir.path()});
+        QVERIFY(p.waitForFinished(300000));
+        if (p.exitCode() == 3)
+            QSKIP("wandb is not importable in the test Python");
+        QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+        QDirIterator it(dir.path(), {QStringLiteral("*.wandb")}, QDir::Files, QDirIterator::Subdirectories);
+        QVERIFY(it.hasNext());
+        QFile f(it.next());
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray bytes = f.readAll();
+        QString why;
+        QVERIFY2(isWandbLogHeader(bytes, &why), qPrintable(why));
+        std::vector<WandbLogRecord> read;
+        int64_t end = 0;
+        Problem problem;
+        QVERIFY2(readWandbLog(bytes, kWandbLogHeaderSize, &read, &end, &problem),
+            qPrintable(QStringLiteral("%1 at %2").arg(problem.message).arg(problem.offset)));
+        QCOMPARE(end, int64_t(bytes.size()));
+        QVERIFY2(read.size() > 3000, qPrintable(QString::number(read.size()))); // a history record a step, and more
+        QVERIFY(bytes.size() > 3 * kWandbLogBlockSize); // records across blocks
     }
 
     // Refused at their offset: a failing checksum, a length past its block, a middle chunk with no first, a
