@@ -1,0 +1,40 @@
+// The record framing of Weights & Biases' transaction log (wandb/offline-run-*/run-<id>.wandb; the format is
+// in docs/research/wandb-mlflow-formats.md): a 7-byte header (":W&B", 0xBEE1 little-endian, version 0), then
+// 32 KiB blocks counted from the file's first byte, each holding chunks of a 7-byte header (an IEEE CRC-32 of
+// the type byte and the payload, unmasked; the payload's length, 16 bits little-endian; the type: FULL, FIRST,
+// MIDDLE, LAST) and their payload; a block's last bytes too few for a header are zeros. A record (one
+// serialized wandb_internal.Record) is a FULL chunk or a FIRST, MIDDLE..., LAST run of them.
+//
+// The reader hands out every complete record and says where they end, so that a log still being written (or
+// cut short) is read up to its last complete record and read on from there; a chunk whose checksum fails or
+// whose length runs past its block is an error at its offset, and nothing after it is read.
+#pragma once
+
+#include "core/tensors/problem.h"
+
+#include <QByteArray>
+
+#include <cstdint>
+#include <vector>
+
+namespace fp8scope {
+
+struct WandbLogRecord {
+    int64_t offset = 0; // of its first chunk's header
+    QByteArray payload;
+};
+
+constexpr int kWandbLogHeaderSize = 7;
+constexpr int64_t kWandbLogBlockSize = 32768;
+
+// Whether bytes start with the header W&B writes (version 0); *why otherwise.
+bool isWandbLogHeader(const QByteArray &bytes, QString *why);
+
+// Reads the complete records of `bytes` (the file from its first byte, or as much of it as is written) from
+// `from` (kWandbLogHeaderSize, or a previous call's *end); *end is the offset after the last complete record
+// (where a later read starts). False with *problem (its offset) on a chunk that cannot be read: the records
+// before it are returned all the same.
+bool readWandbLog(
+    const QByteArray &bytes, int64_t from, std::vector<WandbLogRecord> *records, int64_t *end, Problem *problem);
+
+} // namespace fp8scope
