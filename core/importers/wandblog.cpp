@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace fp8scope {
@@ -45,35 +46,45 @@ bool isWandbLogHeader(const QByteArray &bytes, QString *why)
     return true;
 }
 
-bool readWandbLog(
-    const QByteArray &bytes, int64_t from, std::vector<WandbLogRecord> *records, int64_t *end, Problem *problem)
+bool scanWandbLog(QByteArrayView bytes, int64_t from, const std::function<bool(int64_t, QByteArrayView)> &record,
+    int64_t *end, std::vector<Problem> *problems)
 {
     const int64_t size = bytes.size();
-    const char *data = bytes.constData();
+    const char *data = bytes.data();
     int64_t at = std::max<int64_t>(from, kWandbLogHeaderSize);
     *end = at;
     QByteArray pending; // a record's chunks so far (FIRST, MIDDLE...)
     int64_t pendingOffset = -1;
+    bool recovering = false; // after a damaged chunk: continuations skipped up to the next record's start
+    // A damaged chunk is said at its offset; reading goes on at the next block, as W&B's own reader recovers.
+    const auto damaged = [&](int64_t offset, const QString &why) {
+        problems->push_back({{}, offset, why + QStringLiteral("; read on from the next block")});
+        pending.clear();
+        pendingOffset = -1;
+        recovering = true;
+        at = (offset / kWandbLogBlockSize + 1) * kWandbLogBlockSize;
+    };
     while (at < size) {
         const int64_t blockEnd = (at / kWandbLogBlockSize + 1) * kWandbLogBlockSize;
         if (blockEnd - at < kWandbLogHeaderSize) {
             // The block's trailer: zeros up to the next block (a log cut inside it has nothing more yet).
             const int64_t stop = std::min(blockEnd, size);
-            for (int64_t i = at; i < stop; ++i) {
-                if (data[i] != 0) {
-                    *problem = {{}, i, QStringLiteral("a block's trailer holds a non-zero byte")};
-                    return false;
-                }
+            int64_t nonZero = -1;
+            for (int64_t i = at; i < stop && nonZero < 0; ++i)
+                nonZero = data[i] != 0 ? i : -1;
+            if (nonZero >= 0) {
+                damaged(nonZero, QStringLiteral("a block's trailer holds a non-zero byte"));
+                continue;
             }
             if (blockEnd > size)
-                return true; // written up to here
+                return problems->empty(); // written up to here
             at = blockEnd;
             if (pendingOffset < 0)
                 *end = at;
             continue;
         }
         if (size - at < kWandbLogHeaderSize)
-            return true; // a header not yet whole
+            return problems->empty(); // a header not yet whole
         const uint32_t crc = le32(data + at);
         const int length = uint8_t(data[at + 4]) | (uint8_t(data[at + 5]) << 8);
         const uint8_t type = uint8_t(data[at + 6]);
@@ -84,72 +95,96 @@ bool readWandbLog(
             for (int64_t i = at; i < stop && zeros; ++i)
                 zeros = data[i] == 0;
             if (!zeros) {
-                *problem = {{}, at, QStringLiteral("a chunk of type 0")};
-                return false;
+                damaged(at, QStringLiteral("a chunk of type 0"));
+                continue;
             }
             if (blockEnd > size)
-                return true;
+                return problems->empty();
             at = blockEnd;
             if (pendingOffset < 0)
                 *end = at;
             continue;
         }
         if (at + kWandbLogHeaderSize + length > blockEnd) {
-            *problem = {{}, at,
+            damaged(at,
                 QStringLiteral("a chunk of %1 bytes runs past the end of its block (%2 bytes left)")
                     .arg(length)
-                    .arg(blockEnd - at - kWandbLogHeaderSize)};
-            return false;
+                    .arg(blockEnd - at - kWandbLogHeaderSize));
+            continue;
         }
         if (at + kWandbLogHeaderSize + length > size)
-            return true; // its payload not yet whole
+            return problems->empty(); // its payload not yet whole
         if (type < kFull || type > kLast) {
-            *problem = {{}, at, QStringLiteral("a chunk of unknown type %1").arg(type)};
-            return false;
+            damaged(at, QStringLiteral("a chunk of unknown type %1").arg(type));
+            continue;
         }
         if (chunkCrc(data + at + 6, size_t(length) + 1) != crc) {
-            *problem = {{}, at, QStringLiteral("a chunk whose checksum fails (CRC-32 of its type and payload)")};
-            return false;
+            damaged(at, QStringLiteral("a chunk whose checksum fails (CRC-32 of its type and payload)"));
+            continue;
         }
-        const QByteArray payload(data + at + kWandbLogHeaderSize, length);
+        const QByteArrayView payload(data + at + kWandbLogHeaderSize, length);
         const int64_t chunkAt = at;
         at += kWandbLogHeaderSize + length;
+        if (recovering && (type == kMiddle || type == kLast)) {
+            *end = at; // the rest of a record the damage cut
+            continue;
+        }
+        recovering = false;
         switch (type) {
         case kFull:
             if (pendingOffset >= 0) {
-                *problem = {{}, chunkAt, QStringLiteral("a whole record inside another one (FIRST without LAST)")};
-                return false;
+                damaged(chunkAt, QStringLiteral("a whole record inside another one (FIRST without LAST)"));
+                continue;
             }
-            records->push_back({chunkAt, payload});
+            if (!record(chunkAt, payload))
+                return problems->empty();
             *end = at;
             break;
         case kFirst:
             if (pendingOffset >= 0) {
-                *problem = {{}, chunkAt, QStringLiteral("a record begun inside another one")};
-                return false;
+                damaged(chunkAt, QStringLiteral("a record begun inside another one"));
+                continue;
             }
-            pending = payload;
+            pending = payload.toByteArray();
             pendingOffset = chunkAt;
             break;
         case kMiddle:
         case kLast:
             if (pendingOffset < 0) {
-                *problem = {{}, chunkAt,
+                damaged(chunkAt,
                     QStringLiteral("the %1 of a record never begun")
-                        .arg(type == kMiddle ? QStringLiteral("middle") : QStringLiteral("end"))};
-                return false;
+                        .arg(type == kMiddle ? QStringLiteral("middle") : QStringLiteral("end")));
+                continue;
             }
             pending += payload;
             if (type == kLast) {
-                records->push_back({pendingOffset, pending});
-                pending.clear();
+                const int64_t recordAt = pendingOffset;
                 pendingOffset = -1;
+                if (!record(recordAt, pending))
+                    return problems->empty();
+                pending.clear();
                 *end = at;
             }
             break;
         }
     }
-    return true;
+    return problems->empty();
+}
+
+bool readWandbLog(
+    const QByteArray &bytes, int64_t from, std::vector<WandbLogRecord> *records, int64_t *end, Problem *problem)
+{
+    std::vector<Problem> problems;
+    const bool ok = scanWandbLog(
+        bytes, from,
+        [&](int64_t offset, QByteArrayView payload) {
+            records->push_back({offset, payload.toByteArray()});
+            return true;
+        },
+        end, &problems);
+    if (!problems.empty())
+        *problem = problems.front();
+    return ok;
 }
 
 } // namespace fp8scope

@@ -6,65 +6,19 @@
 // (Logs written by the real wandb package come with the importer, issue 60.)
 #include "core/importers/wandblog.h"
 #include "testmain.h"
+#include "wandbwriter.h"
 
 #include <QDirIterator>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include <zlib.h>
-
 #include <random>
 
 using namespace fp8scope;
+using fp8scope::testing::LogWriter;
 
 namespace {
-
-// Appends records as W&B's writer frames them.
-class LogWriter
-{
-public:
-    LogWriter() { m_bytes = QByteArray(":W&B\xe1\xbe\x00", 7); }
-
-    void add(const QByteArray &record)
-    {
-        qsizetype left = record.size();
-        qsizetype at = 0;
-        bool first = true;
-        do {
-            qsizetype room = 32768 - m_bytes.size() % 32768;
-            if (room < 7) {
-                m_bytes.append(QByteArray(room, '\0'));
-                room = 32768;
-            }
-            const qsizetype n = std::min(left, room - 7);
-            const bool last = n == left;
-            const uint8_t type = first && last ? 1 : first ? 2 : last ? 4 : 3;
-            chunk(type, record.mid(at, n));
-            at += n;
-            left -= n;
-            first = false;
-        } while (left > 0);
-    }
-
-    void chunk(uint8_t type, const QByteArray &payload)
-    {
-        QByteArray typed(1, char(type));
-        typed += payload;
-        const uint32_t crc
-            = uint32_t(crc32(0L, reinterpret_cast<const Bytef *>(typed.constData()), uInt(typed.size())));
-        for (int i = 0; i < 4; ++i)
-            m_bytes.append(char((crc >> (8 * i)) & 0xFF));
-        m_bytes.append(char(payload.size() & 0xFF));
-        m_bytes.append(char(payload.size() >> 8));
-        m_bytes += typed;
-    }
-
-    const QByteArray &bytes() const { return m_bytes; }
-
-private:
-    QByteArray m_bytes;
-};
 
 QByteArray record(int n, int seed)
 {
