@@ -265,9 +265,14 @@ void walk(const QString &dir, const QString &relDir, FolderIds *visited, std::ve
             if (visited->insert({st.st_dev, st.st_ino}).second) {
                 walk(p, rel, visited, found, scan);
             } else {
-                // A loop where the link leads to a folder it is in; else a second way to a folder read already.
-                const QString to = QFileInfo(p).canonicalFilePath(), from = QFileInfo(dir).canonicalFilePath();
-                const bool loop = from == to || from.startsWith(to + QLatin1Char('/'));
+                // A loop where the link leads to a folder it is in (as reached, through links); else a second way
+                // to a folder read already (W&B's latest-run).
+                bool loop = false;
+                for (QString up = dir; !loop && !up.isEmpty(); up = up.section(QLatin1Char('/'), 0, -2)) {
+                    struct stat a;
+                    loop = ::stat(QFile::encodeName(up).constData(), &a) == 0 && a.st_dev == st.st_dev
+                        && a.st_ino == st.st_ino;
+                }
                 scan->unreadable.emplace_back(rel,
                     loop ? QStringLiteral("a link to %1, a folder already read here (a loop); not read twice")
                                .arg(target())

@@ -57,12 +57,13 @@ bool scanWandbLog(QByteArrayView bytes, int64_t from, const std::function<bool(i
     int64_t pendingOffset = -1;
     bool recovering = false; // after a damaged chunk: continuations skipped up to the next record's start
     // A damaged chunk is said at its offset; reading goes on at the next block, as W&B's own reader recovers.
-    const auto damaged = [&](int64_t offset, const QString &why) {
+    // `where`: the chunk met (the damage may be said at the record it began).
+    const auto damaged = [&](int64_t offset, const QString &why, int64_t where = -1) {
         problems->push_back({{}, offset, why + QStringLiteral("; read on from the next block")});
         pending.clear();
         pendingOffset = -1;
         recovering = true;
-        at = (offset / kWandbLogBlockSize + 1) * kWandbLogBlockSize;
+        at = ((where < 0 ? offset : where) / kWandbLogBlockSize + 1) * kWandbLogBlockSize;
     };
     while (at < size) {
         const int64_t blockEnd = (at / kWandbLogBlockSize + 1) * kWandbLogBlockSize;
@@ -157,6 +158,11 @@ bool scanWandbLog(QByteArrayView bytes, int64_t from, const std::function<bool(i
                 continue;
             }
             pending += payload;
+            if (pending.size() > kWandbMaxRecord) {
+                damaged(
+                    pendingOffset, QStringLiteral("a record longer than %1 MiB").arg(kWandbMaxRecord >> 20), chunkAt);
+                continue;
+            }
             if (type == kLast) {
                 const int64_t recordAt = pendingOffset;
                 pendingOffset = -1;

@@ -29,6 +29,8 @@ struct WandbLogRecord {
 
 constexpr int kWandbLogHeaderSize = 7;
 constexpr int64_t kWandbLogBlockSize = 32768;
+// The longest record read (a history row is a few hundred bytes, a config some kilobytes): a longer one is damage.
+constexpr qsizetype kWandbMaxRecord = qsizetype(64) << 20;
 
 // Whether bytes start with the header W&B writes (version 0); *why otherwise.
 bool isWandbLogHeader(const QByteArray &bytes, QString *why);

@@ -202,8 +202,14 @@ private Q_SLOTS:
                 QVERIFY2(!s.key.stat.startsWith(QLatin1String("samples")) && s.key.stat != QLatin1String("note"),
                     qPrintable(s.key.stat));
         }
-        // files/output.log is the console the log holds: not read again.
+        // files/output.log is the console the log holds: not read again. wandb/latest-run, a second way to the
+        // newest run's folder, is read as that folder and said as no loop.
         QVERIFY(report.unrecognised.filter(QStringLiteral("files/output.log")).size() == 3);
+        QCOMPARE(report.unreadable.size(), size_t(1));
+        QCOMPARE(report.unreadable.front().first, QStringLiteral("wandb/latest-run"));
+        QVERIFY2(report.unreadable.front().second.contains(QLatin1String("read here already"))
+                && !report.unreadable.front().second.contains(QLatin1String("loop")),
+            qPrintable(report.unreadable.front().second));
     }
 
     // A log cut at every byte of its last block: every complete record before the cut read (its history rows),
