@@ -346,10 +346,15 @@ private:
 
     void summary(const wandb::SummaryRecord &s)
     {
+        // wandb-core mirrors each history row into the summary, with the row's _step: those keys are the
+        // history's (a read of a grown log may not see their rows). What the program set in the summary itself
+        // (run.summary["eval/accuracy"] = ...) comes without one.
         bool hasMedia = false;
         for (const wandb::Item &item : s.update()) {
             const int n = item.nested_key_size();
             hasMedia = hasMedia || (n >= 2 && item.nested_key(n - 1) == "_type");
+            if ((n == 1 && item.nested_key(0) == "_step") || (n == 0 && item.key() == "_step"))
+                return;
         }
         std::vector<std::string> media;
         if (hasMedia) {

@@ -5,7 +5,9 @@
 //   media, tables and histograms (a subtree with a `_type`) and text counted and said once, never series;
 // - config (the run's and later updates): flattened as any JSON config (keys joined with '.'), so precision and
 //   recipe are inferred from it; `_wandb` (W&B's own) left out;
-// - summary: a key no history row logs is a series of its own (source "wandb-summary") at the last step;
+// - summary: a key the program set in the summary itself (not the mirror of a history row wandb-core writes, which
+//   carries the row's _step) and no history row logs is a series of its own (source "wandb-summary") at the last
+//   step;
 // - console (output_raw and output records): the chunks joined into lines, carriage-return redraws and terminal
 //   colours taken out, read as a Megatron log is (its iteration lines, arguments and version lines count);
 // - telemetry and environment: the Python, wandb, transformers and CUDA versions; the run's notes.
