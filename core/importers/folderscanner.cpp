@@ -469,9 +469,9 @@ FolderScan scanFolder(const QString &folder, const ScanOptions &options)
 
     // A logger's run folder (the folder of a W&B run-<id>.wandb, an MLflow file-store run's folder) is a run of its
     // own, wherever it sits (wandb/ and mlruns/<experiment>/ hold runs side by side): its files are that run's. A
-    // W&B run's files/ copies of what its log holds (the console, the config, the summary, the metadata) are not
-    // read again; an MLflow run's metrics/, params/ and tags/ are read with its meta.yaml, and its experiment's
-    // meta.yaml with it. The other files are divided as always.
+    // W&B run's files/ copies of what its log holds (the console, the config, the summary, the metadata) are read
+    // through the log, not again (nor listed as files left unread); an MLflow run's metrics/, params/ and tags/ are
+    // read with its meta.yaml, and its experiment's meta.yaml with it. The other files are divided as always.
     std::map<QString, size_t> loggerFolders; // folder -> the file its run is read from
     std::vector<bool> keep(scan.files.size(), true);
     for (size_t i = 0; i < scan.files.size(); ++i) {
@@ -511,7 +511,6 @@ FolderScan scanFolder(const QString &folder, const ScanOptions &options)
         const bool wandb = scan.files[loggerFolders.at(*loggerFolder)].importer->name() == QLatin1String("wandb");
         if (wandb && within.startsWith(QLatin1String("files/")) && copies.contains(within.mid(6))) {
             keep[i] = false;
-            scan.unrecognised << rel;
             continue;
         }
         runFolder[i] = *loggerFolder;

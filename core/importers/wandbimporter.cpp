@@ -176,7 +176,7 @@ public:
                 QStringList names;
                 for (const std::string &k : keys.second)
                     names << QString::fromStdString(k);
-                kinds << QStringLiteral("%1 %2 (%3)")
+                kinds << QStringLiteral("%1 %2 (keys: %3)")
                              .arg(keys.first)
                              .arg(QString::fromStdString(type), names.join(QStringLiteral(", ")));
             }
@@ -189,7 +189,7 @@ public:
             for (const std::string &k : m_textKeys)
                 names << QString::fromStdString(k);
             m_sink.problem(m_firstText, -1,
-                QStringLiteral("%1 history values that are not numbers (text, lists) are not read: %2")
+                QStringLiteral("%1 history values that are not numbers (text, lists) are not read (keys: %2)")
                     .arg(m_textValues)
                     .arg(names.join(QStringLiteral(", "))));
         }

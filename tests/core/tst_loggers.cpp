@@ -202,9 +202,10 @@ private Q_SLOTS:
                 QVERIFY2(!s.key.stat.startsWith(QLatin1String("samples")) && s.key.stat != QLatin1String("note"),
                     qPrintable(s.key.stat));
         }
-        // files/output.log is the console the log holds: not read again. wandb/latest-run, a second way to the
-        // newest run's folder, is read as that folder and said as no loop.
-        QVERIFY(report.unrecognised.filter(QStringLiteral("files/output.log")).size() == 3);
+        // files/output.log is the console the log holds: not read again, nor listed as a file left unread.
+        // wandb/latest-run, a second way to the newest run's folder, is read as that folder and said as no loop.
+        QVERIFY2(report.unrecognised.filter(QStringLiteral("files/")).size() == 1, // the table's media
+            qPrintable(report.unrecognised.join(QLatin1Char(' '))));
         QCOMPARE(report.unreadable.size(), size_t(1));
         QCOMPARE(report.unreadable.front().first, QStringLiteral("wandb/latest-run"));
         QVERIFY2(report.unreadable.front().second.contains(QLatin1String("read here already"))
@@ -227,6 +228,7 @@ private Q_SLOTS:
         int64_t endOfLast = 0;
         std::vector<Problem> damage;
         int64_t previousEnd = kWandbLogHeaderSize;
+        std::vector<int64_t> ends; // of every record
         QVERIFY(scanWandbLog(
             whole, kWandbLogHeaderSize,
             [&](int64_t offset, QByteArrayView payload) {
@@ -255,6 +257,7 @@ private Q_SLOTS:
                 if (i < payload.size() && payload[i] == 0x12 && payload.contains(QByteArrayView("train/loss")))
                     historyRecords.emplace_back(offset, end);
                 previousEnd = end;
+                ends.push_back(end);
                 return true;
             },
             &endOfLast, &damage));
@@ -264,14 +267,24 @@ private Q_SLOTS:
         const QString path = dir.filePath(QStringLiteral("run-x.wandb"));
         write(path, whole);
         const int64_t lastBlock = (int64_t(whole.size()) - 1) / kWandbLogBlockSize * kWandbLogBlockSize;
+        // Each cut read on from the last record that ends before the last block (as a grown log is read), the
+        // whole log from its start.
+        int64_t readFrom = kWandbLogHeaderSize;
+        for (const int64_t e : ends) {
+            if (e <= lastBlock)
+                readFrom = std::max(readFrom, e);
+        }
         WandbImporter importer;
         for (int64_t cut = whole.size(); cut >= lastBlock; --cut) {
             QVERIFY(QFile::resize(path, cut));
             CollectingSink sink;
-            const ReadPosition end = importer.read(path, {}, sink);
-            int64_t expectedRows = 0, expectedEnd = kWandbLogHeaderSize;
+            const int64_t from = cut == whole.size() ? kWandbLogHeaderSize : readFrom;
+            ReadPosition position;
+            position.offset = from;
+            const ReadPosition end = importer.read(path, position, sink);
+            int64_t expectedRows = 0, expectedEnd = from;
             for (const auto &[start, stop] : historyRecords) {
-                if (stop <= cut) {
+                if (start >= from && stop <= cut) {
                     ++expectedRows;
                     expectedEnd = std::max(expectedEnd, stop);
                 }
