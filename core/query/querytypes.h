@@ -68,7 +68,7 @@ struct Run {
 
 // Which run another is compared with, and why (core/query/pairing.h has the rule).
 struct Pairing {
-    enum class Basis { None, Manifest, OnlyBaseline, Config, Steps, Name };
+    enum class Basis { None, Manifest, OnlyBaseline, Config, Steps, Name, Group };
     RunRef baseline; // invalid when there is none
     Basis basis = Basis::None;
     QString reason; // one sentence for people

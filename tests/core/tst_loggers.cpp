@@ -8,6 +8,8 @@
 #include "core/importers/mlflowimporters.h"
 #include "core/importers/wandbimporter.h"
 #include "core/importers/wandblog.h"
+#include "core/query/catalog.h"
+#include "core/query/pairing.h"
 #include "core/store/runstore.h"
 #include "folderfixture.h"
 #include "testmain.h"
@@ -429,6 +431,18 @@ private Q_SLOTS:
             QCOMPARE(r->notes, run + QStringLiteral(" notes"));
         }
         QCOMPARE(store.run(QStringLiteral("fs-bf16"))->precision, QStringLiteral("bf16"));
+        {
+            // Each FP8 run's baseline: the only BF16 run of its experiment (two are open).
+            Catalog catalog;
+            QVERIFY2(catalog.open(dir.path(), &error), qPrintable(error));
+            for (const auto &[run, baseline] : {std::pair(QStringLiteral("fp8-mx"), QStringLiteral("bf16-ref")),
+                     std::pair(QStringLiteral("fs-fp8"), QStringLiteral("fs-bf16"))}) {
+                const Pairing p = catalog.pairing(catalog.findRun(run)->ref);
+                QCOMPARE(basisName(p.basis), QStringLiteral("group"));
+                QCOMPARE(catalog.run(p.baseline)->name, baseline);
+                QVERIFY2(p.reason.contains(QLatin1String("the only one of its group")), qPrintable(p.reason));
+            }
+        }
         QVERIFY(!store.run(QStringLiteral("discarded")));
         QCOMPARE(problemTexts(store).filter(QStringLiteral("deleted")).size(), 2); // one a store
 
