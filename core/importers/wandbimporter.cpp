@@ -406,8 +406,47 @@ private:
         }
     }
 
+public:
+    // Where the console text still waiting for its newline began: a read of a log being written that ends there
+    // is read on from that record next time (W&B writes a line and its newline as two records), so that no line
+    // is lost between two reads.
+    struct Held {
+        int64_t offset = -1; // -1: nothing waits
+        int64_t records = 0; // the records before it
+        StepPlacement steps; // where the steps stood before it
+    };
+
+    bool consoleWaiting(Held *held) const
+    {
+        // A progress bar redrawn by carriage returns may wait for hours: never held for.
+        if (m_held.offset < 0 || m_stdout.find('\r') != std::string::npos || m_stderr.find('\r') != std::string::npos)
+            return false;
+        *held = m_held;
+        return true;
+    }
+
+    // The console's last line without its newline, as a line (a log that has stopped growing).
+    void flushConsole(int64_t offset)
+    {
+        for (std::string *pending : {&m_stdout, &m_stderr}) {
+            if (!pending->empty()) {
+                *pending += '\n';
+                wandb::OutputRecord none;
+                none.set_output_type(pending == &m_stderr ? 0 : 1);
+                console(offset, none);
+            }
+        }
+    }
+
+private:
     void console(int64_t offset, const wandb::OutputRecord &o)
     {
+        if (m_stdout.empty() && m_stderr.empty()) {
+            m_held.offset = offset;
+            m_held.records = m_record - 1;
+            m_console.finish(&m_held.steps);
+            m_held.steps.lastRow = m_lastStep;
+        }
         std::string &pending = o.output_type() == 0 ? m_stderr : m_stdout;
         pending += o.line();
         size_t start = 0;
@@ -425,6 +464,8 @@ private:
             const size_t cr = pending.rfind('\r');
             pending.erase(0, cr == std::string::npos ? pending.size() : cr);
         }
+        if (m_stdout.empty() && m_stderr.empty())
+            m_held.offset = -1;
     }
 
     void telemetry(const wandb::TelemetryRecord &t)
@@ -465,6 +506,7 @@ private:
     // of a grown log drops those after where the last read stopped).
     int64_t m_record;
     int64_t m_firstMedia = 0, m_firstText = 0;
+    Held m_held;
     std::string m_stdout, m_stderr;
     std::unordered_map<std::string, int64_t> m_series;
     std::set<std::string> m_historyKeys;
@@ -519,14 +561,25 @@ ReadPosition WandbImporter::read(const QString &path, const ReadPosition &from, 
         &stop, &problems);
     for (const Problem &p : problems)
         sink.problem(0, p.offset, p.message);
+    // A log not changed for a while is taken as finished: its console's last line without a newline is read.
+    const bool settled
+        = f.fileTime(QFileDevice::FileModificationTime).secsTo(QDateTime::currentDateTime()) >= kSettledSeconds;
+    if (settled)
+        reader.flushConsole(stop);
     reader.finish(&end);
     end.offset = stop;
+    Reader::Held held;
+    if (!settled && reader.consoleWaiting(&held)) {
+        end.offset = held.offset;
+        end.line = held.records;
+        end.steps = held.steps;
+        end.pendingTail = true;
+    }
     // Bytes after the last complete record: a record still being written, or a log cut short. Said once the log
     // has settled (a run being written finishes its record soon).
     if (stop < size && problems.empty()) {
-        const qint64 age = f.fileTime(QFileDevice::FileModificationTime).secsTo(QDateTime::currentDateTime());
-        end.pendingTail = age < kSettledSeconds;
-        if (!end.pendingTail)
+        end.pendingTail = end.pendingTail || !settled;
+        if (settled)
             sink.problem(end.line + 1, stop,
                 QStringLiteral("the log ends inside a record (%1 bytes after the last whole one at offset %2): cut "
                                "short; every whole record before it is read")

@@ -321,10 +321,26 @@ private Q_SLOTS:
             QString(), QString(), QStringLiteral("train/loss"), QStringLiteral("wandb"), QString()};
         const SeriesKey lmLoss {
             QString(), QString(), QStringLiteral("lm loss"), QStringLiteral("megatron-log"), QString()};
+        // W&B writes a console line and its newline as two records: the offsets of the newlines' records (an
+        // output_raw record, field 13, whose last field is its line, field 3, "\n").
+        std::vector<int64_t> newlines;
+        int64_t stop = 0;
+        std::vector<Problem> damage;
+        scanWandbLog(
+            whole, kWandbLogHeaderSize,
+            [&](int64_t offset, QByteArrayView payload) {
+                if (payload.contains(QByteArrayView("\x6a", 1)) && payload.endsWith(QByteArrayView("\x1a\x01\n", 3)))
+                    newlines.push_back(offset);
+                return true;
+            },
+            &stop, &damage);
+        QVERIFY(newlines.size() > 100);
+        // Cuts inside a record, and between a line and its newline: what a writer between two writes leaves.
+        const std::vector<int64_t> cuts {int64_t(double(whole.size()) * 0.2) - 3, newlines[newlines.size() * 2 / 5],
+            int64_t(double(whole.size()) * 0.6) - 3, newlines[newlines.size() * 4 / 5], int64_t(whole.size())};
         int resumed = 0;
-        for (const double share : {0.2, 0.45, 0.7, 1.0}) {
-            // A cut inside a record: what a writer between two writes leaves.
-            write(log, whole.left(qsizetype(double(whole.size()) * share) - (share < 1 ? 3 : 0)));
+        for (const int64_t cut : cuts) {
+            write(log, whole.left(qsizetype(cut)));
             const IngestReport r = store.ingest();
             QCOMPARE(r.filesFailed, 0);
             resumed += r.filesResumed;
