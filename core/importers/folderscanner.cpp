@@ -544,7 +544,8 @@ FolderScan scanFolder(const QString &folder, const ScanOptions &options)
             return w->name;
         if (w != loggedNames.cend() && choice <= 1 && !w->id.isEmpty())
             return w->id;
-        return choice <= 1 || dir.isEmpty() ? leaf(dir) : dir;
+        // The opened folder's own run, beside a subfolder of its name: named apart.
+        return choice <= 1 ? leaf(dir) : dir.isEmpty() ? opened + QStringLiteral(" (top level)") : dir;
     };
     QHash<QString, int> choice; // 0: its own name, 1: its id, 2: its path
     for (size_t i = 0; i < scan.files.size(); ++i) {

@@ -1,6 +1,7 @@
 #include "mlflowimporters.h"
 
 #include "configlimits.h"
+#include "otherimporters.h"
 
 #include <QDir>
 #include <QDirIterator>
@@ -100,7 +101,7 @@ public:
     Query(const Db &db, const char *sql)
         : m_db(db.handle())
     {
-        m_ok = sqlite3_prepare_v2(m_db, sql, -1, &m_stmt, nullptr) == SQLITE_OK;
+        m_ok = sqlite3_prepare_v2(m_db, sql, -1, &m_stmt, nullptr) == SQLITE_OK && m_stmt;
     }
     ~Query() { sqlite3_finalize(m_stmt); }
     bool ok() const { return m_ok; }
@@ -118,7 +119,12 @@ public:
         m_ok = rc == SQLITE_ROW || rc == SQLITE_DONE;
         return rc == SQLITE_ROW;
     }
-    void reset() { sqlite3_reset(m_stmt); }
+    // Ready to run again (after an error too: one busy run does not stop the next ones).
+    void reset()
+    {
+        sqlite3_reset(m_stmt);
+        m_ok = m_stmt != nullptr;
+    }
     QString text(int i) const
     {
         const auto *t = reinterpret_cast<const char *>(sqlite3_column_text(m_stmt, i));
@@ -154,6 +160,10 @@ YAML::Node loadYaml(const QString &path, QString *error)
         return {};
     }
     const QByteArray bytes = f.read(kMaxConfigBytes);
+    if (yamlNesting(bytes) > kMaxConfigDepth) {
+        *error = QStringLiteral("YAML nested deeper than %1 levels").arg(kMaxConfigDepth);
+        return {};
+    }
     try {
         return YAML::Load(bytes.toStdString());
     } catch (const YAML::Exception &e) {

@@ -141,6 +141,7 @@ public:
     Reader(IngestSink &sink, const ReadPosition &from)
         : m_sink(sink)
         , m_console(sink, from.steps)
+        , m_fromSteps(from.steps)
         , m_lastStep(from.steps.lastRow)
         , m_record(from.line)
     {
@@ -161,6 +162,9 @@ public:
         default: break;
         }
     }
+
+    // A record that is no Record message: counted; its number.
+    int64_t skip() { return ++m_record; }
 
     // What the read leaves: the summary's own keys, what was skipped (said once), where the steps stand.
     void finish(ReadPosition *end)
@@ -212,9 +216,9 @@ private:
     }
 
     // The keys of a record's media objects (a subtree with a `_type` leaf), counted by type.
-    std::vector<std::string> mediaPrefixes(const google::protobuf::RepeatedPtrField<wandb::Item> &items)
+    std::set<std::string> mediaPrefixes(const google::protobuf::RepeatedPtrField<wandb::Item> &items)
     {
-        std::vector<std::string> prefixes;
+        std::set<std::string> prefixes;
         for (const wandb::Item &item : items) {
             const int n = item.nested_key_size();
             if (n < 2 || item.nested_key(n - 1) != "_type")
@@ -226,9 +230,21 @@ private:
             if (type.size() >= 2 && type.front() == '"')
                 type = type.substr(1, type.size() - 2);
             noteMedia(type, prefix);
-            prefixes.push_back(prefix + '/');
+            prefixes.insert(prefix + '/');
         }
         return prefixes;
+    }
+
+    // Whether a key lies in a media object: one of its '/'-prefixes is one of theirs.
+    static bool inMedia(const std::string &key, const std::set<std::string> &media)
+    {
+        if (media.empty())
+            return false;
+        for (size_t slash = key.find('/'); slash != std::string::npos; slash = key.find('/', slash + 1)) {
+            if (media.count(key.substr(0, slash + 1)) > 0)
+                return true;
+        }
+        return false;
     }
 
     void noteMedia(const std::string &type, const std::string &key)
@@ -291,7 +307,9 @@ private:
     void history(const wandb::HistoryRecord &h)
     {
         // The row's step: its `_step` (wandb-core also sets the HistoryStep), else the next after the last row.
-        int64_t step = h.has_step() ? h.step().num() : m_lastStep + 1;
+        int64_t step = h.has_step()                            ? h.step().num()
+            : m_lastStep < std::numeric_limits<int64_t>::max() ? m_lastStep + 1
+                                                               : m_lastStep;
         double wall = NAN;
         bool hasMedia = false;
         for (const wandb::Item &item : h.item()) {
@@ -299,7 +317,8 @@ private:
             const std::string &top = n > 0 ? item.nested_key(0) : item.key();
             if (top == "_step" && n <= 1) {
                 double v;
-                if (itemValue(item, &v) && std::isfinite(v))
+                // Within int64_t's range (the cast of a larger double is undefined).
+                if (itemValue(item, &v) && std::abs(v) < 9.2e18)
                     step = int64_t(v);
             } else if (top == "_timestamp" && n <= 1) {
                 double v;
@@ -308,7 +327,7 @@ private:
             }
             hasMedia = hasMedia || (n >= 2 && item.nested_key(n - 1) == "_type");
         }
-        const std::vector<std::string> media = hasMedia ? mediaPrefixes(h.item()) : std::vector<std::string>();
+        const std::set<std::string> media = hasMedia ? mediaPrefixes(h.item()) : std::set<std::string>();
         for (const wandb::Item &item : h.item()) {
             const int n = item.nested_key_size();
             const std::string &top = n > 0 ? item.nested_key(0) : item.key();
@@ -316,10 +335,7 @@ private:
                 continue; // W&B's own: _step, _runtime, _timestamp, _wandb
             const std::string key = itemKey(item, '/');
             if (hasMedia) {
-                bool inMedia = false;
-                for (const std::string &p : media)
-                    inMedia = inMedia || key.starts_with(p);
-                if (inMedia)
+                if (inMedia(key, media))
                     continue;
             }
             double v;
@@ -356,7 +372,7 @@ private:
             if ((n == 1 && item.nested_key(0) == "_step") || (n == 0 && item.key() == "_step"))
                 return;
         }
-        std::vector<std::string> media;
+        std::set<std::string> media;
         if (hasMedia) {
             // The summary repeats the history's media: noted there already.
             const auto saved = m_media;
@@ -371,11 +387,8 @@ private:
             if (top.empty() || top.front() == '_')
                 continue;
             const std::string key = itemKey(item, '/');
-            bool inMedia = false;
-            for (const std::string &p : media)
-                inMedia = inMedia || key.starts_with(p);
             double v;
-            if (!inMedia && itemValue(item, &v))
+            if (!inMedia(key, media) && itemValue(item, &v))
                 m_summary[key] = v;
         }
         for (const wandb::Item &item : s.remove())
@@ -410,16 +423,18 @@ public:
     // Where the console text still waiting for its newline began: a read of a log being written that ends there
     // is read on from that record next time (W&B writes a line and its newline as two records), so that no line
     // is lost between two reads.
+    static constexpr int64_t kMaxHeld = int64_t(1) << 20;
     struct Held {
         int64_t offset = -1; // -1: nothing waits
         int64_t records = 0; // the records before it
         StepPlacement steps; // where the steps stood before it
     };
 
-    bool consoleWaiting(Held *held) const
+    // `stop`: where the read ends. Text that waits longer than kMaxHeld bytes of log (a progress bar redrawn by
+    // carriage returns, a write that never ends its line) is not held for: each read would read it again.
+    bool consoleWaiting(int64_t stop, Held *held) const
     {
-        // A progress bar redrawn by carriage returns may wait for hours: never held for.
-        if (m_held.offset < 0 || m_stdout.find('\r') != std::string::npos || m_stderr.find('\r') != std::string::npos)
+        if (m_held.offset < 0 || stop - m_held.offset > kMaxHeld)
             return false;
         *held = m_held;
         return true;
@@ -444,6 +459,7 @@ private:
         if (m_stdout.empty() && m_stderr.empty()) {
             m_held.offset = offset;
             m_held.records = m_record - 1;
+            m_held.steps = m_fromSteps;
             m_console.finish(&m_held.steps);
             m_held.steps.lastRow = m_lastStep;
         }
@@ -462,7 +478,10 @@ private:
         // last redraw.
         if (pending.size() > size_t(kMaxLine)) {
             const size_t cr = pending.rfind('\r');
-            pending.erase(0, cr == std::string::npos ? pending.size() : cr);
+            if (cr == std::string::npos || cr == 0 || pending.size() - cr > size_t(kMaxLine))
+                pending.clear(); // no redraw to keep, or one longer than a line: no line
+            else
+                pending.erase(0, cr);
         }
         if (m_stdout.empty() && m_stderr.empty())
             m_held.offset = -1;
@@ -506,6 +525,7 @@ private:
     // of a grown log drops those after where the last read stopped).
     int64_t m_record;
     int64_t m_firstMedia = 0, m_firstText = 0;
+    StepPlacement m_fromSteps;
     Held m_held;
     std::string m_stdout, m_stderr;
     std::unordered_map<std::string, int64_t> m_series;
@@ -549,18 +569,24 @@ ReadPosition WandbImporter::read(const QString &path, const ReadPosition &from, 
     wandb::Record record;
     int64_t stop = 0;
     std::vector<Problem> problems;
+    // Each problem's line is the number of the record it was met in (after the last whole one before it), so that
+    // a later read of a grown log drops and says again only those of what it reads again.
+    std::vector<int64_t> recordAt; // the offsets of the records read
     scanWandbLog(
         bytes, from.offset,
         [&](int64_t offset, QByteArrayView payload) {
+            recordAt.push_back(offset);
             if (record.ParseFromArray(payload.data(), int(payload.size())))
                 reader.record(offset, record);
             else
-                sink.problem(0, offset, QStringLiteral("a record that is no W&B Record message; skipped"));
+                sink.problem(reader.skip(), offset, QStringLiteral("a record that is no W&B Record message; skipped"));
             return true;
         },
         &stop, &problems);
-    for (const Problem &p : problems)
-        sink.problem(0, p.offset, p.message);
+    for (const Problem &p : problems) {
+        const auto before = std::lower_bound(recordAt.begin(), recordAt.end(), p.offset) - recordAt.begin();
+        sink.problem(from.line + int64_t(before) + 1, p.offset, p.message);
+    }
     // A log not changed for a while is taken as finished: its console's last line without a newline is read.
     const bool settled
         = f.fileTime(QFileDevice::FileModificationTime).secsTo(QDateTime::currentDateTime()) >= kSettledSeconds;
@@ -569,7 +595,7 @@ ReadPosition WandbImporter::read(const QString &path, const ReadPosition &from, 
     reader.finish(&end);
     end.offset = stop;
     Reader::Held held;
-    if (!settled && reader.consoleWaiting(&held)) {
+    if (!settled && reader.consoleWaiting(stop, &held)) {
         end.offset = held.offset;
         end.line = held.records;
         end.steps = held.steps;

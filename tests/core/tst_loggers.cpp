@@ -16,6 +16,7 @@
 #include "wandbwriter.h"
 
 #include <QDirIterator>
+#include <QElapsedTimer>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -81,6 +82,37 @@ public:
     std::map<QString, std::map<int64_t, double>> points;
     std::vector<std::pair<int64_t, QString>> problems;
 };
+
+// Protobuf's wire form, enough for hand-made W&B records.
+QByteArray varint(uint64_t v)
+{
+    QByteArray out;
+    while (v >= 0x80) {
+        out += char((v & 0x7F) | 0x80);
+        v >>= 7;
+    }
+    return out + char(v);
+}
+
+QByteArray field(int number, const QByteArray &bytes)
+{
+    return varint(uint64_t(number) << 3 | 2) + varint(uint64_t(bytes.size())) + bytes;
+}
+
+// A history record (Record field 2) of items {nested_key: key, value_json: json}.
+QByteArray historyRecord(const std::vector<std::pair<QByteArray, QByteArray>> &items)
+{
+    QByteArray history;
+    for (const auto &[key, json] : items)
+        history += field(1, field(2, key) + field(16, json));
+    return field(2, history);
+}
+
+// A raw console record (Record field 13: output_raw, its line field 3).
+QByteArray consoleRecord(const QByteArray &text)
+{
+    return field(13, varint(1 << 3) + varint(1) + field(3, text));
+}
 
 QString configOf(const RunStore &store, const QString &run, const QString &key)
 {
@@ -408,6 +440,74 @@ private Q_SLOTS:
         WandbImporter().read(path, {}, other);
         QCOMPARE(other.problems.size(), size_t(1));
         QVERIFY(other.problems.front().second.contains(QLatin1String("version 1")));
+    }
+
+    // Hostile records within bounds: a _step past int64_t's range (a row's step then follows the last), a
+    // console line that never ends (a carriage return first, then 3 MiB without one: dropped, not kept), a
+    // history row of 20,000 media objects (checked in time linear in its keys).
+    void hostileRecordsWithinBounds()
+    {
+        LogWriter w;
+        w.add(historyRecord({{"_step", "5"}, {"loss", "1.5"}}));
+        w.add(historyRecord({{"_step", "1e300"}, {"loss", "2.5"}}));
+        w.add(historyRecord({{"_step", "-Infinity"}, {"loss", "3.5"}}));
+        w.add(consoleRecord("\r"));
+        for (int i = 0; i < 100; ++i)
+            w.add(consoleRecord(QByteArray(30000, 'A')));
+        w.add(consoleRecord("\n iteration        9/      10 | lm loss: 4.000000E+00 |\n"));
+        QByteArray media;
+        for (int i = 0; i < 20000; ++i) {
+            const QByteArray key = "img" + QByteArray::number(i);
+            media += field(1, field(2, key) + field(2, "_type") + field(16, "\"image-file\""));
+            media += field(1, field(2, key) + field(2, "width") + field(16, "64"));
+        }
+        w.add(field(
+            2, media + field(1, field(2, "_step") + field(16, "20")) + field(1, field(2, "acc") + field(16, "0.5"))));
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("run-x.wandb"));
+        write(path, w.bytes());
+        CollectingSink sink;
+        QElapsedTimer clock;
+        clock.start();
+        WandbImporter().read(path, {}, sink);
+        const auto &loss = sink.points[QStringLiteral("wandb:loss")];
+        QCOMPARE(loss.size(), size_t(3));
+        QCOMPARE(loss.at(5), 1.5);
+        QCOMPARE(loss.at(6), 2.5); // the step past int64_t's range: the next after 5
+        QCOMPARE(loss.at(7), 3.5);
+        QCOMPARE(sink.points[QStringLiteral("wandb:acc")].at(20), 0.5);
+        QCOMPARE(sink.points[QStringLiteral("megatron-log:lm loss")].at(9), 4.0); // the line after the endless one
+        for (const QString &name : sink.names)
+            QVERIFY2(!name.contains(QLatin1String("img")), qPrintable(name));
+        QVERIFY2(clock.elapsed() < 60000, qPrintable(QString::number(clock.elapsed()))); // not quadratic
+    }
+
+    // W&B runs named by their names, their ids where two share a name, their paths where two share that: the
+    // opened folder's own run too, never an empty name.
+    void runsNamedApart()
+    {
+        QTemporaryDir dir;
+        const QString exp = dir.filePath(QStringLiteral("exp"));
+        write(exp + QStringLiteral("/train.log"), " iteration        1/      10 | lm loss: 4.000000E+00 |\n");
+        const auto log = [&](const QString &folder, const QByteArray &id, const QByteArray &name) {
+            LogWriter w;
+            w.add(field(17, field(1, id) + field(8, name)));
+            write(exp + QLatin1Char('/') + folder + QStringLiteral("/run-") + QString::fromLatin1(id)
+                    + QStringLiteral(".wandb"),
+                w.bytes());
+        };
+        log(QStringLiteral("wandb/offline-run-1-exp"), "exp", "exp"); // its name and id the opened folder's
+        log(QStringLiteral("wandb/offline-run-2-ab12"), "ab12", "same");
+        log(QStringLiteral("wandb/offline-run-3-cd34"), "cd34", "same");
+        log(QStringLiteral("wandb/offline-run-4-ef56"), "ef56", "alone");
+        const FolderScan scan = scanFolder(exp);
+        QStringList names;
+        for (const ScannedFile &f : scan.files)
+            names << f.run;
+        names.sort();
+        QCOMPARE(names,
+            QStringList({QStringLiteral("ab12"), QStringLiteral("alone"), QStringLiteral("cd34"),
+                QStringLiteral("exp (top level)"), QStringLiteral("wandb/offline-run-1-exp")}));
     }
 
     // MLflow's SQLite store and file store as MLflow 3 writes them: each run named, its experiment its group,
