@@ -195,15 +195,18 @@ int runRuns(const QStringList &args)
             for (const VersionEntry &e : versions)
                 v.insert(e.package, e.version);
             array.append(QJsonObject {{QStringLiteral("name"), r.name}, {QStringLiteral("display_name"), r.displayName},
-                {QStringLiteral("precision"), r.precision}, {QStringLiteral("recipe"), r.recipe},
-                {QStringLiteral("baseline"), baselineName}, {QStringLiteral("pairing"), basisName(p.basis)},
-                {QStringLiteral("pairing_reason"), p.reason}, {QStringLiteral("versions"), v},
-                {QStringLiteral("series"), double(r.seriesCount)}, {QStringLiteral("points"), double(r.pointCount)}});
+                {QStringLiteral("group"), r.group}, {QStringLiteral("precision"), r.precision},
+                {QStringLiteral("recipe"), r.recipe}, {QStringLiteral("baseline"), baselineName},
+                {QStringLiteral("pairing"), basisName(p.basis)}, {QStringLiteral("pairing_reason"), p.reason},
+                {QStringLiteral("versions"), v}, {QStringLiteral("series"), double(r.seriesCount)},
+                {QStringLiteral("points"), double(r.pointCount)}});
             continue;
         }
         out << r.name << "\tprecision=" << (r.precision.isEmpty() ? QStringLiteral("?") : r.precision)
             << "\trecipe=" << r.recipe << "\tbaseline=" << baselineName << "\tseries=" << r.seriesCount
             << "\tpoints=" << r.pointCount << '\n';
+        if (!r.group.isEmpty())
+            out << "    group     " << r.group << '\n';
         out << "    baseline  " << (baseline ? baselineName : QStringLiteral("none")) << " (" << basisName(p.basis)
             << ": " << p.reason << ")\n";
         const QString key = keyVersionsText(versions);

@@ -3,7 +3,9 @@
 #include "compressedfile.h"
 #include "importers.h"
 #include "linereader.h"
+#include "mlflowimporters.h"
 #include "rankcopies.h"
+#include "wandbimporter.h"
 
 #include "core/tensors/safetensorsreader.h"
 
@@ -237,6 +239,9 @@ void walk(const QString &dir, const QString &relDir, FolderIds *visited, std::ve
             return;
         }
     }
+    // Links last: a folder reached both itself and through a link beside it (W&B's wandb/latest-run) is read as
+    // itself.
+    std::stable_partition(entries.begin(), entries.end(), [](const Entry &e) { return e.type != DT_LNK; });
     // What is not a regular file is looked at relative to the folder (open while its entries are: no walk of
     // the whole path per entry).
     const int folder = dirfd(d);
@@ -257,11 +262,22 @@ void walk(const QString &dir, const QString &relDir, FolderIds *visited, std::ve
                 link ? QStringLiteral("a link to %1, which does not exist").arg(target())
                      : QStringLiteral("cannot read: %1").arg(QString::fromLocal8Bit(std::strerror(errno))));
         } else if (S_ISDIR(st.st_mode)) {
-            if (visited->insert({st.st_dev, st.st_ino}).second)
+            if (visited->insert({st.st_dev, st.st_ino}).second) {
                 walk(p, rel, visited, found, scan);
-            else
+            } else {
+                // A loop where the link leads to a folder it is in (as reached, through links); else a second way
+                // to a folder read already (W&B's latest-run).
+                bool loop = false;
+                for (QString up = dir; !loop && !up.isEmpty(); up = up.section(QLatin1Char('/'), 0, -2)) {
+                    struct stat a;
+                    loop = ::stat(QFile::encodeName(up).constData(), &a) == 0 && a.st_dev == st.st_dev
+                        && a.st_ino == st.st_ino;
+                }
                 scan->unreadable.emplace_back(rel,
-                    QStringLiteral("a link to %1, a folder already read here (a loop); not read twice").arg(target()));
+                    loop ? QStringLiteral("a link to %1, a folder already read here (a loop); not read twice")
+                               .arg(target())
+                         : QStringLiteral("a link to %1, a folder read here already; not read twice").arg(target()));
+            }
         } else if (S_ISREG(st.st_mode)) {
             found->push_back({p, rel});
         } else {
@@ -451,26 +467,111 @@ FolderScan scanFolder(const QString &folder, const ScanOptions &options)
     if (scan.files.empty())
         return scan;
 
-    std::vector<size_t> all(scan.files.size());
-    for (size_t i = 0; i < all.size(); ++i)
-        all[i] = i;
+    // A logger's run folder (the folder of a W&B run-<id>.wandb, an MLflow file-store run's folder) is a run of its
+    // own, wherever it sits (wandb/ and mlruns/<experiment>/ hold runs side by side): its files are that run's. A
+    // W&B run's files/ copies of what its log holds (the console, the config, the summary, the metadata) are read
+    // through the log, not again (nor listed as files left unread); an MLflow run's metrics/, params/ and tags/ are
+    // read with its meta.yaml, and its experiment's meta.yaml with it. The other files are divided as always.
+    std::map<QString, size_t> loggerFolders; // folder -> the file its run is read from
+    std::vector<bool> keep(scan.files.size(), true);
+    for (size_t i = 0; i < scan.files.size(); ++i) {
+        const QString kind = scan.files[i].importer->name();
+        if (kind == QLatin1String("mlflow-experiment"))
+            keep[i] = false;
+        if (kind != QLatin1String("wandb") && kind != QLatin1String("mlflow-run"))
+            continue;
+        const QString &rel = scan.files[i].relativePath;
+        const qsizetype slash = rel.lastIndexOf(QLatin1Char('/'));
+        loggerFolders.emplace(slash < 0 ? QString() : rel.left(slash), i);
+    }
+    const auto loggerFolderOf = [&](const QString &rel) {
+        const QString *found = nullptr;
+        for (const auto &[folder, log] : loggerFolders) {
+            if ((folder.isEmpty() || (rel.startsWith(folder) && rel.at(folder.size()) == QLatin1Char('/')))
+                && (!found || folder.size() > found->size()))
+                found = &folder;
+        }
+        return found;
+    };
     std::vector<QString> runFolder(scan.files.size());
-    scan.workspace = Grouper(scan.files, &runFolder).group(QString(), all);
+    std::vector<size_t> others;
+    for (size_t i = 0; i < scan.files.size(); ++i) {
+        if (!keep[i])
+            continue;
+        const QString &rel = scan.files[i].relativePath;
+        const QString *loggerFolder = loggerFolderOf(rel);
+        if (!loggerFolder) {
+            others.push_back(i);
+            continue;
+        }
+        static const QSet<QString> copies {QStringLiteral("output.log"), QStringLiteral("config.yaml"),
+            QStringLiteral("wandb-summary.json"), QStringLiteral("wandb-metadata.json"),
+            QStringLiteral("wandb-history.jsonl"), QStringLiteral("wandb-events.jsonl")};
+        const QString within = loggerFolder->isEmpty() ? rel : rel.mid(loggerFolder->size() + 1);
+        const bool wandb = scan.files[loggerFolders.at(*loggerFolder)].importer->name() == QLatin1String("wandb");
+        if (wandb && within.startsWith(QLatin1String("files/")) && copies.contains(within.mid(6))) {
+            keep[i] = false;
+            continue;
+        }
+        runFolder[i] = *loggerFolder;
+    }
+    // What an MLflow run's meta.yaml reads is no file left unread.
+    scan.unrecognised.removeIf([&](const QString &rel) {
+        const QString *folder = loggerFolderOf(rel);
+        if (!folder || scan.files[loggerFolders.at(*folder)].importer->name() != QLatin1String("mlflow-run"))
+            return false;
+        const QString within = folder->isEmpty() ? rel : rel.mid(folder->size() + 1);
+        return within.startsWith(QLatin1String("metrics/")) || within.startsWith(QLatin1String("params/"))
+            || within.startsWith(QLatin1String("tags/"));
+    });
+    if (!others.empty())
+        scan.workspace = Grouper(scan.files, &runFolder).group(QString(), others);
 
-    // Names: the folder's own name, unless two run folders share it.
+    // Names: the folder's own name, unless two run folders share it; a logger's run its name (its id where two
+    // share it, its folder's path where two share that).
     const QString opened = QFileInfo(QDir(folder).absolutePath()).fileName();
     auto leaf = [&](const QString &dir) { return dir.isEmpty() ? opened : dir.section(QLatin1Char('/'), -1); };
-    QHash<QString, int> leafCount;
-    for (const QString &dir : runFolder) {
-        if (!scan.runOfFolder.contains(dir)) {
-            scan.runOfFolder.insert(dir, QString());
-            ++leafCount[leaf(dir)];
+    QHash<QString, LoggedRunName> loggedNames;
+    for (const auto &[dir, log] : loggerFolders) {
+        const ScannedFile &f = scan.files[log];
+        loggedNames.insert(dir,
+            f.importer->name() == QLatin1String("wandb") ? wandbRunName(f.absolutePath)
+                                                         : mlflowRunName(f.absolutePath));
+    }
+    const auto nameOf = [&](const QString &dir, int choice) {
+        const auto w = loggedNames.constFind(dir);
+        if (w != loggedNames.cend() && choice == 0 && !w->name.isEmpty())
+            return w->name;
+        if (w != loggedNames.cend() && choice <= 1 && !w->id.isEmpty())
+            return w->id;
+        // The opened folder's own run, beside a subfolder of its name: named apart.
+        return choice <= 1 ? leaf(dir) : dir.isEmpty() ? opened + QStringLiteral(" (top level)") : dir;
+    };
+    QHash<QString, int> choice; // 0: its own name, 1: its id, 2: its path
+    for (size_t i = 0; i < scan.files.size(); ++i) {
+        if (keep[i])
+            choice.insert(runFolder[i], 0);
+    }
+    for (int round = 0; round < 2; ++round) {
+        QHash<QString, int> count;
+        for (auto c = choice.cbegin(); c != choice.cend(); ++c)
+            ++count[nameOf(c.key(), c.value())];
+        for (auto c = choice.begin(); c != choice.end(); ++c) {
+            if (count.value(nameOf(c.key(), c.value())) > 1)
+                c.value() = std::max(c.value(), round + 1);
         }
     }
-    for (auto r = scan.runOfFolder.begin(); r != scan.runOfFolder.end(); ++r)
-        r.value() = leafCount.value(leaf(r.key())) > 1 ? r.key() : leaf(r.key());
+    for (auto c = choice.cbegin(); c != choice.cend(); ++c)
+        scan.runOfFolder.insert(c.key(), nameOf(c.key(), c.value()));
+    scan.workspace = scan.workspace || scan.runOfFolder.size() > 1;
     for (size_t i = 0; i < scan.files.size(); ++i)
         scan.files[i].run = scan.runOfFolder.value(runFolder[i]);
+    std::vector<ScannedFile> read;
+    for (size_t i = 0; i < scan.files.size(); ++i) {
+        if (keep[i])
+            read.push_back(std::move(scan.files[i]));
+    }
+    scan.files = std::move(read);
     return scan;
 }
 

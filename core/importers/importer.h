@@ -67,7 +67,8 @@ public:
     // A package version the run recorded (a pip freeze line, a "torch version: 2.3" log line); the package
     // name as its distribution spells it, normalized (lower case, runs of "-_." as one "-").
     virtual void version(const QString &package, const QString &version) = 0;
-    // precision, recipe, baseline, inference_precision, notes, display_name
+    // precision, recipe, baseline, inference_precision, notes, display_name, group (the logger's: a W&B group, an
+    // MLflow experiment)
     virtual void runInfo(const QString &field, const QString &value) = 0;
     virtual void dump(const DumpRecord &d) = 0;
     // line is 1-based (0 when unknown), offset in bytes (-1 when unknown).
@@ -91,6 +92,9 @@ struct StepPlacement {
     bool continuesEarlierLog = false;
     // A Megatron log: the first step of the stretch of non-finite or all-skipped lines it ended in (-1: none).
     int64_t badSince = -1;
+    // A log of rows with steps of their own beside its console (W&B's history): the step of the last row read
+    // (-1: none), where a row without a step goes next.
+    int64_t lastRow = -1;
 };
 
 // Where a read stopped: the byte offset and line count of the end of the last complete record (of the
@@ -104,6 +108,13 @@ struct ReadPosition {
     StepPlacement steps;
 };
 
+// The name a logger gave a run whose folder is its own (a W&B run, an MLflow file-store run), for the folder
+// scanner to name the run by.
+struct LoggedRunName {
+    QString id; // the logger's id of the run ("" when unknown)
+    QString name; // as the user named it ("" when not named)
+};
+
 class Importer
 {
 public:
@@ -114,6 +125,9 @@ public:
     // Line-based formats resume a grown file at the last position; others re-read the whole file.
     virtual bool resumable() const { return false; }
     virtual ReadPosition read(const QString &path, const ReadPosition &from, IngestSink &sink) = 0;
+    // The size and modification time (ms since the epoch) the ingest tells a change of the file by: the file's
+    // own, or what it is read with (a run folder read from its meta file).
+    virtual void stamp(const QString &path, int64_t *size, int64_t *mtime) const;
 };
 
 } // namespace fp8scope

@@ -1,12 +1,17 @@
 #include "importers.h"
 
+#include <QDateTime>
+#include <QFileInfo>
+
 #include "jsonimporters.h"
 #include "megatronlogimporter.h"
+#include "mlflowimporters.h"
 #include "otherimporters.h"
 #include "tableimporters.h"
 #include "tedebugimporter.h"
 #include "tfeventsimporter.h"
 #include "versionsimporter.h"
+#include "wandbimporter.h"
 
 namespace fp8scope {
 
@@ -23,14 +28,25 @@ const std::vector<std::unique_ptr<Importer>> &allImporters()
         l.push_back(std::make_unique<GoldenValuesImporter>());
         l.push_back(std::make_unique<LmEvalImporter>());
         l.push_back(std::make_unique<JsonConfigImporter>());
+        l.push_back(std::make_unique<MlflowRunImporter>());
+        l.push_back(std::make_unique<MlflowExperimentImporter>());
         l.push_back(std::make_unique<YamlConfigImporter>());
         l.push_back(std::make_unique<CsvImporter>());
         l.push_back(std::make_unique<JsonlImporter>());
         l.push_back(std::make_unique<TfEventsImporter>());
+        l.push_back(std::make_unique<WandbImporter>());
+        l.push_back(std::make_unique<MlflowDbImporter>());
         l.push_back(std::make_unique<TensorDumpImporter>());
         return l;
     }();
     return list;
+}
+
+void Importer::stamp(const QString &path, int64_t *size, int64_t *mtime) const
+{
+    const QFileInfo info(path);
+    *size = info.size();
+    *mtime = info.lastModified().toMSecsSinceEpoch();
 }
 
 Importer *importerFor(const QString &fileName, const QByteArray &head)

@@ -69,6 +69,16 @@ double numberOrNan(const QJsonValue &v)
 
 } // namespace
 
+QString shortestNumber(double v)
+{
+    for (int precision = 1; precision < 17; ++precision) {
+        const QString text = QString::number(v, 'g', precision);
+        if (text.toDouble() == v)
+            return text;
+    }
+    return QString::number(v, 'g', 17);
+}
+
 void flattenConfig(const QString &prefix, const QJsonValue &v, IngestSink &sink, ConfigBudget &budget, int depth)
 {
     if (budget.tooManyKeys)
@@ -95,7 +105,7 @@ void flattenConfig(const QString &prefix, const QJsonValue &v, IngestSink &sink,
     if (v.isBool())
         sink.config(prefix, v.toBool() ? QStringLiteral("true") : QStringLiteral("false"));
     else if (v.isDouble())
-        sink.config(prefix, QString::number(v.toDouble(), 'g', 17));
+        sink.config(prefix, shortestNumber(v.toDouble()));
     else if (v.isString())
         sink.config(prefix, v.toString());
     else if (v.isNull())

@@ -62,6 +62,10 @@ public:
 };
 
 // Adds every scalar under `v` as a config entry with a dotted key (arrays as [i]).
+// A number as few digits write it back exactly, the way Python and JSON writers print it (0.9, 0.0003, 1e-05,
+// 4096), not 0.90000000000000002.
+QString shortestNumber(double v);
+
 void flattenConfig(const QString &prefix, const QJsonValue &v, IngestSink &sink, ConfigBudget &budget, int depth);
 // The problems a spent budget leaves (too many keys, too deep).
 void reportConfigBudget(const ConfigBudget &budget, IngestSink &sink);

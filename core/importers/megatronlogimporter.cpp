@@ -217,157 +217,165 @@ bool MegatronLogImporter::recognises(const QString &fileName, const QByteArray &
             || head.contains("megatron") || head.contains("consumed samples"));
 }
 
+// Megatron prints its arguments once at start-up, between "--- arguments ---" and "--- end of arguments ---",
+// one "  name ........ value" per line: the run's config when it has no YAML.
+//
+// A log whose iterations go back (a crash, then a resume from the last checkpoint in the same file) is read as the
+// training saw it: the repeated steps' later values replace the earlier ones (the store keeps one value per
+// step), and the rewind itself is kept as a point of the run-level series "rewind" at the first step trained again
+// (the iteration of the checkpoint it loaded, when the log says "successfully loaded checkpoint from ... at
+// iteration N"; else the first step printed after it), whose value is the last step printed before it. (Several
+// ranks printing the same iteration do not go back.) A resume that loads the checkpoint of the last step printed
+// repeats nothing, but is marked the same way: the training restarted. The last step printed is carried to the
+// next read of a grown log and to the run's next log (a resumed job's launcher log, read after it as the ingest
+// orders a run's logs by their first step), so a rewind across them is seen too.
+MegatronLines::MegatronLines(IngestSink &sink, const StepPlacement &from)
+    : m_sink(sink)
+    , m_lastIteration(from.lastPlaced)
+    , m_continuing(from.continuesEarlierLog)
+    , m_badSince(from.badSince)
+{
+}
+
+void MegatronLines::finish(StepPlacement *steps) const
+{
+    steps->lastPrinted = steps->lastPlaced = m_lastIteration;
+    steps->continuesEarlierLog = m_continuing;
+    steps->badSince = m_badSince;
+}
+
+bool MegatronLines::handle(const TextLine &l)
+{
+    static const QRegularExpression argument(QStringLiteral("^([A-Za-z_][A-Za-z0-9_]*) \\.{2,} ?(.*)$"));
+    IngestSink &sink = m_sink;
+    const SeriesKey rewind {QString(), QString(), QStringLiteral("rewind"), kSource, QString()};
+    const SeriesKey rewoundBlowUp {QString(), QString(), QStringLiteral("rewound blow-up"), kSource, QString()};
+    QStringView line = withoutLauncherPrefix(QStringView(l.text));
+    QString bad;
+    if (line.contains(QLatin1String("successfully loaded checkpoint"))) {
+        if (const auto at = loadedIteration(line))
+            m_loadedAt = at;
+        return true;
+    }
+    // The training and validation lines wherever they start within the line. Validation lines name
+    // their set: "validation loss at iteration N", "validation-<set> loss at iteration N" (several
+    // validation sets) and "validation loss at iteration N on test set"; each set is a series of its own,
+    // never the training loss.
+    const qsizetype validation = validationAt(line);
+    const qsizetype iteration = validation >= 0 ? -1 : markerAt(line, QLatin1StringView("iteration "));
+    if (validation >= 0)
+        line = line.mid(validation);
+    else if (iteration > 0)
+        line = line.mid(iteration);
+    if (line.startsWith(QLatin1Char('-')) && line.endsWith(QLatin1Char('-'))
+        && line.contains(QLatin1String(" arguments "))) {
+        if (!l.complete)
+            return false;
+        m_inArguments = !line.contains(QLatin1String("end of arguments"));
+        return true;
+    }
+    if (m_inArguments) {
+        if (!l.complete)
+            return false;
+        const QRegularExpressionMatch m = argument.match(line);
+        if (m.hasMatch()) {
+            if (m_budget.take())
+                sink.config(m.captured(1), m.captured(2).trimmed());
+            else if (!std::exchange(m_saidTooMany, true))
+                sink.problem(l.number, l.offset,
+                    QStringLiteral("more than %1 arguments; the rest are not read").arg(kMaxConfigKeys));
+        } else
+            m_inArguments = false; // the block ended without its closing line
+        return true;
+    }
+    if (line.startsWith(QLatin1String("iteration ")) && line.contains(QLatin1Char('|'))) {
+        const qsizetype bar = line.indexOf(QLatin1Char('|'));
+        const std::optional<int64_t> number = iterationNumber(line);
+        if (!number || !line.endsWith(QLatin1Char('|'))) {
+            if (!l.complete)
+                return false;
+            sink.problem(l.number, l.offset, QStringLiteral("unreadable iteration line"));
+            return true;
+        }
+        const int64_t step = *number;
+        // The plan every line prints ("iteration N/ M"): train_iters, for a log without its arguments block.
+        if (!m_saidPlan) {
+            if (const auto planned = plannedIterations(line); planned && l.complete) {
+                sink.config(QStringLiteral("train_iters"), QString::number(*planned));
+                m_saidPlan = true;
+            }
+        }
+        // Back from the last step printed, or a checkpoint of an earlier step loaded since (a crash right
+        // after a step was printed resumes by printing that step again).
+        if (step < m_lastIteration || (m_continuing && step == m_lastIteration)
+            || (m_loadedAt && m_lastIteration >= 0 && *m_loadedAt <= m_lastIteration)) {
+            const int64_t resumed = m_loadedAt && *m_loadedAt <= step ? *m_loadedAt : step;
+            sink.point(rewind, resumed, double(m_lastIteration));
+            // The stretch it went back from had blown up: a recovery. Kept at the step the blow-up began,
+            // since the steps trained again replace the stretch's own points.
+            if (m_badSince >= 0)
+                sink.point(rewoundBlowUp, m_badSince, double(resumed));
+            m_badSince = -1;
+        }
+        m_continuing = false;
+        m_lastIteration = step;
+        m_loadedAt.reset();
+        QStringList nonFinite;
+        std::vector<Field> fields;
+        const bool readable = parseFields(line.mid(bar + 1), QString(), &fields, &bad);
+        const LineHealth health = storeFields(fields, step, sink, &nonFinite);
+        if (!readable)
+            sink.problem(l.number, l.offset, QStringLiteral("unreadable field '%1'").arg(bad));
+        if (health.nonFinite || health.allSkipped) {
+            if (m_badSince < 0)
+                m_badSince = step;
+        } else if (readable) {
+            m_badSince = -1;
+        }
+        reportNonFinite(sink, l, step, nonFinite);
+        return true;
+    }
+    if (validation >= 0) {
+        static const QRegularExpression head(
+            QStringLiteral("^validation(?:-(\\S+))? loss at iteration +(\\d+)(?: on (\\S+) set)? *\\|"));
+        const QRegularExpressionMatch m = head.match(line);
+        bool ok = false;
+        const int64_t step = m.hasMatch() ? m.capturedView(2).toLongLong(&ok) : 0;
+        if (!ok || !line.endsWith(QLatin1Char('|'))) {
+            if (!l.complete)
+                return false;
+            sink.problem(l.number, l.offset, QStringLiteral("unreadable validation line"));
+            return true;
+        }
+        // "validation lm loss", "validation-wiki lm loss", "test lm loss".
+        const QString set = m.captured(3);
+        const QString prefix = !set.isEmpty() && set != QLatin1String("validation") ? set + QLatin1Char(' ')
+            : m.capturedView(1).isEmpty()                                           ? QStringLiteral("validation ")
+                                          : QStringLiteral("validation-%1 ").arg(m.captured(1));
+        QStringList nonFinite;
+        std::vector<Field> fields;
+        const bool readable = parseFields(line.mid(m.capturedLength(0)), prefix, &fields, &bad);
+        storeFields(fields, step, sink, &nonFinite);
+        if (!readable)
+            sink.problem(l.number, l.offset, QStringLiteral("unreadable field '%1'").arg(bad));
+        reportNonFinite(sink, l, step, nonFinite);
+        return true;
+    }
+    if (line.contains(QLatin1String("version")) || line.contains(QLatin1String("Version"))) {
+        if (const auto v = versionFromLine(line)) {
+            if (!l.complete)
+                return false;
+            sink.version(v->first, v->second);
+        }
+    }
+    return true;
+}
+
 ReadPosition MegatronLogImporter::read(const QString &path, const ReadPosition &from, IngestSink &sink)
 {
-    // Megatron prints its arguments once at start-up, between "--- arguments ---" and "--- end of arguments
-    // ---", one "  name ........ value" per line: the run's config when it has no YAML.
-    static const QRegularExpression argument(QStringLiteral("^([A-Za-z_][A-Za-z0-9_]*) \\.{2,} ?(.*)$"));
-    bool inArguments = false;
-    ConfigBudget budget; // an arguments block is a few hundred lines; a damaged log could make it endless
-    bool saidTooMany = false;
-    bool saidPlan = false;
-    // A log whose iterations go back (a crash, then a resume from the last checkpoint in the same file) is read
-    // as the training saw it: the repeated steps' later values replace the earlier ones (the store keeps one
-    // value per step), and the rewind itself is kept as a point of the run-level series "rewind" at the first
-    // step trained again (the iteration of the checkpoint it loaded, when the log says "successfully loaded
-    // checkpoint from ... at iteration N"; else the first step printed after it), whose value is the last step
-    // printed before it. (Several ranks printing the same iteration do not go back.) A resume that loads the
-    // checkpoint of the last step printed repeats nothing, but is marked the same way: the training restarted.
-    // The last step printed is carried to the next read of a grown log and to the run's next log (a resumed
-    // job's launcher log, read after it as the ingest orders a run's logs by their first step), so a rewind
-    // across them is seen too.
-    int64_t lastIteration = from.steps.lastPlaced;
-    bool continuing = from.steps.continuesEarlierLog;
-    std::optional<int64_t> loadedAt;
-    const SeriesKey rewind {QString(), QString(), QStringLiteral("rewind"), kSource, QString()};
-    // The first step of the current stretch of lines whose loss or grad norm was not finite or whose iterations
-    // were all skipped (-1: the last line was healthy); carried across reads like the last step.
-    int64_t badSince = from.steps.badSince;
-    const SeriesKey rewoundBlowUp {QString(), QString(), QStringLiteral("rewound blow-up"), kSource, QString()};
-    ReadPosition end = readLines(path, from, sink, [&](const TextLine &l) {
-        QStringView line = withoutLauncherPrefix(QStringView(l.text));
-        QString bad;
-        if (line.contains(QLatin1String("successfully loaded checkpoint"))) {
-            if (const auto at = loadedIteration(line))
-                loadedAt = at;
-            return true;
-        }
-        // The training and validation lines wherever they start within the line. Validation lines name
-        // their set: "validation loss at iteration N", "validation-<set> loss at iteration N" (several
-        // validation sets) and "validation loss at iteration N on test set"; each set is a series of its own,
-        // never the training loss.
-        const qsizetype validation = validationAt(line);
-        const qsizetype iteration = validation >= 0 ? -1 : markerAt(line, QLatin1StringView("iteration "));
-        if (validation >= 0)
-            line = line.mid(validation);
-        else if (iteration > 0)
-            line = line.mid(iteration);
-        if (line.startsWith(QLatin1Char('-')) && line.endsWith(QLatin1Char('-'))
-            && line.contains(QLatin1String(" arguments "))) {
-            if (!l.complete)
-                return false;
-            inArguments = !line.contains(QLatin1String("end of arguments"));
-            return true;
-        }
-        if (inArguments) {
-            if (!l.complete)
-                return false;
-            const QRegularExpressionMatch m = argument.match(line);
-            if (m.hasMatch()) {
-                if (budget.take())
-                    sink.config(m.captured(1), m.captured(2).trimmed());
-                else if (!std::exchange(saidTooMany, true))
-                    sink.problem(l.number, l.offset,
-                        QStringLiteral("more than %1 arguments; the rest are not read").arg(kMaxConfigKeys));
-            } else
-                inArguments = false; // the block ended without its closing line
-            return true;
-        }
-        if (line.startsWith(QLatin1String("iteration ")) && line.contains(QLatin1Char('|'))) {
-            const qsizetype bar = line.indexOf(QLatin1Char('|'));
-            const std::optional<int64_t> number = iterationNumber(line);
-            if (!number || !line.endsWith(QLatin1Char('|'))) {
-                if (!l.complete)
-                    return false;
-                sink.problem(l.number, l.offset, QStringLiteral("unreadable iteration line"));
-                return true;
-            }
-            const int64_t step = *number;
-            // The plan every line prints ("iteration N/ M"): train_iters, for a log without its arguments block.
-            if (!saidPlan) {
-                if (const auto planned = plannedIterations(line); planned && l.complete) {
-                    sink.config(QStringLiteral("train_iters"), QString::number(*planned));
-                    saidPlan = true;
-                }
-            }
-            // Back from the last step printed, or a checkpoint of an earlier step loaded since (a crash right
-            // after a step was printed resumes by printing that step again).
-            if (step < lastIteration || (continuing && step == lastIteration)
-                || (loadedAt && lastIteration >= 0 && *loadedAt <= lastIteration)) {
-                const int64_t resumed = loadedAt && *loadedAt <= step ? *loadedAt : step;
-                sink.point(rewind, resumed, double(lastIteration));
-                // The stretch it went back from had blown up: a recovery. Kept at the step the blow-up began,
-                // since the steps trained again replace the stretch's own points.
-                if (badSince >= 0)
-                    sink.point(rewoundBlowUp, badSince, double(resumed));
-                badSince = -1;
-            }
-            continuing = false;
-            lastIteration = step;
-            loadedAt.reset();
-            QStringList nonFinite;
-            std::vector<Field> fields;
-            const bool readable = parseFields(line.mid(bar + 1), QString(), &fields, &bad);
-            const LineHealth health = storeFields(fields, step, sink, &nonFinite);
-            if (!readable)
-                sink.problem(l.number, l.offset, QStringLiteral("unreadable field '%1'").arg(bad));
-            if (health.nonFinite || health.allSkipped) {
-                if (badSince < 0)
-                    badSince = step;
-            } else if (readable) {
-                badSince = -1;
-            }
-            reportNonFinite(sink, l, step, nonFinite);
-            return true;
-        }
-        if (validation >= 0) {
-            static const QRegularExpression head(
-                QStringLiteral("^validation(?:-(\\S+))? loss at iteration +(\\d+)(?: on (\\S+) set)? *\\|"));
-            const QRegularExpressionMatch m = head.match(line);
-            bool ok = false;
-            const int64_t step = m.hasMatch() ? m.capturedView(2).toLongLong(&ok) : 0;
-            if (!ok || !line.endsWith(QLatin1Char('|'))) {
-                if (!l.complete)
-                    return false;
-                sink.problem(l.number, l.offset, QStringLiteral("unreadable validation line"));
-                return true;
-            }
-            // "validation lm loss", "validation-wiki lm loss", "test lm loss".
-            const QString set = m.captured(3);
-            const QString prefix = !set.isEmpty() && set != QLatin1String("validation") ? set + QLatin1Char(' ')
-                : m.capturedView(1).isEmpty()                                           ? QStringLiteral("validation ")
-                                              : QStringLiteral("validation-%1 ").arg(m.captured(1));
-            QStringList nonFinite;
-            std::vector<Field> fields;
-            const bool readable = parseFields(line.mid(m.capturedLength(0)), prefix, &fields, &bad);
-            storeFields(fields, step, sink, &nonFinite);
-            if (!readable)
-                sink.problem(l.number, l.offset, QStringLiteral("unreadable field '%1'").arg(bad));
-            reportNonFinite(sink, l, step, nonFinite);
-            return true;
-        }
-        if (line.contains(QLatin1String("version")) || line.contains(QLatin1String("Version"))) {
-            if (const auto v = versionFromLine(line)) {
-                if (!l.complete)
-                    return false;
-                sink.version(v->first, v->second);
-            }
-        }
-        return true;
-    });
-    end.steps.lastPrinted = end.steps.lastPlaced = lastIteration;
-    end.steps.continuesEarlierLog = continuing;
-    end.steps.badSince = badSince;
+    MegatronLines lines(sink, from.steps);
+    ReadPosition end = readLines(path, from, sink, [&](const TextLine &l) { return lines.handle(l); });
+    lines.finish(&end.steps);
     return end;
 }
 

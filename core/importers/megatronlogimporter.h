@@ -3,7 +3,9 @@
 // Everything else in the log is left alone.
 #pragma once
 
+#include "configlimits.h"
 #include "importer.h"
+#include "linereader.h"
 
 #include <optional>
 
@@ -22,6 +24,33 @@ public:
     // run's logs (a resumed job's log after the one it resumed).
     static std::optional<int64_t> firstStep(const QString &path);
     static constexpr qint64 kMaxStartSearch = qint64(16) << 20;
+};
+
+// The lines of a Megatron log one at a time, with what one line leaves for the next (the arguments block, the last
+// step printed): how MegatronLogImporter reads a file, and how a console another format keeps is read (W&B's
+// output records).
+class MegatronLines
+{
+public:
+    // `from`: where the log's steps stood (a grown log read on, or the log before it in its stream).
+    MegatronLines(IngestSink &sink, const StepPlacement &from);
+    // False leaves an incomplete last line unread (it is handed over again, whole, later).
+    bool handle(const TextLine &l);
+    // Where the steps stand after the lines handled so far.
+    void finish(StepPlacement *steps) const;
+
+private:
+    IngestSink &m_sink;
+    bool m_inArguments = false;
+    ConfigBudget m_budget; // an arguments block is a few hundred lines; a damaged log could make it endless
+    bool m_saidTooMany = false;
+    bool m_saidPlan = false;
+    int64_t m_lastIteration = -1;
+    bool m_continuing = false;
+    std::optional<int64_t> m_loadedAt;
+    // The first step of the current stretch of lines whose loss or grad norm was not finite or whose iterations
+    // were all skipped (-1: the last line was healthy); carried across reads like the last step.
+    int64_t m_badSince = -1;
 };
 
 } // namespace fp8scope

@@ -60,28 +60,8 @@ void flattenYaml(const QString &prefix, const YAML::Node &n, IngestSink &sink, C
 
 } // namespace
 
-bool YamlConfigImporter::recognises(const QString &fileName, const QByteArray &) const
+int yamlNesting(const QByteArray &bytes)
 {
-    return fileName.endsWith(QLatin1String(".yaml")) || fileName.endsWith(QLatin1String(".yml"));
-}
-
-ReadPosition YamlConfigImporter::read(const QString &path, const ReadPosition &, IngestSink &sink)
-{
-    ReadPosition end {QFileInfo(path).size(), 0};
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly)) {
-        sink.problem(0, -1, QStringLiteral("cannot open: %1").arg(f.errorString()));
-        return end;
-    }
-    // Read bounded: a name that is a symlink to /dev/zero or a pipe has no size and never ends.
-    const QByteArray bytes = f.read(kMaxConfigBytes + 1);
-    if (bytes.size() > kMaxConfigBytes) {
-        sink.problem(0, -1, QStringLiteral("YAML file larger than %1 MiB; not read").arg(kMaxConfigBytes >> 20));
-        return end;
-    }
-    // yaml-cpp's parser recurses once per level of nesting (a few thousand '[' overflow the stack; it stops
-    // block nesting at 500 levels with "bad file"): deeper files are refused with what is wrong. Levels are
-    // counted from brackets and from the stack of indentations.
     int depth = 0, deepest = 0;
     for (char c : bytes) {
         if (c == '[' || c == '{')
@@ -106,6 +86,29 @@ ReadPosition YamlConfigImporter::read(const QString &path, const ReadPosition &,
         }
         at = lineEnd + 1;
     }
+    return deepest;
+}
+
+bool YamlConfigImporter::recognises(const QString &fileName, const QByteArray &) const
+{
+    return fileName.endsWith(QLatin1String(".yaml")) || fileName.endsWith(QLatin1String(".yml"));
+}
+
+ReadPosition YamlConfigImporter::read(const QString &path, const ReadPosition &, IngestSink &sink)
+{
+    ReadPosition end {QFileInfo(path).size(), 0};
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) {
+        sink.problem(0, -1, QStringLiteral("cannot open: %1").arg(f.errorString()));
+        return end;
+    }
+    // Read bounded: a name that is a symlink to /dev/zero or a pipe has no size and never ends.
+    const QByteArray bytes = f.read(kMaxConfigBytes + 1);
+    if (bytes.size() > kMaxConfigBytes) {
+        sink.problem(0, -1, QStringLiteral("YAML file larger than %1 MiB; not read").arg(kMaxConfigBytes >> 20));
+        return end;
+    }
+    const int deepest = yamlNesting(bytes);
     if (deepest > kMaxConfigDepth) {
         sink.problem(0, -1, QStringLiteral("YAML nested deeper than %1 levels; not read").arg(kMaxConfigDepth));
         return end;

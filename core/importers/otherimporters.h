@@ -13,6 +13,11 @@
 
 namespace fp8scope {
 
+// How deep a YAML text nests, counted from brackets and from the stack of indentations: yaml-cpp's parser recurses
+// once per level (a few thousand '[' overflow the stack; it stops block nesting at 500 levels with "bad file"), so a
+// text deeper than kMaxConfigDepth is refused before it is parsed.
+int yamlNesting(const QByteArray &bytes);
+
 class YamlConfigImporter : public Importer
 {
 public:

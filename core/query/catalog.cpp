@@ -85,6 +85,7 @@ Run toRun(const RunInfo &r, quint64 serial, const QString &folder)
         .manifestBaseline = r.baseline,
         .inferencePrecision = r.inferencePrecision,
         .notes = r.notes,
+        .group = r.group,
         .lossGapBar = barOf(r.lossGapBar),
         .manifestParent = r.parent,
         .inferenceCheckpoint = r.inferenceCheckpoint,

@@ -132,6 +132,7 @@ QString basisName(Pairing::Basis basis)
     case Pairing::Basis::Config: return QStringLiteral("config");
     case Pairing::Basis::Steps: return QStringLiteral("steps");
     case Pairing::Basis::Name: return QStringLiteral("name");
+    case Pairing::Basis::Group: return QStringLiteral("group");
     }
     return {};
 }
@@ -195,6 +196,26 @@ Pairing pairRun(const std::vector<PairingInput> &runs, size_t index,
         p.basis = Pairing::Basis::OnlyBaseline;
         p.reason = QStringLiteral("the only %1 run open").arg(runWord(b));
         return p;
+    }
+    // Several: those of the run's group (a W&B group, an MLflow experiment: the runs its logger kept together),
+    // where some are and some are not.
+    if (!run.group.isEmpty()) {
+        std::vector<size_t> same;
+        for (size_t c : candidates) {
+            if (runs[c].run.group == run.group)
+                same.push_back(c);
+        }
+        if (same.size() == 1) {
+            const Run &b = runs[same.front()].run;
+            p.baseline = b.ref;
+            p.basis = Pairing::Basis::Group;
+            p.reason = QStringLiteral("of %1 high-precision runs, the only one of its group %2")
+                           .arg(candidates.size())
+                           .arg(run.group);
+            return p;
+        }
+        if (!same.empty())
+            candidates = same;
     }
     // Several: the config that differs least, when the run and some candidate have one.
     if (!runs[index].configs.empty()) {

@@ -44,6 +44,7 @@ struct Run {
     QString manifestBaseline; // the baseline the manifest names ("" when none)
     QString inferencePrecision;
     QString notes;
+    QString group; // the group its logger put it in (a W&B group, an MLflow experiment); "" for none
     // As a baseline: the gap of the loss at the end that its comparisons accept (the manifest's loss_gap_bar);
     // none when it sets none (the triage's default applies).
     std::optional<double> lossGapBar;
@@ -67,7 +68,7 @@ struct Run {
 
 // Which run another is compared with, and why (core/query/pairing.h has the rule).
 struct Pairing {
-    enum class Basis { None, Manifest, OnlyBaseline, Config, Steps, Name };
+    enum class Basis { None, Manifest, OnlyBaseline, Config, Steps, Name, Group };
     RunRef baseline; // invalid when there is none
     Basis basis = Basis::None;
     QString reason; // one sentence for people

@@ -296,6 +296,7 @@ public:
             {QStringLiteral("baseline"), "UPDATE runs SET baseline=? WHERE id=?"},
             {QStringLiteral("inference_precision"), "UPDATE runs SET inference_precision=? WHERE id=?"},
             {QStringLiteral("notes"), "UPDATE runs SET notes=? WHERE id=?"},
+            {QStringLiteral("group"), "UPDATE runs SET run_group=? WHERE id=?"},
             {QStringLiteral("loss_gap_bar"), "UPDATE runs SET loss_gap_bar=? WHERE id=?"},
             {QStringLiteral("parent"), "UPDATE runs SET parent=? WHERE id=?"},
             {QStringLiteral("inference_checkpoint"), "UPDATE runs SET inference_checkpoint=? WHERE id=?"},
@@ -598,24 +599,27 @@ QByteArray windowHash(const QString &path, qint64 from, qint64 len)
 
 constexpr qint64 kTailBytes = 4096;
 
-// A log's StepPlacement as the files row keeps it (files.steps): seven numbers (six before version 13).
+// A log's StepPlacement as the files row keeps it (files.steps): seven numbers (six before version 13), and an
+// eighth for a log of rows that read one (W&B's history).
 QString stepsText(const StepPlacement &s)
 {
+    const QString rows = s.lastRow >= 0 ? QStringLiteral(" %1").arg(s.lastRow) : QString();
     return QStringLiteral("%1 %2 %3 %4 %5 %6 %7")
-        .arg(s.shift)
-        .arg(s.lastPrinted)
-        .arg(s.lastPlaced)
-        .arg(s.stride)
-        .arg(s.segmentStart)
-        .arg(s.continuesEarlierLog ? 1 : 0)
-        .arg(s.badSince);
+               .arg(s.shift)
+               .arg(s.lastPrinted)
+               .arg(s.lastPlaced)
+               .arg(s.stride)
+               .arg(s.segmentStart)
+               .arg(s.continuesEarlierLog ? 1 : 0)
+               .arg(s.badSince)
+        + rows;
 }
 
 StepPlacement stepsFrom(const QString &text)
 {
     StepPlacement s;
     const QStringList n = text.split(QLatin1Char(' '), Qt::SkipEmptyParts);
-    if (n.size() != 6 && n.size() != 7)
+    if (n.size() < 6 || n.size() > 8)
         return s; // a row written before version 11, or a file read whole
     s.shift = n[0].toLongLong();
     s.lastPrinted = n[1].toLongLong();
@@ -623,7 +627,8 @@ StepPlacement stepsFrom(const QString &text)
     s.stride = n[3].toLongLong();
     s.segmentStart = n[4].toLongLong();
     s.continuesEarlierLog = n[5] == QLatin1String("1");
-    s.badSince = n.size() == 7 ? n[6].toLongLong() : -1;
+    s.badSince = n.size() >= 7 ? n[6].toLongLong() : -1;
+    s.lastRow = n.size() >= 8 ? n[7].toLongLong() : -1;
     return s;
 }
 
@@ -656,9 +661,8 @@ void ingestFile(Database &db, const ScannedFile &f, const FolderScan &scan, Inge
         ++report.filesFailed;
         report.errors << QStringLiteral("%1: %2").arg(f.relativePath, error);
     };
-    const QFileInfo info(f.absolutePath);
-    const int64_t size = info.size();
-    const int64_t mtime = info.lastModified().toMSecsSinceEpoch();
+    int64_t size = 0, mtime = 0;
+    f.importer->stamp(f.absolutePath, &size, &mtime);
     Statement q = db.prepare(
         "SELECT f.id, f.size, f.mtime, f.head_len, f.head_hash, f.consumed, f.lines, f.importer, "
         "COALESCE(f.folder_run, r.name), f.tail_len, f.tail_hash, f.pending_tail, f.steps, f.same_as FROM files f "

@@ -118,6 +118,18 @@ bool inferRunsFromConfigs(Database &db, QString *error)
             fp16 = fp16 || ((k == QLatin1String("--fp16") || k == QLatin1String("fp16")) && isOn(value));
             if (k == QLatin1String("--fp8-recipe") || k == QLatin1String("fp8_recipe"))
                 recipe = recipeNamed(value);
+            // A "precision" key (a W&B or MLflow run's config, Lightning's trainer.precision: "bf16-mixed",
+            // "16-mixed", "transformer-engine"): the precision it names.
+            if (k == QLatin1String("precision")) {
+                const QString v = value.trimmed().toLower();
+                fp8 = fp8 || v.startsWith(QLatin1String("fp8")) || v.startsWith(QLatin1String("mxfp8"))
+                    || v.startsWith(QLatin1String("nvfp4")) || v.startsWith(QLatin1String("transformer-engine"));
+                bf16 = bf16 || v.startsWith(QLatin1String("bf16"));
+                fp16 = fp16 || v == QLatin1String("fp16") || v == QLatin1String("16")
+                    || v.startsWith(QLatin1String("16-")) || v.startsWith(QLatin1String("fp16-"));
+                if (recipe.isEmpty() && (v.startsWith(QLatin1String("mxfp8")) || v.startsWith(QLatin1String("nvfp4"))))
+                    recipe = v.left(5);
+            }
             if ((k.contains(QLatin1String("amax-history-len")) || k.contains(QLatin1String("amax_history_len")))
                 && isSet(value))
                 amaxHistory = true;

@@ -25,9 +25,9 @@ using pointchunks::kChunkPoints;
 
 namespace {
 
-// A run from the first sixteen columns of a row: id, name, display_name, precision, recipe, baseline,
+// A run from the first seventeen columns of a row: id, name, display_name, precision, recipe, baseline,
 // inference_precision, notes, loss_gap_bar, parent, inference_checkpoint, inference_reference, manifest,
-// manifest_key, folder, files_folder.
+// manifest_key, folder, files_folder, run_group.
 RunInfo runFromRow(const Statement &s)
 {
     return {.id = s.int64(0),
@@ -45,7 +45,8 @@ RunInfo runFromRow(const Statement &s)
         .manifest = s.text(12),
         .manifestKey = s.text(13),
         .folder = s.isNull(14) ? std::nullopt : std::optional<QString>(s.text(14)),
-        .filesFolder = s.isNull(15) ? std::nullopt : std::optional<QString>(s.text(15))};
+        .filesFolder = s.isNull(15) ? std::nullopt : std::optional<QString>(s.text(15)),
+        .group = s.text(16)};
 }
 
 } // namespace
@@ -293,19 +294,19 @@ std::vector<RunInfo> RunStore::runs(bool withCounts) const
     Statement s = prepare(withCounts
             ? "SELECT r.id, r.name, r.display_name, r.precision, r.recipe, r.baseline, r.inference_precision, r.notes, "
               "r.loss_gap_bar, r.parent, r.inference_checkpoint, r.inference_reference, r.manifest, r.manifest_key, "
-              "r.folder, r.files_folder, "
+              "r.folder, r.files_folder, r.run_group, "
               "(SELECT COUNT(*) FROM series WHERE run_id=r.id), "
               "(SELECT COALESCE(SUM(c.n), 0) FROM point_chunks c JOIN series s ON c.series_id=s.id WHERE "
               "s.run_id=r.id) "
               "FROM runs r ORDER BY r.name"
             : "SELECT r.id, r.name, r.display_name, r.precision, r.recipe, r.baseline, r.inference_precision, r.notes, "
               "r.loss_gap_bar, r.parent, r.inference_checkpoint, r.inference_reference, r.manifest, r.manifest_key, "
-              "r.folder, r.files_folder, "
+              "r.folder, r.files_folder, r.run_group, "
               "0, 0 FROM runs r ORDER BY r.name");
     while (s.next()) {
         RunInfo r = runFromRow(s);
-        r.seriesCount = s.int64(16);
-        r.pointCount = s.int64(17);
+        r.seriesCount = s.int64(17);
+        r.pointCount = s.int64(18);
         out.push_back(std::move(r));
     }
     ok(s);
@@ -316,7 +317,7 @@ std::optional<RunInfo> RunStore::runInfo(int64_t id) const
 {
     Statement s = prepare("SELECT id, name, display_name, precision, recipe, baseline, inference_precision, notes, "
                           "loss_gap_bar, parent, inference_checkpoint, inference_reference, manifest, manifest_key, "
-                          "folder, files_folder FROM runs WHERE id=?");
+                          "folder, files_folder, run_group FROM runs WHERE id=?");
     s.bind(1, id);
     if (!s.next()) {
         ok(s);

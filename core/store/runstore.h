@@ -53,6 +53,7 @@ struct RunInfo {
     QString manifestKey; // the key under "runs" of that file when it is a workspace manifest
     std::optional<QString> folder; // the folder that is the run's, relative to the store's folder ("" for it)
     std::optional<QString> filesFolder; // the folder of the first file that wrote its records, with a trailing '/'
+    QString group; // the group its logger put it in (a W&B group, an MLflow experiment); "" for none
     int64_t seriesCount = 0;
     int64_t pointCount = 0;
 };

@@ -247,6 +247,12 @@ CREATE TABLE expert_rows(
     PRIMARY KEY(run_id, stat, tensor, source, recipe));
 )";
 
+// Version 18: the group a run belongs to, as the logger that wrote it keeps it (a W&B run's group, an MLflow run's
+// experiment); "" for none.
+const char *const kSchemaV18 = R"(
+ALTER TABLE runs ADD COLUMN run_group TEXT NOT NULL DEFAULT '';
+)";
+
 const char *const kSchemaV16 = R"(
 ALTER TABLE files ADD COLUMN folder_run TEXT;
 ALTER TABLE runs ADD COLUMN parent TEXT NOT NULL DEFAULT '';
@@ -376,7 +382,7 @@ bool migrate(Database &db, const QString &path, QString *error)
         && (version >= 13 || (addNonFiniteColumn(db, error) && db.exec(kSchemaV13Fill, error)))
         && (version >= 14 || (addLossGapBarColumn(db, error) && db.exec(kSchemaV14Reread, error)))
         && (version >= 15 || db.exec(kSchemaV15, error)) && (version >= 16 || db.exec(kSchemaV16, error))
-        && (version >= 17 || db.exec(kSchemaV17, error));
+        && (version >= 17 || db.exec(kSchemaV17, error)) && (version >= 18 || db.exec(kSchemaV18, error));
     if (!ok)
         return false;
     Statement set = db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", error);

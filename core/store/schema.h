@@ -15,7 +15,7 @@
 
 namespace fp8scope::schema {
 
-constexpr int kVersion = 17;
+constexpr int kVersion = 18;
 
 // Brings the store at `path` (open in `db`) to kVersion in one transaction; false with *error set when it
 // cannot (a store newer than this fp8scope, a failed statement).

@@ -630,14 +630,14 @@ void TestImporters::phantomRunOfAnOlderStoreGoes()
         store.ingest();
         // As version 15 left it: no column of 16's, the folder's run made, the files counted to it.
         Database &db = RunStoreTestAccess::db(store);
-        for (const char *sql :
-            {"ALTER TABLE files DROP COLUMN folder_run", "ALTER TABLE runs DROP COLUMN parent",
-                "ALTER TABLE runs DROP COLUMN inference_checkpoint", "ALTER TABLE runs DROP COLUMN inference_reference",
-                "ALTER TABLE runs DROP COLUMN manifest", "ALTER TABLE runs DROP COLUMN manifest_key",
-                "ALTER TABLE runs DROP COLUMN folder", "ALTER TABLE runs DROP COLUMN files_folder",
-                "DROP TABLE expert_rows", "INSERT INTO runs(name) VALUES('wandb_export')",
-                "UPDATE files SET run_id=(SELECT id FROM runs WHERE name='wandb_export')",
-                "UPDATE meta SET value='15' WHERE key='schema_version'"})
+        for (const char *sql : {"ALTER TABLE files DROP COLUMN folder_run", "ALTER TABLE runs DROP COLUMN parent",
+                 "ALTER TABLE runs DROP COLUMN inference_checkpoint",
+                 "ALTER TABLE runs DROP COLUMN inference_reference", "ALTER TABLE runs DROP COLUMN manifest",
+                 "ALTER TABLE runs DROP COLUMN manifest_key", "ALTER TABLE runs DROP COLUMN folder",
+                 "ALTER TABLE runs DROP COLUMN files_folder", "ALTER TABLE runs DROP COLUMN run_group",
+                 "DROP TABLE expert_rows", "INSERT INTO runs(name) VALUES('wandb_export')",
+                 "UPDATE files SET run_id=(SELECT id FROM runs WHERE name='wandb_export')",
+                 "UPDATE meta SET value='15' WHERE key='schema_version'"})
             QVERIFY2(db.exec(sql, &error), qPrintable(QLatin1String(sql) + QStringLiteral(": ") + error));
     }
     RunStore store;

@@ -11,6 +11,7 @@
 #include "core/importers/tedebugimporter.h"
 #include "core/importers/tfeventsimporter.h"
 #include "core/importers/versionsimporter.h"
+#include "core/importers/wandbimporter.h"
 
 #include <QDir>
 #include <QFile>

@@ -138,6 +138,7 @@ private Q_SLOTS:
     void shortSeriesAreNotSmoothed();
     void skippedNanAndLossScaleCutsAreMarked_data();
     void skippedNanAndLossScaleCutsAreMarked();
+    void infiniteValuesLeaveTheAxisToTheFiniteOnes();
     void exportsSayWhatTheyShow();
     void transformerEngineDumpsOpen();
     void aboutListsVersionsAndCopiesThem();
@@ -814,6 +815,33 @@ void TestWindow::skippedNanAndLossScaleCutsAreMarked()
     for (const auto &m : curves->marks())
         nanMarked = nanMarked || (m.step == 150 && m.kind == CurveSource::Event::NotFinite && std::isnan(m.value));
     QVERIFY(nanMarked);
+}
+
+// A statistic with an infinite value (a step that overflowed, drawn as a mark) gets the range of its finite values:
+// QCustomPlot's own range of it was infinite, which the axis refused, keeping the statistic shown before.
+void TestWindow::infiniteValuesLeaveTheAxisToTheFiniteOnes()
+{
+    const QString dir = m_tmp.filePath(QStringLiteral("overflow"));
+    QByteArray log;
+    for (int it = 10; it <= 200; it += 10) {
+        log += " iteration " + QByteArray::number(it).rightJustified(8) + "/     200 | consumed samples: "
+            + QByteArray::number(it * 256).rightJustified(12) + " | elapsed time per iteration (ms): 812.4 | "
+            + "learning rate: 3.000E-04 | global batch size:   256 | lm loss: "
+            + QByteArray::number(10.0 - it / 50.0, 'E', 6) + " | loss scale: 1.0 | grad norm: "
+            + (it == 100 ? QByteArray("inf") : QByteArray::number(0.9 + it / 2000.0, 'f', 3))
+            + " | number of skipped iterations:   0 | number of nan iterations:   0 |\n";
+    }
+    QVERIFY(writeFile(dir + QStringLiteral("/logs/train.out"), log));
+    auto w = newWindow();
+    QVERIFY(w);
+    openAndWait(w.get(), {dir});
+    CurveView *curves = w->curves();
+    curves->setStatistic(QStringLiteral("lm loss"));
+    QVERIFY(curves->plot()->yAxis->range().contains(6.0));
+    curves->setStatistic(QStringLiteral("grad norm"));
+    const QCPRange y = curves->plot()->yAxis->range();
+    QVERIFY2(y.lower > 0.8 && y.upper < 1.1 && y.contains(0.905) && y.contains(1.0),
+        qPrintable(QStringLiteral("%1 .. %2").arg(y.lower).arg(y.upper)));
 }
 
 void TestWindow::exportsSayWhatTheyShow()

@@ -638,8 +638,17 @@ void CurveView::applySmoothing()
         for (QCPGraph *g : {c.raw, c.low, c.high, c.smoothed}) {
             if (!g)
                 continue;
+            // Over the finite values only: an infinite value (a step that overflowed, drawn as a mark) made
+            // QCustomPlot's own range infinite, which the axis refuses, keeping the last statistic's range.
             bool ok = false;
-            const QCPRange r = g->getValueRange(ok, m_logY->isChecked() ? QCP::sdPositive : QCP::sdBoth);
+            QCPRange r;
+            for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) {
+                const double v = it->value;
+                if (!std::isfinite(v) || (m_logY->isChecked() && v <= 0))
+                    continue;
+                r = ok ? QCPRange(std::min(r.lower, v), std::max(r.upper, v)) : QCPRange(v, v);
+                ok = true;
+            }
             if (ok) {
                 yr = found ? QCPRange(std::min(yr.lower, r.lower), std::max(yr.upper, r.upper)) : r;
                 found = true;

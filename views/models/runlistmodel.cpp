@@ -114,10 +114,11 @@ QVariant RunListModel::data(const QModelIndex &index, int role) const
             return run.colour;
         if (role == Qt::CheckStateRole)
             return run.visible ? Qt::Checked : Qt::Unchecked;
-        if (role == Qt::ToolTipRole) // the whole name, where it came from, versions
+        if (role == Qt::ToolTipRole) // the whole name, its group, where it came from, versions
             return QString(run.run.label()
                 + (run.run.displayName.isEmpty() ? QString() : tr(" (run %1)").arg(run.run.name)) + QLatin1Char('\n')
-                + run.run.folder + (run.versions.isEmpty() ? QString() : QString(QLatin1Char('\n') + run.versions)));
+                + (run.run.group.isEmpty() ? QString() : tr("group %1\n").arg(run.run.group)) + run.run.folder
+                + (run.versions.isEmpty() ? QString() : QString(QLatin1Char('\n') + run.versions)));
         break;
     case PrecisionColumn:
         if (role == Qt::DisplayRole)

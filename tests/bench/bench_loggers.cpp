@@ -1,0 +1,154 @@
+// A W&B run log (.wandb) against the same values as a CSV table, ingested into a new store (issue 60's target:
+// the log within 2x of the CSV). The log is framed as W&B frames it (tests/core/wandbwriter.h) and its records are
+// what wandb-core writes for `run.log({"train/loss": ..., "grad": {"norm": ...}, "lr": ...}, step=s)`: a history
+// record of six items (the three keys, _step, _runtime, _timestamp; every key a nested_key, every value JSON) and
+// its HistoryStep. The CSV has a step column and the same three columns, the values printed as W&B prints them.
+// Alternates one ingest of each, three times: the medians and the median of the pairs' ratios. Also: the log
+// read by the importer alone (into a sink that keeps nothing), rows/s. Asserts nothing about time.
+// Usage: bench_loggers [rows]   (10^6 by default)
+#include "../core/wandbwriter.h"
+#include "benchutil.h"
+#include "core/importers/wandbimporter.h"
+#include "core/store/runstore.h"
+
+#include <QDir>
+#include <QFile>
+#include <QTemporaryDir>
+
+#include <cstdio>
+#include <string>
+
+using namespace fp8scope;
+
+namespace {
+
+void varint(std::string &out, uint64_t v)
+{
+    while (v >= 0x80) {
+        out += char((v & 0x7F) | 0x80);
+        v >>= 7;
+    }
+    out += char(v);
+}
+
+void field(std::string &out, int number, const std::string &bytes)
+{
+    varint(out, uint64_t(number) << 3 | 2);
+    varint(out, bytes.size());
+    out += bytes;
+}
+
+std::string item(const std::string &key, const std::string &json)
+{
+    std::string i;
+    field(i, 2, key);
+    field(i, 16, json);
+    return i;
+}
+
+// Go's shortest 'g' form as wandb-core prints floats (and Python's repr for these values).
+std::string number(double v)
+{
+    for (int precision = 1; precision <= 17; ++precision) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+        if (std::strtod(buf, nullptr) == v)
+            return buf;
+    }
+    return std::to_string(v);
+}
+
+class NullSink : public IngestSink
+{
+public:
+    void useRun(const QString &) override { }
+    int64_t series(const SeriesKey &) override { return ++n; }
+    void point(int64_t, int64_t, double, double) override { ++points; }
+    void eval(const EvalRecord &) override { }
+    void config(const QString &, const QString &) override { }
+    void version(const QString &, const QString &) override { }
+    void runInfo(const QString &, const QString &) override { }
+    void dump(const DumpRecord &) override { }
+    void problem(int64_t, int64_t, const QString &) override { }
+    int64_t n = 0, points = 0;
+};
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 1000000;
+    QTemporaryDir work;
+    const QString log = work.filePath(QStringLiteral("data/run-bench.wandb"));
+    const QString csv = work.filePath(QStringLiteral("data/history.csv"));
+    QDir().mkpath(work.filePath(QStringLiteral("data")));
+    {
+        testing::LogWriter w;
+        QByteArray table = "_step,train/loss,grad/norm,lr\n";
+        std::string record;
+        for (int64_t r = 0; r < rows; ++r) {
+            const int64_t step = r * 10;
+            const std::string loss = number(5.0 - 1e-6 * double(r) + 0.01 * double(r % 7));
+            const std::string norm = number(1.0 + double(r % 1000) / 1000.0);
+            const std::string lr = number(3e-4 * (1.0 - double(r) / double(rows)));
+            std::string history;
+            field(history, 1, item("train/loss", loss));
+            std::string grad;
+            field(grad, 2, "grad");
+            field(grad, 2, "norm");
+            field(grad, 16, norm);
+            field(history, 1, grad);
+            field(history, 1, item("lr", lr));
+            field(history, 1, item("_step", std::to_string(step)));
+            field(history, 1, item("_runtime", number(double(r) * 0.25)));
+            field(history, 1, item("_timestamp", number(1.7964772e9 + double(r) * 0.25)));
+            std::string stepMessage;
+            varint(stepMessage, 1 << 3);
+            varint(stepMessage, uint64_t(step));
+            field(history, 2, stepMessage);
+            record.clear();
+            varint(record, 1 << 3);
+            varint(record, uint64_t(r + 1));
+            field(record, 2, history);
+            w.add(QByteArray::fromStdString(record));
+            table += QByteArray::number(step) + ',' + QByteArray::fromStdString(loss) + ','
+                + QByteArray::fromStdString(norm) + ',' + QByteArray::fromStdString(lr) + '\n';
+        }
+        QFile f(log), t(csv);
+        if (!f.open(QIODevice::WriteOnly) || !t.open(QIODevice::WriteOnly))
+            return 1;
+        f.write(w.bytes());
+        t.write(table);
+    }
+    const auto ingestOne = [&](const QString &file) {
+        static int n = 0;
+        const QString folder = work.filePath(QStringLiteral("store%1").arg(++n));
+        QDir().mkpath(folder);
+        QFile::link(file, folder + QLatin1Char('/') + QFileInfo(file).fileName());
+        RunStore store;
+        QString error;
+        if (!store.open(folder, &error))
+            std::abort();
+        const IngestReport r = store.ingest();
+        if (r.filesRead != 1 || r.pointsWritten != 3 * rows)
+            std::abort(); // every value of every row
+    };
+    const auto paired = bench::pairedMedians(
+        3, [&] { ingestOne(log); }, [&] { ingestOne(csv); });
+    WandbImporter importer;
+    NullSink sink;
+    const double parse = bench::medianSeconds(3, [&] {
+        sink = NullSink();
+        importer.read(log, {}, sink);
+    });
+    std::printf("rows %lld (3 series), log %.1f MiB, CSV %.1f MiB\n", static_cast<long long>(rows),
+        double(QFileInfo(log).size()) / (1 << 20), double(QFileInfo(csv).size()) / (1 << 20));
+    std::printf("%-44s %10s %12s\n", "case", "median s", "rows/s");
+    std::printf(
+        "%-44s %10.2f %12.0f\n", "W&B .wandb into a new store", paired.workSeconds, double(rows) / paired.workSeconds);
+    std::printf("%-44s %10.2f %12.0f\n", "same values as CSV into a new store", paired.referenceSeconds,
+        double(rows) / paired.referenceSeconds);
+    std::printf("%-44s %10.2f %12.0f\n", "W&B .wandb parsed only (no store)", parse, double(rows) / parse);
+    std::printf("W&B / CSV time (median of pairs): %.2fx (target: within 2x)\n", 1.0 / paired.ratio);
+    return sink.points == 3 * rows ? 0 : 1;
+}
