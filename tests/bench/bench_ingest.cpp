@@ -14,6 +14,7 @@
 #include "core/importers/tedebugimporter.h"
 #include "core/query/catalog.h"
 #include "core/store/runstore.h"
+#include "nullsink.h"
 #include "plainread.h"
 
 #include <QDir>
@@ -35,21 +36,6 @@
 using namespace fp8scope;
 
 namespace {
-
-class NullSink : public IngestSink
-{
-public:
-    void useRun(const QString &) override { }
-    int64_t series(const SeriesKey &) override { return ++n; }
-    void point(int64_t, int64_t, double, double) override { ++points; }
-    void eval(const EvalRecord &) override { }
-    void config(const QString &, const QString &) override { }
-    void version(const QString &, const QString &) override { }
-    void runInfo(const QString &, const QString &) override { }
-    void dump(const DumpRecord &) override { }
-    void problem(int64_t, int64_t, const QString &) override { ++problems; }
-    int64_t n = 0, points = 0, problems = 0;
-};
 
 // Runs a program, returns (seconds, peak RSS in MiB of the child).
 std::pair<double, double> runChild(
@@ -138,7 +124,7 @@ int main(int argc, char **argv)
         std::thread::hardware_concurrency());
 
     const double parseSec = bench::medianSeconds(3, [&] {
-        NullSink sink;
+        bench::NullSink sink;
         TeDebugImporter().read(log, {}, sink);
     });
     std::printf("%-44s %10.0f lines/s\n", "parse only (TE importer, null sink)", double(lines) / parseSec);

@@ -10,6 +10,7 @@
 #include "benchutil.h"
 #include "core/importers/wandbimporter.h"
 #include "core/store/runstore.h"
+#include "nullsink.h"
 
 #include <QDir>
 #include <QFile>
@@ -57,21 +58,6 @@ std::string number(double v)
     }
     return std::to_string(v);
 }
-
-class NullSink : public IngestSink
-{
-public:
-    void useRun(const QString &) override { }
-    int64_t series(const SeriesKey &) override { return ++n; }
-    void point(int64_t, int64_t, double, double) override { ++points; }
-    void eval(const EvalRecord &) override { }
-    void config(const QString &, const QString &) override { }
-    void version(const QString &, const QString &) override { }
-    void runInfo(const QString &, const QString &) override { }
-    void dump(const DumpRecord &) override { }
-    void problem(int64_t, int64_t, const QString &) override { }
-    int64_t n = 0, points = 0;
-};
 
 } // namespace
 
@@ -136,9 +122,9 @@ int main(int argc, char **argv)
     const auto paired = bench::pairedMedians(
         3, [&] { ingestOne(log); }, [&] { ingestOne(csv); });
     WandbImporter importer;
-    NullSink sink;
+    bench::NullSink sink;
     const double parse = bench::medianSeconds(3, [&] {
-        sink = NullSink();
+        sink = bench::NullSink();
         importer.read(log, {}, sink);
     });
     std::printf("rows %lld (3 series), log %.1f MiB, CSV %.1f MiB\n", static_cast<long long>(rows),
