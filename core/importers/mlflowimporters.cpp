@@ -331,6 +331,12 @@ void MlflowRunImporter::stamp(const QString &path, int64_t *size, int64_t *mtime
         *size += info.size();
         *mtime = std::max<int64_t>(*mtime, info.lastModified().toMSecsSinceEpoch());
     }
+    // The experiment's meta.yaml: its name is the run's group.
+    const QFileInfo experiment(dir + QStringLiteral("/../meta.yaml"));
+    if (experiment.exists()) {
+        *size += experiment.size();
+        *mtime = std::max<int64_t>(*mtime, experiment.lastModified().toMSecsSinceEpoch());
+    }
 }
 
 ReadPosition MlflowRunImporter::read(const QString &path, const ReadPosition &, IngestSink &sink)

@@ -29,7 +29,7 @@ public:
     QString name() const override { return QStringLiteral("mlflow-run"); }
     bool recognises(const QString &fileName, const QByteArray &head) const override;
     ReadPosition read(const QString &path, const ReadPosition &from, IngestSink &sink) override;
-    // The run is its folder: changed when any file in it is.
+    // The run is its folder: changed when any file it is read from is (its experiment's meta.yaml too).
     void stamp(const QString &path, int64_t *size, int64_t *mtime) const override;
 };
 

@@ -33,48 +33,6 @@ QStringList csvHeader(const QString &path)
     return fields;
 }
 
-// Python's json.dumps writes NaN, Infinity and -Infinity bare, which JSON has no words for: outside strings
-// they become the strings "NaN", "Infinity" and "-Infinity", read back as those numbers by numberOf.
-QByteArray quoteNonFinite(const QByteArray &line)
-{
-    if (!line.contains("NaN") && !line.contains("Infinity"))
-        return line;
-    QByteArray out;
-    out.reserve(line.size() + 16);
-    bool inString = false;
-    for (qsizetype i = 0; i < line.size(); ++i) {
-        const char c = line[i];
-        if (inString) {
-            out += c;
-            if (c == '\\' && i + 1 < line.size())
-                out += line[++i];
-            else if (c == '"')
-                inString = false;
-            continue;
-        }
-        if (c == '"') {
-            inString = true;
-            out += c;
-            continue;
-        }
-        bool matched = false;
-        for (const char *word : {"-Infinity", "Infinity", "NaN"}) {
-            const qsizetype n = qsizetype(qstrlen(word));
-            if (i + n <= line.size() && std::memcmp(line.constData() + i, word, size_t(n)) == 0) {
-                out += '"';
-                out += word;
-                out += '"';
-                i += n - 1;
-                matched = true;
-                break;
-            }
-        }
-        if (!matched)
-            out += c;
-    }
-    return out;
-}
-
 std::optional<double> numberOf(const QJsonValue &v)
 {
     if (v.isDouble())
@@ -127,6 +85,46 @@ void pointsOf(const QJsonObject &o, const QString &prefix, const QString &skip, 
 }
 
 } // namespace
+
+QByteArray quoteNonFinite(const QByteArray &line)
+{
+    if (!line.contains("NaN") && !line.contains("Infinity"))
+        return line;
+    QByteArray out;
+    out.reserve(line.size() + 16);
+    bool inString = false;
+    for (qsizetype i = 0; i < line.size(); ++i) {
+        const char c = line[i];
+        if (inString) {
+            out += c;
+            if (c == '\\' && i + 1 < line.size())
+                out += line[++i];
+            else if (c == '"')
+                inString = false;
+            continue;
+        }
+        if (c == '"') {
+            inString = true;
+            out += c;
+            continue;
+        }
+        bool matched = false;
+        for (const char *word : {"-Infinity", "Infinity", "NaN"}) {
+            const qsizetype n = qsizetype(qstrlen(word));
+            if (i + n <= line.size() && std::memcmp(line.constData() + i, word, size_t(n)) == 0) {
+                out += '"';
+                out += word;
+                out += '"';
+                i += n - 1;
+                matched = true;
+                break;
+            }
+        }
+        if (!matched)
+            out += c;
+    }
+    return out;
+}
 
 QString runOfHistoryExport(const QString &path)
 {

@@ -34,4 +34,9 @@ int stepColumn(const QStringList &names);
 // folder's run: "" is returned, as for any other file).
 QString runOfHistoryExport(const QString &path);
 
+// Python's json.dumps (and W&B's history) writes NaN, Infinity and -Infinity bare, which JSON has no words for:
+// outside strings they become the strings "NaN", "Infinity" and "-Infinity", for the reader to take as those
+// numbers.
+QByteArray quoteNonFinite(const QByteArray &json);
+
 } // namespace fp8scope

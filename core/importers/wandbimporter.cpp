@@ -3,6 +3,7 @@
 #include "configlimits.h"
 #include "jsonimporters.h"
 #include "megatronlogimporter.h"
+#include "tableimporters.h"
 #include "wandblog.h"
 
 #include "importers/wandb.pb.h"
@@ -59,43 +60,16 @@ bool jsonNumber(std::string_view v, double *out)
     return false;
 }
 
-// A JSON value in W&B's dialect as Qt reads JSON: NaN and the infinities outside strings turned into null first.
+bool isNonFiniteWord(const QString &s)
+{
+    return s == QLatin1String("NaN") || s == QLatin1String("Infinity") || s == QLatin1String("-Infinity");
+}
+
+// A JSON value in W&B's dialect as Qt reads JSON: NaN and the infinities outside strings quoted.
 QJsonValue parseJsonValue(const std::string &v, bool *ok)
 {
-    std::string text = "[" + v + "]";
     QJsonParseError error;
-    QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(text), &error);
-    if (error.error != QJsonParseError::NoError) {
-        std::string cleaned;
-        bool inString = false;
-        for (size_t i = 0; i < text.size(); ++i) {
-            const char c = text[i];
-            if (inString) {
-                cleaned += c;
-                if (c == '\\' && i + 1 < text.size())
-                    cleaned += text[++i];
-                else if (c == '"')
-                    inString = false;
-                continue;
-            }
-            if (c == '"')
-                inString = true;
-            const std::string_view rest(text.data() + i, text.size() - i);
-            if (rest.starts_with("NaN")) {
-                cleaned += "null";
-                i += 2;
-            } else if (rest.starts_with("-Infinity")) {
-                cleaned += "null";
-                i += 8;
-            } else if (rest.starts_with("Infinity")) {
-                cleaned += "null";
-                i += 7;
-            } else {
-                cleaned += c;
-            }
-        }
-        doc = QJsonDocument::fromJson(QByteArray::fromStdString(cleaned), &error);
-    }
+    const QJsonDocument doc = QJsonDocument::fromJson(quoteNonFinite("[" + QByteArray::fromStdString(v) + "]"), &error);
     *ok = error.error == QJsonParseError::NoError && doc.isArray() && doc.array().size() == 1;
     return *ok ? doc.array().at(0) : QJsonValue();
 }
@@ -301,6 +275,9 @@ private:
                 out->emplace_back(key, it.value().toDouble());
             else if (it.value().isBool())
                 out->emplace_back(key, it.value().toBool() ? 1.0 : 0.0);
+            else if (double v = 0; it.value().isString() && isNonFiniteWord(it.value().toString())
+                     && jsonNumber(it.value().toString().toStdString(), &v))
+                out->emplace_back(key, v); // NaN or an infinity, quoted by quoteNonFinite
         }
     }
 

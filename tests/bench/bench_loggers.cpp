@@ -8,6 +8,7 @@
 // Usage: bench_loggers [rows]   (10^6 by default)
 #include "../core/wandbwriter.h"
 #include "benchutil.h"
+#include "core/importers/jsonimporters.h"
 #include "core/importers/wandbimporter.h"
 #include "core/store/runstore.h"
 #include "nullsink.h"
@@ -17,46 +18,14 @@
 #include <QTemporaryDir>
 
 #include <cstdio>
-#include <string>
 
 using namespace fp8scope;
 
 namespace {
 
-void varint(std::string &out, uint64_t v)
+QByteArray item(const QByteArray &key, const QByteArray &json)
 {
-    while (v >= 0x80) {
-        out += char((v & 0x7F) | 0x80);
-        v >>= 7;
-    }
-    out += char(v);
-}
-
-void field(std::string &out, int number, const std::string &bytes)
-{
-    varint(out, uint64_t(number) << 3 | 2);
-    varint(out, bytes.size());
-    out += bytes;
-}
-
-std::string item(const std::string &key, const std::string &json)
-{
-    std::string i;
-    field(i, 2, key);
-    field(i, 16, json);
-    return i;
-}
-
-// Go's shortest 'g' form as wandb-core prints floats (and Python's repr for these values).
-std::string number(double v)
-{
-    for (int precision = 1; precision <= 17; ++precision) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-        if (std::strtod(buf, nullptr) == v)
-            return buf;
-    }
-    return std::to_string(v);
+    return testing::field(1, testing::field(2, key) + testing::field(16, json));
 }
 
 } // namespace
@@ -71,34 +40,22 @@ int main(int argc, char **argv)
     {
         testing::LogWriter w;
         QByteArray table = "_step,train/loss,grad/norm,lr\n";
-        std::string record;
         for (int64_t r = 0; r < rows; ++r) {
+            using testing::field;
+            using testing::varint;
             const int64_t step = r * 10;
-            const std::string loss = number(5.0 - 1e-6 * double(r) + 0.01 * double(r % 7));
-            const std::string norm = number(1.0 + double(r % 1000) / 1000.0);
-            const std::string lr = number(3e-4 * (1.0 - double(r) / double(rows)));
-            std::string history;
-            field(history, 1, item("train/loss", loss));
-            std::string grad;
-            field(grad, 2, "grad");
-            field(grad, 2, "norm");
-            field(grad, 16, norm);
-            field(history, 1, grad);
-            field(history, 1, item("lr", lr));
-            field(history, 1, item("_step", std::to_string(step)));
-            field(history, 1, item("_runtime", number(double(r) * 0.25)));
-            field(history, 1, item("_timestamp", number(1.7964772e9 + double(r) * 0.25)));
-            std::string stepMessage;
-            varint(stepMessage, 1 << 3);
-            varint(stepMessage, uint64_t(step));
-            field(history, 2, stepMessage);
-            record.clear();
-            varint(record, 1 << 3);
-            varint(record, uint64_t(r + 1));
-            field(record, 2, history);
-            w.add(QByteArray::fromStdString(record));
-            table += QByteArray::number(step) + ',' + QByteArray::fromStdString(loss) + ','
-                + QByteArray::fromStdString(norm) + ',' + QByteArray::fromStdString(lr) + '\n';
+            // Go's shortest 'g' form as wandb-core prints floats (Python's repr for these values).
+            const QByteArray loss = shortestNumber(5.0 - 1e-6 * double(r) + 0.01 * double(r % 7)).toLatin1();
+            const QByteArray norm = shortestNumber(1.0 + double(r % 1000) / 1000.0).toLatin1();
+            const QByteArray lr = shortestNumber(3e-4 * (1.0 - double(r) / double(rows))).toLatin1();
+            const QByteArray history = item("train/loss", loss)
+                + field(1, field(2, "grad") + field(2, "norm") + field(16, norm)) + item("lr", lr)
+                + item("_step", QByteArray::number(step))
+                + item("_runtime", shortestNumber(double(r) * 0.25).toLatin1())
+                + item("_timestamp", shortestNumber(1.7964772e9 + double(r) * 0.25).toLatin1())
+                + field(2, varint(1 << 3) + varint(uint64_t(step)));
+            w.add(varint(1 << 3) + varint(uint64_t(r + 1)) + field(2, history));
+            table += QByteArray::number(step) + ',' + loss + ',' + norm + ',' + lr + '\n';
         }
         QFile f(log), t(csv);
         if (!f.open(QIODevice::WriteOnly) || !t.open(QIODevice::WriteOnly))

@@ -83,22 +83,6 @@ public:
     std::vector<std::pair<int64_t, QString>> problems;
 };
 
-// Protobuf's wire form, enough for hand-made W&B records.
-QByteArray varint(uint64_t v)
-{
-    QByteArray out;
-    while (v >= 0x80) {
-        out += char((v & 0x7F) | 0x80);
-        v >>= 7;
-    }
-    return out + char(v);
-}
-
-QByteArray field(int number, const QByteArray &bytes)
-{
-    return varint(uint64_t(number) << 3 | 2) + varint(uint64_t(bytes.size())) + bytes;
-}
-
 // A history record (Record field 2) of items {nested_key: key, value_json: json}.
 QByteArray historyRecord(const std::vector<std::pair<QByteArray, QByteArray>> &items)
 {
@@ -581,6 +565,17 @@ private Q_SLOTS:
             QString(), QString(), QStringLiteral("train/loss"), QStringLiteral("mlflow"), QString()};
         QCOMPARE(pointAt(store, QStringLiteral("fp8-mx"), trainLoss, 1090), loss(1090, 0.01));
         QCOMPARE(pointAt(store, QStringLiteral("fs-fp8"), trainLoss, 5000), 0.25);
+
+        // The experiment renamed: its runs' group follows.
+        const QString experimentMeta = QFileInfo(fsMetric).absolutePath() + QStringLiteral("/../../../meta.yaml");
+        QFile meta(experimentMeta);
+        QVERIFY(meta.open(QIODevice::ReadOnly));
+        QByteArray text = meta.readAll();
+        meta.close();
+        QVERIFY(text.contains("name: llama-fs"));
+        write(experimentMeta, text.replace("name: llama-fs", "name: llama-fs-renamed"));
+        QCOMPARE(store.ingest().filesFailed, 0);
+        QCOMPARE(store.run(QStringLiteral("fs-fp8"))->group, QStringLiteral("llama-fs-renamed"));
     }
 
     // Foreign and damaged MLflow files: an SQLite file with other tables said and not read; a metric file's

@@ -58,4 +58,24 @@ private:
     QByteArray m_bytes;
 };
 
+// Protobuf's wire form, enough for hand-made W&B records.
+inline QByteArray varint(uint64_t v)
+{
+    QByteArray out;
+    while (v >= 0x80) {
+        out += char((v & 0x7F) | 0x80);
+        v >>= 7;
+    }
+    out += char(v);
+    return out;
+}
+
+inline QByteArray field(int number, const QByteArray &bytes)
+{
+    QByteArray out = varint(uint64_t(number) << 3 | 2);
+    out += varint(uint64_t(bytes.size()));
+    out += bytes;
+    return out;
+}
+
 } // namespace fp8scope::testing
