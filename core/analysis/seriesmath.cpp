@@ -506,13 +506,31 @@ bool spikesMoreOften(size_t k, size_t n, size_t kBase, size_t nBase, double alph
     return k >= minSpikes && spikeRateP(k, n, kBase, nBase) < alpha;
 }
 
+size_t completePoints(const StepSeries &s, const OnsetOptions &o)
+{
+    const size_t n = s.size();
+    if (!(o.plannedSteps > 0) || n < 2 || o.plannedSteps <= s.steps.back() || s.steps.back() <= s.steps.front())
+        return n;
+    const double interval = double(s.steps.back() - s.steps.front()) / double(n - 1);
+    return n + size_t(std::ceil(double(o.plannedSteps - s.steps.back()) / interval));
+}
+
+size_t earlyPoints(const StepSeries &s, const OnsetOptions &o)
+{
+    const size_t n = s.size();
+    const size_t share = std::max<size_t>(5, size_t(std::ceil(o.earlyFraction * double(completePoints(s, o)))));
+    if (completePoints(s, o) == n)
+        return share;
+    return std::min(share, std::max<size_t>(5, (n + 1) / 2));
+}
+
 Onset findOnset(const StepSeries &in, Direction direction, const OnsetOptions &o)
 {
     const StepSeries s = finitePoints(in);
     Onset r;
     if (int(s.size()) < o.minPoints)
         return r;
-    const size_t m = std::max<size_t>(5, size_t(std::ceil(o.earlyFraction * double(s.size()))));
+    const size_t m = earlyPoints(s, o);
     const std::span<const double> early(s.values.data(), std::min(m, s.size()));
     r.early = median(early);
     r.noise = stepNoise(early);
@@ -531,7 +549,8 @@ Onset findOnset(const StepSeries &in, Direction direction, const OnsetOptions &o
                              : 0;
     if (!(r.threshold > 0))
         return r;
-    const int h = std::clamp(int(s.size() / 50), 2, 25);
+    const size_t complete = completePoints(s, o);
+    const int h = int(std::clamp<size_t>(complete / 50, 2, 25));
     const auto exceeds = [&](double smoothed) {
         const double c = smoothed - r.early;
         return direction == Direction::Up  ? c > r.threshold
@@ -540,12 +559,7 @@ Onset findOnset(const StepSeries &in, Direction direction, const OnsetOptions &o
     };
     // Sustained: at least 5 % of the points (and the smoothing's half-width) from the onset on.
     const size_t n = s.size();
-    size_t minRun = std::max({size_t(3), size_t(h), (n + 19) / 20});
-    if (o.plannedSteps > s.steps.back() && n >= 2 && s.steps.back() > s.steps.front()) {
-        const double interval = double(s.steps.back() - s.steps.front()) / double(n - 1);
-        const double plannedPoints = double(n) + double(o.plannedSteps - s.steps.back()) / interval;
-        minRun = std::max(minRun, size_t(std::ceil(plannedPoints / 20.0)));
-    }
+    const size_t minRun = std::max({size_t(3), size_t(h), (complete + 19) / 20});
     // Most series of a run have no onset, and the last fifth of the points tells so without smoothing the rest:
     // an onset at a with L = n - a points after it has at least stayFraction L of them beyond the threshold,
     // so the last t points hold at least t - (1 - stayFraction) n of them (onset before them) or

@@ -127,11 +127,23 @@ struct OnsetOptions {
     double absolute = 0.0; // ... and beyond this (the statistic's resolution; 1e-4 for the TE log format)
     double stayFraction = 0.9; // sustained: this share of the points from the onset on
     int minPoints = 8;
-    // A run still being written: the steps it is planned to reach. A change must then last as many points as it
-    // would have to on the complete run (5 % of its points), not 5 % of those written so far, so that a
-    // short excursion early in a run is not taken for an onset it would not be on the whole. 0: complete data.
+    // A run still being written: the steps it is planned to reach. The shares above are then of the points the
+    // complete run will have (earlyPoints, completePoints): a change must last as many points as it would have to
+    // on the complete run (5 % of its points), not 5 % of those written so far, so that a short excursion early
+    // in a run is not taken for an onset it would not be on the whole; and the early level, its noise and the
+    // threshold are the complete run's as soon as its early share is written, so that an onset found while the
+    // run is written is the one the complete run will show. 0: complete data.
     int64_t plannedSteps = 0;
 };
+
+// The points a series will have when its run is complete: its own on complete data; on a run still being
+// written (OnsetOptions::plannedSteps past its last step), those written and those to come at its mean
+// interval so far.
+size_t completePoints(const StepSeries &s, const OnsetOptions &options);
+// How many of a series' first points make its early level: earlyFraction of its complete points (at least 5),
+// at most half of those written (an onset in the other half can be seen: the median of the early points stays at
+// the early level while fewer than half of them have changed). On complete data earlyFraction of its points.
+size_t earlyPoints(const StepSeries &s, const OnsetOptions &options);
 
 struct Onset {
     std::optional<int64_t> step; // the first step of a sustained change

@@ -46,6 +46,7 @@ private Q_SLOTS:
     void spikeRates();
     void onsetOfASustainedRise();
     void traitIsNoOnset();
+    void onsetWhileWrittenIsTheCompleteRunsOnset();
     void truncatedValues();
     void lowQuartileSigmaOfKnownValues();
     void departureThatLevelsOff();
@@ -255,6 +256,66 @@ void TestSeriesMath::onsetOfASustainedRise()
     s.values[10] = kNaN;
     s.values[60] = kNaN;
     QCOMPARE(findOnset(s, Direction::Up).step, o.step);
+}
+
+// A run still being written (its planned steps known): once its early share is written, the early level, its
+// noise and the threshold are the complete run's, and an onset is found where the complete run will show it once
+// the change has lasted as long as it must there. Before, the early level was that of a fifth of the points
+// written so far: its noise, read off fewer points, moved the threshold and the onset with each new point.
+void TestSeriesMath::onsetWhileWrittenIsTheCompleteRunsOnset()
+{
+    int compared = 0;
+    for (unsigned seed = 1; seed <= 20; ++seed) {
+        std::mt19937 rng(seed);
+        std::normal_distribution<double> noise(0.0, 0.05 + 0.01 * (seed % 5));
+        std::uniform_int_distribution<int> at(2000, 3500);
+        const int rise = at(rng);
+        StepSeries whole;
+        for (int step = 0; step <= 5000; step += 50) {
+            whole.steps.push_back(step);
+            whole.values.push_back(0.8 + noise(rng) + (step >= rise ? 0.002 * (step - rise) : 0.0));
+        }
+        const Onset complete = findOnset(whole, Direction::Up);
+        QVERIFY2(complete.step, qPrintable(QString::number(seed)));
+        OnsetOptions live;
+        live.plannedSteps = whole.steps.back();
+        QCOMPARE(completePoints(whole, live), whole.size());
+        // The change must last 5 % of the complete run's points (and the smoothing's half-width) to count.
+        const size_t onsetAt
+            = size_t(std::find(whole.steps.begin(), whole.steps.end(), *complete.step) - whole.steps.begin());
+        for (size_t n = 2 * earlyPoints(whole, {}); n < whole.size(); ++n) {
+            StepSeries written;
+            written.steps.assign(whole.steps.begin(), whole.steps.begin() + n);
+            written.values.assign(whole.values.begin(), whole.values.begin() + n);
+            QCOMPARE(completePoints(written, live), whole.size());
+            QCOMPARE(earlyPoints(written, live), earlyPoints(whole, {}));
+            const Onset o = findOnset(written, Direction::Up, live);
+            QCOMPARE(o.early, complete.early);
+            QCOMPARE(o.noise, complete.noise);
+            QCOMPARE(o.threshold, complete.threshold);
+            if (n >= onsetAt + 8) {
+                QVERIFY2(o.step == complete.step,
+                    qPrintable(QStringLiteral("seed %1, %2 points: %3 against %4")
+                                   .arg(seed)
+                                   .arg(n)
+                                   .arg(o.step ? QString::number(*o.step) : QStringLiteral("none"))
+                                   .arg(*complete.step)));
+                ++compared;
+            }
+        }
+    }
+    QVERIFY(compared > 200);
+    // Fewer written than twice the early share: the early level is half of what is written, so that an onset
+    // in the other half can be seen.
+    StepSeries start;
+    for (int step = 0; step < 1000; step += 50) {
+        start.steps.push_back(step);
+        start.values.push_back(step >= 600 ? 2.0 : 1.0);
+    }
+    OnsetOptions live;
+    live.plannedSteps = 100000;
+    QCOMPARE(earlyPoints(start, live), size_t(10));
+    QCOMPARE(earlyPoints(start, {}), size_t(5));
 }
 
 void TestSeriesMath::traitIsNoOnset()

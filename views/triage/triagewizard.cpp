@@ -782,7 +782,7 @@ void TriageWizard::fillClass()
         for (const analysis::EvalRow *e : rows)
             m_classModel->appendRow({item(e->task), item(e->metric), item(e->inference), number(e->baseline),
                 number(e->run), number(e->difference), number(e->z, 1), item(e->significant ? tr("yes") : QString())});
-        const WorkspaceRun *base = m_workspace->run(m_data->baseline), *ours = m_workspace->run(m_data->run);
+        const WorkspaceRun *ours = m_workspace->run(m_data->run);
         m_evalChart->setRows(m_data->evals, m_workspace->runName(m_data->baseline), m_workspace->runName(m_data->run),
             ours ? ours->colour : QColor(Qt::darkBlue));
         m_evidence->setCurrentIndex(3);

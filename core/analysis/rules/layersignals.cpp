@@ -25,12 +25,11 @@ struct Signal {
     size_t peers = 0; // the layers it was measured against (0: on its own)
 };
 
-// A statistic's early level: the median of its first share of the finite points (at least 5), as findOnset
-// takes it.
-double earlyLevel(const StepSeries &s, double fraction)
+// A statistic's early level: the median of its first finite points, as many as findOnset takes.
+double earlyLevel(const StepSeries &s, const OnsetOptions &options)
 {
     std::vector<double> early;
-    const size_t m = std::max<size_t>(5, size_t(std::ceil(fraction * double(s.size()))));
+    const size_t m = earlyPoints(s, options);
     for (size_t i = 0; i < s.size() && early.size() < m; ++i) {
         if (std::isfinite(s.values[i]))
             early.push_back(s.values[i]);
@@ -53,7 +52,7 @@ struct PeerFactors {
 // The series are read, not changed: each member's points are divided by the factors when its onset is looked
 // for (a scratch copy at a time), so the gathered inputs stay as read.
 void normalizeByPeers(const std::vector<const StepSeries *> &series, const std::vector<size_t> &members,
-    double fraction, std::vector<size_t> *peers, PeerFactors *out)
+    const OnsetOptions &options, std::vector<size_t> *peers, PeerFactors *out)
 {
     if (members.size() < 4)
         return;
@@ -88,7 +87,7 @@ void normalizeByPeers(const std::vector<const StepSeries *> &series, const std::
     std::vector<double> &early = out->early;
     early.assign(members.size(), 0.0);
     for (size_t m = 0; m < members.size(); ++m)
-        early[m] = earlyLevel(*series[members[m]], fraction);
+        early[m] = earlyLevel(*series[members[m]], options);
     const auto usable = [](double v) { return std::isfinite(v) && v >= 0; };
     constexpr size_t kBlock = 512;
     const size_t M = members.size();
@@ -192,7 +191,7 @@ std::vector<Signal> signalsOf(const std::vector<SeriesPoints> &risk, const Onset
         if (members.size() < 4)
             continue;
         factors.emplace_back();
-        normalizeByPeers(points, members, base.earlyFraction, &peers, &factors.back());
+        normalizeByPeers(points, members, base, &peers, &factors.back());
         for (size_t m = 0; m < members.size(); ++m)
             memberOf[members[m]] = {&factors.back(), m};
     }
