@@ -559,6 +559,15 @@ Onset findOnset(const StepSeries &in, Direction direction, const OnsetOptions &o
     };
     // Sustained: at least 5 % of the points (and the smoothing's half-width) from the onset on.
     const size_t n = s.size();
+    // A point has changed where the running median around it has. On a run still being written, the last h
+    // points' windows are cut at the newest point, so a transient that has just passed still fills them (three
+    // high points of four written, the fourth back: all four medians high, "sustained"); there a point has
+    // changed only where it has itself, too. The points whose windows are whole are judged as on the complete
+    // run.
+    const bool written = complete > n;
+    const auto changed = [&](size_t i, double smoothed) {
+        return exceeds(smoothed) && (!written || i + size_t(h) < n || exceeds(s.values[i]));
+    };
     const size_t minRun = std::max({size_t(3), size_t(h), (complete + 19) / 20});
     // Most series of a run have no onset, and the last fifth of the points tells so without smoothing the rest:
     // an onset at a with L = n - a points after it has at least stayFraction L of them beyond the threshold,
@@ -571,7 +580,7 @@ Onset findOnset(const StepSeries &in, Direction direction, const OnsetOptions &o
             = runningMedian(std::span<const double>(s.values.data() + from, n - from), h);
         size_t inTail = 0;
         for (size_t i = n - t; i < n; ++i)
-            inTail += exceeds(tailSmooth[i - from]) ? 1 : 0;
+            inTail += changed(i, tailSmooth[i - from]) ? 1 : 0;
         const double bound
             = std::min(double(t) - (1 - o.stayFraction) * double(n), o.stayFraction * double(minRun)) - 1e-9;
         if (double(inTail) < bound)
@@ -580,7 +589,7 @@ Onset findOnset(const StepSeries &in, Direction direction, const OnsetOptions &o
     const std::vector<double> smooth = runningMedian(s.values, h);
     std::vector<bool> exceed(n);
     for (size_t i = 0; i < n; ++i)
-        exceed[i] = exceeds(smooth[i]);
+        exceed[i] = changed(i, smooth[i]);
     const std::vector<double> share = suffixShare(exceed);
     const size_t at = firstSustained(exceed, share, o.stayFraction, minRun);
     if (at != kNone) {

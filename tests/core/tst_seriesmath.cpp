@@ -47,6 +47,7 @@ private Q_SLOTS:
     void onsetOfASustainedRise();
     void traitIsNoOnset();
     void onsetWhileWrittenIsTheCompleteRunsOnset();
+    void transientAtTheWrittenEndIsNoOnset();
     void truncatedValues();
     void lowQuartileSigmaOfKnownValues();
     void departureThatLevelsOff();
@@ -316,6 +317,50 @@ void TestSeriesMath::onsetWhileWrittenIsTheCompleteRunsOnset()
     live.plannedSteps = 100000;
     QCOMPARE(earlyPoints(start, live), size_t(10));
     QCOMPARE(earlyPoints(start, {}), size_t(5));
+}
+
+// A transient that has just passed when the run is read (seed 47's healthy pair: an activation's underflows%
+// of 1.5 % at 3.1, 8.0, 7.9 for three statistics intervals, back to 1.5 at the fourth, the newest): the running
+// medians of the last points, their windows cut at the newest point, are all high; a change there counts only
+// where the point itself has changed, so it is no onset, as on the complete run (while the high points are the
+// newest, it is one: nothing tells it from a change that stays). A change that stays is one.
+void TestSeriesMath::transientAtTheWrittenEndIsNoOnset()
+{
+    std::mt19937 rng(47);
+    std::normal_distribution<double> noise(0.0, 0.05);
+    StepSeries whole, rise;
+    for (int step = 100; step <= 6000; step += 100) {
+        whole.steps.push_back(step);
+        const double transient = step == 2700 ? 1.6 : step == 2800 || step == 2900 ? 6.4 : 0.0;
+        whole.values.push_back(1.5 + noise(rng) + transient);
+        rise.steps.push_back(step);
+        rise.values.push_back(whole.values.back() - transient + (step >= 2700 ? 6.4 : 0.0));
+    }
+    QVERIFY(!findOnset(whole, Direction::Up).step);
+    OnsetOptions live;
+    live.plannedSteps = 6000;
+    const std::optional<int64_t> risen = findOnset(rise, Direction::Up).step;
+    QCOMPARE(risen, std::optional<int64_t>(2700));
+    for (size_t n = 8; n < whole.size(); ++n) {
+        StepSeries written = whole, changed = rise;
+        written.steps.resize(n);
+        written.values.resize(n);
+        changed.steps.resize(n);
+        changed.values.resize(n);
+        const Onset o = findOnset(written, Direction::Up, live);
+        // Written through 2900, the three high points are the newest: as far as they tell, the change stays.
+        if (written.steps.back() == 2900)
+            QCOMPARE(o.step, std::optional<int64_t>(2700));
+        else
+            QVERIFY2(!o.step, qPrintable(QStringLiteral("%1 points written: onset at %2").arg(n).arg(*o.step)));
+        // The change that stays: told at the complete run's onset once it has lasted 5 % of the planned points
+        // (3) with the newest two points changed themselves.
+        const Onset c = findOnset(changed, Direction::Up, live);
+        if (changed.steps.back() >= 2900)
+            QCOMPARE(c.step, risen);
+        else
+            QVERIFY(!c.step);
+    }
 }
 
 void TestSeriesMath::traitIsNoOnset()
