@@ -97,6 +97,49 @@ bool ingest(Catalog &c, quint64 serial)
     return r.errors.isEmpty();
 }
 
+// The triage of a folder read whole, in a catalog of its own (nullopt: it could not be read).
+std::optional<TriageResult> triageWhole(const QString &folder)
+{
+    QString error;
+    const quint64 serial = Catalog::newStoreSerial();
+    Catalog whole;
+    if (!whole.open(folder, serial, &error) || !ingest(whole, serial)) {
+        qWarning("%s: %s", qPrintable(folder), qPrintable(error));
+        return std::nullopt;
+    }
+    return triage(whole, TriageOptions {});
+}
+
+// A scenario's FP8 run written into a folder as the test says (writeThrough), read by a catalog that keeps its
+// points and triaged incrementally.
+struct WrittenRun {
+    WrittenRun(const QString &scenario, const QString &live, const ScenarioPlan &plan)
+        : writer(scenario, live, plan, 0, 0)
+        , folder(live)
+    {
+    }
+    bool start(QString *error)
+    {
+        if (!writer.start(error, false) || !kept.open(folder, serial, error))
+            return false;
+        kept.setKeepPoints(true);
+        return true;
+    }
+    // Written through `step` and read: the triage then (nullopt: the store could not read it).
+    std::optional<TriageResult> through(int64_t step)
+    {
+        writer.writeThrough(step);
+        if (!ingest(kept, serial))
+            return std::nullopt;
+        return engine.update(kept);
+    }
+    ScenarioReplay writer;
+    QString folder;
+    quint64 serial = Catalog::newStoreSerial();
+    Catalog kept;
+    IncrementalTriage engine;
+};
+
 // The run's Megatron log (the file holding "lm loss" lines).
 QString megatronLogOf(const QString &runFolder)
 {
@@ -289,27 +332,17 @@ private Q_SLOTS:
             }
             return std::nullopt;
         };
-        std::optional<int64_t> onset;
-        {
-            const quint64 serial = Catalog::newStoreSerial();
-            Catalog whole;
-            QVERIFY2(whole.open(scenario, serial, &error), qPrintable(error));
-            QVERIFY(ingest(whole, serial));
-            onset = critical(triage(whole, TriageOptions {}));
-        }
+        const std::optional<TriageResult> whole = triageWhole(scenario);
+        QVERIFY(whole);
+        const std::optional<int64_t> onset = critical(*whole);
         QVERIFY(onset && *onset > 0);
-        ScenarioReplay writer(scenario, live, plan, 0, 0);
-        QVERIFY2(writer.start(&error, false), qPrintable(error));
-        const quint64 serial = Catalog::newStoreSerial();
-        Catalog kept;
-        QVERIFY2(kept.open(live, serial, &error), qPrintable(error));
-        kept.setKeepPoints(true);
-        IncrementalTriage engine;
+        WrittenRun written(scenario, live, plan);
+        QVERIFY2(written.start(&error), qPrintable(error));
         int told = 0;
         for (int64_t step = *plan.departureStep - 150; step <= *plan.departureStep + 50; step += 10) {
-            QVERIFY(writer.writeThrough(step));
-            QVERIFY(ingest(kept, serial));
-            const std::optional<int64_t> now = critical(engine.update(kept));
+            const std::optional<TriageResult> r = written.through(step);
+            QVERIFY(r);
+            const std::optional<int64_t> now = critical(*r);
             if (!now)
                 continue;
             QVERIFY2(*now == *onset,
@@ -345,34 +378,24 @@ private Q_SLOTS:
                 // The complete run's onset of each statistic with a layer signal (its severity aside: where the
                 // complete run misses the departure, as seed 48's, its signals are information).
                 std::map<std::tuple<QString, QString, QString>, int64_t> onsets;
-                {
-                    const quint64 serial = Catalog::newStoreSerial();
-                    Catalog complete;
-                    QVERIFY2(complete.open(whole, serial, &error), qPrintable(error));
-                    QVERIFY(ingest(complete, serial));
-                    for (const Comparison &c : triage(complete, TriageOptions {}).comparisons) {
-                        for (const Finding &f : c.findings) {
-                            if (f.kind == analysis::FindingKind::LayerSignal && f.step)
-                                onsets.try_emplace({f.layer, f.tensor, f.stat}, *f.step);
-                        }
+                const std::optional<TriageResult> complete = triageWhole(whole);
+                QVERIFY(complete);
+                for (const Comparison &c : complete->comparisons) {
+                    for (const Finding &f : c.findings) {
+                        if (f.kind == analysis::FindingKind::LayerSignal && f.step)
+                            onsets.try_emplace({f.layer, f.tensor, f.stat}, *f.step);
                     }
                 }
-                ScenarioReplay writer(whole, live, plan, 0, 0);
-                QVERIFY2(writer.start(&error, false), qPrintable(error));
-                const quint64 serial = Catalog::newStoreSerial();
-                Catalog kept;
-                QVERIFY2(kept.open(live, serial, &error), qPrintable(error));
-                kept.setKeepPoints(true);
-                IncrementalTriage engine;
+                WrittenRun written(whole, live, plan);
+                QVERIFY2(written.start(&error), qPrintable(error));
                 bool seen = false;
                 const int64_t stride = std::max<int64_t>(1, plan.steps / 20);
                 for (int64_t step = stride; step <= plan.steps; step += stride) {
-                    writer.writeThrough(step);
-                    QVERIFY(ingest(kept, serial));
-                    const TriageResult r = engine.update(kept);
+                    const std::optional<TriageResult> r = written.through(step);
+                    QVERIFY(r);
                     if (scenario == Scenario::None)
                         ++healthyStages;
-                    for (const Comparison &c : r.comparisons) {
+                    for (const Comparison &c : r->comparisons) {
                         for (const Finding &f : c.findings) {
                             if (f.kind != analysis::FindingKind::LayerSignal || f.severity == analysis::Severity::Info)
                                 continue;
