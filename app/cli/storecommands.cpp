@@ -41,10 +41,21 @@ bool openSession(FolderSession &session, const QString &folder)
     return true;
 }
 
-std::optional<Run> findRun(const Catalog &catalog, const QString &name)
+// The readers show what is stored: a folder never read in has nothing to show, which is said with what to do
+// (an empty answer would look like an empty folder).
+void sayNothingStored(const QString &folder)
+{
+    QTextStream(stderr) << "fp8scope-cli: no runs stored for " << folder << ": read its files in first with '"
+                        << "fp8scope-cli ingest " << folder
+                        << "' (triage, report, attempts and watch read them themselves)\n";
+}
+
+std::optional<Run> findRun(const Catalog &catalog, const QString &name, const QString &folder)
 {
     auto r = catalog.findRun(name);
-    if (!r) {
+    if (!r && catalog.runs().empty()) {
+        sayNothingStored(folder);
+    } else if (!r) {
         QTextStream err(stderr);
         err << "fp8scope-cli: no run '" << name << "'; runs:";
         for (const Run &i : catalog.runs())
@@ -183,6 +194,8 @@ int runRuns(const QStringList &args)
     if (!openSession(session, parser.positionalArguments().front()))
         return 1;
     Catalog &catalog = session.catalog();
+    if (catalog.runs().empty())
+        sayNothingStored(parser.positionalArguments().front());
     QTextStream out(stdout);
     QJsonArray array;
     for (const Run &r : catalog.runs()) {
@@ -242,7 +255,7 @@ int runSeries(const QStringList &args)
     if (!openSession(session, parser.positionalArguments().front()))
         return 1;
     Catalog &catalog = session.catalog();
-    const auto run = findRun(catalog, parser.value(runOpt));
+    const auto run = findRun(catalog, parser.value(runOpt), parser.positionalArguments().front());
     if (!run)
         return 1;
     const SeriesRequest request {.stat = parser.value(statOpt),
@@ -328,7 +341,7 @@ int runHeatmap(const QStringList &args)
     if (!openSession(session, parser.positionalArguments().front()))
         return 1;
     Catalog &catalog = session.catalog();
-    const auto run = findRun(catalog, parser.value(runOpt));
+    const auto run = findRun(catalog, parser.value(runOpt), parser.positionalArguments().front());
     if (!run)
         return 1;
     MatrixRequest request {.stat = parser.value(statOpt),
@@ -415,9 +428,11 @@ int runLayers(const QStringList &args)
     // A folder of one run needs no --run.
     std::optional<Run> run;
     if (parser.isSet(QStringLiteral("run")))
-        run = findRun(catalog, parser.value(QStringLiteral("run")));
+        run = findRun(catalog, parser.value(QStringLiteral("run")), parser.positionalArguments().front());
     else if (catalog.runs().size() == 1)
         run = catalog.runs().front();
+    else if (catalog.runs().empty())
+        sayNothingStored(parser.positionalArguments().front());
     else
         QTextStream(stderr) << "fp8scope-cli layers: the folder holds " << catalog.runs().size()
                             << " runs: --run names one\n";

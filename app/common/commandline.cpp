@@ -211,7 +211,9 @@ QList<CommandSpec> makeCliCommands()
     commands << CommandSpec {.name = s("runs"),
         .summary = s("list the runs: precision, recipe, baseline and why, versions (--json)"),
         .description = s("List the runs of an ingested folder: precision, recipe, the baseline each is compared "
-                         "with and why, and the versions of the frameworks it recorded."),
+                         "with and why, and the versions of the frameworks it recorded. Like series, heatmap and "
+                         "layers it shows what is stored: of a folder not read in yet it says so, with the ingest "
+                         "command to run."),
         .arguments = {folderArgument()},
         .options = {jsonOption()}};
     commands << CommandSpec {.name = s("series"),

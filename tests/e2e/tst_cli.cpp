@@ -534,7 +534,22 @@ void TestCli::runsShowBaselineAndVersions()
         QByteArray(eval).replace("%1", "0.61").replace("%2", "dtype=bfloat16"));
     write(ws.filePath(QStringLiteral("a_fp8/eval/fp8.json")),
         QByteArray(eval).replace("%1", "0.58").replace("%2", "dtype=bfloat16,quantization=fp8"));
-    Run r = cli({QStringLiteral("ingest"), ws.path(), QStringLiteral("--json")});
+    // Not read in yet: the readers show what is stored, and say what to do rather than print nothing.
+    const QByteArray hint = "no runs stored for " + ws.path().toUtf8() + ": read its files in first with "
+        + "'fp8scope-cli ingest " + ws.path().toUtf8() + "'";
+    Run r = cli({QStringLiteral("runs"), ws.path()});
+    QCOMPARE(r.code, 0);
+    QVERIFY(r.out.isEmpty());
+    QVERIFY2(r.err.contains(hint), r.err.constData());
+    r = cli({QStringLiteral("series"), ws.path(), QStringLiteral("--run"), QStringLiteral("a_fp8"),
+        QStringLiteral("--stat"), QStringLiteral("lm loss")});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains(hint), r.err.constData());
+    r = cli({QStringLiteral("layers"), ws.path()});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(hint), r.err.constData());
+
+    r = cli({QStringLiteral("ingest"), ws.path(), QStringLiteral("--json")});
     QVERIFY2(r.code == 0, r.err.constData());
     const QJsonArray runs = QJsonDocument::fromJson(r.out).object().value(QStringLiteral("runs")).toArray();
     QCOMPARE(runs.size(), 3);
