@@ -167,10 +167,11 @@ int runIngest(const QStringList &args)
         for (const Run &r : runs)
             out << "run      " << r.name << ": " << r.seriesCount << " series, " << r.pointCount << " points, "
                 << catalog.evals(r.ref).size() << " evals\n";
-        for (const ProblemEntry &p : problems)
-            out << "problem  " << (p.storeError ? p.path : dir.relativeFilePath(p.path)) << ':' << p.line
-                << (p.offset >= 0 ? QStringLiteral(" (byte %1)").arg(p.offset) : QString()) << ": " << p.message
-                << '\n';
+        for (const ProblemEntry &p : problems) {
+            const QString place = FolderSession::placeOf(p);
+            out << "problem  " << (p.storeError ? p.path : dir.relativeFilePath(p.path))
+                << (place.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(place)) << ": " << p.message << '\n';
+        }
         if (!report.unrecognised.isEmpty()) {
             out << "skipped  " << report.unrecognised.size() << " file(s) in no format fp8scope reads:\n";
             for (const QString &f : report.unrecognised)

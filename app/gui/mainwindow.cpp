@@ -10,6 +10,7 @@
 #include "startpage.h"
 
 #include "core/report/triagereport.h"
+#include "core/session/foldersession.h"
 #include "views/attempts/attemptsview.h"
 #include "views/blocks/blockmapview.h"
 #include "views/compare/compareview.h"
@@ -90,7 +91,8 @@ QString problemContext(const QString &path, qint64 line, qint64 offset)
     if (!f.open(QIODevice::ReadOnly))
         return QObject::tr("%1: %2").arg(path, f.errorString());
     QString out;
-    if (line > 0) {
+    // A W&B log's problems count records: its bytes show where.
+    if (line > 0 && !(FolderSession::countsRecords(path) && offset >= 0)) {
         qint64 n = 0;
         while (!f.atEnd() && n < line + 2) {
             const QByteArray text = f.readLine(1 << 20);

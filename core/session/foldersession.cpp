@@ -54,6 +54,21 @@ bool FolderSession::changed(const std::vector<FolderIngest> &ingested)
     return false;
 }
 
+bool FolderSession::countsRecords(const QString &path)
+{
+    return path.endsWith(QLatin1String(".wandb"));
+}
+
+QString FolderSession::placeOf(const ProblemEntry &p)
+{
+    const QString byte = p.offset >= 0 ? QStringLiteral("byte %1").arg(p.offset) : QString();
+    if (p.line <= 0)
+        return byte;
+    const QString unit = countsRecords(p.path) ? QStringLiteral("record") : QStringLiteral("line");
+    return byte.isEmpty() ? QStringLiteral("%1 %2").arg(unit).arg(p.line)
+                          : QStringLiteral("%1 %2, %3").arg(unit).arg(p.line).arg(byte);
+}
+
 std::vector<ProblemEntry> FolderSession::problemsOf(const FolderIngest &ingested)
 {
     std::vector<ProblemEntry> out;

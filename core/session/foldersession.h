@@ -56,6 +56,13 @@ public:
     // with the file it stopped at) and the files in no format it reads (skipped; not a model folder, which the
     // checkpoint audit reads), as problems of those files.
     static std::vector<ProblemEntry> problemsOf(const FolderIngest &ingested);
+    // Where a problem is in its file, as its reader would look for it: "line 12", "line 12, byte 4096";
+    // "record 12, byte 4096" in a W&B log (a binary file of records, whose problems count records);
+    // "byte 4096"; "" where the file as a whole is meant.
+    static QString placeOf(const ProblemEntry &problem);
+    // Whether the problems of a file count records rather than lines (a W&B log): its bytes, not its lines,
+    // show where.
+    static bool countsRecords(const QString &path);
 
     // Where the store of an opened folder lives ("" when not open here).
     QString storePath(quint64 serial) const { return m_catalog.storePath(serial); }

@@ -136,7 +136,8 @@ private Q_SLOTS:
         QCOMPARE(model.rowCount(), 0);
     }
 
-    // Problems as the panel lists them: the file's name, where (a line, or a byte offset, or nothing), what;
+    // Problems as the panel lists them: the file's name, where (a line or a W&B log's record, a byte offset, or
+    // nothing), what;
     // the path, line and offset as roles (a double click opens the file there).
     void problemsListed()
     {
@@ -144,14 +145,19 @@ private Q_SLOTS:
         QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
         model.setProblems({{QStringLiteral("/runs/fp8/logs/train.out"), 12, -1, QStringLiteral("a bad line"), false},
             {QStringLiteral("/runs/fp8/dump.safetensors"), 0, 4096, QStringLiteral("a truncated header"), false},
-            {QStringLiteral("/runs/.fp8scope/store.sqlite"), 0, -1, QStringLiteral("a damaged page"), true}});
-        QCOMPARE(model.rowCount(), 3);
+            {QStringLiteral("/runs/.fp8scope/store.sqlite"), 0, -1, QStringLiteral("a damaged page"), true},
+            {QStringLiteral("/runs/wandb/run-1/run-1.wandb"), 7, 32775, QStringLiteral("a damaged chunk"), false},
+            {QStringLiteral("/runs/fp8/metrics.jsonl"), 3, 210, QStringLiteral("a bad row"), false}});
+        QCOMPARE(model.rowCount(), 5);
         QCOMPARE(model.columnCount(), int(ProblemsModel::ColumnCount));
         const auto cell = cellsOf(model);
         QCOMPARE(cell(0, ProblemsModel::FileColumn).toString(), QStringLiteral("train.out"));
         QCOMPARE(cell(0, ProblemsModel::LineColumn).toString(), QStringLiteral("line 12"));
-        QCOMPARE(cell(1, ProblemsModel::LineColumn).toString(), QStringLiteral("offset 4096"));
+        QCOMPARE(cell(1, ProblemsModel::LineColumn).toString(), QStringLiteral("byte 4096"));
         QCOMPARE(cell(2, ProblemsModel::LineColumn).toString(), QString());
+        // A W&B log's problems count records, not lines (a binary file).
+        QCOMPARE(cell(3, ProblemsModel::LineColumn).toString(), QStringLiteral("record 7, byte 32775"));
+        QCOMPARE(cell(4, ProblemsModel::LineColumn).toString(), QStringLiteral("line 3, byte 210"));
         QCOMPARE(cell(1, ProblemsModel::MessageColumn).toString(), QStringLiteral("a truncated header"));
         QCOMPARE(cell(0, ProblemsModel::MessageColumn, ProblemsModel::PathRole).toString(),
             QStringLiteral("/runs/fp8/logs/train.out"));

@@ -1,5 +1,6 @@
 #include "problemsmodel.h"
 
+#include "core/session/foldersession.h"
 #include "views/workspace/workspace.h"
 
 #include <QFileInfo>
@@ -75,10 +76,7 @@ QVariant ProblemsModel::data(const QModelIndex &index, int role) const
     case Qt::DisplayRole:
         switch (index.column()) {
         case FileColumn: return QFileInfo(p.path).fileName();
-        case LineColumn:
-            if (p.line > 0)
-                return tr("line %1").arg(p.line);
-            return p.offset >= 0 ? tr("offset %1").arg(p.offset) : QString();
+        case LineColumn: return FolderSession::placeOf(p);
         case MessageColumn: return p.message;
         default: return {};
         }
