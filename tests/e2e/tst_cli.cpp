@@ -10,6 +10,9 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <cmath>
+#include <tuple>
+
 class TestCli : public QObject
 {
     Q_OBJECT
@@ -23,6 +26,7 @@ private Q_SLOTS:
     void auditCheckpoint();
     void ingestRecomputeAndQuery();
     void runsShowBaselineAndVersions();
+    void lossGapOfAShiftedRun();
     void heatmapOfExperts();
     void blocksMapAndTeCheck();
     void usageListsEveryCommand();
@@ -576,6 +580,37 @@ void TestCli::runsShowBaselineAndVersions()
     QCOMPARE(fp8.value(QStringLiteral("pairing")).toString(), QStringLiteral("config"));
     QCOMPARE(fp8.value(QStringLiteral("versions")).toObject().value(QStringLiteral("torch")).toString(),
         QStringLiteral("2.4.1"));
+}
+
+// An FP8 run whose loss is its baseline's shifted by 0.02 at every step: the gap at the end has no noise band,
+// and says why ("the difference does not vary"), not "+-0 noise".
+void TestCli::lossGapOfAShiftedRun()
+{
+    QTemporaryDir ws;
+    for (const auto &[name, fp8, shift] : {std::tuple {"bf16", "None", 0.0}, std::tuple {"fp8", "hybrid", 0.02}}) {
+        QByteArray log = "------------------------ arguments ------------------------\n"
+                         "  num_layers ...................................... 24\n"
+                         "  train_iters ..................................... 1000\n"
+                         "  fp8 ............................................. "
+            + QByteArray(fp8) + "\n-------------------- end of arguments ---------------------\n";
+        for (int it = 10; it <= 1000; it += 10)
+            log += QStringLiteral(" iteration %1/    1000 | lm loss: %2 |\n")
+                       .arg(it, 8)
+                       .arg(2.0 + 8.0 * std::exp(-it / 200.0) + shift, 0, 'E', 6)
+                       .toLatin1();
+        write(ws.filePath(QStringLiteral("%1/train.out").arg(QLatin1String(name))), log);
+    }
+    const Run r = cli({QStringLiteral("triage"), ws.path(), QStringLiteral("--json")});
+    QVERIFY2(r.code == 0, r.err.constData());
+    QString gap;
+    for (const QJsonValue c : QJsonDocument::fromJson(r.out).object().value(QStringLiteral("comparisons")).toArray()) {
+        for (const QJsonValue f : c.toObject().value(QStringLiteral("findings")).toArray()) {
+            if (f.toObject().value(QStringLiteral("kind")).toString() == QLatin1String("loss-gap"))
+                gap = f.toObject().value(QStringLiteral("summary")).toString();
+        }
+    }
+    QVERIFY2(gap.contains(QStringLiteral("the loss is 0.02 above bf16's (0.97 %, the difference does not vary): over")),
+        qPrintable(gap));
 }
 
 // A mixture-of-experts run (demo --scenario --experts): `heatmap` prints a row per GEMM with the worst expert's

@@ -73,14 +73,19 @@ void lossGap(const PairInputs &in, const TriageOptions &options, Comparison &c)
     f.stat = QStringLiteral("lm loss");
     f.step = d.trace.steps.back();
     f.lastStep = d.trace.steps.back();
-    f.summary = QStringLiteral("at the end (step %1) the loss is %2 %3 %4's (%5 %, +-%6 noise): %7 the accepted "
+    // The noise band, or why there is none: a difference that does not vary (one run the other shifted), or one
+    // too short to measure its noise.
+    const QString noiseText = band > 0 ? QStringLiteral("+-%1 noise").arg(band, 0, 'g', 2)
+        : std::isfinite(d.noise)       ? QStringLiteral("the difference does not vary")
+                                       : QStringLiteral("its noise not measured");
+    f.summary = QStringLiteral("at the end (step %1) the loss is %2 %3 %4's (%5 %, %6): %7 the accepted "
                                "gap of %8 (%9)")
                     .arg(d.trace.steps.back())
                     .arg(std::abs(gap), 0, 'g', 3)
                     .arg(gap >= 0 ? QStringLiteral("above") : QStringLiteral("below"))
                     .arg(in.baseline.name())
                     .arg(100.0 * relative, 0, 'f', 2)
-                    .arg(band, 0, 'g', 2)
+                    .arg(noiseText)
                     .arg(over        ? QStringLiteral("over")
                             : within ? QStringLiteral("within")
                                      : QStringLiteral("near (not told apart at this noise)"))
