@@ -53,6 +53,7 @@ private Q_SLOTS:
     void combinedHeatmapMatchesLayersAndSteps();
     void layerViewComparesAStatisticBothRunsHave();
     void auditOfTheInferenceExport();
+    void auditChartSaysWhyItIsEmpty();
 
 private:
     // A new window with both scenarios open.
@@ -809,5 +810,51 @@ void TestCompare::auditOfTheInferenceExport()
 }
 
 FP8SCOPE_TEST_GUI_MAIN(TestCompare)
+// A chart with nothing to plot says why in place of its axes (no log ticks over no points), its message wrapped
+// to the chart's width: narrow as the Evals tab makes it at 1366 x 768, a line never runs past it.
+void TestCompare::auditChartSaysWhyItIsEmpty()
+{
+    AuditChart chart;
+    chart.resize(280, 260);
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    chart.setAudit(std::nullopt);
+    const auto said = [&] { return chart.message().split(QLatin1Char('\n')).join(QLatin1Char(' ')).simplified(); };
+    QCOMPARE(said(), QStringLiteral("No inference checkpoint in the run's folder"));
+    QVERIFY(!chart.plot()->xAxis->visible() && !chart.plot()->yAxis->visible());
+    // A checkpoint without reference weights: the long reason, in lines that fit.
+    AuditResult audit;
+    audit.checkpoint = QStringLiteral("/runs/fp8/inference");
+    AuditLayer layer;
+    layer.name = QStringLiteral("model.layers.0.mlp.down_proj");
+    layer.quantized = true;
+    layer.amax = 0.5;
+    audit.layers.push_back(layer);
+    chart.setAudit(audit);
+    chart.setMeasure(AuditChart::Measure::WeightError);
+    const QStringList lines = chart.message().split(QLatin1Char('\n'));
+    QVERIFY2(lines.size() >= 3, qPrintable(chart.message()));
+    QCOMPARE(said(),
+        QStringLiteral("Nothing to compare with: no reference weights (an unquantized model folder beside the export, "
+                       "or inference_reference in fp8scope.json)"));
+    // Centred on the axes, which take the plot's width (an empty legend held them to their 50-pixel minimum,
+    // the message running off the chart's left edge).
+    const auto axesWide = [&] {
+        chart.plot()->replot();
+        return chart.plot()->axisRect()->outerRect().width() >= chart.plot()->width() * 9 / 10;
+    };
+    QVERIFY2(axesWide(), qPrintable(QString::number(chart.plot()->axisRect()->outerRect().width())));
+    const QFontMetricsF metrics(chart.plot()->font(), chart.plot());
+    for (const QString &line : lines)
+        QVERIFY2(metrics.horizontalAdvance(line) <= chart.plot()->width(), qPrintable(line));
+    // Wider, the same text in fewer lines.
+    chart.resize(900, 260);
+    QTRY_VERIFY(chart.message().count(QLatin1Char('\n')) < lines.size() - 1);
+    // Points to plot: the axes again, no message.
+    chart.setMeasure(AuditChart::Measure::WeightAmax);
+    QCOMPARE(chart.message(), QString());
+    QVERIFY(chart.plot()->xAxis->visible() && chart.plot()->yAxis->visible());
+    QVERIFY(chart.plot()->legend->visible() && axesWide());
+}
 
 #include "tst_compare.moc"

@@ -1,6 +1,7 @@
 #include "auditchart.h"
 
 #include "views/plotting/qcp.h"
+#include "views/plotting/textwrap.h"
 
 #include <QComboBox>
 #include <QRegularExpression>
@@ -236,21 +237,53 @@ void AuditChart::rebuild()
         plot()->yAxis->setRange(lo / 2, hi * 2);
     m_message->setVisible(!any);
     if (m_checkpoint.isEmpty())
-        m_message->setText(tr("No inference checkpoint in the run's folder"));
+        m_messageText = tr("No inference checkpoint in the run's folder");
     else if (measure() == Measure::WeightError || measure() == Measure::ScaleRatio)
-        m_message->setText(
-            tr("Nothing to compare with: no reference weights (an unquantized model folder beside "
-               "the export, or inference_reference in fp8scope.json)%1")
-                .arg(measure() == Measure::ScaleRatio ? tr(" and no static input scale with the training's amax")
-                                                      : QString()));
+        m_messageText
+            = tr("Nothing to compare with: no reference weights (an unquantized model folder beside "
+                 "the export, or inference_reference in fp8scope.json)%1")
+                  .arg(measure() == Measure::ScaleRatio ? tr(" and no static input scale with the training's amax")
+                                                        : QString());
     else
-        m_message->setText(tr("No quantized layer"));
+        m_messageText = tr("No quantized layer");
+    // Nothing plotted: no axes of nothing (a log scale's ticks over no points), the message in their place.
+    plot()->xAxis->setVisible(any);
+    plot()->yAxis->setVisible(any);
+    placeMessage();
     plot()->legend->setVisible(any);
+    // A legend without entries is a grid of no columns, whose widest is its margins: in the layout it held the
+    // column to the axes' minimum (50 pixels of a wide pane, the message centred on them). Out while empty.
+    const bool legendPlaced = plot()->plotLayout()->element(0, 0) == plot()->legend;
+    if (any && !legendPlaced)
+        plot()->plotLayout()->addElement(0, 0, plot()->legend);
+    else if (!any && legendPlaced)
+        plot()->plotLayout()->take(plot()->legend);
     if (m_currentIndex >= 0 && m_currentIndex < int(m_layers.size())) {
         m_current->point1->setCoords(m_currentIndex, 1);
         m_current->point2->setCoords(m_currentIndex, 2);
     }
     plot()->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void AuditChart::placeMessage()
+{
+    // The axes are hidden while it shows: the plot's width is theirs, less a margin.
+    const double width = std::max(80, plot()->width() - 24);
+    m_message->setText(wrapText(m_messageText, m_message->font(), width, plot()).join(QLatin1Char('\n')));
+}
+
+QString AuditChart::message() const
+{
+    return m_message->visible() ? m_message->text() : QString();
+}
+
+void AuditChart::resizeEvent(QResizeEvent *event)
+{
+    PlotView::resizeEvent(event);
+    if (m_message->visible()) {
+        placeMessage();
+        plot()->replot(QCustomPlot::rpQueuedReplot);
+    }
 }
 
 void AuditChart::onMouseRelease(QMouseEvent *event)

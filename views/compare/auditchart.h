@@ -47,12 +47,20 @@ public:
     std::vector<Series> series() const;
     QString csv() const override;
     QString title() const override;
+    // What the chart says in place of points (why there are none), in the lines it is drawn in, wrapped to the
+    // plot's width; "" when it has points.
+    QString message() const;
 
 Q_SIGNALS:
     void layerClicked(const QString &inferenceName);
 
+protected:
+    void resizeEvent(QResizeEvent *event) override;
+
 private:
     void rebuild();
+    // The message wrapped to the plot's width as it is now.
+    void placeMessage();
     void onMouseRelease(QMouseEvent *event);
 
     QComboBox *m_measure;
@@ -61,6 +69,7 @@ private:
     std::vector<AuditLayer> m_layers;
     AuditThresholds m_thresholds; // the audit's
     QString m_checkpoint;
+    QString m_messageText; // unwrapped
     int m_currentIndex = -1;
 };
 
