@@ -247,8 +247,7 @@ void AuditChart::rebuild()
     else
         m_messageText = tr("No quantized layer");
     // Nothing plotted: no axes of nothing (a log scale's ticks over no points), the message in their place.
-    plot()->xAxis->setVisible(any);
-    plot()->yAxis->setVisible(any);
+    setAxesShown(any);
     placeMessage();
     plot()->legend->setVisible(any);
     // A legend without entries is a grid of no columns, whose widest is its margins: in the layout it held the
