@@ -517,11 +517,9 @@ size_t completePoints(const StepSeries &s, const OnsetOptions &o)
 
 size_t earlyPoints(const StepSeries &s, const OnsetOptions &o)
 {
-    const size_t n = s.size();
-    const size_t share = std::max<size_t>(5, size_t(std::ceil(o.earlyFraction * double(completePoints(s, o)))));
-    if (completePoints(s, o) == n)
-        return share;
-    return std::min(share, std::max<size_t>(5, (n + 1) / 2));
+    const size_t n = s.size(), complete = completePoints(s, o);
+    const size_t share = std::max<size_t>(5, size_t(std::ceil(o.earlyFraction * double(complete))));
+    return complete == n ? share : std::min(share, std::max<size_t>(5, (n + 1) / 2));
 }
 
 Onset findOnset(const StepSeries &in, Direction direction, const OnsetOptions &o)

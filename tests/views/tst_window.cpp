@@ -84,6 +84,19 @@ QString cutText(QWidget *w)
 }
 
 // The rows of a table's column as text.
+// One iteration line of a Megatron training log, its other fields as a real one prints them.
+QByteArray megatronLine(
+    int it, int iterations, double loss, double lossScale, const QByteArray &gradNorm, int skipped = 0, int nan = 0)
+{
+    return " iteration " + QByteArray::number(it).rightJustified(8) + "/"
+        + QByteArray::number(iterations).rightJustified(8) + " | consumed samples: "
+        + QByteArray::number(it * 256).rightJustified(12) + " | elapsed time per iteration (ms): 812.4 | "
+        + "learning rate: 3.000E-04 | global batch size:   256 | lm loss: " + QByteArray::number(loss, 'E', 6)
+        + " | loss scale: " + QByteArray::number(lossScale, 'f', 1) + " | grad norm: " + gradNorm
+        + " | number of skipped iterations: " + QByteArray::number(skipped).rightJustified(3)
+        + " | number of nan iterations: " + QByteArray::number(nan).rightJustified(3) + " |\n";
+}
+
 QStringList column(QAbstractItemModel *model, int col, int role = Qt::DisplayRole)
 {
     QStringList out;
@@ -772,14 +785,8 @@ void TestWindow::skippedNanAndLossScaleCutsAreMarked()
         const bool cut = it == 50 || it == 120;
         if (cut)
             scale /= 2;
-        log += " iteration " + QByteArray::number(it).rightJustified(8) + "/"
-            + QByteArray::number(iterations).rightJustified(8) + " | consumed samples: "
-            + QByteArray::number(it * 256).rightJustified(12) + " | elapsed time per iteration (ms): 812.4 | "
-            + "learning rate: 3.000E-04 | global batch size:   256 | lm loss: "
-            + QByteArray::number(10.0 - it / 50.0, 'E', 6) + " | loss scale: " + QByteArray::number(scale, 'f', 1)
-            + " | grad norm: " + (it == 150 ? QByteArray("nan") : QByteArray("0.950"))
-            + " | number of skipped iterations: " + (cut ? "  1" : "  0")
-            + " | number of nan iterations: " + (it == 150 ? "  1" : "  0") + " |\n";
+        log += megatronLine(it, iterations, 10.0 - it / 50.0, scale,
+            it == 150 ? QByteArray("nan") : QByteArray("0.950"), cut ? 1 : 0, it == 150 ? 1 : 0);
     }
     QVERIFY(writeFile(dir + QStringLiteral("/logs/train.out"), log));
     auto w = newWindow();
@@ -824,12 +831,8 @@ void TestWindow::infiniteValuesLeaveTheAxisToTheFiniteOnes()
     const QString dir = m_tmp.filePath(QStringLiteral("overflow"));
     QByteArray log;
     for (int it = 10; it <= 200; it += 10) {
-        log += " iteration " + QByteArray::number(it).rightJustified(8) + "/     200 | consumed samples: "
-            + QByteArray::number(it * 256).rightJustified(12) + " | elapsed time per iteration (ms): 812.4 | "
-            + "learning rate: 3.000E-04 | global batch size:   256 | lm loss: "
-            + QByteArray::number(10.0 - it / 50.0, 'E', 6) + " | loss scale: 1.0 | grad norm: "
-            + (it == 100 ? QByteArray("inf") : QByteArray::number(0.9 + it / 2000.0, 'f', 3))
-            + " | number of skipped iterations:   0 | number of nan iterations:   0 |\n";
+        log += megatronLine(it, 200, 10.0 - it / 50.0, 1.0,
+            it == 100 ? QByteArray("inf") : QByteArray::number(0.9 + it / 2000.0, 'f', 3));
     }
     QVERIFY(writeFile(dir + QStringLiteral("/logs/train.out"), log));
     auto w = newWindow();
